@@ -1,0 +1,90 @@
+/**
+ * Registered agents: who they are, which queues they serve and how many tasks they may hold at once.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { Expression } from './expression';
+
+export interface Agent {
+  readonly agentId: string;
+  readonly name: string;
+  /** The task queues this agent serves: its capabilities. */
+  readonly queues: readonly string[];
+  readonly maxConcurrency: number;
+  /** Interactive agents may hold roles (exclusive duties); batch agents only run tasks. */
+  readonly interactive: boolean;
+  readonly createdAt: number;
+  readonly revokedAt?: number;
+  /** SHA-256 of the agent's bearer token; the token itself is never stored. */
+  readonly tokenHash?: string;
+}
+
+function agentFromItem(item: Record<string, unknown>): Agent {
+  return {
+    agentId: String(item.agentId),
+    name: String(item.name),
+    queues: Array.isArray(item.queues) ? item.queues.map(String) : [],
+    maxConcurrency: Number(item.maxConcurrency),
+    interactive: Boolean(item.interactive),
+    createdAt: Number(item.createdAt),
+    ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),
+    ...(typeof item.tokenHash === 'string' ? { tokenHash: item.tokenHash } : {}),
+  };
+}
+
+export class AgentTable {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  async create(agent: Agent): Promise<void> {
+    const e = new Expression();
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...agent, queues: [...agent.queues] },
+        ConditionExpression: `attribute_not_exists(${e.n('agentId')})`,
+        ...e.attributes(),
+      }),
+    );
+  }
+
+  async get(agentId: string): Promise<Agent | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { agentId }, ConsistentRead: true }),
+    );
+    return output.Item ? agentFromItem(output.Item) : undefined;
+  }
+
+  /** Marks the agent revoked; returns false if it does not exist. */
+  async revoke(agentId: string, now: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId },
+          UpdateExpression: `SET ${e.n('revokedAt')} = if_not_exists(${e.n('revokedAt')}, ${e.v(now)})`,
+          ConditionExpression: `attribute_exists(${e.n('agentId')})`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async list(limit: number): Promise<Agent[]> {
+    const output = await this.doc.send(new ScanCommand({ TableName: this.tableName, Limit: limit }));
+    return (output.Items ?? []).map(agentFromItem);
+  }
+}

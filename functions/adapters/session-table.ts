@@ -1,0 +1,217 @@
+/**
+ * Agent sessions in the leases table, one item per agent (`session#<agentId>`).
+ *
+ * A session is the unit of liveness: one heartbeat write extends it, and with it every lease it holds, however
+ * many. The `held` map lists the tasks the session holds or is about to hold, and is what makes per-agent
+ * concurrency exact: a claim reserves its tasks here with a condition on the map's size before it takes them.
+ * Entries are removed lazily (see `prune`), so `held` may name tasks the session no longer holds, never the
+ * reverse.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AgentSession } from '#domain/task';
+import { Expression, updateExpression } from './expression';
+
+type Item = Record<string, unknown>;
+
+export const sessionLeaseId = (agentId: string) => `session#${agentId}`;
+
+const numberMap = (value: unknown): Record<string, number> => {
+  if (typeof value !== 'object' || value === null) return {};
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Number(v)]));
+};
+
+export function sessionFromItem(item: Item): AgentSession {
+  return {
+    agentId: String(item.agentId),
+    sessionId: String(item.sessionId),
+    queues: Array.isArray(item.queues) ? item.queues.map(String) : [],
+    maxConcurrency: Number(item.maxConcurrency),
+    startedAt: Number(item.startedAt),
+    heartbeatAt: Number(item.heartbeatAt),
+    expiresAt: Number(item.expiresAt),
+    held: numberMap(item.held),
+    cancelled: numberMap(item.cancelled),
+    lost: numberMap(item.lost),
+  };
+}
+
+export type SessionWriteResult =
+  | { readonly ok: true; readonly session: AgentSession }
+  | { readonly ok: false; readonly current?: AgentSession };
+
+export class SessionTable {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+    /** How long an ended or expired session item is kept before DynamoDB may purge it. */
+    private readonly purgeAfterSeconds: number,
+  ) {}
+
+  /** Starts a new session for the agent, replacing any previous one; returns the one it replaced. */
+  async open(session: AgentSession): Promise<AgentSession | undefined> {
+    const output = await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          leaseId: sessionLeaseId(session.agentId),
+          kind: 'session',
+          ...session,
+          queues: [...session.queues],
+          purgeAt: Math.ceil(session.expiresAt / 1_000) + this.purgeAfterSeconds,
+        },
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    return output.Attributes ? sessionFromItem(output.Attributes) : undefined;
+  }
+
+  async get(agentId: string): Promise<AgentSession | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { leaseId: sessionLeaseId(agentId) },
+        ConsistentRead: true,
+      }),
+    );
+    return output.Item ? sessionFromItem(output.Item) : undefined;
+  }
+
+  /** One conditional update of the agent's session item, returning the item as it is now either way. */
+  async update(
+    agentId: string,
+    build: (e: Expression) => { set?: string[]; remove?: string[]; condition: string },
+  ): Promise<SessionWriteResult> {
+    const e = new Expression();
+    const { set, remove, condition } = build(e);
+    try {
+      const output = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { leaseId: sessionLeaseId(agentId) },
+          UpdateExpression: updateExpression({ set, remove }),
+          ConditionExpression: condition,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...e.attributes(),
+        }),
+      );
+      if (!output.Attributes) throw new Error(`update of session ${agentId} returned no attributes`);
+      return { ok: true, session: sessionFromItem(output.Attributes) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return error.Item ? { ok: false, current: sessionFromItem(unmarshall(error.Item)) } : { ok: false };
+      }
+      throw error;
+    }
+  }
+
+  /** Extends a live session. An expired session cannot be revived: the condition refuses it. */
+  heartbeat(agentId: string, sessionId: string, now: number, ttlMs: number): Promise<SessionWriteResult> {
+    return this.update(agentId, (e) => ({
+      set: [
+        `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
+        `${e.n('heartbeatAt')} = ${e.v(now)}`,
+        `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
+      ],
+      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('expiresAt')} > ${e.v(now)}`,
+    }));
+  }
+
+  /**
+   * Reserves slots for `taskIds` in a live session, provided the session then holds at most `maxConcurrency`
+   * entries and none of the ids is already there. All or nothing.
+   */
+  reserve(
+    agentId: string,
+    sessionId: string,
+    taskIds: readonly string[],
+    maxConcurrency: number,
+    now: number,
+  ): Promise<SessionWriteResult> {
+    return this.update(agentId, (e) => ({
+      set: taskIds.map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+      condition: [
+        `${e.n('sessionId')} = ${e.v(sessionId)}`,
+        `${e.n('expiresAt')} > ${e.v(now)}`,
+        `size(${e.n('held')}) <= ${e.v(maxConcurrency - taskIds.length)}`,
+        ...taskIds.map((id) => `attribute_not_exists(${e.n('held', id)})`),
+      ].join(' AND '),
+    }));
+  }
+
+  /**
+   * Drops entries from `held` (and their notices), each only if its reservation time is still the one
+   * observed, so an entry re-reserved by a concurrent claim survives.
+   */
+  release(
+    agentId: string,
+    sessionId: string,
+    entries: ReadonlyMap<string, number>,
+  ): Promise<SessionWriteResult> {
+    return this.update(agentId, (e) => ({
+      remove: [...entries.keys()].flatMap((id) => [e.n('held', id), e.n('cancelled', id), e.n('lost', id)]),
+      condition: [
+        `${e.n('sessionId')} = ${e.v(sessionId)}`,
+        ...[...entries].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
+      ].join(' AND '),
+    }));
+  }
+
+  /** Leaves a notice for the agent's next heartbeat (a task of its was cancelled or taken back). */
+  notify(
+    agentId: string,
+    sessionId: string,
+    kind: 'cancelled' | 'lost',
+    taskId: string,
+    leaseEpoch: number,
+  ): Promise<SessionWriteResult> {
+    return this.update(agentId, (e) => ({
+      set: [`${e.n(kind, taskId)} = ${e.v(leaseEpoch)}`],
+      condition: `${e.n('sessionId')} = ${e.v(sessionId)}`,
+    }));
+  }
+
+  /**
+   * After its leases were taken back, turns an expired session's `held` entries into `lost` notices, so the
+   * agent learns what it lost and later sweeps skip the session. Conditional on the session still being the
+   * expired one observed.
+   */
+  retire(session: AgentSession, now: number): Promise<SessionWriteResult> {
+    return this.update(session.agentId, (e) => ({
+      set: Object.keys(session.held).map((id) => `${e.n('lost', id)} = ${e.v(now)}`),
+      remove: Object.keys(session.held).map((id) => e.n('held', id)),
+      condition: `${e.n('sessionId')} = ${e.v(session.sessionId)} AND ${e.n('expiresAt')} = ${e.v(session.expiresAt)}`,
+    }));
+  }
+
+  /**
+   * Sessions that expired while still holding tasks. A scan: the table has one item per agent, and sessions are
+   * updated at every heartbeat, so an index on their expiry would cost a second write per heartbeat.
+   */
+  async findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
+    const found: AgentSession[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const e = new Expression();
+      const output = await this.doc.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND ${e.n('expiresAt')} <= ${e.v(now)} AND size(${e.n('held')}) > ${e.v(0)}`,
+          ExclusiveStartKey: startKey,
+          ...e.attributes(),
+        }),
+      );
+      for (const item of output.Items ?? []) found.push(sessionFromItem(item));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey && found.length < limit);
+    return found.slice(0, limit);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The three DynamoDB tables, defined once. The CDK construct, the local runner and the tests all build their
+ * tables from these definitions, so what runs locally is what deploys.
+ *
+ * - tasks: two items per task. `part = "state"` is the small mutable record every transition rewrites;
+ *   `part = "payload"` is written once at submit. Splitting them keeps claims, heartbeats and completions at the
+ *   same write units whether the payload is 1 KB or 200 KB. The sparse `due` index lists open tasks by the time
+ *   the supervisor should next look at them, spread over `dueShard` partitions so no partition holds every
+ *   task of one status.
+ * - agents: one item per registered agent (identity, capabilities, token hash). Rarely written.
+ * - leases: one item per agent session (its liveness and the tasks it holds); later also role leases and
+ *   per-queue controls. Small items, one write per heartbeat.
+ */
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+export type AttributeType = 'S' | 'N';
+
+export interface KeyDefinition {
+  readonly name: string;
+  readonly type: AttributeType;
+}
+
+export interface IndexDefinition {
+  readonly indexName: string;
+  readonly partitionKey: KeyDefinition;
+  readonly sortKey?: KeyDefinition;
+  readonly projection: 'KEYS_ONLY' | 'ALL';
+}
+
+export interface TableDefinition {
+  /** Used for CDK construct ids and environment variable names. */
+  readonly id: 'Tasks' | 'Agents' | 'Leases';
+  readonly partitionKey: KeyDefinition;
+  readonly sortKey?: KeyDefinition;
+  readonly globalSecondaryIndexes: readonly IndexDefinition[];
+  readonly timeToLiveAttribute?: string;
+}
+
+export const TASK_PART = { state: 'state', payload: 'payload' } as const;
+
+export const DUE_INDEX = 'due';
+
+export const TASKS_TABLE: TableDefinition = {
+  id: 'Tasks',
+  partitionKey: { name: 'taskId', type: 'S' },
+  sortKey: { name: 'part', type: 'S' },
+  globalSecondaryIndexes: [
+    {
+      indexName: DUE_INDEX,
+      partitionKey: { name: 'dueShard', type: 'S' },
+      sortKey: { name: 'dueAt', type: 'N' },
+      // Keys only: updating a task's other attributes never writes to the index.
+      projection: 'KEYS_ONLY',
+    },
+  ],
+  timeToLiveAttribute: 'purgeAt',
+};
+
+export const AGENTS_TABLE: TableDefinition = {
+  id: 'Agents',
+  partitionKey: { name: 'agentId', type: 'S' },
+  globalSecondaryIndexes: [],
+};
+
+export const LEASES_TABLE: TableDefinition = {
+  id: 'Leases',
+  partitionKey: { name: 'leaseId', type: 'S' },
+  globalSecondaryIndexes: [],
+  timeToLiveAttribute: 'purgeAt',
+};
+
+export const TABLE_DEFINITIONS = [TASKS_TABLE, AGENTS_TABLE, LEASES_TABLE] as const;
+
+export interface TableNames {
+  readonly tasks: string;
+  readonly agents: string;
+  readonly leases: string;
+}
+
+/** A `CreateTable` request for a definition, on-demand billing, as the local runner and the tests use it. */
+export function createTableInput(definition: TableDefinition, tableName: string): CreateTableCommandInput {
+  const keys = [definition.partitionKey, definition.sortKey].filter(
+    (k): k is KeyDefinition => k !== undefined,
+  );
+  const indexKeys = definition.globalSecondaryIndexes.flatMap((index) =>
+    [index.partitionKey, index.sortKey].filter((k): k is KeyDefinition => k !== undefined),
+  );
+  const attributes = new Map<string, AttributeType>();
+  for (const key of [...keys, ...indexKeys]) attributes.set(key.name, key.type);
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+      AttributeName,
+      AttributeType,
+    })),
+    KeySchema: [
+      { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+      ...(definition.sortKey ? [{ AttributeName: definition.sortKey.name, KeyType: 'RANGE' as const }] : []),
+    ],
+    ...(definition.globalSecondaryIndexes.length > 0
+      ? {
+          GlobalSecondaryIndexes: definition.globalSecondaryIndexes.map((index) => ({
+            IndexName: index.indexName,
+            KeySchema: [
+              { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
+              ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
+            ],
+            Projection: { ProjectionType: index.projection },
+          })),
+        }
+      : {}),
+  };
+}
+
+/** Partitions of the `due` index. Fixed: sweeps query every shard, so changing it strands entries. */
+export const DUE_SHARDS = 16;

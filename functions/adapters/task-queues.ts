@@ -1,0 +1,190 @@
+/**
+ * The SQS side: every task queue is four SQS queues, one per priority. A message carries only ids (the
+ * task and the lease epoch it was dispatched at), never the payload; the task record in DynamoDB is the truth
+ * and a message is only a hint that a task may be claimable. Duplicates and stale hints are harmless
+ * because every grant is a conditional write.
+ */
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { ValidationError } from '#domain/errors';
+import { isPriority, PRIORITIES, type Priority } from '#domain/priority';
+
+export type PriorityQueueUrls = Readonly<Record<Priority, string>>;
+
+/** Where each (task queue, priority) lives. The construct passes it to functions as JSON. */
+export class QueueDirectory {
+  private readonly queues: ReadonlyMap<string, PriorityQueueUrls>;
+
+  constructor(queues: Readonly<Record<string, PriorityQueueUrls>>) {
+    this.queues = new Map(Object.entries(queues));
+  }
+
+  /** Parses the `{ "<queue>": { "critical": url, "high": url, "normal": url, "low": url } }` form. */
+  static fromJson(json: string): QueueDirectory {
+    const parsed: unknown = JSON.parse(json);
+    if (typeof parsed !== 'object' || parsed === null)
+      throw new Error('queue directory must be a JSON object');
+    const queues: Record<string, PriorityQueueUrls> = {};
+    for (const [name, urls] of Object.entries(parsed)) {
+      if (typeof urls !== 'object' || urls === null)
+        throw new Error(`queue directory entry ${name} is not an object`);
+      const entry = urls as Record<string, unknown>;
+      const byPriority = Object.fromEntries(
+        PRIORITIES.map((p) => {
+          const url = entry[p];
+          if (typeof url !== 'string') throw new Error(`queue directory entry ${name} lacks a ${p} url`);
+          return [p, url];
+        }),
+      ) as Record<Priority, string>;
+      queues[name] = byPriority;
+    }
+    return new QueueDirectory(queues);
+  }
+
+  names(): string[] {
+    return [...this.queues.keys()];
+  }
+
+  has(queue: string): boolean {
+    return this.queues.has(queue);
+  }
+
+  /** The queue's URL for a priority; unknown queues are a caller error. */
+  urlFor(queue: string, priority: Priority): string {
+    const urls = this.queues.get(queue);
+    if (!urls) throw new ValidationError(`queue ${queue} does not exist`, { context: { queue } });
+    return urls[priority];
+  }
+}
+
+export interface DispatchHint {
+  readonly taskId: string;
+  /** The task's lease epoch when it was dispatched; a later grant makes the hint stale. */
+  readonly leaseEpoch: number;
+}
+
+export interface ReceivedHint extends DispatchHint {
+  readonly queue: string;
+  readonly priority: Priority;
+  readonly receiptHandle: string;
+  readonly messageId: string;
+  /** When SQS first accepted the message (ms). */
+  readonly sentAt: number;
+}
+
+/** A message that does not parse as a hint; it can never lead to a task and is deleted. */
+export interface PoisonMessage {
+  readonly queue: string;
+  readonly priority: Priority;
+  readonly receiptHandle: string;
+  readonly messageId: string;
+}
+
+export interface ReceiveOptions {
+  readonly max: number;
+  /** How long a received hint stays invisible to other claims while this claim decides on it. */
+  readonly visibilityTimeoutSeconds: number;
+  /** 0 returns at once (no Lambda is held open); up to 20 long-polls. */
+  readonly waitTimeSeconds: number;
+}
+
+const encodeHint = (hint: DispatchHint): string =>
+  JSON.stringify({ v: 1, taskId: hint.taskId, leaseEpoch: hint.leaseEpoch });
+
+function decodeHint(body: string | undefined): DispatchHint | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(body) as { v?: unknown; taskId?: unknown; leaseEpoch?: unknown };
+    if (parsed.v !== 1 || typeof parsed.taskId !== 'string' || typeof parsed.leaseEpoch !== 'number')
+      return undefined;
+    return { taskId: parsed.taskId, leaseEpoch: parsed.leaseEpoch };
+  } catch {
+    return undefined;
+  }
+}
+
+export class TaskQueues {
+  constructor(
+    private readonly sqs: SQSClient,
+    readonly directory: QueueDirectory,
+  ) {}
+
+  async send(queue: string, priority: Priority, hint: DispatchHint, delaySeconds = 0): Promise<void> {
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.directory.urlFor(queue, priority),
+        MessageBody: encodeHint(hint),
+        DelaySeconds: Math.max(0, Math.min(900, Math.ceil(delaySeconds))),
+      }),
+    );
+  }
+
+  async receive(
+    queue: string,
+    priority: Priority,
+    options: ReceiveOptions,
+  ): Promise<{ hints: ReceivedHint[]; poison: PoisonMessage[] }> {
+    const output = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.directory.urlFor(queue, priority),
+        MaxNumberOfMessages: Math.max(1, Math.min(10, options.max)),
+        VisibilityTimeout: options.visibilityTimeoutSeconds,
+        WaitTimeSeconds: options.waitTimeSeconds,
+        MessageSystemAttributeNames: ['SentTimestamp'],
+      }),
+    );
+    const hints: ReceivedHint[] = [];
+    const poison: PoisonMessage[] = [];
+    for (const message of output.Messages ?? []) {
+      if (!message.ReceiptHandle || !message.MessageId) continue;
+      const base = { queue, priority, receiptHandle: message.ReceiptHandle, messageId: message.MessageId };
+      const hint = decodeHint(message.Body);
+      if (!hint) {
+        poison.push(base);
+        continue;
+      }
+      const sentAt = Number(message.Attributes?.SentTimestamp ?? Date.now());
+      hints.push({ ...hint, ...base, sentAt });
+    }
+    return { hints, poison };
+  }
+
+  /** Deletes handled messages, at most ten per request, grouped by queue. */
+  async delete(
+    messages: readonly Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>[],
+  ): Promise<void> {
+    const byUrl = new Map<string, string[]>();
+    for (const m of messages) {
+      const url = this.directory.urlFor(m.queue, m.priority);
+      byUrl.set(url, [...(byUrl.get(url) ?? []), m.receiptHandle]);
+    }
+    const requests: Promise<unknown>[] = [];
+    for (const [url, handles] of byUrl) {
+      for (let i = 0; i < handles.length; i += 10) {
+        const entries = handles
+          .slice(i, i + 10)
+          .map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle }));
+        requests.push(this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: entries })));
+      }
+    }
+    await Promise.all(requests);
+  }
+
+  /** Makes a message visible again after `seconds` (0: at once) instead of deleting it. */
+  async returnLater(message: Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>, seconds: number) {
+    await this.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: this.directory.urlFor(message.queue, message.priority),
+        ReceiptHandle: message.receiptHandle,
+        VisibilityTimeout: Math.max(0, Math.min(43_200, Math.ceil(seconds))),
+      }),
+    );
+  }
+}
+
+export const priorityOf = (value: string): Priority | undefined => (isPriority(value) ? value : undefined);

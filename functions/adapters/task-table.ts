@@ -1,0 +1,263 @@
+/**
+ * The tasks table: the state item every transition rewrites, and the payload item written once.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { isPriority } from '#domain/priority';
+import type { FinishRecord, Task, TaskError } from '#domain/task';
+import { isTaskStatus } from '#domain/task-status';
+import { Expression, updateExpression } from './expression';
+import { DUE_INDEX, TASK_PART } from './tables';
+
+type Item = Record<string, unknown>;
+
+const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
+const payloadKey = (taskId: string) => ({ taskId, part: TASK_PART.payload });
+
+const optionalNumber = (value: unknown): number | undefined =>
+  typeof value === 'number' ? value : undefined;
+const optionalString = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : undefined;
+const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : undefined);
+
+/** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
+export function taskFromItem(item: Item): Task {
+  const { status, priority } = item;
+  if (!isTaskStatus(status)) throw new Error(`task ${String(item.taskId)} has an unknown status`);
+  if (!isPriority(priority)) throw new Error(`task ${String(item.taskId)} has an unknown priority`);
+  const error = item.error as TaskError | undefined;
+  const lastFinish = item.lastFinish as FinishRecord | undefined;
+  const task: Task = {
+    taskId: String(item.taskId),
+    queue: String(item.queue),
+    priority,
+    status,
+    attempt: Number(item.attempt ?? 0),
+    retryPolicy: {
+      maxAttempts: Number(item.maxAttempts),
+      backoffBaseSeconds: Number(item.backoffBaseSeconds),
+      backoffMaxSeconds: Number(item.backoffMaxSeconds),
+    },
+    timeoutSeconds: Number(item.timeoutMs) / 1_000,
+    leaseEpoch: Number(item.leaseEpoch ?? 0),
+    dispatchCount: Number(item.dispatchCount ?? 0),
+    specHash: String(item.specHash),
+    payloadBytes: Number(item.payloadBytes ?? 0),
+    createdAt: Number(item.createdAt),
+    updatedAt: Number(item.updatedAt),
+  };
+  return Object.assign(
+    task,
+    definedOnly({
+      owner: optionalString(item.owner),
+      sessionId: optionalString(item.sessionId),
+      leasedAt: optionalNumber(item.leasedAt),
+      leaseDeadline: optionalNumber(item.leaseDeadline),
+      notBefore: optionalNumber(item.notBefore),
+      dispatchedAt: optionalNumber(item.dispatchedAt),
+      checkpoint: parseJson(item.checkpoint),
+      result: parseJson(item.result),
+      error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
+      lastFinish,
+      idempotencyKey: optionalString(item.idempotencyKey),
+      finishedAt: optionalNumber(item.finishedAt),
+    }),
+  );
+}
+
+function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The item for a newly submitted task. */
+export function itemFromNewTask(task: Task, due: { dueShard: string; dueAt: number }): Item {
+  return definedOnly({
+    ...stateKey(task.taskId),
+    queue: task.queue,
+    priority: task.priority,
+    status: task.status,
+    attempt: task.attempt,
+    maxAttempts: task.retryPolicy.maxAttempts,
+    backoffBaseSeconds: task.retryPolicy.backoffBaseSeconds,
+    backoffMaxSeconds: task.retryPolicy.backoffMaxSeconds,
+    timeoutMs: task.timeoutSeconds * 1_000,
+    leaseEpoch: task.leaseEpoch,
+    notBefore: task.notBefore,
+    dispatchedAt: task.dispatchedAt,
+    dispatchCount: task.dispatchCount,
+    idempotencyKey: task.idempotencyKey,
+    specHash: task.specHash,
+    payloadBytes: task.payloadBytes,
+    createdAt: task.createdAt,
+    updatedAt: task.updatedAt,
+    dueShard: due.dueShard,
+    dueAt: due.dueAt,
+  });
+}
+
+export type ConditionalResult =
+  | { readonly ok: true; readonly task: Task }
+  | { readonly ok: false; readonly current?: Task };
+
+/** The clauses of one conditional update of a state item, written with placeholders from `e`. */
+export interface StateUpdate {
+  readonly set?: string[];
+  readonly remove?: string[];
+  readonly condition: string;
+}
+
+export class TaskTable {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  /**
+   * Writes the payload item. A second write for the same task must carry the same specification hash, so an
+   * idempotency key reused for a different task cannot overwrite the first one's payload.
+   * Returns false when the id is taken by a different specification.
+   */
+  async putPayload(taskId: string, payloadJson: string, specHash: string, purgeAt: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...payloadKey(taskId), payload: payloadJson, specHash, purgeAt },
+          ConditionExpression: `attribute_not_exists(${e.n('taskId')}) OR ${e.n('specHash')} = ${e.v(specHash)}`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** Creates the state item unless one exists; then returns the existing task instead. */
+  async createState(item: Item): Promise<{ created: true } | { created: false; existing: Task }> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: item,
+          ConditionExpression: `attribute_not_exists(${e.n('taskId')})`,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...e.attributes(),
+        }),
+      );
+      return { created: true };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException && error.Item) {
+        return { created: false, existing: taskFromItem(unmarshall(error.Item)) };
+      }
+      throw error;
+    }
+  }
+
+  async get(taskId: string, consistent = true): Promise<Task | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: stateKey(taskId), ConsistentRead: consistent }),
+    );
+    return output.Item ? taskFromItem(output.Item) : undefined;
+  }
+
+  /** Reads many state items (strongly consistent), 100 keys per request, retrying unprocessed keys. */
+  async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
+    const items = await this.batchGet(taskIds.map(stateKey), true);
+    return new Map(items.map((item) => [String(item.taskId), taskFromItem(item)]));
+  }
+
+  /**
+   * Reads payloads. Payload items never change once written, so an eventually consistent read is enough,
+   * except right after submit; misses are read again strongly consistent.
+   */
+  async getPayloads(taskIds: readonly string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const collect = (items: Item[]) => {
+      for (const item of items)
+        if (typeof item.payload === 'string') found.set(String(item.taskId), item.payload);
+    };
+    collect(await this.batchGet(taskIds.map(payloadKey), false));
+    const missing = taskIds.filter((id) => !found.has(id));
+    if (missing.length > 0) collect(await this.batchGet(missing.map(payloadKey), true));
+    return found;
+  }
+
+  /**
+   * One conditional update of a state item. On a failed condition the current item comes back with the
+   * failure (`ReturnValuesOnConditionCheckFailure`), at no extra read, so the caller can tell a stale lease
+   * from its own earlier success.
+   */
+  async update(taskId: string, build: (e: Expression) => StateUpdate): Promise<ConditionalResult> {
+    const e = new Expression();
+    const { set, remove, condition } = build(e);
+    try {
+      const output = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: stateKey(taskId),
+          UpdateExpression: updateExpression({ set, remove }),
+          ConditionExpression: condition,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...e.attributes(),
+        }),
+      );
+      if (!output.Attributes) throw new Error(`update of task ${taskId} returned no attributes`);
+      return { ok: true, task: taskFromItem(output.Attributes) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return error.Item ? { ok: false, current: taskFromItem(unmarshall(error.Item)) } : { ok: false };
+      }
+      throw error;
+    }
+  }
+
+  /** Task ids in one shard of the `due` index whose time to be looked at has come. */
+  async queryDue(dueShard: string, now: number, limit: number): Promise<string[]> {
+    const e = new Expression();
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: `${e.n('dueShard')} = ${e.v(dueShard)} AND ${e.n('dueAt')} <= ${e.v(now)}`,
+        Limit: limit,
+        ...e.attributes(),
+      }),
+    );
+    return (output.Items ?? []).map((item) => String(item.taskId));
+  }
+
+  private async batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {
+    const items: Item[] = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      let pending: Item[] | undefined = keys.slice(i, i + 100);
+      for (let round = 0; pending && pending.length > 0; round++) {
+        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
+        const output: BatchGetCommandOutput = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: consistent } },
+          }),
+        );
+        items.push(...(output.Responses?.[this.tableName] ?? []));
+        pending = output.UnprocessedKeys?.[this.tableName]?.Keys;
+        if (round > 8 && pending?.length) throw new Error('BatchGetItem left keys unprocessed after retries');
+      }
+    }
+    return items;
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

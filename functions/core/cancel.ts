@@ -1,0 +1,36 @@
+/**
+ * An operator cancels a task. A queued task is cancelled outright; a leased one too, and its owner is told at
+ * its next heartbeat (its later writes get `LeaseLost`). Cancelling a cancelled task returns it unchanged.
+ */
+import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
+import type { Task } from '#domain/task';
+import { assertTransition } from '#domain/task-status';
+import type { SchedulerContext } from './context';
+import { terminalClauses } from './transitions';
+
+export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
+  // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.
+  for (let round = 0; round < 5; round++) {
+    const task = await ctx.tasks.get(taskId);
+    if (!task) throw new TaskNotFoundError(taskId);
+    if (task.status === 'cancelled') return task;
+    assertTransition(taskId, task.status, 'cancel');
+    const now = ctx.now();
+    const written = await ctx.tasks.update(taskId, (e) => {
+      const clauses = terminalClauses(ctx, e, now, 'cancelled');
+      return {
+        set: clauses.set,
+        remove: clauses.remove,
+        condition: `${e.n('status')} = ${e.v(task.status)} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
+      };
+    });
+    if (!written.ok) continue;
+    if (task.status === 'leased' && task.owner && task.sessionId) {
+      await ctx.sessions
+        .notify(task.owner, task.sessionId, 'cancelled', taskId, task.leaseEpoch)
+        .catch(() => undefined);
+    }
+    return written.task;
+  }
+  throw new ServiceUnavailableError(`task ${taskId} kept changing while being cancelled; try again`);
+}

@@ -1,0 +1,302 @@
+/**
+ * Claiming tasks: read hints from the agent's queues in priority order, reserve slots in the agent's session,
+ * then take each task with a conditional write that increments its lease epoch.
+ *
+ * - Exactly one claimant wins a task: the grant's condition is `status = queued`, and it sets `leased`.
+ * - Per-agent concurrency is exact under parallel claims: slots are reserved in the session item with a
+ *   condition on the size of its `held` map before any grant is written.
+ * - A stale or duplicate hint is deleted; a hint the agent cannot take now goes back to its queue.
+ */
+
+import type { ReceivedHint } from '#adapters/task-queues';
+import { SessionLostError, ValidationError } from '#domain/errors';
+import { claimOrder } from '#domain/priority';
+import { type AgentSession, isSessionLive, type Task } from '#domain/task';
+import { LIMITS } from '#domain/task-spec';
+import type { SchedulerContext } from './context';
+import { markDead } from './reclaim';
+
+export interface ClaimRequest {
+  readonly agentId: string;
+  readonly sessionId: string;
+  /** At most this many tasks (1 to 10); default 1. */
+  readonly max?: number;
+  /** Only these of the agent's queues; default all of them. */
+  readonly queues?: readonly string[];
+}
+
+export interface ClaimedTask {
+  readonly taskId: string;
+  readonly queue: string;
+  readonly priority: Task['priority'];
+  readonly payload: unknown;
+  readonly attempt: number;
+  readonly leaseEpoch: number;
+  readonly leaseDeadline: number;
+  /** The last checkpoint a previous holder saved, if any. */
+  readonly checkpoint?: unknown;
+}
+
+/** Seconds a hint is hidden when a parallel claim of the same agent is deciding on the same task. */
+const IN_FLIGHT_RETRY_SECONDS = 2;
+
+export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): Promise<ClaimedTask[]> {
+  const max = request.max ?? 1;
+  if (!Number.isInteger(max) || max < 1 || max > LIMITS.claimMax) {
+    throw new ValidationError(`max: must be an integer from 1 to ${LIMITS.claimMax}`);
+  }
+  const now = ctx.now();
+  let session = await liveSession(ctx, request, now);
+  const queues = request.queues ?? session.queues;
+  const foreign = queues.filter((q) => !session.queues.includes(q));
+  if (foreign.length > 0)
+    throw new ValidationError(`queues: this agent does not serve ${foreign.join(', ')}`);
+
+  if (freeSlots(session) < max) ({ session } = await prune(ctx, session, now));
+  const capacity = Math.min(max, freeSlots(session));
+  if (capacity <= 0 || queues.length === 0) return [];
+
+  const received = await receiveHints(ctx, queues, capacity);
+  if (received.length === 0) return [];
+
+  // One hint per task; extra copies share its fate.
+  const byTask = new Map<string, ReceivedHint[]>();
+  for (const hint of received) byTask.set(hint.taskId, [...(byTask.get(hint.taskId) ?? []), hint]);
+
+  // A hint for a task already in `held`: one we hold (a stale hint), a leftover entry to prune, or a task a
+  // parallel claim of ours is deciding on.
+  const colliding = [...byTask.keys()].filter((id) => id in session.held);
+  let heldByUs = new Set<string>();
+  if (colliding.length > 0) ({ session, heldByUs } = await prune(ctx, session, now, colliding));
+
+  const toDelete: ReceivedHint[] = [];
+  const toReturn: { hint: ReceivedHint; seconds: number }[] = [];
+  const candidates: string[] = [];
+  for (const [taskId, hints] of byTask) {
+    if (heldByUs.has(taskId)) {
+      toDelete.push(...hints);
+    } else if (taskId in session.held) {
+      const [first, ...copies] = hints;
+      toDelete.push(...copies);
+      if (first) toReturn.push({ hint: first, seconds: IN_FLIGHT_RETRY_SECONDS });
+    } else {
+      candidates.push(taskId);
+    }
+  }
+
+  const reserved = await reserve(ctx, session, candidates, now);
+  const granted: Task[] = [];
+  const released = new Map<string, number>();
+  await Promise.all(
+    candidates.map(async (taskId) => {
+      const hints = byTask.get(taskId) ?? [];
+      if (!reserved.has(taskId)) {
+        for (const hint of hints) toReturn.push({ hint, seconds: 0 });
+        return;
+      }
+      const outcome = await grant(ctx, reserved.session, taskId, hints[0]?.queue ?? '', now);
+      if (outcome.kind === 'granted') {
+        granted.push(outcome.task);
+        toDelete.push(...hints);
+        return;
+      }
+      released.set(taskId, now);
+      if (outcome.kind === 'later') {
+        const [first, ...copies] = hints;
+        toDelete.push(...copies);
+        if (first) toReturn.push({ hint: first, seconds: outcome.seconds });
+      } else {
+        toDelete.push(...hints);
+      }
+    }),
+  );
+
+  // Housekeeping that must not lose the grants: failures here only delay a hint or a slot.
+  await Promise.all([
+    released.size > 0
+      ? ctx.sessions.release(request.agentId, request.sessionId, released).catch(() => undefined)
+      : undefined,
+    toDelete.length > 0 ? ctx.queues.delete(toDelete).catch(logged(ctx, 'delete hints')) : undefined,
+    ...toReturn.map(({ hint, seconds }) =>
+      ctx.queues.returnLater(hint, seconds).catch(logged(ctx, 'return hint')),
+    ),
+  ]);
+
+  return withPayloads(ctx, granted);
+}
+
+const freeSlots = (session: AgentSession) => session.maxConcurrency - Object.keys(session.held).length;
+
+const logged = (ctx: SchedulerContext, what: string) => (error: unknown) =>
+  ctx.log.warn(`${what} failed`, { error: error instanceof Error ? error.name : String(error) });
+
+async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: number): Promise<AgentSession> {
+  const session = await ctx.sessions.get(request.agentId);
+  if (!session || session.sessionId !== request.sessionId || !isSessionLive(session, now)) {
+    throw new SessionLostError('the session expired or was replaced; open a new session', {
+      context: { agentId: request.agentId },
+    });
+  }
+  return session;
+}
+
+/**
+ * Reads up to `capacity` hints: priority tiers in the claim order (see `claimOrder`), and within a tier the
+ * agent's queues starting at a random one so no queue is always last.
+ */
+async function receiveHints(ctx: SchedulerContext, queues: readonly string[], capacity: number) {
+  const hints: ReceivedHint[] = [];
+  const poison: Parameters<SchedulerContext['queues']['delete']>[0][number][] = [];
+  const offset = Math.floor(ctx.random() * queues.length);
+  const rotated = [...queues.slice(offset), ...queues.slice(0, offset)];
+  for (const priority of claimOrder(ctx.random(), ctx.settings.priorityWeights)) {
+    for (const queue of rotated) {
+      const wanted = capacity - hints.length;
+      if (wanted <= 0) break;
+      const batch = await ctx.queues.receive(queue, priority, {
+        max: wanted,
+        visibilityTimeoutSeconds: ctx.settings.claimVisibilityTimeoutSeconds,
+        waitTimeSeconds: ctx.settings.receiveWaitSeconds,
+      });
+      hints.push(...batch.hints);
+      poison.push(...batch.poison);
+    }
+  }
+  if (poison.length > 0) await ctx.queues.delete(poison).catch(logged(ctx, 'delete unreadable messages'));
+  return hints;
+}
+
+/**
+ * Reserves as many of `taskIds` as the session has room for. A condition failure means a parallel claim of
+ * the same agent got there first: read the session as it now is and try once more with what fits.
+ */
+async function reserve(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  taskIds: readonly string[],
+  now: number,
+): Promise<{ has(taskId: string): boolean; session: AgentSession }> {
+  let current = session;
+  for (let round = 0; round < 3; round++) {
+    const fitting = taskIds.filter((id) => !(id in current.held)).slice(0, Math.max(0, freeSlots(current)));
+    if (fitting.length === 0) break;
+    const written = await ctx.sessions.reserve(
+      current.agentId,
+      current.sessionId,
+      fitting,
+      current.maxConcurrency,
+      now,
+    );
+    if (written.ok) return { has: (id) => fitting.includes(id), session: written.session };
+    if (
+      !written.current ||
+      written.current.sessionId !== session.sessionId ||
+      !isSessionLive(written.current, now)
+    ) {
+      throw new SessionLostError('the session expired or was replaced; open a new session');
+    }
+    current = written.current;
+  }
+  return { has: () => false, session: current };
+}
+
+type GrantOutcome = { kind: 'granted'; task: Task } | { kind: 'stale' } | { kind: 'later'; seconds: number };
+
+/** The grant: `queued → leased`, epoch + 1, owner recorded; one conditional write. */
+async function grant(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  taskId: string,
+  queue: string,
+  now: number,
+): Promise<GrantOutcome> {
+  const written = await ctx.tasks.update(taskId, (e) => ({
+    set: [
+      `${e.n('status')} = ${e.v('leased')}`,
+      `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
+      `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
+      `${e.n('owner')} = ${e.v(session.agentId)}`,
+      `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
+      `${e.n('leasedAt')} = ${e.v(now)}`,
+      `${e.n('leaseDeadline')} = ${e.n('timeoutMs')} + ${e.v(now)}`,
+      `${e.n('updatedAt')} = ${e.v(now)}`,
+    ],
+    condition: [
+      `${e.n('status')} = ${e.v('queued')}`,
+      `${e.n('queue')} = ${e.v(queue)}`,
+      `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
+    ].join(' AND '),
+  }));
+  if (written.ok) return { kind: 'granted', task: written.task };
+  // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
+  const current = written.current;
+  if (!current) return { kind: 'stale' };
+  if (current.status === 'queued' && current.queue === queue && current.notBefore !== undefined) {
+    const waitMs = current.notBefore - now;
+    // Early hint: hide it until the task is due, or drop it when reconcile will send one later anyway.
+    return waitMs <= LIMITS.sqsMaxDelaySeconds * 1_000
+      ? { kind: 'later', seconds: waitMs / 1_000 }
+      : { kind: 'stale' };
+  }
+  return { kind: 'stale' };
+}
+
+/** Attaches payloads; a task whose payload is gone (past its retention) cannot run and is marked dead. */
+async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
+  if (granted.length === 0) return [];
+  const payloads = await ctx.tasks.getPayloads(granted.map((t) => t.taskId));
+  const claimed: ClaimedTask[] = [];
+  for (const task of granted) {
+    const payload = payloads.get(task.taskId);
+    if (payload === undefined) {
+      await markDead(ctx, task, 'the payload no longer exists');
+      continue;
+    }
+    claimed.push({
+      taskId: task.taskId,
+      queue: task.queue,
+      priority: task.priority,
+      payload: JSON.parse(payload),
+      attempt: task.attempt,
+      leaseEpoch: task.leaseEpoch,
+      leaseDeadline: task.leaseDeadline ?? 0,
+      ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
+    });
+  }
+  return claimed;
+}
+
+/**
+ * Drops `held` entries that no longer stand for a lease of this session. Only entries older than the
+ * reservation grace are candidates (a younger one may belong to a claim still in flight), plus `also`,
+ * which are checked the same way. Each removal is conditional on the entry being unchanged.
+ */
+async function prune(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  now: number,
+  also: readonly string[] = [],
+): Promise<{ session: AgentSession; heldByUs: Set<string> }> {
+  const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
+  const candidates = Object.entries(session.held).filter(
+    ([id, reservedAt]) => reservedAt < graceStart || also.includes(id),
+  );
+  const heldByUs = new Set<string>();
+  if (candidates.length === 0) return { session, heldByUs };
+  const tasks = await ctx.tasks.getMany(candidates.map(([id]) => id));
+  const stale = new Map<string, number>();
+  for (const [id, reservedAt] of candidates) {
+    const task = tasks.get(id);
+    if (task?.status === 'leased' && task.sessionId === session.sessionId) heldByUs.add(id);
+    else if (reservedAt < graceStart) stale.set(id, reservedAt);
+  }
+  if (stale.size === 0) return { session, heldByUs };
+  const written = await ctx.sessions.release(session.agentId, session.sessionId, stale);
+  if (written.ok) return { session: written.session, heldByUs };
+  // A concurrent change; read it back and let the caller work with what is there.
+  const fresh = await ctx.sessions.get(session.agentId);
+  if (!fresh || fresh.sessionId !== session.sessionId) {
+    throw new SessionLostError('the session expired or was replaced; open a new session');
+  }
+  return { session: fresh, heldByUs };
+}

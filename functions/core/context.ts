@@ -1,0 +1,109 @@
+/**
+ * What every scheduler operation needs: the tables, the queues, the settings, a clock and a source of
+ * randomness. Clock and randomness are injected so tests can move time and draw deterministic jitter.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AgentTable } from '#adapters/agent-table';
+import { SessionTable } from '#adapters/session-table';
+import { DUE_SHARDS, type TableNames } from '#adapters/tables';
+import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
+import { TaskTable } from '#adapters/task-table';
+import { shardOf } from '#domain/ids';
+import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
+
+export interface SchedulerSettings {
+  /** A session (and every lease it holds) lives this long after its last heartbeat. */
+  readonly leaseTtlSeconds: number;
+  /** What agents are told to use; a third of the TTL leaves room for two lost heartbeats. */
+  readonly heartbeatIntervalSeconds: number;
+  /** A queued task not claimed this long after its dispatch is sent again (its message may be lost). */
+  readonly reconcileAfterSeconds: number;
+  /** Finished tasks are kept this long, then DynamoDB's TTL removes them. */
+  readonly retentionSeconds: number;
+  /** Payload items expire this long after the task became claimable, plus the retention. */
+  readonly maxQueueAgeSeconds: number;
+  /** How long a received hint stays hidden from other claims while one claim decides on it. */
+  readonly claimVisibilityTimeoutSeconds: number;
+  /** SQS receive wait of a claim; 0 answers at once and keeps no function waiting. */
+  readonly receiveWaitSeconds: number;
+  /** A reservation younger than this may belong to a claim still in flight and is never pruned. */
+  readonly reservationGraceSeconds: number;
+  readonly priorityWeights: PriorityWeights;
+  /** Most items one sweep looks at per shard or per kind; the rest wait for the next pass. */
+  readonly sweepLimit: number;
+}
+
+export const DEFAULT_SETTINGS: SchedulerSettings = {
+  leaseTtlSeconds: 30,
+  heartbeatIntervalSeconds: 10,
+  reconcileAfterSeconds: 120,
+  retentionSeconds: 7 * 24 * 60 * 60,
+  maxQueueAgeSeconds: 14 * 24 * 60 * 60,
+  claimVisibilityTimeoutSeconds: 30,
+  receiveWaitSeconds: 0,
+  reservationGraceSeconds: 60,
+  priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
+  sweepLimit: 200,
+};
+
+/** Structured logging, satisfied by Powertools' Logger and by `console`. */
+export interface SchedulerLog {
+  info(message: string, extra?: Record<string, unknown>): void;
+  warn(message: string, extra?: Record<string, unknown>): void;
+  error(message: string, extra?: Record<string, unknown>): void;
+}
+
+const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
+
+export interface SchedulerContext {
+  readonly tasks: TaskTable;
+  readonly sessions: SessionTable;
+  readonly agents: AgentTable;
+  readonly queues: TaskQueues;
+  readonly settings: SchedulerSettings;
+  readonly dueShards: number;
+  now(): number;
+  random(): number;
+  readonly log: SchedulerLog;
+}
+
+export interface SchedulerDependencies {
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly tables: TableNames;
+  readonly queues: QueueDirectory;
+  readonly settings?: Partial<SchedulerSettings>;
+  readonly now?: () => number;
+  readonly random?: () => number;
+  readonly log?: SchedulerLog;
+}
+
+export function createContext(deps: SchedulerDependencies): SchedulerContext {
+  const settings = { ...DEFAULT_SETTINGS, ...deps.settings };
+  const doc = DynamoDBDocumentClient.from(deps.dynamodb, {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
+  });
+  return {
+    tasks: new TaskTable(doc, deps.tables.tasks),
+    sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
+    agents: new AgentTable(doc, deps.tables.agents),
+    queues: new TaskQueues(deps.sqs, deps.queues),
+    settings,
+    dueShards: DUE_SHARDS,
+    now: deps.now ?? Date.now,
+    random: deps.random ?? Math.random,
+    log: deps.log ?? silentLog,
+  };
+}
+
+const dueShardName = (shard: number): string => `due#${String(shard).padStart(2, '0')}`;
+
+/** The `due` index partition of a task. */
+export const dueShardFor = (ctx: Pick<SchedulerContext, 'dueShards'>, taskId: string): string =>
+  dueShardName(shardOf(taskId, ctx.dueShards));
+
+/** Every partition of the `due` index, for sweeps. */
+export const allDueShards = (ctx: Pick<SchedulerContext, 'dueShards'>): string[] =>
+  Array.from({ length: ctx.dueShards }, (_, shard) => dueShardName(shard));

@@ -1,0 +1,29 @@
+/**
+ * Sending a task's hint to SQS after its state was committed. A failure here is logged, not thrown: the task
+ * is safe in DynamoDB and `reconcile` sends it again once its due time passes.
+ */
+import type { Task } from '#domain/task';
+import type { SchedulerContext } from './context';
+
+export async function dispatch(
+  ctx: SchedulerContext,
+  task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch'>,
+  delaySeconds: number,
+): Promise<boolean> {
+  try {
+    await ctx.queues.send(
+      task.queue,
+      task.priority,
+      { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+      delaySeconds,
+    );
+    return true;
+  } catch (error) {
+    ctx.log.warn('dispatch failed; reconcile will send the task again', {
+      taskId: task.taskId,
+      queue: task.queue,
+      error: error instanceof Error ? error.name : String(error),
+    });
+    return false;
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * Taking back leases that expired: the session went silent (or was replaced), or the attempt ran past its
+ * deadline. The task goes back to the queue with a backoff, or to `dead` once its attempts are used up.
+ *
+ * Every take-back is fenced by the epoch observed, so two sweeps running at once take a lease back once,
+ * and an owner that completes at the same instant either wins before the sweep or gets `LeaseLost` after it.
+ */
+import { decideRetry } from '#domain/retry-policy';
+import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
+import { allDueShards, type SchedulerContext } from './context';
+import { dispatch } from './dispatch';
+import { epochCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
+
+export type ReclaimReason = 'deadline' | 'session';
+export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';
+
+/**
+ * Takes one task back. With `session`, only if the task is still leased to that session; the task's own
+ * record is read unless given.
+ */
+export async function reclaimTask(
+  ctx: SchedulerContext,
+  taskId: string,
+  options: { reason: ReclaimReason; session?: AgentSession; task?: Task },
+): Promise<ReclaimOutcome> {
+  const task = options.task ?? (await ctx.tasks.get(taskId));
+  if (task?.status !== 'leased') return 'notLeased';
+  if (options.session && task.sessionId !== options.session.sessionId) return 'notLeased';
+  const now = ctx.now();
+  const decision = decideRetry(task.attempt, task.retryPolicy, true, ctx.random());
+  const written = await ctx.tasks.update(taskId, (e) => {
+    const clauses = decision.retry
+      ? requeueClauses(ctx, e, now, decision.delayMs)
+      : terminalClauses(ctx, e, now, 'dead');
+    return {
+      set: [
+        ...clauses.set,
+        `${e.n('error')} = ${e.v({ message: `lease expired (${options.reason})`, retryable: true })}`,
+      ],
+      remove: clauses.remove,
+      condition: epochCondition(e, task),
+    };
+  });
+  if (!written.ok) return 'raced';
+  if (task.owner && task.sessionId) {
+    // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
+    await ctx.sessions
+      .notify(task.owner, task.sessionId, 'lost', taskId, task.leaseEpoch)
+      .catch(() => undefined);
+  }
+  if (decision.retry && sendsNow(decision.delayMs))
+    await dispatch(ctx, written.task, decision.delayMs / 1_000);
+  return decision.retry ? 'requeued' : 'dead';
+}
+
+/** Gives up on a leased task that cannot run (e.g. its payload is gone), fenced by the epoch observed. */
+export async function markDead(ctx: SchedulerContext, task: Task, message: string): Promise<boolean> {
+  const now = ctx.now();
+  const written = await ctx.tasks.update(task.taskId, (e) => {
+    const clauses = terminalClauses(ctx, e, now, 'dead');
+    return {
+      set: [...clauses.set, `${e.n('error')} = ${e.v({ message, retryable: false })}`],
+      remove: clauses.remove,
+      condition: epochCondition(e, task),
+    };
+  });
+  return written.ok;
+}
+
+export interface ReclaimSummary {
+  readonly expiredSessions: number;
+  readonly requeued: string[];
+  readonly dead: string[];
+  /** Leased tasks looked at whose lease was still good; their next look is moved to their deadline. */
+  readonly deferred: number;
+  readonly errors: number;
+}
+
+/**
+ * One reclaim pass: sessions that expired holding tasks, then leased tasks the due index says are worth a look.
+ * Work is bounded by `sweepLimit`; what is left waits for the next pass. One failing item does not stop the pass.
+ */
+export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<ReclaimSummary> {
+  const summary = {
+    expiredSessions: 0,
+    requeued: [] as string[],
+    dead: [] as string[],
+    deferred: 0,
+    errors: 0,
+  };
+  const record = (taskId: string, outcome: ReclaimOutcome) => {
+    if (outcome === 'requeued') summary.requeued.push(taskId);
+    if (outcome === 'dead') summary.dead.push(taskId);
+  };
+  const attempt = async (work: () => Promise<void>, item: Record<string, unknown>) => {
+    try {
+      await work();
+    } catch (error) {
+      summary.errors++;
+      ctx.log.error('reclaim failed for one item', {
+        ...item,
+        error: error instanceof Error ? error.name : String(error),
+      });
+    }
+  };
+
+  const now = ctx.now();
+  for (const session of await ctx.sessions.findExpiredHolding(now, ctx.settings.sweepLimit)) {
+    await attempt(
+      async () => {
+        for (const taskId of Object.keys(session.held)) {
+          record(taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' }));
+        }
+        const retired = await ctx.sessions.retire(session, ctx.now());
+        if (retired.ok) summary.expiredSessions++;
+      },
+      { agentId: session.agentId },
+    );
+  }
+
+  const sessions = new Map<string, AgentSession | undefined>();
+  const sessionOf = async (agentId: string) => {
+    if (!sessions.has(agentId)) sessions.set(agentId, await ctx.sessions.get(agentId));
+    return sessions.get(agentId);
+  };
+  for (const shard of allDueShards(ctx)) {
+    await attempt(
+      async () => {
+        const ids = await ctx.tasks.queryDue(shard, now, ctx.settings.sweepLimit);
+        if (ids.length === 0) return;
+        for (const task of (await ctx.tasks.getMany(ids)).values()) {
+          if (task.status !== 'leased' || !task.owner) continue;
+          await attempt(
+            async () => {
+              const reason = leaseExpiry(task, await sessionOf(task.owner ?? ''), now);
+              if (reason) {
+                record(task.taskId, await reclaimTask(ctx, task.taskId, { reason, task }));
+                return;
+              }
+              // Still good: look again at its deadline (a session that dies first is found by the session scan).
+              const moved = await ctx.tasks.update(task.taskId, (e) => ({
+                set: [`${e.n('dueAt')} = ${e.v(task.leaseDeadline ?? now)}`],
+                condition: epochCondition(e, task),
+              }));
+              if (moved.ok) summary.deferred++;
+            },
+            { taskId: task.taskId },
+          );
+        }
+      },
+      { shard },
+    );
+  }
+  return summary;
+}

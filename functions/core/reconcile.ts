@@ -1,0 +1,87 @@
+/**
+ * Finding queued tasks whose hint never reached SQS or was lost there (a send that failed after the write
+ * committed, a purged or restarted queue, a message dead-lettered by SQS), and sending them again. Also sends
+ * tasks whose delay was longer than SQS can hold, once it is time.
+ *
+ * A second hint for a task whose first one still exists is harmless: the claim is conditional, and the
+ * losing hint is dropped as stale.
+ */
+import type { Task } from '#domain/task';
+import { LIMITS } from '#domain/task-spec';
+import { allDueShards, type SchedulerContext } from './context';
+
+export interface ReconcileSummary {
+  readonly redispatched: string[];
+  /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
+  readonly deferred: number;
+  readonly errors: number;
+}
+
+/** The wait before the n-th re-send is looked at again: doubling, so a deep backlog is not re-sent every pass. */
+const nextLookMs = (ctx: SchedulerContext, dispatchCount: number) =>
+  ctx.settings.reconcileAfterSeconds * 1_000 * 2 ** Math.min(6, Math.max(0, dispatchCount - 1));
+
+export async function reconcileDispatch(ctx: SchedulerContext): Promise<ReconcileSummary> {
+  const summary = { redispatched: [] as string[], deferred: 0, errors: 0 };
+  const now = ctx.now();
+  for (const shard of allDueShards(ctx)) {
+    try {
+      const ids = await ctx.tasks.queryDue(shard, now, ctx.settings.sweepLimit);
+      if (ids.length === 0) continue;
+      for (const task of (await ctx.tasks.getMany(ids)).values()) {
+        if (task.status !== 'queued') continue;
+        try {
+          if (await reconcileTask(ctx, task, now)) summary.redispatched.push(task.taskId);
+          else summary.deferred++;
+        } catch (error) {
+          summary.errors++;
+          ctx.log.error('reconcile failed for a task', {
+            taskId: task.taskId,
+            error: error instanceof Error ? error.name : String(error),
+          });
+        }
+      }
+    } catch (error) {
+      summary.errors++;
+      ctx.log.error('reconcile failed for a shard', {
+        shard,
+        error: error instanceof Error ? error.name : String(error),
+      });
+    }
+  }
+  return summary;
+}
+
+/** Sends one queued task again if its last hint is overdue; otherwise moves its next look. True if sent. */
+async function reconcileTask(ctx: SchedulerContext, task: Task, now: number): Promise<boolean> {
+  const claimableAt = task.notBefore ?? 0;
+  const overdue =
+    task.dispatchedAt === undefined || task.dispatchedAt <= now - ctx.settings.reconcileAfterSeconds * 1_000;
+  const delayMs = Math.max(0, claimableAt - now);
+  if (!overdue || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
+    const dueAt = overdue
+      ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000
+      : (task.dispatchedAt ?? now) + nextLookMs(ctx, task.dispatchCount);
+    await ctx.tasks.update(task.taskId, (e) => ({
+      set: [`${e.n('dueAt')} = ${e.v(Math.max(dueAt, now + 1))}`],
+      condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
+    }));
+    return false;
+  }
+  // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale.
+  await ctx.queues.send(
+    task.queue,
+    task.priority,
+    { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+    delayMs / 1_000,
+  );
+  await ctx.tasks.update(task.taskId, (e) => ({
+    set: [
+      `${e.n('dispatchedAt')} = ${e.v(now + delayMs)}`,
+      `${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`,
+      `${e.n('dueAt')} = ${e.v(now + delayMs + nextLookMs(ctx, task.dispatchCount + 1))}`,
+    ],
+    condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
+  }));
+  return true;
+}

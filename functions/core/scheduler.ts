@@ -1,0 +1,72 @@
+/**
+ * The scheduler's operations in one object, for handlers, the local runner and tests. Each method is a plain
+ * function of `core/`; nothing here knows about HTTP or Lambda events.
+ */
+import { TaskNotFoundError } from '#domain/errors';
+import type { Task } from '#domain/task';
+import { cancelTask } from './cancel';
+import { type ClaimRequest, claimTasks } from './claim';
+import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
+import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
+import { reclaimExpiredLeases } from './reclaim';
+import { reconcileDispatch } from './reconcile';
+import { heartbeat, openSession, registerAgent } from './sessions';
+import { submitTask } from './submit';
+
+export class Scheduler {
+  readonly ctx: SchedulerContext;
+
+  constructor(deps: SchedulerDependencies | SchedulerContext) {
+    this.ctx = 'tasks' in deps ? deps : createContext(deps);
+  }
+
+  submit(input: unknown) {
+    return submitTask(this.ctx, input);
+  }
+
+  async getTask(taskId: string): Promise<Task> {
+    const task = await this.ctx.tasks.get(taskId);
+    if (!task) throw new TaskNotFoundError(taskId);
+    return task;
+  }
+
+  registerAgent(input: unknown, extra?: { tokenHash?: string }) {
+    return registerAgent(this.ctx, input, extra);
+  }
+
+  openSession(agentId: string) {
+    return openSession(this.ctx, agentId);
+  }
+
+  heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {
+    return heartbeat(this.ctx, agentId, sessionId, checkpoints);
+  }
+
+  claim(request: ClaimRequest) {
+    return claimTasks(this.ctx, request);
+  }
+
+  complete(lease: LeaseRef, result?: unknown) {
+    return completeTask(this.ctx, lease, result);
+  }
+
+  fail(lease: LeaseRef, error: unknown) {
+    return failTask(this.ctx, lease, error);
+  }
+
+  release(lease: LeaseRef) {
+    return releaseTask(this.ctx, lease);
+  }
+
+  cancel(taskId: string) {
+    return cancelTask(this.ctx, taskId);
+  }
+
+  reclaim() {
+    return reclaimExpiredLeases(this.ctx);
+  }
+
+  reconcile() {
+    return reconcileDispatch(this.ctx);
+  }
+}

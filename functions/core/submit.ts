@@ -1,0 +1,93 @@
+/**
+ * Submitting a task: write it to DynamoDB, then send a hint to the SQS queue of its queue and priority.
+ *
+ * The write is the commitment; the send is best effort. If the send is lost, the task sits in the `due`
+ * index with a time at which `reconcile` sends it again, so a committed task is never lost.
+ */
+
+import { itemFromNewTask } from '#adapters/task-table';
+import { IdempotencyConflictError, ValidationError } from '#domain/errors';
+import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
+import type { Task } from '#domain/task';
+import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
+import { dueShardFor, type SchedulerContext } from './context';
+import { dispatch } from './dispatch';
+import { dueAtAfterDispatch } from './transitions';
+
+export interface SubmitResult {
+  readonly task: Task;
+  /** False when an idempotency key named a task that already existed: nothing new was written. */
+  readonly created: boolean;
+}
+
+/** Everything that defines a task, hashed so a reused idempotency key can be told apart from a retry. */
+const specHashOf = (spec: TaskSpec): string =>
+  sha256Base64Url(
+    JSON.stringify([
+      spec.queue,
+      spec.priority,
+      spec.payloadJson,
+      spec.retryPolicy.maxAttempts,
+      spec.retryPolicy.backoffBaseSeconds,
+      spec.retryPolicy.backoffMaxSeconds,
+      spec.timeoutSeconds,
+      spec.delaySeconds,
+    ]),
+  );
+
+export async function submitTask(ctx: SchedulerContext, input: unknown): Promise<SubmitResult> {
+  const spec = parseTaskSpec(input);
+  if (!ctx.queues.directory.has(spec.queue)) {
+    throw new ValidationError(`queue: ${spec.queue} does not exist`, { context: { queue: spec.queue } });
+  }
+  const now = ctx.now();
+  const taskId = spec.idempotencyKey ? taskIdForIdempotencyKey(spec.idempotencyKey) : newTaskId();
+  const specHash = specHashOf(spec);
+  const visibleAt = now + spec.delaySeconds * 1_000;
+  // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them.
+  const sendsNow = spec.delaySeconds <= LIMITS.sqsMaxDelaySeconds;
+  const task: Task = {
+    taskId,
+    queue: spec.queue,
+    priority: spec.priority,
+    status: 'queued',
+    attempt: 0,
+    retryPolicy: spec.retryPolicy,
+    timeoutSeconds: spec.timeoutSeconds,
+    leaseEpoch: 0,
+    dispatchCount: sendsNow ? 1 : 0,
+    specHash,
+    payloadBytes: spec.payloadBytes,
+    createdAt: now,
+    updatedAt: now,
+    ...(spec.delaySeconds > 0 ? { notBefore: visibleAt } : {}),
+    ...(sendsNow ? { dispatchedAt: visibleAt } : {}),
+    ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
+  };
+  const conflict = () =>
+    new IdempotencyConflictError(`idempotency key was already used for a different task (${taskId})`, {
+      context: { taskId },
+    });
+
+  // The payload goes first, so a visible state item always has its payload.
+  const payloadPurgeAt =
+    Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds;
+  if (!(await ctx.tasks.putPayload(taskId, spec.payloadJson, specHash, payloadPurgeAt))) throw conflict();
+
+  const dueAt = dueAtAfterDispatch(ctx, visibleAt, now);
+  const outcome = await ctx.tasks.createState(
+    itemFromNewTask(task, { dueShard: dueShardFor(ctx, taskId), dueAt }),
+  );
+  if (!outcome.created) {
+    const existing = outcome.existing;
+    if (existing.specHash !== specHash) throw conflict();
+    // A retry of a submission whose first call may have died between the write and the send: send again.
+    // A duplicate hint is harmless, a missing one would cost a reconcile delay.
+    if (existing.status === 'queued' && existing.leaseEpoch === 0 && sendsNow) {
+      await dispatch(ctx, existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
+    }
+    return { task: existing, created: false };
+  }
+  if (sendsNow) await dispatch(ctx, task, spec.delaySeconds);
+  return { task, created: true };
+}

@@ -1,0 +1,98 @@
+/**
+ * Typed errors of the scheduler. Each one carries a stable `code`, the HTTP status a caller should see, and
+ * a small `context` object; the HTTP edge serialises `{ error: { code, message } }` from them and never
+ * exposes `cause`, which may hold SDK errors with ARNs.
+ */
+export interface SchedulerErrorOptions {
+  readonly cause?: unknown;
+  readonly context?: Record<string, unknown>;
+}
+
+export abstract class SchedulerError extends Error {
+  abstract readonly code: string;
+  abstract readonly statusCode: number;
+  readonly context: Record<string, unknown>;
+
+  constructor(message: string, options: SchedulerErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.context = options.context ?? {};
+  }
+
+  /** Below 500 the message is meant for the caller; above, it is an internal failure. */
+  get expose(): boolean {
+    return this.statusCode < 500;
+  }
+}
+
+/** The input does not satisfy the contract (bad field, unknown queue, …). */
+export class ValidationError extends SchedulerError {
+  readonly code = 'ValidationError';
+  readonly statusCode = 400;
+}
+
+/** A payload, result or checkpoint is larger than allowed. */
+export class PayloadTooLargeError extends SchedulerError {
+  readonly code = 'PayloadTooLarge';
+  readonly statusCode = 413;
+}
+
+export class TaskNotFoundError extends SchedulerError {
+  readonly code = 'TaskNotFound';
+  readonly statusCode = 404;
+  constructor(
+    readonly taskId: string,
+    options: SchedulerErrorOptions = {},
+  ) {
+    super(`task ${taskId} does not exist`, { ...options, context: { taskId, ...options.context } });
+  }
+}
+
+export class AgentNotFoundError extends SchedulerError {
+  readonly code = 'AgentNotFound';
+  readonly statusCode = 404;
+  constructor(
+    readonly agentId: string,
+    options: SchedulerErrorOptions = {},
+  ) {
+    super(`agent ${agentId} does not exist or was revoked`, {
+      ...options,
+      context: { agentId, ...options.context },
+    });
+  }
+}
+
+/**
+ * The caller presented a lease (task id + epoch) it no longer holds: the lease expired, was reclaimed and
+ * granted to someone else, or the task was finished by this very owner with a different outcome.
+ */
+export class LeaseLostError extends SchedulerError {
+  readonly code = 'LeaseLost';
+  readonly statusCode = 409;
+}
+
+/** The agent session presented is not the agent's live session (expired, replaced or never opened). */
+export class SessionLostError extends SchedulerError {
+  readonly code = 'SessionLost';
+  readonly statusCode = 409;
+}
+
+/** The requested transition is not allowed from the task's current status (e.g. cancel a succeeded task). */
+export class InvalidTransitionError extends SchedulerError {
+  readonly code = 'InvalidTransition';
+  readonly statusCode = 409;
+}
+
+/** An idempotency key was reused with a different task specification. */
+export class IdempotencyConflictError extends SchedulerError {
+  readonly code = 'IdempotencyConflict';
+  readonly statusCode = 409;
+}
+
+/** AWS throttled us or a dependency is briefly unavailable; the caller may retry the same request. */
+export class ServiceUnavailableError extends SchedulerError {
+  readonly code = 'ServiceUnavailable';
+  readonly statusCode = 503;
+}
+
+export const isSchedulerError = (error: unknown): error is SchedulerError => error instanceof SchedulerError;

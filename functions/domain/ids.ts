@@ -1,0 +1,47 @@
+/**
+ * Identifiers. Random ids carry 128 bits; a task submitted with an idempotency key gets an id derived from
+ * the key, so the same key can only ever name one task, even when two submissions race.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** RFC 4648 base32, lower case, no padding. */
+function base32(bytes: Uint8Array): string {
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += ALPHABET[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+const randomId = (prefix: string): string => `${prefix}_${base32(randomBytes(16))}`;
+
+export const newTaskId = (): string => randomId('t');
+export const newAgentId = (): string => randomId('a');
+export const newSessionId = (): string => randomId('s');
+
+/** The task id an idempotency key stands for. */
+export const taskIdForIdempotencyKey = (key: string): string =>
+  `t_${base32(createHash('sha256').update(`idempotency-key:${key}`).digest().subarray(0, 16))}`;
+
+/** Ids as the API accepts them: a one-letter kind, "_", 26 base32 characters. */
+export const ID_PATTERN = /^[tas]_[a-z2-7]{26}$/;
+export const TASK_ID_PATTERN = /^t_[a-z2-7]{26}$/;
+
+export const sha256Base64Url = (text: string): string =>
+  createHash('sha256').update(text).digest('base64url');
+
+/** A stable shard in [0, shards) for a key, so that sweep indexes spread over many partitions. */
+export function shardOf(key: string, shards: number): number {
+  const digest = createHash('sha256').update(key).digest();
+  return digest.readUInt32BE(0) % shards;
+}

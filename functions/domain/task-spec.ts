@@ -1,0 +1,135 @@
+/**
+ * What a caller may submit, and the limits that keep one task cheap to store and to move.
+ */
+import { z } from 'zod';
+import { PayloadTooLargeError, ValidationError } from './errors';
+import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
+
+export const LIMITS = {
+  /** Serialised JSON, UTF-8 bytes. Payloads live in their own item, so this never touches hot-path writes. */
+  payloadBytes: 256 * 1024,
+  resultBytes: 256 * 1024,
+  /** A checkpoint is rewritten at every heartbeat that carries one, so it is kept small. */
+  checkpointBytes: 16 * 1024,
+  errorMessageChars: 2_048,
+  idempotencyKeyChars: 255,
+  maxAttempts: 100,
+  /** Longest single attempt: the lease's hard deadline. */
+  timeoutSeconds: 12 * 60 * 60,
+  /** Delays up to SQS's 15 minutes ride on the message; longer ones are held by a not-before time. */
+  delaySeconds: 7 * 24 * 60 * 60,
+  sqsMaxDelaySeconds: 15 * 60,
+  backoffSeconds: 7 * 24 * 60 * 60,
+  claimMax: 10,
+} as const;
+
+/** Queue names become part of SQS queue names, so they use SQS's alphabet and leave room for a suffix. */
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
+
+export const queueNameSchema = z
+  .string()
+  .regex(QUEUE_NAME_PATTERN, 'a queue name is 1 to 48 letters, digits, "-" or "_"');
+
+/** Printable ASCII without spaces: keys are echoed in logs and must not smuggle control characters. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(LIMITS.idempotencyKeyChars)
+  .regex(/^[\x21-\x7e]+$/, 'an idempotency key is printable ASCII without spaces');
+
+export const taskSpecSchema = z.strictObject({
+  queue: queueNameSchema,
+  payload: z.json(),
+  priority: z.enum(PRIORITIES).default(DEFAULT_PRIORITY),
+  maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).default(DEFAULT_RETRY_POLICY.maxAttempts),
+  timeoutSeconds: z
+    .int()
+    .min(1)
+    .max(LIMITS.timeoutSeconds)
+    .default(15 * 60),
+  delaySeconds: z.int().min(0).max(LIMITS.delaySeconds).default(0),
+  backoffBaseSeconds: z
+    .int()
+    .min(1)
+    .max(LIMITS.backoffSeconds)
+    .default(DEFAULT_RETRY_POLICY.backoffBaseSeconds),
+  backoffMaxSeconds: z
+    .int()
+    .min(1)
+    .max(LIMITS.backoffSeconds)
+    .default(DEFAULT_RETRY_POLICY.backoffMaxSeconds),
+  idempotencyKey: idempotencyKeySchema.optional(),
+});
+
+export type TaskSpecInput = z.input<typeof taskSpecSchema>;
+
+export interface TaskSpec {
+  readonly queue: string;
+  /** The payload as the caller sent it, serialised once so its size is exact and it is never re-encoded. */
+  readonly payloadJson: string;
+  readonly payloadBytes: number;
+  readonly priority: Priority;
+  readonly retryPolicy: RetryPolicy;
+  readonly timeoutSeconds: number;
+  readonly delaySeconds: number;
+  readonly idempotencyKey?: string;
+}
+
+/** Human-readable reason for the first problem zod found, naming the field. */
+export function describeIssues(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid input';
+  const path = issue.path.length > 0 ? issue.path.join('.') : 'body';
+  return `${path}: ${issue.message}`;
+}
+
+export const jsonByteLength = (json: string): number => Buffer.byteLength(json, 'utf8');
+
+/** Validate a submission and normalise it. Throws `ValidationError` or `PayloadTooLargeError`. */
+export function parseTaskSpec(input: unknown): TaskSpec {
+  const parsed = taskSpecSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ValidationError(describeIssues(parsed.error), {
+      context: { issues: parsed.error.issues.length },
+    });
+  }
+  const spec = parsed.data;
+  if (spec.payload === undefined) throw new ValidationError('payload: required');
+  if (spec.backoffMaxSeconds < spec.backoffBaseSeconds) {
+    throw new ValidationError('backoffMaxSeconds: must be at least backoffBaseSeconds');
+  }
+  const payloadJson = JSON.stringify(spec.payload);
+  const payloadBytes = jsonByteLength(payloadJson);
+  if (payloadBytes > LIMITS.payloadBytes) {
+    throw new PayloadTooLargeError(`payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`, {
+      context: { payloadBytes, limit: LIMITS.payloadBytes },
+    });
+  }
+  return {
+    queue: spec.queue,
+    payloadJson,
+    payloadBytes,
+    priority: spec.priority,
+    retryPolicy: {
+      maxAttempts: spec.maxAttempts,
+      backoffBaseSeconds: spec.backoffBaseSeconds,
+      backoffMaxSeconds: spec.backoffMaxSeconds,
+    },
+    timeoutSeconds: spec.timeoutSeconds,
+    delaySeconds: spec.delaySeconds,
+    ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+  };
+}
+
+/** Serialise a JSON value and enforce a byte limit; `what` names it in the error. */
+export function encodeBoundedJson(value: unknown, limit: number, what: string): string {
+  const json = JSON.stringify(value ?? null);
+  const bytes = jsonByteLength(json);
+  if (bytes > limit) {
+    throw new PayloadTooLargeError(`${what} is ${bytes} bytes; the limit is ${limit}`, {
+      context: { bytes, limit },
+    });
+  }
+  return json;
+}

@@ -1,0 +1,66 @@
+/**
+ * The task state machine.
+ *
+ *            claim                complete
+ *   queued ─────────▶ leased ─────────────▶ succeeded
+ *     ▲  ▲              │ │ │
+ *     │  └─── release ──┘ │ └── fail / reclaim, attempts left ──▶ queued (after a backoff)
+ *     │                   └──── fail / reclaim, none left ─────▶ dead ── redrive ──▶ queued
+ *     └── cancel from queued or leased ──▶ cancelled
+ *
+ * `succeeded`, `cancelled` and `dead` are terminal; only `redrive` leaves `dead`, on an operator's word.
+ * A `leased` task always has an owner (agent + session) and a lease epoch, the fencing token every write of
+ * that owner must present. The store enforces each arrow with a conditional write; this module only says
+ * which arrows exist, so the rules can be read and tested in one place.
+ */
+import { InvalidTransitionError } from './errors';
+
+export const TASK_STATUSES = ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['succeeded', 'dead', 'cancelled']);
+
+export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
+
+export const isTaskStatus = (value: unknown): value is TaskStatus =>
+  typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
+
+export type TaskEvent = 'claim' | 'complete' | 'fail' | 'release' | 'reclaim' | 'cancel' | 'redrive';
+
+/**
+ * For each status, the events it accepts and the statuses each may lead to. `fail` and `reclaim` lead to
+ * `queued` or `dead` depending on the retry policy (see `retry-policy.ts`).
+ */
+export const TRANSITIONS: Readonly<Record<TaskStatus, Partial<Record<TaskEvent, readonly TaskStatus[]>>>> = {
+  queued: { claim: ['leased'], cancel: ['cancelled'] },
+  leased: {
+    complete: ['succeeded'],
+    fail: ['queued', 'dead'],
+    release: ['queued'],
+    reclaim: ['queued', 'dead'],
+    cancel: ['cancelled'],
+  },
+  dead: { redrive: ['queued'] },
+  succeeded: {},
+  cancelled: {},
+};
+
+export function canTransition(from: TaskStatus, event: TaskEvent, to?: TaskStatus): boolean {
+  const targets = TRANSITIONS[from][event];
+  if (!targets) return false;
+  return to === undefined || targets.includes(to);
+}
+
+/** Throws `InvalidTransitionError` unless `event` may move a task from `from` to `to`. */
+export function assertTransition(taskId: string, from: TaskStatus, event: TaskEvent, to?: TaskStatus): void {
+  if (!canTransition(from, event, to)) {
+    throw new InvalidTransitionError(`task ${taskId} is ${from}; ${event} is not allowed`, {
+      context: { taskId, from, event, to },
+    });
+  }
+}
+
+/** The statuses from which `event` is allowed: the store turns this into a condition expression. */
+export function statusesAccepting(event: TaskEvent): readonly TaskStatus[] {
+  return TASK_STATUSES.filter((status) => TRANSITIONS[status][event] !== undefined);
+}

@@ -1,0 +1,103 @@
+/**
+ * A task as the scheduler sees it, and the lease rules that decide whether its holder may still act.
+ *
+ * Times are milliseconds since the epoch. The payload is not part of this record: it is written once, in an
+ * item of its own, so that claims, heartbeats and completions never rewrite (and never pay for) it.
+ */
+import type { Priority } from './priority';
+import type { RetryPolicy } from './retry-policy';
+import type { TaskStatus } from './task-status';
+
+export interface TaskError {
+  readonly message: string;
+  readonly retryable: boolean;
+}
+
+/** The last fenced write an owner made, kept so that a retried call can be answered with the same outcome. */
+export interface FinishRecord {
+  readonly kind: 'complete' | 'fail' | 'release';
+  readonly leaseEpoch: number;
+  readonly agentId: string;
+  readonly status: TaskStatus;
+}
+
+export interface Task {
+  readonly taskId: string;
+  readonly queue: string;
+  /** The priority it was submitted with. */
+  readonly priority: Priority;
+  readonly status: TaskStatus;
+  /** Grants so far; the attempt being run when leased. Releases give their attempt back. */
+  readonly attempt: number;
+  readonly retryPolicy: RetryPolicy;
+  readonly timeoutSeconds: number;
+  /** The fencing token: incremented by every grant, presented by every write of the owner. */
+  readonly leaseEpoch: number;
+  readonly owner?: string;
+  readonly sessionId?: string;
+  readonly leasedAt?: number;
+  /** The attempt's hard deadline (`leasedAt + timeoutSeconds`), whatever the heartbeats say. */
+  readonly leaseDeadline?: number;
+  /** Not claimable before this time (a delay or a retry's backoff). */
+  readonly notBefore?: number;
+  /** When the task was last sent to SQS (or when that send is due, for delayed sends). */
+  readonly dispatchedAt?: number;
+  readonly dispatchCount: number;
+  readonly checkpoint?: unknown;
+  readonly result?: unknown;
+  readonly error?: TaskError;
+  readonly lastFinish?: FinishRecord;
+  readonly idempotencyKey?: string;
+  readonly specHash: string;
+  readonly payloadBytes: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly finishedAt?: number;
+}
+
+/** An agent's session: one per agent at a time; its heartbeat keeps every lease of the session alive. */
+export interface AgentSession {
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly queues: readonly string[];
+  readonly maxConcurrency: number;
+  readonly startedAt: number;
+  readonly heartbeatAt: number;
+  readonly expiresAt: number;
+  /** Task ids this session holds or is about to hold, with the time each was reserved. A superset of truth. */
+  readonly held: Readonly<Record<string, number>>;
+  /** Notices for the agent, reported by its heartbeat: task id → lease epoch. */
+  readonly cancelled: Readonly<Record<string, number>>;
+  readonly lost: Readonly<Record<string, number>>;
+}
+
+/** A session is live until its expiry; after that nothing revives it. */
+export const isSessionLive = (session: Pick<AgentSession, 'expiresAt'>, now: number): boolean =>
+  session.expiresAt > now;
+
+/**
+ * Whether `task` is validly leased to `session` at `now`: leased, owned by this session, inside its deadline,
+ * and the session itself alive.
+ */
+export function holdsLease(task: Task, session: AgentSession | undefined, now: number): boolean {
+  return (
+    task.status === 'leased' &&
+    session !== undefined &&
+    task.owner === session.agentId &&
+    task.sessionId === session.sessionId &&
+    (task.leaseDeadline ?? 0) > now &&
+    isSessionLive(session, now)
+  );
+}
+
+/** Why a leased task must be taken back, or undefined while its lease is good. */
+export function leaseExpiry(
+  task: Task,
+  session: AgentSession | undefined,
+  now: number,
+): 'deadline' | 'session' | undefined {
+  if (task.status !== 'leased') return undefined;
+  if ((task.leaseDeadline ?? 0) <= now) return 'deadline';
+  if (!session || session.sessionId !== task.sessionId || !isSessionLive(session, now)) return 'session';
+  return undefined;
+}

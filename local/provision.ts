@@ -1,0 +1,70 @@
+/**
+ * Creates the tables and queues the CDK construct would create, from the same definitions, on the local
+ * emulators. Used by the local runner and by the integration tests (with unique names per test file).
+ */
+import { CreateTableCommand, type DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { createTableInput, TABLE_DEFINITIONS, type TableNames } from '#adapters/tables';
+import { type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
+import { PRIORITIES } from '#domain/priority';
+
+/** SQS receives after which a message moves to the queue's DLQ; the construct uses the same number. */
+export const MAX_RECEIVE_COUNT = 10;
+
+export function tableNamesFor(prefix: string): TableNames {
+  return { tasks: `${prefix}-tasks`, agents: `${prefix}-agents`, leases: `${prefix}-leases` };
+}
+
+export async function provisionTables(dynamodb: DynamoDBClient, names: TableNames): Promise<void> {
+  const byId = { Tasks: names.tasks, Agents: names.agents, Leases: names.leases } as const;
+  await Promise.all(
+    TABLE_DEFINITIONS.map(async (definition) => {
+      try {
+        await dynamodb.send(new CreateTableCommand(createTableInput(definition, byId[definition.id])));
+      } catch (error) {
+        if (!(error instanceof ResourceInUseException)) throw error;
+      }
+    }),
+  );
+}
+
+/** SQS queue names for a task queue: `<prefix>-<queue>-<priority>`, and `<prefix>-<queue>-dlq`. */
+export const sqsQueueName = (prefix: string, queue: string, suffix: string) => `${prefix}-${queue}-${suffix}`;
+
+export async function provisionQueues(
+  sqs: SQSClient,
+  prefix: string,
+  queues: readonly string[],
+): Promise<QueueDirectory> {
+  const directory: Record<string, PriorityQueueUrls> = {};
+  for (const queue of queues) {
+    const dlq = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: sqsQueueName(prefix, queue, 'dlq'),
+        Attributes: { MessageRetentionPeriod: String(14 * 24 * 60 * 60) },
+      }),
+    );
+    const dlqAttributes = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    const dlqArn = dlqAttributes.Attributes?.QueueArn;
+    if (!dlqArn) throw new Error(`the DLQ of ${queue} has no ARN`);
+    const urls = await Promise.all(
+      PRIORITIES.map(async (priority) => {
+        const created = await sqs.send(
+          new CreateQueueCommand({
+            QueueName: sqsQueueName(prefix, queue, priority),
+            Attributes: {
+              MessageRetentionPeriod: String(14 * 24 * 60 * 60),
+              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: MAX_RECEIVE_COUNT }),
+            },
+          }),
+        );
+        return [priority, created.QueueUrl ?? ''] as const;
+      }),
+    );
+    if (!dlq.QueueUrl || urls.some(([, url]) => !url)) throw new Error(`could not create the queues of ${queue}`);
+    directory[queue] = Object.fromEntries(urls) as PriorityQueueUrls;
+  }
+  return new QueueDirectory(directory);
+}

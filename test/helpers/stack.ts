@@ -1,0 +1,123 @@
+/**
+ * A scheduler on the emulators with tables and queues of its own (unique names), a clock the test can move,
+ * and a meter of every AWS request it makes.
+ */
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { inject } from 'vitest';
+import { AwsMeter } from '#adapters/aws-meter';
+import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
+import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+
+/** Wall-clock time plus an offset the test controls; SQS delays still run in real time. */
+export class TestClock {
+  offsetMs = 0;
+  readonly now = () => Date.now() + this.offsetMs;
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export interface TestStackOptions {
+  readonly queues?: readonly string[];
+  readonly settings?: Partial<SchedulerSettings>;
+  /** Defaults to 0.5, so backoff draws are half their cap and claims look at `critical` first. */
+  readonly random?: () => number;
+}
+
+export interface TestStack {
+  readonly scheduler: Scheduler;
+  readonly ctx: SchedulerContext;
+  readonly clock: TestClock;
+  readonly meter: AwsMeter;
+  readonly dynamodb: ReturnType<typeof localDynamoDbClient>;
+  readonly sqs: ReturnType<typeof localSqsClient>;
+  /** A scheduler on the same tables and queues with different clients, as a second function instance is. */
+  sibling(options?: { random?: () => number }): Scheduler;
+  destroy(): Promise<void>;
+}
+
+let counter = 0;
+
+export async function createTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const prefix = `t${process.pid}x${Date.now().toString(36)}x${counter++}`;
+  const dynamodb = localDynamoDbClient(inject('dynamodbEndpoint'));
+  const sqs = localSqsClient(inject('sqsEndpoint'));
+  const meter = new AwsMeter();
+  meter.attach(dynamodb, 'dynamodb');
+  meter.attach(sqs, 'sqs');
+  const tables = tableNamesFor(prefix);
+  await provisionTables(dynamodb, tables);
+  const directory = await provisionQueues(sqs, prefix, options.queues ?? ['work']);
+  const clock = new TestClock();
+  const build = (random: () => number) =>
+    createContext({
+      dynamodb,
+      sqs,
+      tables,
+      queues: directory,
+      now: clock.now,
+      random,
+      ...(options.settings ? { settings: options.settings } : {}),
+    });
+  const ctx = build(options.random ?? (() => 0.5));
+  meter.reset();
+  return {
+    scheduler: new Scheduler(ctx),
+    ctx,
+    clock,
+    meter,
+    dynamodb,
+    sqs,
+    sibling: (sibling = {}) => {
+      const other = createContext({
+        dynamodb: localDynamoDbClient(inject('dynamodbEndpoint')),
+        sqs: localSqsClient(inject('sqsEndpoint')),
+        tables,
+        queues: directory,
+        now: clock.now,
+        random: sibling.random ?? Math.random,
+        ...(options.settings ? { settings: options.settings } : {}),
+      });
+      return new Scheduler(other);
+    },
+    destroy: async () => {
+      await Promise.all(
+        Object.values(tables).map((TableName) => dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined)),
+      );
+    },
+  };
+}
+
+/** Registers an agent and opens its session. */
+export async function startAgent(
+  scheduler: Scheduler,
+  spec: { name?: string; queues?: string[]; maxConcurrency?: number } = {},
+) {
+  const agent = await scheduler.registerAgent({
+    name: spec.name ?? 'agent',
+    queues: spec.queues ?? ['work'],
+    maxConcurrency: spec.maxConcurrency ?? 1,
+  });
+  const session = await scheduler.openSession(agent.agentId);
+  return { agentId: agent.agentId, sessionId: session.sessionId };
+}
+
+/** Claims until `count` tasks came back or `timeoutMs` passed (SQS delivery is asynchronous). */
+export async function claimUntil(
+  scheduler: Scheduler,
+  agent: { agentId: string; sessionId: string },
+  count: number,
+  timeoutMs = 5_000,
+  max = 1,
+) {
+  const deadline = Date.now() + timeoutMs;
+  const claimed: Awaited<ReturnType<Scheduler['claim']>> = [];
+  while (claimed.length < count && Date.now() < deadline) {
+    const batch = await scheduler.claim({ ...agent, max: Math.min(max, count - claimed.length) });
+    claimed.push(...batch);
+    if (batch.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return claimed;
+}

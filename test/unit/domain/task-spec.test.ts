@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { PayloadTooLargeError, ValidationError } from '#domain/errors';
+import { LIMITS, parseTaskSpec } from '#domain/task-spec';
+
+const valid = { queue: 'emails', payload: { to: 'a@example.com' } };
+
+describe('parseTaskSpec', () => {
+  it('applies the documented defaults', () => {
+    const spec = parseTaskSpec(valid);
+    expect(spec).toMatchObject({
+      queue: 'emails',
+      priority: 'normal',
+      timeoutSeconds: 900,
+      delaySeconds: 0,
+      retryPolicy: { maxAttempts: 3, backoffBaseSeconds: 2, backoffMaxSeconds: 3_600 },
+    });
+    expect(spec.payloadJson).toBe('{"to":"a@example.com"}');
+    expect(spec.payloadBytes).toBe(22);
+  });
+
+  it.each([
+    ['missing queue', { payload: 1 }, /queue/],
+    ['bad queue name', { queue: 'has space', payload: 1 }, /queue/],
+    ['queue name too long', { queue: 'q'.repeat(49), payload: 1 }, /queue/],
+    ['missing payload', { queue: 'q' }, /payload/],
+    ['unknown priority', { ...valid, priority: 'urgent' }, /priority/],
+    ['fractional attempts', { ...valid, maxAttempts: 1.5 }, /maxAttempts/],
+    ['zero attempts', { ...valid, maxAttempts: 0 }, /maxAttempts/],
+    ['too many attempts', { ...valid, maxAttempts: 101 }, /maxAttempts/],
+    ['timeout zero', { ...valid, timeoutSeconds: 0 }, /timeoutSeconds/],
+    ['timeout over 12 h', { ...valid, timeoutSeconds: 43_201 }, /timeoutSeconds/],
+    ['negative delay', { ...valid, delaySeconds: -1 }, /delaySeconds/],
+    ['delay over 7 days', { ...valid, delaySeconds: 604_801 }, /delaySeconds/],
+    ['unknown field', { ...valid, owner: 'me' }, /owner|unrecognized/i],
+    ['server-owned field', { ...valid, status: 'succeeded' }, /status|unrecognized/i],
+    ['key with spaces', { ...valid, idempotencyKey: 'a b' }, /idempotencyKey/],
+    ['key too long', { ...valid, idempotencyKey: 'k'.repeat(256) }, /idempotencyKey/],
+    ['backoff max below base', { ...valid, backoffBaseSeconds: 10, backoffMaxSeconds: 5 }, /backoffMaxSeconds/],
+    ['not an object', 'hello', /body|expected object/i],
+  ])('rejects %s', (_, input, message) => {
+    expect(() => parseTaskSpec(input)).toThrow(ValidationError);
+    expect(() => parseTaskSpec(input)).toThrow(message);
+  });
+
+  it('accepts a payload of exactly the limit and rejects one byte more with 413', () => {
+    // A JSON string costs two quote bytes.
+    const atLimit = 'x'.repeat(LIMITS.payloadBytes - 2);
+    expect(parseTaskSpec({ queue: 'q', payload: atLimit }).payloadBytes).toBe(LIMITS.payloadBytes);
+    const over = () => parseTaskSpec({ queue: 'q', payload: `${atLimit}x` });
+    expect(over).toThrow(PayloadTooLargeError);
+    try {
+      over();
+    } catch (error) {
+      expect((error as PayloadTooLargeError).statusCode).toBe(413);
+    }
+  });
+
+  it('counts payload size in UTF-8 bytes, not characters', () => {
+    expect(parseTaskSpec({ queue: 'q', payload: 'é' }).payloadBytes).toBe(4);
+  });
+});

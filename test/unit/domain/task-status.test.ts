@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidTransitionError } from '#domain/errors';
+import {
+  assertTransition,
+  canTransition,
+  isTerminal,
+  statusesAccepting,
+  TASK_STATUSES,
+  type TaskEvent,
+  type TaskStatus,
+} from '#domain/task-status';
+
+const EVENTS: TaskEvent[] = ['claim', 'complete', 'fail', 'release', 'reclaim', 'cancel', 'redrive'];
+
+/** The whole machine, spelled out: every (status, event) pair and where it may lead; absent means refused. */
+const EXPECTED: Record<TaskStatus, Partial<Record<TaskEvent, TaskStatus[]>>> = {
+  queued: { claim: ['leased'], cancel: ['cancelled'] },
+  leased: {
+    complete: ['succeeded'],
+    fail: ['queued', 'dead'],
+    release: ['queued'],
+    reclaim: ['queued', 'dead'],
+    cancel: ['cancelled'],
+  },
+  dead: { redrive: ['queued'] },
+  succeeded: {},
+  cancelled: {},
+};
+
+const pairs = TASK_STATUSES.flatMap((from) => EVENTS.map((event) => ({ from, event })));
+
+describe('task state machine', () => {
+  it.each(pairs)('$from --$event--> follows the table', ({ from, event }) => {
+    // Prepare
+    const allowed = EXPECTED[from][event];
+    // Act + Assess
+    expect(canTransition(from, event)).toBe(allowed !== undefined);
+    for (const to of TASK_STATUSES) {
+      expect(canTransition(from, event, to)).toBe(allowed?.includes(to) ?? false);
+    }
+  });
+
+  it.each(pairs.filter(({ from, event }) => EXPECTED[from][event] === undefined))(
+    'assertTransition refuses $event from $from with InvalidTransitionError',
+    ({ from, event }) => {
+      expect(() => assertTransition('t_x', from, event)).toThrow(InvalidTransitionError);
+    },
+  );
+
+  it('terminal statuses accept nothing but redrive from dead', () => {
+    expect(TASK_STATUSES.filter(isTerminal)).toEqual(['succeeded', 'dead', 'cancelled']);
+    for (const status of TASK_STATUSES.filter(isTerminal)) {
+      const accepted = EVENTS.filter((event) => canTransition(status, event));
+      expect(accepted).toEqual(status === 'dead' ? ['redrive'] : []);
+    }
+  });
+
+  it('lists the statuses an event is accepted from', () => {
+    expect(statusesAccepting('cancel')).toEqual(['queued', 'leased']);
+    expect(statusesAccepting('claim')).toEqual(['queued']);
+    expect(statusesAccepting('complete')).toEqual(['leased']);
+  });
+});
