@@ -1,7 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+// Local tooling runs on Node 20; the functions themselves run on Node 22 in Lambda.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export default defineConfig({
   test: {
+    reporters: ['default', './test/setup/summary-reporter.ts'],
     projects: [
       {
         extends: true,

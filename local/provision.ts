@@ -56,14 +56,18 @@ export async function provisionQueues(
             QueueName: sqsQueueName(prefix, queue, priority),
             Attributes: {
               MessageRetentionPeriod: String(14 * 24 * 60 * 60),
-              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: MAX_RECEIVE_COUNT }),
+              RedrivePolicy: JSON.stringify({
+                deadLetterTargetArn: dlqArn,
+                maxReceiveCount: MAX_RECEIVE_COUNT,
+              }),
             },
           }),
         );
         return [priority, created.QueueUrl ?? ''] as const;
       }),
     );
-    if (!dlq.QueueUrl || urls.some(([, url]) => !url)) throw new Error(`could not create the queues of ${queue}`);
+    if (!dlq.QueueUrl || urls.some(([, url]) => !url))
+      throw new Error(`could not create the queues of ${queue}`);
     directory[queue] = Object.fromEntries(urls) as PriorityQueueUrls;
   }
   return new QueueDirectory(directory);

@@ -42,17 +42,33 @@ const CAPACITY_OPERATIONS = new Set([
   'TransactGetItemsCommand',
 ]);
 
-function sumCapacity(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined) {
+const WRITE_OPERATIONS = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'BatchWriteItemCommand',
+  'TransactWriteItemsCommand',
+]);
+
+/**
+ * Sums what DynamoDB reported. AWS reports `ReadCapacityUnits`/`WriteCapacityUnits` besides `CapacityUnits`;
+ * DynamoDB Local reports only `CapacityUnits`, so the operation decides whether units are reads or writes.
+ */
+function sumCapacity(operation: string, consumed: ConsumedCapacity | ConsumedCapacity[] | undefined) {
   const list = consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed];
-  let readUnits = 0;
-  let writeUnits = 0;
-  let indexWriteUnits = 0;
+  const isWrite = WRITE_OPERATIONS.has(operation);
+  let units = 0;
+  let indexUnits = 0;
   for (const c of list) {
-    readUnits += c.ReadCapacityUnits ?? 0;
-    writeUnits += c.WriteCapacityUnits ?? 0;
-    for (const index of Object.values(c.GlobalSecondaryIndexes ?? {})) indexWriteUnits += index.WriteCapacityUnits ?? 0;
+    units += (isWrite ? c.WriteCapacityUnits : c.ReadCapacityUnits) ?? c.CapacityUnits ?? 0;
+    for (const index of Object.values(c.GlobalSecondaryIndexes ?? {})) {
+      indexUnits +=
+        (isWrite ? index.WriteCapacityUnits : index.ReadCapacityUnits) ?? index.CapacityUnits ?? 0;
+    }
   }
-  return { readUnits, writeUnits, indexWriteUnits };
+  return isWrite
+    ? { readUnits: 0, writeUnits: units, indexWriteUnits: indexUnits }
+    : { readUnits: units, writeUnits: 0, indexWriteUnits: 0 };
 }
 
 export class AwsMeter {
@@ -64,15 +80,23 @@ export class AwsMeter {
       (next, context) => async (args) => {
         const operation = context.commandName ?? 'unknown';
         const metersCapacity = service === 'dynamodb' && CAPACITY_OPERATIONS.has(operation);
-        if (metersCapacity) (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'INDEXES';
+        if (metersCapacity)
+          (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'INDEXES';
         try {
           const result = await next(args);
           const consumed = (result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] })
             .ConsumedCapacity;
-          this.requests.push({ service, operation, ok: true, ...sumCapacity(consumed) });
+          this.requests.push({ service, operation, ok: true, ...sumCapacity(operation, consumed) });
           return result;
         } catch (error) {
-          this.requests.push({ service, operation, ok: false, readUnits: 0, writeUnits: 0, indexWriteUnits: 0 });
+          this.requests.push({
+            service,
+            operation,
+            ok: false,
+            readUnits: 0,
+            writeUnits: 0,
+            indexWriteUnits: 0,
+          });
           throw error;
         }
       },
@@ -98,7 +122,8 @@ export class AwsMeter {
   /** Request counts keyed `service:operation`. */
   byOperation(): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const r of this.requests) counts[`${r.service}:${r.operation}`] = (counts[`${r.service}:${r.operation}`] ?? 0) + 1;
+    for (const r of this.requests)
+      counts[`${r.service}:${r.operation}`] = (counts[`${r.service}:${r.operation}`] ?? 0) + 1;
     return counts;
   }
 }

@@ -4,8 +4,8 @@
  * A session is the unit of liveness: one heartbeat write extends it, and with it every lease it holds, however
  * many. The `held` map lists the tasks the session holds or is about to hold, and is what makes per-agent
  * concurrency exact: a claim reserves its tasks here with a condition on the map's size before it takes them.
- * Entries are removed lazily (see `prune`), so `held` may name tasks the session no longer holds, never the
- * reverse.
+ * Entries of completed tasks are dropped lazily by the next claim that needs the room, so `held` may name
+ * tasks the session no longer holds, never the reverse.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
@@ -126,30 +126,40 @@ export class SessionTable {
   }
 
   /**
-   * Reserves slots for `taskIds` in a live session, provided the session then holds at most `maxConcurrency`
-   * entries and none of the ids is already there. All or nothing.
+   * Reserves slots in a live session and drops entries found stale, in one write. `add` maps each task id to
+   * the stale entry it replaces, or undefined for a new entry. The session must then hold at most
+   * `maxConcurrency` entries, a new entry must not exist yet, and every replaced or dropped entry must still
+   * carry the reservation time observed. All or nothing.
    */
   reserve(
     agentId: string,
     sessionId: string,
-    taskIds: readonly string[],
+    add: ReadonlyMap<string, number | undefined>,
+    drop: ReadonlyMap<string, number>,
     maxConcurrency: number,
     now: number,
   ): Promise<SessionWriteResult> {
+    const fresh = [...add.values()].filter((previous) => previous === undefined).length;
     return this.update(agentId, (e) => ({
-      set: taskIds.map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+      set: [...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+      remove: [...drop.keys()].map((id) => e.n('held', id)),
       condition: [
         `${e.n('sessionId')} = ${e.v(sessionId)}`,
         `${e.n('expiresAt')} > ${e.v(now)}`,
-        `size(${e.n('held')}) <= ${e.v(maxConcurrency - taskIds.length)}`,
-        ...taskIds.map((id) => `attribute_not_exists(${e.n('held', id)})`),
+        `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,
+        ...[...add].map(([id, previous]) =>
+          previous === undefined
+            ? `attribute_not_exists(${e.n('held', id)})`
+            : `${e.n('held', id)} = ${e.v(previous)}`,
+        ),
+        ...[...drop].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
       ].join(' AND '),
     }));
   }
 
   /**
-   * Drops entries from `held` (and their notices), each only if its reservation time is still the one
-   * observed, so an entry re-reserved by a concurrent claim survives.
+   * Drops entries from `held`, each only if its reservation time is still the one observed, so an entry
+   * made again by a later claim survives.
    */
   release(
     agentId: string,
@@ -157,7 +167,7 @@ export class SessionTable {
     entries: ReadonlyMap<string, number>,
   ): Promise<SessionWriteResult> {
     return this.update(agentId, (e) => ({
-      remove: [...entries.keys()].flatMap((id) => [e.n('held', id), e.n('cancelled', id), e.n('lost', id)]),
+      remove: [...entries.keys()].map((id) => e.n('held', id)),
       condition: [
         `${e.n('sessionId')} = ${e.v(sessionId)}`,
         ...[...entries].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
@@ -165,7 +175,29 @@ export class SessionTable {
     }));
   }
 
-  /** Leaves a notice for the agent's next heartbeat (a task of its was cancelled or taken back). */
+  /** Removes notices the agent has been given, each only if unchanged since it was read. */
+  clearNotices(
+    agentId: string,
+    sessionId: string,
+    notices: { cancelled: Readonly<Record<string, number>>; lost: Readonly<Record<string, number>> },
+  ): Promise<SessionWriteResult> {
+    const entries = [
+      ...Object.entries(notices.cancelled).map(([id, v]) => ['cancelled', id, v] as const),
+      ...Object.entries(notices.lost).map(([id, v]) => ['lost', id, v] as const),
+    ];
+    return this.update(agentId, (e) => ({
+      remove: entries.map(([kind, id]) => e.n(kind, id)),
+      condition: [
+        `${e.n('sessionId')} = ${e.v(sessionId)}`,
+        ...entries.map(([kind, id, value]) => `${e.n(kind, id)} = ${e.v(value)}`),
+      ].join(' AND '),
+    }));
+  }
+
+  /**
+   * Leaves a notice for the agent's next heartbeat: a task of its was cancelled, or taken back (then its slot
+   * is freed too, since the lease is gone).
+   */
   notify(
     agentId: string,
     sessionId: string,
@@ -175,6 +207,7 @@ export class SessionTable {
   ): Promise<SessionWriteResult> {
     return this.update(agentId, (e) => ({
       set: [`${e.n(kind, taskId)} = ${e.v(leaseEpoch)}`],
+      ...(kind === 'lost' ? { remove: [e.n('held', taskId)] } : {}),
       condition: `${e.n('sessionId')} = ${e.v(sessionId)}`,
     }));
   }

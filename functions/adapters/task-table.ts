@@ -173,9 +173,9 @@ export class TaskTable {
     return output.Item ? taskFromItem(output.Item) : undefined;
   }
 
-  /** Reads many state items (strongly consistent), 100 keys per request, retrying unprocessed keys. */
-  async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
-    const items = await this.batchGet(taskIds.map(stateKey), true);
+  /** Reads many state items, 100 keys per request, retrying unprocessed keys. */
+  async getMany(taskIds: readonly string[], consistent = true): Promise<Map<string, Task>> {
+    const items = await this.batchGet(taskIds.map(stateKey), consistent);
     return new Map(items.map((item) => [String(item.taskId), taskFromItem(item)]));
   }
 

@@ -9,7 +9,7 @@
  */
 
 import type { ReceivedHint } from '#adapters/task-queues';
-import { SessionLostError, ValidationError } from '#domain/errors';
+import { ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
 import { claimOrder } from '#domain/priority';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -46,14 +46,16 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     throw new ValidationError(`max: must be an integer from 1 to ${LIMITS.claimMax}`);
   }
   const now = ctx.now();
-  let session = await liveSession(ctx, request, now);
+  const session = await liveSession(ctx, request, now);
   const queues = request.queues ?? session.queues;
   const foreign = queues.filter((q) => !session.queues.includes(q));
   if (foreign.length > 0)
     throw new ValidationError(`queues: this agent does not serve ${foreign.join(', ')}`);
 
-  if (freeSlots(session) < max) ({ session } = await prune(ctx, session, now));
-  const capacity = Math.min(max, freeSlots(session));
+  // When the session looks full, find the entries that stand for leases already over (reads only).
+  let examined: Examined = { stale: new Map(), heldByUs: new Set() };
+  if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), now);
+  const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
   if (capacity <= 0 || queues.length === 0) return [];
 
   const received = await receiveHints(ctx, queues, capacity);
@@ -63,19 +65,20 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   const byTask = new Map<string, ReceivedHint[]>();
   for (const hint of received) byTask.set(hint.taskId, [...(byTask.get(hint.taskId) ?? []), hint]);
 
-  // A hint for a task already in `held`: one we hold (a stale hint), a leftover entry to prune, or a task a
+  // A hint for a task already in `held`: one we hold (the hint is stale), a leftover entry, or a task a
   // parallel claim of ours is deciding on.
-  const colliding = [...byTask.keys()].filter((id) => id in session.held);
-  let heldByUs = new Set<string>();
-  if (colliding.length > 0) ({ session, heldByUs } = await prune(ctx, session, now, colliding));
+  const unexamined = [...byTask.keys()].filter(
+    (id) => id in session.held && !examined.stale.has(id) && !examined.heldByUs.has(id),
+  );
+  if (unexamined.length > 0) examined = merge(examined, await examine(ctx, session, unexamined, now));
 
   const toDelete: ReceivedHint[] = [];
   const toReturn: { hint: ReceivedHint; seconds: number }[] = [];
   const candidates: string[] = [];
   for (const [taskId, hints] of byTask) {
-    if (heldByUs.has(taskId)) {
+    if (examined.heldByUs.has(taskId)) {
       toDelete.push(...hints);
-    } else if (taskId in session.held) {
+    } else if (taskId in session.held && !examined.stale.has(taskId)) {
       const [first, ...copies] = hints;
       toDelete.push(...copies);
       if (first) toReturn.push({ hint: first, seconds: IN_FLIGHT_RETRY_SECONDS });
@@ -84,8 +87,9 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     }
   }
 
-  const reserved = await reserve(ctx, session, candidates, now);
+  const reserved = await reserve(ctx, session, candidates, examined.stale, now);
   const granted: Task[] = [];
+  const grantErrors: unknown[] = [];
   const released = new Map<string, number>();
   await Promise.all(
     candidates.map(async (taskId) => {
@@ -94,7 +98,18 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
         for (const hint of hints) toReturn.push({ hint, seconds: 0 });
         return;
       }
-      const outcome = await grant(ctx, reserved.session, taskId, hints[0]?.queue ?? '', now);
+      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now).catch(
+        (error: unknown) => {
+          grantErrors.push(error);
+          return { kind: 'error' } as const;
+        },
+      );
+      if (outcome.kind === 'error') {
+        // The write may have committed (a timeout after the commit): keep the slot, which the grace period
+        // frees if the task is not ours, and let another claim look at the hint.
+        for (const hint of hints) toReturn.push({ hint, seconds: 0 });
+        return;
+      }
       if (outcome.kind === 'granted') {
         granted.push(outcome.task);
         toDelete.push(...hints);
@@ -122,6 +137,9 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     ),
   ]);
 
+  if (granted.length === 0 && grantErrors.length > 0) {
+    throw new ServiceUnavailableError('could not take tasks right now; try again', { cause: grantErrors[0] });
+  }
   return withPayloads(ctx, granted);
 }
 
@@ -167,27 +185,35 @@ async function receiveHints(ctx: SchedulerContext, queues: readonly string[], ca
 }
 
 /**
- * Reserves as many of `taskIds` as the session has room for. A condition failure means a parallel claim of
- * the same agent got there first: read the session as it now is and try once more with what fits.
+ * Reserves as many of `taskIds` as the session has room for, dropping the stale entries in the same write. A
+ * condition failure means a parallel claim of the same agent changed the session first: work from the session
+ * as it now is (returned with the failure) and try again.
  */
 async function reserve(
   ctx: SchedulerContext,
   session: AgentSession,
   taskIds: readonly string[],
+  stale: ReadonlyMap<string, number>,
   now: number,
-): Promise<{ has(taskId: string): boolean; session: AgentSession }> {
+): Promise<{ has(taskId: string): boolean }> {
   let current = session;
   for (let round = 0; round < 3; round++) {
-    const fitting = taskIds.filter((id) => !(id in current.held)).slice(0, Math.max(0, freeSlots(current)));
+    const held = current.held;
+    const drop = new Map([...stale].filter(([id, reservedAt]) => held[id] === reservedAt));
+    const room = freeSlots(current) + drop.size;
+    const fitting = taskIds.filter((id) => !(id in held) || drop.has(id)).slice(0, Math.max(0, room));
     if (fitting.length === 0) break;
+    const add = new Map(fitting.map((id) => [id, drop.get(id)]));
+    for (const id of fitting) drop.delete(id);
     const written = await ctx.sessions.reserve(
       current.agentId,
       current.sessionId,
-      fitting,
+      add,
+      drop,
       current.maxConcurrency,
       now,
     );
-    if (written.ok) return { has: (id) => fitting.includes(id), session: written.session };
+    if (written.ok) return { has: (id) => add.has(id) };
     if (
       !written.current ||
       written.current.sessionId !== session.sessionId ||
@@ -197,7 +223,7 @@ async function reserve(
     }
     current = written.current;
   }
-  return { has: () => false, session: current };
+  return { has: () => false };
 }
 
 type GrantOutcome = { kind: 'granted'; task: Task } | { kind: 'stale' } | { kind: 'later'; seconds: number };
@@ -266,37 +292,43 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
   return claimed;
 }
 
+interface Examined {
+  /** Entries standing for no lease any more, with the reservation time observed. */
+  readonly stale: Map<string, number>;
+  /** Entries whose task this session holds now. */
+  readonly heldByUs: Set<string>;
+}
+
+const merge = (a: Examined, b: Examined): Examined => ({
+  stale: new Map([...a.stale, ...b.stale]),
+  heldByUs: new Set([...a.heldByUs, ...b.heldByUs]),
+});
+
 /**
- * Drops `held` entries that no longer stand for a lease of this session. Only entries older than the
- * reservation grace are candidates (a younger one may belong to a claim still in flight), plus `also`,
- * which are checked the same way. Each removal is conditional on the entry being unchanged.
+ * Sorts `held` entries by reading their tasks. An entry is stale when its task is not leased to this session
+ * and either the grant made for this very reservation has landed and ended (the task still names this session
+ * and a grant time equal to the reservation time), or the reservation is older than the grace period, past
+ * which no claim is still deciding on it. A younger entry with no landed grant may belong to a claim in flight
+ * and is kept. Eventually consistent reads are enough: an old view only keeps an entry longer.
  */
-async function prune(
+async function examine(
   ctx: SchedulerContext,
   session: AgentSession,
+  taskIds: readonly string[],
   now: number,
-  also: readonly string[] = [],
-): Promise<{ session: AgentSession; heldByUs: Set<string> }> {
+): Promise<Examined> {
+  const examined: Examined = { stale: new Map(), heldByUs: new Set() };
+  if (taskIds.length === 0) return examined;
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
-  const candidates = Object.entries(session.held).filter(
-    ([id, reservedAt]) => reservedAt < graceStart || also.includes(id),
-  );
-  const heldByUs = new Set<string>();
-  if (candidates.length === 0) return { session, heldByUs };
-  const tasks = await ctx.tasks.getMany(candidates.map(([id]) => id));
-  const stale = new Map<string, number>();
-  for (const [id, reservedAt] of candidates) {
+  const tasks = await ctx.tasks.getMany(taskIds, false);
+  for (const id of taskIds) {
+    const reservedAt = session.held[id];
+    if (reservedAt === undefined) continue;
     const task = tasks.get(id);
-    if (task?.status === 'leased' && task.sessionId === session.sessionId) heldByUs.add(id);
-    else if (reservedAt < graceStart) stale.set(id, reservedAt);
+    const ours = task?.sessionId === session.sessionId;
+    if (ours && task?.status === 'leased') examined.heldByUs.add(id);
+    else if ((ours && task?.leasedAt === reservedAt) || reservedAt < graceStart)
+      examined.stale.set(id, reservedAt);
   }
-  if (stale.size === 0) return { session, heldByUs };
-  const written = await ctx.sessions.release(session.agentId, session.sessionId, stale);
-  if (written.ok) return { session: written.session, heldByUs };
-  // A concurrent change; read it back and let the caller work with what is there.
-  const fresh = await ctx.sessions.get(session.agentId);
-  if (!fresh || fresh.sessionId !== session.sessionId) {
-    throw new SessionLostError('the session expired or was replaced; open a new session');
-  }
-  return { session: fresh, heldByUs };
+  return examined;
 }

@@ -47,7 +47,7 @@ async function finish(
     const known = needsTask ? await ctx.tasks.get(lease.taskId) : undefined;
     if (needsTask && !known) throw new TaskNotFoundError(lease.taskId);
     if (!needsTask || isOwnedBy(known, lease, session.sessionId)) {
-      let status: TaskStatus = 'leased';
+      let status = 'leased' as TaskStatus;
       const written = await ctx.tasks.update(lease.taskId, (e) => {
         const planned = plan(e, now, known);
         status = planned.status;
@@ -63,7 +63,17 @@ async function finish(
           condition: ownerCondition(e, { ...lease, sessionId: session.sessionId }, now),
         };
       });
-      if (written.ok) return { task: written.task, replayed: false, status };
+      if (written.ok) {
+        // A requeued task no longer names this session, so its slot must be freed here; a finished one is
+        // recognised and freed by the next claim that needs the room.
+        const reservedAt = session.held[lease.taskId];
+        if (status === 'queued' && reservedAt !== undefined) {
+          await ctx.sessions
+            .release(lease.agentId, session.sessionId, new Map([[lease.taskId, reservedAt]]))
+            .catch(() => undefined);
+        }
+        return { task: written.task, replayed: false, status };
+      }
       current = written.current;
     } else {
       current = known;

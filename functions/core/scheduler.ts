@@ -1,7 +1,9 @@
 /**
  * The scheduler's operations in one object, for handlers, the local runner and tests. Each method is a plain
- * function of `core/`; nothing here knows about HTTP or Lambda events.
+ * function of `core/`; nothing here knows about HTTP or Lambda events. AWS throttling that outlasts the SDK's
+ * retries leaves here as `ServiceUnavailableError`.
  */
+import { translateAwsError } from '#adapters/aws-errors';
 import { TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { cancelTask } from './cancel';
@@ -21,52 +23,52 @@ export class Scheduler {
   }
 
   submit(input: unknown) {
-    return submitTask(this.ctx, input);
+    return submitTask(this.ctx, input).catch(translateAwsError);
   }
 
   async getTask(taskId: string): Promise<Task> {
-    const task = await this.ctx.tasks.get(taskId);
+    const task = await this.ctx.tasks.get(taskId).catch(translateAwsError);
     if (!task) throw new TaskNotFoundError(taskId);
     return task;
   }
 
   registerAgent(input: unknown, extra?: { tokenHash?: string }) {
-    return registerAgent(this.ctx, input, extra);
+    return registerAgent(this.ctx, input, extra).catch(translateAwsError);
   }
 
   openSession(agentId: string) {
-    return openSession(this.ctx, agentId);
+    return openSession(this.ctx, agentId).catch(translateAwsError);
   }
 
   heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {
-    return heartbeat(this.ctx, agentId, sessionId, checkpoints);
+    return heartbeat(this.ctx, agentId, sessionId, checkpoints).catch(translateAwsError);
   }
 
   claim(request: ClaimRequest) {
-    return claimTasks(this.ctx, request);
+    return claimTasks(this.ctx, request).catch(translateAwsError);
   }
 
   complete(lease: LeaseRef, result?: unknown) {
-    return completeTask(this.ctx, lease, result);
+    return completeTask(this.ctx, lease, result).catch(translateAwsError);
   }
 
   fail(lease: LeaseRef, error: unknown) {
-    return failTask(this.ctx, lease, error);
+    return failTask(this.ctx, lease, error).catch(translateAwsError);
   }
 
   release(lease: LeaseRef) {
-    return releaseTask(this.ctx, lease);
+    return releaseTask(this.ctx, lease).catch(translateAwsError);
   }
 
   cancel(taskId: string) {
-    return cancelTask(this.ctx, taskId);
+    return cancelTask(this.ctx, taskId).catch(translateAwsError);
   }
 
   reclaim() {
-    return reclaimExpiredLeases(this.ctx);
+    return reclaimExpiredLeases(this.ctx).catch(translateAwsError);
   }
 
   reconcile() {
-    return reconcileDispatch(this.ctx);
+    return reconcileDispatch(this.ctx).catch(translateAwsError);
   }
 }

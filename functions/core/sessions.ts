@@ -130,7 +130,14 @@ export async function heartbeat(
       context: { agentId, lost: [...new Set(lost)] },
     });
   }
-  const lost = new Set(Object.keys(outcome.session.lost));
+  const { cancelled, lost: lostNotices } = outcome.session;
+  if (Object.keys(cancelled).length + Object.keys(lostNotices).length > 0) {
+    // Each notice is given once; if this response is lost, the agent's next write on the task tells it anyway.
+    await ctx.sessions
+      .clearNotices(agentId, sessionId, { cancelled, lost: lostNotices })
+      .catch(() => undefined);
+  }
+  const lost = new Set(Object.keys(lostNotices));
   await Promise.all(
     encoded.map(async ([taskId, json]) => {
       const written = await ctx.tasks.update(taskId, (e) => ({
@@ -147,7 +154,7 @@ export async function heartbeat(
   );
   return {
     expiresAt: outcome.session.expiresAt,
-    cancelled: Object.keys(outcome.session.cancelled),
+    cancelled: Object.keys(cancelled),
     lost: [...lost],
   };
 }

@@ -55,7 +55,7 @@ export function requeueClauses(ctx: SchedulerContext, e: Expression, now: number
 
 /**
  * A terminal status: the task leaves the due index, and DynamoDB may purge it after the retention period.
- * The owner stays on the record, as the last agent that held it.
+ * The owner, its session and the grant time stay on the record, as the last lease it had.
  */
 export function terminalClauses(
   ctx: SchedulerContext,
@@ -70,7 +70,8 @@ export function terminalClauses(
       `${e.n('finishedAt')} = ${e.v(now)}`,
       `${e.n('purgeAt')} = ${e.v(Math.ceil(now / 1_000) + ctx.settings.retentionSeconds)}`,
     ],
-    remove: [e.n('dueShard'), e.n('dueAt'), e.n('notBefore'), ...LEASE_FIELDS.map((f) => e.n(f))],
+    // `sessionId` and `leasedAt` stay: they let the holder's session see that its slot for this task is free.
+    remove: [e.n('dueShard'), e.n('dueAt'), e.n('notBefore'), e.n('leaseDeadline')],
   };
 }
 

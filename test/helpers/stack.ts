@@ -9,6 +9,7 @@ import { createContext, type SchedulerContext, type SchedulerSettings } from '#c
 import { Scheduler } from '#core/scheduler';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
 import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { type FaultPlan, injectFaults } from './faults';
 
 /** Wall-clock time plus an offset the test controls; SQS delays still run in real time. */
 export class TestClock {
@@ -31,6 +32,8 @@ export interface TestStack {
   readonly ctx: SchedulerContext;
   readonly clock: TestClock;
   readonly meter: AwsMeter;
+  /** Faults to inject into this stack's own clients (not its siblings'). */
+  readonly faults: { readonly dynamodb: FaultPlan; readonly sqs: FaultPlan };
   readonly dynamodb: ReturnType<typeof localDynamoDbClient>;
   readonly sqs: ReturnType<typeof localSqsClient>;
   /** A scheduler on the same tables and queues with different clients, as a second function instance is. */
@@ -47,6 +50,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const meter = new AwsMeter();
   meter.attach(dynamodb, 'dynamodb');
   meter.attach(sqs, 'sqs');
+  const faults = { dynamodb: injectFaults(dynamodb), sqs: injectFaults(sqs) };
   const tables = tableNamesFor(prefix);
   await provisionTables(dynamodb, tables);
   const directory = await provisionQueues(sqs, prefix, options.queues ?? ['work']);
@@ -68,6 +72,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     ctx,
     clock,
     meter,
+    faults,
     dynamodb,
     sqs,
     sibling: (sibling = {}) => {
@@ -84,7 +89,9 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     },
     destroy: async () => {
       await Promise.all(
-        Object.values(tables).map((TableName) => dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined)),
+        Object.values(tables).map((TableName) =>
+          dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+        ),
       );
     },
   };

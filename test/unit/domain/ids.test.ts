@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ID_PATTERN, newAgentId, newSessionId, newTaskId, shardOf, TASK_ID_PATTERN, taskIdForIdempotencyKey } from '#domain/ids';
+import {
+  ID_PATTERN,
+  newAgentId,
+  newSessionId,
+  newTaskId,
+  shardOf,
+  TASK_ID_PATTERN,
+  taskIdForIdempotencyKey,
+} from '#domain/ids';
 
 describe('ids', () => {
   it('random ids have the documented shape and differ', () => {

@@ -26,10 +26,14 @@ describe('retry policy', () => {
 
   it('never exceeds the cap and never goes negative', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 10_000 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, random) => {
-        const delay = backoffDelayMs(attempt, policy, random);
-        return delay >= 0 && delay <= backoffCapSeconds(attempt, policy) * 1_000;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (attempt, random) => {
+          const delay = backoffDelayMs(attempt, policy, random);
+          return delay >= 0 && delay <= backoffCapSeconds(attempt, policy) * 1_000;
+        },
+      ),
     );
   });
 

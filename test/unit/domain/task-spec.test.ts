@@ -35,7 +35,11 @@ describe('parseTaskSpec', () => {
     ['server-owned field', { ...valid, status: 'succeeded' }, /status|unrecognized/i],
     ['key with spaces', { ...valid, idempotencyKey: 'a b' }, /idempotencyKey/],
     ['key too long', { ...valid, idempotencyKey: 'k'.repeat(256) }, /idempotencyKey/],
-    ['backoff max below base', { ...valid, backoffBaseSeconds: 10, backoffMaxSeconds: 5 }, /backoffMaxSeconds/],
+    [
+      'backoff max below base',
+      { ...valid, backoffBaseSeconds: 10, backoffMaxSeconds: 5 },
+      /backoffMaxSeconds/,
+    ],
     ['not an object', 'hello', /body|expected object/i],
   ])('rejects %s', (_, input, message) => {
     expect(() => parseTaskSpec(input)).toThrow(ValidationError);

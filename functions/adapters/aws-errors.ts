@@ -1,0 +1,31 @@
+/**
+ * AWS errors a caller can do nothing about but retry: throttling and brief unavailability that outlasted the
+ * SDK's own retries. They become `ServiceUnavailableError` (503), never a bare 500.
+ */
+import { ServiceUnavailableError } from '#domain/errors';
+
+const RETRYABLE_AWS_ERRORS = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'TransactionConflictException',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'RequestThrottled',
+  'TimeoutError',
+  'KMSThrottlingException',
+]);
+
+export function isRetryableAwsError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const metadata = (error as { $retryable?: unknown; $fault?: unknown }).$retryable;
+  return RETRYABLE_AWS_ERRORS.has(error.name) || metadata !== undefined;
+}
+
+/** Rethrows retryable AWS errors as `ServiceUnavailableError`, keeping the original as `cause`. */
+export function translateAwsError(error: unknown): never {
+  if (isRetryableAwsError(error)) {
+    throw new ServiceUnavailableError('a dependency is busy; try again shortly', { cause: error });
+  }
+  throw error;
+}

@@ -1,0 +1,36 @@
+/**
+ * SDK v3 clients pointed at the local emulators.
+ *
+ * Every client talking to an emulator must be given an explicit `endpoint`. For SQS this matters beyond
+ * the first request: fauxqs hands out queue URLs such as `http://sqs.us-east-1.localhost:<port>/...`
+ * and, without an explicit endpoint, the SQS client sends each request to the host named in the
+ * `QueueUrl` (`useQueueUrlAsEndpoint`), which does not resolve on hosts without `*.localhost` DNS.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+
+export const LOCAL_REGION = 'us-east-1';
+
+/**
+ * Static dummy credentials. DynamoDB Local (1.23+) rejects access keys that are not purely alphanumeric,
+ * so keep these letters-only.
+ */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+export function localDynamoDbClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
+    region: LOCAL_REGION,
+    endpoint,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
+}
+
+export function localSqsClient(endpoint: string): SQSClient {
+  return new SQSClient({
+    region: LOCAL_REGION,
+    endpoint,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
+}

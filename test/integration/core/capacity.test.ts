@@ -1,0 +1,83 @@
+/**
+ * (f) Claim, heartbeat and complete cost the same write units for a 1 KB and a 200 KB payload: the payload is
+ * written once, in an item of its own. Units as DynamoDB reports them (`ReturnConsumedCapacity: INDEXES`).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+type Step = 'submit' | 'claim' | 'heartbeat' | 'complete';
+
+describe('capacity per step', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['small', 'large'] });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  async function measure(queue: string, payloadBytes: number) {
+    const { scheduler, meter } = stack;
+    const agent = await startAgent(scheduler, { queues: [queue] });
+    const units: Record<Step, { write: number; read: number; indexWrite: number; requests: string }> =
+      {} as never;
+    const step = async (name: Step, work: () => Promise<unknown>) => {
+      meter.reset();
+      await work();
+      const totals = meter.totals((r) => r.service === 'dynamodb');
+      const sqs = meter.totals((r) => r.service === 'sqs').requests;
+      units[name] = {
+        write: totals.writeUnits,
+        read: totals.readUnits,
+        indexWrite: totals.indexWriteUnits,
+        requests: `${totals.requests} dynamodb + ${sqs} sqs`,
+      };
+    };
+    // A JSON string of n characters is n + 2 bytes.
+    const payload = 'x'.repeat(payloadBytes - 2);
+    let taskId = '';
+    let leaseEpoch = 0;
+    await step('submit', async () => {
+      taskId = (await scheduler.submit({ queue, payload })).task.taskId;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await step('claim', async () => {
+      const [claimed] = await claimUntil(scheduler, agent, 1);
+      if (claimed?.taskId !== taskId) throw new Error('the task was not claimed');
+      leaseEpoch = claimed.leaseEpoch;
+    });
+    await step('heartbeat', () => scheduler.heartbeat(agent.agentId, agent.sessionId));
+    await step('complete', () =>
+      scheduler.complete({ agentId: agent.agentId, taskId, leaseEpoch }, { ok: true }),
+    );
+    return units;
+  }
+
+  it('(f) write units of claim, heartbeat and complete do not depend on the payload size', async () => {
+    const small = await measure('small', 1_024);
+    const large = await measure('large', 200_000);
+
+    console.log('[capacity] per step, 1 KB vs 200 KB payload:');
+    console.table(
+      Object.fromEntries(
+        (['submit', 'claim', 'heartbeat', 'complete'] as const).map((s) => [
+          s,
+          {
+            'WCU 1KB': small[s].write,
+            'WCU 200KB': large[s].write,
+            'of which index': small[s].indexWrite,
+            'RCU 1KB': small[s].read,
+            'RCU 200KB': large[s].read,
+            requests: small[s].requests,
+          },
+        ]),
+      ),
+    );
+    for (const s of ['claim', 'heartbeat', 'complete'] as const) expect(large[s].write).toBe(small[s].write);
+    expect(small.heartbeat.write).toBe(1);
+    // The payload is paid for once, at submit.
+    expect(large.submit.write).toBeGreaterThan(195);
+    // Sanity: the meter saw real units.
+    expect(small.claim.write).toBeGreaterThan(0);
+  });
+});

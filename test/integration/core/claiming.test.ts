@@ -1,0 +1,149 @@
+/**
+ * (d) priority order and the bounded wait of low-priority work, (e) per-agent concurrency under parallel claims.
+ */
+
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Scheduler } from '#core/scheduler';
+import type { PriorityWeights } from '#domain/priority';
+import { seededRandom } from '#test/random';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+describe('claiming', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['order', 'concurrency'] });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('(d) claims the most urgent tier first when the draw favours it', async () => {
+    // Prepare: random 0 draws `critical` first, then strict order.
+    const strict = stack.sibling({ random: () => 0 });
+    for (const priority of ['low', 'normal', 'high', 'critical']) {
+      await strict.submit({ queue: 'order', payload: { priority }, priority });
+    }
+    const agent = await startAgent(strict, { queues: ['order'] });
+
+    // Act: claim and complete one at a time.
+    const order: unknown[] = [];
+    for (let i = 0; i < 4; i++) {
+      const [claimed] = await claimUntil(strict, agent, 1);
+      if (!claimed) throw new Error('nothing claimed');
+      order.push(claimed.priority);
+      await strict.complete({
+        agentId: agent.agentId,
+        taskId: claimed.taskId,
+        leaseEpoch: claimed.leaseEpoch,
+      });
+    }
+
+    // Assess
+    expect(order).toEqual(['critical', 'high', 'normal', 'low']);
+  });
+
+  /**
+   * A stream of high-priority work that never runs dry, and one low task. Returns after how many claims the low
+   * task was claimed, or undefined if not within `limit`.
+   */
+  async function lowTaskWait(weights: PriorityWeights, limit: number): Promise<number | undefined> {
+    const instance = new Scheduler({
+      ...stack.ctx,
+      random: seededRandom(7),
+      settings: { ...stack.ctx.settings, priorityWeights: weights },
+    });
+    const agent = await startAgent(instance, { queues: ['order'] });
+    for (let i = 0; i < 3; i++)
+      await instance.submit({ queue: 'order', payload: { high: i }, priority: 'high' });
+    const { task: low } = await instance.submit({ queue: 'order', payload: { low: true }, priority: 'low' });
+    try {
+      for (let claims = 1; claims <= limit; claims++) {
+        const [claimed] = await claimUntil(instance, agent, 1);
+        if (!claimed) throw new Error('nothing claimed');
+        await instance.complete({
+          agentId: agent.agentId,
+          taskId: claimed.taskId,
+          leaseEpoch: claimed.leaseEpoch,
+        });
+        if (claimed.taskId === low.taskId) return claims;
+        await instance.submit({ queue: 'order', payload: { high: claims }, priority: 'high' });
+      }
+      return undefined;
+    } finally {
+      await instance.cancel(low.taskId).catch(() => undefined);
+      // Drain what is left so the next case starts empty.
+      for (;;) {
+        const left = await instance.claim(agent);
+        if (left.length === 0) break;
+        for (const c of left)
+          await instance.complete({ agentId: agent.agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch });
+      }
+    }
+  }
+
+  it('(d) a low task under a steady stream of high ones waits a bounded number of claims', async () => {
+    const limit = 150;
+    const weighted = await lowTaskWait({ critical: 70, high: 15, normal: 10, low: 5 }, limit);
+    // Negative control: with no weight on the low tier, it is starved for as long as high work exists.
+    const strict = await lowTaskWait({ critical: 1, high: 0, normal: 0, low: 0 }, 40);
+    console.log(
+      `[priority] low task claimed after ${weighted} claims under a high-priority stream (bound ${limit})`,
+    );
+    expect(weighted).toBeDefined();
+    expect(weighted).toBeLessThanOrEqual(limit);
+    expect(strict).toBeUndefined();
+  });
+
+  it('(e) maxConcurrency holds when one agent sends parallel claims', async () => {
+    // Prepare: an agent that may hold 3, ten function instances claiming for it at once, 12 tasks.
+    const { scheduler } = stack;
+    const maxConcurrency = 3;
+    const agent = await startAgent(scheduler, { queues: ['concurrency'], maxConcurrency });
+    for (let i = 0; i < 12; i++) await scheduler.submit({ queue: 'concurrency', payload: { i } });
+    const instances = Array.from({ length: 10 }, () => stack.sibling());
+
+    let maxHeld = 0;
+    let completed = 0;
+    for (let round = 0; round < 6; round++) {
+      // Act
+      const batches = await Promise.all(instances.map((s) => s.claim({ ...agent, max: 2 })));
+      const claimed = batches.flat();
+
+      // Assess: never more than the limit leased to the agent, counted on the tasks themselves.
+      const leased = await leasedTo(stack, agent.agentId);
+      maxHeld = Math.max(maxHeld, leased.length);
+      expect(leased.length).toBeLessThanOrEqual(maxConcurrency);
+      expect(claimed.every((c) => leased.includes(c.taskId))).toBe(true);
+      // Free one slot per round; the next round may take exactly that much more.
+      const [first] = claimed.length > 0 ? claimed : [];
+      if (first) {
+        await scheduler.complete({
+          agentId: agent.agentId,
+          taskId: first.taskId,
+          leaseEpoch: first.leaseEpoch,
+        });
+        completed++;
+      }
+    }
+    console.log(
+      `[concurrency] at most ${maxHeld} of ${maxConcurrency} held under 10 parallel claimers; ${completed} completed`,
+    );
+    expect(maxHeld).toBe(maxConcurrency);
+  });
+});
+
+/** Task ids whose record says they are leased to `agentId`: the ground truth, not the session's bookkeeping. */
+async function leasedTo(stack: TestStack, agentId: string): Promise<string[]> {
+  const doc = DynamoDBDocumentClient.from(stack.dynamodb);
+  const output = await doc.send(
+    new ScanCommand({
+      TableName: stack.ctx.tasks.tableName,
+      FilterExpression: '#s = :leased AND #o = :agent',
+      ExpressionAttributeNames: { '#s': 'status', '#o': 'owner' },
+      ExpressionAttributeValues: { ':leased': 'leased', ':agent': agentId },
+      ConsistentRead: true,
+    }),
+  );
+  return (output.Items ?? []).map((item) => String(item.taskId));
+}

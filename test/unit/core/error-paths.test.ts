@@ -1,0 +1,245 @@
+import {
+  ConditionalCheckFailedException,
+  ProvisionedThroughputExceededException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Scheduler } from '#core/scheduler';
+import {
+  IdempotencyConflictError,
+  LeaseLostError,
+  ServiceUnavailableError,
+  SessionLostError,
+  TaskNotFoundError,
+} from '#domain/errors';
+import { mockContext, NOW, recordingLog, sessionItem, stateItem } from '#test/mock-context';
+
+const ddb = mockClient(DynamoDBDocumentClient);
+const sqs = mockClient(SQSClient);
+
+const conditionFailed = (item?: Record<string, unknown>) =>
+  new ConditionalCheckFailedException({
+    message: 'The conditional request failed',
+    $metadata: {},
+    ...(item ? { Item: marshall(item, { removeUndefinedValues: true }) } : {}),
+  });
+
+const throttled = () =>
+  new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} });
+
+describe('error paths', () => {
+  afterEach(() => {
+    ddb.reset();
+    sqs.reset();
+  });
+
+  it('a failed SQS send after the write still answers "created" and leaves the task to reconcile', async () => {
+    // Prepare
+    const { log, entries } = recordingLog();
+    const scheduler = new Scheduler(mockContext(log));
+    ddb.on(PutCommand).resolves({});
+    sqs
+      .on(SendMessageCommand)
+      .rejects(Object.assign(new Error('socket hang up'), { name: 'NetworkingError' }));
+
+    // Act
+    const result = await scheduler.submit({ queue: 'work', payload: { a: 1 } });
+
+    // Assess
+    expect(result.created).toBe(true);
+    expect(ddb).toHaveReceivedCommandTimes(PutCommand, 2);
+    expect(ddb).toHaveReceivedNthCommandWith(PutCommand, 1, {
+      Item: expect.objectContaining({ part: 'payload' }),
+    });
+    expect(ddb).toHaveReceivedNthCommandWith(PutCommand, 2, {
+      Item: expect.objectContaining({ part: 'state', status: 'queued', dueAt: NOW + 120_000 }),
+    });
+    expect(entries).toEqual([
+      expect.objectContaining({ level: 'warn', message: expect.stringMatching(/reconcile/) }),
+    ]);
+  });
+
+  it('a payload conflict on an idempotency key is a 409 and no state item is written', async () => {
+    const scheduler = new Scheduler(mockContext());
+    // The payload is written first; its condition fails because the key's task has another specification.
+    ddb.on(PutCommand).rejectsOnce(conditionFailed());
+
+    await expect(
+      scheduler.submit({ queue: 'work', payload: 1, idempotencyKey: 'k-1' }),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
+    expect(ddb).toHaveReceivedCommandTimes(PutCommand, 1);
+    expect(sqs).not.toHaveReceivedCommand(SendMessageCommand);
+  });
+
+  it('throttling that outlasts the SDK retries is a 503, not a 500', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).rejects(throttled());
+
+    await expect(scheduler.getTask('t_aaaaaaaaaaaaaaaaaaaaaaaaaa')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    );
+  });
+
+  it('complete with a stale epoch: the condition fails, the old item shows why, LeaseLost', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    ddb.on(UpdateCommand).rejects(conditionFailed(stateItem({ leaseEpoch: 2, owner: 'a_other' })));
+
+    const attempt = scheduler.complete({
+      agentId: 'a_agent',
+      taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      leaseEpoch: 1,
+    });
+
+    await expect(attempt).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(attempt).rejects.toThrow(/epoch 2/);
+    expect(ddb).toHaveReceivedCommandWith(UpdateCommand, {
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      ExpressionAttributeValues: expect.objectContaining({ ':v0': 'succeeded' }),
+    });
+  });
+
+  it('complete retried after its commit gets the committed outcome back', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    ddb.on(UpdateCommand).rejects(
+      conditionFailed(
+        stateItem({
+          status: 'succeeded',
+          result: '{"ok":true}',
+          lastFinish: { kind: 'complete', leaseEpoch: 1, agentId: 'a_agent', status: 'succeeded' },
+        }),
+      ),
+    );
+
+    const outcome = await scheduler.complete({
+      agentId: 'a_agent',
+      taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      leaseEpoch: 1,
+    });
+
+    expect(outcome.replayed).toBe(true);
+    expect(outcome.task).toMatchObject({ status: 'succeeded', result: { ok: true } });
+  });
+
+  it('complete on a task that does not exist is a 404', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    ddb.on(UpdateCommand).rejects(conditionFailed());
+    ddb.on(GetCommand, { Key: { taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', part: 'state' } }).resolves({});
+
+    await expect(
+      scheduler.complete({ agentId: 'a_agent', taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', leaseEpoch: 1 }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it('a heartbeat on an expired session is refused with the tasks it lost', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb
+      .on(UpdateCommand)
+      .rejects(
+        conditionFailed(
+          sessionItem({ expiresAt: NOW - 1, held: { t_aaaaaaaaaaaaaaaaaaaaaaaaaa: NOW - 9_000 } }),
+        ),
+      );
+
+    const attempt = scheduler.heartbeat('a_agent', 's_session');
+
+    await expect(attempt).rejects.toBeInstanceOf(SessionLostError);
+    await expect(attempt).rejects.toMatchObject({ context: { lost: ['t_aaaaaaaaaaaaaaaaaaaaaaaaaa'] } });
+  });
+
+  it('a claim whose grants are throttled returns the hints, keeps the slots and answers 503', async () => {
+    // Prepare: a live session with room, one hint, a reservation that succeeds, a grant that is throttled.
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    sqs.on(ReceiveMessageCommand).resolves({});
+    sqs.on(ReceiveMessageCommand, { QueueUrl: 'https://sqs.local/000/work-critical' }).resolves({
+      Messages: [
+        {
+          MessageId: 'm1',
+          ReceiptHandle: 'r1',
+          Body: JSON.stringify({ v: 1, taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', leaseEpoch: 0 }),
+          Attributes: { SentTimestamp: String(NOW - 100) },
+        },
+      ],
+    });
+    ddb
+      .on(UpdateCommand, { Key: { leaseId: 'session#a_agent' } })
+      .resolves({ Attributes: sessionItem({ held: { t_aaaaaaaaaaaaaaaaaaaaaaaaaa: NOW } }) });
+    ddb
+      .on(UpdateCommand, { Key: { taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', part: 'state' } })
+      .rejects(throttled());
+
+    // Act
+    const attempt = scheduler.claim({ agentId: 'a_agent', sessionId: 's_session' });
+
+    // Assess
+    await expect(attempt).rejects.toBeInstanceOf(ServiceUnavailableError);
+    expect(sqs).not.toHaveReceivedCommand(DeleteMessageBatchCommand);
+    expect(sqs).toHaveReceivedCommandWith(ChangeMessageVisibilityCommand, {
+      ReceiptHandle: 'r1',
+      VisibilityTimeout: 0,
+    });
+    // The reservation was not released: the grant may have committed.
+    expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 2);
+  });
+
+  it('a stale hint (the task is already leased) is deleted and its slot released', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    sqs.on(ReceiveMessageCommand).resolves({});
+    sqs.on(ReceiveMessageCommand, { QueueUrl: 'https://sqs.local/000/work-critical' }).resolves({
+      Messages: [
+        {
+          MessageId: 'm1',
+          ReceiptHandle: 'r1',
+          Body: JSON.stringify({ v: 1, taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', leaseEpoch: 0 }),
+        },
+      ],
+    });
+    ddb
+      .on(UpdateCommand, { Key: { leaseId: 'session#a_agent' } })
+      .resolves({ Attributes: sessionItem({ held: { t_aaaaaaaaaaaaaaaaaaaaaaaaaa: NOW } }) });
+    ddb
+      .on(UpdateCommand, { Key: { taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa', part: 'state' } })
+      .rejects(conditionFailed(stateItem({ owner: 'a_other' })));
+
+    const claimed = await scheduler.claim({ agentId: 'a_agent', sessionId: 's_session' });
+
+    expect(claimed).toEqual([]);
+    expect(sqs).toHaveReceivedCommandWith(DeleteMessageBatchCommand, {
+      Entries: [{ Id: '0', ReceiptHandle: 'r1' }],
+    });
+    // reserve, grant, release
+    expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 3);
+    expect(ddb).toHaveReceivedNthCommandWith(UpdateCommand, 3, {
+      Key: { leaseId: 'session#a_agent' },
+      UpdateExpression: expect.stringMatching(/^REMOVE/),
+    });
+  });
+
+  it('an unreadable message is deleted rather than left to bounce', async () => {
+    const scheduler = new Scheduler(mockContext());
+    ddb.on(GetCommand).resolves({ Item: sessionItem() });
+    sqs.on(ReceiveMessageCommand).resolves({});
+    sqs.on(ReceiveMessageCommand, { QueueUrl: 'https://sqs.local/000/work-critical' }).resolves({
+      Messages: [{ MessageId: 'm1', ReceiptHandle: 'r-poison', Body: 'not json' }],
+    });
+
+    expect(await scheduler.claim({ agentId: 'a_agent', sessionId: 's_session' })).toEqual([]);
+    expect(sqs).toHaveReceivedCommandWith(DeleteMessageBatchCommand, {
+      Entries: [{ Id: '0', ReceiptHandle: 'r-poison' }],
+    });
+    expect(ddb).not.toHaveReceivedCommand(UpdateCommand);
+  });
+});
