@@ -47,7 +47,9 @@ async function race(stack: TestStack, queue: string, rounds: number) {
   for (let round = 0; round < rounds; round++) {
     // Agents keep their sessions alive as a worker would.
     if (Date.now() - lastHeartbeat > 5_000) {
-      await Promise.all(instances.map((s, i) => s.heartbeat(agents[i]?.agentId ?? '', agents[i]?.sessionId ?? '')));
+      await Promise.all(
+        instances.map((s, i) => s.heartbeat(agents[i]?.agentId ?? '', agents[i]?.sessionId ?? '')),
+      );
       lastHeartbeat = Date.now();
     }
     const { task } = await stack.scheduler.submit({ queue, payload: { round }, priority: 'critical' });

@@ -1,0 +1,149 @@
+/**
+ * Leases over time: one heartbeat for many leases, checkpoints handed over, deadlines, cancel, overlapping sweeps.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseLostError } from '#domain/errors';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+describe('leases', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // random 0: backoff draws are zero, so a requeued task is claimable at once.
+    stack = await createTestStack({
+      random: () => 0,
+      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead'],
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('one heartbeat write keeps all of an agent’s leases alive, whatever their number', async () => {
+    const { scheduler, meter, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['many'], maxConcurrency: 5 });
+    for (let i = 0; i < 5; i++) await scheduler.submit({ queue: 'many', payload: { i } });
+    const claimed = await claimUntil(scheduler, agent, 5, 5_000, 5);
+    expect(claimed).toHaveLength(5);
+
+    // Two thirds of a TTL later, a heartbeat; then another two thirds: still alive only thanks to the heartbeat.
+    clock.advance((ctx.settings.leaseTtlSeconds * 2_000) / 3);
+    meter.reset();
+    await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    const cost = meter.totals((r) => r.service === 'dynamodb');
+    clock.advance((ctx.settings.leaseTtlSeconds * 2_000) / 3);
+    const swept = await scheduler.reclaim();
+
+    expect(cost).toMatchObject({ requests: 1, writeUnits: 1 });
+    expect(swept.requeued).toEqual([]);
+    for (const c of claimed) {
+      await scheduler.complete({ agentId: agent.agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch });
+    }
+  });
+
+  it('a checkpoint saved by one owner is handed to the next', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const a = await startAgent(scheduler, { name: 'a', queues: ['checkpoint'] });
+    const { task } = await scheduler.submit({ queue: 'checkpoint', payload: {} });
+    const [held] = await claimUntil(scheduler, a, 1);
+    expect(held?.checkpoint).toBeUndefined();
+
+    const beat = await scheduler.heartbeat(a.agentId, a.sessionId, { [task.taskId]: { page: 7 } });
+    clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    await scheduler.reclaim();
+    const b = await startAgent(scheduler, { name: 'b', queues: ['checkpoint'] });
+    const [taken] = await claimUntil(scheduler, b, 1);
+
+    expect(beat.lost).toEqual([]);
+    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2, checkpoint: { page: 7 } });
+    // A's late checkpoint cannot overwrite B's.
+    await scheduler.heartbeat(b.agentId, b.sessionId, { [task.taskId]: { page: 9 } });
+    expect((await scheduler.getTask(task.taskId)).checkpoint).toEqual({ page: 9 });
+  });
+
+  it('an attempt past its deadline is taken back even while the session is alive, and the owner is told', async () => {
+    const { scheduler, clock } = stack;
+    const agent = await startAgent(scheduler, { queues: ['deadline'] });
+    const { task } = await scheduler.submit({ queue: 'deadline', payload: {}, timeoutSeconds: 5 });
+    const [held] = await claimUntil(scheduler, agent, 1);
+    if (!held) throw new Error('nothing claimed');
+
+    // The task's own due time is later than its deadline; the sweep sees it once it is due.
+    clock.advance(6_000);
+    await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    const early = await scheduler.reclaim();
+    // The agent stays alive, heartbeating, until the task's due time has come.
+    for (let waited = 0; waited <= stack.ctx.settings.reconcileAfterSeconds; waited += 20) {
+      clock.advance(20_000);
+      await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    }
+    const swept = await scheduler.reclaim();
+    const beat = await scheduler.heartbeat(agent.agentId, agent.sessionId);
+
+    expect(early.requeued).not.toContain(task.taskId);
+    expect(swept.requeued).toContain(task.taskId);
+    expect(beat.lost).toContain(task.taskId);
+    await expect(
+      scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: held.leaseEpoch }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    // The slot came back with the lost lease: the agent can take the task again.
+    const [again] = await claimUntil(scheduler, agent, 1);
+    expect(again).toMatchObject({ taskId: task.taskId, leaseEpoch: 2, attempt: 2 });
+  });
+
+  it('cancelling a leased task reaches the owner at its next heartbeat and fences its writes', async () => {
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['cancel'] });
+    const { task } = await scheduler.submit({ queue: 'cancel', payload: {} });
+    const [held] = await claimUntil(scheduler, agent, 1);
+    if (!held) throw new Error('nothing claimed');
+
+    const cancelled = await scheduler.cancel(task.taskId);
+    const beat = await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    const next = await scheduler.heartbeat(agent.agentId, agent.sessionId);
+
+    expect(cancelled.status).toBe('cancelled');
+    expect(beat.cancelled).toEqual([task.taskId]);
+    expect(next.cancelled).toEqual([]);
+    await expect(
+      scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: held.leaseEpoch }),
+    ).rejects.toThrow(/cancelled/);
+    expect((await scheduler.cancel(task.taskId)).status).toBe('cancelled');
+  });
+
+  it('two sweeps at once take each lease back once', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['overlap'], maxConcurrency: 4 });
+    for (let i = 0; i < 4; i++) await scheduler.submit({ queue: 'overlap', payload: { i } });
+    const claimed = await claimUntil(scheduler, agent, 4, 5_000, 4);
+    expect(claimed).toHaveLength(4);
+
+    clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    const [first, second] = await Promise.all([scheduler.reclaim(), stack.sibling().reclaim()]);
+
+    const requeued = [...first.requeued, ...second.requeued];
+    for (const c of claimed) expect(requeued.filter((id) => id === c.taskId)).toHaveLength(1);
+    for (const c of claimed) {
+      expect(await scheduler.getTask(c.taskId)).toMatchObject({
+        status: 'queued',
+        attempt: 1,
+        leaseEpoch: 1,
+      });
+    }
+  });
+
+  it('a task whose attempts run out on reclaim is dead', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const { task } = await scheduler.submit({ queue: 'dead', payload: {}, maxAttempts: 1 });
+    const agent = await startAgent(scheduler, { queues: ['dead'] });
+    await claimUntil(scheduler, agent, 1);
+
+    clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    const swept = await scheduler.reclaim();
+
+    expect(swept.dead).toEqual([task.taskId]);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({
+      status: 'dead',
+      error: { message: 'lease expired (session)', retryable: true },
+    });
+  });
+});
