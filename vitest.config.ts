@@ -18,6 +18,14 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: 'infra',
+          include: ['test/infra/**/*.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/setup/emulators.ts'],

@@ -12,7 +12,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ValidationError } from '#domain/errors';
-import { isPriority, PRIORITIES, type Priority } from '#domain/priority';
+import { PRIORITIES, type Priority } from '#domain/priority';
 
 export type PriorityQueueUrls = Readonly<Record<Priority, string>>;
 
@@ -24,24 +24,41 @@ export class QueueDirectory {
     this.queues = new Map(Object.entries(queues));
   }
 
-  /** Parses the `{ "<queue>": { "critical": url, "high": url, "normal": url, "low": url } }` form. */
+  /**
+   * Parses either the full form `{ "<queue>": { "critical": url, "high": url, "normal": url, "low": url } }` or
+   * the compact form the construct passes in the environment, `{ "base": url, "queues": { "<queue>": [names] } }`
+   * (names in priority order, critical first).
+   */
   static fromJson(json: string): QueueDirectory {
     const parsed: unknown = JSON.parse(json);
     if (typeof parsed !== 'object' || parsed === null)
       throw new Error('queue directory must be a JSON object');
+    const record = parsed as Record<string, unknown>;
+    if (typeof record.base === 'string' && typeof record.queues === 'object' && record.queues !== null) {
+      const base = record.base;
+      const queues: Record<string, PriorityQueueUrls> = {};
+      for (const [name, names] of Object.entries(record.queues)) {
+        if (!Array.isArray(names) || names.length !== PRIORITIES.length) {
+          throw new Error(`queue directory entry ${name} must list ${PRIORITIES.length} queue names`);
+        }
+        queues[name] = Object.fromEntries(
+          PRIORITIES.map((p, i) => [p, `${base}${String(names[i])}`]),
+        ) as Record<Priority, string>;
+      }
+      return new QueueDirectory(queues);
+    }
     const queues: Record<string, PriorityQueueUrls> = {};
-    for (const [name, urls] of Object.entries(parsed)) {
+    for (const [name, urls] of Object.entries(record)) {
       if (typeof urls !== 'object' || urls === null)
         throw new Error(`queue directory entry ${name} is not an object`);
       const entry = urls as Record<string, unknown>;
-      const byPriority = Object.fromEntries(
+      queues[name] = Object.fromEntries(
         PRIORITIES.map((p) => {
           const url = entry[p];
           if (typeof url !== 'string') throw new Error(`queue directory entry ${name} lacks a ${p} url`);
           return [p, url];
         }),
       ) as Record<Priority, string>;
-      queues[name] = byPriority;
     }
     return new QueueDirectory(queues);
   }
@@ -186,5 +203,3 @@ export class TaskQueues {
     );
   }
 }
-
-export const priorityOf = (value: string): Priority | undefined => (isPriority(value) ? value : undefined);

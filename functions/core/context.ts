@@ -50,9 +50,9 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */
 export interface SchedulerLog {
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
+  info(message: string, ...extra: Record<string, unknown>[]): void;
+  warn(message: string, ...extra: Record<string, unknown>[]): void;
+  error(message: string, ...extra: Record<string, unknown>[]): void;
 }
 
 const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };

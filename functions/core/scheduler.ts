@@ -4,7 +4,7 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import { TaskNotFoundError } from '#domain/errors';
+import { AgentNotFoundError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
@@ -32,8 +32,18 @@ export class Scheduler {
     return task;
   }
 
-  registerAgent(input: unknown, extra?: { tokenHash?: string }) {
-    return registerAgent(this.ctx, input, extra).catch(translateAwsError);
+  /** Registers an agent; with `mintToken`, also gives it a bearer token (returned once). */
+  registerAgent(input: unknown, mintToken?: (agentId: string) => { token: string; tokenHash: string }) {
+    return registerAgent(this.ctx, input, mintToken).catch(translateAwsError);
+  }
+
+  listAgents(limit = 100) {
+    return this.ctx.agents.list(limit).catch(translateAwsError);
+  }
+
+  async revokeAgent(agentId: string): Promise<void> {
+    const revoked = await this.ctx.agents.revoke(agentId, this.ctx.now()).catch(translateAwsError);
+    if (!revoked) throw new AgentNotFoundError(agentId.slice(0, 64));
   }
 
   openSession(agentId: string) {

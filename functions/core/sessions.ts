@@ -23,24 +23,32 @@ export const agentSpecSchema = z.strictObject({
 
 export type AgentSpecInput = z.input<typeof agentSpecSchema>;
 
+export interface RegisteredAgent {
+  readonly agent: Agent;
+  /** The bearer token, when one was minted: shown once, stored only as a hash. */
+  readonly token?: string;
+}
+
 export async function registerAgent(
   ctx: SchedulerContext,
   input: unknown,
-  extra: { tokenHash?: string } = {},
-): Promise<Agent> {
+  mintToken?: (agentId: string) => { token: string; tokenHash: string },
+): Promise<RegisteredAgent> {
   const parsed = agentSpecSchema.safeParse(input);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   const unknown = parsed.data.queues.filter((q) => !ctx.queues.directory.has(q));
   if (unknown.length > 0) throw new ValidationError(`queues: ${unknown.join(', ')} does not exist`);
+  const agentId = newAgentId();
+  const minted = mintToken?.(agentId);
   const agent: Agent = {
-    agentId: newAgentId(),
+    agentId,
     ...parsed.data,
     queues: [...new Set(parsed.data.queues)],
     createdAt: ctx.now(),
-    ...(extra.tokenHash ? { tokenHash: extra.tokenHash } : {}),
+    ...(minted ? { tokenHash: minted.tokenHash } : {}),
   };
   await ctx.agents.create(agent);
-  return agent;
+  return { agent, ...(minted ? { token: minted.token } : {}) };
 }
 
 export interface OpenedSession {

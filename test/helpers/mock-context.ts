@@ -23,7 +23,7 @@ export function recordingLog() {
     info: (message, extra) => entries.push({ level: 'info', message, ...(extra ? { extra } : {}) }),
     warn: (message, extra) => entries.push({ level: 'warn', message, ...(extra ? { extra } : {}) }),
     error: (message, extra) => entries.push({ level: 'error', message, ...(extra ? { extra } : {}) }),
-  };
+  } satisfies SchedulerLog;
   return { log, entries };
 }
 

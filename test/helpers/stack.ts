@@ -102,7 +102,7 @@ export async function startAgent(
   scheduler: Scheduler,
   spec: { name?: string; queues?: string[]; maxConcurrency?: number } = {},
 ) {
-  const agent = await scheduler.registerAgent({
+  const { agent } = await scheduler.registerAgent({
     name: spec.name ?? 'agent',
     queues: spec.queues ?? ['work'],
     maxConcurrency: spec.maxConcurrency ?? 1,

@@ -1,0 +1,43 @@
+/**
+ * Configuration of a function, read once at start-up from its environment. A missing variable fails the cold
+ * start with a message naming it, instead of failing the first request in a confusing way.
+ */
+import type { TableNames } from './tables';
+import { QueueDirectory } from './task-queues';
+
+export function requiredEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new Error(`environment variable ${name} is required`);
+  return value;
+}
+
+function numberEnv(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`environment variable ${name} must be a positive number`);
+  return value;
+}
+
+export interface FunctionConfig {
+  readonly tables: TableNames;
+  readonly queues: QueueDirectory;
+  readonly leaseTtlSeconds: number;
+  readonly heartbeatIntervalSeconds: number;
+  readonly retentionSeconds: number;
+}
+
+export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): FunctionConfig {
+  return {
+    tables: {
+      tasks: requiredEnv('TASKS_TABLE_NAME', env),
+      agents: requiredEnv('AGENTS_TABLE_NAME', env),
+      leases: requiredEnv('LEASES_TABLE_NAME', env),
+    },
+    queues: QueueDirectory.fromJson(requiredEnv('QUEUE_DIRECTORY', env)),
+    leaseTtlSeconds: numberEnv('LEASE_TTL_SECONDS', 30, env),
+    heartbeatIntervalSeconds: numberEnv('HEARTBEAT_INTERVAL_SECONDS', 10, env),
+    retentionSeconds: numberEnv('TASK_RETENTION_SECONDS', 7 * 24 * 60 * 60, env),
+  };
+}

@@ -1,0 +1,13 @@
+/** Lambda entry: the agent routes (session, heartbeat, claim, complete, fail, release). */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import { schedulerFromEnvironment } from '#core/runtime';
+import { agentOperations } from './http/agent-operations';
+import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
+import { routesServedBy } from './http/routes';
+
+const logger = new Logger();
+const api = createHttpApi(routesServedBy('agent'), agentOperations(schedulerFromEnvironment(logger)), logger);
+
+export const handler = middy<HttpApiEvent, HttpApiResult>().use(injectLambdaContext(logger)).handler(api);

@@ -1,0 +1,104 @@
+/**
+ * The agent routes. The agent is always the one the authorizer established; bodies carry no identity.
+ */
+import { z } from 'zod';
+import type { Scheduler } from '#core/scheduler';
+import { TaskNotFoundError, ValidationError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
+import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
+import type { ApiRequest, Operation } from './http-api';
+import { claimedTaskView, taskView } from './views';
+
+const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
+const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+export const heartbeatBody = z.strictObject({
+  sessionId: sessionIdSchema,
+  checkpoints: z.record(z.string(), z.json()).optional(),
+});
+export const claimBody = z.strictObject({
+  sessionId: sessionIdSchema,
+  max: z.int().min(1).max(LIMITS.claimMax).optional(),
+  queues: z.array(queueNameSchema).min(1).max(32).optional(),
+});
+export const completeBody = z.strictObject({ leaseEpoch: leaseEpochSchema, result: z.json().optional() });
+export const failBody = z.strictObject({
+  leaseEpoch: leaseEpochSchema,
+  error: z.strictObject({
+    message: z.string().min(1).max(LIMITS.errorMessageChars),
+    retryable: z.boolean().optional(),
+  }),
+});
+export const releaseBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
+
+export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
+  return parsed.data;
+}
+
+function taskIdParam(request: ApiRequest): string {
+  const taskId = request.params.taskId ?? '';
+  // An id that cannot exist is not found rather than invalid: the caller asked for a task that is not there.
+  if (!TASK_ID_PATTERN.test(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
+  return taskId;
+}
+
+const agentOf = (request: ApiRequest): string => request.agentId ?? '';
+
+export function agentOperations(scheduler: Scheduler): Record<string, Operation> {
+  return {
+    openSession: async (request) => {
+      parseBody(z.strictObject({}), request.body);
+      const session = await scheduler.openSession(agentOf(request));
+      return {
+        status: 200,
+        body: {
+          sessionId: session.sessionId,
+          leaseTtlSeconds: session.leaseTtlSeconds,
+          heartbeatIntervalSeconds: session.heartbeatIntervalSeconds,
+        },
+      };
+    },
+    heartbeat: async (request) => {
+      const body = parseBody(heartbeatBody, request.body);
+      const beat = await scheduler.heartbeat(agentOf(request), body.sessionId, body.checkpoints);
+      return { status: 200, body: { cancelled: beat.cancelled, lost: beat.lost } };
+    },
+    claimTasks: async (request) => {
+      const body = parseBody(claimBody, request.body);
+      const tasks = await scheduler.claim({
+        agentId: agentOf(request),
+        sessionId: body.sessionId,
+        ...(body.max === undefined ? {} : { max: body.max }),
+        ...(body.queues === undefined ? {} : { queues: body.queues }),
+      });
+      return { status: 200, body: { tasks: tasks.map(claimedTaskView) } };
+    },
+    completeTask: async (request) => {
+      const body = parseBody(completeBody, request.body);
+      const done = await scheduler.complete(
+        { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
+        body.result,
+      );
+      return { status: 200, body: { task: taskView(done.task) } };
+    },
+    failTask: async (request) => {
+      const body = parseBody(failBody, request.body);
+      const failed = await scheduler.fail(
+        { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
+        body.error,
+      );
+      return { status: 200, body: { task: taskView(failed.task) } };
+    },
+    releaseTask: async (request) => {
+      const body = parseBody(releaseBody, request.body);
+      const released = await scheduler.release({
+        agentId: agentOf(request),
+        taskId: taskIdParam(request),
+        leaseEpoch: body.leaseEpoch,
+      });
+      return { status: 200, body: { task: taskView(released.task) } };
+    },
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The HTTP edge, free of any server: an API Gateway (HTTP API, payload 2.0) event in, a response out. Both API
+ * functions and the local server go through here, so validation, error mapping and limits are the same
+ * everywhere.
+ *
+ * Errors the caller can do something about are exposed as `{ error: { code, message }, requestId }` with their
+ * status; anything else becomes a bare 500 with no internals, and is logged.
+ */
+
+import type { SchedulerLog } from '#core/context';
+import { isSchedulerError, PayloadTooLargeError, SchedulerError } from '#domain/errors';
+import type { RouteDefinition } from './routes';
+
+/** Largest request body accepted: a 256 KB payload plus room for the envelope. */
+export const MAX_BODY_BYTES = 300 * 1024;
+
+export interface HttpApiEvent {
+  readonly rawPath: string;
+  readonly rawQueryString?: string;
+  readonly headers?: Readonly<Record<string, string | undefined>>;
+  readonly body?: string;
+  readonly isBase64Encoded?: boolean;
+  readonly requestContext: {
+    readonly requestId: string;
+    readonly http: { readonly method: string };
+    readonly authorizer?: { readonly lambda?: Readonly<Record<string, unknown>> };
+  };
+}
+
+export interface HttpApiResult {
+  readonly statusCode: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+export interface ApiRequest {
+  readonly route: RouteDefinition;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** The parsed JSON body; undefined when there is none. */
+  readonly body: unknown;
+  /** The calling agent, as the authorizer established it; never read from the request itself. */
+  readonly agentId?: string;
+  readonly requestId: string;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+export type Operation = (request: ApiRequest) => Promise<ApiResponse>;
+
+class HttpError extends SchedulerError {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const json = (statusCode: number, body: unknown): HttpApiResult => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+/** Matches `/v1/tasks/t_x/cancel` against `/v1/tasks/{taskId}/cancel`; path parameters are decoded. */
+export function matchRoute(
+  routes: readonly RouteDefinition[],
+  method: string,
+  path: string,
+): { route: RouteDefinition; params: Record<string, string> } | { allowed: string[] } | undefined {
+  const segments = path.split('/');
+  const allowed: string[] = [];
+  for (const route of routes) {
+    const pattern = route.path.split('/');
+    if (pattern.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let matches = true;
+    for (let i = 0; i < pattern.length && matches; i++) {
+      const expected = pattern[i] ?? '';
+      const actual = segments[i] ?? '';
+      if (expected.startsWith('{') && expected.endsWith('}')) {
+        if (actual === '') matches = false;
+        else {
+          try {
+            params[expected.slice(1, -1)] = decodeURIComponent(actual);
+          } catch {
+            matches = false;
+          }
+        }
+      } else if (expected !== actual) matches = false;
+    }
+    if (!matches) continue;
+    if (route.method === method) return { route, params };
+    allowed.push(route.method);
+  }
+  return allowed.length > 0 ? { allowed } : undefined;
+}
+
+function parseBody(event: HttpApiEvent): unknown {
+  if (event.body === undefined || event.body === '') return undefined;
+  const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  if (Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES) {
+    throw new PayloadTooLargeError(`the request body is larger than ${MAX_BODY_BYTES} bytes`);
+  }
+  const contentType = event.headers?.['content-type'] ?? event.headers?.['Content-Type'] ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
+    throw new HttpError(415, 'UnsupportedMediaType', 'send the body as application/json');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'MalformedJson', 'the request body is not valid JSON');
+  }
+}
+
+/** The response for an error: exposed errors as they are, anything else as a bare 500. */
+export function errorResult(error: unknown, requestId: string, log: SchedulerLog): HttpApiResult {
+  if (isSchedulerError(error) && error.expose) {
+    return json(error.statusCode, {
+      error: { code: error.code, message: error.message.slice(0, 300) },
+      requestId,
+    });
+  }
+  if (isSchedulerError(error) && error.statusCode === 503) {
+    log.warn('dependency unavailable', { requestId, error: error.name });
+    return json(503, { error: { code: error.code, message: error.message }, requestId });
+  }
+  log.error('request failed', {
+    requestId,
+    error:
+      error instanceof Error
+        ? { name: error.name, message: error.message, stack: error.stack }
+        : String(error),
+  });
+  return json(500, {
+    error: { code: 'InternalError', message: 'the request could not be completed' },
+    requestId,
+  });
+}
+
+export function createHttpApi(
+  routes: readonly RouteDefinition[],
+  operations: Readonly<Partial<Record<string, Operation>>>,
+  log: SchedulerLog,
+): (event: HttpApiEvent) => Promise<HttpApiResult> {
+  return async (event) => {
+    const requestId = event.requestContext.requestId;
+    try {
+      const method = event.requestContext.http.method.toUpperCase();
+      const matched = matchRoute(routes, method, event.rawPath);
+      if (!matched)
+        throw new HttpError(404, 'RouteNotFound', `no route ${method} ${event.rawPath.slice(0, 100)}`);
+      if ('allowed' in matched) {
+        throw new HttpError(
+          405,
+          'MethodNotAllowed',
+          `${method} is not allowed here; use ${matched.allowed.join(', ')}`,
+        );
+      }
+      const { route, params } = matched;
+      const operation = operations[route.operation];
+      if (!operation) throw new HttpError(404, 'RouteNotFound', `${route.operation} is not served here`);
+      const agentId = event.requestContext.authorizer?.lambda?.agentId;
+      if (route.access === 'agent' && typeof agentId !== 'string') {
+        throw new HttpError(401, 'Unauthorized', 'an agent token is required');
+      }
+      const body = parseBody(event);
+      const response = await operation({
+        route,
+        params,
+        query: new URLSearchParams(event.rawQueryString ?? ''),
+        body,
+        requestId,
+        ...(typeof agentId === 'string' ? { agentId } : {}),
+      });
+      return json(response.status, response.body);
+    } catch (error) {
+      return errorResult(error, requestId, log);
+    }
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * What the API returns: records as JSON with ISO timestamps. Internal bookkeeping (spec hashes, due times) stays
+ * inside.
+ */
+import type { Agent } from '#adapters/agent-table';
+import type { ClaimedTask } from '#core/claim';
+import type { Task } from '#domain/task';
+
+const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+export function taskView(task: Task) {
+  return {
+    taskId: task.taskId,
+    queue: task.queue,
+    priority: task.priority,
+    status: task.status,
+    attempt: task.attempt,
+    maxAttempts: task.retryPolicy.maxAttempts,
+    timeoutSeconds: task.timeoutSeconds,
+    leaseEpoch: task.leaseEpoch,
+    owner: task.owner,
+    result: task.result,
+    error: task.error,
+    checkpoint: task.checkpoint,
+    idempotencyKey: task.idempotencyKey,
+    payloadBytes: task.payloadBytes,
+    notBefore: iso(task.notBefore),
+    leaseDeadline: task.status === 'leased' ? iso(task.leaseDeadline) : undefined,
+    createdAt: iso(task.createdAt),
+    updatedAt: iso(task.updatedAt),
+    finishedAt: iso(task.finishedAt),
+  };
+}
+
+export function claimedTaskView(task: ClaimedTask) {
+  return { ...task, leaseDeadline: iso(task.leaseDeadline) };
+}
+
+export function agentView(agent: Agent) {
+  return {
+    agentId: agent.agentId,
+    name: agent.name,
+    queues: agent.queues,
+    maxConcurrency: agent.maxConcurrency,
+    interactive: agent.interactive,
+    createdAt: iso(agent.createdAt),
+    revokedAt: iso(agent.revokedAt),
+  };
+}

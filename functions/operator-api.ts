@@ -1,0 +1,17 @@
+/** Lambda entry: the operator routes (tasks, queues, agents, schedules) and health. */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import { schedulerFromEnvironment } from '#core/runtime';
+import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
+import { operatorOperations } from './http/operator-operations';
+import { routesServedBy } from './http/routes';
+
+const logger = new Logger();
+const api = createHttpApi(
+  routesServedBy('operator'),
+  operatorOperations(schedulerFromEnvironment(logger)),
+  logger,
+);
+
+export const handler = middy<HttpApiEvent, HttpApiResult>().use(injectLambdaContext(logger)).handler(api);

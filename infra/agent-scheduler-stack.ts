@@ -1,0 +1,47 @@
+/**
+ * An example stack: the scheduler with a few task queues and one nightly schedule, and the outputs a team needs
+ * to point agents and operators at it.
+ */
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { AgentScheduler, type AgentSchedulerProps } from './agent-scheduler';
+
+export interface AgentSchedulerStackProps extends StackProps {
+  readonly scheduler: AgentSchedulerProps;
+}
+
+export class AgentSchedulerStack extends Stack {
+  readonly scheduler: AgentScheduler;
+
+  constructor(scope: Construct, id: string, props: AgentSchedulerStackProps) {
+    super(scope, id, props);
+    this.scheduler = new AgentScheduler(this, 'AgentScheduler', props.scheduler);
+
+    new CfnOutput(this, 'ApiUrl', { value: this.scheduler.api.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'TasksTableName', { value: this.scheduler.tables.tasks.tableName });
+    new CfnOutput(this, 'AgentsTableName', { value: this.scheduler.tables.agents.tableName });
+    new CfnOutput(this, 'LeasesTableName', { value: this.scheduler.tables.leases.tableName });
+    new CfnOutput(this, 'ScheduleGroupName', { value: this.scheduler.scheduleGroup.scheduleGroupName });
+    for (const [name, queues] of this.scheduler.queues) {
+      new CfnOutput(this, `Queue${name.replace(/[^A-Za-z0-9]/g, '')}Names`, {
+        description: `SQS queues of task queue ${name}: critical, high, normal, low, dead letters`,
+        value: [...queues.queues.map((q) => q.queueName), queues.deadLetterQueue.queueName].join(','),
+      });
+    }
+  }
+}
+
+/** The example configuration `cdk synth` and the infrastructure tests use. */
+export const EXAMPLE_SCHEDULER: AgentSchedulerProps = {
+  queues: ['research', 'summaries', 'emails'],
+  schedules: [
+    {
+      name: 'nightly-digest',
+      expression: 'cron(0 2 * * ? *)',
+      timeZone: 'Europe/Paris',
+      task: { queue: 'summaries', priority: 'low', payload: { kind: 'digest' } },
+      overlap: 'skip',
+      missedRuns: 'runOnce',
+    },
+  ],
+};

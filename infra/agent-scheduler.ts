@@ -1,0 +1,329 @@
+/**
+ * `AgentScheduler`: serverless task scheduling for fleets of worker agents. Tables for tasks, agents and leases,
+ * four SQS priority queues per task queue, EventBridge Scheduler schedules, a supervisor, the HTTP API agents
+ * and operators call, alarms and a dashboard. Secure by default; every resource it creates is reachable.
+ */
+import { Aws, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { DUE_INDEX } from '../functions/adapters/tables';
+import { PRIORITIES } from '../functions/domain/priority';
+import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import { PriorityQueues } from './priority-queues';
+import { SchedulerAlarms } from './scheduler-alarms';
+import { SchedulerApi } from './scheduler-api';
+import { type FunctionEntry, SchedulerFunction } from './scheduler-function';
+import { SchedulerTables } from './scheduler-tables';
+import type { TaskScheduleProps } from './task-schedule';
+import { TaskSchedules } from './task-schedules';
+
+export interface AgentSchedulerProps {
+  /**
+   * The task queues. A queue's name is the capability an agent declares to be given its tasks; each gets four SQS
+   * queues (critical, high, normal, low) and a dead-letter queue.
+   */
+  readonly queues: readonly string[];
+  /** Cron, rate and one-time schedules that submit tasks. @default - none */
+  readonly schedules?: readonly TaskScheduleProps[];
+  /** How long a session, and every lease it holds, lives after the agent's last heartbeat. @default 30 seconds */
+  readonly leaseTtl?: Duration;
+  /** The heartbeat interval agents are told to use. @default a third of `leaseTtl` */
+  readonly heartbeatInterval?: Duration;
+  /** How often the supervisor sweeps; whole minutes, at least one. @default 1 minute */
+  readonly supervisorPeriod?: Duration;
+  /** How long finished tasks are kept before DynamoDB's TTL removes them. @default 7 days */
+  readonly taskRetention?: Duration;
+  /** What happens to tables and queues when the stack is deleted. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Where alarms notify. @default - alarms change state without notifying anyone */
+  readonly alarmTopic?: ITopic;
+  /** Retention of function and access logs. @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+  /** API Gateway's default throttling for the whole API. @default 100 requests per second, bursts of 200 */
+  readonly apiThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /** A hint waiting longer than this raises the queue's alarm. @default 15 minutes */
+  readonly oldestMessageAlarmAge?: Duration;
+  /** CloudWatch namespace of the scheduler's own metrics. @default 'AgentScheduler' */
+  readonly metricsNamespace?: string;
+}
+
+export class AgentScheduler extends Construct {
+  readonly tables: SchedulerTables;
+  /** The priority queues of each task queue, by task queue name. */
+  readonly queues: ReadonlyMap<string, PriorityQueues>;
+  readonly functions: {
+    readonly agentApi: SchedulerFunction;
+    readonly operatorApi: SchedulerFunction;
+    readonly authorizer: SchedulerFunction;
+    readonly supervisor: SchedulerFunction;
+    readonly scheduleFire: SchedulerFunction;
+  };
+  readonly api: SchedulerApi;
+  /** Schedule fires and supervisor passes that could not be delivered, and failed asynchronous invocations. */
+  readonly deadLetterQueue: Queue;
+  readonly schedules: TaskSchedules;
+  /** The schedule group every schedule of this scheduler lives in, declared or created at run time. */
+  readonly scheduleGroup: TaskSchedules['group'];
+  readonly alarms: SchedulerAlarms;
+
+  constructor(scope: Construct, id: string, props: AgentSchedulerProps) {
+    super(scope, id);
+    validateProps(props);
+    const leaseTtl = props.leaseTtl ?? Duration.seconds(30);
+    const heartbeatInterval =
+      props.heartbeatInterval ?? Duration.seconds(Math.max(1, Math.floor(leaseTtl.toSeconds() / 3)));
+    const supervisorPeriod = props.supervisorPeriod ?? Duration.minutes(1);
+    const retention = props.taskRetention ?? Duration.days(7);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    const metricsNamespace = props.metricsNamespace ?? 'AgentScheduler';
+
+    this.tables = new SchedulerTables(this, 'Tables', { removalPolicy });
+    this.queues = new Map(
+      props.queues.map((name) => [
+        name,
+        new PriorityQueues(this, `Queue${name.replace(/[^A-Za-z0-9]/g, '')}`, {
+          queueName: name,
+          removalPolicy,
+        }),
+      ]),
+    );
+
+    this.deadLetterQueue = new Queue(this, 'DeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      removalPolicy,
+    });
+
+    const environment = {
+      TASKS_TABLE_NAME: this.tables.tasks.tableName,
+      AGENTS_TABLE_NAME: this.tables.agents.tableName,
+      LEASES_TABLE_NAME: this.tables.leases.tableName,
+      QUEUE_DIRECTORY: this.queueDirectoryJson(),
+      LEASE_TTL_SECONDS: String(leaseTtl.toSeconds()),
+      HEARTBEAT_INTERVAL_SECONDS: String(heartbeatInterval.toSeconds()),
+      TASK_RETENTION_SECONDS: String(retention.toSeconds()),
+    };
+    const fn = (
+      fnId: string,
+      entry: FunctionEntry,
+      memorySize: number,
+      timeout: Duration,
+      env: Record<string, string>,
+      invokedAsynchronously = false,
+    ) =>
+      new SchedulerFunction(this, fnId, {
+        entry,
+        memorySize,
+        timeout,
+        environment: env,
+        logRetention,
+        serviceName: `agent-scheduler-${entry}`,
+        metricsNamespace,
+        ...(invokedAsynchronously ? { deadLetterQueue: this.deadLetterQueue } : {}),
+      });
+    this.functions = {
+      agentApi: fn('AgentApi', 'agent-api', 512, Duration.seconds(10), environment),
+      operatorApi: fn('OperatorApi', 'operator-api', 512, Duration.seconds(10), environment),
+      authorizer: fn('Authorizer', 'authorizer', 256, Duration.seconds(5), {
+        AGENTS_TABLE_NAME: this.tables.agents.tableName,
+      }),
+      supervisor: fn('Supervisor', 'supervisor', 512, Duration.seconds(60), environment, true),
+      scheduleFire: fn('ScheduleFire', 'schedule-fire', 256, Duration.seconds(10), environment, true),
+    };
+    this.grantLeastPrivilege();
+
+    this.api = new SchedulerApi(this, 'Api', {
+      agentApi: this.functions.agentApi,
+      operatorApi: this.functions.operatorApi,
+      authorizer: this.functions.authorizer,
+      throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 },
+      logRetention,
+      authorizerCacheTtl: Duration.seconds(60),
+    });
+
+    this.schedules = new TaskSchedules(this, 'Schedules', {
+      schedules: props.schedules ?? [],
+      queueNames: props.queues,
+      supervisor: this.functions.supervisor,
+      supervisorPeriod,
+      fire: this.functions.scheduleFire,
+      deadLetterQueue: this.deadLetterQueue,
+    });
+    this.scheduleGroup = this.schedules.group;
+
+    this.alarms = new SchedulerAlarms(this, 'Alarms', {
+      queues: [...this.queues.values()],
+      scheduleDeadLetters: this.deadLetterQueue,
+      supervisor: this.functions.supervisor,
+      functions: Object.values(this.functions),
+      metricsNamespace,
+      oldestMessageAge: props.oldestMessageAlarmAge ?? Duration.minutes(15),
+      apiId: this.api.httpApi.apiId,
+      ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+    });
+    this.acknowledgeNagFindings();
+  }
+
+  /** Lets an IAM principal submit tasks through the API (`POST /v1/tasks`). */
+  grantSubmit(grantee: IGrantable): Grant {
+    return this.api.grantInvoke(grantee, (route) => route.operation === 'submitTask');
+  }
+
+  /** Lets an IAM principal read tasks, queues, agents and schedules through the API. */
+  grantRead(grantee: IGrantable): Grant {
+    return this.api.grantInvoke(grantee, (route) => route.method === 'GET');
+  }
+
+  /** Lets an IAM principal call every operator route: submit, cancel, pause, register and revoke agents, …. */
+  grantOperate(grantee: IGrantable): Grant {
+    return this.api.grantInvoke(grantee);
+  }
+
+  /**
+   * The queue URLs, compactly: a shared base and four queue names per task queue, so that many task queues fit
+   * in Lambda's 4 KB of environment.
+   */
+  private queueDirectoryJson(): string {
+    return Stack.of(this).toJsonString({
+      base: `https://sqs.${Aws.REGION}.${Aws.URL_SUFFIX}/${Aws.ACCOUNT_ID}/`,
+      queues: Object.fromEntries(
+        [...this.queues].map(([name, q]) => [name, PRIORITIES.map((p) => q.byPriority[p].queueName)]),
+      ),
+    });
+  }
+
+  /** Each function gets the actions it uses on the resources it uses, nothing else. */
+  private grantLeastPrivilege(): void {
+    const { tasks, agents, leases } = this.tables;
+    const { agentApi, operatorApi, authorizer, supervisor, scheduleFire } = this.functions;
+    const queues = [...this.queues.values()];
+    const onQueues = (grantee: IGrantable, ...actions: string[]) => {
+      for (const q of queues) q.grant(grantee, ...actions);
+    };
+
+    grantOnTable(agentApi, tasks, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem']);
+    grantOnTable(agentApi, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem']);
+    grantOnTable(agentApi, agents, ['dynamodb:GetItem']);
+    onQueues(
+      agentApi,
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:SendMessage',
+    );
+
+    grantOnTable(operatorApi, tasks, ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(operatorApi, agents, [
+      'dynamodb:PutItem',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Scan',
+    ]);
+    grantOnTable(operatorApi, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    onQueues(operatorApi, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
+
+    grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
+
+    grantOnTable(supervisor, tasks, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem']);
+    grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
+    grantOnTable(supervisor, leases, ['dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    onQueues(supervisor, 'sqs:SendMessage');
+
+    grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem']);
+    onQueues(scheduleFire, 'sqs:SendMessage');
+  }
+
+  /** Findings of cdk-nag's AwsSolutions and Serverless packs that are deliberate, each with its reason. */
+  private acknowledgeNagFindings(): void {
+    for (const fn of Object.values(this.functions)) {
+      Validations.of(fn).acknowledge(
+        {
+          id: 'AwsSolutions::AwsSolutions-L1',
+          reason: 'Pinned to nodejs22.x, the runtime the bundles are built (target node22) and tested for.',
+        },
+        {
+          id: 'Serverless::Serverless-LambdaLatestVersion',
+          reason: 'Pinned to nodejs22.x, the runtime the bundles are built (target node22) and tested for.',
+        },
+        {
+          id: 'Serverless::Serverless-LambdaTracing',
+          reason:
+            'X-Ray bills per trace, on every task request; structured logs with request ids and EMF metrics cover operations. Enable tracing on the exposed functions when needed.',
+        },
+      );
+    }
+    for (const fn of [this.functions.agentApi, this.functions.operatorApi, this.functions.authorizer]) {
+      Validations.of(fn).acknowledge({
+        id: 'Serverless::Serverless-LambdaDLQ',
+        reason:
+          'Invoked synchronously by API Gateway: a failure is returned to the caller, there is no event to keep.',
+      });
+    }
+    for (const fn of [this.functions.supervisor, this.functions.scheduleFire]) {
+      Validations.of(this.schedules.role).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${Stack.of(this).getLogicalId(fn.node.defaultChild as CfnFunction)}.Arn>:*]`,
+        reason:
+          'EventBridge Scheduler may invoke this one function; the ":*" suffix covers its versions and aliases, as the Lambda target grants.',
+      });
+    }
+    for (const queue of [this.deadLetterQueue, ...[...this.queues.values()].map((q) => q.deadLetterQueue)]) {
+      Validations.of(queue).acknowledge(
+        {
+          id: 'Serverless::Serverless-SQSRedrivePolicy',
+          reason:
+            'This queue is itself a dead-letter queue; what lands here is kept for a person, not redriven again.',
+        },
+        {
+          id: 'AwsSolutions::AwsSolutions-SQS3',
+          reason:
+            'This queue is itself a dead-letter queue (of SQS redrive, EventBridge Scheduler or asynchronous invocations).',
+        },
+      );
+    }
+    const health = this.api.routes.get('GET /v1/health');
+    if (health) {
+      Validations.of(health).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-APIG4',
+        reason:
+          'GET /v1/health is public by design, for uptime checks; it answers {"status":"ok"} and reads nothing.',
+      });
+    }
+  }
+}
+
+/** Grants `actions` on a table (or one of its indexes) by exact ARN, without the `index/*` wildcard. */
+function grantOnTable(grantee: IGrantable, table: TableV2, actions: string[], indexName?: string): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions,
+      resources: [indexName ? `${table.tableArn}/index/${indexName}` : table.tableArn],
+    }),
+  );
+}
+
+function validateProps(props: AgentSchedulerProps): void {
+  if (props.queues.length === 0) throw new Error('queues must name at least one task queue');
+  const seen = new Set<string>();
+  for (const name of props.queues) {
+    if (!QUEUE_NAME_PATTERN.test(name))
+      throw new Error(`queue name "${name}" must be 1 to 48 letters, digits, "-" or "_"`);
+    if (seen.has(name)) throw new Error(`queue name "${name}" is declared twice`);
+    seen.add(name);
+  }
+  const period = props.supervisorPeriod;
+  if (period && !Token.isUnresolved(period) && (period.toSeconds() < 60 || period.toSeconds() % 60 !== 0)) {
+    throw new Error(`supervisorPeriod must be whole minutes, at least one (got ${period.toHumanString()})`);
+  }
+  const ttl = props.leaseTtl?.toSeconds();
+  const heartbeat = props.heartbeatInterval?.toSeconds();
+  if (ttl !== undefined && heartbeat !== undefined && heartbeat >= ttl) {
+    throw new Error(`heartbeatInterval (${heartbeat} s) must be shorter than leaseTtl (${ttl} s)`);
+  }
+}

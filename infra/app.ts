@@ -1,0 +1,14 @@
+/**
+ * The CDK app: `npx cdk synth` writes the example stack's template to `cdk.out/`; `npx cdk deploy` deploys it.
+ */
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import { AgentSchedulerStack, EXAMPLE_SCHEDULER } from './agent-scheduler-stack';
+
+const app = new App();
+new AgentSchedulerStack(app, 'AgentScheduler', {
+  scheduler: EXAMPLE_SCHEDULER,
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+});
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+app.synth();

@@ -1,0 +1,148 @@
+/**
+ * Alarms that need a person (dead letters, work waiting too long, a failing supervisor, starved tasks) and one
+ * dashboard with the queues, the API and the functions.
+ */
+import { Duration } from 'aws-cdk-lib';
+import {
+  Alarm,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { PriorityQueues } from './priority-queues';
+import type { SchedulerFunction } from './scheduler-function';
+
+export interface SchedulerAlarmsProps {
+  readonly queues: readonly PriorityQueues[];
+  readonly scheduleDeadLetters: Queue;
+  readonly supervisor: SchedulerFunction;
+  readonly functions: readonly SchedulerFunction[];
+  readonly metricsNamespace: string;
+  /** A hint older than this in a priority queue means work is not being taken. */
+  readonly oldestMessageAge: Duration;
+  readonly alarmTopic?: ITopic;
+  readonly apiId: string;
+}
+
+export class SchedulerAlarms extends Construct {
+  readonly alarms: Alarm[] = [];
+  readonly dashboard: Dashboard;
+
+  constructor(scope: Construct, id: string, props: SchedulerAlarmsProps) {
+    super(scope, id);
+    const action = props.alarmTopic ? new SnsAction(props.alarmTopic) : undefined;
+    const alarm = (alarmId: string, metric: IMetric, threshold: number, description: string) => {
+      const created = new Alarm(this, alarmId, {
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+        alarmDescription: description,
+      });
+      if (action) created.addAlarmAction(action);
+      this.alarms.push(created);
+      return created;
+    };
+
+    for (const queue of props.queues) {
+      alarm(
+        `${queue.node.id}DeadLetters`,
+        queue.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+          statistic: 'Maximum',
+        }),
+        1,
+        `hints of task queue ${queue.queueName} reached its dead-letter queue`,
+      );
+      for (const [priority, q] of Object.entries(queue.byPriority)) {
+        alarm(
+          `${queue.node.id}${priority}OldestMessage`,
+          q.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(5), statistic: 'Maximum' }),
+          props.oldestMessageAge.toSeconds(),
+          `the oldest ${priority} hint of task queue ${queue.queueName} waited ${props.oldestMessageAge.toHumanString()} or more`,
+        );
+      }
+    }
+    alarm(
+      'ScheduleDeadLetters',
+      props.scheduleDeadLetters.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      1,
+      'a schedule fire or supervisor pass could not be delivered',
+    );
+    alarm(
+      'SupervisorErrors',
+      props.supervisor.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      1,
+      'the supervisor failed',
+    );
+    alarm(
+      'StarvedTasks',
+      new Metric({
+        namespace: props.metricsNamespace,
+        metricName: 'NeedsAttention',
+        dimensionsMap: { service: 'supervisor' },
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      1,
+      'tasks waited past the last step of the starvation ladder and need a person',
+    );
+
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      widgets: [
+        [
+          new GraphWidget({
+            title: 'Hints waiting, by task queue and priority',
+            width: 12,
+            left: props.queues.flatMap((queue) =>
+              queue.queues.map((q) =>
+                q.metricApproximateNumberOfMessagesVisible({ label: `${queue.queueName} ${q.node.id}` }),
+              ),
+            ),
+          }),
+          new GraphWidget({
+            title: 'Oldest hint age (s)',
+            width: 12,
+            left: props.queues.flatMap((queue) =>
+              queue.queues.map((q) =>
+                q.metricApproximateAgeOfOldestMessage({ label: `${queue.queueName} ${q.node.id}` }),
+              ),
+            ),
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'API requests and errors',
+            width: 12,
+            left: ['Count', '4xx', '5xx'].map(
+              (metricName) =>
+                new Metric({
+                  namespace: 'AWS/ApiGateway',
+                  metricName,
+                  dimensionsMap: { ApiId: props.apiId },
+                  statistic: 'Sum',
+                }),
+            ),
+          }),
+          new GraphWidget({
+            title: 'Function errors and duration (p99)',
+            width: 12,
+            left: props.functions.map((fn) => fn.metricErrors({ label: fn.node.id })),
+            right: props.functions.map((fn) => fn.metricDuration({ label: fn.node.id, statistic: 'p99' })),
+          }),
+        ],
+      ],
+    });
+  }
+}

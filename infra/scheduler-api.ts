@@ -1,0 +1,132 @@
+/**
+ * The HTTP API: agent routes behind a Lambda authorizer over per-agent bearer tokens, operator routes behind
+ * AWS IAM, health open. JSON access logs and default throttling on the stage.
+ */
+import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  HttpApi,
+  HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
+  HttpStage,
+  type IHttpRouteAuthorizer,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  HttpIamAuthorizer,
+  HttpLambdaAuthorizer,
+  HttpLambdaResponseType,
+} from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Grant } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { ROUTES, type RouteDefinition } from '../functions/http/routes';
+
+export interface SchedulerApiProps {
+  readonly agentApi: IFunction;
+  readonly operatorApi: IFunction;
+  readonly authorizer: IFunction;
+  readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+  readonly logRetention: RetentionDays;
+  /** How long API Gateway caches an authorizer's answer for one token. */
+  readonly authorizerCacheTtl: Duration;
+}
+
+const METHODS: Record<RouteDefinition['method'], HttpMethod> = {
+  GET: HttpMethod.GET,
+  POST: HttpMethod.POST,
+  DELETE: HttpMethod.DELETE,
+};
+
+export class SchedulerApi extends Construct {
+  readonly httpApi: HttpApi;
+  readonly stage: HttpStage;
+  readonly accessLogs: LogGroup;
+  readonly routes: ReadonlyMap<string, HttpRoute>;
+
+  constructor(scope: Construct, id: string, props: SchedulerApiProps) {
+    super(scope, id);
+    this.httpApi = new HttpApi(this, 'Api', {
+      description: 'agent-scheduler API',
+      createDefaultStage: false,
+    });
+    this.accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.httpApi,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: props.throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(this.accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTime',
+            httpMethod: '$context.httpMethod',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            integrationLatency: '$context.integrationLatency',
+            latency: '$context.responseLatency',
+            agentId: '$context.authorizer.agentId',
+            caller: '$context.identity.caller',
+            error: '$context.error.message',
+          }),
+        ),
+      },
+    });
+
+    const agentAuthorizer = new HttpLambdaAuthorizer('AgentToken', props.authorizer, {
+      responseTypes: [HttpLambdaResponseType.SIMPLE],
+      identitySource: ['$request.header.Authorization'],
+      resultsCacheTtl: props.authorizerCacheTtl,
+    });
+    const operatorAuthorizer = new HttpIamAuthorizer();
+    const agentIntegration = new HttpLambdaIntegration('AgentApi', props.agentApi);
+    const operatorIntegration = new HttpLambdaIntegration('OperatorApi', props.operatorApi);
+
+    const routes = new Map<string, HttpRoute>();
+    for (const route of ROUTES) {
+      const authorizer: IHttpRouteAuthorizer | undefined =
+        route.access === 'agent'
+          ? agentAuthorizer
+          : route.access === 'operator'
+            ? operatorAuthorizer
+            : undefined;
+      routes.set(
+        `${route.method} ${route.path}`,
+        new HttpRoute(this, `Route${route.operation[0]?.toUpperCase()}${route.operation.slice(1)}`, {
+          httpApi: this.httpApi,
+          routeKey: HttpRouteKey.with(route.path, METHODS[route.method]),
+          integration: route.access === 'agent' ? agentIntegration : operatorIntegration,
+          ...(authorizer ? { authorizer } : {}),
+        }),
+      );
+    }
+    this.routes = routes;
+  }
+
+  /** The API's base URL. */
+  get url(): string {
+    return this.stage.url;
+  }
+
+  /** Lets an IAM principal call the operator routes that match `filter` (all of them by default). */
+  grantInvoke(grantee: IGrantable, filter: (route: RouteDefinition) => boolean = () => true): Grant {
+    return Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: ROUTES.filter((r) => r.access === 'operator' && filter(r)).map((r) =>
+        this.httpApi.arnForExecuteApi(r.method, r.path.replace(/\{[^}]+\}/g, '*'), '$default'),
+      ),
+    });
+  }
+}

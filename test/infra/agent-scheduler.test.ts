@@ -1,0 +1,448 @@
+/**
+ * The AgentScheduler construct, read from its synthesized template: secure defaults, exact IAM per function,
+ * authorization on every route but health, schedules, alarms, and a clean cdk-nag report.
+ */
+import { Duration, Stack } from 'aws-cdk-lib';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { AccountPrincipal, Role } from 'aws-cdk-lib/aws-iam';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES } from '../../functions/http/routes';
+import { AgentScheduler } from '../../infra/agent-scheduler';
+import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
+import { EXAMPLE_SCHEDULER } from '../../infra/agent-scheduler-stack';
+import { synthExample, type ValidationReport } from '../helpers/synth';
+
+type Resources = Record<
+  string,
+  { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }
+>;
+
+const resourcesOf = (template: Template, type: string): Resources =>
+  template.findResources(type) as Resources;
+
+describe('AgentScheduler construct', () => {
+  let template: Template;
+  let stack: AgentSchedulerStack;
+  let report: ValidationReport;
+  let operatorRole: Role;
+
+  beforeAll(() => {
+    // GIVEN the example stack, an alarm topic and an IAM role that submits tasks
+    const synth = synthExample(EXAMPLE_SCHEDULER, (s) => {
+      operatorRole = new Role(s, 'Submitter', { assumedBy: new AccountPrincipal('123456789012') });
+      s.scheduler.grantSubmit(operatorRole);
+    });
+    ({ template, stack, report } = synth);
+  });
+
+  describe('tables', () => {
+    it.each(['Tasks', 'Agents', 'Leases'])(
+      '%s: PITR, deletion protection, KMS encryption, retained',
+      (id) => {
+        const tables = resourcesOf(template, 'AWS::DynamoDB::GlobalTable');
+        const table = Object.entries(tables).find(([logicalId]) => logicalId.includes(`Tables${id}`))?.[1];
+        expect(table).toBeDefined();
+        expect(table?.DeletionPolicy).toBe('Retain');
+        expect(table?.Properties).toMatchObject({
+          BillingMode: 'PAY_PER_REQUEST',
+          SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+          Replicas: [
+            {
+              DeletionProtectionEnabled: true,
+              PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+            },
+          ],
+        });
+      },
+    );
+
+    it('tasks and leases expire finished items with a TTL attribute; the due index is sharded and keys-only', () => {
+      template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+        KeySchema: [
+          { AttributeName: 'taskId', KeyType: 'HASH' },
+          { AttributeName: 'part', KeyType: 'RANGE' },
+        ],
+        TimeToLiveSpecification: { AttributeName: 'purgeAt', Enabled: true },
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'due',
+            KeySchema: [
+              { AttributeName: 'dueShard', KeyType: 'HASH' },
+              { AttributeName: 'dueAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ],
+      });
+      template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+        KeySchema: [{ AttributeName: 'leaseId', KeyType: 'HASH' }],
+        TimeToLiveSpecification: { AttributeName: 'purgeAt', Enabled: true },
+      });
+    });
+  });
+
+  describe('queues', () => {
+    it('four priority queues and a dead-letter queue per task queue, plus one for failed deliveries', () => {
+      const queues = resourcesOf(template, 'AWS::SQS::Queue');
+      expect(Object.keys(queues)).toHaveLength(EXAMPLE_SCHEDULER.queues.length * 5 + 1);
+    });
+
+    it('every queue is encrypted and refuses requests without TLS', () => {
+      for (const queue of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) {
+        expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      }
+      const policies = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy'));
+      expect(policies).toHaveLength(Object.keys(resourcesOf(template, 'AWS::SQS::Queue')).length);
+      for (const policy of policies) {
+        expect(policy.Properties.PolicyDocument).toMatchObject({
+          Statement: expect.arrayContaining([
+            expect.objectContaining({
+              Effect: 'Deny',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+              Principal: { AWS: '*' },
+            }),
+          ]),
+        });
+      }
+    });
+
+    it.each(['critical', 'high', 'normal', 'low'])(
+      '%s queues redrive to their DLQ after 10 receives',
+      (priority) => {
+        for (const [name, queues] of stack.scheduler.queues) {
+          const logicalId = stack.getLogicalId(
+            queues.byPriority[priority as 'low'].node.defaultChild as never,
+          );
+          const dlq = stack.getLogicalId(queues.deadLetterQueue.node.defaultChild as never);
+          expect(template.toJSON().Resources[logicalId].Properties, name).toMatchObject({
+            RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] }, maxReceiveCount: 10 },
+            MessageRetentionPeriod: 1_209_600,
+            VisibilityTimeout: 30,
+          });
+        }
+      },
+    );
+  });
+
+  describe('functions', () => {
+    it.each([
+      ['AgentApi', 512, 10],
+      ['OperatorApi', 512, 10],
+      ['Authorizer', 256, 5],
+      ['Supervisor', 512, 60],
+      ['ScheduleFire', 256, 10],
+    ])('%s: nodejs22.x on arm64, %i MB, %i s, JSON logs, Powertools settings', (id, memory, timeout) => {
+      const fn = stack.scheduler.functions[(id[0]?.toLowerCase() + id.slice(1)) as 'agentApi'];
+      const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+      expect(resource.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        MemorySize: memory,
+        Timeout: timeout,
+        LoggingConfig: { LogFormat: 'JSON' },
+        Environment: {
+          Variables: expect.objectContaining({
+            POWERTOOLS_SERVICE_NAME: expect.stringMatching(/^agent-scheduler-/),
+            POWERTOOLS_METRICS_NAMESPACE: 'AgentScheduler',
+            NODE_OPTIONS: '--enable-source-maps',
+          }),
+        },
+      });
+    });
+
+    it('every function logs to a log group of its own with a retention period', () => {
+      for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
+        expect(group.Properties.RetentionInDays).toBe(30);
+      }
+      expect(Object.keys(resourcesOf(template, 'AWS::Logs::LogGroup'))).toHaveLength(6);
+    });
+
+    it('functions invoked asynchronously keep failed events in the dead-letter queue', () => {
+      const dlq = stack.getLogicalId(stack.scheduler.deadLetterQueue.node.defaultChild as never);
+      for (const fn of [stack.scheduler.functions.supervisor, stack.scheduler.functions.scheduleFire]) {
+        const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+        expect(resource.Properties.DeadLetterConfig).toEqual({ TargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] } });
+      }
+    });
+  });
+
+  describe('least privilege', () => {
+    /** Every statement of the policies attached to a role, normalised. */
+    function statementsOf(roleLogicalId: string) {
+      const statements: { Effect: string; Action: string[]; Resource: unknown[] }[] = [];
+      for (const policy of Object.values(resourcesOf(template, 'AWS::IAM::Policy'))) {
+        const roles = policy.Properties.Roles as { Ref: string }[];
+        if (!roles.some((r) => r.Ref === roleLogicalId)) continue;
+        const doc = policy.Properties.PolicyDocument as { Statement: Record<string, unknown>[] };
+        for (const s of doc.Statement) {
+          statements.push({
+            Effect: String(s.Effect),
+            Action: ([] as string[]).concat(s.Action as string[]).sort(),
+            Resource: ([] as unknown[]).concat(s.Resource),
+          });
+        }
+      }
+      return statements.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    }
+
+    const resolve = (value: unknown) => Stack.of(stack).resolve(value);
+    const table = (name: 'tasks' | 'agents' | 'leases', ...actions: string[]) => ({
+      Effect: 'Allow',
+      Action: actions.sort(),
+      Resource: [resolve(stack.scheduler.tables[name].tableArn)],
+    });
+    const index = (actions: string[]) => ({
+      Effect: 'Allow',
+      Action: actions.sort(),
+      Resource: [resolve(`${stack.scheduler.tables.tasks.tableArn}/index/due`)],
+    });
+    const queues = (...actions: string[]) =>
+      [...stack.scheduler.queues.values()].map((q) => ({
+        Effect: 'Allow',
+        Action: actions.sort(),
+        Resource: q.queues.map((queue) => resolve(queue.queueArn)),
+      }));
+    const logs = (fn: 'agentApi' | 'operatorApi' | 'authorizer' | 'supervisor' | 'scheduleFire') => ({
+      Effect: 'Allow',
+      Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+      Resource: [resolve(stack.scheduler.functions[fn].logGroup.logGroupArn)],
+    });
+    const sorted = (statements: unknown[]) =>
+      statements.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+
+    const expected = () => ({
+      agentApi: sorted([
+        logs('agentApi'),
+        table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
+        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'),
+        table('agents', 'dynamodb:GetItem'),
+        ...queues(
+          'sqs:ReceiveMessage',
+          'sqs:DeleteMessage',
+          'sqs:ChangeMessageVisibility',
+          'sqs:SendMessage',
+        ),
+      ]),
+      operatorApi: sorted([
+        logs('operatorApi'),
+        table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
+        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
+      ]),
+      authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
+      supervisor: sorted([
+        logs('supervisor'),
+        table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
+        index(['dynamodb:Query']),
+        table('leases', 'dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        ...queues('sqs:SendMessage'),
+        {
+          Effect: 'Allow',
+          Action: ['sqs:SendMessage'],
+          Resource: [resolve(stack.scheduler.deadLetterQueue.queueArn)],
+        },
+      ]),
+      scheduleFire: sorted([
+        logs('scheduleFire'),
+        table('tasks', 'dynamodb:PutItem'),
+        ...queues('sqs:SendMessage'),
+        {
+          Effect: 'Allow',
+          Action: ['sqs:SendMessage'],
+          Resource: [resolve(stack.scheduler.deadLetterQueue.queueArn)],
+        },
+      ]),
+    });
+
+    it.each(['agentApi', 'operatorApi', 'authorizer', 'supervisor', 'scheduleFire'] as const)(
+      '%s has exactly the statements it needs',
+      (name) => {
+        const role = stack.scheduler.functions[name].role;
+        if (!role) throw new Error('no role');
+        const roleId = stack.getLogicalId(role.node.defaultChild as never);
+        expect(statementsOf(roleId)).toEqual(expected()[name]);
+      },
+    );
+
+    it('no function role has a managed policy or a "*" resource', () => {
+      for (const fn of Object.values(stack.scheduler.functions)) {
+        const roleId = stack.getLogicalId(fn.role?.node.defaultChild as never);
+        expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
+        for (const s of statementsOf(roleId)) expect(s.Resource).not.toContain('*');
+      }
+    });
+
+    it('grantSubmit allows execute-api:Invoke on POST /v1/tasks only', () => {
+      const roleId = stack.getLogicalId(operatorRole.node.defaultChild as never);
+      const statements = statementsOf(roleId);
+      expect(statements).toHaveLength(1);
+      expect(statements[0]?.Action).toEqual(['execute-api:Invoke']);
+      expect(JSON.stringify(statements[0]?.Resource)).toMatch(/\/\$default\/POST\/v1\/tasks"/);
+    });
+  });
+
+  describe('HTTP API', () => {
+    it.each(ROUTES.map((r) => [r.method, r.path, r.access] as const))(
+      '%s %s is %s',
+      (method, path, access) => {
+        template.hasResourceProperties('AWS::ApiGatewayV2::Route', {
+          RouteKey: `${method} ${path}`,
+          AuthorizationType: { public: 'NONE', agent: 'CUSTOM', operator: 'AWS_IAM' }[access],
+          ...(access === 'agent' ? { AuthorizerId: Match.anyValue() } : {}),
+        });
+      },
+    );
+
+    it('has exactly the routes of the route table, and only health is open', () => {
+      const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'));
+      expect(routes).toHaveLength(ROUTES.length);
+      expect(
+        routes.filter((r) => r.Properties.AuthorizationType === 'NONE').map((r) => r.Properties.RouteKey),
+      ).toEqual(['GET /v1/health']);
+    });
+
+    it('the agent authorizer reads the bearer token, answers simply and caches briefly', () => {
+      template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+        AuthorizerType: 'REQUEST',
+        IdentitySource: ['$request.header.Authorization'],
+        EnableSimpleResponses: true,
+        AuthorizerResultTtlInSeconds: 60,
+        AuthorizerPayloadFormatVersion: '2.0',
+      });
+    });
+
+    it('the stage writes JSON access logs and throttles by default', () => {
+      template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+        StageName: '$default',
+        AutoDeploy: true,
+        DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+        AccessLogSettings: {
+          DestinationArn: Match.anyValue(),
+          Format: Match.serializedJson(
+            Match.objectLike({ requestId: '$context.requestId', status: '$context.status' }),
+          ),
+        },
+      });
+    });
+  });
+
+  describe('schedules', () => {
+    it('the supervisor runs at rate(1 minute) with no flexible window', () => {
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'rate(1 minute)',
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        Target: Match.objectLike({
+          Input: JSON.stringify({ scheduledTime: '<aws.scheduler.scheduled-time>' }),
+        }),
+      });
+    });
+
+    it('a declared cron carries its time zone, name, scheduled time, retry policy and DLQ', () => {
+      const dlq = stack.getLogicalId(stack.scheduler.deadLetterQueue.node.defaultChild as never);
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'cron(0 2 * * ? *)',
+        ScheduleExpressionTimezone: 'Europe/Paris',
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        GroupName: Match.anyValue(),
+        Target: {
+          Arn: Match.anyValue(),
+          RoleArn: Match.anyValue(),
+          Input: Match.serializedJson({
+            schedule: 'nightly-digest',
+            scheduledTime: '<aws.scheduler.scheduled-time>',
+            executionId: '<aws.scheduler.execution-id>',
+            attempt: '<aws.scheduler.attempt-number>',
+            overlap: 'skip',
+            missedRuns: 'runOnce',
+            task: { queue: 'summaries', priority: 'low', payload: { kind: 'digest' } },
+          }),
+          RetryPolicy: { MaximumRetryAttempts: 10, MaximumEventAgeInSeconds: 3600 },
+          DeadLetterConfig: { Arn: { 'Fn::GetAtt': [dlq, 'Arn'] } },
+        },
+      });
+    });
+
+    it('one group holds them all', () => {
+      template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
+      template.resourceCountIs('AWS::Scheduler::Schedule', 2);
+    });
+  });
+
+  describe('alarms', () => {
+    it.each([
+      ['a DLQ per task queue', /reached its dead-letter queue/, 3],
+      ['the oldest hint per priority queue', /oldest .* hint/, 12],
+      ['undelivered fires', /could not be delivered/, 1],
+      ['supervisor errors', /the supervisor failed/, 1],
+      ['starved tasks', /starvation ladder/, 1],
+    ])('%s', (_, description, count) => {
+      const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).filter((a) =>
+        description.test(String(a.Properties.AlarmDescription)),
+      );
+      expect(alarms).toHaveLength(count);
+    });
+
+    it('a dashboard', () => template.resourceCountIs('AWS::CloudWatch::Dashboard', 1));
+  });
+
+  it('outputs the API URL and the table and queue names', () => {
+    const outputs = Object.keys(template.toJSON().Outputs);
+    expect(outputs).toEqual(
+      expect.arrayContaining([
+        'ApiUrl',
+        'TasksTableName',
+        'AgentsTableName',
+        'LeasesTableName',
+        'ScheduleGroupName',
+      ]),
+    );
+    expect(outputs.filter((o) => /^Queue.*Names$/.test(o))).toHaveLength(3);
+  });
+
+  describe('cdk-nag', () => {
+    it.each(['AwsSolutions', 'Serverless'])('%s: no unacknowledged finding', (pack) => {
+      const plugin = report.pluginReports.find((p) => p.pluginName === pack);
+      expect(
+        plugin?.violations.map((v) => `${v.ruleName} ${v.violatingConstructs[0]?.constructPath}`),
+      ).toEqual([]);
+      expect(plugin?.conclusion).toBe('success');
+    });
+
+    it('every acknowledgment carries a specific reason', () => {
+      const suppressed = report.pluginReports.flatMap((p) => p.suppressedViolations);
+      expect(suppressed.length).toBeGreaterThan(0);
+      for (const s of suppressed) {
+        expect(s.reason.length, s.acknowledgedId).toBeGreaterThan(40);
+      }
+      const summary = [...new Set(suppressed.map((s) => `${s.acknowledgedId}: ${s.reason}`))];
+      console.log(
+        `[nag] ${suppressed.length} findings acknowledged under ${summary.length} reasons:\n${summary.join('\n')}`,
+      );
+    });
+  });
+});
+
+describe('AgentScheduler with an alarm topic', () => {
+  it('every alarm notifies the topic', () => {
+    let topicId = '';
+    const { template, stack } = synthExample(EXAMPLE_SCHEDULER, (s) => {
+      const topic = new Topic(s, 'Alarms', { enforceSSL: true });
+      topicId = s.getLogicalId(topic.node.defaultChild as never);
+      // A new construct: the stack under test already built one without the topic.
+      new AgentScheduler(s, 'WithTopic', {
+        queues: ['alerts'],
+        alarmTopic: topic,
+        supervisorPeriod: Duration.minutes(2),
+      });
+    });
+    const alarms = Object.entries(template.toJSON().Resources as Resources).filter(
+      ([id, r]) => r.Type === 'AWS::CloudWatch::Alarm' && id.startsWith('WithTopic'),
+    );
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const [, alarm] of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+    expect(stack).toBeDefined();
+  });
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { schedulerConfigFromEnv } from '#adapters/environment';
+import { QueueDirectory } from '#adapters/task-queues';
+
+const env = {
+  TASKS_TABLE_NAME: 'tasks',
+  AGENTS_TABLE_NAME: 'agents',
+  LEASES_TABLE_NAME: 'leases',
+  QUEUE_DIRECTORY: JSON.stringify({
+    base: 'https://sqs.eu-west-1.amazonaws.com/123456789012/',
+    queues: { work: ['w-c', 'w-h', 'w-n', 'w-l'] },
+  }),
+};
+
+describe('function configuration', () => {
+  it('reads tables, queues and settings, with defaults', () => {
+    const config = schedulerConfigFromEnv({ ...env, LEASE_TTL_SECONDS: '45' });
+    expect(config.tables).toEqual({ tasks: 'tasks', agents: 'agents', leases: 'leases' });
+    expect(config.queues.urlFor('work', 'high')).toBe('https://sqs.eu-west-1.amazonaws.com/123456789012/w-h');
+    expect(config.leaseTtlSeconds).toBe(45);
+    expect(config.heartbeatIntervalSeconds).toBe(10);
+  });
+
+  it.each(['TASKS_TABLE_NAME', 'AGENTS_TABLE_NAME', 'LEASES_TABLE_NAME', 'QUEUE_DIRECTORY'])(
+    'fails the start-up naming a missing %s',
+    (name) => {
+      expect(() => schedulerConfigFromEnv({ ...env, [name]: undefined })).toThrow(
+        `environment variable ${name} is required`,
+      );
+    },
+  );
+
+  it('refuses a non-positive number', () => {
+    expect(() => schedulerConfigFromEnv({ ...env, LEASE_TTL_SECONDS: '-1' })).toThrow(/LEASE_TTL_SECONDS/);
+  });
+
+  it('reads the full queue directory form too', () => {
+    const directory = QueueDirectory.fromJson(
+      JSON.stringify({ q: { critical: 'c', high: 'h', normal: 'n', low: 'l' } }),
+    );
+    expect(directory.names()).toEqual(['q']);
+    expect(directory.urlFor('q', 'low')).toBe('l');
+    expect(() => directory.urlFor('other', 'low')).toThrow(/queue other does not exist/);
+    expect(() => QueueDirectory.fromJson(JSON.stringify({ base: 'x', queues: { q: ['a'] } }))).toThrow(
+      /4 queue names/,
+    );
+  });
+});
