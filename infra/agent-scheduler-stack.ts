@@ -30,18 +30,3 @@ export class AgentSchedulerStack extends Stack {
     }
   }
 }
-
-/** The example configuration `cdk synth` and the infrastructure tests use. */
-export const EXAMPLE_SCHEDULER: AgentSchedulerProps = {
-  queues: ['research', 'summaries', 'emails'],
-  schedules: [
-    {
-      name: 'nightly-digest',
-      expression: 'cron(0 2 * * ? *)',
-      timeZone: 'Europe/Paris',
-      task: { queue: 'summaries', priority: 'low', payload: { kind: 'digest' } },
-      overlap: 'skip',
-      missedRuns: 'runOnce',
-    },
-  ],
-};

@@ -219,14 +219,26 @@ export class AgentScheduler extends Construct {
       'sqs:SendMessage',
     );
 
-    grantOnTable(operatorApi, tasks, ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(operatorApi, tasks, [
+      'dynamodb:PutItem',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:Scan',
+    ]);
+    grantOnTable(operatorApi, tasks, ['dynamodb:Query'], DUE_INDEX);
     grantOnTable(operatorApi, agents, [
       'dynamodb:PutItem',
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:Scan',
     ]);
-    grantOnTable(operatorApi, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(operatorApi, leases, [
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:PutItem',
+      'dynamodb:Scan',
+    ]);
     onQueues(operatorApi, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
 
     grantOnTable(authorizer, agents, ['dynamodb:GetItem']);

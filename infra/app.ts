@@ -3,7 +3,8 @@
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
-import { AgentSchedulerStack, EXAMPLE_SCHEDULER } from './agent-scheduler-stack';
+import { AgentSchedulerStack } from './agent-scheduler-stack';
+import { EXAMPLE_SCHEDULER } from './example-config';
 
 const app = new App();
 new AgentSchedulerStack(app, 'AgentScheduler', {

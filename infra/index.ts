@@ -1,4 +1,5 @@
 export * from './agent-scheduler';
+export * from './example-config';
 export * from './priority-queues';
 export * from './scheduler-alarms';
 export * from './scheduler-api';

@@ -49,7 +49,8 @@ export type SessionWriteResult =
 
 export class SessionTable {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    /** Shared with the other records of the leases table (queue controls). */
+    readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
     /** How long an ended or expired session item is kept before DynamoDB may purge it. */
     private readonly purgeAfterSeconds: number,

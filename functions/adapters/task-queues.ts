@@ -127,7 +127,7 @@ function decodeHint(body: string | undefined): DispatchHint | undefined {
 
 export class TaskQueues {
   constructor(
-    private readonly sqs: SQSClient,
+    readonly sqs: SQSClient,
     readonly directory: QueueDirectory,
   ) {}
 

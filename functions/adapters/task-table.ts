@@ -117,7 +117,7 @@ export interface StateUpdate {
 
 export class TaskTable {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
   ) {}
 

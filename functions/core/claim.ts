@@ -14,6 +14,7 @@ import { claimOrder } from '#domain/priority';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
 
 export interface ClaimRequest {
@@ -54,11 +55,13 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
 
   // When the session looks full, find the entries that stand for leases already over (reads only).
   let examined: Examined = { stale: new Map(), heldByUs: new Set() };
+  // A paused queue gives nothing to claims; its hints stay where they are.
+  const open = await unpausedQueues(ctx, queues);
   if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), now);
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
-  if (capacity <= 0 || queues.length === 0) return [];
+  if (capacity <= 0 || open.length === 0) return [];
 
-  const received = await receiveHints(ctx, queues, capacity);
+  const received = await receiveHints(ctx, open, capacity);
   if (received.length === 0) return [];
 
   // One hint per task; extra copies share its fate.

@@ -21,17 +21,22 @@ export interface ReconcileSummary {
 const nextLookMs = (ctx: SchedulerContext, dispatchCount: number) =>
   ctx.settings.reconcileAfterSeconds * 1_000 * 2 ** Math.min(6, Math.max(0, dispatchCount - 1));
 
-export async function reconcileDispatch(ctx: SchedulerContext): Promise<ReconcileSummary> {
+export async function reconcileDispatch(
+  ctx: SchedulerContext,
+  options: { everything?: boolean } = {},
+): Promise<ReconcileSummary> {
   const summary = { redispatched: [] as string[], deferred: 0, errors: 0 };
   const now = ctx.now();
   for (const shard of allDueShards(ctx)) {
     try {
-      const ids = await ctx.tasks.queryDue(shard, now, ctx.settings.sweepLimit);
+      const dueBy = options.everything ? Number.MAX_SAFE_INTEGER : now;
+      const ids = await ctx.tasks.queryDue(shard, dueBy, ctx.settings.sweepLimit);
       if (ids.length === 0) continue;
       for (const task of (await ctx.tasks.getMany(ids)).values()) {
         if (task.status !== 'queued') continue;
         try {
-          if (await reconcileTask(ctx, task, now)) summary.redispatched.push(task.taskId);
+          if (await reconcileTask(ctx, task, now, options.everything === true))
+            summary.redispatched.push(task.taskId);
           else summary.deferred++;
         } catch (error) {
           summary.errors++;
@@ -53,10 +58,17 @@ export async function reconcileDispatch(ctx: SchedulerContext): Promise<Reconcil
 }
 
 /** Sends one queued task again if its last hint is overdue; otherwise moves its next look. True if sent. */
-async function reconcileTask(ctx: SchedulerContext, task: Task, now: number): Promise<boolean> {
+async function reconcileTask(
+  ctx: SchedulerContext,
+  task: Task,
+  now: number,
+  everything: boolean,
+): Promise<boolean> {
   const claimableAt = task.notBefore ?? 0;
   const overdue =
-    task.dispatchedAt === undefined || task.dispatchedAt <= now - ctx.settings.reconcileAfterSeconds * 1_000;
+    everything ||
+    task.dispatchedAt === undefined ||
+    task.dispatchedAt <= now - ctx.settings.reconcileAfterSeconds * 1_000;
   const delayMs = Math.max(0, claimableAt - now);
   if (!overdue || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
     const dueAt = overdue

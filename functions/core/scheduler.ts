@@ -10,8 +10,11 @@ import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
 import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
+import { listTasks, queueStats } from './inspect';
+import { setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
+import { redriveTask } from './redrive';
 import { heartbeat, openSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 
@@ -74,11 +77,32 @@ export class Scheduler {
     return cancelTask(this.ctx, taskId).catch(translateAwsError);
   }
 
+  redrive(taskId: string) {
+    return redriveTask(this.ctx, taskId).catch(translateAwsError);
+  }
+
+  listTasks(filter: { queue?: string; status?: string; limit?: number; cursor?: string } = {}) {
+    return listTasks(this.ctx, filter).catch(translateAwsError);
+  }
+
+  queueStats() {
+    return queueStats(this.ctx).catch(translateAwsError);
+  }
+
+  pauseQueue(queue: string) {
+    return setQueuePaused(this.ctx, queue, true).catch(translateAwsError);
+  }
+
+  resumeQueue(queue: string) {
+    return setQueuePaused(this.ctx, queue, false).catch(translateAwsError);
+  }
+
   reclaim() {
     return reclaimExpiredLeases(this.ctx).catch(translateAwsError);
   }
 
-  reconcile() {
-    return reconcileDispatch(this.ctx).catch(translateAwsError);
+  /** With `everything`, every queued task is sent again now (after SQS lost its messages, e.g. locally). */
+  reconcile(options: { everything?: boolean } = {}) {
+    return reconcileDispatch(this.ctx, options).catch(translateAwsError);
   }
 }

@@ -4,8 +4,9 @@
 
 import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
-import { TaskNotFoundError } from '#domain/errors';
+import { TaskNotFoundError, ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import type { ApiRequest, Operation } from './http-api';
 import { agentView, taskView } from './views';
 
@@ -15,6 +16,14 @@ function taskIdParam(request: ApiRequest): string {
   return taskId;
 }
 
+const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
+
+function queueParam(request: ApiRequest): string {
+  const name = request.params.name ?? '';
+  if (!QUEUE_NAME_PATTERN.test(name)) throw new ValidationError('name: not a queue name');
+  return name;
+}
+
 export function operatorOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     health: async () => ({ status: 200, body: { status: 'ok' } }),
@@ -22,6 +31,29 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       const { task, created } = await scheduler.submit(request.body);
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
     },
+    listTasks: async (request) => {
+      const limit = request.query.get('limit');
+      const page = await scheduler.listTasks({
+        ...optional('queue', request.query.get('queue')),
+        ...optional('status', request.query.get('status')),
+        ...optional('cursor', request.query.get('cursor')),
+        ...(limit === null ? {} : { limit: Number(limit) }),
+      });
+      return { status: 200, body: { tasks: page.tasks.map(taskView), nextCursor: page.nextCursor ?? null } };
+    },
+    redriveTask: async (request) => ({
+      status: 200,
+      body: { task: taskView(await scheduler.redrive(taskIdParam(request))) },
+    }),
+    listQueues: async () => ({ status: 200, body: { queues: await scheduler.queueStats() } }),
+    pauseQueue: async (request) => ({
+      status: 200,
+      body: { queue: await scheduler.pauseQueue(queueParam(request)) },
+    }),
+    resumeQueue: async (request) => ({
+      status: 200,
+      body: { queue: await scheduler.resumeQueue(queueParam(request)) },
+    }),
     getTask: async (request) => ({
       status: 200,
       body: { task: taskView(await scheduler.getTask(taskIdParam(request))) },

@@ -9,7 +9,8 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { AgentSchedulerProps } from '../../infra/agent-scheduler';
-import { AgentSchedulerStack, EXAMPLE_SCHEDULER } from '../../infra/agent-scheduler-stack';
+import { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
+import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 
 export interface ValidationReport {
   readonly pluginReports: {

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes';
 import { AgentScheduler } from '../../infra/agent-scheduler';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
-import { EXAMPLE_SCHEDULER } from '../../infra/agent-scheduler-stack';
+import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 import { synthExample, type ValidationReport } from '../helpers/synth';
 
 type Resources = Record<
@@ -227,9 +227,17 @@ describe('AgentScheduler construct', () => {
       ]),
       operatorApi: sorted([
         logs('operatorApi'),
-        table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table(
+          'tasks',
+          'dynamodb:PutItem',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:Scan',
+        ),
+        index(['dynamodb:Query']),
         table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
-        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Scan'),
         ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
       ]),
       authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),

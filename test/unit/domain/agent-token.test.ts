@@ -11,7 +11,9 @@ describe('agent tokens', () => {
     expect(parsed?.agentId).toBe(agentId);
     expect(tokenHash).not.toContain(parsed?.secret ?? '');
     expect(tokenMatches(parsed?.secret ?? '', tokenHash)).toBe(true);
-    expect(tokenMatches(`${(parsed?.secret ?? '').slice(0, -1)}A`, tokenHash)).toBe(false);
+    const secret = parsed?.secret ?? '';
+    const flipped = `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`;
+    expect(tokenMatches(flipped, tokenHash)).toBe(false);
     expect(tokenMatches(parsed?.secret ?? '', issueAgentToken(agentId).tokenHash)).toBe(false);
   });
 

@@ -1,0 +1,154 @@
+/**
+ * The local HTTP server: the same handlers as the API functions, behind the same route table, with the two
+ * authorizers API Gateway provides in AWS played here: agent bearer tokens for agent routes, and an operator
+ * token standing in for IAM on operator routes.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AgentTable } from '#adapters/agent-table';
+import { authenticateAgent } from '#core/auth';
+import type { SchedulerLog } from '#core/context';
+import type { Scheduler } from '#core/scheduler';
+import { bearerToken } from '#domain/agent-token';
+import { agentOperations } from '../functions/http/agent-operations';
+import {
+  createHttpApi,
+  type HttpApiEvent,
+  type HttpApiResult,
+  MAX_BODY_BYTES,
+  matchRoute,
+} from '../functions/http/http-api';
+import { operatorOperations } from '../functions/http/operator-operations';
+import { ROUTES, routesServedBy } from '../functions/http/routes';
+
+export interface LocalServerOptions {
+  readonly scheduler: Scheduler;
+  readonly agents: Pick<AgentTable, 'get'>;
+  readonly operatorToken: string;
+  readonly port: number;
+  readonly host?: string;
+  readonly log: SchedulerLog;
+}
+
+export interface LocalServer {
+  readonly url: string;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+const sameSecret = (a: string, b: string) => {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+};
+
+const errorResult = (
+  statusCode: number,
+  code: string,
+  message: string,
+  requestId: string,
+): HttpApiResult => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ error: { code, message }, requestId }),
+});
+
+/** Reads the body, stopping as soon as it is over the limit. */
+async function readBody(request: IncomingMessage): Promise<{ body: string; tooLarge: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES + 1024) return { body: '', tooLarge: true };
+    chunks.push(chunk as Buffer);
+  }
+  return { body: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
+}
+
+export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  const agentApi = createHttpApi(routesServedBy('agent'), agentOperations(options.scheduler), options.log);
+  const operatorApi = createHttpApi(
+    routesServedBy('operator'),
+    operatorOperations(options.scheduler),
+    options.log,
+  );
+
+  const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
+    const requestId = randomUUID();
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const method = (request.method ?? 'GET').toUpperCase();
+    const { body, tooLarge } = await readBody(request);
+    if (tooLarge)
+      return errorResult(
+        413,
+        'PayloadTooLarge',
+        `the request body is larger than ${MAX_BODY_BYTES} bytes`,
+        requestId,
+      );
+    const headers = Object.fromEntries(
+      Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
+    );
+    const matched = matchRoute(ROUTES, method, url.pathname);
+    const route = matched && 'route' in matched ? matched.route : undefined;
+    let agentId: string | undefined;
+    if (route?.access === 'agent') {
+      agentId = await authenticateAgent(options.agents, headers.authorization);
+      if (!agentId) return errorResult(401, 'Unauthorized', 'a valid agent token is required', requestId);
+    } else if (route?.access === 'operator') {
+      const token = bearerToken(headers.authorization);
+      if (!token) return errorResult(401, 'Unauthorized', 'the operator token is required', requestId);
+      if (!sameSecret(token, options.operatorToken)) {
+        // An agent's own token is valid, just not here: forbidden rather than unauthenticated.
+        const agent = await authenticateAgent(options.agents, headers.authorization);
+        return agent
+          ? errorResult(403, 'Forbidden', 'agents cannot call operator routes', requestId)
+          : errorResult(401, 'Unauthorized', 'the operator token is not valid', requestId);
+      }
+    }
+    const event: HttpApiEvent = {
+      rawPath: url.pathname,
+      rawQueryString: url.search.slice(1),
+      headers,
+      ...(body === '' ? {} : { body }),
+      requestContext: {
+        requestId,
+        http: { method },
+        ...(agentId ? { authorizer: { lambda: { agentId } } } : {}),
+      },
+    };
+    return route?.access === 'agent' ? agentApi(event) : operatorApi(event);
+  };
+
+  const server = createServer((request, response) => {
+    handle(request)
+      .then((result) => {
+        response.writeHead(result.statusCode, result.headers);
+        response.end(result.body);
+      })
+      .catch((error: unknown) => {
+        options.log.error('local server failed a request', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+        response.writeHead(500, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
+        );
+      });
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  return {
+    url: `http://${host}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

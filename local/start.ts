@@ -1,0 +1,116 @@
+/**
+ * `npm start`: the whole system on this machine. DynamoDB Local and the SQS emulator, the tables and queues of
+ * the example stack created from the same definitions, the same HTTP handlers on http://127.0.0.1:3000, the
+ * supervisor every few seconds and the declared schedules. Ctrl-C stops everything.
+ *
+ *   npm start                  data kept under .agent-scheduler/
+ *   npm start -- --in-memory   nothing kept
+ *   PORT=4000 npm start        another port
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createContext } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { EXAMPLE_SCHEDULER } from '../infra/example-config';
+import { localDynamoDbClient, localSqsClient } from './emulators/clients';
+import { startDynamoDbLocal } from './emulators/dynamodb-local';
+import { startSqsEmulator } from './emulators/sqs';
+import { startLocalSchedules } from './local-schedules';
+import { provisionQueues, provisionTables, tableNamesFor } from './provision';
+import { startLocalServer } from './server';
+
+// The emulators run on this machine's Node; the deployed functions run on Node 22.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const started = performance.now();
+const { values } = parseArgs({
+  options: {
+    'in-memory': { type: 'boolean', default: false },
+    port: { type: 'string' },
+    'data-dir': { type: 'string', default: '.agent-scheduler' },
+    'supervisor-seconds': { type: 'string', default: '5' },
+  },
+});
+const port = Number(values.port ?? process.env.PORT ?? 3000);
+const dataDir = values['data-dir'] ?? '.agent-scheduler';
+const inMemory = values['in-memory'] === true;
+mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
+
+const log = {
+  info: (message: string, ...extra: Record<string, unknown>[]) =>
+    console.log(JSON.stringify({ level: 'INFO', message, ...Object.assign({}, ...extra) })),
+  warn: (message: string, ...extra: Record<string, unknown>[]) =>
+    console.warn(JSON.stringify({ level: 'WARN', message, ...Object.assign({}, ...extra) })),
+  error: (message: string, ...extra: Record<string, unknown>[]) =>
+    console.error(JSON.stringify({ level: 'ERROR', message, ...Object.assign({}, ...extra) })),
+};
+
+const [dynamodbLocal, sqsEmulator] = await Promise.all([
+  startDynamoDbLocal(inMemory ? { inMemory: true } : { dbPath: join(dataDir, 'dynamodb') }),
+  startSqsEmulator({}),
+]);
+const dynamodb = localDynamoDbClient(dynamodbLocal.endpoint);
+const sqs = localSqsClient(sqsEmulator.endpoint);
+const tables = tableNamesFor('agent-scheduler');
+await provisionTables(dynamodb, tables);
+const queues = await provisionQueues(sqs, 'agent-scheduler', EXAMPLE_SCHEDULER.queues);
+
+const scheduler = new Scheduler(createContext({ dynamodb, sqs, tables, queues, log }));
+// The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run.
+const restored = await scheduler.reconcile({ everything: true });
+
+// Keep the operator token across restarts of a persistent store, so scripts and the CLI keep working.
+const localFile = join(dataDir, 'local.json');
+const previous =
+  !inMemory && existsSync(localFile)
+    ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
+    : {};
+const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
+const server = await startLocalServer({ scheduler, agents: scheduler.ctx.agents, operatorToken, port, log });
+writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken }, null, 2)}\n`, {
+  mode: 0o600,
+});
+
+const supervisorMs = Number(values['supervisor-seconds']) * 1_000;
+const supervisor = setInterval(() => {
+  Promise.all([scheduler.reclaim(), scheduler.reconcile()])
+    .then(([reclaimed, reconciled]) => {
+      const acted = reclaimed.requeued.length + reclaimed.dead.length + reconciled.redispatched.length;
+      if (acted > 0 || reclaimed.errors + reconciled.errors > 0) {
+        log.info('supervisor pass', {
+          requeued: reclaimed.requeued.length,
+          dead: reclaimed.dead.length,
+          reconciled: reconciled.redispatched.length,
+          errors: reclaimed.errors + reconciled.errors,
+        });
+      }
+    })
+    .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
+}, supervisorMs);
+const schedules = startLocalSchedules(scheduler, EXAMPLE_SCHEDULER.schedules ?? [], log);
+
+console.log(`
+agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.now() - started)} ms)
+  queues:          ${EXAMPLE_SCHEDULER.queues.join(', ')}
+  operator token:  ${operatorToken}
+  data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
+  restored hints:  ${restored.redispatched.length}
+  endpoint and token are in ${localFile}
+
+Next: npx agent-scheduler agents create --name worker-1 --queue research
+Ctrl-C stops everything.
+`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  clearInterval(supervisor);
+  schedules.stop();
+  await server.close();
+  await Promise.allSettled([dynamodbLocal.stop(), sqsEmulator.stop()]);
+  process.exit(0);
+};
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());

@@ -1,0 +1,27 @@
+/**
+ * The agent-scheduler SDK: a typed client of the v1 HTTP API, and a Worker that runs tasks for an agent.
+ */
+export { AgentSchedulerClient, type AgentSchedulerClientOptions } from './client';
+export {
+  AgentSchedulerError,
+  type AgentSchedulerErrorInit,
+  isAgentSchedulerError,
+  LeaseLostError,
+  NetworkError,
+  NonRetryableError,
+  SessionLostError,
+} from './errors';
+export type { PollInterval } from './poll-backoff';
+export type { RetryOptions } from './retry';
+export type { HttpMethod, TransportOptions } from './transport';
+export type * from './types';
+export { type StopOptions, Worker, type WorkerOptions } from './worker';
+export {
+  type AbortReason,
+  type LostReason,
+  TaskAbortedError,
+  type TaskContext,
+  type TaskHandler,
+  type WorkerEvents,
+  type WorkerLog,
+} from './worker-events';

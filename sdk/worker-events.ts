@@ -1,0 +1,72 @@
+/**
+ * What a task handler receives and what a Worker reports.
+ */
+import type { ClaimedTask, Session } from './types';
+
+/** Why a task's lease ended before its handler could finish it. */
+export type LostReason =
+  /** An operator cancelled the task. */
+  | 'cancelled'
+  /** The server took the lease back (reclaimed, or a checkpoint was refused). */
+  | 'lost'
+  /** The attempt ran past its `leaseDeadline`. */
+  | 'deadline'
+  /** The agent's session ended, and every lease it held with it. */
+  | 'session';
+
+/** Why a handler's signal was aborted: a lost lease, or the worker handing the task back. */
+export type AbortReason = LostReason | 'released';
+
+/** The `reason` of an aborted handler's signal. */
+export class TaskAbortedError extends Error {
+  constructor(
+    readonly taskId: string,
+    readonly reason: AbortReason,
+  ) {
+    super(`task ${taskId} was aborted: ${reason}`);
+    this.name = 'TaskAbortedError';
+  }
+}
+
+export interface TaskContext {
+  /** Aborts when the lease is gone or the task is handed back; stop work and return soon after. */
+  readonly signal: AbortSignal;
+  /** Records progress; the latest value goes with the next heartbeat and reaches the next holder on a retry. */
+  checkpoint(value: unknown): void;
+  /** Sends a heartbeat now, with the latest checkpoint; resolves once the server has it. */
+  heartbeatNow(): Promise<void>;
+}
+
+/**
+ * Runs one task. Its return value becomes the task's result; a throw fails the attempt, retryably unless the
+ * error has `retryable === false`.
+ */
+export type TaskHandler = (task: ClaimedTask, context: TaskContext) => Promise<unknown>;
+
+export interface WorkerEvents {
+  /** A task was claimed and its handler started. */
+  picked: [task: ClaimedTask];
+  completed: [task: ClaimedTask, result: unknown];
+  /** The handler threw and the failure was recorded. */
+  failed: [task: ClaimedTask, error: unknown];
+  /** The task went back to its queue, by `release()` or by a stop. */
+  released: [task: ClaimedTask];
+  /** The lease ended before the task could be finished; nothing was recorded for it. */
+  lost: [task: ClaimedTask, reason: LostReason];
+  /** A session was opened: at start, and again after one was lost. */
+  session: [session: Session];
+  /** Something unexpected went wrong; the worker carries on. */
+  error: [error: unknown];
+}
+
+/** Compatible with the Powertools Logger and with `console`. */
+export interface WorkerLog {
+  debug(message: string, ...extra: unknown[]): void;
+  info(message: string, ...extra: unknown[]): void;
+  warn(message: string, ...extra: unknown[]): void;
+  error(message: string, ...extra: unknown[]): void;
+}
+
+const ignore = () => undefined;
+
+export const SILENT_LOG: WorkerLog = { debug: ignore, info: ignore, warn: ignore, error: ignore };
