@@ -27,7 +27,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           globalSetup: ['test/setup/emulators.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,

@@ -2,7 +2,12 @@
  * Creates the tables and queues the CDK construct would create, from the same definitions, on the local
  * emulators. Used by the local runner and by the integration tests (with unique names per test file).
  */
-import { CreateTableCommand, type DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  type DynamoDBClient,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createTableInput, TABLE_DEFINITIONS, type TableNames } from '#adapters/tables';
 import { type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
@@ -10,6 +15,9 @@ import { PRIORITIES } from '#domain/priority';
 
 /** SQS receives after which a message moves to the queue's DLQ; the construct uses the same number. */
 export const MAX_RECEIVE_COUNT = 10;
+/** Seconds a received hint stays hidden; the construct uses the same number. */
+export const HINT_VISIBILITY_SECONDS = 30;
+const RETENTION_SECONDS = 14 * 24 * 60 * 60;
 
 export function tableNamesFor(prefix: string): TableNames {
   return { tasks: `${prefix}-tasks`, agents: `${prefix}-agents`, leases: `${prefix}-leases` };
@@ -19,10 +27,20 @@ export async function provisionTables(dynamodb: DynamoDBClient, names: TableName
   const byId = { Tasks: names.tasks, Agents: names.agents, Leases: names.leases } as const;
   await Promise.all(
     TABLE_DEFINITIONS.map(async (definition) => {
+      const TableName = byId[definition.id];
       try {
-        await dynamodb.send(new CreateTableCommand(createTableInput(definition, byId[definition.id])));
+        await dynamodb.send(new CreateTableCommand(createTableInput(definition, TableName)));
       } catch (error) {
         if (!(error instanceof ResourceInUseException)) throw error;
+        return;
+      }
+      if (definition.timeToLiveAttribute) {
+        await dynamodb.send(
+          new UpdateTimeToLiveCommand({
+            TableName,
+            TimeToLiveSpecification: { AttributeName: definition.timeToLiveAttribute, Enabled: true },
+          }),
+        );
       }
     }),
   );
@@ -41,7 +59,7 @@ export async function provisionQueues(
     const dlq = await sqs.send(
       new CreateQueueCommand({
         QueueName: sqsQueueName(prefix, queue, 'dlq'),
-        Attributes: { MessageRetentionPeriod: String(14 * 24 * 60 * 60) },
+        Attributes: { MessageRetentionPeriod: String(RETENTION_SECONDS) },
       }),
     );
     const dlqAttributes = await sqs.send(
@@ -55,7 +73,8 @@ export async function provisionQueues(
           new CreateQueueCommand({
             QueueName: sqsQueueName(prefix, queue, priority),
             Attributes: {
-              MessageRetentionPeriod: String(14 * 24 * 60 * 60),
+              MessageRetentionPeriod: String(RETENTION_SECONDS),
+              VisibilityTimeout: String(HINT_VISIBILITY_SECONDS),
               RedrivePolicy: JSON.stringify({
                 deadLetterTargetArn: dlqArn,
                 maxReceiveCount: MAX_RECEIVE_COUNT,

@@ -53,16 +53,27 @@ const errorResult = (
   body: JSON.stringify({ error: { code, message }, requestId }),
 });
 
-/** Reads the body, stopping as soon as it is over the limit. */
+/** Past this, a request is cut off rather than read to its end. */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads the body, keeping nothing past the limit. The rest is still read (and dropped), up to a bound, so the
+ * client gets its 413 instead of a reset connection.
+ */
 async function readBody(request: IncomingMessage): Promise<{ body: string; tooLarge: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES + 1024) return { body: '', tooLarge: true };
-    chunks.push(chunk as Buffer);
+    if (size > DRAIN_LIMIT_BYTES) {
+      request.destroy();
+      break;
+    }
+    if (size <= MAX_BODY_BYTES + 1024) chunks.push(chunk as Buffer);
   }
-  return { body: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
+  return size > MAX_BODY_BYTES + 1024
+    ? { body: '', tooLarge: true }
+    : { body: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
 }
 
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {

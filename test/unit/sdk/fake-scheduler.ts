@@ -1,0 +1,200 @@
+/**
+ * A tiny in-memory agent API behind a `fetch`, for Worker tests: sessions, claims with fenced lease epochs,
+ * heartbeats with notices, and complete / fail / release refused with `LeaseLost` to a stale owner.
+ */
+
+export interface FakeTask {
+  readonly taskId: string;
+  readonly payload: unknown;
+  status: 'queued' | 'leased' | 'succeeded' | 'queued-after-fail' | 'dead' | 'cancelled';
+  leaseEpoch: number;
+  sessionId?: string;
+  /** Milliseconds from the claim to the lease deadline. */
+  readonly leaseMs: number;
+  checkpoint?: unknown;
+}
+
+export interface RecordedCall {
+  readonly method: string;
+  readonly path: string;
+  readonly body: Record<string, unknown>;
+  readonly at: number;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+const ok = (body: unknown): Reply => ({ status: 200, body });
+const conflict = (code: string): Reply => ({
+  status: 409,
+  body: { error: { code, message: code }, requestId: 'req-fake' },
+});
+
+export class FakeScheduler {
+  readonly calls: RecordedCall[] = [];
+  readonly tasks = new Map<string, FakeTask>();
+  heartbeatIntervalSeconds = 60;
+  leaseTtlSeconds = 30;
+  /** Replies to serve before the real behaviour of a path, one per call. */
+  readonly scripted = new Map<string, Reply[]>();
+  private sessionId: string | undefined;
+  private sessions = 0;
+  private ids = 0;
+  private cancelled = new Set<string>();
+  private lost = new Set<string>();
+
+  add(payload: unknown, options: { leaseMs?: number } = {}): string {
+    const taskId = `t_${String(++this.ids).padStart(3, '0')}`;
+    this.tasks.set(taskId, {
+      taskId,
+      payload,
+      status: 'queued',
+      leaseEpoch: 0,
+      leaseMs: options.leaseMs ?? 60_000,
+    });
+    return taskId;
+  }
+
+  /** An operator cancels a leased task: its holder hears of it at its next heartbeat. */
+  cancel(taskId: string): void {
+    const task = this.task(taskId);
+    if (task.status === 'leased' && task.sessionId) this.cancelled.add(taskId);
+    task.status = 'cancelled';
+  }
+
+  /** The server takes a lease back behind the holder's back (a reclaim). */
+  reclaim(taskId: string): void {
+    const task = this.task(taskId);
+    task.status = 'queued';
+    task.sessionId = undefined;
+  }
+
+  /** The task is taken back and granted to another agent, so its first holder's lease is stale. */
+  steal(taskId: string): void {
+    const task = this.task(taskId);
+    task.leaseEpoch++;
+    task.sessionId = 's_other';
+  }
+
+  /** The current session ends, as when its time to live passes. */
+  expireSession(): void {
+    this.sessionId = undefined;
+  }
+
+  task(taskId: string): FakeTask {
+    const task = this.tasks.get(taskId);
+    if (!task) throw new Error(`no task ${taskId}`);
+    return task;
+  }
+
+  callsTo(suffix: string): RecordedCall[] {
+    return this.calls.filter((call) => call.path.endsWith(suffix));
+  }
+
+  readonly fetch: typeof fetch = async (input, init) => {
+    const request = input instanceof Request ? input : new Request(input, init);
+    const path = new URL(request.url).pathname;
+    const text = await request.text();
+    const body = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
+    this.calls.push({ method: request.method, path, body, at: Date.now() });
+    const scripted = [...this.scripted.entries()].find(([suffix]) => path.endsWith(suffix));
+    const reply = scripted?.[1].shift() ?? this.route(request.method, path, body);
+    if (scripted && scripted[1].length === 0) this.scripted.delete(scripted[0]);
+    return new Response(JSON.stringify(reply.body), {
+      status: reply.status,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+
+  private route(method: string, path: string, body: Record<string, unknown>): Reply {
+    if (method === 'POST' && path === '/v1/agent/session') return this.openSession();
+    if (method === 'POST' && path === '/v1/agent/heartbeat') return this.heartbeat(body);
+    if (method === 'POST' && path === '/v1/agent/claim') return this.claim(body);
+    const finish = /^\/v1\/agent\/tasks\/([^/]+)\/(complete|fail|release)$/.exec(path);
+    if (method === 'POST' && finish?.[1] && finish[2]) return this.finish(finish[1], finish[2], body);
+    return { status: 404, body: { error: { code: 'RouteNotFound', message: path } } };
+  }
+
+  private openSession(): Reply {
+    // The replaced session's tasks are taken back at once.
+    for (const task of this.tasks.values()) {
+      if (task.status === 'leased' && task.sessionId === this.sessionId) this.reclaim(task.taskId);
+    }
+    this.sessionId = `s_${++this.sessions}`;
+    return ok({
+      sessionId: this.sessionId,
+      leaseTtlSeconds: this.leaseTtlSeconds,
+      heartbeatIntervalSeconds: this.heartbeatIntervalSeconds,
+    });
+  }
+
+  private heartbeat(body: Record<string, unknown>): Reply {
+    if (body.sessionId !== this.sessionId) return conflict('SessionLost');
+    for (const [taskId, value] of Object.entries((body.checkpoints ?? {}) as Record<string, unknown>)) {
+      const task = this.tasks.get(taskId);
+      if (task?.status === 'leased' && task.sessionId === body.sessionId) task.checkpoint = value;
+      else this.lost.add(taskId);
+    }
+    const reply = ok({ cancelled: [...this.cancelled], lost: [...this.lost] });
+    this.cancelled.clear();
+    this.lost.clear();
+    return reply;
+  }
+
+  private claim(body: Record<string, unknown>): Reply {
+    if (body.sessionId !== this.sessionId) return conflict('SessionLost');
+    const max = typeof body.max === 'number' ? body.max : 1;
+    const taken = [...this.tasks.values()].filter((task) => task.status === 'queued').slice(0, max);
+    const now = Date.now();
+    return ok({
+      tasks: taken.map((task) => {
+        task.status = 'leased';
+        task.leaseEpoch++;
+        task.sessionId = this.sessionId;
+        return {
+          taskId: task.taskId,
+          queue: 'q',
+          priority: 'normal',
+          payload: task.payload,
+          attempt: task.leaseEpoch,
+          leaseEpoch: task.leaseEpoch,
+          leaseDeadline: new Date(now + task.leaseMs).toISOString(),
+          ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
+        };
+      }),
+    });
+  }
+
+  private finish(taskId: string, kind: string, body: Record<string, unknown>): Reply {
+    const task = this.tasks.get(taskId);
+    if (!task) return { status: 404, body: { error: { code: 'TaskNotFound', message: taskId } } };
+    const holds =
+      task.status === 'leased' && task.leaseEpoch === body.leaseEpoch && task.sessionId === this.sessionId;
+    if (!holds) return conflict('LeaseLost');
+    task.sessionId = undefined;
+    if (kind === 'complete') task.status = 'succeeded';
+    else if (kind === 'release') task.status = 'queued';
+    else
+      task.status =
+        (body.error as { retryable?: boolean }).retryable === false ? 'dead' : 'queued-after-fail';
+    return ok({ task: { taskId, status: task.status } });
+  }
+}
+
+/** A promise with its resolve exposed, for handlers a test finishes by hand. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Resolves when the signal aborts. */
+export const aborted = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });

@@ -1,0 +1,315 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AgentSchedulerClient } from '#sdk/client';
+import { NonRetryableError } from '#sdk/errors';
+import { PollBackoff } from '#sdk/poll-backoff';
+import type { ClaimedTask } from '#sdk/types';
+import { describeFailure, Worker, type WorkerOptions } from '#sdk/worker';
+import { type LostReason, TaskAbortedError, type TaskHandler } from '#sdk/worker-events';
+import { aborted, deferred, FakeScheduler } from './fake-scheduler';
+
+const workers: Worker[] = [];
+
+function setup(handler: TaskHandler, options: Partial<WorkerOptions> = {}) {
+  const server = new FakeScheduler();
+  const client = new AgentSchedulerClient({
+    endpoint: 'http://fake',
+    token: 'tok',
+    fetch: server.fetch,
+    retries: { maxAttempts: 1 },
+  });
+  const worker = new Worker({ client, handler, pollIntervalMs: { min: 5, max: 20 }, ...options });
+  workers.push(worker);
+  const events = {
+    picked: [] as string[],
+    completed: [] as [string, unknown][],
+    failed: [] as [string, unknown][],
+    released: [] as string[],
+    lost: [] as [string, LostReason][],
+    sessions: [] as string[],
+    errors: [] as unknown[],
+  };
+  worker.on('picked', (task) => events.picked.push(task.taskId));
+  worker.on('completed', (task, result) => events.completed.push([task.taskId, result]));
+  worker.on('failed', (task, error) => events.failed.push([task.taskId, error]));
+  worker.on('released', (task) => events.released.push(task.taskId));
+  worker.on('lost', (task, reason) => events.lost.push([task.taskId, reason]));
+  worker.on('session', (session) => events.sessions.push(session.sessionId));
+  worker.on('error', (error) => events.errors.push(error));
+  return { server, worker, events };
+}
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await Promise.all(workers.splice(0).map((worker) => worker.stop({ drain: false })));
+});
+
+describe('Worker', () => {
+  it('runs up to `concurrency` tasks at once and never claims more', async () => {
+    let running = 0;
+    let peak = 0;
+    const { server, worker, events } = setup(
+      async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        running--;
+        return 'done';
+      },
+      { concurrency: 2 },
+    );
+    for (let i = 0; i < 7; i++) server.add({ i });
+    await worker.start();
+    await vi.waitFor(() => expect(events.completed).toHaveLength(7));
+    expect(peak).toBe(2);
+    for (const call of server.callsTo('/claim')) expect(call.body.max).toBeLessThanOrEqual(2);
+    expect(events.errors).toEqual([]);
+  });
+
+  it('completes a task with the handler’s return value', async () => {
+    const handler = vi.fn(async (task: ClaimedTask) => ({ echoed: task.payload }));
+    const { server, worker, events } = setup(handler);
+    const taskId = server.add({ n: 1 });
+    await worker.start();
+    await vi.waitFor(() => expect(events.completed).toEqual([[taskId, { echoed: { n: 1 } }]]));
+    expect(events.picked).toEqual([taskId]);
+    expect(server.callsTo('/complete')[0]?.body).toEqual({ leaseEpoch: 1, result: { echoed: { n: 1 } } });
+    expect(server.task(taskId).status).toBe('succeeded');
+  });
+
+  it('fails a task, retryably unless the error says otherwise', async () => {
+    const errors: unknown[] = [
+      new Error('flaky'),
+      new NonRetryableError('bad input'),
+      Object.assign(new Error('also final'), { retryable: false }),
+    ];
+    const { server, worker, events } = setup(async (task) => {
+      throw errors[task.payload as number];
+    });
+    const ids = [0, 1, 2].map((i) => server.add(i));
+    await worker.start();
+    await vi.waitFor(() => expect(events.failed).toHaveLength(3));
+    const sent = Object.fromEntries(server.callsTo('/fail').map((call) => [call.path, call.body.error]));
+    expect(sent[`/v1/agent/tasks/${ids[0]}/fail`]).toEqual({ message: 'flaky', retryable: true });
+    expect(sent[`/v1/agent/tasks/${ids[1]}/fail`]).toEqual({ message: 'bad input', retryable: false });
+    expect(sent[`/v1/agent/tasks/${ids[2]}/fail`]).toEqual({ message: 'also final', retryable: false });
+    expect(events.failed.map(([, error]) => error)).toEqual(expect.arrayContaining(errors));
+  });
+
+  it('aborts a task an operator cancelled, and records nothing for it', async () => {
+    let seenReason: unknown;
+    const { server, worker, events } = setup(async (_task, { signal }) => {
+      await aborted(signal);
+      seenReason = signal.reason;
+      return 'too late';
+    });
+    server.heartbeatIntervalSeconds = 0.01;
+    const taskId = server.add('work');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    server.cancel(taskId);
+    await vi.waitFor(() => expect(events.lost).toEqual([[taskId, 'cancelled']]));
+    await vi.waitFor(() => expect(worker.inFlight).toBe(0));
+    expect(seenReason).toBeInstanceOf(TaskAbortedError);
+    expect(seenReason).toMatchObject({ taskId, reason: 'cancelled' });
+    expect(server.callsTo('/complete')).toEqual([]);
+    expect(events.completed).toEqual([]);
+  });
+
+  it('aborts every task when the session is lost, then opens a new session and carries on', async () => {
+    const { server, worker, events } = setup(
+      async (task, { signal }) => {
+        if (task.payload === 'after') return 'fresh';
+        await aborted(signal);
+      },
+      { concurrency: 2 },
+    );
+    server.heartbeatIntervalSeconds = 0.01;
+    const first = [server.add('before'), server.add('before')];
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toHaveLength(2));
+    server.expireSession();
+    await vi.waitFor(() => expect(events.sessions).toEqual(['s_1', 's_2']));
+    expect(events.lost).toEqual(first.map((taskId) => [taskId, 'session']));
+    const later = server.add('after');
+    await vi.waitFor(() => expect(events.completed).toEqual([[later, 'fresh']]));
+    expect(server.callsTo('/complete')[0]?.body).toMatchObject({ leaseEpoch: 1 });
+    expect(server.callsTo('/session')).toHaveLength(2);
+    expect(events.errors).toEqual([]);
+  });
+
+  it('waits longer and longer while idle, and starts again from the minimum when work appears', async () => {
+    vi.useFakeTimers();
+    const { server, worker } = setup(async () => 'ok', { pollIntervalMs: { min: 10, max: 80 } });
+    await worker.start();
+    await vi.advanceTimersByTimeAsync(240);
+    const gaps = (calls: { at: number }[]) => calls.slice(1).map((call, i) => call.at - (calls[i]?.at ?? 0));
+    expect(gaps(server.callsTo('/claim'))).toEqual([10, 20, 40, 80, 80]);
+
+    const before = server.callsTo('/claim').length;
+    server.add('work');
+    await vi.advanceTimersByTimeAsync(120);
+    // The claim that found work is followed at once by another, then the waits grow from the minimum again.
+    expect(gaps(server.callsTo('/claim').slice(before))).toEqual([0, 10, 20]);
+  });
+
+  it('honours a claim’s retryAfterMs over its own backoff', async () => {
+    vi.useFakeTimers();
+    const { server, worker } = setup(async () => 'ok');
+    server.scripted.set('/claim', [{ status: 200, body: { tasks: [], retryAfterMs: 1_000 } }]);
+    await worker.start();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(server.callsTo('/claim')).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(server.callsTo('/claim')).toHaveLength(2);
+  });
+
+  it('aborts a task whose lease deadline passes', async () => {
+    const { server, worker, events } = setup(async (_task, { signal }) => aborted(signal));
+    const taskId = server.add('slow', { leaseMs: 30 });
+    await worker.start();
+    await vi.waitFor(() => expect(events.lost).toEqual([[taskId, 'deadline']]));
+    expect(server.callsTo('/complete')).toEqual([]);
+  });
+
+  it('reports a LeaseLost from complete as `lost`, not as an error', async () => {
+    const gate = deferred();
+    const { server, worker, events } = setup(async () => {
+      await gate.promise;
+      return 'late';
+    });
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    server.steal(taskId);
+    gate.resolve();
+    await vi.waitFor(() => expect(events.lost).toEqual([[taskId, 'lost']]));
+    expect(events.errors).toEqual([]);
+    expect(events.completed).toEqual([]);
+  });
+
+  it('sends each checkpoint once, with the heartbeat after it changed', async () => {
+    const gate = deferred();
+    const { server, worker, events } = setup(async (_task, context) => {
+      context.checkpoint({ page: 1 });
+      await context.heartbeatNow();
+      await context.heartbeatNow();
+      context.checkpoint({ page: 2 });
+      await context.heartbeatNow();
+      await gate.promise;
+    });
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(server.callsTo('/heartbeat')).toHaveLength(3));
+    expect(server.callsTo('/heartbeat').map((call) => call.body.checkpoints)).toEqual([
+      { [taskId]: { page: 1 } },
+      undefined,
+      { [taskId]: { page: 2 } },
+    ]);
+    expect(server.task(taskId).checkpoint).toEqual({ page: 2 });
+    gate.resolve();
+    await vi.waitFor(() => expect(events.completed).toHaveLength(1));
+  });
+
+  it('keeps going after a transient error, and reports it', async () => {
+    const { server, worker, events } = setup(async () => 'ok');
+    server.scripted.set('/claim', [
+      { status: 503, body: { error: { code: 'ServiceUnavailable', message: '' } } },
+    ]);
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.completed).toEqual([[taskId, 'ok']]));
+    expect(events.errors).toHaveLength(1);
+    expect(events.errors[0]).toMatchObject({ status: 503 });
+  });
+
+  it('release() aborts the handler and gives the task back', async () => {
+    const { server, worker, events } = setup(async (_task, { signal }) => aborted(signal));
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    await worker.release(taskId);
+    expect(events.released).toEqual([taskId]);
+    expect(server.callsTo('/release')[0]?.body).toEqual({ leaseEpoch: 1 });
+    await expect(worker.release('t_unknown')).rejects.toThrow(/not running/);
+  });
+
+  it('stop({ drain: true }) lets running tasks finish first', async () => {
+    const gate = deferred();
+    const { server, worker, events } = setup(async () => {
+      await gate.promise;
+      return 'finished';
+    });
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    let stopped = false;
+    const stopping = worker.stop({ drain: true }).then(() => {
+      stopped = true;
+    });
+    const claims = server.callsTo('/claim').length;
+    server.add('not for now');
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(stopped).toBe(false);
+    gate.resolve();
+    await stopping;
+    expect(events.completed).toEqual([[taskId, 'finished']]);
+    expect(server.callsTo('/claim')).toHaveLength(claims);
+    expect(server.callsTo('/release')).toEqual([]);
+  });
+
+  it('stop({ drain: false }) aborts running tasks and releases them', async () => {
+    const signals: AbortSignal[] = [];
+    const { server, worker, events } = setup(
+      async (_task, { signal }) => {
+        signals.push(signal);
+        await aborted(signal);
+        return 'ignored';
+      },
+      { concurrency: 2 },
+    );
+    const ids = [server.add('a'), server.add('b')];
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toHaveLength(2));
+    await worker.stop({ drain: false });
+    expect(signals.every((signal) => signal.aborted)).toBe(true);
+    expect(events.released.sort()).toEqual(ids);
+    expect(server.callsTo('/complete')).toEqual([]);
+    for (const taskId of ids) expect(server.task(taskId).status).toBe('queued');
+  });
+
+  it('releases what is still running when a drain times out', async () => {
+    const { server, worker, events } = setup(async (_task, { signal }) => aborted(signal));
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    await worker.stop({ drain: true, timeoutMs: 20 });
+    expect(events.released).toEqual([taskId]);
+  });
+
+  it('fails to start when no session can be opened', async () => {
+    const { server, worker } = setup(async () => 'ok');
+    server.scripted.set('/session', [
+      { status: 404, body: { error: { code: 'AgentNotFound', message: 'gone' } } },
+    ]);
+    await expect(worker.start()).rejects.toMatchObject({ status: 404, code: 'AgentNotFound' });
+    await expect(worker.start()).rejects.toThrow(/started once/);
+  });
+});
+
+describe('PollBackoff', () => {
+  it('doubles from min to max and resets', () => {
+    const backoff = new PollBackoff({ min: 100, max: 500 });
+    expect([backoff.next(), backoff.next(), backoff.next(), backoff.next()]).toEqual([100, 200, 400, 500]);
+    backoff.reset();
+    expect(backoff.next()).toBe(100);
+    expect(() => new PollBackoff({ min: 10, max: 5 })).toThrow(RangeError);
+  });
+});
+
+describe('describeFailure', () => {
+  it('always gives a message within the limit', () => {
+    expect(describeFailure(new Error(''))).toEqual({ message: 'Error', retryable: true });
+    expect(describeFailure('plain')).toEqual({ message: 'plain', retryable: true });
+    expect(describeFailure(new Error('x'.repeat(5_000))).message).toHaveLength(2_048);
+  });
+});
