@@ -10,7 +10,7 @@ import { routesServedBy } from './http/routes';
 const logger = new Logger();
 const api = createHttpApi(
   routesServedBy('operator'),
-  operatorOperations(schedulerFromEnvironment(logger)),
+  operatorOperations(schedulerFromEnvironment(logger, process.env, { schedules: true })),
   logger,
 );
 

@@ -157,6 +157,7 @@ export class AgentScheduler extends Construct {
       deadLetterQueue: this.deadLetterQueue,
     });
     this.scheduleGroup = this.schedules.group;
+    this.allowRuntimeSchedules(props.schedules ?? []);
 
     this.alarms = new SchedulerAlarms(this, 'Alarms', {
       queues: [...this.queues.values()],
@@ -250,6 +251,47 @@ export class AgentScheduler extends Construct {
 
     grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
+  }
+
+  /**
+   * The operator API creates and deletes schedules at run time: in this stack's group only, targeting the fire
+   * function through the schedules' own role.
+   */
+  private allowRuntimeSchedules(declared: readonly TaskScheduleProps[]): void {
+    const { operatorApi, scheduleFire } = this.functions;
+    const stack = Stack.of(this);
+    operatorApi.addEnvironment('SCHEDULE_GROUP_NAME', this.scheduleGroup.scheduleGroupName);
+    operatorApi.addEnvironment('SCHEDULE_TARGET_ARN', scheduleFire.functionArn);
+    operatorApi.addEnvironment('SCHEDULE_ROLE_ARN', this.schedules.role.roleArn);
+    operatorApi.addEnvironment('SCHEDULE_DEAD_LETTER_ARN', this.deadLetterQueue.queueArn);
+    operatorApi.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
+    operatorApi.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
+        resources: [
+          stack.formatArn({
+            service: 'scheduler',
+            resource: 'schedule',
+            resourceName: `${this.scheduleGroup.scheduleGroupName}/*`,
+          }),
+        ],
+      }),
+    );
+    operatorApi.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [this.schedules.role.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    // cdk-nag names the finding by the ARN as written in the template, pseudo-parameters in angle brackets.
+    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    Validations.of(operatorApi.role ?? operatorApi).acknowledge({
+      id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:${region}:${account}:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
+      reason:
+        'Run-time schedules get their names from operators after deployment; the grant is limited to this stack’s schedule group.',
+    });
   }
 
   /** Findings of cdk-nag's AwsSolutions and Serverless packs that are deliberate, each with its reason. */

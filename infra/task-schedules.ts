@@ -17,6 +17,8 @@ import {
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { FIRE_RETRY_POLICY } from '../functions/adapters/eventbridge-schedules';
+import { scheduleFireInput } from '../functions/core/fire-schedule';
 import { validateScheduleExpression } from '../functions/domain/schedule-expression';
 import { SCHEDULE_NAME_PATTERN, type TaskScheduleProps } from './task-schedule';
 
@@ -31,9 +33,9 @@ export interface TaskSchedulesProps {
   readonly deadLetterQueue: IQueue;
 }
 
-/** Delivery retries EventBridge Scheduler makes before a fire goes to the dead-letter queue. */
-export const FIRE_RETRY_ATTEMPTS = 10;
-export const FIRE_MAX_EVENT_AGE = Duration.hours(1);
+/** Delivery retries and age limit of a fire, the same as for run-time schedules. */
+export const FIRE_RETRY_ATTEMPTS = FIRE_RETRY_POLICY.MaximumRetryAttempts;
+export const FIRE_MAX_EVENT_AGE = Duration.seconds(FIRE_RETRY_POLICY.MaximumEventAgeInSeconds);
 
 export class TaskSchedules extends Construct {
   readonly group: ScheduleGroup;
@@ -83,15 +85,7 @@ export class TaskSchedules extends Construct {
           enabled: declared.enabled ?? true,
           target: new LambdaInvoke(props.fire, {
             role: this.role,
-            input: ScheduleTargetInput.fromObject({
-              schedule: declared.name,
-              scheduledTime: ContextAttribute.scheduledTime,
-              executionId: ContextAttribute.executionId,
-              attempt: ContextAttribute.attemptNumber,
-              overlap: declared.overlap ?? 'skip',
-              missedRuns: declared.missedRuns ?? 'skip',
-              task: declared.task,
-            }),
+            input: ScheduleTargetInput.fromObject(scheduleFireInput(declared)),
             retryAttempts: FIRE_RETRY_ATTEMPTS,
             maxEventAge: FIRE_MAX_EVENT_AGE,
             deadLetterQueue: props.deadLetterQueue,

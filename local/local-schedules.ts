@@ -1,75 +1,78 @@
 /**
- * Declared schedules, fired locally at their exact times with the same expression module the construct validates
- * with, and the same fire path as the schedule-fire function (one task per occurrence).
+ * Schedules on this machine: each one armed with a timer for its next fire time, computed by the same expression
+ * module the construct validates with, and fired through the same path as the schedule-fire function (one task
+ * per occurrence). Plays EventBridge Scheduler's part for declared and run-time schedules alike.
  */
 import type { SchedulerLog } from '#core/context';
-import { fireSchedule } from '#core/fire-schedule';
-import type { Scheduler } from '#core/scheduler';
+import type { ScheduleBackend, ScheduleRecord } from '#core/schedules';
 import { nextFireTime, parseScheduleExpression } from '#domain/schedule-expression';
-import type { TaskScheduleProps } from '../infra/task-schedule';
 
 /** setTimeout's limit; longer waits are taken in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-export interface LocalSchedules {
-  stop(): void;
-}
+export type FireHandler = (record: ScheduleRecord, scheduledTime: number) => Promise<unknown>;
 
-export function startLocalSchedules(
-  scheduler: Scheduler,
-  schedules: readonly TaskScheduleProps[],
-  log: SchedulerLog,
-  now: () => number = Date.now,
-): LocalSchedules {
-  const timers = new Set<NodeJS.Timeout>();
-  let stopped = false;
+export class LocalScheduleBackend implements ScheduleBackend {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private fire: FireHandler | undefined;
+  private stopped = false;
 
-  const arm = (schedule: TaskScheduleProps, after: number) => {
-    if (stopped || schedule.enabled === false) return;
-    const parsed = parseScheduleExpression(schedule.expression);
-    const next = nextFireTime(parsed, {
-      after,
-      ...(schedule.timeZone ? { timeZone: schedule.timeZone } : {}),
-    });
-    if (next === undefined) return;
+  constructor(
+    private readonly log: SchedulerLog,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Starts firing; schedules put before this are armed now. */
+  start(fire: FireHandler, records: readonly ScheduleRecord[]): void {
+    this.fire = fire;
+    for (const record of records) this.arm(record, this.now());
+  }
+
+  async put(record: ScheduleRecord): Promise<void> {
+    if (this.fire) this.arm(record, this.now());
+  }
+
+  async remove(name: string): Promise<void> {
+    const timer = this.timers.get(name);
+    if (timer) clearTimeout(timer);
+    this.timers.delete(name);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** Names of the schedules with a fire pending. */
+  armed(): string[] {
+    return [...this.timers.keys()];
+  }
+
+  private arm(record: ScheduleRecord, after: number): void {
+    if (this.stopped || !record.enabled) return;
+    const next = nextFireTime(parseScheduleExpression(record.expression), { after, timeZone: record.timeZone });
+    if (next === undefined) {
+      this.timers.delete(record.name);
+      return;
+    }
     const wait = () => {
-      const remaining = next - now();
       const timer = setTimeout(
         () => {
-          timers.delete(timer);
-          if (next - now() > 0) return wait();
-          fireSchedule(scheduler, {
-            schedule: schedule.name,
-            scheduledTime: new Date(next).toISOString(),
-            overlap: schedule.overlap ?? 'skip',
-            missedRuns: schedule.missedRuns ?? 'skip',
-            task: schedule.task,
-          })
-            .then((fired) =>
-              log.info('schedule fired', { schedule: schedule.name, scheduledTime: next, ...fired }),
-            )
-            .catch((error: unknown) =>
-              log.error('schedule fire failed', {
-                schedule: schedule.name,
-                error: error instanceof Error ? error.message : String(error),
-              }),
-            );
-          arm(schedule, next);
+          if (next - this.now() > 0) return wait();
+          this.timers.delete(record.name);
+          this.fire?.(record, next).catch((error: unknown) =>
+            this.log.error('schedule fire failed', {
+              schedule: record.name,
+              error: error instanceof Error ? error.message : String(error),
+            }),
+          );
+          this.arm(record, next);
         },
-        Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
+        Math.max(0, Math.min(next - this.now(), MAX_TIMER_MS)),
       );
-      timers.add(timer);
+      this.timers.set(record.name, timer);
     };
     wait();
-  };
-
-  const start = now();
-  for (const schedule of schedules) arm(schedule, start);
-  return {
-    stop() {
-      stopped = true;
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-    },
-  };
+  }
 }

@@ -12,12 +12,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createContext } from '#core/context';
+import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { EXAMPLE_SCHEDULER } from '../infra/example-config';
 import { localDynamoDbClient, localSqsClient } from './emulators/clients';
 import { startDynamoDbLocal } from './emulators/dynamodb-local';
 import { startSqsEmulator } from './emulators/sqs';
-import { startLocalSchedules } from './local-schedules';
+import { LocalScheduleBackend } from './local-schedules';
 import { provisionQueues, provisionTables, tableNamesFor } from './provision';
 import { startLocalServer } from './server';
 
@@ -56,7 +57,18 @@ const tables = tableNamesFor('agent-scheduler');
 await provisionTables(dynamodb, tables);
 const queues = await provisionQueues(sqs, 'agent-scheduler', EXAMPLE_SCHEDULER.queues);
 
-const scheduler = new Scheduler(createContext({ dynamodb, sqs, tables, queues, log }));
+const scheduleBackend = new LocalScheduleBackend(log);
+const scheduler = new Scheduler(
+  createContext({
+    dynamodb,
+    sqs,
+    tables,
+    queues,
+    log,
+    scheduleBackend,
+    declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
+  }),
+);
 // The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run.
 const restored = await scheduler.reconcile({ everything: true });
 
@@ -88,7 +100,19 @@ const supervisor = setInterval(() => {
     })
     .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
 }, supervisorMs);
-const schedules = startLocalSchedules(scheduler, EXAMPLE_SCHEDULER.schedules ?? [], log);
+scheduleBackend.start(
+  async (record, scheduledTime) => {
+    const fired = await fireSchedule(scheduler, {
+      schedule: record.name,
+      scheduledTime: new Date(scheduledTime).toISOString(),
+      overlap: record.overlap,
+      missedRuns: record.missedRuns,
+      task: record.task,
+    });
+    log.info('schedule fired', { schedule: record.name, scheduledTime: new Date(scheduledTime).toISOString(), ...fired });
+  },
+  await scheduler.listSchedules(),
+);
 
 console.log(`
 agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.now() - started)} ms)
@@ -107,7 +131,7 @@ const stop = async () => {
   if (stopping) return;
   stopping = true;
   clearInterval(supervisor);
-  schedules.stop();
+  scheduleBackend.stop();
   await server.close();
   await Promise.allSettled([dynamodbLocal.stop(), sqsEmulator.stop()]);
   process.exit(0);

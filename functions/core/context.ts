@@ -12,6 +12,7 @@ import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
 import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
+import type { ScheduleBackend } from './schedules';
 
 export interface SchedulerSettings {
   /** A session (and every lease it holds) lives this long after its last heartbeat. */
@@ -64,6 +65,10 @@ export interface SchedulerContext {
   readonly queues: TaskQueues;
   readonly settings: SchedulerSettings;
   readonly dueShards: number;
+  /** Schedules declared in the infrastructure (their specifications, as declared). */
+  readonly declaredSchedules: readonly unknown[];
+  /** What makes run-time schedules fire; absent where they are not offered. */
+  readonly scheduleBackend?: ScheduleBackend;
   now(): number;
   random(): number;
   readonly log: SchedulerLog;
@@ -78,6 +83,8 @@ export interface SchedulerDependencies {
   readonly now?: () => number;
   readonly random?: () => number;
   readonly log?: SchedulerLog;
+  readonly declaredSchedules?: readonly unknown[];
+  readonly scheduleBackend?: ScheduleBackend;
 }
 
 export function createContext(deps: SchedulerDependencies): SchedulerContext {
@@ -92,6 +99,8 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     queues: new TaskQueues(deps.sqs, deps.queues),
     settings,
     dueShards: DUE_SHARDS,
+    declaredSchedules: deps.declaredSchedules ?? [],
+    ...(deps.scheduleBackend ? { scheduleBackend: deps.scheduleBackend } : {}),
     now: deps.now ?? Date.now,
     random: deps.random ?? Math.random,
     log: deps.log ?? silentLog,

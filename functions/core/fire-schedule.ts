@@ -45,3 +45,29 @@ export async function fireSchedule(
   });
   return { taskId: task.taskId, created };
 }
+
+/** Placeholders EventBridge Scheduler fills in at each delivery. */
+export const SCHEDULER_CONTEXT = {
+  scheduledTime: '<aws.scheduler.scheduled-time>',
+  executionId: '<aws.scheduler.execution-id>',
+  attempt: '<aws.scheduler.attempt-number>',
+} as const;
+
+/**
+ * The input a schedule hands to the fire function, in AWS as locally: its name, the scheduled time, its policies
+ * and the task template. The construct and the run-time backend both build it here.
+ */
+export function scheduleFireInput(schedule: {
+  name: string;
+  overlap?: string;
+  missedRuns?: string;
+  task: Record<string, unknown> | object;
+}) {
+  return {
+    schedule: schedule.name,
+    ...SCHEDULER_CONTEXT,
+    overlap: schedule.overlap ?? 'skip',
+    missedRuns: schedule.missedRuns ?? 'skip',
+    task: schedule.task,
+  };
+}

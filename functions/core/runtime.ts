@@ -3,12 +3,22 @@
  * configuration read once from the environment.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { schedulerConfigFromEnv } from '#adapters/environment';
+import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
+import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
 import type { SchedulerLog } from './context';
 import { Scheduler } from './scheduler';
 
-export function schedulerFromEnvironment(log: SchedulerLog, env: NodeJS.ProcessEnv = process.env): Scheduler {
+/**
+ * `schedules`: this function also creates and deletes run-time schedules (the operator API), so it needs the
+ * schedule group, the fire function, the role and the dead-letter queue.
+ */
+export function schedulerFromEnvironment(
+  log: SchedulerLog,
+  env: NodeJS.ProcessEnv = process.env,
+  options: { schedules?: boolean } = {},
+): Scheduler {
   const config = schedulerConfigFromEnv(env);
   return new Scheduler({
     dynamodb: new DynamoDBClient({}),
@@ -21,5 +31,16 @@ export function schedulerFromEnvironment(log: SchedulerLog, env: NodeJS.ProcessE
       retentionSeconds: config.retentionSeconds,
     },
     log,
+    declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
+    ...(options.schedules
+      ? {
+          scheduleBackend: new EventBridgeScheduleBackend(new SchedulerClient({}), {
+            groupName: requiredEnv('SCHEDULE_GROUP_NAME', env),
+            targetArn: requiredEnv('SCHEDULE_TARGET_ARN', env),
+            roleArn: requiredEnv('SCHEDULE_ROLE_ARN', env),
+            deadLetterArn: requiredEnv('SCHEDULE_DEAD_LETTER_ARN', env),
+          }),
+        }
+      : {}),
   });
 }

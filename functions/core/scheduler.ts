@@ -4,7 +4,7 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import { AgentNotFoundError, TaskNotFoundError } from '#domain/errors';
+import { AgentNotFoundError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
@@ -15,6 +15,7 @@ import { setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
+import { createSchedule, deleteSchedule, listSchedules, type ScheduleBackend } from './schedules';
 import { heartbeat, openSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 
@@ -95,6 +96,25 @@ export class Scheduler {
 
   resumeQueue(queue: string) {
     return setQueuePaused(this.ctx, queue, false).catch(translateAwsError);
+  }
+
+  listSchedules() {
+    return listSchedules(this.ctx).catch(translateAwsError);
+  }
+
+  createSchedule(input: unknown) {
+    return createSchedule(this.ctx, this.scheduleBackend(), input).catch(translateAwsError);
+  }
+
+  deleteSchedule(name: string) {
+    return deleteSchedule(this.ctx, this.scheduleBackend(), name).catch(translateAwsError);
+  }
+
+  private scheduleBackend(): ScheduleBackend {
+    if (!this.ctx.scheduleBackend) {
+      throw new ServiceUnavailableError('run-time schedules are not configured for this deployment');
+    }
+    return this.ctx.scheduleBackend;
   }
 
   reclaim() {

@@ -96,3 +96,14 @@ export class ServiceUnavailableError extends SchedulerError {
 }
 
 export const isSchedulerError = (error: unknown): error is SchedulerError => error instanceof SchedulerError;
+
+export class ScheduleNotFoundError extends SchedulerError {
+  readonly code = 'ScheduleNotFound';
+  readonly statusCode = 404;
+}
+
+/** The request conflicts with what exists (a schedule name taken, a declared schedule deleted through the API). */
+export class ConflictError extends SchedulerError {
+  readonly code = 'Conflict';
+  readonly statusCode = 409;
+}

@@ -8,7 +8,7 @@ import { TaskNotFoundError, ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import type { ApiRequest, Operation } from './http-api';
-import { agentView, taskView } from './views';
+import { agentView, scheduleView, taskView } from './views';
 
 function taskIdParam(request: ApiRequest): string {
   const taskId = request.params.taskId ?? '';
@@ -54,6 +54,18 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { queue: await scheduler.resumeQueue(queueParam(request)) },
     }),
+    listSchedules: async () => ({
+      status: 200,
+      body: { schedules: (await scheduler.listSchedules()).map(scheduleView) },
+    }),
+    createSchedule: async (request) => ({
+      status: 201,
+      body: { schedule: scheduleView(await scheduler.createSchedule(request.body)) },
+    }),
+    deleteSchedule: async (request) => {
+      await scheduler.deleteSchedule(request.params.name ?? '');
+      return { status: 200, body: { deleted: true } };
+    },
     getTask: async (request) => ({
       status: 200,
       body: { task: taskView(await scheduler.getTask(taskIdParam(request))) },

@@ -4,6 +4,7 @@
  */
 import type { Agent } from '#adapters/agent-table';
 import type { ClaimedTask } from '#core/claim';
+import type { ScheduleRecord } from '#core/schedules';
 import type { Task } from '#domain/task';
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -46,4 +47,8 @@ export function agentView(agent: Agent) {
     createdAt: iso(agent.createdAt),
     revokedAt: iso(agent.revokedAt),
   };
+}
+
+export function scheduleView(schedule: ScheduleRecord) {
+  return { ...schedule, createdAt: schedule.source === 'declared' ? undefined : iso(schedule.createdAt) };
 }

@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
 import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
 import { Scheduler } from '#core/scheduler';
+import type { ScheduleBackend } from '#core/schedules';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
 import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { type FaultPlan, injectFaults } from './faults';
@@ -25,6 +26,8 @@ export interface TestStackOptions {
   readonly settings?: Partial<SchedulerSettings>;
   /** Defaults to 0.5, so backoff draws are half their cap and claims look at `critical` first. */
   readonly random?: () => number;
+  readonly scheduleBackend?: ScheduleBackend;
+  readonly declaredSchedules?: readonly unknown[];
 }
 
 export interface TestStack {
@@ -64,6 +67,8 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       now: clock.now,
       random,
       ...(options.settings ? { settings: options.settings } : {}),
+      ...(options.scheduleBackend ? { scheduleBackend: options.scheduleBackend } : {}),
+      ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   meter.reset();

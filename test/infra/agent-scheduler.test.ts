@@ -171,7 +171,7 @@ describe('AgentScheduler construct', () => {
   describe('least privilege', () => {
     /** Every statement of the policies attached to a role, normalised. */
     function statementsOf(roleLogicalId: string) {
-      const statements: { Effect: string; Action: string[]; Resource: unknown[] }[] = [];
+      const statements: { Effect: string; Action: string[]; Resource: unknown[]; Condition?: unknown }[] = [];
       for (const policy of Object.values(resourcesOf(template, 'AWS::IAM::Policy'))) {
         const roles = policy.Properties.Roles as { Ref: string }[];
         if (!roles.some((r) => r.Ref === roleLogicalId)) continue;
@@ -181,6 +181,7 @@ describe('AgentScheduler construct', () => {
             Effect: String(s.Effect),
             Action: ([] as string[]).concat(s.Action as string[]).sort(),
             Resource: ([] as unknown[]).concat(s.Resource),
+            ...(s.Condition ? { Condition: s.Condition } : {}),
           });
         }
       }
@@ -239,6 +240,28 @@ describe('AgentScheduler construct', () => {
         table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Scan'),
         ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
+        {
+          Effect: 'Allow',
+          Action: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
+          Resource: [
+            {
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  `:scheduler:eu-west-1:123456789012:schedule/${stack.scheduler.scheduleGroup.scheduleGroupName}/*`,
+                ],
+              ],
+            },
+          ],
+        },
+        {
+          Effect: 'Allow',
+          Action: ['iam:PassRole'],
+          Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
+          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        },
       ]),
       authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: sorted([

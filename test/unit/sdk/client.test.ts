@@ -287,16 +287,16 @@ describe('requests', () => {
       (c) => c.pauseQueue('q'),
       'POST',
       '/prod/v1/queues/q/pause',
-      { queue: { name: 'q' } },
-      { name: 'q' },
+      { queue: { queue: 'q', paused: true, updatedAt: 0 } },
+      { queue: 'q', paused: true, updatedAt: '1970-01-01T00:00:00.000Z' },
     ],
     [
       'resumeQueue',
       (c) => c.resumeQueue('q'),
       'POST',
       '/prod/v1/queues/q/resume',
-      { queue: { name: 'q' } },
-      { name: 'q' },
+      { queue: { queue: 'q', paused: false, updatedAt: '2030-01-01T00:00:00.000Z' } },
+      { queue: 'q', paused: false, updatedAt: '2030-01-01T00:00:00.000Z' },
     ],
     ['listAgents', (c) => c.listAgents(), 'GET', '/prod/v1/agents', { agents: [] }, []],
     [
@@ -307,14 +307,21 @@ describe('requests', () => {
       { revoked: true },
       undefined,
     ],
-    ['listSchedules', (c) => c.listSchedules(), 'GET', '/prod/v1/schedules', { schedules: [] }, []],
+    [
+      'listSchedules',
+      (c) => c.listSchedules(),
+      'GET',
+      '/prod/v1/schedules',
+      { schedules: [{ name: 'n', source: 'declared', createdAt: 0 }] },
+      [{ name: 'n', source: 'declared', createdAt: '1970-01-01T00:00:00.000Z' }],
+    ],
     [
       'createSchedule',
       (c) => c.createSchedule({ name: 'n', expression: 'rate(1 hour)', task: { queue: 'q' } }),
       'POST',
       '/prod/v1/schedules',
-      { schedule: { name: 'n' } },
-      { name: 'n' },
+      { schedule: { name: 'n', createdAt: 1_000 } },
+      { name: 'n', createdAt: '1970-01-01T00:00:01.000Z' },
     ],
     [
       'deleteSchedule',
@@ -386,6 +393,11 @@ describe('requests', () => {
     await expect(call(clientWith(fetch))).resolves.toEqual(expected);
     expect(seen[0]?.method).toBe(method);
     expect(seen[0]?.url.pathname).toBe(path);
+  });
+
+  it('reads the last page of listTasks, whose cursor is null, as having none', async () => {
+    const { fetch } = scripted(json(200, { tasks: [], nextCursor: null }));
+    expect(await clientWith(fetch).listTasks()).toEqual({ tasks: [] });
   });
 
   it('puts the filters of listTasks in the query string', async () => {

@@ -286,6 +286,37 @@ describe('Worker', () => {
     expect(events.released).toEqual([taskId]);
   });
 
+  it('fails the task for good when the server refuses its result', async () => {
+    const { server, worker, events } = setup(async (task) => (task.payload === 'big' ? 'x' : 10n));
+    server.scripted.set('/complete', [
+      { status: 413, body: { error: { code: 'PayloadTooLarge', message: 'result is too large' } } },
+    ]);
+    const big = server.add('big');
+    const bigint = server.add('bigint');
+    await worker.start();
+    await vi.waitFor(() => expect(events.failed).toHaveLength(2));
+    expect(server.task(big).status).toBe('dead');
+    expect(server.task(bigint).status).toBe('dead');
+    expect(server.callsTo(`${bigint}/complete`)).toEqual([]);
+    expect(events.errors).toEqual([]);
+  });
+
+  it('stops gracefully on SIGTERM and removes its signal handlers', async () => {
+    const { server, worker, events } = setup(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return 'ok';
+    });
+    const before = process.listenerCount('SIGTERM');
+    worker.installSignalHandlers();
+    expect(process.listenerCount('SIGTERM')).toBe(before + 1);
+    const taskId = server.add('x');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    process.emit('SIGTERM', 'SIGTERM');
+    await vi.waitFor(() => expect(process.listenerCount('SIGTERM')).toBe(before));
+    expect(events.completed).toEqual([[taskId, 'ok']]);
+  });
+
   it('fails to start when no session can be opened', async () => {
     const { server, worker } = setup(async () => 'ok');
     server.scripted.set('/session', [

@@ -1,0 +1,175 @@
+/**
+ * Schedules created at run time through the API. Each is recorded in the leases table (`schedule#<name>`) and
+ * handed to a backend that makes it fire: EventBridge Scheduler in AWS, the local scheduler on this machine.
+ * Schedules declared in the construct are infrastructure: listed, never deleted through the API.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { ConflictError, ScheduleNotFoundError, ValidationError } from '#domain/errors';
+import { PRIORITIES } from '#domain/priority';
+import { ScheduleExpressionError, validateScheduleExpression } from '#domain/schedule-expression';
+import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
+import type { SchedulerContext } from './context';
+
+export const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const taskTemplateSchema = z.strictObject({
+  queue: queueNameSchema,
+  priority: z.enum(PRIORITIES).optional(),
+  payload: z.json().optional(),
+  maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).optional(),
+  timeoutSeconds: z.int().min(1).max(LIMITS.timeoutSeconds).optional(),
+});
+
+export const scheduleSpecSchema = z.strictObject({
+  name: z.string().regex(SCHEDULE_NAME, 'a schedule name is 1 to 64 letters, digits, "-" or "_"'),
+  expression: z.string().min(1).max(256),
+  timeZone: z.string().min(1).max(64).default('UTC'),
+  task: taskTemplateSchema,
+  overlap: z.enum(['skip', 'bufferOne', 'allowAll', 'cancelOther']).default('skip'),
+  missedRuns: z.enum(['skip', 'runOnce', 'runAll']).default('skip'),
+  enabled: z.boolean().default(true),
+  description: z.string().max(256).optional(),
+});
+
+export type ScheduleSpec = z.output<typeof scheduleSpecSchema>;
+
+export interface ScheduleRecord extends ScheduleSpec {
+  readonly createdAt: number;
+  /** `api`: created at run time; `declared`: part of the deployed infrastructure. */
+  readonly source: 'api' | 'declared';
+}
+
+/** What makes a schedule fire. */
+export interface ScheduleBackend {
+  put(record: ScheduleRecord): Promise<void>;
+  remove(name: string): Promise<void>;
+}
+
+const recordId = (name: string) => `schedule#${name}`;
+
+export function parseScheduleSpec(ctx: SchedulerContext, input: unknown): ScheduleSpec {
+  const parsed = scheduleSpecSchema.safeParse(input);
+  if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
+  const spec = parsed.data;
+  try {
+    validateScheduleExpression(spec.expression, spec.timeZone, spec.name);
+  } catch (error) {
+    if (error instanceof ScheduleExpressionError || error instanceof RangeError) {
+      throw new ValidationError(error.message.slice(0, 280));
+    }
+    throw error;
+  }
+  if (!ctx.queues.directory.has(spec.task.queue)) {
+    throw new ValidationError(`task.queue: ${spec.task.queue} does not exist`);
+  }
+  return spec;
+}
+
+export async function createSchedule(ctx: SchedulerContext, backend: ScheduleBackend, input: unknown) {
+  const spec = parseScheduleSpec(ctx, input);
+  if (declaredSchedules(ctx).some((s) => s.name === spec.name)) {
+    throw new ConflictError(`a schedule named ${spec.name} is declared in the infrastructure`);
+  }
+  const record: ScheduleRecord = { ...spec, createdAt: ctx.now(), source: 'api' };
+  try {
+    await ctx.sessions.doc.send(
+      new PutCommand({
+        TableName: ctx.sessions.tableName,
+        Item: { leaseId: recordId(spec.name), kind: 'schedule', ...record },
+        ConditionExpression: 'attribute_not_exists(leaseId)',
+      }),
+    );
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) {
+      throw new ConflictError(`a schedule named ${spec.name} exists`);
+    }
+    throw error;
+  }
+  try {
+    await backend.put(record);
+  } catch (error) {
+    // Without a way to fire, the record would be a lie: take it back.
+    await ctx.sessions.doc.send(
+      new DeleteCommand({ TableName: ctx.sessions.tableName, Key: { leaseId: recordId(spec.name) } }),
+    );
+    throw error;
+  }
+  return record;
+}
+
+export async function getSchedule(ctx: SchedulerContext, name: string): Promise<ScheduleRecord | undefined> {
+  const output = await ctx.sessions.doc.send(
+    new GetCommand({
+      TableName: ctx.sessions.tableName,
+      Key: { leaseId: recordId(name) },
+      ConsistentRead: true,
+    }),
+  );
+  return output.Item ? (recordFromItem(output.Item) ?? undefined) : undefined;
+}
+
+export async function deleteSchedule(
+  ctx: SchedulerContext,
+  backend: ScheduleBackend,
+  name: string,
+): Promise<void> {
+  if (!SCHEDULE_NAME.test(name))
+    throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
+  if (declaredSchedules(ctx).some((s) => s.name === name)) {
+    throw new ConflictError(`schedule ${name} is declared in the infrastructure; remove it there`);
+  }
+  const record = await getSchedule(ctx, name);
+  if (!record) throw new ScheduleNotFoundError(`schedule ${name} does not exist`);
+  await backend.remove(name);
+  await ctx.sessions.doc.send(
+    new DeleteCommand({ TableName: ctx.sessions.tableName, Key: { leaseId: recordId(name) } }),
+  );
+}
+
+/** The schedules declared in the infrastructure, as records (they are listed, never stored). */
+export function declaredSchedules(ctx: SchedulerContext): ScheduleRecord[] {
+  return ctx.declaredSchedules.map((input) => ({
+    ...parseScheduleSpec(ctx, input),
+    createdAt: 0,
+    source: 'declared',
+  }));
+}
+
+export async function listSchedules(ctx: SchedulerContext): Promise<ScheduleRecord[]> {
+  const records: ScheduleRecord[] = declaredSchedules(ctx);
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const output = await ctx.sessions.doc.send(
+      new ScanCommand({
+        TableName: ctx.sessions.tableName,
+        FilterExpression: '#kind = :schedule',
+        ExpressionAttributeNames: { '#kind': 'kind' },
+        ExpressionAttributeValues: { ':schedule': 'schedule' },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of output.Items ?? []) {
+      const record = recordFromItem(item);
+      if (record) records.push(record);
+    }
+    startKey = output.LastEvaluatedKey;
+  } while (startKey);
+  return records.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+function recordFromItem(item: Record<string, unknown>): ScheduleRecord | null {
+  const parsed = scheduleSpecSchema.safeParse({
+    name: item.name,
+    expression: item.expression,
+    timeZone: item.timeZone,
+    task: item.task,
+    overlap: item.overlap,
+    missedRuns: item.missedRuns,
+    enabled: item.enabled,
+    ...(item.description === undefined ? {} : { description: item.description }),
+  });
+  if (!parsed.success) return null;
+  return { ...parsed.data, createdAt: Number(item.createdAt), source: 'api' };
+}
