@@ -8,6 +8,7 @@ import { TaskNotFoundError, ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import type { ApiRequest, Operation } from './http-api';
+import { openApiDocument } from './openapi';
 import { agentView, scheduleView, taskView } from './views';
 
 function taskIdParam(request: ApiRequest): string {
@@ -27,6 +28,7 @@ function queueParam(request: ApiRequest): string {
 export function operatorOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     health: async () => ({ status: 200, body: { status: 'ok' } }),
+    openApi: async () => ({ status: 200, body: openApiDocument() }),
     submitTask: async (request) => {
       const { task, created } = await scheduler.submit(request.body);
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
