@@ -51,7 +51,10 @@ export class LocalScheduleBackend implements ScheduleBackend {
 
   private arm(record: ScheduleRecord, after: number): void {
     if (this.stopped || !record.enabled) return;
-    const next = nextFireTime(parseScheduleExpression(record.expression), { after, timeZone: record.timeZone });
+    const next = nextFireTime(parseScheduleExpression(record.expression), {
+      after,
+      timeZone: record.timeZone,
+    });
     if (next === undefined) {
       this.timers.delete(record.name);
       return;

@@ -109,7 +109,11 @@ scheduleBackend.start(
       missedRuns: record.missedRuns,
       task: record.task,
     });
-    log.info('schedule fired', { schedule: record.name, scheduledTime: new Date(scheduledTime).toISOString(), ...fired });
+    log.info('schedule fired', {
+      schedule: record.name,
+      scheduledTime: new Date(scheduledTime).toISOString(),
+      ...fired,
+    });
   },
   await scheduler.listSchedules(),
 );
@@ -119,6 +123,8 @@ agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.
   queues:          ${EXAMPLE_SCHEDULER.queues.join(', ')}
   operator token:  ${operatorToken}
   data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
+  dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
+  sqs emulator:    ${sqsEmulator.endpoint}
   restored hints:  ${restored.redispatched.length}
   endpoint and token are in ${localFile}
 

@@ -20,7 +20,8 @@ import type {
   HeartbeatInput,
   HeartbeatResult,
   ListTasksInput,
-  Queue,
+  QueueControl,
+  QueueStats,
   ReleaseInput,
   Schedule,
   ScheduleSpec,
@@ -34,6 +35,19 @@ import type {
 export type AgentSchedulerClientOptions = TransportOptions;
 
 const segment = (value: string): string => encodeURIComponent(value);
+
+/**
+ * ISO strings for the named timestamps, whether they came as ISO or as epoch milliseconds (as some records still
+ * do), so that every record of the SDK reads the same way.
+ */
+function withIsoTimes<T extends object>(record: object, ...keys: (keyof T & string)[]): T {
+  const copy: Record<string, unknown> = { ...record };
+  for (const key of keys) {
+    const value = copy[key];
+    if (typeof value === 'number') copy[key] = new Date(value).toISOString();
+  }
+  return copy as T;
+}
 
 export class AgentSchedulerClient {
   private readonly transport: HttpTransport;
@@ -59,9 +73,19 @@ export class AgentSchedulerClient {
     return (await this.call<{ task: Task }>({ method: 'GET', path: `/v1/tasks/${segment(taskId)}` })).task;
   }
 
+  /** One page of tasks, in no particular order; pass `nextCursor` back as `cursor` for the next page. */
   async listTasks(filter: ListTasksInput = {}): Promise<TaskPage> {
     const { queue, status, limit, cursor } = filter;
-    return this.call<TaskPage>({ method: 'GET', path: '/v1/tasks', query: { queue, status, limit, cursor } });
+    const page = await this.call<{ tasks: Task[]; nextCursor?: string | null }>({
+      method: 'GET',
+      path: '/v1/tasks',
+      query: { queue, status, limit, cursor },
+    });
+    // The last page says `null`; absent is what the type promises.
+    return {
+      tasks: page.tasks,
+      ...(typeof page.nextCursor === 'string' ? { nextCursor: page.nextCursor } : {}),
+    };
   }
 
   /** Cancels a queued or leased task; cancelling a cancelled task returns it unchanged. */
@@ -76,19 +100,17 @@ export class AgentSchedulerClient {
       .task;
   }
 
-  async listQueues(): Promise<Queue[]> {
-    return (await this.call<{ queues: Queue[] }>({ method: 'GET', path: '/v1/queues' })).queues;
+  async listQueues(): Promise<QueueStats[]> {
+    return (await this.call<{ queues: QueueStats[] }>({ method: 'GET', path: '/v1/queues' })).queues;
   }
 
-  /** Stops claims from the queue; submissions are still accepted. */
-  async pauseQueue(name: string): Promise<Queue> {
-    return (await this.call<{ queue: Queue }>({ method: 'POST', path: `/v1/queues/${segment(name)}/pause` }))
-      .queue;
+  /** Claims get nothing from a paused queue; submissions, sweeps and retries go on. */
+  async pauseQueue(name: string): Promise<QueueControl> {
+    return this.setPaused(name, 'pause');
   }
 
-  async resumeQueue(name: string): Promise<Queue> {
-    return (await this.call<{ queue: Queue }>({ method: 'POST', path: `/v1/queues/${segment(name)}/resume` }))
-      .queue;
+  async resumeQueue(name: string): Promise<QueueControl> {
+    return this.setPaused(name, 'resume');
   }
 
   /** Registers an agent and returns its bearer token, which is shown this once. */
@@ -105,18 +127,21 @@ export class AgentSchedulerClient {
     await this.call({ method: 'DELETE', path: `/v1/agents/${segment(agentId)}` });
   }
 
+  /** Schedules created through the API and those declared in the infrastructure. */
   async listSchedules(): Promise<Schedule[]> {
-    return (await this.call<{ schedules: Schedule[] }>({ method: 'GET', path: '/v1/schedules' })).schedules;
+    const body = await this.call<{ schedules: object[] }>({ method: 'GET', path: '/v1/schedules' });
+    return body.schedules.map((schedule) => withIsoTimes<Schedule>(schedule, 'createdAt'));
   }
 
+  /** Creates a schedule; a name already taken is a `Conflict`. */
   async createSchedule(spec: ScheduleSpec): Promise<Schedule> {
-    const body = await this.call<{ schedule: Schedule }>({
+    const body = await this.call<{ schedule: object }>({
       method: 'POST',
       path: '/v1/schedules',
       body: spec,
       retry: 'unprocessed',
     });
-    return body.schedule;
+    return withIsoTimes<Schedule>(body.schedule, 'createdAt');
   }
 
   async deleteSchedule(name: string): Promise<void> {
@@ -186,6 +211,14 @@ export class AgentSchedulerClient {
         body: input,
       })
     ).task;
+  }
+
+  private async setPaused(name: string, action: 'pause' | 'resume'): Promise<QueueControl> {
+    const body = await this.call<{ queue: object }>({
+      method: 'POST',
+      path: `/v1/queues/${segment(name)}/${action}`,
+    });
+    return withIsoTimes<QueueControl>(body.queue, 'updatedAt');
   }
 
   private async call<T = unknown>(spec: RequestSpec): Promise<T> {

@@ -102,11 +102,25 @@ export interface TaskPage {
   readonly nextCursor?: string;
 }
 
-export interface Queue {
+/** A task queue as `listQueues` reports it. */
+export interface QueueStats {
   readonly name: string;
   readonly paused: boolean;
-  /** Further per-queue figures the server may report (depths, ages). */
-  readonly [key: string]: unknown;
+  /** Claimable tasks waiting, by priority. */
+  readonly depth: Readonly<Record<Priority, number>>;
+  /** Tasks leased now. */
+  readonly running: number;
+  /** Age of the oldest queued task; 0 when none. */
+  readonly oldestAgeSeconds: number;
+  /** True when the server stopped counting at its bound: the figures are lower bounds. */
+  readonly truncated: boolean;
+}
+
+/** A queue's control, as a pause or a resume leaves it. */
+export interface QueueControl {
+  readonly name: string;
+  readonly paused: boolean;
+  readonly updatedAt?: string;
 }
 
 export interface CreateAgentInput {
@@ -150,8 +164,9 @@ export interface ScheduleSpec {
 }
 
 export interface Schedule extends ScheduleSpec {
-  /** Further fields the server may report (next fire, creation time). */
-  readonly [key: string]: unknown;
+  /** `api`: created through the API; `declared`: part of the deployed infrastructure, never deleted here. */
+  readonly source?: 'api' | 'declared';
+  readonly createdAt?: string;
 }
 
 export interface Health {

@@ -71,6 +71,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly stopSignal = new AbortController();
   private readonly forceSignal = new AbortController();
   private heartbeatTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Turned off once a stop has dealt with every task, so no beat is scheduled after it. */
+  private heartbeating = true;
   private beatChain: Promise<void> = Promise.resolve();
   private starting: Promise<void> = Promise.resolve();
   private claimLoop: Promise<void> = Promise.resolve();
@@ -188,7 +190,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private scheduleHeartbeat(): void {
     clearTimeout(this.heartbeatTimer);
     const session = this.session;
-    if (!session || this.state === 'stopped') return;
+    if (!session || !this.heartbeating) return;
     this.heartbeatTimer = setTimeout(() => {
       this.beat()
         .catch(() => undefined)
@@ -460,10 +462,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await this.releaseRunning();
       // Outcomes being recorded are let through: their leases are still good.
       await Promise.allSettled([...this.tasks].filter((e) => e.phase === 'finishing').map((e) => e.done));
+    } finally {
+      this.heartbeating = false;
       clearTimeout(this.heartbeatTimer);
       await this.beatChain;
-    } finally {
-      clearTimeout(this.heartbeatTimer);
       this.state = 'stopped';
       this.removeSignalHandlers?.();
     }
@@ -483,7 +485,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private emitSafe<K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]): void {
     try {
-      (this.emit as (event: K, ...args: WorkerEvents[K]) => boolean)(event, ...args);
+      // The typed overloads cannot follow a generic event name; the event map already checked `args`.
+      EventEmitter.prototype.emit.call(this, event, ...args);
     } catch (error) {
       // A throwing listener must not break the loops.
       this.report(error);

@@ -13,8 +13,6 @@ export interface Clauses {
   readonly remove: string[];
 }
 
-const LEASE_FIELDS = ['sessionId', 'leasedAt', 'leaseDeadline'] as const;
-
 /** Whether a hint for a task claimable after `delayMs` can ride on an SQS message now. */
 export const sendsNow = (delayMs: number): boolean => delayMs <= LIMITS.sqsMaxDelaySeconds * 1_000;
 
@@ -41,7 +39,8 @@ export function requeueClauses(ctx: SchedulerContext, e: Expression, now: number
     `${e.n('updatedAt')} = ${e.v(now)}`,
     `${e.n('dueAt')} = ${e.v(dueAtAfterDispatch(ctx, notBefore, now))}`,
   ];
-  const remove: string[] = [e.n('owner'), ...LEASE_FIELDS.map((f) => e.n(f))];
+  // `sessionId` and `leasedAt` stay: with them the last holder's session sees that its slot is free.
+  const remove: string[] = [e.n('owner'), e.n('leaseDeadline')];
   if (delayMs > 0) set.push(`${e.n('notBefore')} = ${e.v(notBefore)}`);
   else remove.push(e.n('notBefore'));
   if (immediate) {

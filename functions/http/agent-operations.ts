@@ -57,13 +57,21 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
           sessionId: session.sessionId,
           leaseTtlSeconds: session.leaseTtlSeconds,
           heartbeatIntervalSeconds: session.heartbeatIntervalSeconds,
+          expiresAt: new Date(session.expiresAt).toISOString(),
         },
       };
     },
     heartbeat: async (request) => {
       const body = parseBody(heartbeatBody, request.body);
       const beat = await scheduler.heartbeat(agentOf(request), body.sessionId, body.checkpoints);
-      return { status: 200, body: { cancelled: beat.cancelled, lost: beat.lost } };
+      return {
+        status: 200,
+        body: {
+          cancelled: beat.cancelled,
+          lost: beat.lost,
+          expiresAt: new Date(beat.expiresAt).toISOString(),
+        },
+      };
     },
     claimTasks: async (request) => {
       const body = parseBody(claimBody, request.body);

@@ -63,7 +63,8 @@ class HttpError extends SchedulerError {
 
 const json = (statusCode: number, body: unknown): HttpApiResult => ({
   statusCode,
-  headers: { 'content-type': 'application/json' },
+  // A busy dependency usually recovers within a second; say so, so clients need not guess.
+  headers: { 'content-type': 'application/json', ...(statusCode === 503 ? { 'retry-after': '1' } : {}) },
   body: JSON.stringify(body),
 });
 

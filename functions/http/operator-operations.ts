@@ -9,7 +9,7 @@ import { TASK_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import type { ApiRequest, Operation } from './http-api';
 import { openApiDocument } from './openapi';
-import { agentView, scheduleView, taskView } from './views';
+import { agentView, queueControlView, scheduleView, taskView } from './views';
 
 function taskIdParam(request: ApiRequest): string {
   const taskId = request.params.taskId ?? '';
@@ -41,7 +41,13 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         ...optional('cursor', request.query.get('cursor')),
         ...(limit === null ? {} : { limit: Number(limit) }),
       });
-      return { status: 200, body: { tasks: page.tasks.map(taskView), nextCursor: page.nextCursor ?? null } };
+      return {
+        status: 200,
+        body: {
+          tasks: page.tasks.map(taskView),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        },
+      };
     },
     redriveTask: async (request) => ({
       status: 200,
@@ -50,11 +56,11 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
     listQueues: async () => ({ status: 200, body: { queues: await scheduler.queueStats() } }),
     pauseQueue: async (request) => ({
       status: 200,
-      body: { queue: await scheduler.pauseQueue(queueParam(request)) },
+      body: { queue: queueControlView(await scheduler.pauseQueue(queueParam(request))) },
     }),
     resumeQueue: async (request) => ({
       status: 200,
-      body: { queue: await scheduler.resumeQueue(queueParam(request)) },
+      body: { queue: queueControlView(await scheduler.resumeQueue(queueParam(request))) },
     }),
     listSchedules: async () => ({
       status: 200,

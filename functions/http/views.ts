@@ -4,6 +4,7 @@
  */
 import type { Agent } from '#adapters/agent-table';
 import type { ClaimedTask } from '#core/claim';
+import type { QueueControl } from '#core/queue-controls';
 import type { ScheduleRecord } from '#core/schedules';
 import type { Task } from '#domain/task';
 
@@ -51,4 +52,8 @@ export function agentView(agent: Agent) {
 
 export function scheduleView(schedule: ScheduleRecord) {
   return { ...schedule, createdAt: schedule.source === 'declared' ? undefined : iso(schedule.createdAt) };
+}
+
+export function queueControlView(control: QueueControl) {
+  return { name: control.queue, paused: control.paused, updatedAt: iso(control.updatedAt) };
 }

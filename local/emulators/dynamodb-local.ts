@@ -214,6 +214,8 @@ export interface DynamoDbLocal {
   /** e.g. `http://127.0.0.1:41234`. */
   endpoint: string;
   port: number;
+  /** The JVM's process id. */
+  pid: number;
   /** SIGTERM, then SIGKILL after 3 s; resolves once the JVM has exited. Idempotent. */
   stop(): Promise<void>;
 }
@@ -332,7 +334,7 @@ async function launch(dir: string, port: number, dbPath: string | undefined): Pr
         await client.send(new ListTablesCommand({ Limit: 1 }), {
           abortSignal: AbortSignal.timeout(Math.min(2_000, remaining)),
         });
-        return { endpoint, port, stop };
+        return { endpoint, port, pid: child.pid ?? 0, stop };
       } catch (error) {
         lastError = error;
       }

@@ -1,0 +1,73 @@
+/**
+ * Runs a command for each task, as a ready-made agent: the payload goes to the command's standard input as JSON,
+ * its standard output becomes the result (JSON when it parses, `{ "output": text }` otherwise). Exit code 0 is
+ * success; any other is a failure that may be retried, except 64 (EX_USAGE: the input itself is wrong), which is
+ * not. A lost or cancelled lease stops the command with SIGTERM.
+ */
+import { spawn } from 'node:child_process';
+import type { ClaimedTask } from '#sdk/types';
+
+/** Exit code meaning "do not retry": the task itself is wrong (sysexits' EX_USAGE). */
+export const NOT_RETRYABLE_EXIT_CODE = 64;
+const OUTPUT_LIMIT = 256 * 1024;
+
+export class CommandFailed extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'CommandFailed';
+  }
+}
+
+export function commandHandler(command: readonly string[]) {
+  const [file, ...args] = command;
+  if (!file) throw new Error('give the command to run after --');
+  return (task: ClaimedTask, context: { signal: AbortSignal }): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(file, args, {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          AGENT_SCHEDULER_TASK_ID: task.taskId,
+          AGENT_SCHEDULER_QUEUE: task.queue,
+          AGENT_SCHEDULER_ATTEMPT: String(task.attempt),
+        },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (stdout.length < OUTPUT_LIMIT) stdout += chunk.toString('utf8');
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString('utf8')).slice(-2_000);
+      });
+      const abort = () => child.kill('SIGTERM');
+      context.signal.addEventListener('abort', abort, { once: true });
+      child.on('error', (error) =>
+        reject(new CommandFailed(`could not run ${file}: ${error.message}`, false)),
+      );
+      child.on('close', (code, signal) => {
+        context.signal.removeEventListener('abort', abort);
+        if (code === 0) {
+          const text = stdout.trim();
+          try {
+            resolve(text === '' ? null : JSON.parse(text));
+          } catch {
+            resolve({ output: text });
+          }
+          return;
+        }
+        const why = signal ? `stopped by ${signal}` : `exited with code ${code}`;
+        reject(
+          new CommandFailed(
+            `${file} ${why}${stderr ? `: ${stderr.trim()}` : ''}`,
+            code !== NOT_RETRYABLE_EXIT_CODE,
+          ),
+        );
+      });
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(JSON.stringify(task.payload ?? null));
+    });
+}

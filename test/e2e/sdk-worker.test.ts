@@ -1,0 +1,228 @@
+/**
+ * End to end over HTTP: the SDK's client and Worker against the local server on the emulators, with a supervisor
+ * sweeping every half second and short leases so crashes are seen quickly.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalServer, startLocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import type { ClaimedTask } from '#sdk/types';
+import { Worker } from '#sdk/worker';
+import { createTestStack, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_e2e-operator-token';
+const LEASE_TTL_SECONDS = 3;
+
+describe('SDK and Worker end to end', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+  let sweeper: NodeJS.Timeout;
+
+  beforeAll(async () => {
+    stack = await createTestStack({
+      random: () => 0,
+      queues: ['lifecycle', 'race', 'crash', 'cancel', 'latency'],
+      settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
+    });
+    server = await startLocalServer({
+      scheduler: stack.scheduler,
+      agents: stack.ctx.agents,
+      operatorToken: OPERATOR,
+      port: 0,
+      log: { info() {}, warn() {}, error() {} },
+    });
+    operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+    sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 500);
+  });
+  afterAll(async () => {
+    clearInterval(sweeper);
+    await server.close();
+    await stack.destroy();
+  });
+
+  /** A client for a new agent on `queue`, optionally through a fetch the test can cut. */
+  async function agentClient(
+    queue: string,
+    options: { maxConcurrency?: number; cut?: { value: boolean } } = {},
+  ) {
+    const { token } = await operator.createAgent({
+      name: `e2e-${queue}`,
+      queues: [queue],
+      maxConcurrency: options.maxConcurrency ?? 1,
+    });
+    const cut = options.cut;
+    return new AgentSchedulerClient({
+      endpoint: server.url,
+      token,
+      retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
+      ...(cut
+        ? {
+            fetch: (...[input, init]: Parameters<typeof fetch>) =>
+              cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
+          }
+        : {}),
+    });
+  }
+
+  const waitFor = async (check: () => Promise<boolean> | boolean, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error('timed out waiting');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  it('a task goes from submit to succeeded through the SDK and a Worker', async () => {
+    const { task } = await operator.submitTask({ queue: 'lifecycle', payload: { x: 20 } });
+    const worker = new Worker({
+      client: await agentClient('lifecycle'),
+      handler: async (claimed) => ({ doubled: (claimed.payload as { x: number }).x * 2 }),
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const completed: string[] = [];
+    worker.on('completed', (t) => completed.push(t.taskId));
+    await worker.start();
+
+    await waitFor(() => completed.includes(task.taskId));
+    await worker.stop();
+
+    expect(await operator.getTask(task.taskId)).toMatchObject({
+      status: 'succeeded',
+      result: { doubled: 40 },
+      attempt: 1,
+    });
+  });
+
+  it('two workers racing over 20 tasks run each exactly once', async () => {
+    const ids = await Promise.all(
+      Array.from(
+        { length: 20 },
+        async (_, i) => (await operator.submitTask({ queue: 'race', payload: { i } })).task.taskId,
+      ),
+    );
+    const runs = new Map<string, number>();
+    const handler = async (claimed: ClaimedTask) => {
+      runs.set(claimed.taskId, (runs.get(claimed.taskId) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return { ok: true };
+    };
+    const workers = await Promise.all(
+      [0, 1].map(
+        async () =>
+          new Worker({
+            client: await agentClient('race', { maxConcurrency: 3 }),
+            handler,
+            concurrency: 3,
+            pollIntervalMs: { min: 20, max: 100 },
+          }),
+      ),
+    );
+    await Promise.all(workers.map((w) => w.start()));
+
+    await waitFor(
+      async () =>
+        (await operator.listTasks({ queue: 'race', status: 'succeeded', limit: 100 })).tasks.length === 20,
+      30_000,
+    );
+    await Promise.all(workers.map((w) => w.stop()));
+
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('a worker cut off mid-task loses its lease; the task is reclaimed and finished by another', async () => {
+    // Prepare: worker A takes the task and then vanishes from the network.
+    const cut = { value: false };
+    const { task } = await operator.submitTask({ queue: 'crash', payload: {}, maxAttempts: 3 });
+    let release: () => void = () => undefined;
+    const a = new Worker({
+      client: await agentClient('crash', { cut }),
+      handler: () => new Promise((resolve) => (release = () => resolve('late'))),
+      pollIntervalMs: { min: 20, max: 100 },
+    });
+    const picked = new Promise<void>((resolve) => a.once('picked', () => resolve()));
+    await a.start();
+    await picked;
+    const cutAt = Date.now();
+    cut.value = true;
+
+    // Act: the supervisor takes the task back once A's session expires; B picks it up.
+    const b = new Worker({
+      client: await agentClient('crash'),
+      handler: async () => 'from b',
+      pollIntervalMs: { min: 20, max: 100 },
+    });
+    const done = new Promise<number>((resolve) => b.on('completed', () => resolve(Date.now())));
+    await b.start();
+    const finishedAt = await done;
+    release();
+    cut.value = false;
+    await Promise.all([a.stop({ drain: false, timeoutMs: 1_000 }), b.stop()]);
+
+    // Assess
+    const reclaimMs = finishedAt - cutAt;
+    console.log(
+      `[e2e] task reclaimed and finished by another worker ${reclaimMs} ms after its first worker was cut off (lease TTL ${LEASE_TTL_SECONDS} s)`,
+    );
+    expect(await operator.getTask(task.taskId)).toMatchObject({
+      status: 'succeeded',
+      result: 'from b',
+      attempt: 2,
+      leaseEpoch: 2,
+    });
+    expect(reclaimMs).toBeLessThan((LEASE_TTL_SECONDS + 3) * 1_000);
+  });
+
+  it('cancelling a running task aborts its handler through the AbortSignal', async () => {
+    const { task } = await operator.submitTask({ queue: 'cancel', payload: {} });
+    let sawAbort = false;
+    const worker = new Worker({
+      client: await agentClient('cancel'),
+      handler: (_task, context) =>
+        new Promise((_, reject) => {
+          context.signal.addEventListener('abort', () => {
+            sawAbort = true;
+            reject(context.signal.reason);
+          });
+        }),
+      pollIntervalMs: { min: 20, max: 100 },
+    });
+    const picked = new Promise<void>((resolve) => worker.once('picked', () => resolve()));
+    const lost = new Promise<string>((resolve) => worker.once('lost', (_t, reason) => resolve(reason)));
+    await worker.start();
+    await picked;
+
+    await operator.cancelTask(task.taskId);
+    const reason = await lost;
+    await worker.stop();
+
+    expect(sawAbort).toBe(true);
+    expect(reason).toBe('cancelled');
+    expect((await operator.getTask(task.taskId)).status).toBe('cancelled');
+  });
+
+  it('measures claim and complete latency over HTTP', async () => {
+    const client = await agentClient('latency');
+    const { sessionId } = await client.openSession();
+    const claimMs: number[] = [];
+    const completeMs: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      await operator.submitTask({ queue: 'latency', payload: { i } });
+      let claimed: ClaimedTask | undefined;
+      while (!claimed) {
+        const started = performance.now();
+        [claimed] = (await client.claim({ sessionId })).tasks;
+        if (claimed) claimMs.push(performance.now() - started);
+      }
+      const started = performance.now();
+      await client.complete(claimed.taskId, { leaseEpoch: claimed.leaseEpoch });
+      completeMs.push(performance.now() - started);
+    }
+    const pct = (list: number[], p: number) =>
+      [...list].sort((x, y) => x - y)[Math.min(list.length - 1, Math.floor(list.length * p))] ?? 0;
+    console.log(
+      `[latency] local stack over HTTP, 40 tasks: claim p50 ${pct(claimMs, 0.5).toFixed(1)} ms p99 ${pct(claimMs, 0.99).toFixed(1)} ms; complete p50 ${pct(completeMs, 0.5).toFixed(1)} ms p99 ${pct(completeMs, 0.99).toFixed(1)} ms`,
+    );
+    expect(claimMs).toHaveLength(40);
+  });
+});

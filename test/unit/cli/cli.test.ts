@@ -1,0 +1,112 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CommandFailed, commandHandler, NOT_RETRYABLE_EXIT_CODE } from '../../../cli/command-handler';
+import { resolveConnection } from '../../../cli/config';
+import { record, table } from '../../../cli/format';
+
+const task = {
+  taskId: 't_x',
+  queue: 'q',
+  priority: 'normal',
+  payload: { n: 2 },
+  attempt: 1,
+  leaseEpoch: 1,
+  leaseDeadline: '',
+} as never;
+
+describe('connection', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-'));
+  mkdirSync(join(dir, '.agent-scheduler'));
+  writeFileSync(
+    join(dir, '.agent-scheduler', 'local.json'),
+    JSON.stringify({ endpoint: 'http://127.0.0.1:3000', operatorToken: 'op_local' }),
+  );
+
+  it.each([
+    [
+      'flags win',
+      { endpoint: 'http://f', token: 't_f' },
+      { AGENT_SCHEDULER_ENDPOINT: 'http://e' },
+      { endpoint: 'http://f', token: 't_f', source: 'flags' },
+    ],
+    [
+      'then the environment',
+      {},
+      { AGENT_SCHEDULER_ENDPOINT: 'http://e', AGENT_SCHEDULER_TOKEN: 't_e' },
+      { endpoint: 'http://e', token: 't_e', source: 'environment' },
+    ],
+    [
+      'then local.json',
+      {},
+      {},
+      { endpoint: 'http://127.0.0.1:3000', token: 'op_local', source: 'local.json' },
+    ],
+  ])('%s', (_, flags, env, expected) => {
+    expect(resolveConnection(flags, env, dir)).toEqual(expected);
+  });
+
+  it('says how to get an endpoint when there is none', () => {
+    expect(() => resolveConnection({}, {}, tmpdir())).toThrow(/npm start/);
+  });
+});
+
+describe('output', () => {
+  it('aligns a table and cuts long cells', () => {
+    const text = table(
+      [
+        { a: 'x', b: 'y'.repeat(80) },
+        { a: 'longer', b: 1 },
+      ],
+      ['a', 'b'],
+    );
+    const lines = text.split('\n');
+    expect(lines[0]).toBe(`a       b`);
+    expect(lines[2]).toMatch(/^x {7}y{57}\.\.\.$/);
+    expect(lines[3]).toBe('longer  1');
+    expect(table([], ['a'])).toBe('(none)');
+  });
+
+  it('prints a record as aligned key/value lines, skipping undefined', () => {
+    expect(record({ id: 't_1', status: 'queued', owner: undefined })).toBe('id      t_1\nstatus  queued');
+  });
+});
+
+describe('command handler', () => {
+  const signal = () => new AbortController().signal;
+
+  it('passes the payload on stdin and parses JSON from stdout', async () => {
+    const run = commandHandler([
+      'node',
+      '-e',
+      'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.stringify({twice:JSON.parse(s).n*2})))',
+    ]);
+    expect(await run(task, { signal: signal() })).toEqual({ twice: 4 });
+  });
+
+  it('wraps text output', async () => {
+    expect(await commandHandler(['node', '-e', 'console.log("plain")'])(task, { signal: signal() })).toEqual({
+      output: 'plain',
+    });
+  });
+
+  it.each([
+    [1, true],
+    [NOT_RETRYABLE_EXIT_CODE, false],
+  ])('exit code %i fails, retryable %s, with stderr in the message', async (code, retryable) => {
+    const run = commandHandler(['node', '-e', `console.error("bad input");process.exit(${code})`]);
+    const failure = await run(task, { signal: signal() }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(CommandFailed);
+    expect(failure).toMatchObject({ retryable, message: expect.stringMatching(/bad input/) });
+  });
+
+  it('stops the command when the lease is lost', async () => {
+    const controller = new AbortController();
+    const run = commandHandler(['node', '-e', 'setTimeout(()=>{},60000)'])(task, {
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 100);
+    await expect(run).rejects.toThrow(/SIGTERM/);
+  });
+});
