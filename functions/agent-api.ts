@@ -1,6 +1,8 @@
 /** Lambda entry: the agent routes (session, heartbeat, claim, complete, fail, release). */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { schedulerFromEnvironment } from '#core/runtime';
 import { agentOperations } from './http/agent-operations';
@@ -8,6 +10,10 @@ import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/htt
 import { routesServedBy } from './http/routes';
 
 const logger = new Logger();
+const metrics = new Metrics();
 const api = createHttpApi(routesServedBy('agent'), agentOperations(schedulerFromEnvironment(logger)), logger);
 
-export const handler = middy<HttpApiEvent, HttpApiResult>().use(injectLambdaContext(logger)).handler(api);
+export const handler = middy<HttpApiEvent, HttpApiResult>()
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics, { captureColdStartMetric: true }))
+  .handler(api);

@@ -1,6 +1,8 @@
 /** Lambda entry: the operator routes (tasks, queues, agents, schedules) and health. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { schedulerFromEnvironment } from '#core/runtime';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
@@ -8,10 +10,14 @@ import { operatorOperations } from './http/operator-operations';
 import { routesServedBy } from './http/routes';
 
 const logger = new Logger();
+const metrics = new Metrics();
 const api = createHttpApi(
   routesServedBy('operator'),
   operatorOperations(schedulerFromEnvironment(logger, process.env, { schedules: true })),
   logger,
 );
 
-export const handler = middy<HttpApiEvent, HttpApiResult>().use(injectLambdaContext(logger)).handler(api);
+export const handler = middy<HttpApiEvent, HttpApiResult>()
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics, { captureColdStartMetric: true }))
+  .handler(api);

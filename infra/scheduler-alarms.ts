@@ -91,7 +91,7 @@ export class SchedulerAlarms extends Construct {
       new Metric({
         namespace: props.metricsNamespace,
         metricName: 'NeedsAttention',
-        dimensionsMap: { service: 'supervisor' },
+        dimensionsMap: { service: 'agent-scheduler-supervisor' },
         period: Duration.minutes(5),
         statistic: 'Maximum',
       }),

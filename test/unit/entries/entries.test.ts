@@ -1,0 +1,98 @@
+/**
+ * The Lambda entry points wired as deployed: environment read at start-up, middy with Powertools, the handler
+ * answering. AWS calls are mocked; what they would do is proven on the emulators elsewhere.
+ */
+import { DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+
+const ddb = mockClient(DynamoDBDocumentClient);
+const context = {
+  functionName: 'fn',
+  awsRequestId: 'req-1',
+  invokedFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:fn',
+  getRemainingTimeInMillis: () => 5_000,
+} as never;
+
+beforeAll(() => {
+  vi.stubEnv('TASKS_TABLE_NAME', 'tasks');
+  vi.stubEnv('AGENTS_TABLE_NAME', 'agents');
+  vi.stubEnv('LEASES_TABLE_NAME', 'leases');
+  vi.stubEnv(
+    'QUEUE_DIRECTORY',
+    JSON.stringify({ base: 'https://sqs.eu-west-1.amazonaws.com/123/', queues: { q: ['c', 'h', 'n', 'l'] } }),
+  );
+  vi.stubEnv('SCHEDULE_GROUP_NAME', 'group');
+  vi.stubEnv('SCHEDULE_TARGET_ARN', 'arn:aws:lambda:eu-west-1:123:function:fire');
+  vi.stubEnv('SCHEDULE_ROLE_ARN', 'arn:aws:iam::123:role/r');
+  vi.stubEnv('SCHEDULE_DEAD_LETTER_ARN', 'arn:aws:sqs:eu-west-1:123:dlq');
+  vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'AgentScheduler');
+  vi.stubEnv('AWS_REGION', 'eu-west-1');
+  vi.stubEnv('AWS_ACCESS_KEY_ID', 'x');
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'y');
+});
+afterEach(() => ddb.reset());
+
+describe('Lambda entries', () => {
+  it('supervisor: one pass over nothing reports a zero cycle and emits metrics', async () => {
+    ddb.on(ScanCommand).resolves({ Items: [] });
+    ddb.on(QueryCommand).resolves({ Items: [] });
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const { handler } = await import('../../../functions/supervisor');
+
+    const cycle = await handler({ scheduledTime: '2027-01-01T00:00:00Z' }, context);
+
+    expect(cycle).toEqual({
+      scheduledTime: '2027-01-01T00:00:00Z',
+      expiredSessions: 0,
+      requeued: 0,
+      deadLettered: 0,
+      reconciled: 0,
+      errors: 0,
+    });
+    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, 32);
+    const emitted = stdout.mock.calls.map(([line]) => String(line)).join('');
+    stdout.mockRestore();
+    expect(emitted).toMatch(/"_aws":\{.*"Namespace":"AgentScheduler"/);
+    expect(emitted).toMatch(/"Requeued":0/);
+  });
+
+  it('operator API: health answers without touching AWS', async () => {
+    const { handler } = await import('../../../functions/operator-api');
+    const result = await handler(
+      { rawPath: '/v1/health', requestContext: { requestId: 'r', http: { method: 'GET' } } },
+      context,
+    );
+    expect(result).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
+    expect(ddb).not.toHaveReceivedAnyCommand();
+  });
+
+  it('authorizer: refuses a malformed token without a lookup, admits a valid one', async () => {
+    const { issueAgentToken } = await import('#domain/agent-token');
+    const { handler } = await import('../../../functions/authorizer');
+    const agentId = `a_${'b'.repeat(26)}`;
+    const { token, tokenHash } = issueAgentToken(agentId);
+    ddb
+      .on(GetCommand)
+      .resolves({
+        Item: {
+          agentId,
+          name: 'n',
+          queues: ['q'],
+          maxConcurrency: 1,
+          interactive: true,
+          createdAt: 1,
+          tokenHash,
+        },
+      });
+
+    expect(await handler({ headers: { authorization: 'Bearer nonsense' } }, context)).toEqual({
+      isAuthorized: false,
+    });
+    expect(ddb).not.toHaveReceivedAnyCommand();
+    expect(await handler({ headers: { authorization: `Bearer ${token}` } }, context)).toEqual({
+      isAuthorized: true,
+      context: { agentId },
+    });
+  });
+});
