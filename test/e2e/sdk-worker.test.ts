@@ -206,7 +206,13 @@ describe('SDK and Worker end to end', () => {
     const { sessionId } = await client.openSession();
     const claimMs: number[] = [];
     const completeMs: number[] = [];
+    let beatAt = Date.now();
     for (let i = 0; i < 40; i++) {
+      // Keep the short-lived session alive, as a worker's heartbeat would.
+      if (Date.now() - beatAt > 1_000) {
+        await client.heartbeat({ sessionId });
+        beatAt = Date.now();
+      }
       await operator.submitTask({ queue: 'latency', payload: { i } });
       let claimed: ClaimedTask | undefined;
       while (!claimed) {
