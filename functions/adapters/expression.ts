@@ -1,3 +1,7 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+
 /**
  * A small builder for DynamoDB expressions: every attribute name and value gets a placeholder, so reserved
  * words (`status`, `owner`, `result`, …) and user-supplied map keys (task ids in a session's maps) are safe.
@@ -50,4 +54,49 @@ export function updateExpression(clauses: { set?: string[]; remove?: string[]; a
   if (clauses.remove?.length) parts.push(`REMOVE ${clauses.remove.join(', ')}`);
   if (clauses.add?.length) parts.push(`ADD ${clauses.add.join(', ')}`);
   return parts.join(' ');
+}
+
+/** The clauses of one conditional update, written with placeholders from the `Expression` it is given. */
+export interface ConditionalClauses {
+  readonly set?: string[];
+  readonly remove?: string[];
+  readonly condition: string;
+}
+
+export type ConditionalOutcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly current?: T };
+
+/**
+ * One conditional `UpdateItem` that returns the item as it is now either way: the new item on success, and the
+ * current one on a failed condition (`ReturnValuesOnConditionCheckFailure`, at no extra read), so callers can
+ * tell why a write was refused.
+ */
+export async function conditionalUpdate<T>(
+  doc: DynamoDBDocumentClient,
+  target: { readonly TableName: string; readonly Key: Record<string, unknown> },
+  build: (e: Expression) => ConditionalClauses,
+  decode: (item: Record<string, unknown>) => T,
+): Promise<ConditionalOutcome<T>> {
+  const e = new Expression();
+  const { set, remove, condition } = build(e);
+  try {
+    const output = await doc.send(
+      new UpdateCommand({
+        ...target,
+        UpdateExpression: updateExpression({ set, remove }),
+        ConditionExpression: condition,
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...e.attributes(),
+      }),
+    );
+    if (!output.Attributes) throw new Error(`update of ${target.TableName} returned no attributes`);
+    return { ok: true, value: decode(output.Attributes) };
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) {
+      return error.Item ? { ok: false, current: decode(unmarshall(error.Item)) } : { ok: false };
+    }
+    throw error;
+  }
 }

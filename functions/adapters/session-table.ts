@@ -1,23 +1,6 @@
-/**
- * Agent sessions in the leases table, one item per agent (`session#<agentId>`).
- *
- * A session is the unit of liveness: one heartbeat write extends it, and with it every lease it holds, however
- * many. The `held` map lists the tasks the session holds or is about to hold, and is what makes per-agent
- * concurrency exact: a claim reserves its tasks here with a condition on the map's size before it takes them.
- * Entries of completed tasks are dropped lazily by the next claim that needs the room, so `held` may name
- * tasks the session no longer holds, never the reverse.
- */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentSession } from '#domain/task';
-import { Expression, updateExpression } from './expression';
+import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
 type Item = Record<string, unknown>;
 
@@ -86,32 +69,34 @@ export class SessionTable {
   }
 
   /** One conditional update of the agent's session item, returning the item as it is now either way. */
-  async update(
-    agentId: string,
-    build: (e: Expression) => { set?: string[]; remove?: string[]; condition: string },
-  ): Promise<SessionWriteResult> {
-    const e = new Expression();
-    const { set, remove, condition } = build(e);
-    try {
+  async update(agentId: string, build: (e: Expression) => ConditionalClauses): Promise<SessionWriteResult> {
+    const outcome = await conditionalUpdate(
+      this.doc,
+      { TableName: this.tableName, Key: { leaseId: sessionLeaseId(agentId) } },
+      build,
+      sessionFromItem,
+    );
+    return outcome.ok ? { ok: true, session: outcome.value } : outcome;
+  }
+
+  /** Every item of one kind in the leases table (queue controls, schedules), page by page. */
+  async scanKind(kind: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const e = new Expression();
       const output = await this.doc.send(
-        new UpdateCommand({
+        new ScanCommand({
           TableName: this.tableName,
-          Key: { leaseId: sessionLeaseId(agentId) },
-          UpdateExpression: updateExpression({ set, remove }),
-          ConditionExpression: condition,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          FilterExpression: `${e.n('kind')} = ${e.v(kind)}`,
+          ExclusiveStartKey: startKey,
           ...e.attributes(),
         }),
       );
-      if (!output.Attributes) throw new Error(`update of session ${agentId} returned no attributes`);
-      return { ok: true, session: sessionFromItem(output.Attributes) };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? { ok: false, current: sessionFromItem(unmarshall(error.Item)) } : { ok: false };
-      }
-      throw error;
-    }
+      items.push(...(output.Items ?? []));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey);
+    return items;
   }
 
   /** Extends a live session. An expired session cannot be revived: the condition refuses it. */

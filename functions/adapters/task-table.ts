@@ -9,13 +9,12 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
-  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
-import { Expression, updateExpression } from './expression';
+import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import { DUE_INDEX, TASK_PART } from './tables';
 
 type Item = Record<string, unknown>;
@@ -109,11 +108,7 @@ export type ConditionalResult =
   | { readonly ok: false; readonly current?: Task };
 
 /** The clauses of one conditional update of a state item, written with placeholders from `e`. */
-export interface StateUpdate {
-  readonly set?: string[];
-  readonly remove?: string[];
-  readonly condition: string;
-}
+export type StateUpdate = ConditionalClauses;
 
 export class TaskTable {
   constructor(
@@ -195,34 +190,15 @@ export class TaskTable {
     return found;
   }
 
-  /**
-   * One conditional update of a state item. On a failed condition the current item comes back with the
-   * failure (`ReturnValuesOnConditionCheckFailure`), at no extra read, so the caller can tell a stale lease
-   * from its own earlier success.
-   */
+  /** One conditional update of a state item; on a failed condition, the task as it is now. */
   async update(taskId: string, build: (e: Expression) => StateUpdate): Promise<ConditionalResult> {
-    const e = new Expression();
-    const { set, remove, condition } = build(e);
-    try {
-      const output = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: stateKey(taskId),
-          UpdateExpression: updateExpression({ set, remove }),
-          ConditionExpression: condition,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...e.attributes(),
-        }),
-      );
-      if (!output.Attributes) throw new Error(`update of task ${taskId} returned no attributes`);
-      return { ok: true, task: taskFromItem(output.Attributes) };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? { ok: false, current: taskFromItem(unmarshall(error.Item)) } : { ok: false };
-      }
-      throw error;
-    }
+    const outcome = await conditionalUpdate(
+      this.doc,
+      { TableName: this.tableName, Key: stateKey(taskId) },
+      build,
+      taskFromItem,
+    );
+    return outcome.ok ? { ok: true, task: outcome.value } : outcome;
   }
 
   /** Task ids in one shard of the `due` index whose time to be looked at has come. */

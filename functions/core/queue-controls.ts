@@ -3,7 +3,7 @@
  * nothing from it, while sweeps and retries go on. Claims read the controls of the agent's queues, cached for a
  * few seconds per process so a busy agent does not pay a read per claim.
  */
-import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '#domain/errors';
 import type { SchedulerContext } from './context';
 
@@ -70,18 +70,8 @@ export async function unpausedQueues(ctx: SchedulerContext, queues: readonly str
 
 /** Every queue's control, for the operator view. */
 export async function listQueueControls(ctx: SchedulerContext): Promise<Map<string, QueueControl>> {
-  const output = await ctx.sessions.doc.send(
-    new ScanCommand({
-      TableName: ctx.sessions.tableName,
-      FilterExpression: '#kind = :queue',
-      ExpressionAttributeNames: { '#kind': 'kind' },
-      ExpressionAttributeValues: { ':queue': 'queue' },
-    }),
-  );
+  const items = await ctx.sessions.scanKind('queue');
   return new Map(
-    (output.Items ?? []).map((item) => [
-      String(item.queue),
-      { queue: String(item.queue), paused: item.paused === true },
-    ]),
+    items.map((item) => [String(item.queue), { queue: String(item.queue), paused: item.paused === true }]),
   );
 }

@@ -4,7 +4,7 @@
  * Schedules declared in the construct are infrastructure: listed, never deleted through the API.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { ConflictError, ScheduleNotFoundError, ValidationError } from '#domain/errors';
 import { PRIORITIES } from '#domain/priority';
@@ -139,23 +139,10 @@ export function declaredSchedules(ctx: SchedulerContext): ScheduleRecord[] {
 
 export async function listSchedules(ctx: SchedulerContext): Promise<ScheduleRecord[]> {
   const records: ScheduleRecord[] = declaredSchedules(ctx);
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const output = await ctx.sessions.doc.send(
-      new ScanCommand({
-        TableName: ctx.sessions.tableName,
-        FilterExpression: '#kind = :schedule',
-        ExpressionAttributeNames: { '#kind': 'kind' },
-        ExpressionAttributeValues: { ':schedule': 'schedule' },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of output.Items ?? []) {
-      const record = recordFromItem(item);
-      if (record) records.push(record);
-    }
-    startKey = output.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of await ctx.sessions.scanKind('schedule')) {
+    const record = recordFromItem(item);
+    if (record) records.push(record);
+  }
   return records.sort((a, b) => a.name.localeCompare(b.name));
 }
 
