@@ -72,19 +72,17 @@ describe('Lambda entries', () => {
     const { handler } = await import('../../../functions/authorizer');
     const agentId = `a_${'b'.repeat(26)}`;
     const { token, tokenHash } = issueAgentToken(agentId);
-    ddb
-      .on(GetCommand)
-      .resolves({
-        Item: {
-          agentId,
-          name: 'n',
-          queues: ['q'],
-          maxConcurrency: 1,
-          interactive: true,
-          createdAt: 1,
-          tokenHash,
-        },
-      });
+    ddb.on(GetCommand).resolves({
+      Item: {
+        agentId,
+        name: 'n',
+        queues: ['q'],
+        maxConcurrency: 1,
+        interactive: true,
+        createdAt: 1,
+        tokenHash,
+      },
+    });
 
     expect(await handler({ headers: { authorization: 'Bearer nonsense' } }, context)).toEqual({
       isAuthorized: false,
