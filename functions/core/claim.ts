@@ -15,6 +15,7 @@ import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { unpausedQueues } from './queue-controls';
+import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
 import { markDead } from './reclaim';
 
 export interface ClaimRequest {
@@ -40,6 +41,8 @@ export interface ClaimedTask {
 
 /** Seconds a hint is hidden when a parallel claim of the same agent is deciding on the same task. */
 const IN_FLIGHT_RETRY_SECONDS = 2;
+/** Seconds a hint is hidden when its queue's concurrency or rate limit refused it. */
+const LIMITED_RETRY_SECONDS = 1;
 
 export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): Promise<ClaimedTask[]> {
   const max = request.max ?? 1;
@@ -61,7 +64,11 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
   if (capacity <= 0 || open.length === 0) return [];
 
-  const received = await receiveHints(ctx, open, capacity);
+  const received = await receiveHints(
+    ctx,
+    open.map((c) => c.queue),
+    capacity,
+  );
   if (received.length === 0) return [];
 
   // One hint per task; extra copies share its fate.
@@ -91,6 +98,22 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   }
 
   const reserved = await reserve(ctx, session, candidates, examined.stale, now);
+  // Queue limits (concurrency, rate) admit some of what the session reserved; the rest waits a moment.
+  const limited = new Map<string, string[]>();
+  for (const taskId of candidates) {
+    const control = open.find((c) => c.queue === byTask.get(taskId)?.[0]?.queue);
+    if (reserved.has(taskId) && control && hasLimits(control)) {
+      limited.set(control.queue, [...(limited.get(control.queue) ?? []), taskId]);
+    }
+  }
+  const refused = new Set<string>();
+  const queueSlots = new Map<string, Map<string, number>>();
+  for (const [queue, taskIds] of limited) {
+    const control = open.find((c) => c.queue === queue);
+    const admitted = control ? await admit(ctx, control, taskIds, now) : new Set<string>();
+    queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
+    for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
+  }
   const granted: Task[] = [];
   const grantErrors: unknown[] = [];
   const released = new Map<string, number>();
@@ -99,6 +122,11 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
       const hints = byTask.get(taskId) ?? [];
       if (!reserved.has(taskId)) {
         for (const hint of hints) toReturn.push({ hint, seconds: 0 });
+        return;
+      }
+      if (refused.has(taskId)) {
+        released.set(taskId, now);
+        for (const hint of hints) toReturn.push({ hint, seconds: LIMITED_RETRY_SECONDS });
         return;
       }
       const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now).catch(
@@ -129,8 +157,15 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     }),
   );
 
+  const grantedIds = new Set(granted.map((t) => t.taskId));
+  const unusedQueueSlots = [...queueSlots].map(
+    ([queue, slots]) =>
+      [queue, new Map([...slots].filter(([id]) => !grantedIds.has(id) && released.has(id)))] as const,
+  );
+
   // Housekeeping that must not lose the grants: failures here only delay a hint or a slot.
   await Promise.all([
+    ...unusedQueueSlots.map(([queue, slots]) => releaseQueueSlots(ctx, queue, slots).catch(() => undefined)),
     released.size > 0
       ? ctx.sessions.release(request.agentId, request.sessionId, released).catch(() => undefined)
       : undefined,

@@ -13,7 +13,7 @@ import { PRIORITIES, type Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { isTaskStatus, type TaskStatus } from '#domain/task-status';
 import { allDueShards, type SchedulerContext } from './context';
-import { listQueueControls } from './queue-controls';
+import { listQueueControls, type QueueLimits } from './queue-controls';
 
 export interface TaskPage {
   readonly tasks: Task[];
@@ -96,6 +96,7 @@ export async function listTasks(
 export interface QueueStats {
   readonly name: string;
   readonly paused: boolean;
+  readonly limits: QueueLimits;
   /** Claimable tasks waiting, by priority (DynamoDB's count, not SQS's hints). */
   readonly depth: Record<Priority, number>;
   readonly running: number;
@@ -116,6 +117,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
       {
         name,
         paused: controls.get(name)?.paused ?? false,
+        limits: controls.get(name)?.limits ?? {},
         depth: Object.fromEntries(PRIORITIES.map((p) => [p, 0])) as Record<Priority, number>,
         running: 0,
         oldest: now,
@@ -139,6 +141,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
   return [...stats.values()].map((s) => ({
     name: s.name,
     paused: s.paused,
+    limits: s.limits,
     depth: s.depth,
     running: s.running,
     oldestAgeSeconds: Math.max(0, Math.round((now - s.oldest) / 1_000)),

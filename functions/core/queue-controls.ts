@@ -1,19 +1,37 @@
 /**
- * Per-queue controls, kept in the leases table as `queue#<name>`: an operator pauses a queue and claims get
- * nothing from it, while sweeps and retries go on. Claims read the controls of the agent's queues, cached for a
- * few seconds per process so a busy agent does not pay a read per claim.
+ * Per-queue controls, kept in the leases table as `queue#<name>`:
+ * - pause: claims get nothing from a paused queue, while sweeps and retries go on;
+ * - limits: at most N tasks of the queue leased at once across all agents, and at most R claims a second with a
+ *   burst, enforced in `queue-limits.ts`.
+ * Claims read the controls of the agent's queues, cached for a few seconds per process, so a busy agent does
+ * not pay a read per claim for a pause it rarely sees.
  */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { Expression, updateExpression } from '#adapters/expression';
 import { ValidationError } from '#domain/errors';
+import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+
+export const queueLimitsSchema = z.strictObject({
+  /** Tasks of the queue leased at once, across all agents. */
+  maxConcurrency: z.int().min(1).max(100_000).optional(),
+  /** Claims per second, across all agents (a token bucket). */
+  ratePerSecond: z.number().min(0.001).max(10_000).optional(),
+  /** Claims the bucket can take at once. @default the rate, at least 1 */
+  burst: z.int().min(1).max(10_000).optional(),
+});
+
+export type QueueLimits = z.output<typeof queueLimitsSchema>;
 
 export interface QueueControl {
   readonly queue: string;
   readonly paused: boolean;
+  readonly limits: QueueLimits;
   readonly updatedAt?: number;
 }
 
-const controlId = (queue: string) => `queue#${queue}`;
+export const queueControlId = (queue: string) => `queue#${queue}`;
 const CACHE_MS = 2_000;
 const cache = new WeakMap<SchedulerContext, Map<string, { control: QueueControl; readAt: number }>>();
 
@@ -26,21 +44,49 @@ function cacheOf(ctx: SchedulerContext) {
   return entries;
 }
 
-export async function setQueuePaused(
+export function controlFromItem(queue: string, item: Record<string, unknown> | undefined): QueueControl {
+  const limits = queueLimitsSchema.safeParse(item?.limits ?? {});
+  return {
+    queue,
+    paused: item?.paused === true,
+    limits: limits.success ? limits.data : {},
+    ...(typeof item?.updatedAt === 'number' ? { updatedAt: item.updatedAt } : {}),
+  };
+}
+
+/** Sets fields of a queue's control item, creating it if needed, and leaves its other fields alone. */
+async function updateControl(
   ctx: SchedulerContext,
   queue: string,
-  paused: boolean,
+  fields: Record<string, unknown>,
 ): Promise<QueueControl> {
   if (!ctx.queues.directory.has(queue)) throw new ValidationError(`queue ${queue} does not exist`);
-  const control: QueueControl = { queue, paused, updatedAt: ctx.now() };
-  await ctx.sessions.doc.send(
-    new PutCommand({
+  const e = new Expression();
+  const output = await ctx.sessions.doc.send(
+    new UpdateCommand({
       TableName: ctx.sessions.tableName,
-      Item: { leaseId: controlId(queue), kind: 'queue', ...control },
+      Key: { leaseId: queueControlId(queue) },
+      UpdateExpression: updateExpression({
+        set: Object.entries({ kind: 'queue', queue, ...fields, updatedAt: ctx.now() }).map(
+          ([name, value]) => `${e.n(name)} = ${e.v(value)}`,
+        ),
+      }),
+      ReturnValues: 'ALL_NEW',
+      ...e.attributes(),
     }),
   );
+  const control = controlFromItem(queue, output.Attributes);
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
+}
+
+export const setQueuePaused = (ctx: SchedulerContext, queue: string, paused: boolean) =>
+  updateControl(ctx, queue, { paused });
+
+export function setQueueLimits(ctx: SchedulerContext, queue: string, input: unknown): Promise<QueueControl> {
+  const parsed = queueLimitsSchema.safeParse(input ?? {});
+  if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
+  return updateControl(ctx, queue, { limits: parsed.data });
 }
 
 export async function getQueueControl(
@@ -53,25 +99,26 @@ export async function getQueueControl(
   const output = await ctx.sessions.doc.send(
     new GetCommand({
       TableName: ctx.sessions.tableName,
-      Key: { leaseId: controlId(queue) },
+      Key: { leaseId: queueControlId(queue) },
       ConsistentRead: fresh,
     }),
   );
-  const control: QueueControl = { queue, paused: output.Item?.paused === true };
+  const control = controlFromItem(queue, output.Item);
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }
 
-/** The queues of `queues` that are not paused. */
-export async function unpausedQueues(ctx: SchedulerContext, queues: readonly string[]): Promise<string[]> {
+/** The controls of the queues that are not paused. */
+export async function unpausedQueues(
+  ctx: SchedulerContext,
+  queues: readonly string[],
+): Promise<QueueControl[]> {
   const controls = await Promise.all(queues.map((q) => getQueueControl(ctx, q)));
-  return controls.filter((c) => !c.paused).map((c) => c.queue);
+  return controls.filter((c) => !c.paused);
 }
 
 /** Every queue's control, for the operator view. */
 export async function listQueueControls(ctx: SchedulerContext): Promise<Map<string, QueueControl>> {
   const items = await ctx.sessions.scanKind('queue');
-  return new Map(
-    items.map((item) => [String(item.queue), { queue: String(item.queue), paused: item.paused === true }]),
-  );
+  return new Map(items.map((item) => [String(item.queue), controlFromItem(String(item.queue), item)]));
 }

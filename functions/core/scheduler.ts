@@ -11,7 +11,7 @@ import { type ClaimRequest, claimTasks } from './claim';
 import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
 import { listTasks, queueStats } from './inspect';
-import { setQueuePaused } from './queue-controls';
+import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
@@ -92,6 +92,11 @@ export class Scheduler {
 
   pauseQueue(queue: string) {
     return setQueuePaused(this.ctx, queue, true).catch(translateAwsError);
+  }
+
+  /** Sets a queue's concurrency and rate limits; an empty object removes them. */
+  setQueueLimits(queue: string, limits: unknown) {
+    return setQueueLimits(this.ctx, queue, limits).catch(translateAwsError);
   }
 
   resumeQueue(queue: string) {

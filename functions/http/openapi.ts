@@ -3,6 +3,7 @@
  * requests, so the document cannot drift from what the handlers accept.
  */
 import { z } from 'zod';
+import { queueLimitsSchema } from '#core/queue-controls';
 import { scheduleSpecSchema } from '#core/schedules';
 import { agentSpecSchema } from '#core/sessions';
 import { taskSpecSchema } from '#domain/task-spec';
@@ -18,6 +19,7 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   completeTask: completeBody,
   failTask: failBody,
   releaseTask: releaseBody,
+  setQueueLimits: queueLimitsSchema,
 };
 
 const SUCCESS_STATUS: Readonly<Record<string, string>> = {

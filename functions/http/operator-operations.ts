@@ -62,6 +62,10 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { queue: queueControlView(await scheduler.resumeQueue(queueParam(request))) },
     }),
+    setQueueLimits: async (request) => ({
+      status: 200,
+      body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
+    }),
     listSchedules: async () => ({
       status: 200,
       body: { schedules: (await scheduler.listSchedules()).map(scheduleView) },

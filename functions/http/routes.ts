@@ -31,6 +31,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/queues', access: 'operator', operation: 'listQueues' },
   { method: 'POST', path: '/v1/queues/{name}/pause', access: 'operator', operation: 'pauseQueue' },
   { method: 'POST', path: '/v1/queues/{name}/resume', access: 'operator', operation: 'resumeQueue' },
+  { method: 'POST', path: '/v1/queues/{name}/limits', access: 'operator', operation: 'setQueueLimits' },
   { method: 'POST', path: '/v1/agents', access: 'operator', operation: 'registerAgent' },
   { method: 'GET', path: '/v1/agents', access: 'operator', operation: 'listAgents' },
   { method: 'DELETE', path: '/v1/agents/{agentId}', access: 'operator', operation: 'revokeAgent' },

@@ -55,5 +55,10 @@ export function scheduleView(schedule: ScheduleRecord) {
 }
 
 export function queueControlView(control: QueueControl) {
-  return { name: control.queue, paused: control.paused, updatedAt: iso(control.updatedAt) };
+  return {
+    name: control.queue,
+    paused: control.paused,
+    limits: control.limits,
+    updatedAt: iso(control.updatedAt),
+  };
 }

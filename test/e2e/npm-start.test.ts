@@ -46,6 +46,10 @@ describe('npm start', () => {
       else await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const readyMs = healthyAt - started;
+    // The banner follows the first answers by a moment; wait for it before stopping.
+    while (!output.includes('Ctrl-C stops everything') && Date.now() - started < 20_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     console.log(`[start] npm start served /v1/health ${readyMs} ms after launch`);
     const local = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as {
       endpoint: string;
