@@ -23,6 +23,7 @@ const USAGE = `usage: agent-scheduler <command> [options]
 tasks      submit --queue Q --payload JSON|@file|- [--priority P] [--max-attempts N] [--timeout S] [--delay S] [--key K]
            get TASK_ID | list [--queue Q] [--status S] [--limit N] [--cursor C] | cancel TASK_ID | redrive TASK_ID
 queues     queues | pause QUEUE | resume QUEUE
+           limits QUEUE [--max-concurrency N] [--rate PER_SECOND] [--burst N]   (no option: remove the limits)
 agents     agents create --name NAME --queue Q [--queue Q2] [--max-concurrency N] [--non-interactive]
            agents list | agents revoke AGENT_ID
 schedules  schedules list | schedules create --name N --expression E --queue Q [--time-zone TZ] [--payload JSON]
@@ -53,6 +54,8 @@ const OPTIONS = {
   expression: { type: 'string' },
   'time-zone': { type: 'string' },
   concurrency: { type: 'string' },
+  rate: { type: 'string' },
+  burst: { type: 'string' },
 } as const;
 
 class UsageError extends Error {}
@@ -187,6 +190,21 @@ export async function main(
       if (!sub) throw new UsageError(`${verb} needs a queue name`);
       const control = verb === 'pause' ? await client.pauseQueue(sub) : await client.resumeQueue(sub);
       print(control, () => `${control.name} is ${control.paused ? 'paused' : 'running'}`);
+      return 0;
+    }
+    case 'limits': {
+      if (!sub) throw new UsageError('limits needs a queue name');
+      const rate = values.rate === undefined ? undefined : Number(values.rate);
+      if (rate !== undefined && !(rate > 0)) throw new UsageError('--rate must be a positive number');
+      const control = await client.setQueueLimits(
+        sub,
+        defined({
+          maxConcurrency: integer(values['max-concurrency'], 'max-concurrency'),
+          ratePerSecond: rate,
+          burst: integer(values.burst, 'burst'),
+        }),
+      );
+      print(control, () => `${control.name} limits: ${JSON.stringify(control.limits ?? {})}`);
       return 0;
     }
     case 'agents': {

@@ -21,6 +21,7 @@ import type {
   HeartbeatResult,
   ListTasksInput,
   QueueControl,
+  QueueLimits,
   QueueStats,
   ReleaseInput,
   Schedule,
@@ -111,6 +112,16 @@ export class AgentSchedulerClient {
 
   async resumeQueue(name: string): Promise<QueueControl> {
     return this.setPaused(name, 'resume');
+  }
+
+  /** Sets a queue's limits across all agents; `{}` removes them. */
+  async setQueueLimits(name: string, limits: QueueLimits): Promise<QueueControl> {
+    const body = await this.call<{ queue: object }>({
+      method: 'POST',
+      path: `/v1/queues/${segment(name)}/limits`,
+      body: limits,
+    });
+    return withIsoTimes<QueueControl>(body.queue, 'updatedAt');
   }
 
   /** Registers an agent and returns its bearer token, which is shown this once. */

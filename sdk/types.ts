@@ -106,6 +106,7 @@ export interface TaskPage {
 export interface QueueStats {
   readonly name: string;
   readonly paused: boolean;
+  readonly limits?: QueueLimits;
   /** Claimable tasks waiting, by priority. */
   readonly depth: Readonly<Record<Priority, number>>;
   /** Tasks leased now. */
@@ -116,10 +117,21 @@ export interface QueueStats {
   readonly truncated: boolean;
 }
 
-/** A queue's control, as a pause or a resume leaves it. */
+/** Limits of a queue across all agents. */
+export interface QueueLimits {
+  /** Tasks of the queue leased at once. */
+  readonly maxConcurrency?: number;
+  /** Claims per second (a token bucket). */
+  readonly ratePerSecond?: number;
+  /** Claims the bucket takes at once. @default the rate, at least 1 */
+  readonly burst?: number;
+}
+
+/** A queue's control, as a pause, a resume or new limits leave it. */
 export interface QueueControl {
   readonly name: string;
   readonly paused: boolean;
+  readonly limits?: QueueLimits;
   readonly updatedAt?: string;
 }
 
