@@ -27,7 +27,7 @@ queues     queues | pause QUEUE | resume QUEUE
 agents     agents create --name NAME --queue Q [--queue Q2] [--max-concurrency N] [--non-interactive]
            agents list | agents revoke AGENT_ID
 schedules  schedules list | schedules create --name N --expression E --queue Q [--time-zone TZ] [--payload JSON]
-           schedules delete NAME
+           schedules delete NAME | schedules occurrences NAME
 worker     worker --queue Q [--concurrency N] [--token AGENT_TOKEN] -- COMMAND [ARGS...]
            (payload on stdin, result from stdout; without an agent token, registers an agent with the operator token)
 
@@ -283,12 +283,24 @@ export async function main(
         );
         return 0;
       }
+      if (sub === 'occurrences' && arg) {
+        const occurrences = await client.listOccurrences(arg);
+        print(occurrences, () =>
+          table(occurrences as unknown as Record<string, unknown>[], [
+            'scheduledTime',
+            'status',
+            'taskId',
+            'reason',
+          ]),
+        );
+        return 0;
+      }
       if (sub === 'delete' && arg) {
         await client.deleteSchedule(arg);
         print({ deleted: arg }, () => `deleted schedule ${arg}`);
         return 0;
       }
-      throw new UsageError('schedules list | create | delete NAME');
+      throw new UsageError('schedules list | create | delete NAME | occurrences NAME');
     }
     case 'worker':
       return runWorker(client, connection, values, command, out);

@@ -249,7 +249,9 @@ export class AgentScheduler extends Construct {
     grantOnTable(supervisor, leases, ['dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(supervisor, 'sqs:SendMessage');
 
-    grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem']);
+    // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
+    grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
   }
 

@@ -109,11 +109,7 @@ scheduleBackend.start(
       missedRuns: record.missedRuns,
       task: record.task,
     });
-    log.info('schedule fired', {
-      schedule: record.name,
-      scheduledTime: new Date(scheduledTime).toISOString(),
-      ...fired,
-    });
+    log.info('schedule fired', { schedule: record.name, ...fired });
   },
   await scheduler.listSchedules(),
 );

@@ -20,6 +20,7 @@ import type {
   HeartbeatInput,
   HeartbeatResult,
   ListTasksInput,
+  Occurrence,
   QueueControl,
   QueueLimits,
   QueueStats,
@@ -153,6 +154,15 @@ export class AgentSchedulerClient {
       retry: 'unprocessed',
     });
     return withIsoTimes<Schedule>(body.schedule, 'createdAt');
+  }
+
+  /** Recent occurrences of a schedule, newest first. */
+  async listOccurrences(name: string): Promise<Occurrence[]> {
+    const body = await this.call<{ occurrences: Occurrence[] }>({
+      method: 'GET',
+      path: `/v1/schedules/${segment(name)}/occurrences`,
+    });
+    return body.occurrences;
   }
 
   async deleteSchedule(name: string): Promise<void> {

@@ -232,3 +232,13 @@ export interface FailInput {
 export interface ReleaseInput {
   readonly leaseEpoch: number;
 }
+
+/** One scheduled time of a schedule and what happened at it. */
+export interface Occurrence {
+  readonly scheduledTime: string;
+  readonly status: 'fired' | 'skipped';
+  readonly taskId?: string;
+  /** Why it was skipped: `overlap`. */
+  readonly reason?: string;
+  readonly recordedAt: string;
+}

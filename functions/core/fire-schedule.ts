@@ -5,8 +5,10 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '#domain/errors';
+import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
 import { describeIssues, queueNameSchema } from '#domain/task-spec';
+import { type Occurrence, readOccurrences, recordOccurrence } from './occurrences';
 import type { Scheduler } from './scheduler';
 
 export const scheduleFireSchema = z.object({
@@ -31,19 +33,90 @@ export type ScheduleFire = z.input<typeof scheduleFireSchema>;
 export const occurrenceKey = (schedule: string, scheduledTime: string | number) =>
   `schedule:${schedule}:${new Date(scheduledTime).toISOString()}`;
 
-export async function fireSchedule(
-  scheduler: Scheduler,
-  event: unknown,
-): Promise<{ taskId: string; created: boolean }> {
+export interface FireOutcome {
+  readonly scheduledTime: string;
+  readonly status: 'fired' | 'skipped';
+  readonly taskId?: string;
+  readonly reason?: string;
+  /** False when this delivery repeated an occurrence already recorded. */
+  readonly created: boolean;
+}
+
+const isOpen = (status: string | undefined) => status === 'queued' || status === 'leased';
+
+/**
+ * One fire of a schedule: decide by its overlap policy, record the occurrence (once per scheduled time), and
+ * submit the task (once per occurrence, by idempotency key).
+ *
+ * Overlap policies, looking at the tasks of earlier occurrences still open:
+ * - `skip`: any still open → this occurrence is skipped;
+ * - `bufferOne`: one may wait behind a running one; a second waiting one is skipped;
+ * - `allowAll`: always run;
+ * - `cancelOther`: cancel the open ones, then run.
+ */
+export async function fireSchedule(scheduler: Scheduler, event: unknown): Promise<FireOutcome> {
   const parsed = scheduleFireSchema.safeParse(event);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   const fire = parsed.data;
-  const { task, created } = await scheduler.submit({
-    payload: {},
-    ...fire.task,
-    idempotencyKey: occurrenceKey(fire.schedule, fire.scheduledTime),
-  });
-  return { taskId: task.taskId, created };
+  const ctx = scheduler.ctx;
+  const scheduledTime = new Date(fire.scheduledTime).toISOString();
+  const known = await readOccurrences(ctx, fire.schedule);
+  const recorded = known.find((o) => o.scheduledTime === scheduledTime);
+  if (recorded) return settle(scheduler, fire, recorded, false);
+
+  const overlap = fire.overlap ?? 'skip';
+  const earlier = known
+    .filter((o) => o.status === 'fired' && o.taskId && o.scheduledTime < scheduledTime)
+    .slice(0, 10);
+  const open = (await Promise.all(earlier.map((o) => scheduler.ctx.tasks.get(o.taskId ?? '', true)))).filter(
+    (task) => isOpen(task?.status),
+  );
+  let skipReason: string | undefined;
+  if (open.length > 0) {
+    if (overlap === 'skip') skipReason = 'overlap';
+    if (overlap === 'bufferOne' && open.some((task) => task?.status === 'queued')) skipReason = 'overlap';
+    if (overlap === 'cancelOther') {
+      for (const task of open) if (task) await scheduler.cancel(task.taskId).catch(() => undefined);
+    }
+  }
+  const occurrence: Occurrence = skipReason
+    ? { scheduledTime, status: 'skipped', reason: skipReason, recordedAt: ctx.now() }
+    : {
+        scheduledTime,
+        status: 'fired',
+        taskId: taskIdForIdempotencyKey(occurrenceKey(fire.schedule, scheduledTime)),
+        recordedAt: ctx.now(),
+      };
+  const outcome = await recordOccurrence(ctx, fire.schedule, occurrence, known);
+  return outcome.recorded
+    ? settle(scheduler, fire, occurrence, true)
+    : settle(scheduler, fire, outcome.existing, false);
+}
+
+/**
+ * Makes sure a fired occurrence has its task (a delivery may have died between the record and the submit; the
+ * submit is idempotent by key) and answers with the occurrence.
+ */
+async function settle(
+  scheduler: Scheduler,
+  fire: z.output<typeof scheduleFireSchema>,
+  occurrence: Occurrence,
+  created: boolean,
+): Promise<FireOutcome> {
+  if (occurrence.status === 'fired') {
+    await scheduler.submit({
+      payload: {},
+      ...fire.task,
+      idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime),
+    });
+  }
+  return {
+    scheduledTime: occurrence.scheduledTime,
+    status: occurrence.status,
+    ...(occurrence.taskId ? { taskId: occurrence.taskId } : {}),
+    ...(occurrence.reason ? { reason: occurrence.reason } : {}),
+    created,
+  };
 }
 
 /** Placeholders EventBridge Scheduler fills in at each delivery. */

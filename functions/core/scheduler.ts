@@ -4,13 +4,19 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import { AgentNotFoundError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
+import {
+  AgentNotFoundError,
+  ScheduleNotFoundError,
+  ServiceUnavailableError,
+  TaskNotFoundError,
+} from '#domain/errors';
 import type { Task } from '#domain/task';
 import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
 import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
 import { listTasks, queueStats } from './inspect';
+import { readOccurrences } from './occurrences';
 import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
@@ -105,6 +111,14 @@ export class Scheduler {
 
   listSchedules() {
     return listSchedules(this.ctx).catch(translateAwsError);
+  }
+
+  /** Recent occurrences of a schedule, newest first: fired (with the task) or skipped (with why). */
+  async listOccurrences(name: string) {
+    const schedules = await this.listSchedules();
+    if (!schedules.some((s) => s.name === name))
+      throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
+    return readOccurrences(this.ctx, name).catch(translateAwsError);
   }
 
   createSchedule(input: unknown) {

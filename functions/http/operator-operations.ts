@@ -9,7 +9,7 @@ import { TASK_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import type { ApiRequest, Operation } from './http-api';
 import { openApiDocument } from './openapi';
-import { agentView, queueControlView, scheduleView, taskView } from './views';
+import { agentView, occurrenceView, queueControlView, scheduleView, taskView } from './views';
 
 function taskIdParam(request: ApiRequest): string {
   const taskId = request.params.taskId ?? '';
@@ -78,6 +78,10 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       await scheduler.deleteSchedule(request.params.name ?? '');
       return { status: 200, body: { deleted: true } };
     },
+    listOccurrences: async (request) => ({
+      status: 200,
+      body: { occurrences: (await scheduler.listOccurrences(request.params.name ?? '')).map(occurrenceView) },
+    }),
     getTask: async (request) => ({
       status: 200,
       body: { task: taskView(await scheduler.getTask(taskIdParam(request))) },

@@ -38,6 +38,12 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/schedules', access: 'operator', operation: 'listSchedules' },
   { method: 'POST', path: '/v1/schedules', access: 'operator', operation: 'createSchedule' },
   { method: 'DELETE', path: '/v1/schedules/{name}', access: 'operator', operation: 'deleteSchedule' },
+  {
+    method: 'GET',
+    path: '/v1/schedules/{name}/occurrences',
+    access: 'operator',
+    operation: 'listOccurrences',
+  },
 
   { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },

@@ -4,6 +4,7 @@
  */
 import type { Agent } from '#adapters/agent-table';
 import type { ClaimedTask } from '#core/claim';
+import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
 import type { ScheduleRecord } from '#core/schedules';
 import type { Task } from '#domain/task';
@@ -61,4 +62,8 @@ export function queueControlView(control: QueueControl) {
     limits: control.limits,
     updatedAt: iso(control.updatedAt),
   };
+}
+
+export function occurrenceView(occurrence: Occurrence) {
+  return { ...occurrence, recordedAt: iso(occurrence.recordedAt) };
 }

@@ -278,7 +278,8 @@ describe('AgentScheduler construct', () => {
       ]),
       scheduleFire: sorted([
         logs('scheduleFire'),
-        table('tasks', 'dynamodb:PutItem'),
+        table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
         {
           Effect: 'Allow',

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fireSchedule, occurrenceKey } from '#core/fire-schedule';
+import { readOccurrences } from '#core/occurrences';
 import type { ScheduleBackend, ScheduleRecord } from '#core/schedules';
 import {
   ConflictError,
@@ -13,7 +14,7 @@ import {
 } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { LocalScheduleBackend } from '#local/local-schedules';
-import { createTestStack, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 class RecordingBackend implements ScheduleBackend {
   readonly armed = new Map<string, ScheduleRecord>();
@@ -127,9 +128,13 @@ describe('schedules', () => {
     };
     const first = await fireSchedule(stack.scheduler, fire);
     const again = await fireSchedule(stack.scheduler, { ...fire, executionId: 'b', attempt: 2 });
-    expect(first.created).toBe(true);
-    expect(again).toEqual({ taskId: first.taskId, created: false });
+    expect(first).toMatchObject({ status: 'fired', created: true });
+    expect(again).toEqual({ ...first, created: false });
     expect(first.taskId).toBe(taskIdForIdempotencyKey(occurrenceKey('nightly', fire.scheduledTime)));
+    expect(await stack.scheduler.listOccurrences('nightly')).toEqual([
+      expect.objectContaining({ scheduledTime: fire.scheduledTime, status: 'fired', taskId: first.taskId }),
+    ]);
+    await expect(stack.scheduler.listOccurrences('ghost')).rejects.toBeInstanceOf(ScheduleNotFoundError);
   });
 
   it('the local backend fires a one-time schedule at its time', async () => {
@@ -158,5 +163,83 @@ describe('schedules', () => {
     expect(fired[0]?.at).toBe(at.getTime());
     expect(fired[0]?.late).toBeGreaterThanOrEqual(0);
     expect(fired[0]?.late).toBeLessThan(1_000);
+  });
+});
+
+describe('occurrences and overlap', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['cron', 'buffer'] });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  const fireAt = (schedule: string, minute: number, overlap: string, executionId = `e${minute}`) => ({
+    schedule,
+    scheduledTime: `2027-05-01T10:${String(minute).padStart(2, '0')}:00Z`,
+    executionId,
+    overlap,
+    task: { queue: schedule === 'buffered' ? 'buffer' : 'cron', payload: { minute } },
+  });
+
+  it('records each scheduled time once, whatever the deliveries', async () => {
+    const deliveries = await Promise.all(
+      ['a', 'b', 'c', 'd'].map((executionId) =>
+        fireSchedule(stack.scheduler, fireAt('dup', 0, 'allowAll', executionId)),
+      ),
+    );
+    expect(deliveries.filter((d) => d.created)).toHaveLength(1);
+    expect(new Set(deliveries.map((d) => d.taskId)).size).toBe(1);
+    expect(await readOccurrences(stack.ctx, 'dup')).toEqual([
+      expect.objectContaining({
+        scheduledTime: '2027-05-01T10:00:00.000Z',
+        status: 'fired',
+        taskId: deliveries[0]?.taskId,
+      }),
+    ]);
+  });
+
+  it('skip: a run still going suppresses the next occurrence, which is recorded as skipped', async () => {
+    const first = await fireSchedule(stack.scheduler, fireAt('nightly', 0, 'skip'));
+    const second = await fireSchedule(stack.scheduler, fireAt('nightly', 1, 'skip'));
+    // Once the first run is over, the next occurrence runs again.
+    await stack.scheduler.cancel(first.taskId ?? '');
+    const third = await fireSchedule(stack.scheduler, fireAt('nightly', 2, 'skip'));
+
+    expect(first).toMatchObject({ status: 'fired' });
+    expect(second).toMatchObject({ status: 'skipped', reason: 'overlap' });
+    expect(second.taskId).toBeUndefined();
+    expect(third).toMatchObject({ status: 'fired' });
+    expect((await readOccurrences(stack.ctx, 'nightly')).map((o) => o.status)).toEqual([
+      'fired',
+      'skipped',
+      'fired',
+    ]);
+  });
+
+  it('allowAll runs every occurrence; cancelOther cancels the run still going', async () => {
+    const a = await fireSchedule(stack.scheduler, fireAt('all', 0, 'allowAll'));
+    const b = await fireSchedule(stack.scheduler, fireAt('all', 1, 'allowAll'));
+    expect([a.status, b.status]).toEqual(['fired', 'fired']);
+
+    const c = await fireSchedule(stack.scheduler, fireAt('latest', 0, 'cancelOther'));
+    const d = await fireSchedule(stack.scheduler, fireAt('latest', 1, 'cancelOther'));
+    expect(d.status).toBe('fired');
+    expect((await stack.scheduler.getTask(c.taskId ?? '')).status).toBe('cancelled');
+    expect((await stack.scheduler.getTask(d.taskId ?? '')).status).toBe('queued');
+  });
+
+  it('bufferOne lets one wait behind a running one and skips a second waiting one', async () => {
+    const running = await fireSchedule(stack.scheduler, fireAt('buffered', 0, 'bufferOne'));
+    const agent = await startAgent(stack.scheduler, { queues: ['buffer'], maxConcurrency: 10 });
+    const claimed = await claimUntil(stack.scheduler, agent, 1, 5_000);
+    expect(claimed.map((c) => c.taskId)).toContain(running.taskId);
+
+    const waiting = await fireSchedule(stack.scheduler, fireAt('buffered', 1, 'bufferOne'));
+    const extra = await fireSchedule(stack.scheduler, fireAt('buffered', 2, 'bufferOne'));
+
+    expect(waiting.status).toBe('fired');
+    expect(extra).toMatchObject({ status: 'skipped', reason: 'overlap' });
   });
 });
