@@ -22,6 +22,7 @@ export class AgentSchedulerStack extends Stack {
     new CfnOutput(this, 'AgentsTableName', { value: this.scheduler.tables.agents.tableName });
     new CfnOutput(this, 'LeasesTableName', { value: this.scheduler.tables.leases.tableName });
     new CfnOutput(this, 'ScheduleGroupName', { value: this.scheduler.scheduleGroup.scheduleGroupName });
+    new CfnOutput(this, 'EventBusName', { value: this.scheduler.eventBus.eventBusName });
     for (const [name, queues] of this.scheduler.queues) {
       new CfnOutput(this, `Queue${name.replace(/[^A-Za-z0-9]/g, '')}Names`, {
         description: `SQS queues of task queue ${name}: critical, high, normal, low, dead letters`,

@@ -5,6 +5,7 @@
  */
 import { Aws, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus } from 'aws-cdk-lib/aws-events';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -66,6 +67,8 @@ export class AgentScheduler extends Construct {
   readonly api: SchedulerApi;
   /** Schedule fires and supervisor passes that could not be delivered, and failed asynchronous invocations. */
   readonly deadLetterQueue: Queue;
+  /** Lifecycle events (`source: agent-scheduler`): task, agent, schedule and queue events, schema version 1. */
+  readonly eventBus: EventBus;
   readonly schedules: TaskSchedules;
   /** The schedule group every schedule of this scheduler lives in, declared or created at run time. */
   readonly scheduleGroup: TaskSchedules['group'];
@@ -101,6 +104,8 @@ export class AgentScheduler extends Construct {
       removalPolicy,
     });
 
+    this.eventBus = new EventBus(this, 'Events', { description: 'agent-scheduler lifecycle events' });
+
     const environment = {
       TASKS_TABLE_NAME: this.tables.tasks.tableName,
       AGENTS_TABLE_NAME: this.tables.agents.tableName,
@@ -109,6 +114,7 @@ export class AgentScheduler extends Construct {
       LEASE_TTL_SECONDS: String(leaseTtl.toSeconds()),
       HEARTBEAT_INTERVAL_SECONDS: String(heartbeatInterval.toSeconds()),
       TASK_RETENTION_SECONDS: String(retention.toSeconds()),
+      EVENT_BUS_NAME: this.eventBus.eventBusName,
     };
     const fn = (
       fnId: string,
@@ -253,6 +259,8 @@ export class AgentScheduler extends Construct {
     grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
     grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
+
+    for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
   }
 
   /**

@@ -24,7 +24,7 @@ import { Grant } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { ROUTES, type RouteDefinition } from '../functions/http/routes';
+import { DEPLOYED_ROUTES, type RouteDefinition } from '../functions/http/routes';
 
 export interface SchedulerApiProps {
   readonly agentApi: IFunction;
@@ -94,7 +94,7 @@ export class SchedulerApi extends Construct {
     const operatorIntegration = new HttpLambdaIntegration('OperatorApi', props.operatorApi);
 
     const routes = new Map<string, HttpRoute>();
-    for (const route of ROUTES) {
+    for (const route of DEPLOYED_ROUTES) {
       const authorizer: IHttpRouteAuthorizer | undefined =
         route.access === 'agent'
           ? agentAuthorizer
@@ -124,7 +124,7 @@ export class SchedulerApi extends Construct {
     return Grant.addToPrincipal({
       grantee,
       actions: ['execute-api:Invoke'],
-      resourceArns: ROUTES.filter((r) => r.access === 'operator' && filter(r)).map((r) =>
+      resourceArns: DEPLOYED_ROUTES.filter((r) => r.access === 'operator' && filter(r)).map((r) =>
         this.httpApi.arnForExecuteApi(r.method, r.path.replace(/\{[^}]+\}/g, '*'), '$default'),
       ),
     });

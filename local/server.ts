@@ -6,6 +6,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AgentTable } from '#adapters/agent-table';
+import type { LocalEventFeed } from '#adapters/event-publishers';
 import { authenticateAgent } from '#core/auth';
 import type { SchedulerLog } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
@@ -28,6 +29,8 @@ export interface LocalServerOptions {
   readonly port: number;
   readonly host?: string;
   readonly log: SchedulerLog;
+  /** Serves `GET /v1/events` from this feed. */
+  readonly events?: LocalEventFeed;
 }
 
 export interface LocalServer {

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { LocalEventFeed } from '#adapters/event-publishers';
 import { createContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
@@ -58,6 +59,7 @@ await provisionTables(dynamodb, tables);
 const queues = await provisionQueues(sqs, 'agent-scheduler', EXAMPLE_SCHEDULER.queues);
 
 const scheduleBackend = new LocalScheduleBackend(log);
+const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
 const scheduler = new Scheduler(
   createContext({
     dynamodb,
@@ -66,6 +68,7 @@ const scheduler = new Scheduler(
     queues,
     log,
     scheduleBackend,
+    events,
     declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
   }),
 );
@@ -79,7 +82,14 @@ const previous =
     ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
     : {};
 const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
-const server = await startLocalServer({ scheduler, agents: scheduler.ctx.agents, operatorToken, port, log });
+const server = await startLocalServer({
+  scheduler,
+  agents: scheduler.ctx.agents,
+  operatorToken,
+  port,
+  log,
+  events,
+});
 writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken }, null, 2)}\n`, {
   mode: 0o600,
 });
@@ -122,6 +132,7 @@ agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.
   dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
   sqs emulator:    ${sqsEmulator.endpoint}
   restored hints:  ${restored.redispatched.length}
+  events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
   endpoint and token are in ${localFile}
 
 Next: npx agent-scheduler agents create --name worker-1 --queue research

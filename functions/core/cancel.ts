@@ -6,6 +6,7 @@ import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
+import { emit } from './events';
 import { terminalClauses } from './transitions';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
@@ -30,6 +31,17 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
         .notify(task.owner, task.sessionId, 'cancelled', taskId, task.leaseEpoch)
         .catch(() => undefined);
     }
+    await emit(ctx, [
+      {
+        type: 'task.cancelled',
+        fields: {
+          taskId,
+          queue: task.queue,
+          ...(task.owner ? { agentId: task.owner } : {}),
+          data: { from: task.status },
+        },
+      },
+    ]);
     return written.task;
   }
   throw new ServiceUnavailableError(`task ${taskId} kept changing while being cancelled; try again`);

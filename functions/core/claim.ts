@@ -14,6 +14,7 @@ import { claimOrder } from '#domain/priority';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
 import { markDead } from './reclaim';
@@ -175,6 +176,18 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     ),
   ]);
 
+  await emit(
+    ctx,
+    granted.map((task) => ({
+      type: 'task.claimed' as const,
+      fields: {
+        taskId: task.taskId,
+        agentId: request.agentId,
+        queue: task.queue,
+        data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt },
+      },
+    })),
+  );
   if (granted.length === 0 && grantErrors.length > 0) {
     throw new ServiceUnavailableError('could not take tasks right now; try again', { cause: grantErrors[0] });
   }

@@ -6,6 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
+import { type EventPublisher, noEvents } from '#adapters/event-publishers';
 import { SessionTable } from '#adapters/session-table';
 import { DUE_SHARDS, type TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
@@ -69,6 +70,8 @@ export interface SchedulerContext {
   readonly declaredSchedules: readonly unknown[];
   /** What makes run-time schedules fire; absent where they are not offered. */
   readonly scheduleBackend?: ScheduleBackend;
+  /** Where lifecycle events go. */
+  readonly events: EventPublisher;
   now(): number;
   random(): number;
   readonly log: SchedulerLog;
@@ -85,6 +88,8 @@ export interface SchedulerDependencies {
   readonly log?: SchedulerLog;
   readonly declaredSchedules?: readonly unknown[];
   readonly scheduleBackend?: ScheduleBackend;
+  /** @default none: events are dropped */
+  readonly events?: EventPublisher;
 }
 
 export function createContext(deps: SchedulerDependencies): SchedulerContext {
@@ -100,6 +105,7 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     settings,
     dueShards: DUE_SHARDS,
     declaredSchedules: deps.declaredSchedules ?? [],
+    events: deps.events ?? noEvents,
     ...(deps.scheduleBackend ? { scheduleBackend: deps.scheduleBackend } : {}),
     now: deps.now ?? Date.now,
     random: deps.random ?? Math.random,

@@ -13,6 +13,7 @@ import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
+import { emit } from './events';
 import { type Clauses, ownerCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
 
 export interface LeaseRef {
@@ -71,6 +72,27 @@ async function finish(
           await ctx.sessions
             .release(lease.agentId, session.sessionId, new Map([[lease.taskId, reservedAt]]))
             .catch(() => undefined);
+        }
+        const type =
+          kind === 'complete'
+            ? 'task.completed'
+            : status === 'dead'
+              ? 'task.dead'
+              : kind === 'fail'
+                ? 'task.failed'
+                : undefined;
+        if (type) {
+          await emit(ctx, [
+            {
+              type,
+              fields: {
+                taskId: lease.taskId,
+                agentId: lease.agentId,
+                queue: written.task.queue,
+                data: { leaseEpoch: lease.leaseEpoch, attempt: written.task.attempt, status },
+              },
+            },
+          ]);
         }
         return { task: written.task, replayed: false, status };
       }

@@ -8,6 +8,7 @@ import { ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
 import { describeIssues, queueNameSchema } from '#domain/task-spec';
+import { emit } from './events';
 import { type Occurrence, readOccurrences, recordOccurrence } from './occurrences';
 import type { Scheduler } from './scheduler';
 
@@ -88,6 +89,19 @@ export async function fireSchedule(scheduler: Scheduler, event: unknown): Promis
         recordedAt: ctx.now(),
       };
   const outcome = await recordOccurrence(ctx, fire.schedule, occurrence, known);
+  if (outcome.recorded) {
+    await emit(ctx, [
+      {
+        type: occurrence.status === 'fired' ? 'schedule.fired' : 'schedule.skipped',
+        fields: {
+          schedule: fire.schedule,
+          queue: fire.task.queue,
+          ...(occurrence.taskId ? { taskId: occurrence.taskId } : {}),
+          data: { scheduledTime, ...(occurrence.reason ? { reason: occurrence.reason } : {}) },
+        },
+      },
+    ]);
+  }
   return outcome.recorded
     ? settle(scheduler, fire, occurrence, true)
     : settle(scheduler, fire, outcome.existing, false);

@@ -9,6 +9,7 @@ import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
 import { allDueShards, type SchedulerContext } from './context';
 import { dispatch } from './dispatch';
+import { emit } from './events';
 import { epochCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
 
 export type ReclaimReason = 'deadline' | 'session';
@@ -48,8 +49,19 @@ export async function reclaimTask(
       .notify(task.owner, task.sessionId, 'lost', taskId, task.leaseEpoch)
       .catch(() => undefined);
   }
-  if (decision.retry && sendsNow(decision.delayMs))
+  if (decision.retry && sendsNow(decision.delayMs)) {
     await dispatch(ctx, written.task, decision.delayMs / 1_000);
+  }
+  const fields = {
+    taskId,
+    queue: task.queue,
+    ...(task.owner ? { agentId: task.owner } : {}),
+    data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt, reason: options.reason },
+  };
+  await emit(ctx, [
+    { type: 'task.lost', fields },
+    ...(decision.retry ? [] : [{ type: 'task.dead' as const, fields }]),
+  ]);
   return decision.retry ? 'requeued' : 'dead';
 }
 
@@ -112,7 +124,15 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
           record(taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' }));
         }
         const retired = await ctx.sessions.retire(session, ctx.now());
-        if (retired.ok) summary.expiredSessions++;
+        if (retired.ok) {
+          summary.expiredSessions++;
+          await emit(ctx, [
+            {
+              type: 'agent.offline',
+              fields: { agentId: session.agentId, data: { sessionId: session.sessionId } },
+            },
+          ]);
+        }
       },
       { agentId: session.agentId },
     );

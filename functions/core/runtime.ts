@@ -3,9 +3,11 @@
  * configuration read once from the environment.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
+import { EventBridgePublisher } from '#adapters/event-publishers';
 import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
 import type { SchedulerLog } from './context';
 import { Scheduler } from './scheduler';
@@ -32,6 +34,9 @@ export function schedulerFromEnvironment(
     },
     log,
     declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
+    ...(env.EVENT_BUS_NAME
+      ? { events: new EventBridgePublisher(new EventBridgeClient({}), env.EVENT_BUS_NAME) }
+      : {}),
     ...(options.schedules
       ? {
           scheduleBackend: new EventBridgeScheduleBackend(new SchedulerClient({}), {

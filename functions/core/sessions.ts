@@ -12,6 +12,7 @@ import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import type { AgentSession } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { emit } from './events';
 import { reclaimTask } from './reclaim';
 
 export const agentSpecSchema = z.strictObject({
@@ -86,6 +87,7 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
       );
     }
   }
+  await emit(ctx, [{ type: 'agent.online', fields: { agentId, data: { sessionId: session.sessionId } } }]);
   return {
     sessionId: session.sessionId,
     leaseTtlSeconds: ctx.settings.leaseTtlSeconds,

@@ -12,6 +12,7 @@ import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
 import { dueShardFor, type SchedulerContext } from './context';
 import { dispatch } from './dispatch';
+import { emit } from './events';
 import { dueAtAfterDispatch } from './transitions';
 
 export interface SubmitResult {
@@ -89,5 +90,8 @@ export async function submitTask(ctx: SchedulerContext, input: unknown): Promise
     return { task: existing, created: false };
   }
   if (sendsNow) await dispatch(ctx, task, spec.delaySeconds);
+  await emit(ctx, [
+    { type: 'task.submitted', fields: { taskId, queue: task.queue, data: { priority: task.priority } } },
+  ]);
   return { task, created: true };
 }

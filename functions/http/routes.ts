@@ -17,6 +17,8 @@ export interface RouteDefinition {
   readonly access: RouteAccess;
   /** Stable name of the operation, used as the OpenAPI operationId and in logs and metrics. */
   readonly operation: string;
+  /** Served by the local server only (in AWS, lifecycle events go to the EventBridge bus instead). */
+  readonly localOnly?: boolean;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
@@ -45,6 +47,8 @@ export const ROUTES: readonly RouteDefinition[] = [
     operation: 'listOccurrences',
   },
 
+  { method: 'GET', path: '/v1/events', access: 'operator', operation: 'listEvents', localOnly: true },
+
   { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
   { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
@@ -54,5 +58,11 @@ export const ROUTES: readonly RouteDefinition[] = [
 ];
 
 /** The routes one function serves: agent routes by the agent API, the others by the operator API. */
-export const routesServedBy = (api: 'agent' | 'operator'): RouteDefinition[] =>
-  ROUTES.filter((route) => (api === 'agent' ? route.access === 'agent' : route.access !== 'agent'));
+export const routesServedBy = (api: 'agent' | 'operator', local = false): RouteDefinition[] =>
+  ROUTES.filter(
+    (route) =>
+      (api === 'agent' ? route.access === 'agent' : route.access !== 'agent') && (local || !route.localOnly),
+  );
+
+/** The routes API Gateway serves in AWS. */
+export const DEPLOYED_ROUTES: readonly RouteDefinition[] = ROUTES.filter((route) => !route.localOnly);

@@ -5,6 +5,7 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
+import type { EventPublisher } from '#adapters/event-publishers';
 import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import type { ScheduleBackend } from '#core/schedules';
@@ -28,6 +29,7 @@ export interface TestStackOptions {
   readonly random?: () => number;
   readonly scheduleBackend?: ScheduleBackend;
   readonly declaredSchedules?: readonly unknown[];
+  readonly events?: EventPublisher;
 }
 
 export interface TestStack {
@@ -69,6 +71,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       ...(options.settings ? { settings: options.settings } : {}),
       ...(options.scheduleBackend ? { scheduleBackend: options.scheduleBackend } : {}),
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
+      ...(options.events ? { events: options.events } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   meter.reset();

@@ -8,7 +8,7 @@ import { AccountPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../../functions/http/routes';
+import { DEPLOYED_ROUTES as ROUTES } from '../../functions/http/routes';
 import { AgentScheduler } from '../../infra/agent-scheduler';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
@@ -210,12 +210,18 @@ describe('AgentScheduler construct', () => {
       Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
       Resource: [resolve(stack.scheduler.functions[fn].logGroup.logGroupArn)],
     });
+    const putEvents = () => ({
+      Effect: 'Allow',
+      Action: ['events:PutEvents'],
+      Resource: [resolve(stack.scheduler.eventBus.eventBusArn)],
+    });
     const sorted = (statements: unknown[]) =>
       statements.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
     const expected = () => ({
       agentApi: sorted([
         logs('agentApi'),
+        putEvents(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'),
         table('agents', 'dynamodb:GetItem'),
@@ -228,6 +234,7 @@ describe('AgentScheduler construct', () => {
       ]),
       operatorApi: sorted([
         logs('operatorApi'),
+        putEvents(),
         table(
           'tasks',
           'dynamodb:PutItem',
@@ -266,6 +273,7 @@ describe('AgentScheduler construct', () => {
       authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: sorted([
         logs('supervisor'),
+        putEvents(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
         index(['dynamodb:Query']),
         table('leases', 'dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
@@ -278,6 +286,7 @@ describe('AgentScheduler construct', () => {
       ]),
       scheduleFire: sorted([
         logs('scheduleFire'),
+        putEvents(),
         table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),

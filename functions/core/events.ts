@@ -1,0 +1,22 @@
+/**
+ * Emitting lifecycle events from the operations. Best effort: a failure is logged and the operation goes on.
+ */
+import type { EventType, SchedulerEvent } from '#domain/events';
+import { schedulerEvent } from '#domain/events';
+import type { SchedulerContext } from './context';
+
+export async function emit(
+  ctx: SchedulerContext,
+  events: readonly { type: EventType; fields?: Omit<SchedulerEvent, 'version' | 'type' | 'time'> }[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const now = ctx.now();
+  try {
+    await ctx.events.publish(events.map((e) => schedulerEvent(e.type, now, e.fields)));
+  } catch (error) {
+    ctx.log.warn('could not publish lifecycle events', {
+      types: events.map((e) => e.type),
+      error: error instanceof Error ? error.name : String(error),
+    });
+  }
+}
