@@ -1,6 +1,6 @@
 /**
- * Lambda entry: one supervisor pass, on EventBridge Scheduler's `rate(1 minute)`. Takes back expired leases and
- * sends again the tasks whose hints were lost, then reports the cycle as EMF metrics and one log line.
+ * Lambda entry: one supervisor pass (see `runSupervisorPass`), on EventBridge Scheduler's `rate(1 minute)`,
+ * reported as EMF metrics and one log line.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -17,21 +17,16 @@ export const handler = middy<{ scheduledTime?: string }, Record<string, unknown>
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }))
   .handler(async (event) => {
-    const reclaimed = await scheduler.reclaim();
-    const reconciled = await scheduler.reconcile();
-    const cycle = {
-      scheduledTime: event.scheduledTime,
-      expiredSessions: reclaimed.expiredSessions,
-      requeued: reclaimed.requeued.length,
-      deadLettered: reclaimed.dead.length,
-      reconciled: reconciled.redispatched.length,
-      errors: reclaimed.errors + reconciled.errors,
-    };
-    metrics.addMetric('ExpiredSessions', MetricUnit.Count, cycle.expiredSessions);
+    const cycle = await scheduler.supervise();
+    metrics.addMetric('RecoveredLeases', MetricUnit.Count, cycle.recoveredLeases);
     metrics.addMetric('Requeued', MetricUnit.Count, cycle.requeued);
     metrics.addMetric('DeadLettered', MetricUnit.Count, cycle.deadLettered);
+    metrics.addMetric('AgentsOffline', MetricUnit.Count, cycle.agentsOffline);
     metrics.addMetric('Reconciled', MetricUnit.Count, cycle.reconciled);
+    metrics.addMetric('Promoted', MetricUnit.Count, cycle.promoted);
+    metrics.addMetric('Starved', MetricUnit.Count, cycle.starved);
+    metrics.addMetric('NeedsAttention', MetricUnit.Count, cycle.escalated);
     metrics.addMetric('SweepErrors', MetricUnit.Count, cycle.errors);
-    logger.info('supervisor pass', { cycle });
-    return cycle;
+    logger.info('supervisor pass', { scheduledTime: event.scheduledTime, cycle });
+    return { scheduledTime: event.scheduledTime, ...cycle };
   });

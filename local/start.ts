@@ -96,17 +96,17 @@ writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken
 
 const supervisorMs = Number(values['supervisor-seconds']) * 1_000;
 const supervisor = setInterval(() => {
-  Promise.all([scheduler.reclaim(), scheduler.reconcile()])
-    .then(([reclaimed, reconciled]) => {
-      const acted = reclaimed.requeued.length + reclaimed.dead.length + reconciled.redispatched.length;
-      if (acted > 0 || reclaimed.errors + reconciled.errors > 0) {
-        log.info('supervisor pass', {
-          requeued: reclaimed.requeued.length,
-          dead: reclaimed.dead.length,
-          reconciled: reconciled.redispatched.length,
-          errors: reclaimed.errors + reconciled.errors,
-        });
-      }
+  scheduler
+    .supervise()
+    .then((cycle) => {
+      const acted =
+        cycle.recoveredLeases +
+        cycle.reconciled +
+        cycle.promoted +
+        cycle.starved +
+        cycle.escalated +
+        cycle.errors;
+      if (acted > 0) log.info('supervisor pass', { cycle });
     })
     .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
 }, supervisorMs);

@@ -67,6 +67,8 @@ export function taskFromItem(item: Item): Task {
       result: parseJson(item.result),
       error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
       lastFinish,
+      starvationLevel: optionalNumber(item.starvationLevel),
+      needsAttention: item.needsAttention === true ? true : undefined,
       idempotencyKey: optionalString(item.idempotencyKey),
       finishedAt: optionalNumber(item.finishedAt),
     }),

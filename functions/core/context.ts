@@ -35,6 +35,15 @@ export interface SchedulerSettings {
   readonly priorityWeights: PriorityWeights;
   /** Most items one sweep looks at per shard or per kind; the rest wait for the next pass. */
   readonly sweepLimit: number;
+  /**
+   * The starvation ladder: a claimable task queued this long is promoted one priority, then announced
+   * (`task.starved`), then marked as needing attention (an alarm).
+   */
+  readonly starvation: {
+    readonly promoteAfterSeconds: number;
+    readonly announceAfterSeconds: number;
+    readonly attentionAfterSeconds: number;
+  };
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -48,6 +57,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   reservationGraceSeconds: 60,
   priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
   sweepLimit: 200,
+  starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

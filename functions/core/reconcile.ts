@@ -9,9 +9,20 @@
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { allDueShards, type SchedulerContext } from './context';
+import { emit } from './events';
+import { getQueueControl } from './queue-controls';
+import { climbLadder, nextStepAt } from './starvation';
 
 export interface ReconcileSummary {
   readonly redispatched: string[];
+  /** Tasks the starvation ladder promoted, announced as starved, or marked as needing attention. */
+  readonly promoted: string[];
+  readonly starved: string[];
+  readonly needsAttention: string[];
+  /** Queues with starving work and no live agent serving them. */
+  readonly noCapableAgent: string[];
+  /** Queued tasks of paused queues, left alone by the ladder. */
+  readonly pausedSkipped: number;
   /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
   readonly deferred: number;
   readonly errors: number;
@@ -25,7 +36,25 @@ export async function reconcileDispatch(
   ctx: SchedulerContext,
   options: { everything?: boolean } = {},
 ): Promise<ReconcileSummary> {
-  const summary = { redispatched: [] as string[], deferred: 0, errors: 0 };
+  const summary = {
+    redispatched: [] as string[],
+    promoted: [] as string[],
+    starved: [] as string[],
+    needsAttention: [] as string[],
+    noCapableAgent: [] as string[],
+    pausedSkipped: 0,
+    deferred: 0,
+    errors: 0,
+  };
+  let servedQueues: Set<string> | undefined;
+  const isServed = async (queue: string) => {
+    servedQueues ??= new Set(
+      (await ctx.sessions.scanKind('session'))
+        .filter((item) => Number(item.expiresAt) > now)
+        .flatMap((item) => (Array.isArray(item.queues) ? item.queues.map(String) : [])),
+    );
+    return servedQueues.has(queue);
+  };
   const now = ctx.now();
   for (const shard of allDueShards(ctx)) {
     try {
@@ -35,7 +64,23 @@ export async function reconcileDispatch(
       for (const task of (await ctx.tasks.getMany(ids)).values()) {
         if (task.status !== 'queued') continue;
         try {
-          if (await reconcileTask(ctx, task, now, options.everything === true))
+          let current = task;
+          if ((await getQueueControl(ctx, task.queue)).paused) summary.pausedSkipped++;
+          else {
+            const climbed = await climbLadder(ctx, task, now);
+            const steps = climbed.steps;
+            current = climbed.task;
+            if (steps.includes('promoted')) summary.promoted.push(task.taskId);
+            if (steps.includes('attention')) summary.needsAttention.push(task.taskId);
+            if (steps.includes('starved')) {
+              summary.starved.push(task.taskId);
+              if (!summary.noCapableAgent.includes(task.queue) && !(await isServed(task.queue))) {
+                summary.noCapableAgent.push(task.queue);
+                await emit(ctx, [{ type: 'queue.noCapableAgent', fields: { queue: task.queue } }]);
+              }
+            }
+          }
+          if (await reconcileTask(ctx, current, now, options.everything === true))
             summary.redispatched.push(task.taskId);
           else summary.deferred++;
         } catch (error) {
@@ -71,9 +116,12 @@ async function reconcileTask(
     task.dispatchedAt <= now - ctx.settings.reconcileAfterSeconds * 1_000;
   const delayMs = Math.max(0, claimableAt - now);
   if (!overdue || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
-    const dueAt = overdue
-      ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000
-      : (task.dispatchedAt ?? now) + nextLookMs(ctx, task.dispatchCount);
+    const dueAt = Math.min(
+      overdue
+        ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000
+        : (task.dispatchedAt ?? now) + nextLookMs(ctx, task.dispatchCount),
+      nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
+    );
     await ctx.tasks.update(task.taskId, (e) => ({
       set: [`${e.n('dueAt')} = ${e.v(Math.max(dueAt, now + 1))}`],
       condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
@@ -91,7 +139,12 @@ async function reconcileTask(
     set: [
       `${e.n('dispatchedAt')} = ${e.v(now + delayMs)}`,
       `${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`,
-      `${e.n('dueAt')} = ${e.v(now + delayMs + nextLookMs(ctx, task.dispatchCount + 1))}`,
+      `${e.n('dueAt')} = ${e.v(
+        Math.min(
+          now + delayMs + nextLookMs(ctx, task.dispatchCount + 1),
+          nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
+        ),
+      )}`,
     ],
     condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
   }));

@@ -24,6 +24,7 @@ import { redriveTask } from './redrive';
 import { createSchedule, deleteSchedule, listSchedules, type ScheduleBackend } from './schedules';
 import { heartbeat, openSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
+import { runSupervisorPass } from './supervisor';
 
 export class Scheduler {
   readonly ctx: SchedulerContext;
@@ -134,6 +135,11 @@ export class Scheduler {
       throw new ServiceUnavailableError('run-time schedules are not configured for this deployment');
     }
     return this.ctx.scheduleBackend;
+  }
+
+  /** One supervisor pass: reclaim, reconcile, starvation ladder. */
+  supervise() {
+    return runSupervisorPass(this.ctx).catch(translateAwsError);
   }
 
   reclaim() {

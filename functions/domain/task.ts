@@ -47,6 +47,9 @@ export interface Task {
   readonly result?: unknown;
   readonly error?: TaskError;
   readonly lastFinish?: FinishRecord;
+  /** Steps of the starvation ladder taken: 1 promoted, 2 announced, 3 needs attention. */
+  readonly starvationLevel?: number;
+  readonly needsAttention?: boolean;
   readonly idempotencyKey?: string;
   readonly specHash: string;
   readonly payloadBytes: number;

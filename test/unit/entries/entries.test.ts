@@ -42,12 +42,18 @@ describe('Lambda entries', () => {
 
     const cycle = await handler({ scheduledTime: '2027-01-01T00:00:00Z' }, context);
 
-    expect(cycle).toEqual({
+    expect(cycle).toMatchObject({
       scheduledTime: '2027-01-01T00:00:00Z',
-      expiredSessions: 0,
+      recoveredLeases: 0,
       requeued: 0,
       deadLettered: 0,
+      agentsOffline: 0,
       reconciled: 0,
+      promoted: 0,
+      starved: 0,
+      escalated: 0,
+      noCapableAgent: [],
+      pausedQueuesSkipped: 0,
       errors: 0,
     });
     expect(ddb).toHaveReceivedCommandTimes(QueryCommand, 32);

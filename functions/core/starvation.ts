@@ -1,0 +1,78 @@
+/**
+ * The starvation ladder, after the lease-sweeping daemon we learned from: a claimable task that has waited past
+ * each threshold is (1) promoted one priority, (2) announced with a `task.starved` event, (3) marked as needing
+ * attention, which raises an alarm. Each step is a conditional write on the step reached, so passes that
+ * overlap take each step once. A starving queue that no live agent serves is announced as `queue.noCapableAgent`.
+ */
+import { promote } from '#domain/priority';
+import type { Task } from '#domain/task';
+import type { SchedulerContext } from './context';
+import { emit } from './events';
+
+export type LadderStep = 'promoted' | 'starved' | 'attention';
+
+const thresholdsMs = (ctx: SchedulerContext) => [
+  ctx.settings.starvation.promoteAfterSeconds * 1_000,
+  ctx.settings.starvation.announceAfterSeconds * 1_000,
+  ctx.settings.starvation.attentionAfterSeconds * 1_000,
+];
+
+/** Since when the task has been claimable. */
+const waitingSince = (task: Task) => Math.max(task.createdAt, task.notBefore ?? 0);
+
+/** When the task will cross its next threshold, or undefined at the top of the ladder. */
+export function nextStepAt(ctx: SchedulerContext, task: Task): number | undefined {
+  const level = task.starvationLevel ?? 0;
+  const threshold = thresholdsMs(ctx)[level];
+  return threshold === undefined ? undefined : waitingSince(task) + threshold;
+}
+
+/** Takes the steps `task` has earned by `now`; returns them and the task as it now is. */
+export async function climbLadder(
+  ctx: SchedulerContext,
+  task: Task,
+  now: number,
+): Promise<{ steps: LadderStep[]; task: Task }> {
+  const waited = now - waitingSince(task);
+  const level = task.starvationLevel ?? 0;
+  const reached = thresholdsMs(ctx).filter((t) => waited >= t).length;
+  if (reached <= level) return { steps: [], task };
+  const promoting = level < 1 && reached >= 1 && task.priority !== 'critical';
+  const priority = promoting ? promote(task.priority) : task.priority;
+  const written = await ctx.tasks.update(task.taskId, (e) => ({
+    set: [
+      `${e.n('starvationLevel')} = ${e.v(reached)}`,
+      ...(promoting ? [`${e.n('priority')} = ${e.v(priority)}`] : []),
+      ...(reached >= 3 ? [`${e.n('needsAttention')} = ${e.v(true)}`] : []),
+    ],
+    condition: [
+      `${e.n('status')} = ${e.v('queued')}`,
+      `${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
+      level === 0
+        ? `attribute_not_exists(${e.n('starvationLevel')})`
+        : `${e.n('starvationLevel')} = ${e.v(level)}`,
+    ].join(' AND '),
+  }));
+  if (!written.ok) return { steps: [], task: written.current ?? task };
+  const steps: LadderStep[] = [];
+  if (level < 1 && reached >= 1) {
+    steps.push('promoted');
+    // A hint in the more urgent queue; the old one is merely stale now.
+    if (promoting) {
+      await ctx.queues
+        .send(task.queue, priority, { taskId: task.taskId, leaseEpoch: task.leaseEpoch })
+        .catch(() => undefined);
+    }
+  }
+  const fields = {
+    taskId: task.taskId,
+    queue: task.queue,
+    data: { waitedSeconds: Math.round(waited / 1_000), priority, level: reached },
+  };
+  if (level < 2 && reached >= 2) {
+    steps.push('starved');
+    await emit(ctx, [{ type: 'task.starved', fields }]);
+  }
+  if (level < 3 && reached >= 3) steps.push('attention');
+  return { steps, task: written.task };
+}

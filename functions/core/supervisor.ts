@@ -1,0 +1,45 @@
+/**
+ * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: take back leases of silent agents and of
+ * attempts past their deadline (retrying with backoff, or dead), send again what SQS lost, and climb the
+ * starvation ladder. Safe to run twice at once: every step is a conditional write. Bounded per pass.
+ */
+import type { SchedulerContext } from './context';
+import { reclaimExpiredLeases } from './reclaim';
+import { reconcileDispatch } from './reconcile';
+
+export interface CycleResult {
+  /** Leases taken back (requeued or dead). */
+  readonly recoveredLeases: number;
+  readonly requeued: number;
+  readonly deadLettered: number;
+  readonly agentsOffline: number;
+  readonly reconciled: number;
+  readonly promoted: number;
+  readonly starved: number;
+  /** Tasks that reached the top of the ladder: they need a person. */
+  readonly escalated: number;
+  readonly noCapableAgent: readonly string[];
+  readonly pausedQueuesSkipped: number;
+  readonly errors: number;
+  readonly durationMs: number;
+}
+
+export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
+  const started = Date.now();
+  const reclaimed = await reclaimExpiredLeases(ctx);
+  const reconciled = await reconcileDispatch(ctx);
+  return {
+    recoveredLeases: reclaimed.requeued.length + reclaimed.dead.length,
+    requeued: reclaimed.requeued.length,
+    deadLettered: reclaimed.dead.length,
+    agentsOffline: reclaimed.expiredSessions,
+    reconciled: reconciled.redispatched.length,
+    promoted: reconciled.promoted.length,
+    starved: reconciled.starved.length,
+    escalated: reconciled.needsAttention.length,
+    noCapableAgent: reconciled.noCapableAgent,
+    pausedQueuesSkipped: reconciled.pausedSkipped,
+    errors: reclaimed.errors + reconciled.errors,
+    durationMs: Date.now() - started,
+  };
+}
