@@ -51,6 +51,16 @@ export interface AgentSchedulerProps {
   readonly oldestMessageAlarmAge?: Duration;
   /** CloudWatch namespace of the scheduler's own metrics. @default 'AgentScheduler' */
   readonly metricsNamespace?: string;
+  /**
+   * The starvation ladder: a claimable task waiting this long is promoted one priority, then announced with a
+   * `task.starved` event, then marked as needing attention (the StarvedTasks alarm).
+   * @default 5, 15 and 60 minutes
+   */
+  readonly starvation?: {
+    readonly promoteAfter?: Duration;
+    readonly announceAfter?: Duration;
+    readonly attentionAfter?: Duration;
+  };
 }
 
 export class AgentScheduler extends Construct {
@@ -115,6 +125,15 @@ export class AgentScheduler extends Construct {
       HEARTBEAT_INTERVAL_SECONDS: String(heartbeatInterval.toSeconds()),
       TASK_RETENTION_SECONDS: String(retention.toSeconds()),
       EVENT_BUS_NAME: this.eventBus.eventBusName,
+      STARVATION_PROMOTE_AFTER_SECONDS: String(
+        (props.starvation?.promoteAfter ?? Duration.minutes(5)).toSeconds(),
+      ),
+      STARVATION_ANNOUNCE_AFTER_SECONDS: String(
+        (props.starvation?.announceAfter ?? Duration.minutes(15)).toSeconds(),
+      ),
+      STARVATION_ATTENTION_AFTER_SECONDS: String(
+        (props.starvation?.attentionAfter ?? Duration.minutes(60)).toSeconds(),
+      ),
     };
     const fn = (
       fnId: string,
@@ -384,6 +403,24 @@ function validateProps(props: AgentSchedulerProps): void {
   const period = props.supervisorPeriod;
   if (period && !Token.isUnresolved(period) && (period.toSeconds() < 60 || period.toSeconds() % 60 !== 0)) {
     throw new Error(`supervisorPeriod must be whole minutes, at least one (got ${period.toHumanString()})`);
+  }
+  const ladder = [
+    props.starvation?.promoteAfter,
+    props.starvation?.announceAfter,
+    props.starvation?.attentionAfter,
+  ].map((d, i) => d?.toSeconds() ?? [300, 900, 3_600][i] ?? 0);
+  if (
+    !(
+      ladder[0] !== undefined &&
+      ladder[1] !== undefined &&
+      ladder[2] !== undefined &&
+      ladder[0] < ladder[1] &&
+      ladder[1] < ladder[2]
+    )
+  ) {
+    throw new Error(
+      `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${ladder.join(', ')} s)`,
+    );
   }
   const ttl = props.leaseTtl?.toSeconds();
   const heartbeat = props.heartbeatInterval?.toSeconds();

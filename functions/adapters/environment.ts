@@ -26,6 +26,11 @@ export interface FunctionConfig {
   readonly leaseTtlSeconds: number;
   readonly heartbeatIntervalSeconds: number;
   readonly retentionSeconds: number;
+  readonly starvation: {
+    readonly promoteAfterSeconds: number;
+    readonly announceAfterSeconds: number;
+    readonly attentionAfterSeconds: number;
+  };
 }
 
 export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): FunctionConfig {
@@ -39,5 +44,10 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     leaseTtlSeconds: numberEnv('LEASE_TTL_SECONDS', 30, env),
     heartbeatIntervalSeconds: numberEnv('HEARTBEAT_INTERVAL_SECONDS', 10, env),
     retentionSeconds: numberEnv('TASK_RETENTION_SECONDS', 7 * 24 * 60 * 60, env),
+    starvation: {
+      promoteAfterSeconds: numberEnv('STARVATION_PROMOTE_AFTER_SECONDS', 300, env),
+      announceAfterSeconds: numberEnv('STARVATION_ANNOUNCE_AFTER_SECONDS', 900, env),
+      attentionAfterSeconds: numberEnv('STARVATION_ATTENTION_AFTER_SECONDS', 3_600, env),
+    },
   };
 }

@@ -31,6 +31,7 @@ export function schedulerFromEnvironment(
       leaseTtlSeconds: config.leaseTtlSeconds,
       heartbeatIntervalSeconds: config.heartbeatIntervalSeconds,
       retentionSeconds: config.retentionSeconds,
+      starvation: config.starvation,
     },
     log,
     declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],

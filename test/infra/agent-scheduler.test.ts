@@ -152,6 +152,18 @@ describe('AgentScheduler construct', () => {
       });
     });
 
+    it('the supervisor is given the starvation ladder (defaults 5, 15, 60 minutes) and the event bus', () => {
+      const fn = stack.scheduler.functions.supervisor;
+      const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+      expect(resource.Properties.Environment.Variables).toMatchObject({
+        STARVATION_PROMOTE_AFTER_SECONDS: '300',
+        STARVATION_ANNOUNCE_AFTER_SECONDS: '900',
+        STARVATION_ATTENTION_AFTER_SECONDS: '3600',
+        EVENT_BUS_NAME: { Ref: stack.getLogicalId(stack.scheduler.eventBus.node.defaultChild as never) },
+      });
+      template.resourceCountIs('AWS::Events::EventBus', 1);
+    });
+
     it('every function logs to a log group of its own with a retention period', () => {
       for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
         expect(group.Properties.RetentionInDays).toBe(30);

@@ -78,6 +78,14 @@ describe('props', () => {
       /heartbeatInterval \(20 s\) must be shorter than leaseTtl \(20 s\)/,
     ],
     [
+      'starvation thresholds out of order',
+      {
+        queues: ['a'],
+        starvation: { promoteAfter: Duration.minutes(20), announceAfter: Duration.minutes(10) },
+      },
+      /starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter \(got 1200, 600, 3600 s\)/,
+    ],
+    [
       'a schedule on an unknown queue',
       { queues: ['a'], schedules: [{ name: 'n', expression: 'rate(1 hour)', task: { queue: 'b' } }] },
       /targets queue "b", which is not declared/,
