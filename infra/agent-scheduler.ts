@@ -269,7 +269,13 @@ export class AgentScheduler extends Construct {
 
     grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
 
-    grantOnTable(supervisor, tasks, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem']);
+    // PutItem: a missed schedule occurrence that its policy runs is submitted by the supervisor.
+    grantOnTable(supervisor, tasks, [
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:PutItem',
+    ]);
     grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
     grantOnTable(supervisor, leases, ['dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(supervisor, 'sqs:SendMessage');
@@ -294,6 +300,7 @@ export class AgentScheduler extends Construct {
     operatorApi.addEnvironment('SCHEDULE_ROLE_ARN', this.schedules.role.roleArn);
     operatorApi.addEnvironment('SCHEDULE_DEAD_LETTER_ARN', this.deadLetterQueue.queueArn);
     operatorApi.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
+    this.functions.supervisor.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
     operatorApi.addToRolePolicy(
       new PolicyStatement({
         actions: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],

@@ -69,6 +69,8 @@ const scheduler = new Scheduler(
     log,
     scheduleBackend,
     events,
+    // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
+    settings: { missedRunGraceSeconds: 5 },
     declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
   }),
 );

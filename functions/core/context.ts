@@ -44,6 +44,8 @@ export interface SchedulerSettings {
     readonly announceAfterSeconds: number;
     readonly attentionAfterSeconds: number;
   };
+  /** An occurrence not recorded this long after its time is missed, and handled by its missed-run policy. */
+  readonly missedRunGraceSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -58,6 +60,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
   sweepLimit: 200,
   starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
+  missedRunGraceSeconds: 120,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

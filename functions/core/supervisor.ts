@@ -1,9 +1,11 @@
 /**
  * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: take back leases of silent agents and of
  * attempts past their deadline (retrying with backoff, or dead), send again what SQS lost, and climb the
- * starvation ladder. Safe to run twice at once: every step is a conditional write. Bounded per pass.
+ * starvation ladder, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
+ * a conditional write. Bounded per pass.
  */
 import type { SchedulerContext } from './context';
+import { catchUpMissedRuns } from './missed-runs';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 
@@ -20,6 +22,9 @@ export interface CycleResult {
   readonly escalated: number;
   readonly noCapableAgent: readonly string[];
   readonly pausedQueuesSkipped: number;
+  /** Missed schedule occurrences run, or recorded as skipped, by their missed-run policy. */
+  readonly missedRunsFired: number;
+  readonly missedRunsSkipped: number;
   readonly errors: number;
   readonly durationMs: number;
 }
@@ -28,6 +33,16 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
   const started = Date.now();
   const reclaimed = await reclaimExpiredLeases(ctx);
   const reconciled = await reconcileDispatch(ctx);
+  let missedErrors = 0;
+  const missed = await catchUpMissedRuns(ctx, ctx.settings.missedRunGraceSeconds * 1_000).catch(
+    (error: unknown) => {
+      missedErrors++;
+      ctx.log.error('catching up missed schedule runs failed', {
+        error: error instanceof Error ? error.name : String(error),
+      });
+      return { fired: 0, skipped: 0 };
+    },
+  );
   return {
     recoveredLeases: reclaimed.requeued.length + reclaimed.dead.length,
     requeued: reclaimed.requeued.length,
@@ -39,7 +54,9 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     escalated: reconciled.needsAttention.length,
     noCapableAgent: reconciled.noCapableAgent,
     pausedQueuesSkipped: reconciled.pausedSkipped,
-    errors: reclaimed.errors + reconciled.errors,
+    missedRunsFired: missed.fired,
+    missedRunsSkipped: missed.skipped,
+    errors: reclaimed.errors + reconciled.errors + missedErrors,
     durationMs: Date.now() - started,
   };
 }

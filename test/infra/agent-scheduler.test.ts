@@ -286,7 +286,13 @@ describe('AgentScheduler construct', () => {
       supervisor: sorted([
         logs('supervisor'),
         putEvents(),
-        table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
+        table(
+          'tasks',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:PutItem',
+        ),
         index(['dynamodb:Query']),
         table('leases', 'dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),

@@ -54,6 +54,8 @@ describe('Lambda entries', () => {
       escalated: 0,
       noCapableAgent: [],
       pausedQueuesSkipped: 0,
+      missedRunsFired: 0,
+      missedRunsSkipped: 0,
       errors: 0,
     });
     expect(ddb).toHaveReceivedCommandTimes(QueryCommand, 32);
