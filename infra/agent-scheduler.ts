@@ -213,14 +213,17 @@ export class AgentScheduler extends Construct {
   }
 
   /**
-   * The queue URLs, compactly: a shared base and four queue names per task queue, so that many task queues fit
-   * in Lambda's 4 KB of environment.
+   * The queue URLs, compactly: a shared base and, per task queue, its four queue names and its dead-letter
+   * queue's, so that many task queues fit in Lambda's 4 KB of environment.
    */
   private queueDirectoryJson(): string {
     return Stack.of(this).toJsonString({
       base: `https://sqs.${Aws.REGION}.${Aws.URL_SUFFIX}/${Aws.ACCOUNT_ID}/`,
       queues: Object.fromEntries(
-        [...this.queues].map(([name, q]) => [name, PRIORITIES.map((p) => q.byPriority[p].queueName)]),
+        [...this.queues].map(([name, q]) => [
+          name,
+          [...PRIORITIES.map((p) => q.byPriority[p].queueName), q.deadLetterQueue.queueName],
+        ]),
       ),
     });
   }
@@ -286,6 +289,9 @@ export class AgentScheduler extends Construct {
     onQueues(scheduleFire, 'sqs:SendMessage');
 
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
+    // A task that dies leaves a record in its queue's dead-letter queue.
+    for (const fn of [agentApi, supervisor])
+      for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');
   }
 
   /**

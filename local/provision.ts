@@ -87,7 +87,7 @@ export async function provisionQueues(
     );
     if (!dlq.QueueUrl || urls.some(([, url]) => !url))
       throw new Error(`could not create the queues of ${queue}`);
-    directory[queue] = Object.fromEntries(urls) as PriorityQueueUrls;
+    directory[queue] = { ...(Object.fromEntries(urls) as PriorityQueueUrls), deadLetter: dlq.QueueUrl };
   }
   return new QueueDirectory(directory);
 }

@@ -14,7 +14,10 @@ import {
 import { ValidationError } from '#domain/errors';
 import { PRIORITIES, type Priority } from '#domain/priority';
 
-export type PriorityQueueUrls = Readonly<Record<Priority, string>>;
+export type PriorityQueueUrls = Readonly<Record<Priority, string>> & {
+  /** The task queue's dead-letter queue: hints SQS gave up on, and a record of each task that died. */
+  readonly deadLetter?: string;
+};
 
 /** Where each (task queue, priority) lives. The construct passes it to functions as JSON. */
 export class QueueDirectory {
@@ -76,6 +79,10 @@ export class QueueDirectory {
     const urls = this.queues.get(queue);
     if (!urls) throw new ValidationError(`queue ${queue} does not exist`, { context: { queue } });
     return urls[priority];
+  }
+
+  deadLetterUrlFor(queue: string): string | undefined {
+    return this.queues.get(queue)?.deadLetter;
   }
 }
 
@@ -190,6 +197,18 @@ export class TaskQueues {
       }
     }
     await Promise.all(requests);
+  }
+
+  /** Leaves a record of a task that died in its queue's dead-letter queue, for people and tools to act on. */
+  async sendDeadLetter(queue: string, record: Record<string, unknown>): Promise<void> {
+    const url = this.directory.deadLetterUrlFor(queue);
+    if (!url) return;
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: JSON.stringify({ v: 1, kind: 'dead-task', ...record }),
+      }),
+    );
   }
 
   /** Makes a message visible again after `seconds` (0: at once) instead of deleting it. */

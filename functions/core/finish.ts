@@ -12,6 +12,7 @@ import { type FinishRecord, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
+import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { type Clauses, ownerCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
@@ -73,14 +74,10 @@ async function finish(
             .release(lease.agentId, session.sessionId, new Map([[lease.taskId, reservedAt]]))
             .catch(() => undefined);
         }
-        const type =
-          kind === 'complete'
-            ? 'task.completed'
-            : status === 'dead'
-              ? 'task.dead'
-              : kind === 'fail'
-                ? 'task.failed'
-                : undefined;
+        if (status === 'dead') {
+          await recordDeath(ctx, written.task, written.task.error?.message ?? 'failed', lease.agentId);
+        }
+        const type = kind === 'complete' ? 'task.completed' : kind === 'fail' ? 'task.failed' : undefined;
         if (type) {
           await emit(ctx, [
             {

@@ -8,6 +8,7 @@
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
 import { allDueShards, type SchedulerContext } from './context';
+import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { epochCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
@@ -58,10 +59,8 @@ export async function reclaimTask(
     ...(task.owner ? { agentId: task.owner } : {}),
     data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt, reason: options.reason },
   };
-  await emit(ctx, [
-    { type: 'task.lost', fields },
-    ...(decision.retry ? [] : [{ type: 'task.dead' as const, fields }]),
-  ]);
+  await emit(ctx, [{ type: 'task.lost', fields }]);
+  if (!decision.retry) await recordDeath(ctx, written.task, `lease expired (${options.reason})`, task.owner);
   return decision.retry ? 'requeued' : 'dead';
 }
 
@@ -76,6 +75,7 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
       condition: epochCondition(e, task),
     };
   });
+  if (written.ok) await recordDeath(ctx, written.task, message, task.owner);
   return written.ok;
 }
 

@@ -222,6 +222,12 @@ describe('AgentScheduler construct', () => {
       Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
       Resource: [resolve(stack.scheduler.functions[fn].logGroup.logGroupArn)],
     });
+    const deadLetters = () =>
+      [...stack.scheduler.queues.values()].map((q) => ({
+        Effect: 'Allow',
+        Action: ['sqs:SendMessage'],
+        Resource: [resolve(q.deadLetterQueue.queueArn)],
+      }));
     const putEvents = () => ({
       Effect: 'Allow',
       Action: ['events:PutEvents'],
@@ -234,6 +240,7 @@ describe('AgentScheduler construct', () => {
       agentApi: sorted([
         logs('agentApi'),
         putEvents(),
+        ...deadLetters(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'),
         table('agents', 'dynamodb:GetItem'),
@@ -286,6 +293,7 @@ describe('AgentScheduler construct', () => {
       supervisor: sorted([
         logs('supervisor'),
         putEvents(),
+        ...deadLetters(),
         table(
           'tasks',
           'dynamodb:GetItem',

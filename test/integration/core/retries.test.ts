@@ -1,7 +1,7 @@
 /**
  * Retries with growing delays until dead, redrive, and recovery after SQS lost every message.
  */
-import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
+import { PurgeQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backoffCapSeconds } from '#domain/retry-policy';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
@@ -52,6 +52,23 @@ describe('retries and recovery', () => {
     expect(delays[1]).toBeGreaterThan(delays[0] ?? 0);
     expect(delays[0]).toBeLessThanOrEqual(backoffCapSeconds(1, policy) * 1_000);
     expect(delays[1]).toBeLessThanOrEqual(backoffCapSeconds(2, policy) * 1_000);
+
+    // The death is on record in the queue's dead-letter queue.
+    const deadLetter = await stack.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: stack.ctx.queues.directory.deadLetterUrlFor('flaky'),
+        MaxNumberOfMessages: 10,
+      }),
+    );
+    expect((deadLetter.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}'))).toEqual([
+      expect.objectContaining({
+        kind: 'dead-task',
+        taskId: task.taskId,
+        queue: 'flaky',
+        attempt: 3,
+        reason: 'boom 3',
+      }),
+    ]);
 
     const redriven = await scheduler.redrive(task.taskId);
     expect(redriven).toMatchObject({ status: 'queued', attempt: 0 });

@@ -1,0 +1,43 @@
+/**
+ * A task that died (attempts used up, a permanent error, or no payload) leaves a record in its queue's
+ * dead-letter queue beside the `task.dead` event, so the DLQ alarm calls a person and the record can be
+ * redriven. Best effort: the task's own record already says it is dead.
+ */
+import type { Task } from '#domain/task';
+import type { SchedulerContext } from './context';
+import { emit } from './events';
+
+export async function recordDeath(
+  ctx: SchedulerContext,
+  task: Task,
+  reason: string,
+  agentId?: string,
+): Promise<void> {
+  const record = {
+    taskId: task.taskId,
+    queue: task.queue,
+    attempt: task.attempt,
+    leaseEpoch: task.leaseEpoch,
+    reason,
+    diedAt: new Date(ctx.now()).toISOString(),
+  };
+  await Promise.all([
+    ctx.queues.sendDeadLetter(task.queue, record).catch((error: unknown) =>
+      ctx.log.warn('could not record a dead task in its dead-letter queue', {
+        taskId: task.taskId,
+        error: error instanceof Error ? error.name : String(error),
+      }),
+    ),
+    emit(ctx, [
+      {
+        type: 'task.dead',
+        fields: {
+          taskId: task.taskId,
+          queue: task.queue,
+          ...(agentId ? { agentId } : {}),
+          data: { attempt: task.attempt, leaseEpoch: task.leaseEpoch, reason },
+        },
+      },
+    ]),
+  ]);
+}
