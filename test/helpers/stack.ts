@@ -3,6 +3,7 @@
  * and a meter of every AWS request it makes.
  */
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
 import type { EventPublisher } from '#adapters/event-publishers';
@@ -135,4 +136,25 @@ export async function claimUntil(
     if (batch.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return claimed;
+}
+
+/**
+ * Ids of the tasks whose own records say they are leased, to an agent or in a queue: the ground truth, not the
+ * bookkeeping of sessions or queues.
+ */
+export async function leasedTaskIds(
+  stack: TestStack,
+  by: { owner: string } | { queue: string },
+): Promise<string[]> {
+  const [attribute, value] = 'owner' in by ? ['owner', by.owner] : ['queue', by.queue];
+  const output = await DynamoDBDocumentClient.from(stack.dynamodb).send(
+    new ScanCommand({
+      TableName: stack.ctx.tasks.tableName,
+      FilterExpression: '#s = :leased AND #a = :value',
+      ExpressionAttributeNames: { '#s': 'status', '#a': attribute },
+      ExpressionAttributeValues: { ':leased': 'leased', ':value': value },
+      ConsistentRead: true,
+    }),
+  );
+  return (output.Items ?? []).map((item) => String(item.taskId));
 }

@@ -2,12 +2,11 @@
  * (d) priority order and the bounded wait of low-priority work, (e) per-agent concurrency under parallel claims.
  */
 
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Scheduler } from '#core/scheduler';
 import type { PriorityWeights } from '#domain/priority';
 import { seededRandom } from '#test/random';
-import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, leasedTaskIds, startAgent, type TestStack } from '#test/stack';
 
 describe('claiming', () => {
   let stack: TestStack;
@@ -111,7 +110,7 @@ describe('claiming', () => {
       const claimed = batches.flat();
 
       // Assess: never more than the limit leased to the agent, counted on the tasks themselves.
-      const leased = await leasedTo(stack, agent.agentId);
+      const leased = await leasedTaskIds(stack, { owner: agent.agentId });
       maxHeld = Math.max(maxHeld, leased.length);
       expect(leased.length).toBeLessThanOrEqual(maxConcurrency);
       expect(claimed.every((c) => leased.includes(c.taskId))).toBe(true);
@@ -132,18 +131,3 @@ describe('claiming', () => {
     expect(maxHeld).toBe(maxConcurrency);
   });
 });
-
-/** Task ids whose record says they are leased to `agentId`: the ground truth, not the session's bookkeeping. */
-async function leasedTo(stack: TestStack, agentId: string): Promise<string[]> {
-  const doc = DynamoDBDocumentClient.from(stack.dynamodb);
-  const output = await doc.send(
-    new ScanCommand({
-      TableName: stack.ctx.tasks.tableName,
-      FilterExpression: '#s = :leased AND #o = :agent',
-      ExpressionAttributeNames: { '#s': 'status', '#o': 'owner' },
-      ExpressionAttributeValues: { ':leased': 'leased', ':agent': agentId },
-      ConsistentRead: true,
-    }),
-  );
-  return (output.Items ?? []).map((item) => String(item.taskId));
-}

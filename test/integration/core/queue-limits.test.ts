@@ -2,10 +2,9 @@
  * Queue controls under parallel claims from many agents: a paused queue gives nothing; a concurrency limit is
  * never exceeded; a rate limit holds (measured).
  */
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler } from '#core/scheduler';
-import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, leasedTaskIds, startAgent, type TestStack } from '#test/stack';
 
 const AGENTS = 20;
 
@@ -18,20 +17,25 @@ describe('queue controls', () => {
     await stack.destroy();
   });
 
-  /** Leased tasks of a queue, read from the task records themselves. */
-  async function leasedIn(queue: string): Promise<number> {
-    const doc = DynamoDBDocumentClient.from(stack.dynamodb);
-    const output = await doc.send(
-      new ScanCommand({
-        TableName: stack.ctx.tasks.tableName,
-        FilterExpression: '#s = :leased AND #q = :queue',
-        ExpressionAttributeNames: { '#s': 'status', '#q': 'queue' },
-        ExpressionAttributeValues: { ':leased': 'leased', ':queue': queue },
-        ConsistentRead: true,
-      }),
+  const leasedIn = async (queue: string) => (await leasedTaskIds(stack, { queue })).length;
+
+  /** Completes every task of every batch, each by the agent that claimed it. */
+  const completeAll = (
+    instances: Scheduler[],
+    agents: { agentId: string }[],
+    batches: Awaited<ReturnType<Scheduler['claim']>>[],
+  ) =>
+    Promise.all(
+      batches.flatMap((claimed, i) =>
+        claimed.map((c) =>
+          (instances[i] as Scheduler).complete({
+            agentId: agents[i]?.agentId ?? '',
+            taskId: c.taskId,
+            leaseEpoch: c.leaseEpoch,
+          }),
+        ),
+      ),
     );
-    return output.Count ?? 0;
-  }
 
   async function fleet(queue: string) {
     const instances: Scheduler[] = Array.from({ length: AGENTS }, () => stack.sibling());
@@ -73,17 +77,7 @@ describe('queue controls', () => {
       maxSeen = Math.max(maxSeen, held);
       expect(held).toBeLessThanOrEqual(limit);
       // Finish what was claimed so the next round has room again.
-      await Promise.all(
-        batches.flatMap((claimed, i) =>
-          claimed.map((c) =>
-            (instances[i] as Scheduler).complete({
-              agentId: agents[i]?.agentId ?? '',
-              taskId: c.taskId,
-              leaseEpoch: c.leaseEpoch,
-            }),
-          ),
-        ),
-      );
+      await completeAll(instances, agents, batches);
       completed += batches.flat().length;
     }
     console.log(
@@ -107,17 +101,7 @@ describe('queue controls', () => {
       );
       const now = Date.now();
       for (const batch of batches) for (const _ of batch) claimedAt.push(now);
-      await Promise.all(
-        batches.flatMap((claimed, i) =>
-          claimed.map((c) =>
-            (instances[i] as Scheduler).complete({
-              agentId: agents[i]?.agentId ?? '',
-              taskId: c.taskId,
-              leaseEpoch: c.leaseEpoch,
-            }),
-          ),
-        ),
-      );
+      await completeAll(instances, agents, batches);
     }
     const elapsedSeconds = (Date.now() - started) / 1_000;
     const allowed = burst + rate * elapsedSeconds;
