@@ -9,11 +9,15 @@ import { type FireOutcome, fireSchedule } from '#core/fire-schedule';
 import { schedulerFromEnvironment } from '#core/runtime';
 
 const logger = new Logger();
-const scheduler = schedulerFromEnvironment(logger);
+// With the schedules backend: each fire arms the early fire of the schedule's next occurrence, which targets this
+// very function (its ARN comes from the invocation: the environment cannot name the function it belongs to).
+let ownArn = '';
+const scheduler = schedulerFromEnvironment(logger, process.env, { schedules: true, targetArn: () => ownArn });
 
 export const handler = middy<unknown, FireOutcome>()
   .use(injectLambdaContext(logger))
-  .handler(async (event) => {
+  .handler(async (event, context) => {
+    ownArn = context.invokedFunctionArn;
     const fired = await fireSchedule(scheduler, event);
     logger.info('schedule fired', { ...fired });
     return fired;

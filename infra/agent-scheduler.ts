@@ -299,41 +299,47 @@ export class AgentScheduler extends Construct {
    * function through the schedules' own role.
    */
   private allowRuntimeSchedules(declared: readonly TaskScheduleProps[]): void {
-    const { operatorApi, scheduleFire } = this.functions;
+    const { operatorApi, scheduleFire, supervisor } = this.functions;
     const stack = Stack.of(this);
-    operatorApi.addEnvironment('SCHEDULE_GROUP_NAME', this.scheduleGroup.scheduleGroupName);
+    supervisor.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
+    // The operator API creates and deletes run-time schedules; the fire function arms each next early fire.
     operatorApi.addEnvironment('SCHEDULE_TARGET_ARN', scheduleFire.functionArn);
-    operatorApi.addEnvironment('SCHEDULE_ROLE_ARN', this.schedules.role.roleArn);
-    operatorApi.addEnvironment('SCHEDULE_DEAD_LETTER_ARN', this.deadLetterQueue.queueArn);
+    for (const fn of [operatorApi, scheduleFire]) {
+      fn.addEnvironment('SCHEDULE_GROUP_NAME', this.scheduleGroup.scheduleGroupName);
+      fn.addEnvironment('SCHEDULE_ROLE_ARN', this.schedules.role.roleArn);
+      fn.addEnvironment('SCHEDULE_DEAD_LETTER_ARN', this.deadLetterQueue.queueArn);
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions:
+            fn === operatorApi
+              ? ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule']
+              : ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule'],
+          resources: [
+            stack.formatArn({
+              service: 'scheduler',
+              resource: 'schedule',
+              resourceName: `${this.scheduleGroup.scheduleGroupName}/*`,
+            }),
+          ],
+        }),
+      );
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['iam:PassRole'],
+          resources: [this.schedules.role.roleArn],
+          conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        }),
+      );
+      // cdk-nag names the finding by the ARN as written in the template, pseudo-parameters in angle brackets.
+      const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+      const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+      Validations.of(fn.role ?? fn).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:${region}:${account}:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
+        reason:
+          'Run-time schedules and early fires get their names after deployment; the grant is limited to this stack’s schedule group.',
+      });
+    }
     operatorApi.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
-    this.functions.supervisor.addEnvironment('DECLARED_SCHEDULES', JSON.stringify(declared));
-    operatorApi.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
-        resources: [
-          stack.formatArn({
-            service: 'scheduler',
-            resource: 'schedule',
-            resourceName: `${this.scheduleGroup.scheduleGroupName}/*`,
-          }),
-        ],
-      }),
-    );
-    operatorApi.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['iam:PassRole'],
-        resources: [this.schedules.role.roleArn],
-        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-      }),
-    );
-    // cdk-nag names the finding by the ARN as written in the template, pseudo-parameters in angle brackets.
-    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
-    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
-    Validations.of(operatorApi.role ?? operatorApi).acknowledge({
-      id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:${region}:${account}:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
-      reason:
-        'Run-time schedules get their names from operators after deployment; the grant is limited to this stack’s schedule group.',
-    });
   }
 
   /** Findings of cdk-nag's AwsSolutions and Serverless packs that are deliberate, each with its reason. */

@@ -85,7 +85,9 @@ export class TaskSchedules extends Construct {
           enabled: declared.enabled ?? true,
           target: new LambdaInvoke(props.fire, {
             role: this.role,
-            input: ScheduleTargetInput.fromObject(scheduleFireInput(declared)),
+            input: ScheduleTargetInput.fromObject(
+              scheduleFireInput({ ...declared, timeZone: declared.timeZone ?? 'UTC' }),
+            ),
             retryAttempts: FIRE_RETRY_ATTEMPTS,
             maxEventAge: FIRE_MAX_EVENT_AGE,
             deadLetterQueue: props.deadLetterQueue,

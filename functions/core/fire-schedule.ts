@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
+import { nextFireTime } from '#domain/schedule-expression';
 import { describeIssues, queueNameSchema } from '#domain/task-spec';
 import { emit } from './events';
 import { type Occurrence, readOccurrences, recordOccurrence } from './occurrences';
@@ -19,6 +20,9 @@ export const scheduleFireSchema = z.object({
   attempt: z.union([z.string(), z.number()]).optional(),
   overlap: z.string().optional(),
   missedRuns: z.string().optional(),
+  /** The schedule's expression and time zone, to arm the early fire of the next occurrence. */
+  expression: z.string().max(256).optional(),
+  timeZone: z.string().max(64).optional(),
   task: z.object({
     queue: queueNameSchema,
     priority: z.enum(PRIORITIES).optional(),
@@ -118,12 +122,13 @@ async function settle(
   created: boolean,
 ): Promise<FireOutcome> {
   if (occurrence.status === 'fired') {
-    await scheduler.submit({
-      payload: {},
-      ...fire.task,
-      idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime),
-    });
+    // A fire delivered ahead of its time holds the task until exactly then.
+    await scheduler.submit(
+      { payload: {}, ...fire.task, idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime) },
+      { notBefore: Date.parse(occurrence.scheduledTime) },
+    );
   }
+  await armNextEarlyFire(scheduler, fire, Date.parse(occurrence.scheduledTime));
   return {
     scheduledTime: occurrence.scheduledTime,
     status: occurrence.status,
@@ -131,6 +136,43 @@ async function settle(
     ...(occurrence.reason ? { reason: occurrence.reason } : {}),
     created,
   };
+}
+
+/** Early fires closer than this to now are not armed: the recurring schedule's own delivery will do. */
+const EARLY_FIRE_MIN_LEAD_MS = 30_000;
+
+/**
+ * Arms the early fire of the occurrence after `after`, where the backend needs one. Every fire re-arms the next,
+ * so the chain survives a lost link: the recurring schedule's own delivery, within its minute, arms it again.
+ */
+async function armNextEarlyFire(
+  scheduler: Scheduler,
+  fire: z.output<typeof scheduleFireSchema>,
+  after: number,
+) {
+  const backend = scheduler.ctx.scheduleBackend;
+  if (!backend?.armEarlyFire || !fire.expression) return;
+  try {
+    const timeZone = fire.timeZone ?? 'UTC';
+    const next = nextFireTime(fire.expression, { after, timeZone });
+    if (next === undefined || next - scheduler.ctx.now() < EARLY_FIRE_MIN_LEAD_MS) return;
+    await backend.armEarlyFire(
+      {
+        name: fire.schedule,
+        expression: fire.expression,
+        timeZone,
+        task: fire.task,
+        ...(fire.overlap ? { overlap: fire.overlap } : {}),
+        ...(fire.missedRuns ? { missedRuns: fire.missedRuns } : {}),
+      },
+      next,
+    );
+  } catch (error) {
+    scheduler.ctx.log.warn('could not arm the next early fire; the recurring schedule still fires', {
+      schedule: fire.schedule,
+      error: error instanceof Error ? error.name : String(error),
+    });
+  }
 }
 
 /** Placeholders EventBridge Scheduler fills in at each delivery. */
@@ -146,6 +188,8 @@ export const SCHEDULER_CONTEXT = {
  */
 export function scheduleFireInput(schedule: {
   name: string;
+  expression: string;
+  timeZone?: string;
   overlap?: string;
   missedRuns?: string;
   task: Record<string, unknown> | object;
@@ -153,6 +197,8 @@ export function scheduleFireInput(schedule: {
   return {
     schedule: schedule.name,
     ...SCHEDULER_CONTEXT,
+    expression: schedule.expression,
+    timeZone: schedule.timeZone ?? 'UTC',
     overlap: schedule.overlap ?? 'skip',
     missedRuns: schedule.missedRuns ?? 'skip',
     task: schedule.task,

@@ -19,7 +19,7 @@ import { Scheduler } from './scheduler';
 export function schedulerFromEnvironment(
   log: SchedulerLog,
   env: NodeJS.ProcessEnv = process.env,
-  options: { schedules?: boolean } = {},
+  options: { schedules?: boolean; targetArn?: () => string } = {},
 ): Scheduler {
   const config = schedulerConfigFromEnv(env);
   return new Scheduler({
@@ -42,7 +42,7 @@ export function schedulerFromEnvironment(
       ? {
           scheduleBackend: new EventBridgeScheduleBackend(new SchedulerClient({}), {
             groupName: requiredEnv('SCHEDULE_GROUP_NAME', env),
-            targetArn: requiredEnv('SCHEDULE_TARGET_ARN', env),
+            targetArn: options.targetArn ?? requiredEnv('SCHEDULE_TARGET_ARN', env),
             roleArn: requiredEnv('SCHEDULE_ROLE_ARN', env),
             deadLetterArn: requiredEnv('SCHEDULE_DEAD_LETTER_ARN', env),
           }),

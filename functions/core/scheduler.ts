@@ -33,8 +33,8 @@ export class Scheduler {
     this.ctx = 'tasks' in deps ? deps : createContext(deps);
   }
 
-  submit(input: unknown) {
-    return submitTask(this.ctx, input).catch(translateAwsError);
+  submit(input: unknown, options?: { notBefore?: number }) {
+    return submitTask(this.ctx, input, options).catch(translateAwsError);
   }
 
   async getTask(taskId: string): Promise<Task> {

@@ -44,7 +44,23 @@ export interface ScheduleRecord extends ScheduleSpec {
 /** What makes a schedule fire. */
 export interface ScheduleBackend {
   put(record: ScheduleRecord): Promise<void>;
+  /** Removes the schedule and any early fire armed for it. */
   remove(name: string): Promise<void>;
+  /**
+   * Arms a one-time fire of `schedule` for the occurrence at `scheduledTime`, delivered a little ahead of it, so the
+   * task can be held until that exact time (where deliveries are not punctual, as EventBridge's within their
+   * minute). Absent where schedules fire on time.
+   */
+  armEarlyFire?(schedule: EarlyFireSpec, scheduledTime: number): Promise<void>;
+}
+
+export interface EarlyFireSpec {
+  readonly name: string;
+  readonly expression: string;
+  readonly timeZone: string;
+  readonly task: object;
+  readonly overlap?: string;
+  readonly missedRuns?: string;
 }
 
 const recordId = (name: string) => `schedule#${name}`;

@@ -36,7 +36,15 @@ const specHashOf = (spec: TaskSpec): string =>
     ]),
   );
 
-export async function submitTask(ctx: SchedulerContext, input: unknown): Promise<SubmitResult> {
+/**
+ * `notBefore`: for internal callers (a schedule fired ahead of its time), the exact moment the task may be
+ * claimed, in place of the caller's whole-second `delaySeconds`.
+ */
+export async function submitTask(
+  ctx: SchedulerContext,
+  input: unknown,
+  options: { notBefore?: number } = {},
+): Promise<SubmitResult> {
   const spec = parseTaskSpec(input);
   if (!ctx.queues.directory.has(spec.queue)) {
     throw new ValidationError(`queue: ${spec.queue} does not exist`, { context: { queue: spec.queue } });
@@ -44,9 +52,13 @@ export async function submitTask(ctx: SchedulerContext, input: unknown): Promise
   const now = ctx.now();
   const taskId = spec.idempotencyKey ? taskIdForIdempotencyKey(spec.idempotencyKey) : newTaskId();
   const specHash = specHashOf(spec);
-  const visibleAt = now + spec.delaySeconds * 1_000;
+  const visibleAt =
+    options.notBefore !== undefined && options.notBefore > now
+      ? options.notBefore
+      : now + spec.delaySeconds * 1_000;
+  const delaySeconds = (visibleAt - now) / 1_000;
   // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them.
-  const sendsNow = spec.delaySeconds <= LIMITS.sqsMaxDelaySeconds;
+  const sendsNow = delaySeconds <= LIMITS.sqsMaxDelaySeconds;
   const task: Task = {
     taskId,
     queue: spec.queue,
@@ -61,7 +73,7 @@ export async function submitTask(ctx: SchedulerContext, input: unknown): Promise
     payloadBytes: spec.payloadBytes,
     createdAt: now,
     updatedAt: now,
-    ...(spec.delaySeconds > 0 ? { notBefore: visibleAt } : {}),
+    ...(visibleAt > now ? { notBefore: visibleAt } : {}),
     ...(sendsNow ? { dispatchedAt: visibleAt } : {}),
     ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
   };
@@ -89,7 +101,8 @@ export async function submitTask(ctx: SchedulerContext, input: unknown): Promise
     }
     return { task: existing, created: false };
   }
-  if (sendsNow) await dispatch(ctx, task, spec.delaySeconds);
+  // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (its notBefore is exact).
+  if (sendsNow) await dispatch(ctx, task, Math.ceil(delaySeconds));
   await emit(ctx, [
     { type: 'task.submitted', fields: { taskId, queue: task.queue, data: { priority: task.priority } } },
   ]);

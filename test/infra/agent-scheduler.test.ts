@@ -313,6 +313,28 @@ describe('AgentScheduler construct', () => {
       scheduleFire: sorted([
         logs('scheduleFire'),
         putEvents(),
+        {
+          Effect: 'Allow',
+          Action: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule'],
+          Resource: [
+            {
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  `:scheduler:eu-west-1:123456789012:schedule/${stack.scheduler.scheduleGroup.scheduleGroupName}/*`,
+                ],
+              ],
+            },
+          ],
+        },
+        {
+          Effect: 'Allow',
+          Action: ['iam:PassRole'],
+          Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
+          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        },
         table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
@@ -422,6 +444,8 @@ describe('AgentScheduler construct', () => {
             scheduledTime: '<aws.scheduler.scheduled-time>',
             executionId: '<aws.scheduler.execution-id>',
             attempt: '<aws.scheduler.attempt-number>',
+            expression: 'cron(0 2 * * ? *)',
+            timeZone: 'Europe/Paris',
             overlap: 'skip',
             missedRuns: 'runOnce',
             task: { queue: 'summaries', priority: 'low', payload: { kind: 'digest' } },

@@ -177,7 +177,7 @@ describe('occurrences and overlap', () => {
 
   const fireAt = (schedule: string, minute: number, overlap: string, executionId = `e${minute}`) => ({
     schedule,
-    scheduledTime: `2027-05-01T10:${String(minute).padStart(2, '0')}:00Z`,
+    scheduledTime: `2025-05-01T10:${String(minute).padStart(2, '0')}:00Z`,
     executionId,
     overlap,
     task: { queue: schedule === 'buffered' ? 'buffer' : 'cron', payload: { minute } },
@@ -193,7 +193,7 @@ describe('occurrences and overlap', () => {
     expect(new Set(deliveries.map((d) => d.taskId)).size).toBe(1);
     expect(await readOccurrences(stack.ctx, 'dup')).toEqual([
       expect.objectContaining({
-        scheduledTime: '2027-05-01T10:00:00.000Z',
+        scheduledTime: '2025-05-01T10:00:00.000Z',
         status: 'fired',
         taskId: deliveries[0]?.taskId,
       }),
@@ -292,5 +292,52 @@ describe('local fire timing', () => {
     expect(errorsMs).toHaveLength(20);
     expect(Math.min(...errorsMs)).toBeGreaterThanOrEqual(0);
     expect(Math.max(...errorsMs)).toBeLessThanOrEqual(1_000);
+  });
+});
+
+describe('early fires', () => {
+  let stack: TestStack;
+  const armed: { name: string; scheduledTime: number }[] = [];
+  beforeAll(async () => {
+    stack = await createTestStack({
+      queues: ['early'],
+      scheduleBackend: {
+        put: async () => undefined,
+        remove: async () => undefined,
+        armEarlyFire: async (schedule, scheduledTime) => {
+          armed.push({ name: schedule.name, scheduledTime });
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('a fire delivered ahead of its time holds the task until exactly then, and arms the next early fire', async () => {
+    // An occurrence 3 s from now, delivered now (as an early fire is, a minute ahead in AWS).
+    const scheduledTime = Math.ceil((Date.now() + 3_000) / 1_000) * 1_000;
+    const fired = await fireSchedule(stack.scheduler, {
+      schedule: 'minutely',
+      scheduledTime: new Date(scheduledTime).toISOString(),
+      expression: 'rate(1 minute)',
+      timeZone: 'UTC',
+      task: { queue: 'early' },
+    });
+    const agent = await startAgent(stack.scheduler, { queues: ['early'] });
+
+    expect(await stack.scheduler.getTask(fired.taskId ?? '')).toMatchObject({
+      status: 'queued',
+      notBefore: scheduledTime,
+    });
+    expect(await claimUntil(stack.scheduler, agent, 1, scheduledTime - Date.now() - 300)).toHaveLength(0);
+    const [claimed] = await claimUntil(stack.scheduler, agent, 1, 5_000);
+    const errorMs = Date.now() - scheduledTime;
+    console.log(`[timing] early fire held until its time: claimed ${errorMs} ms after the scheduled time`);
+
+    expect(claimed?.taskId).toBe(fired.taskId);
+    expect(errorMs).toBeGreaterThanOrEqual(0);
+    expect(errorMs).toBeLessThanOrEqual(1_000);
+    expect(armed).toEqual([{ name: 'minutely', scheduledTime: scheduledTime + 60_000 }]);
   });
 });
