@@ -13,6 +13,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DUE_INDEX } from '../functions/adapters/tables';
+import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
 import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
 import { PriorityQueues } from './priority-queues';
@@ -61,6 +62,17 @@ export interface AgentSchedulerProps {
     readonly announceAfter?: Duration;
     readonly attentionAfter?: Duration;
   };
+  /**
+   * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
+   * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
+   * @default - no limits
+   */
+  readonly queueLimits?: Readonly<
+    Record<
+      string,
+      { readonly maxConcurrency?: number; readonly ratePerSecond?: number; readonly burst?: number }
+    >
+  >;
 }
 
 export class AgentScheduler extends Construct {
@@ -422,6 +434,13 @@ function validateProps(props: AgentSchedulerProps): void {
   const period = props.supervisorPeriod;
   if (period && !Token.isUnresolved(period) && (period.toSeconds() < 60 || period.toSeconds() % 60 !== 0)) {
     throw new Error(`supervisorPeriod must be whole minutes, at least one (got ${period.toHumanString()})`);
+  }
+  for (const [queue, limits] of Object.entries(props.queueLimits ?? {})) {
+    if (!props.queues.includes(queue))
+      throw new Error(`queueLimits names queue "${queue}", which is not declared`);
+    const parsed = queueLimitsSchema.safeParse(limits);
+    if (!parsed.success)
+      throw new Error(`queueLimits of "${queue}" are invalid: ${parsed.error.issues[0]?.message ?? ''}`);
   }
   const ladder = [
     props.starvation?.promoteAfter,

@@ -13,6 +13,7 @@ import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
 import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
+import type { QueueLimits } from './queue-controls';
 import type { ScheduleBackend } from './schedules';
 
 export interface SchedulerSettings {
@@ -46,6 +47,8 @@ export interface SchedulerSettings {
   };
   /** An occurrence not recorded this long after its time is missed, and handled by its missed-run policy. */
   readonly missedRunGraceSeconds: number;
+  /** Limits of queues whose control item sets none (from the construct's props). */
+  readonly queueLimits: Readonly<Record<string, QueueLimits>>;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -61,6 +64,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   sweepLimit: 200,
   starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
   missedRunGraceSeconds: 120,
+  queueLimits: {},
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

@@ -44,8 +44,13 @@ function cacheOf(ctx: SchedulerContext) {
   return entries;
 }
 
-export function controlFromItem(queue: string, item: Record<string, unknown> | undefined): QueueControl {
-  const limits = queueLimitsSchema.safeParse(item?.limits ?? {});
+/** A queue's control as its item says, its limits defaulting to `defaults` when the item sets none. */
+export function controlFromItem(
+  queue: string,
+  item: Record<string, unknown> | undefined,
+  defaults: QueueLimits = {},
+): QueueControl {
+  const limits = queueLimitsSchema.safeParse(item?.limits ?? defaults);
   return {
     queue,
     paused: item?.paused === true,
@@ -75,7 +80,7 @@ async function updateControl(
       ...e.attributes(),
     }),
   );
-  const control = controlFromItem(queue, output.Attributes);
+  const control = controlFromItem(queue, output.Attributes, ctx.settings.queueLimits[queue]);
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }
@@ -103,7 +108,7 @@ export async function getQueueControl(
       ConsistentRead: fresh,
     }),
   );
-  const control = controlFromItem(queue, output.Item);
+  const control = controlFromItem(queue, output.Item, ctx.settings.queueLimits[queue]);
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }
@@ -120,5 +125,15 @@ export async function unpausedQueues(
 /** Every queue's control, for the operator view. */
 export async function listQueueControls(ctx: SchedulerContext): Promise<Map<string, QueueControl>> {
   const items = await ctx.sessions.scanKind('queue');
-  return new Map(items.map((item) => [String(item.queue), controlFromItem(String(item.queue), item)]));
+  const controls = new Map(
+    Object.entries(ctx.settings.queueLimits).map(([queue, limits]) => [
+      queue,
+      controlFromItem(queue, undefined, limits),
+    ]),
+  );
+  for (const item of items) {
+    const queue = String(item.queue);
+    controls.set(queue, controlFromItem(queue, item, ctx.settings.queueLimits[queue]));
+  }
+  return controls;
 }

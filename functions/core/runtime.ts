@@ -32,6 +32,7 @@ export function schedulerFromEnvironment(
       heartbeatIntervalSeconds: config.heartbeatIntervalSeconds,
       retentionSeconds: config.retentionSeconds,
       starvation: config.starvation,
+      queueLimits: config.queueLimits,
     },
     log,
     declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],

@@ -78,6 +78,16 @@ describe('props', () => {
       /heartbeatInterval \(20 s\) must be shorter than leaseTtl \(20 s\)/,
     ],
     [
+      'limits for an undeclared queue',
+      { queues: ['a'], queueLimits: { b: { maxConcurrency: 2 } } },
+      /queueLimits names queue "b"/,
+    ],
+    [
+      'a zero concurrency limit',
+      { queues: ['a'], queueLimits: { a: { maxConcurrency: 0 } } },
+      /queueLimits of "a" are invalid/,
+    ],
+    [
       'starvation thresholds out of order',
       {
         queues: ['a'],

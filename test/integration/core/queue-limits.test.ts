@@ -112,3 +112,36 @@ describe('queue controls', () => {
     expect(claimedAt.length).toBeGreaterThanOrEqual(Math.floor(rate * elapsedSeconds * 0.5));
   });
 });
+
+describe('queue limits declared in the infrastructure', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack({
+      queues: ['declared'],
+      settings: { queueLimits: { declared: { maxConcurrency: 1 } } },
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('apply until an operator changes them', async () => {
+    const { scheduler } = stack;
+    for (let i = 0; i < 4; i++) await scheduler.submit({ queue: 'declared', payload: { i } });
+    const agents = await Promise.all(
+      [0, 1, 2].map((i) => startAgent(stack.sibling(), { name: `d${i}`, queues: ['declared'] })),
+    );
+    const claim = () => Promise.all(agents.map((agent) => claimUntil(stack.sibling(), agent, 1, 1_500)));
+
+    const first = (await claim()).flat();
+    expect(first).toHaveLength(1);
+    expect((await scheduler.queueStats()).find((q) => q.name === 'declared')?.limits).toEqual({
+      maxConcurrency: 1,
+    });
+
+    await scheduler.setQueueLimits('declared', { maxConcurrency: 3 });
+    const second = (await claim()).flat();
+    expect(second.length).toBeGreaterThanOrEqual(1);
+    expect((await leasedTaskIds(stack, { queue: 'declared' })).length).toBeLessThanOrEqual(3);
+  });
+});
