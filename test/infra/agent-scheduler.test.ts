@@ -228,6 +228,31 @@ describe('AgentScheduler construct', () => {
         Action: ['sqs:SendMessage'],
         Resource: [resolve(q.deadLetterQueue.queueArn)],
       }));
+    /** Schedule actions in this stack's group, and passing the schedules' role to EventBridge Scheduler only. */
+    const inScheduleGroup = (...actions: string[]) => [
+      {
+        Effect: 'Allow',
+        Action: actions.sort(),
+        Resource: [
+          {
+            'Fn::Join': [
+              '',
+              [
+                'arn:',
+                { Ref: 'AWS::Partition' },
+                `:scheduler:eu-west-1:123456789012:schedule/${stack.scheduler.scheduleGroup.scheduleGroupName}/*`,
+              ],
+            ],
+          },
+        ],
+      },
+      {
+        Effect: 'Allow',
+        Action: ['iam:PassRole'],
+        Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
+        Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      },
+    ];
     const putEvents = () => ({
       Effect: 'Allow',
       Action: ['events:PutEvents'],
@@ -266,28 +291,7 @@ describe('AgentScheduler construct', () => {
         table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Scan'),
         ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
-        {
-          Effect: 'Allow',
-          Action: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
-          Resource: [
-            {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  `:scheduler:eu-west-1:123456789012:schedule/${stack.scheduler.scheduleGroup.scheduleGroupName}/*`,
-                ],
-              ],
-            },
-          ],
-        },
-        {
-          Effect: 'Allow',
-          Action: ['iam:PassRole'],
-          Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
-          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-        },
+        ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:DeleteSchedule'),
       ]),
       authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: sorted([
@@ -313,28 +317,7 @@ describe('AgentScheduler construct', () => {
       scheduleFire: sorted([
         logs('scheduleFire'),
         putEvents(),
-        {
-          Effect: 'Allow',
-          Action: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule'],
-          Resource: [
-            {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  `:scheduler:eu-west-1:123456789012:schedule/${stack.scheduler.scheduleGroup.scheduleGroupName}/*`,
-                ],
-              ],
-            },
-          ],
-        },
-        {
-          Effect: 'Allow',
-          Action: ['iam:PassRole'],
-          Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
-          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-        },
+        ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:UpdateSchedule'),
         table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
