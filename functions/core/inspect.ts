@@ -5,7 +5,6 @@
  * index kept for it would cost a write on every transition of every task. Queue figures walk the `due` index,
  * which holds only open (queued or leased) tasks, up to a bound.
  */
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { taskFromItem } from '#adapters/task-table';
 import { ValidationError } from '#domain/errors';
@@ -147,20 +146,4 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
     oldestAgeSeconds: Math.max(0, Math.round((now - s.oldest) / 1_000)),
     truncated: seen >= OPEN_TASK_WALK_LIMIT,
   }));
-}
-
-/** Hints waiting in SQS per priority, for diagnostics (approximate, as SQS reports them). */
-export async function sqsDepth(ctx: SchedulerContext, queue: string): Promise<Record<Priority, number>> {
-  const entries = await Promise.all(
-    PRIORITIES.map(async (p) => {
-      const output = await ctx.queues.sqs.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: ctx.queues.directory.urlFor(queue, p),
-          AttributeNames: ['ApproximateNumberOfMessages'],
-        }),
-      );
-      return [p, Number(output.Attributes?.ApproximateNumberOfMessages ?? 0)] as const;
-    }),
-  );
-  return Object.fromEntries(entries) as Record<Priority, number>;
 }

@@ -78,21 +78,6 @@ export interface AgentSession {
 export const isSessionLive = (session: Pick<AgentSession, 'expiresAt'>, now: number): boolean =>
   session.expiresAt > now;
 
-/**
- * Whether `task` is validly leased to `session` at `now`: leased, owned by this session, inside its deadline,
- * and the session itself alive.
- */
-export function holdsLease(task: Task, session: AgentSession | undefined, now: number): boolean {
-  return (
-    task.status === 'leased' &&
-    session !== undefined &&
-    task.owner === session.agentId &&
-    task.sessionId === session.sessionId &&
-    (task.leaseDeadline ?? 0) > now &&
-    isSessionLive(session, now)
-  );
-}
-
 /** Why a leased task must be taken back, or undefined while its lease is good. */
 export function leaseExpiry(
   task: Task,
