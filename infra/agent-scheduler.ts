@@ -10,13 +10,13 @@ import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-ia
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DUE_INDEX } from '../functions/adapters/tables';
 import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
 import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
-import { PriorityQueues } from './priority-queues';
+import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
 import { SchedulerApi } from './scheduler-api';
 import { type FunctionEntry, SchedulerFunction } from './scheduler-function';
@@ -119,12 +119,7 @@ export class AgentScheduler extends Construct {
       ]),
     );
 
-    this.deadLetterQueue = new Queue(this, 'DeadLetters', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-      removalPolicy,
-    });
+    this.deadLetterQueue = new Queue(this, 'DeadLetters', { ...SECURE_QUEUE_DEFAULTS, removalPolicy });
 
     this.eventBus = new EventBus(this, 'Events', { description: 'agent-scheduler lifecycle events' });
 

@@ -8,6 +8,13 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { PRIORITIES, type Priority } from '../functions/domain/priority';
 
+/** Every queue the scheduler creates: encrypted, TLS only, messages kept the longest SQS allows. */
+export const SECURE_QUEUE_DEFAULTS = {
+  encryption: QueueEncryption.SQS_MANAGED,
+  enforceSSL: true,
+  retentionPeriod: Duration.days(14),
+} as const;
+
 export interface PriorityQueuesProps {
   /** The task queue's name: the capability agents declare to be given its tasks. */
   readonly queueName: string;
@@ -30,18 +37,11 @@ export class PriorityQueues extends Construct {
     super(scope, id);
     this.queueName = props.queueName;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    this.deadLetterQueue = new Queue(this, 'DeadLetters', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-      removalPolicy,
-    });
+    this.deadLetterQueue = new Queue(this, 'DeadLetters', { ...SECURE_QUEUE_DEFAULTS, removalPolicy });
     const byPriority = {} as Record<Priority, Queue>;
     for (const priority of PRIORITIES) {
       byPriority[priority] = new Queue(this, priority[0]?.toUpperCase() + priority.slice(1), {
-        encryption: QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        retentionPeriod: Duration.days(14),
+        ...SECURE_QUEUE_DEFAULTS,
         // A claim hides a hint only while it decides on it; the task's own lease lives in DynamoDB.
         visibilityTimeout: Duration.seconds(30),
         deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? 10 },

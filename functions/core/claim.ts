@@ -9,7 +9,7 @@
  */
 
 import type { ReceivedHint } from '#adapters/task-queues';
-import { ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
+import { errorName, ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
 import { claimOrder } from '#domain/priority';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -197,7 +197,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
 const freeSlots = (session: AgentSession) => session.maxConcurrency - Object.keys(session.held).length;
 
 const logged = (ctx: SchedulerContext, what: string) => (error: unknown) =>
-  ctx.log.warn(`${what} failed`, { error: error instanceof Error ? error.name : String(error) });
+  ctx.log.warn(`${what} failed`, { error: errorName(error) });
 
 async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: number): Promise<AgentSession> {
   const session = await ctx.sessions.get(request.agentId);

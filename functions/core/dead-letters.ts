@@ -3,6 +3,7 @@
  * dead-letter queue beside the `task.dead` event, so the DLQ alarm calls a person and the record can be
  * redriven. Best effort: the task's own record already says it is dead.
  */
+import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
@@ -25,7 +26,7 @@ export async function recordDeath(
     ctx.queues.sendDeadLetter(task.queue, record).catch((error: unknown) =>
       ctx.log.warn('could not record a dead task in its dead-letter queue', {
         taskId: task.taskId,
-        error: error instanceof Error ? error.name : String(error),
+        error: errorName(error),
       }),
     ),
     emit(ctx, [

@@ -2,6 +2,7 @@
  * Sending a task's hint to SQS after its state was committed. A failure here is logged, not thrown: the task
  * is safe in DynamoDB and `reconcile` sends it again once its due time passes.
  */
+import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 
@@ -22,7 +23,7 @@ export async function dispatch(
     ctx.log.warn('dispatch failed; reconcile will send the task again', {
       taskId: task.taskId,
       queue: task.queue,
-      error: error instanceof Error ? error.name : String(error),
+      error: errorName(error),
     });
     return false;
   }

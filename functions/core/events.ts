@@ -1,6 +1,7 @@
 /**
  * Emitting lifecycle events from the operations. Best effort: a failure is logged and the operation goes on.
  */
+import { errorName } from '#domain/errors';
 import type { EventType, SchedulerEvent } from '#domain/events';
 import { schedulerEvent } from '#domain/events';
 import type { SchedulerContext } from './context';
@@ -16,7 +17,7 @@ export async function emit(
   } catch (error) {
     ctx.log.warn('could not publish lifecycle events', {
       types: events.map((e) => e.type),
-      error: error instanceof Error ? error.name : String(error),
+      error: errorName(error),
     });
   }
 }

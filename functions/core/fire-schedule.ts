@@ -4,7 +4,7 @@
  * creates one task. Used by the schedule-fire function in AWS and by the local scheduler.
  */
 import { z } from 'zod';
-import { ValidationError } from '#domain/errors';
+import { errorName, ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
 import { nextFireTime } from '#domain/schedule-expression';
@@ -170,7 +170,7 @@ async function armNextEarlyFire(
   } catch (error) {
     scheduler.ctx.log.warn('could not arm the next early fire; the recurring schedule still fires', {
       schedule: fire.schedule,
-      error: error instanceof Error ? error.name : String(error),
+      error: errorName(error),
     });
   }
 }

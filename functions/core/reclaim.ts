@@ -5,6 +5,7 @@
  * Every take-back is fenced by the epoch observed, so two sweeps running at once take a lease back once,
  * and an owner that completes at the same instant either wins before the sweep or gets `LeaseLost` after it.
  */
+import { errorName } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
 import { allDueShards, type SchedulerContext } from './context';
@@ -111,7 +112,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
       summary.errors++;
       ctx.log.error('reclaim failed for one item', {
         ...item,
-        error: error instanceof Error ? error.name : String(error),
+        error: errorName(error),
       });
     }
   };

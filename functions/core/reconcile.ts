@@ -6,6 +6,7 @@
  * A second hint for a task whose first one still exists is harmless: the claim is conditional, and the
  * losing hint is dropped as stale.
  */
+import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { allDueShards, type SchedulerContext } from './context';
@@ -87,7 +88,7 @@ export async function reconcileDispatch(
           summary.errors++;
           ctx.log.error('reconcile failed for a task', {
             taskId: task.taskId,
-            error: error instanceof Error ? error.name : String(error),
+            error: errorName(error),
           });
         }
       }
@@ -95,7 +96,7 @@ export async function reconcileDispatch(
       summary.errors++;
       ctx.log.error('reconcile failed for a shard', {
         shard,
-        error: error instanceof Error ? error.name : String(error),
+        error: errorName(error),
       });
     }
   }

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { Agent } from '#adapters/agent-table';
-import { AgentNotFoundError, SessionLostError, ValidationError } from '#domain/errors';
+import { AgentNotFoundError, errorName, SessionLostError, ValidationError } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import type { AgentSession } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
@@ -82,7 +82,7 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
       await reclaimTask(ctx, taskId, { session: previous, reason: 'session' }).catch((error: unknown) =>
         ctx.log.warn('could not take back a task of a replaced session; the sweep will', {
           taskId,
-          error: error instanceof Error ? error.name : String(error),
+          error: errorName(error),
         }),
       );
     }

@@ -4,6 +4,7 @@
  * starvation ladder, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
  * a conditional write. Bounded per pass.
  */
+import { errorName } from '#domain/errors';
 import type { SchedulerContext } from './context';
 import { catchUpMissedRuns } from './missed-runs';
 import { reclaimExpiredLeases } from './reclaim';
@@ -38,7 +39,7 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     (error: unknown) => {
       missedErrors++;
       ctx.log.error('catching up missed schedule runs failed', {
-        error: error instanceof Error ? error.name : String(error),
+        error: errorName(error),
       });
       return { fired: 0, skipped: 0 };
     },

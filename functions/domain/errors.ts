@@ -107,3 +107,6 @@ export class ConflictError extends SchedulerError {
   readonly code = 'Conflict';
   readonly statusCode = 409;
 }
+
+/** What to log of an error caught on a best-effort path: its name, never its message (it may hold ARNs). */
+export const errorName = (error: unknown): string => (error instanceof Error ? error.name : String(error));

@@ -3,10 +3,9 @@
  */
 import { z } from 'zod';
 import type { Scheduler } from '#core/scheduler';
-import { TaskNotFoundError, ValidationError } from '#domain/errors';
-import { TASK_ID_PATTERN } from '#domain/ids';
+import { ValidationError } from '#domain/errors';
 import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
-import type { ApiRequest, Operation } from './http-api';
+import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { claimedTaskView, taskView } from './views';
 
 const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
@@ -35,13 +34,6 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   return parsed.data;
-}
-
-function taskIdParam(request: ApiRequest): string {
-  const taskId = request.params.taskId ?? '';
-  // An id that cannot exist is not found rather than invalid: the caller asked for a task that is not there.
-  if (!TASK_ID_PATTERN.test(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
-  return taskId;
 }
 
 const agentOf = (request: ApiRequest): string => request.agentId ?? '';

@@ -8,7 +8,8 @@
  */
 
 import type { SchedulerLog } from '#core/context';
-import { isSchedulerError, PayloadTooLargeError, SchedulerError } from '#domain/errors';
+import { isSchedulerError, PayloadTooLargeError, SchedulerError, TaskNotFoundError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
 import type { RouteDefinition } from './routes';
 
 /** Largest request body accepted: a 256 KB payload plus room for the envelope. */
@@ -50,6 +51,16 @@ export interface ApiResponse {
 }
 
 export type Operation = (request: ApiRequest) => Promise<ApiResponse>;
+
+/**
+ * The `{taskId}` path parameter. An id that cannot exist is not found rather than invalid: the caller asked for
+ * a task that is not there.
+ */
+export function taskIdParam(request: ApiRequest): string {
+  const taskId = request.params.taskId ?? '';
+  if (!TASK_ID_PATTERN.test(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
+  return taskId;
+}
 
 class HttpError extends SchedulerError {
   constructor(

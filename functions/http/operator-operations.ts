@@ -4,18 +4,11 @@
 
 import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
-import { TaskNotFoundError, ValidationError } from '#domain/errors';
-import { TASK_ID_PATTERN } from '#domain/ids';
+import { ValidationError } from '#domain/errors';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
-import type { ApiRequest, Operation } from './http-api';
+import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
 import { agentView, occurrenceView, queueControlView, scheduleView, taskView } from './views';
-
-function taskIdParam(request: ApiRequest): string {
-  const taskId = request.params.taskId ?? '';
-  if (!TASK_ID_PATTERN.test(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
-  return taskId;
-}
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
 

@@ -4,8 +4,8 @@
  */
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalServer, startLocalServer } from '#local/server';
-import { createTestStack, type TestStack } from '#test/stack';
+import type { LocalServer } from '#local/server';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_test-operator-token';
 
@@ -50,13 +50,7 @@ describe('HTTP edge on the local stack', () => {
 
   beforeAll(async () => {
     stack = await createTestStack({ queues: ['edge'] });
-    server = await startLocalServer({
-      scheduler: stack.scheduler,
-      agents: stack.ctx.agents,
-      operatorToken: OPERATOR,
-      port: 0,
-      log: { info() {}, warn() {}, error() {} },
-    });
+    server = await serveStack(stack, OPERATOR);
     const register = async (name: string) => {
       const created = await call('POST', '/v1/agents', OPERATOR, { name, queues: ['edge'] });
       const token = String(created.body.token);

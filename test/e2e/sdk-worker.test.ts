@@ -3,11 +3,11 @@
  * sweeping every half second and short leases so crashes are seen quickly.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalServer, startLocalServer } from '#local/server';
+import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker } from '#sdk/worker';
-import { createTestStack, type TestStack } from '#test/stack';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_e2e-operator-token';
 const LEASE_TTL_SECONDS = 3;
@@ -24,13 +24,7 @@ describe('SDK and Worker end to end', () => {
       queues: ['lifecycle', 'race', 'crash', 'cancel', 'latency'],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
-    server = await startLocalServer({
-      scheduler: stack.scheduler,
-      agents: stack.ctx.agents,
-      operatorToken: OPERATOR,
-      port: 0,
-      log: { info() {}, warn() {}, error() {} },
-    });
+    server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
     sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 500);
   });

@@ -12,6 +12,7 @@ import { Scheduler } from '#core/scheduler';
 import type { ScheduleBackend } from '#core/schedules';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
 import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { startLocalServer } from '#local/server';
 import { type FaultPlan, injectFaults } from './faults';
 
 /** Wall-clock time plus an offset the test controls; SQS delays still run in real time. */
@@ -157,4 +158,15 @@ export async function leasedTaskIds(
     }),
   );
   return (output.Items ?? []).map((item) => String(item.taskId));
+}
+
+/** The local HTTP server over a test stack, on a free port, with a fixed operator token and no log output. */
+export function serveStack(stack: TestStack, operatorToken: string) {
+  return startLocalServer({
+    scheduler: stack.scheduler,
+    agents: stack.ctx.agents,
+    operatorToken,
+    port: 0,
+    log: { info() {}, warn() {}, error() {} },
+  });
 }
