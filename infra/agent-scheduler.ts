@@ -245,7 +245,13 @@ export class AgentScheduler extends Construct {
     };
 
     grantOnTable(agentApi, tasks, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem']);
-    grantOnTable(agentApi, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem']);
+    // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
+    grantOnTable(agentApi, leases, [
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:PutItem',
+      'dynamodb:ConditionCheckItem',
+    ]);
     grantOnTable(agentApi, agents, ['dynamodb:GetItem']);
     onQueues(
       agentApi,
@@ -287,7 +293,12 @@ export class AgentScheduler extends Construct {
       'dynamodb:PutItem',
     ]);
     grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
-    grantOnTable(supervisor, leases, ['dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(supervisor, leases, [
+      'dynamodb:Scan',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:ConditionCheckItem',
+    ]);
     onQueues(supervisor, 'sqs:SendMessage');
 
     // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.

@@ -23,7 +23,37 @@ export function sessionFromItem(item: Item): AgentSession {
     held: numberMap(item.held),
     cancelled: numberMap(item.cancelled),
     lost: numberMap(item.lost),
+    roles: numberMap(item.roles),
+    rolesPicked: numberMap(item.rolesPicked),
+    rolesLost: numberMap(item.rolesLost),
   };
+}
+
+/** The maps of a session that hold notices for the agent's next heartbeat. */
+export type SessionNotice = 'cancelled' | 'lost' | 'rolesPicked' | 'rolesLost';
+
+/** Every item of one kind in the leases table, page by page. */
+export async function scanKind(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  kind: string,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const e = new Expression();
+    const output = await doc.send(
+      new ScanCommand({
+        TableName: tableName,
+        FilterExpression: `${e.n('kind')} = ${e.v(kind)}`,
+        ExclusiveStartKey: startKey,
+        ...e.attributes(),
+      }),
+    );
+    items.push(...(output.Items ?? []));
+    startKey = output.LastEvaluatedKey;
+  } while (startKey);
+  return items;
 }
 
 export type SessionWriteResult =
@@ -80,23 +110,8 @@ export class SessionTable {
   }
 
   /** Every item of one kind in the leases table (queue controls, schedules), page by page. */
-  async scanKind(kind: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const e = new Expression();
-      const output = await this.doc.send(
-        new ScanCommand({
-          TableName: this.tableName,
-          FilterExpression: `${e.n('kind')} = ${e.v(kind)}`,
-          ExclusiveStartKey: startKey,
-          ...e.attributes(),
-        }),
-      );
-      items.push(...(output.Items ?? []));
-      startKey = output.LastEvaluatedKey;
-    } while (startKey);
-    return items;
+  scanKind(kind: string): Promise<Record<string, unknown>[]> {
+    return scanKind(this.doc, this.tableName, kind);
   }
 
   /** Extends a live session. An expired session cannot be revived: the condition refuses it. */
@@ -165,12 +180,11 @@ export class SessionTable {
   clearNotices(
     agentId: string,
     sessionId: string,
-    notices: { cancelled: Readonly<Record<string, number>>; lost: Readonly<Record<string, number>> },
+    notices: Partial<Record<SessionNotice, Readonly<Record<string, number>>>>,
   ): Promise<SessionWriteResult> {
-    const entries = [
-      ...Object.entries(notices.cancelled).map(([id, v]) => ['cancelled', id, v] as const),
-      ...Object.entries(notices.lost).map(([id, v]) => ['lost', id, v] as const),
-    ];
+    const entries = Object.entries(notices).flatMap(([kind, map]) =>
+      Object.entries(map ?? {}).map(([id, v]) => [kind, id, v] as const),
+    );
     return this.update(agentId, (e) => ({
       remove: entries.map(([kind, id]) => e.n(kind, id)),
       condition: [

@@ -7,6 +7,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { type EventPublisher, noEvents } from '#adapters/event-publishers';
+import { RoleTable } from '#adapters/role-table';
 import { SessionTable } from '#adapters/session-table';
 import { DUE_SHARDS, type TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
@@ -79,6 +80,8 @@ const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 export interface SchedulerContext {
   readonly tasks: TaskTable;
   readonly sessions: SessionTable;
+  /** Roles share the leases table with the sessions that keep them. */
+  readonly roles: RoleTable;
   readonly agents: AgentTable;
   readonly queues: TaskQueues;
   readonly settings: SchedulerSettings;
@@ -117,6 +120,7 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
   return {
     tasks: new TaskTable(doc, deps.tables.tasks),
     sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
+    roles: new RoleTable(doc, deps.tables.leases),
     agents: new AgentTable(doc, deps.tables.agents),
     queues: new TaskQueues(deps.sqs, deps.queues),
     settings,

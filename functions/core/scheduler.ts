@@ -21,6 +21,7 @@ import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
+import { listRoles, registerRole, releaseRole, volunteerForRole } from './roles';
 import { createSchedule, deleteSchedule, listSchedules, type ScheduleBackend } from './schedules';
 import { heartbeat, openSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
@@ -67,6 +68,25 @@ export class Scheduler {
 
   claim(request: ClaimRequest) {
     return claimTasks(this.ctx, request).catch(translateAwsError);
+  }
+
+  /** Declares a role without volunteering for it. */
+  registerRole(agentId: string, role: string) {
+    return registerRole(this.ctx, agentId, role).catch(translateAwsError);
+  }
+
+  /** Joins a role's candidates; granted at once if the role is free. */
+  volunteerForRole(agentId: string, sessionId: string, role: string) {
+    return volunteerForRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
+  }
+
+  /** The holder gives a role up; the next live volunteer gets it now. */
+  releaseRole(agentId: string, role: string, leaseEpoch: number) {
+    return releaseRole(this.ctx, agentId, role, leaseEpoch).catch(translateAwsError);
+  }
+
+  listRoles() {
+    return listRoles(this.ctx).catch(translateAwsError);
   }
 
   complete(lease: LeaseRef, result?: unknown) {

@@ -14,6 +14,7 @@ import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#dom
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
+import { handOverRolesOf } from './roles';
 
 export const agentSpecSchema = z.strictObject({
   name: z.string().min(1).max(128),
@@ -74,8 +75,13 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
     held: {},
     cancelled: {},
     lost: {},
+    roles: {},
+    rolesPicked: {},
+    rolesLost: {},
   };
   const previous = await ctx.sessions.open(session);
+  // The old session's roles pass to other volunteers now, as its leases do below.
+  if (previous && Object.keys(previous.roles).length > 0) await handOverRolesOf(ctx, previous);
   if (previous) {
     // The old session's leases are lost now; take its tasks back rather than wait for their deadlines.
     for (const taskId of Object.keys(previous.held)) {
@@ -100,13 +106,26 @@ export const checkpointsSchema = z
   .record(z.string().regex(TASK_ID_PATTERN, 'a task id'), z.json())
   .refine((record) => Object.keys(record).length <= 100, 'at most 100 checkpoints per heartbeat');
 
+/** A role and the epoch of the grant a notice is about. */
+export interface RoleLease {
+  readonly role: string;
+  readonly leaseEpoch: number;
+}
+
 export interface HeartbeatResult {
   readonly expiresAt: number;
   /** Tasks of this session an operator cancelled: stop working on them. */
   readonly cancelled: string[];
   /** Tasks this session held and no longer does (taken back, or their checkpoint was refused). */
   readonly lost: string[];
+  /** Roles granted to this session since the last heartbeat (a hand-over or a release made it the holder). */
+  readonly rolesPicked: RoleLease[];
+  /** Roles taken from this session since the last heartbeat. */
+  readonly rolesLost: RoleLease[];
 }
+
+const roleLeases = (map: Readonly<Record<string, number>>): RoleLease[] =>
+  Object.entries(map).map(([role, leaseEpoch]) => ({ role, leaseEpoch }));
 
 /**
  * Keeps the session, and so every lease it holds, alive: one write, whatever the number of tasks. Checkpoints
@@ -132,20 +151,20 @@ export async function heartbeat(
   const outcome = await ctx.sessions.heartbeat(agentId, sessionId, now, ctx.settings.leaseTtlSeconds * 1_000);
   if (!outcome.ok) {
     const current = outcome.current;
-    const lost =
-      current && current.sessionId === sessionId
-        ? [...Object.keys(current.held), ...Object.keys(current.lost)]
-        : [];
+    const same = current && current.sessionId === sessionId ? current : undefined;
+    const lost = same ? [...Object.keys(same.held), ...Object.keys(same.lost)] : [];
+    // Every role of the session ends with it, whether or not it has been handed over yet.
+    const lostRoles = same ? roleLeases({ ...same.roles, ...same.rolesLost }) : [];
     throw new SessionLostError('the session expired or was replaced; open a new session', {
-      context: { agentId, lost: [...new Set(lost)] },
+      context: { agentId, lost: [...new Set(lost)], lostRoles },
     });
   }
-  const { cancelled, lost: lostNotices } = outcome.session;
-  if (Object.keys(cancelled).length + Object.keys(lostNotices).length > 0) {
-    // Each notice is given once; if this response is lost, the agent's next write on the task tells it anyway.
-    await ctx.sessions
-      .clearNotices(agentId, sessionId, { cancelled, lost: lostNotices })
-      .catch(() => undefined);
+  const { cancelled, lost: lostNotices, rolesPicked, rolesLost } = outcome.session;
+  const notices = { cancelled, lost: lostNotices, rolesPicked, rolesLost };
+  if (Object.values(notices).some((map) => Object.keys(map).length > 0)) {
+    // Each notice is given once; if this response is lost, the agent's next write on the task tells it anyway,
+    // and a role's holder can always ask the role's epoch.
+    await ctx.sessions.clearNotices(agentId, sessionId, notices).catch(() => undefined);
   }
   const lost = new Set(Object.keys(lostNotices));
   await Promise.all(
@@ -166,5 +185,7 @@ export async function heartbeat(
     expiresAt: outcome.session.expiresAt,
     cancelled: Object.keys(cancelled),
     lost: [...lost],
+    rolesPicked: roleLeases(rolesPicked),
+    rolesLost: roleLeases(rolesLost),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: take back leases of silent agents and of
  * attempts past their deadline (retrying with backoff, or dead), send again what SQS lost, and climb the
- * starvation ladder, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
+ * starvation ladder, hand over roles whose holders went silent, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
  * a conditional write. Bounded per pass.
  */
 import { errorName } from '#domain/errors';
@@ -9,6 +9,7 @@ import type { SchedulerContext } from './context';
 import { catchUpMissedRuns } from './missed-runs';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
+import { sweepRoles } from './roles';
 
 export interface CycleResult {
   /** Leases taken back (requeued or dead). */
@@ -26,6 +27,9 @@ export interface CycleResult {
   /** Missed schedule occurrences run, or recorded as skipped, by their missed-run policy. */
   readonly missedRunsFired: number;
   readonly missedRunsSkipped: number;
+  /** Roles passed to a live volunteer because their holder's session was over, and roles left free. */
+  readonly rolesHandedOver: number;
+  readonly rolesFreed: number;
   readonly errors: number;
   readonly durationMs: number;
 }
@@ -33,6 +37,7 @@ export interface CycleResult {
 export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
   const started = Date.now();
   const reclaimed = await reclaimExpiredLeases(ctx);
+  const roles = await sweepRoles(ctx);
   const reconciled = await reconcileDispatch(ctx);
   let missedErrors = 0;
   const missed = await catchUpMissedRuns(ctx, ctx.settings.missedRunGraceSeconds * 1_000).catch(
@@ -57,7 +62,9 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     pausedQueuesSkipped: reconciled.pausedSkipped,
     missedRunsFired: missed.fired,
     missedRunsSkipped: missed.skipped,
-    errors: reclaimed.errors + reconciled.errors + missedErrors,
+    rolesHandedOver: roles.handedOver,
+    rolesFreed: roles.freed,
+    errors: reclaimed.errors + roles.errors + reconciled.errors + missedErrors,
     durationMs: Date.now() - started,
   };
 }

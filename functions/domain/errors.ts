@@ -108,5 +108,27 @@ export class ConflictError extends SchedulerError {
   readonly statusCode = 409;
 }
 
+/** Why a role request breaks a rule of the role model. */
+export type RoleConflictCode =
+  | 'RoleAlreadyRegistered'
+  | 'RoleAlreadyVolunteered'
+  | 'RoleNotHeld'
+  | 'AgentNotInteractive';
+
+/**
+ * A role request that breaks a rule of the model: a role is registered once and volunteered for once per agent,
+ * only its holder (with the current epoch) can release it, and only interactive agents may volunteer.
+ */
+export class RoleConflictError extends SchedulerError {
+  readonly statusCode = 409;
+  constructor(
+    readonly code: RoleConflictCode,
+    message: string,
+    options: SchedulerErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
 /** What to log of an error caught on a best-effort path: its name, never its message (it may hold ARNs). */
 export const errorName = (error: unknown): string => (error instanceof Error ? error.name : String(error));

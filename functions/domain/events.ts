@@ -20,6 +20,9 @@ export const EVENT_TYPES = [
   'schedule.fired',
   'schedule.skipped',
   'queue.noCapableAgent',
+  'role.picked',
+  'role.released',
+  'role.lost',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -33,6 +36,7 @@ export interface SchedulerEvent {
   readonly agentId?: string;
   readonly queue?: string;
   readonly schedule?: string;
+  readonly role?: string;
   /** Type-specific fields: `leaseEpoch`, `attempt`, `reason`, `status`, `scheduledTime`, … */
   readonly data?: Readonly<Record<string, unknown>>;
 }

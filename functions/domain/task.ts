@@ -72,6 +72,12 @@ export interface AgentSession {
   /** Notices for the agent, reported by its heartbeat: task id → lease epoch. */
   readonly cancelled: Readonly<Record<string, number>>;
   readonly lost: Readonly<Record<string, number>>;
+  /** Roles this session was granted: role → epoch. Valid while the session is live and the epoch current. */
+  readonly roles: Readonly<Record<string, number>>;
+  /** Notices for the agent's next heartbeat: roles granted to it since (role → epoch)… */
+  readonly rolesPicked: Readonly<Record<string, number>>;
+  /** …and roles taken from it (role → epoch). */
+  readonly rolesLost: Readonly<Record<string, number>>;
 }
 
 /** A session is live until its expiry; after that nothing revives it. */

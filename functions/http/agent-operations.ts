@@ -6,7 +6,7 @@ import type { Scheduler } from '#core/scheduler';
 import { ValidationError } from '#domain/errors';
 import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
-import { claimedTaskView, taskView } from './views';
+import { claimedTaskView, roleView, taskView } from './views';
 
 const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
 const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
@@ -29,6 +29,8 @@ export const failBody = z.strictObject({
   }),
 });
 export const releaseBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
+export const volunteerBody = z.strictObject({ sessionId: sessionIdSchema });
+export const releaseRoleBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   const parsed = schema.safeParse(body ?? {});
@@ -37,6 +39,11 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
 }
 
 const agentOf = (request: ApiRequest): string => request.agentId ?? '';
+const roleOf = (request: ApiRequest): string => request.params.role ?? '';
+const roleLease = (lease: { role: string; leaseEpoch: number }) => ({
+  role: lease.role,
+  leaseEpoch: lease.leaseEpoch,
+});
 
 export function agentOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
@@ -61,6 +68,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         body: {
           cancelled: beat.cancelled,
           lost: beat.lost,
+          roles: { picked: beat.rolesPicked.map(roleLease), lost: beat.rolesLost.map(roleLease) },
           expiresAt: new Date(beat.expiresAt).toISOString(),
         },
       };
@@ -99,6 +107,35 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         leaseEpoch: body.leaseEpoch,
       });
       return { status: 200, body: { task: taskView(released.task) } };
+    },
+    registerRole: async (request) => {
+      parseBody(z.strictObject({}), request.body);
+      const role = await scheduler.registerRole(agentOf(request), roleOf(request));
+      return { status: 200, body: { role: roleView(role) } };
+    },
+    volunteerForRole: async (request) => {
+      const body = parseBody(volunteerBody, request.body);
+      const result = await scheduler.volunteerForRole(agentOf(request), body.sessionId, roleOf(request));
+      return {
+        status: 200,
+        body: {
+          picked: result.picked,
+          ...(result.leaseEpoch === undefined ? {} : { leaseEpoch: result.leaseEpoch }),
+          role: roleView(result.role),
+        },
+      };
+    },
+    releaseRole: async (request) => {
+      const body = parseBody(releaseRoleBody, request.body);
+      const released = await scheduler.releaseRole(agentOf(request), roleOf(request), body.leaseEpoch);
+      return {
+        status: 200,
+        body: {
+          released: true,
+          ...(released.nextHolder ? { nextHolder: released.nextHolder } : {}),
+          role: roleView(released.role),
+        },
+      };
     },
   };
 }

@@ -7,7 +7,15 @@ import { queueLimitsSchema } from '#core/queue-controls';
 import { scheduleSpecSchema } from '#core/schedules';
 import { agentSpecSchema } from '#core/sessions';
 import { taskSpecSchema } from '#domain/task-spec';
-import { claimBody, completeBody, failBody, heartbeatBody, releaseBody } from './agent-operations';
+import {
+  claimBody,
+  completeBody,
+  failBody,
+  heartbeatBody,
+  releaseBody,
+  releaseRoleBody,
+  volunteerBody,
+} from './agent-operations';
 import { ROUTES, type RouteDefinition } from './routes';
 
 const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
@@ -19,6 +27,8 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   completeTask: completeBody,
   failTask: failBody,
   releaseTask: releaseBody,
+  volunteerForRole: volunteerBody,
+  releaseRole: releaseRoleBody,
   setQueueLimits: queueLimitsSchema,
 };
 

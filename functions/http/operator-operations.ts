@@ -8,7 +8,7 @@ import { ValidationError } from '#domain/errors';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
-import { agentView, occurrenceView, queueControlView, scheduleView, taskView } from './views';
+import { agentView, occurrenceView, queueControlView, roleView, scheduleView, taskView } from './views';
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
 
@@ -91,6 +91,10 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
     listAgents: async () => ({
       status: 200,
       body: { agents: (await scheduler.listAgents()).map(agentView) },
+    }),
+    listRoles: async () => ({
+      status: 200,
+      body: { roles: (await scheduler.listRoles()).map(roleView) },
     }),
     revokeAgent: async (request) => {
       await scheduler.revokeAgent(request.params.agentId ?? '');

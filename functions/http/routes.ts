@@ -47,6 +47,8 @@ export const ROUTES: readonly RouteDefinition[] = [
     operation: 'listOccurrences',
   },
 
+  { method: 'GET', path: '/v1/roles', access: 'operator', operation: 'listRoles' },
+
   { method: 'GET', path: '/v1/events', access: 'operator', operation: 'listEvents', localOnly: true },
 
   { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
@@ -55,6 +57,14 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/complete', access: 'agent', operation: 'completeTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/fail', access: 'agent', operation: 'failTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/release', access: 'agent', operation: 'releaseTask' },
+  { method: 'POST', path: '/v1/agent/roles/{role}/register', access: 'agent', operation: 'registerRole' },
+  {
+    method: 'POST',
+    path: '/v1/agent/roles/{role}/volunteer',
+    access: 'agent',
+    operation: 'volunteerForRole',
+  },
+  { method: 'POST', path: '/v1/agent/roles/{role}/release', access: 'agent', operation: 'releaseRole' },
 ];
 
 /** The routes one function serves: agent routes by the agent API, the others by the operator API. */

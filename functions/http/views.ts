@@ -6,6 +6,7 @@ import type { Agent } from '#adapters/agent-table';
 import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
+import type { RoleView } from '#core/roles';
 import type { ScheduleRecord } from '#core/schedules';
 import type { Task } from '#domain/task';
 
@@ -66,4 +67,15 @@ export function queueControlView(control: QueueControl) {
 
 export function occurrenceView(occurrence: Occurrence) {
   return { ...occurrence, recordedAt: iso(occurrence.recordedAt) };
+}
+
+export function roleView(role: RoleView) {
+  return {
+    role: role.role,
+    holder: role.holder ?? null,
+    leaseEpoch: role.leaseEpoch,
+    since: iso(role.since) ?? null,
+    volunteers: role.volunteers,
+    registered: role.registered,
+  };
 }

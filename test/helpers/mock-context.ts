@@ -83,6 +83,9 @@ export function sessionItem(overrides: Record<string, unknown> = {}): Record<str
     held: {},
     cancelled: {},
     lost: {},
+    roles: {},
+    rolesPicked: {},
+    rolesLost: {},
     ...overrides,
   };
 }

@@ -267,7 +267,13 @@ describe('AgentScheduler construct', () => {
         putEvents(),
         ...deadLetters(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
-        table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'),
+        table(
+          'leases',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:PutItem',
+          'dynamodb:ConditionCheckItem',
+        ),
         table('agents', 'dynamodb:GetItem'),
         ...queues(
           'sqs:ReceiveMessage',
@@ -306,7 +312,13 @@ describe('AgentScheduler construct', () => {
           'dynamodb:PutItem',
         ),
         index(['dynamodb:Query']),
-        table('leases', 'dynamodb:Scan', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table(
+          'leases',
+          'dynamodb:Scan',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:ConditionCheckItem',
+        ),
         ...queues('sqs:SendMessage'),
         {
           Effect: 'Allow',

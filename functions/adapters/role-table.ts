@@ -1,0 +1,281 @@
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { Expression, updateExpression } from './expression';
+import { scanKind, sessionLeaseId } from './session-table';
+
+type Item = Record<string, unknown>;
+
+export const roleLeaseId = (role: string) => `role#${role}`;
+
+/** An agent session: the unit of liveness a role is held or volunteered under. */
+export interface SessionRef {
+  readonly agentId: string;
+  readonly sessionId: string;
+}
+
+export interface RoleVolunteer extends SessionRef {
+  /** When it volunteered: the earliest live volunteer is next in line. */
+  readonly at: number;
+}
+
+export interface RoleHolder extends SessionRef {
+  readonly since: number;
+}
+
+/**
+ * A role: a duty with at most one holder at a time. The holder is valid while its session is live; the epoch
+ * grows with every grant and fences the holder's writes (a release names it).
+ */
+export interface Role {
+  readonly role: string;
+  readonly epoch: number;
+  readonly holder?: RoleHolder;
+  /** Candidates, the holder included, earliest first. */
+  readonly volunteers: readonly RoleVolunteer[];
+  /** Agents that declared the role: agent id → when. */
+  readonly registered: Readonly<Record<string, number>>;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export function roleFromItem(item: Item): Role {
+  const volunteers = Object.entries((item.volunteers ?? {}) as Record<string, Item>)
+    .map(([agentId, entry]) => ({ agentId, sessionId: String(entry.sessionId), at: Number(entry.at) }))
+    .sort((a, b) => a.at - b.at || a.agentId.localeCompare(b.agentId));
+  const registered = Object.fromEntries(
+    Object.entries((item.registered ?? {}) as Record<string, unknown>).map(([k, v]) => [k, Number(v)]),
+  );
+  return {
+    role: String(item.role),
+    epoch: Number(item.epoch ?? 0),
+    ...(typeof item.holder === 'string'
+      ? {
+          holder: {
+            agentId: item.holder,
+            sessionId: String(item.holderSession),
+            since: Number(item.since),
+          },
+        }
+      : {}),
+    volunteers,
+    registered,
+    createdAt: Number(item.createdAt),
+    updatedAt: Number(item.updatedAt),
+  };
+}
+
+/** How a hand-over went: done, or which of its conditions no longer held. */
+export type TransferOutcome = 'transferred' | 'roleChanged' | 'candidateGone' | 'holderAlive';
+
+export interface Transfer {
+  /** The role as read; the write is refused if its epoch or holder has changed since. */
+  readonly role: Role;
+  /** The next holder, whose session must be live; none leaves the role free. */
+  readonly to?: SessionRef;
+  /** The current holder is taken over only if its session is over (expired, replaced or gone). */
+  readonly holderMustBeOver?: boolean;
+  /** Join the candidates. */
+  readonly addVolunteer?: SessionRef;
+  /** Leave the candidates (the releasing holder, volunteers whose sessions are over). */
+  readonly dropVolunteers?: readonly string[];
+  /** Leave a `rolesPicked` notice for the next holder's heartbeat. */
+  readonly notifyPicked: boolean;
+  readonly now: number;
+}
+
+/**
+ * Roles in the leases table, beside the sessions whose heartbeats keep them: `role#<name>` items. Ownership moves
+ * only in transactions that check the role's epoch and holder as read and the next holder's session, so two
+ * sweeps or a sweep and a release cannot both grant a role.
+ */
+export class RoleTable {
+  constructor(
+    readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  async get(role: string): Promise<Role | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { leaseId: roleLeaseId(role) },
+        ConsistentRead: true,
+      }),
+    );
+    return output.Item ? roleFromItem(output.Item) : undefined;
+  }
+
+  /** Every role. A scan: roles are few, and the leases table holds one small item per agent besides. */
+  async list(): Promise<Role[]> {
+    return (await scanKind(this.doc, this.tableName, 'role')).map(roleFromItem);
+  }
+
+  /** The role's item, created free if it does not exist yet. */
+  async getOrCreate(role: string, now: number): Promise<Role> {
+    const existing = await this.get(role);
+    if (existing) return existing;
+    const item = {
+      leaseId: roleLeaseId(role),
+      kind: 'role',
+      role,
+      epoch: 0,
+      volunteers: {},
+      registered: {},
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(leaseId)',
+        }),
+      );
+      return roleFromItem(item);
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const raced = await this.get(role);
+      if (!raced) throw error;
+      return raced;
+    }
+  }
+
+  /** Records the agent's declaration; false if it had declared the role already. */
+  async register(role: string, agentId: string, now: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { leaseId: roleLeaseId(role) },
+          UpdateExpression: `SET ${e.n('registered', agentId)} = ${e.v(now)}, ${e.n('updatedAt')} = ${e.v(now)}`,
+          ConditionExpression: `attribute_exists(${e.n('leaseId')}) AND attribute_not_exists(${e.n('registered', agentId)})`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** Adds a candidate while the role's holder stays as read; false if it changed. */
+  async addVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { leaseId: roleLeaseId(role.role) },
+          UpdateExpression: `SET ${e.n('volunteers', volunteer.agentId)} = ${e.v({ sessionId: volunteer.sessionId, at: now })}, ${e.n('updatedAt')} = ${e.v(now)}`,
+          ConditionExpression: sameHolder(e, role),
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Moves the role in one transaction: the role item (conditional on the holder as read), the next holder's
+   * session (which must be live, and records the role), and, for a take-over, a check that the old holder's
+   * session is over. The old holder's session is not written: it is over, or it is the releasing one.
+   */
+  async transfer(transfer: Transfer): Promise<TransferOutcome> {
+    const { role, to, now } = transfer;
+    const epoch = to ? role.epoch + 1 : role.epoch;
+    const e = new Expression();
+    const set = [`${e.n('updatedAt')} = ${e.v(now)}`];
+    const remove: string[] = [];
+    if (to) {
+      set.push(
+        `${e.n('epoch')} = ${e.v(epoch)}`,
+        `${e.n('holder')} = ${e.v(to.agentId)}`,
+        `${e.n('holderSession')} = ${e.v(to.sessionId)}`,
+        `${e.n('since')} = ${e.v(now)}`,
+      );
+    } else {
+      remove.push(e.n('holder'), e.n('holderSession'), e.n('since'));
+    }
+    const added = transfer.addVolunteer;
+    if (added) {
+      set.push(`${e.n('volunteers', added.agentId)} = ${e.v({ sessionId: added.sessionId, at: now })}`);
+    }
+    for (const agentId of transfer.dropVolunteers ?? []) {
+      if (agentId !== added?.agentId) remove.push(e.n('volunteers', agentId));
+    }
+    const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: { leaseId: roleLeaseId(role.role) },
+          UpdateExpression: updateExpression({ set, remove }),
+          ConditionExpression: sameHolder(e, role),
+          ...e.attributes(),
+        },
+      },
+    ];
+    let candidateIndex = -1;
+    if (to) {
+      const s = new Expression();
+      const notices = [`${s.n('roles', role.role)} = ${s.v(epoch)}`];
+      if (transfer.notifyPicked) notices.push(`${s.n('rolesPicked', role.role)} = ${s.v(epoch)}`);
+      candidateIndex = items.length;
+      items.push({
+        Update: {
+          TableName: this.tableName,
+          Key: { leaseId: sessionLeaseId(to.agentId) },
+          UpdateExpression: updateExpression({ set: notices }),
+          ConditionExpression: `${s.n('sessionId')} = ${s.v(to.sessionId)} AND ${s.n('expiresAt')} > ${s.v(now)}`,
+          ...s.attributes(),
+        },
+      });
+    }
+    let holderIndex = -1;
+    // The next holder's own session item already proves an earlier session of the same agent over.
+    if (transfer.holderMustBeOver && role.holder && role.holder.agentId !== to?.agentId) {
+      const h = new Expression();
+      holderIndex = items.length;
+      items.push({
+        ConditionCheck: {
+          TableName: this.tableName,
+          Key: { leaseId: sessionLeaseId(role.holder.agentId) },
+          ConditionExpression: `attribute_not_exists(${h.n('leaseId')}) OR ${h.n('sessionId')} <> ${h.v(role.holder.sessionId)} OR ${h.n('expiresAt')} <= ${h.v(now)}`,
+          ...h.attributes(),
+        },
+      });
+    }
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return 'transferred';
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      const failed = (index: number) => index >= 0 && reasons[index]?.Code === 'ConditionalCheckFailed';
+      if (failed(0)) return 'roleChanged';
+      if (failed(holderIndex)) return 'holderAlive';
+      if (failed(candidateIndex)) return 'candidateGone';
+      // A conflict with a concurrent write: the caller reads again and decides again.
+      return 'roleChanged';
+    }
+  }
+}
+
+/** The role's epoch and holder are still the ones read. */
+function sameHolder(e: Expression, role: Role): string {
+  const holder = role.holder
+    ? `${e.n('holderSession')} = ${e.v(role.holder.sessionId)}`
+    : `attribute_not_exists(${e.n('holderSession')})`;
+  return `${e.n('epoch')} = ${e.v(role.epoch)} AND ${holder}`;
+}

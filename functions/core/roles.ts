@@ -1,0 +1,360 @@
+/**
+ * Exclusive roles, as in Fluid Framework's AgentScheduler: duties that must always have exactly one holder
+ * (the one agent that listens to a stream, or runs a singleton loop). Agents register a role, volunteer for it,
+ * and exactly one live volunteer holds it; when the holder releases it, or its session ends or goes silent, the
+ * role passes to the earliest live volunteer.
+ *
+ * A role is kept by its holder's session heartbeat: no write per role. Each grant increments the role's epoch,
+ * which the holder presents to release it and can use to fence what it does downstream.
+ */
+import { z } from 'zod';
+import type { Role, SessionRef } from '#adapters/role-table';
+import {
+  AgentNotFoundError,
+  errorName,
+  RoleConflictError,
+  ServiceUnavailableError,
+  SessionLostError,
+  ValidationError,
+} from '#domain/errors';
+import { type AgentSession, isSessionLive } from '#domain/task';
+import type { SchedulerContext } from './context';
+import { emit } from './events';
+
+export const ROLE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export const roleNameSchema = z
+  .string()
+  .regex(
+    ROLE_NAME_PATTERN,
+    'a role name is 1 to 128 letters, digits, ".", "-" or "_", starting alphanumeric',
+  );
+
+/** Concurrent writers can move a role between a read and a write; each operation reads again this often. */
+const ATTEMPTS = 5;
+
+function roleName(role: string): string {
+  const parsed = roleNameSchema.safeParse(role);
+  if (!parsed.success) throw new ValidationError(`role: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}
+
+/** Reads agent sessions once per operation: liveness is decided on consistent reads, then checked again in the write. */
+class SessionReader {
+  private readonly cache = new Map<string, Promise<AgentSession | undefined>>();
+  constructor(private readonly ctx: SchedulerContext) {}
+
+  get(agentId: string): Promise<AgentSession | undefined> {
+    let session = this.cache.get(agentId);
+    if (!session) {
+      session = this.ctx.sessions.get(agentId);
+      this.cache.set(agentId, session);
+    }
+    return session;
+  }
+
+  forget(agentId: string): void {
+    this.cache.delete(agentId);
+  }
+
+  async isLive(ref: SessionRef, now: number): Promise<boolean> {
+    const session = await this.get(ref.agentId);
+    return session?.sessionId === ref.sessionId && isSessionLive(session, now);
+  }
+}
+
+export interface RoleView {
+  readonly role: string;
+  /** The holder, while its session is live. */
+  readonly holder?: string;
+  readonly leaseEpoch: number;
+  /** When the holder was granted the role. */
+  readonly since?: number;
+  /** Live candidates, earliest first, the holder included. */
+  readonly volunteers: string[];
+  readonly registered: string[];
+}
+
+export async function registerRole(ctx: SchedulerContext, agentId: string, role: string): Promise<RoleView> {
+  const name = roleName(role);
+  const now = ctx.now();
+  await ctx.roles.getOrCreate(name, now);
+  if (!(await ctx.roles.register(name, agentId, now))) {
+    throw new RoleConflictError('RoleAlreadyRegistered', `this agent has already registered role ${name}`);
+  }
+  return viewRole(ctx, await currentRole(ctx, name), new SessionReader(ctx));
+}
+
+export interface VolunteerResult {
+  readonly picked: boolean;
+  /** The epoch of this agent's grant, when picked. */
+  readonly leaseEpoch?: number;
+  readonly role: RoleView;
+}
+
+/**
+ * Joins the role's candidates under the agent's live session; the role is granted at once if it is free or its
+ * holder's session is over.
+ */
+export async function volunteerForRole(
+  ctx: SchedulerContext,
+  agentId: string,
+  sessionId: string,
+  role: string,
+): Promise<VolunteerResult> {
+  const name = roleName(role);
+  const agent = await ctx.agents.get(agentId);
+  if (!agent || agent.revokedAt !== undefined) throw new AgentNotFoundError(agentId);
+  if (!agent.interactive) {
+    throw new RoleConflictError('AgentNotInteractive', 'a non-interactive agent cannot volunteer for roles');
+  }
+  const me = { agentId, sessionId };
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const now = ctx.now();
+    const sessions = new SessionReader(ctx);
+    if (!(await sessions.isLive(me, now))) {
+      throw new SessionLostError('the session expired or was replaced; open a new session', {
+        context: { agentId },
+      });
+    }
+    const current = await ctx.roles.getOrCreate(name, now);
+    const mine = current.volunteers.find((v) => v.agentId === agentId);
+    if (mine?.sessionId === sessionId || current.holder?.sessionId === sessionId) {
+      throw new RoleConflictError(
+        'RoleAlreadyVolunteered',
+        `this agent already volunteered for role ${name}`,
+      );
+    }
+    const holder = current.holder;
+    if (holder && (await sessions.isLive(holder, now))) {
+      if (await ctx.roles.addVolunteer(current, me, now)) {
+        return { picked: false, role: await viewRole(ctx, await currentRole(ctx, name), sessions) };
+      }
+      continue;
+    }
+    const outcome = await ctx.roles.transfer({
+      role: current,
+      to: me,
+      holderMustBeOver: true,
+      addVolunteer: me,
+      dropVolunteers: holder ? [holder.agentId] : [],
+      notifyPicked: false,
+      now,
+    });
+    if (outcome === 'candidateGone') {
+      throw new SessionLostError('the session expired or was replaced; open a new session', {
+        context: { agentId },
+      });
+    }
+    if (outcome !== 'transferred') continue;
+    await announceTransfer(ctx, current, me, 'taken', now);
+    const granted = await currentRole(ctx, name);
+    return { picked: true, leaseEpoch: current.epoch + 1, role: await viewRole(ctx, granted, sessions) };
+  }
+  throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
+}
+
+export interface ReleaseResult {
+  readonly role: RoleView;
+  /** Who holds the role now, if a live volunteer took it. */
+  readonly nextHolder?: string;
+}
+
+/**
+ * The holder gives the role up, and leaves its candidates; the earliest live volunteer is granted it in the
+ * same write. Fenced by the epoch: a holder that lost the role cannot release its successor's grant.
+ */
+export async function releaseRole(
+  ctx: SchedulerContext,
+  agentId: string,
+  role: string,
+  leaseEpoch: number,
+): Promise<ReleaseResult> {
+  const name = roleName(role);
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const current = await ctx.roles.get(name);
+    if (current?.holder?.agentId !== agentId || current.epoch !== leaseEpoch) {
+      throw new RoleConflictError(
+        'RoleNotHeld',
+        `this agent does not hold role ${name} at epoch ${leaseEpoch}`,
+        current ? { context: { leaseEpoch: current.epoch } } : {},
+      );
+    }
+    const sessions = new SessionReader(ctx);
+    const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
+    if (moved === undefined) continue;
+    const holder = current.holder;
+    await ctx.sessions
+      .update(agentId, (e) => ({
+        remove: [e.n('roles', name)],
+        condition: `${e.n('sessionId')} = ${e.v(holder.sessionId)} AND ${e.n('roles', name)} = ${e.v(leaseEpoch)}`,
+      }))
+      .catch(() => undefined);
+    const next = moved === null ? undefined : moved.agentId;
+    return {
+      role: await viewRole(ctx, await currentRole(ctx, name), sessions),
+      ...(next ? { nextHolder: next } : {}),
+    };
+  }
+  throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
+}
+
+/**
+ * Passes a role to its earliest live volunteer, or leaves it free. For a release, the releasing agent leaves
+ * the candidates; otherwise the holder must be over, which the write checks. Volunteers whose sessions are
+ * over leave the candidates too. Returns the next holder, null if the role is now free, or undefined if the
+ * role changed meanwhile (read it again).
+ */
+async function handOver(
+  ctx: SchedulerContext,
+  role: Role,
+  sessions: SessionReader,
+  options: { releasedBy?: string } = {},
+): Promise<SessionRef | null | undefined> {
+  const now = ctx.now();
+  const live: SessionRef[] = [];
+  const over: string[] = [];
+  for (const volunteer of role.volunteers) {
+    if (volunteer.agentId === options.releasedBy) continue;
+    if (volunteer.sessionId === role.holder?.sessionId && !options.releasedBy) continue;
+    if (await sessions.isLive(volunteer, now)) live.push(volunteer);
+    else over.push(volunteer.agentId);
+  }
+  const drop = [...over, ...(options.releasedBy ? [options.releasedBy] : [])];
+  if (role.holder && !options.releasedBy && !live.some((v) => v.agentId === role.holder?.agentId)) {
+    drop.push(role.holder.agentId);
+  }
+  for (const candidate of [...live, null]) {
+    // Reaching "no one" means every live-looking candidate's session turned out to be over: they leave too.
+    const leaving = candidate ? drop : [...drop, ...live.map((v) => v.agentId)];
+    const outcome = await ctx.roles.transfer({
+      role,
+      ...(candidate ? { to: candidate } : {}),
+      holderMustBeOver: !options.releasedBy,
+      dropVolunteers: [...new Set(leaving)],
+      notifyPicked: true,
+      now,
+    });
+    if (outcome === 'transferred') {
+      await announceTransfer(ctx, role, candidate, options.releasedBy ? 'released' : 'taken', now);
+      return candidate;
+    }
+    if (outcome !== 'candidateGone') return undefined;
+    sessions.forget(candidate?.agentId ?? '');
+  }
+  return undefined;
+}
+
+/** Events of one move: the old holder's release or loss, then the new holder's grant. */
+async function announceTransfer(
+  ctx: SchedulerContext,
+  role: Role,
+  to: SessionRef | null,
+  how: 'released' | 'taken',
+  since: number,
+): Promise<void> {
+  const events: Parameters<typeof emit>[1][number][] = [];
+  if (role.holder) {
+    events.push({
+      type: how === 'released' ? 'role.released' : 'role.lost',
+      fields: {
+        agentId: role.holder.agentId,
+        role: role.role,
+        data: { leaseEpoch: role.epoch, sessionId: role.holder.sessionId },
+      },
+    });
+  }
+  if (to) {
+    events.push({
+      type: 'role.picked',
+      fields: {
+        agentId: to.agentId,
+        role: role.role,
+        data: { leaseEpoch: role.epoch + 1, sessionId: to.sessionId, since: new Date(since).toISOString() },
+      },
+    });
+  }
+  await emit(ctx, events);
+}
+
+export interface RoleSweep {
+  readonly handedOver: number;
+  readonly freed: number;
+  readonly errors: number;
+}
+
+/**
+ * The supervisor's pass over roles: a role whose holder's session is over passes to the earliest live volunteer
+ * (or is freed), and a free role with a live volunteer is granted. Within a lease TTL plus a supervisor period
+ * of a holder going silent, the role has a live holder again.
+ */
+export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
+  const sweep = { handedOver: 0, freed: 0, errors: 0 };
+  const sessions = new SessionReader(ctx);
+  const items = await ctx.roles.list();
+  for (const role of items.slice(0, ctx.settings.sweepLimit)) {
+    try {
+      const now = ctx.now();
+      if (role.holder && (await sessions.isLive(role.holder, now))) continue;
+      if (!role.holder) {
+        let anyLive = false;
+        for (const v of role.volunteers) anyLive ||= await sessions.isLive(v, now);
+        if (!anyLive) continue;
+      }
+      const moved = await handOver(ctx, role, sessions);
+      if (moved) sweep.handedOver++;
+      else if (moved === null) sweep.freed++;
+    } catch (error) {
+      sweep.errors++;
+      ctx.log.error('role sweep failed for one role', { role: role.role, error: errorName(error) });
+    }
+  }
+  return sweep;
+}
+
+/** Hands over at once the roles of a session that just ended (the agent opened a new one). */
+export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession): Promise<void> {
+  const sessions = new SessionReader(ctx);
+  for (const name of Object.keys(ended.roles)) {
+    try {
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const role = await ctx.roles.get(name);
+        if (role?.holder?.sessionId !== ended.sessionId) break;
+        if ((await handOver(ctx, role, sessions)) !== undefined) break;
+      }
+    } catch (error) {
+      ctx.log.warn('could not hand over a role of a replaced session; the sweep will', {
+        role: name,
+        error: errorName(error),
+      });
+    }
+  }
+}
+
+/** Every role, with live holders and volunteers only. */
+export async function listRoles(ctx: SchedulerContext): Promise<RoleView[]> {
+  const sessions = new SessionReader(ctx);
+  const roles = await ctx.roles.list();
+  const views = await Promise.all(roles.map((role) => viewRole(ctx, role, sessions)));
+  return views.sort((a, b) => a.role.localeCompare(b.role));
+}
+
+async function currentRole(ctx: SchedulerContext, name: string): Promise<Role> {
+  const role = await ctx.roles.get(name);
+  if (!role) throw new ServiceUnavailableError(`role ${name} could not be read back; retry`);
+  return role;
+}
+
+async function viewRole(ctx: SchedulerContext, role: Role, sessions: SessionReader): Promise<RoleView> {
+  const now = ctx.now();
+  const holderLive = role.holder ? await sessions.isLive(role.holder, now) : false;
+  const volunteers: string[] = [];
+  for (const v of role.volunteers) if (await sessions.isLive(v, now)) volunteers.push(v.agentId);
+  return {
+    role: role.role,
+    ...(holderLive && role.holder ? { holder: role.holder.agentId, since: role.holder.since } : {}),
+    leaseEpoch: role.epoch,
+    volunteers,
+    registered: Object.keys(role.registered).sort(),
+  };
+}

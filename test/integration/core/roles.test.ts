@@ -1,0 +1,192 @@
+/**
+ * Exclusive roles on DynamoDB Local: the rules of the model, each a 409; hand-over on release, on a silent
+ * holder and on a replaced session; the holder's heartbeat as the only write that keeps its roles.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventPublisher } from '#adapters/event-publishers';
+import { RoleConflictError, SessionLostError } from '#domain/errors';
+import type { SchedulerEvent } from '#domain/events';
+import { createTestStack, startAgent, type TestStack } from '#test/stack';
+
+describe('roles', () => {
+  let stack: TestStack;
+  const events: SchedulerEvent[] = [];
+  const feed: EventPublisher = {
+    publish: async (published) => {
+      events.push(...published);
+    },
+  };
+  let roleCount = 0;
+  const newRole = () => `role-${roleCount++}`;
+  const ttlMs = 30_000;
+
+  beforeAll(async () => {
+    stack = await createTestStack({ events: feed, settings: { leaseTtlSeconds: ttlMs / 1_000 } });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  const conflictCode = async (call: Promise<unknown>): Promise<string> => {
+    const error = await call.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RoleConflictError);
+    expect((error as RoleConflictError).statusCode).toBe(409);
+    return (error as RoleConflictError).code;
+  };
+
+  it('grants a free role to its first volunteer; later volunteers wait in line', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const [a, b] = [await startAgent(scheduler), await startAgent(scheduler)];
+    const first = await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    const second = await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    expect(first).toMatchObject({ picked: true, leaseEpoch: 1 });
+    expect(second.picked).toBe(false);
+    expect(second.leaseEpoch).toBeUndefined();
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({ holder: a.agentId, leaseEpoch: 1, volunteers: [a.agentId, b.agentId] });
+  });
+
+  it('refuses each broken rule with its own 409 and changes nothing', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.registerRole(a.agentId, role);
+    expect(await conflictCode(scheduler.registerRole(a.agentId, role))).toBe('RoleAlreadyRegistered');
+    await scheduler.registerRole(b.agentId, role);
+
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    expect(await conflictCode(scheduler.volunteerForRole(a.agentId, a.sessionId, role))).toBe(
+      'RoleAlreadyVolunteered',
+    );
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    expect(await conflictCode(scheduler.volunteerForRole(b.agentId, b.sessionId, role))).toBe(
+      'RoleAlreadyVolunteered',
+    );
+    // Only the holder, with the current epoch, may release.
+    expect(await conflictCode(scheduler.releaseRole(b.agentId, role, 1))).toBe('RoleNotHeld');
+    expect(await conflictCode(scheduler.releaseRole(a.agentId, role, 2))).toBe('RoleNotHeld');
+    expect(await conflictCode(scheduler.releaseRole(a.agentId, newRole(), 1))).toBe('RoleNotHeld');
+
+    const { agent: batch } = await scheduler.registerAgent({
+      name: 'batch',
+      queues: ['work'],
+      interactive: false,
+    });
+    const batchSession = await scheduler.openSession(batch.agentId);
+    expect(await conflictCode(scheduler.volunteerForRole(batch.agentId, batchSession.sessionId, role))).toBe(
+      'AgentNotInteractive',
+    );
+
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({
+      holder: a.agentId,
+      leaseEpoch: 1,
+      volunteers: [a.agentId, b.agentId],
+      registered: [a.agentId, b.agentId].sort(),
+    });
+  });
+
+  it('a release hands the role to the next live volunteer at once, who hears of it at its heartbeat', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const [a, b, c] = [await startAgent(scheduler), await startAgent(scheduler), await startAgent(scheduler)];
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    await scheduler.volunteerForRole(c.agentId, c.sessionId, role);
+    const released = await scheduler.releaseRole(a.agentId, role, 1);
+    expect(released.nextHolder).toBe(b.agentId);
+    expect(released.role).toMatchObject({
+      holder: b.agentId,
+      leaseEpoch: 2,
+      volunteers: [b.agentId, c.agentId],
+    });
+
+    const beat = await scheduler.heartbeat(b.agentId, b.sessionId);
+    expect(beat.rolesPicked).toEqual([{ role, leaseEpoch: 2 }]);
+    expect((await scheduler.heartbeat(b.agentId, b.sessionId)).rolesPicked).toEqual([]);
+    // The releasing agent left the line; the old epoch is refused.
+    expect(await conflictCode(scheduler.releaseRole(a.agentId, role, 1))).toBe('RoleNotHeld');
+    const kinds = events.filter((e) => e.role === role).map((e) => [e.type, e.agentId, e.data?.leaseEpoch]);
+    expect(kinds).toEqual([
+      ['role.picked', a.agentId, 1],
+      ['role.released', a.agentId, 1],
+      ['role.picked', b.agentId, 2],
+    ]);
+  });
+
+  it('a silent holder loses the role to a live volunteer within the TTL plus one supervisor pass', async () => {
+    const { scheduler, clock } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    const silentAt = clock.now();
+    // b keeps beating; a says nothing. Before a's session ends, a pass leaves the role where it is.
+    clock.advance(ttlMs - 5_000);
+    await scheduler.heartbeat(b.agentId, b.sessionId);
+    expect((await scheduler.supervise()).rolesHandedOver).toBe(0);
+    clock.advance(6_000);
+    const pass = await scheduler.supervise();
+    expect(pass.rolesHandedOver).toBeGreaterThanOrEqual(1);
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    // Silent for the TTL, then found by the next pass: here 31 s after its last word.
+    expect((listed?.since ?? 0) - silentAt).toBeLessThanOrEqual(ttlMs + 1_000 + 1_000);
+
+    // The old holder comes back: its heartbeat says the session and its role are gone; its epoch is refused.
+    const error = await scheduler.heartbeat(a.agentId, a.sessionId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionLostError);
+    expect((error as SessionLostError).context.lostRoles).toEqual([{ role, leaseEpoch: 1 }]);
+    expect(await conflictCode(scheduler.releaseRole(a.agentId, role, 1))).toBe('RoleNotHeld');
+    expect(events.filter((e) => e.role === role && e.type === 'role.lost')).toHaveLength(1);
+  });
+
+  it('opening a new session hands the old session’s roles over without waiting for a sweep', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    const reopened = await scheduler.openSession(a.agentId);
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    // The restarted agent volunteers again and waits behind b.
+    const again = await scheduler.volunteerForRole(a.agentId, reopened.sessionId, role);
+    expect(again.picked).toBe(false);
+    expect(again.role.volunteers).toEqual([b.agentId, a.agentId]);
+  });
+
+  it('a role with no live volunteer is freed, and the next volunteer gets it with a higher epoch', async () => {
+    const { scheduler, clock } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    clock.advance(ttlMs + 1_000);
+    expect((await scheduler.supervise()).rolesFreed).toBeGreaterThanOrEqual(1);
+    const [freed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(freed).toMatchObject({ leaseEpoch: 1, volunteers: [] });
+    expect(freed?.holder).toBeUndefined();
+    const b = await startAgent(scheduler);
+    expect(await scheduler.volunteerForRole(b.agentId, b.sessionId, role)).toMatchObject({
+      picked: true,
+      leaseEpoch: 2,
+    });
+  });
+
+  it('one heartbeat write keeps every role of the session, however many', async () => {
+    const { scheduler, meter } = stack;
+    const a = await startAgent(scheduler);
+    for (let i = 0; i < 3; i++) await scheduler.volunteerForRole(a.agentId, a.sessionId, newRole());
+    await scheduler.heartbeat(a.agentId, a.sessionId);
+    meter.reset();
+    await scheduler.heartbeat(a.agentId, a.sessionId);
+    expect(meter.totals()).toMatchObject({ requests: 1, writeUnits: 1 });
+  });
+});
