@@ -26,6 +26,7 @@ queues     queues | pause QUEUE | resume QUEUE
            limits QUEUE [--max-concurrency N] [--rate PER_SECOND] [--burst N]   (no option: remove the limits)
 agents     agents create --name NAME --queue Q [--queue Q2] [--max-concurrency N] [--non-interactive]
            agents list | agents revoke AGENT_ID
+roles      roles list
 schedules  schedules list | schedules create --name N --expression E --queue Q [--time-zone TZ] [--payload JSON]
            schedules delete NAME | schedules occurrences NAME
 worker     worker --queue Q [--concurrency N] [--token AGENT_TOKEN] -- COMMAND [ARGS...]
@@ -245,6 +246,22 @@ export async function main(
         return 0;
       }
       throw new UsageError('agents create | list | revoke AGENT_ID');
+    }
+    case 'roles': {
+      if (sub === 'list') {
+        const roles = await client.listRoles();
+        print(roles, () =>
+          table(roles as unknown as Record<string, unknown>[], [
+            'role',
+            'holder',
+            'leaseEpoch',
+            'since',
+            'volunteers',
+          ]),
+        );
+        return 0;
+      }
+      throw new UsageError('roles list');
     }
     case 'schedules': {
       if (sub === 'list') {

@@ -25,6 +25,9 @@ import type {
   QueueLimits,
   QueueStats,
   ReleaseInput,
+  ReleaseRoleInput,
+  ReleaseRoleResult,
+  Role,
   Schedule,
   ScheduleSpec,
   Session,
@@ -32,6 +35,8 @@ import type {
   SubmitTaskResult,
   Task,
   TaskPage,
+  VolunteerInput,
+  VolunteerResult,
 } from './types';
 
 export type AgentSchedulerClientOptions = TransportOptions;
@@ -169,6 +174,11 @@ export class AgentSchedulerClient {
     await this.call({ method: 'DELETE', path: `/v1/schedules/${segment(name)}` });
   }
 
+  /** Every role: holder, epoch, live volunteers. */
+  async listRoles(): Promise<Role[]> {
+    return (await this.call<{ roles: Role[] }>({ method: 'GET', path: '/v1/roles' })).roles;
+  }
+
   /** The OpenAPI document of the API. */
   async openApi(): Promise<Record<string, unknown>> {
     return this.call<Record<string, unknown>>({ method: 'GET', path: '/v1/openapi.json' });
@@ -232,6 +242,40 @@ export class AgentSchedulerClient {
         body: input,
       })
     ).task;
+  }
+
+  /** Declares a role without volunteering for it; a second registration by the same agent is a 409. */
+  async registerRole(role: string): Promise<Role> {
+    return (
+      await this.call<{ role: Role }>({
+        method: 'POST',
+        path: `/v1/agent/roles/${segment(role)}/register`,
+        body: {},
+        retry: 'unprocessed',
+      })
+    ).role;
+  }
+
+  /**
+   * Joins the role's candidates under the session; granted at once if the role is free. Volunteering twice under
+   * one session is a 409 (`RoleAlreadyVolunteered`), so a retried call whose first answer was lost says so; a grant
+   * it made is reported again by the next heartbeat.
+   */
+  async volunteerForRole(role: string, input: VolunteerInput): Promise<VolunteerResult> {
+    return this.call<VolunteerResult>({
+      method: 'POST',
+      path: `/v1/agent/roles/${segment(role)}/volunteer`,
+      body: input,
+    });
+  }
+
+  /** Gives a held role up; the next live volunteer is granted it at once. */
+  async releaseRole(role: string, input: ReleaseRoleInput): Promise<ReleaseRoleResult> {
+    return this.call<ReleaseRoleResult>({
+      method: 'POST',
+      path: `/v1/agent/roles/${segment(role)}/release`,
+      body: input,
+    });
   }
 
   private async setPaused(name: string, action: 'pause' | 'resume'): Promise<QueueControl> {

@@ -1,5 +1,6 @@
 /**
- * The agent-scheduler SDK: a typed client of the v1 HTTP API, and a Worker that runs tasks for an agent.
+ * The agent-scheduler SDK: a typed client of the v1 HTTP API, a Worker that runs tasks for an agent, and role
+ * subscriptions for duties that must have exactly one holder.
  */
 export { AgentSchedulerClient, type AgentSchedulerClientOptions } from './client';
 export {
@@ -13,12 +14,21 @@ export {
 } from './errors';
 export type { PollInterval } from './poll-backoff';
 export type { RetryOptions } from './retry';
+export {
+  RoleSubscription,
+  type RoleSubscriptionEvents,
+  type RoleSubscriptionOptions,
+} from './role-subscription';
 export type { HttpMethod, TransportOptions } from './transport';
 export type * from './types';
 export { type StopOptions, Worker, type WorkerOptions } from './worker';
 export {
   type AbortReason,
   type LostReason,
+  RoleAbortedError,
+  type RoleContext,
+  type RoleHandler,
+  type RoleLostReason,
   TaskAbortedError,
   type TaskContext,
   type TaskHandler,

@@ -203,6 +203,50 @@ export interface HeartbeatResult {
   readonly cancelled: readonly string[];
   /** Tasks this session held and no longer does. */
   readonly lost: readonly string[];
+  /** Roles granted to this session, and taken from it, since the last heartbeat. */
+  readonly roles: { readonly picked: readonly RoleLease[]; readonly lost: readonly RoleLease[] };
+}
+
+/** A grant of a role: the epoch fences the holder's release, and can fence what it does downstream. */
+export interface RoleLease {
+  readonly role: string;
+  readonly leaseEpoch: number;
+}
+
+/** A role as the scheduler sees it: only live holders and volunteers are listed. */
+export interface Role {
+  readonly role: string;
+  readonly holder: string | null;
+  /** The epoch of the latest grant. */
+  readonly leaseEpoch: number;
+  /** When the holder was granted it (ISO). */
+  readonly since: string | null;
+  /** Live candidates, earliest first, the holder included. */
+  readonly volunteers: readonly string[];
+  /** Agents that registered the role. */
+  readonly registered: readonly string[];
+}
+
+export interface VolunteerInput {
+  readonly sessionId: string;
+}
+
+export interface VolunteerResult {
+  /** Whether the role was granted to this agent now; if not, it waits in line. */
+  readonly picked: boolean;
+  readonly leaseEpoch?: number;
+  readonly role: Role;
+}
+
+export interface ReleaseRoleInput {
+  readonly leaseEpoch: number;
+}
+
+export interface ReleaseRoleResult {
+  readonly released: true;
+  /** The live volunteer that was granted the role in the same write. */
+  readonly nextHolder?: string;
+  readonly role: Role;
 }
 
 export interface ClaimInput {

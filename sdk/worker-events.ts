@@ -1,7 +1,7 @@
 /**
  * What a task handler receives and what a Worker reports.
  */
-import type { ClaimedTask, Session } from './types';
+import type { ClaimedTask, HeartbeatResult, RoleLease, Session } from './types';
 
 /** Why a task's lease ended before its handler could finish it. */
 export type LostReason =
@@ -43,6 +43,40 @@ export interface TaskContext {
  */
 export type TaskHandler = (task: ClaimedTask, context: TaskContext) => Promise<unknown>;
 
+/** Why a grant of a role ended. */
+export type RoleLostReason =
+  /** This agent gave it up (or its worker stopped). */
+  | 'released'
+  /** The server gave it to another volunteer while this agent was away. */
+  | 'lost'
+  /** The agent's session ended, and every role it held with it. */
+  | 'session';
+
+/** The `reason` of an aborted role handler's signal. */
+export class RoleAbortedError extends Error {
+  constructor(
+    readonly role: string,
+    readonly reason: RoleLostReason,
+  ) {
+    super(`role ${role} ended: ${reason}`);
+    this.name = 'RoleAbortedError';
+  }
+}
+
+export interface RoleContext {
+  readonly role: string;
+  /** The epoch of this grant: present it downstream to fence work done in the role. */
+  readonly leaseEpoch: number;
+  /** Aborts when the role is lost or given up; stop and return soon after. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Runs while the agent holds a role, typically until its signal aborts. Returning (or throwing) gives the role
+ * up; the worker then volunteers again, behind the other candidates.
+ */
+export type RoleHandler = (context: RoleContext) => Promise<void>;
+
 export interface WorkerEvents {
   /** A task was claimed and its handler started. */
   picked: [task: ClaimedTask];
@@ -55,6 +89,13 @@ export interface WorkerEvents {
   lost: [task: ClaimedTask, reason: LostReason];
   /** A session was opened: at start, and again after one was lost. */
   session: [session: Session];
+  /** The session ended (expired or replaced): its leases and roles with it. */
+  sessionLost: [session: Session];
+  /** A heartbeat got through; the result carries notices for tasks and roles. */
+  heartbeat: [result: HeartbeatResult, session: Session];
+  /** This agent was granted one of the worker's roles. */
+  gotRole: [lease: RoleLease];
+  lostRole: [lease: RoleLease, reason: RoleLostReason];
   /** Something unexpected went wrong; the worker carries on. */
   error: [error: unknown];
 }

@@ -11,11 +11,14 @@ import { EventEmitter } from 'node:events';
 import type { AgentSchedulerClient } from './client';
 import { AgentSchedulerError, LeaseLostError, NonRetryableError, SessionLostError } from './errors';
 import { PollBackoff, type PollInterval } from './poll-backoff';
+import { RoleSubscription } from './role-subscription';
 import { RunningTask } from './running-task';
 import { sleep } from './sleep';
 import type { ClaimedTask, ClaimResult, FailInput, HeartbeatResult, Session } from './types';
 import {
   type LostReason,
+  RoleAbortedError,
+  type RoleHandler,
   SILENT_LOG,
   type TaskContext,
   type TaskHandler,
@@ -25,7 +28,10 @@ import {
 
 export interface WorkerOptions {
   readonly client: AgentSchedulerClient;
-  readonly handler: TaskHandler;
+  /** Runs claimed tasks. Without one the worker claims nothing: it keeps a session, for roles. */
+  readonly handler?: TaskHandler;
+  /** Roles to hold: the worker volunteers for each, and runs its handler while it holds the role. */
+  readonly roles?: Readonly<Record<string, RoleHandler>>;
   /** Tasks run at once; the server also caps it at the agent's `maxConcurrency`. @default 1 */
   readonly concurrency?: number;
   /** Claim from these of the agent's queues only. @default all of them */
@@ -55,7 +61,15 @@ const isLeaseGone = (error: unknown): boolean =>
 
 export class Worker extends EventEmitter<WorkerEvents> {
   private readonly client: AgentSchedulerClient;
-  private readonly handler: TaskHandler;
+  private readonly handler: TaskHandler | undefined;
+  private readonly roleHandlers: Readonly<Record<string, RoleHandler>>;
+  private readonly heldRoles = new Map<
+    string,
+    {
+      readonly subscription: RoleSubscription;
+      running?: { controller: AbortController; done: Promise<void> };
+    }
+  >();
   private readonly concurrency: number;
   private readonly queues: readonly string[] | undefined;
   private readonly pollInterval: PollInterval;
@@ -88,6 +102,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     this.client = options.client;
     this.handler = options.handler;
+    this.roleHandlers = options.roles ?? {};
     this.concurrency = concurrency;
     this.queues = options.queues;
     this.pollInterval = options.pollIntervalMs ?? {};
@@ -102,6 +117,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   get sessionId(): string | undefined {
     return this.session?.sessionId;
+  }
+
+  /** Whether `start()` was called. */
+  get started(): boolean {
+    return this.state !== 'idle';
   }
 
   /** Opens a session, then heartbeats and claims in the background. Rejects if the first session cannot open. */
@@ -173,7 +193,54 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // A stop that came while the session was opening wins: nothing starts.
     if (this.state !== 'running') return;
     this.useSession(session);
-    this.claimLoop = this.runClaimLoop().catch((error: unknown) => this.report(error));
+    for (const [role, handler] of Object.entries(this.roleHandlers)) this.holdRole(role, handler);
+    if (this.handler) this.claimLoop = this.runClaimLoop().catch((error: unknown) => this.report(error));
+  }
+
+  // Roles
+
+  private holdRole(role: string, handler: RoleHandler): void {
+    const subscription = new RoleSubscription(this.client, role, { worker: this });
+    const held: {
+      subscription: RoleSubscription;
+      running?: { controller: AbortController; done: Promise<void> };
+    } = { subscription };
+    this.heldRoles.set(role, held);
+    subscription.on('error', (error) => this.report(error));
+    subscription.on('lostRole', (lease, reason) => {
+      this.emitSafe('lostRole', lease, reason);
+      held.running?.controller.abort(new RoleAbortedError(role, reason));
+    });
+    subscription.on('gotRole', (lease) => {
+      this.emitSafe('gotRole', lease);
+      const controller = new AbortController();
+      const done = (async () => {
+        try {
+          await handler({ role, leaseEpoch: lease.leaseEpoch, signal: controller.signal });
+        } catch (error) {
+          if (!controller.signal.aborted) this.report(error);
+        }
+        if (controller.signal.aborted || this.state !== 'running') return;
+        // The handler gave the role up: the next candidate gets it, and this agent joins the line again.
+        await subscription.release().catch((error: unknown) => this.report(error));
+        await sleep(new PollBackoff(this.pollInterval).next(), this.stopSignal.signal);
+        if (this.state === 'running')
+          await subscription.volunteer().catch((error: unknown) => this.report(error));
+      })();
+      held.running = { controller, done };
+    });
+    subscription.volunteer().catch((error: unknown) => this.report(error));
+  }
+
+  /** On stop: roles are given up first, so their next holders need not wait for this session to expire. */
+  private async releaseRoles(): Promise<void> {
+    await Promise.all(
+      [...this.heldRoles.values()].map(async ({ subscription, running }) => {
+        await subscription.close().catch((error: unknown) => this.report(error));
+        running?.controller.abort(new RoleAbortedError(subscription.role, 'released'));
+        await running?.done;
+      }),
+    );
   }
 
   // Session and heartbeats
@@ -242,6 +309,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       throw error;
     }
     if (this.session === session) this.sessionExpiresAt = sentAt + session.leaseTtlSeconds * 1_000;
+    this.emitSafe('heartbeat', result, session);
     for (const p of pending) p.entry.acknowledgeCheckpoint(p.version);
     for (const taskId of result.cancelled)
       this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
@@ -254,6 +322,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.session = undefined;
     clearTimeout(this.heartbeatTimer);
     this.log.warn('session lost', { sessionId: session.sessionId });
+    this.emitSafe('sessionLost', session);
     for (const entry of this.tasks) {
       if (entry.sessionId === session.sessionId) this.abortTask(entry, 'session');
     }
@@ -367,6 +436,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     };
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {
+      if (!this.handler) throw new Error('this worker has no task handler');
       outcome = { ok: true, value: await this.handler(entry.task, context) };
     } catch (error) {
       outcome = { ok: false, error };
@@ -450,6 +520,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await this.starting.catch(() => undefined);
       await this.claimLoop;
       await this.reopening;
+      await this.releaseRoles();
       if (!this.forceSignal.signal.aborted) {
         const drained = Promise.allSettled([...this.tasks].map((entry) => entry.done));
         const timer = new AbortController();

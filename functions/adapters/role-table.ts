@@ -84,8 +84,6 @@ export interface Transfer {
   readonly addVolunteer?: SessionRef;
   /** Leave the candidates (the releasing holder, volunteers whose sessions are over). */
   readonly dropVolunteers?: readonly string[];
-  /** Leave a `rolesPicked` notice for the next holder's heartbeat. */
-  readonly notifyPicked: boolean;
   readonly now: number;
 }
 
@@ -229,8 +227,12 @@ export class RoleTable {
     let candidateIndex = -1;
     if (to) {
       const s = new Expression();
-      const notices = [`${s.n('roles', role.role)} = ${s.v(epoch)}`];
-      if (transfer.notifyPicked) notices.push(`${s.n('rolesPicked', role.role)} = ${s.v(epoch)}`);
+      // The grant is recorded in the session, with a notice for its next heartbeat (even when the answer to a
+      // volunteer call says so too: that answer may be lost).
+      const notices = [
+        `${s.n('roles', role.role)} = ${s.v(epoch)}`,
+        `${s.n('rolesPicked', role.role)} = ${s.v(epoch)}`,
+      ];
       candidateIndex = items.length;
       items.push({
         Update: {

@@ -138,7 +138,6 @@ export async function volunteerForRole(
       holderMustBeOver: true,
       addVolunteer: me,
       dropVolunteers: holder ? [holder.agentId] : [],
-      notifyPicked: false,
       now,
     });
     if (outcome === 'candidateGone') {
@@ -186,7 +185,7 @@ export async function releaseRole(
     const holder = current.holder;
     await ctx.sessions
       .update(agentId, (e) => ({
-        remove: [e.n('roles', name)],
+        remove: [e.n('roles', name), e.n('rolesPicked', name)],
         condition: `${e.n('sessionId')} = ${e.v(holder.sessionId)} AND ${e.n('roles', name)} = ${e.v(leaseEpoch)}`,
       }))
       .catch(() => undefined);
@@ -232,7 +231,6 @@ async function handOver(
       ...(candidate ? { to: candidate } : {}),
       holderMustBeOver: !options.releasedBy,
       dropVolunteers: [...new Set(leaving)],
-      notifyPicked: true,
       now,
     });
     if (outcome === 'transferred') {

@@ -1,0 +1,172 @@
+/**
+ * A RoleSubscription follows one role for an agent, as Fluid Framework's AgentScheduler does for a task:
+ * `volunteer()` joins the role's candidates, `gotRole` fires when this agent is granted it, `lostRole` when the
+ * grant ends (released, taken away, or the session lost), and `haveRole()` says whether it holds it now.
+ *
+ * A role lives as long as the agent's session: the subscription rides on a Worker's session and heartbeats (one
+ * write keeps every task and role of the agent). Without a worker it keeps a session of its own, which replaces
+ * any other session of the same agent: an agent that also runs tasks gives its Worker `roles` instead.
+ */
+import { EventEmitter } from 'node:events';
+import type { AgentSchedulerClient } from './client';
+import { isAgentSchedulerError, SessionLostError } from './errors';
+import type { HeartbeatResult, RoleLease, Session } from './types';
+import { Worker } from './worker';
+import type { RoleLostReason } from './worker-events';
+
+export type { RoleLostReason };
+
+export interface RoleSubscriptionEvents {
+  gotRole: [lease: RoleLease];
+  lostRole: [lease: RoleLease, reason: RoleLostReason];
+  error: [error: unknown];
+}
+
+export interface RoleSubscriptionOptions {
+  /** The worker whose session holds the role. @default a session of the subscription's own */
+  readonly worker?: Worker;
+}
+
+export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
+  private readonly worker: Worker;
+  private readonly ownsWorker: boolean;
+  private held: (RoleLease & { readonly sessionId: string }) | undefined;
+  /** The highest epoch this agent held: a late notice of an older grant is not news. */
+  private latestEpoch = 0;
+  private wanted = false;
+  private volunteering: { readonly sessionId: string; readonly done: Promise<boolean> } | undefined;
+  private readonly detach: () => void;
+
+  constructor(
+    private readonly client: AgentSchedulerClient,
+    readonly role: string,
+    options: RoleSubscriptionOptions = {},
+  ) {
+    super();
+    this.ownsWorker = options.worker === undefined;
+    this.worker = options.worker ?? new Worker({ client });
+    const onSession = (session: Session) => {
+      if (this.wanted) this.volunteerUnder(session.sessionId).catch((error: unknown) => this.report(error));
+    };
+    const onHeartbeat = (result: HeartbeatResult, session: Session) => this.heard(result, session);
+    const onSessionLost = (session: Session) => {
+      if (this.held?.sessionId === session.sessionId) this.lose('session');
+    };
+    this.worker.on('session', onSession);
+    this.worker.on('heartbeat', onHeartbeat);
+    this.worker.on('sessionLost', onSessionLost);
+    this.detach = () => {
+      this.worker.off('session', onSession);
+      this.worker.off('heartbeat', onHeartbeat);
+      this.worker.off('sessionLost', onSessionLost);
+    };
+  }
+
+  /** Whether this agent holds the role now (as far as its last word from the server says). */
+  haveRole(): boolean {
+    return this.held !== undefined && this.held.sessionId === this.worker.sessionId;
+  }
+
+  /** The epoch of the grant held, to fence work done in the role. */
+  get leaseEpoch(): number | undefined {
+    return this.haveRole() ? this.held?.leaseEpoch : undefined;
+  }
+
+  /**
+   * Joins the role's candidates, now and again under every new session, until `release()` or `close()`.
+   * Resolves with whether the role was granted at once; `gotRole` fires either way when it is.
+   */
+  async volunteer(): Promise<boolean> {
+    this.wanted = true;
+    if (this.ownsWorker && !this.worker.started) await this.worker.start();
+    const sessionId = this.worker.sessionId;
+    // Without a session the worker is opening one, and its `session` event volunteers.
+    return sessionId ? this.volunteerUnder(sessionId) : false;
+  }
+
+  /** Gives the role up (if held) and stops volunteering; the next live volunteer is granted it. */
+  async release(): Promise<void> {
+    this.wanted = false;
+    const held = this.held;
+    if (!held) return;
+    try {
+      await this.client.releaseRole(this.role, { leaseEpoch: held.leaseEpoch });
+      this.lose('released');
+    } catch (error) {
+      // Gone already: it was taken while this agent was away.
+      if (isAgentSchedulerError(error, 'RoleNotHeld')) this.lose('lost');
+      else throw error;
+    }
+  }
+
+  /** Releases the role, stops following it and, if the subscription keeps its own session, ends it. */
+  async close(): Promise<void> {
+    try {
+      await this.release();
+    } finally {
+      this.detach();
+      if (this.ownsWorker) await this.worker.stop({ drain: false });
+    }
+  }
+
+  private volunteerUnder(sessionId: string): Promise<boolean> {
+    if (this.volunteering?.sessionId === sessionId) return this.volunteering.done;
+    const done = this.client.volunteerForRole(this.role, { sessionId }).then(
+      (result) => {
+        if (result.picked && result.leaseEpoch !== undefined) this.gain(result.leaseEpoch, sessionId);
+        return result.picked;
+      },
+      (error: unknown) => {
+        if (this.volunteering?.sessionId === sessionId) this.volunteering = undefined;
+        // Already a candidate under this session (a retried call): a grant shows in the next heartbeat.
+        if (isAgentSchedulerError(error, 'RoleAlreadyVolunteered')) return this.haveRole();
+        // The worker opens a new session and this volunteers again under it.
+        if (error instanceof SessionLostError) return false;
+        throw error;
+      },
+    );
+    this.volunteering = { sessionId, done };
+    return done;
+  }
+
+  private heard(result: HeartbeatResult, session: Session): void {
+    for (const lease of result.roles.lost) {
+      if (lease.role === this.role && this.held?.leaseEpoch === lease.leaseEpoch) this.lose('lost');
+    }
+    for (const lease of result.roles.picked) {
+      if (lease.role === this.role && this.wanted) this.gain(lease.leaseEpoch, session.sessionId);
+    }
+  }
+
+  private gain(leaseEpoch: number, sessionId: string): void {
+    if (leaseEpoch <= this.latestEpoch) return;
+    if (this.held) this.lose('lost');
+    this.latestEpoch = leaseEpoch;
+    this.held = { role: this.role, leaseEpoch, sessionId };
+    this.emitSafe('gotRole', { role: this.role, leaseEpoch });
+  }
+
+  private lose(reason: RoleLostReason): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    this.emitSafe('lostRole', { role: this.role, leaseEpoch: held.leaseEpoch }, reason);
+  }
+
+  private emitSafe<K extends 'gotRole' | 'lostRole'>(event: K, ...args: RoleSubscriptionEvents[K]): void {
+    try {
+      EventEmitter.prototype.emit.call(this, event, ...args);
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  private report(error: unknown): void {
+    if (this.listenerCount('error') === 0) return;
+    try {
+      this.emit('error', error);
+    } catch {
+      // Nowhere left to report to.
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Roles end to end over HTTP: RoleSubscription and Worker `roles` against the local server on the emulators,
+ * with a supervisor pass every half second and 3-second leases.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import { isAgentSchedulerError } from '#sdk/errors';
+import { RoleSubscription } from '#sdk/role-subscription';
+import type { RoleLease } from '#sdk/types';
+import { Worker } from '#sdk/worker';
+import { RoleAbortedError, type RoleLostReason } from '#sdk/worker-events';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { main } from '../../cli/main';
+
+const OPERATOR = 'op_e2e-roles-operator';
+const LEASE_TTL_SECONDS = 3;
+
+describe('roles through the SDK', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+  let sweeper: NodeJS.Timeout;
+
+  beforeAll(async () => {
+    stack = await createTestStack({
+      settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
+    });
+    server = await serveStack(stack, OPERATOR);
+    operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+    sweeper = setInterval(() => void stack.scheduler.supervise().catch(() => undefined), 500);
+  });
+  afterAll(async () => {
+    clearInterval(sweeper);
+    await server.close();
+    await stack.destroy();
+  });
+
+  async function agentClient(options: { interactive?: boolean; cut?: { value: boolean } } = {}) {
+    const { agent, token } = await operator.createAgent({
+      name: 'e2e-roles',
+      queues: ['work'],
+      ...(options.interactive === undefined ? {} : { interactive: options.interactive }),
+    });
+    const cut = options.cut;
+    const client = new AgentSchedulerClient({
+      endpoint: server.url,
+      token,
+      retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
+      ...(cut
+        ? {
+            fetch: (...[input, init]: Parameters<typeof fetch>) =>
+              cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
+          }
+        : {}),
+    });
+    return { agentId: agent.agentId, client };
+  }
+
+  const waitFor = async (check: () => Promise<boolean> | boolean, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error('timed out waiting');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  it('a subscription gets a free role, hands it to the next volunteer on release, and hears of its own grant', async () => {
+    const a = await agentClient();
+    const b = await agentClient();
+    const first = new RoleSubscription(a.client, 'digest');
+    const second = new RoleSubscription(b.client, 'digest');
+    const got: string[] = [];
+    const lost: [string, RoleLostReason][] = [];
+    first.on('gotRole', () => got.push('a'));
+    second.on('gotRole', () => got.push('b'));
+    first.on('lostRole', (_lease, reason) => lost.push(['a', reason]));
+
+    expect(await first.volunteer()).toBe(true);
+    expect(first.haveRole()).toBe(true);
+    expect(await second.volunteer()).toBe(false);
+    expect(second.haveRole()).toBe(false);
+
+    await first.release();
+    expect(first.haveRole()).toBe(false);
+    // The server granted it to b in the release's write; b learns it at its next heartbeat.
+    await waitFor(() => second.haveRole());
+    expect(second.leaseEpoch).toBe(2);
+    expect(got).toEqual(['a', 'b']);
+    expect(lost).toEqual([['a', 'released']]);
+
+    const [listed] = (await operator.listRoles()).filter((r) => r.role === 'digest');
+    expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    // The CLI lists the same, as a table and as JSON.
+    const printed: string[] = [];
+    const cli = ['--endpoint', server.url, '--token', OPERATOR];
+    expect(await main(['roles', 'list', ...cli], (text) => printed.push(text))).toBe(0);
+    expect(printed[0]).toMatch(new RegExp(`digest\\s+${b.agentId}\\s+2\\s`));
+    expect(await main(['roles', 'list', '--json', ...cli], (text) => printed.push(text))).toBe(0);
+    expect(JSON.parse(printed[1] ?? '')).toContainEqual(
+      expect.objectContaining({ role: 'digest', holder: b.agentId }),
+    );
+    await Promise.all([first.close(), second.close()]);
+  });
+
+  it('a worker runs its role handler while it holds the role; a cut-off holder is aborted and replaced', async () => {
+    const cut = { value: false };
+    const a = await agentClient({ cut });
+    const b = await agentClient();
+    const runs: { agent: string; lease: RoleLease; aborted?: RoleLostReason }[] = [];
+    const leader =
+      (agent: string) => async (context: { role: string; leaseEpoch: number; signal: AbortSignal }) => {
+        const run: (typeof runs)[number] = {
+          agent,
+          lease: { role: context.role, leaseEpoch: context.leaseEpoch },
+        };
+        runs.push(run);
+        await new Promise<void>((resolve) =>
+          context.signal.addEventListener('abort', () => {
+            const reason: unknown = context.signal.reason;
+            if (reason instanceof RoleAbortedError) run.aborted = reason.reason;
+            resolve();
+          }),
+        );
+      };
+    const workerA = new Worker({ client: a.client, roles: { 'stream-listener': leader('a') } });
+    const workerB = new Worker({ client: b.client, roles: { 'stream-listener': leader('b') } });
+    await workerA.start();
+    await waitFor(() => runs.length === 1);
+    await workerB.start();
+
+    // a's network goes: its heartbeats fail, it gives the role up locally once its TTL passes, and the
+    // supervisor passes the role to b once a's session is over on the server.
+    const cutAt = Date.now();
+    cut.value = true;
+    await waitFor(() => runs.some((r) => r.agent === 'b'));
+    const handOverMs = Date.now() - cutAt;
+    await waitFor(() => runs[0]?.aborted !== undefined);
+    expect(runs[0]).toMatchObject({ agent: 'a', lease: { leaseEpoch: 1 }, aborted: 'session' });
+    expect(runs[1]).toMatchObject({ agent: 'b', lease: { leaseEpoch: 2 } });
+    expect(handOverMs).toBeLessThan((LEASE_TTL_SECONDS + 2) * 1_000);
+
+    // a comes back, opens a new session and waits in line behind b.
+    cut.value = false;
+    await waitFor(async () => {
+      const [role] = (await operator.listRoles()).filter((r) => r.role === 'stream-listener');
+      return role?.volunteers.length === 2;
+    });
+    expect(runs).toHaveLength(2);
+
+    // Stopping b releases the role at once: a's handler starts without waiting for b's session to expire.
+    await workerB.stop();
+    expect(runs[1]?.aborted).toBe('released');
+    await waitFor(() => runs.length === 3, 5_000);
+    expect(runs[2]).toMatchObject({ agent: 'a', lease: { leaseEpoch: 3 } });
+    await workerA.stop();
+  });
+
+  it('a non-interactive agent is refused with a 409', async () => {
+    const batch = await agentClient({ interactive: false });
+    const session = await batch.client.openSession();
+    const error = await batch.client
+      .volunteerForRole('digest', { sessionId: session.sessionId })
+      .catch((e: unknown) => e);
+    expect(isAgentSchedulerError(error, 'AgentNotInteractive')).toBe(true);
+    expect((error as { status: number }).status).toBe(409);
+  });
+});
