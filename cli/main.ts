@@ -12,7 +12,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { AgentSchedulerClient } from '#sdk/client';
 import { AgentSchedulerError } from '#sdk/errors';
-import type { Priority, TaskStatus } from '#sdk/types';
+import type { Priority, SubmitTaskInput, TaskStatus } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import { commandHandler } from './command-handler';
 import { resolveConnection } from './config';
@@ -21,6 +21,7 @@ import { record, table } from './format';
 const USAGE = `usage: agent-scheduler <command> [options]
 
 tasks      submit --queue Q --payload JSON|@file|- [--priority P] [--max-attempts N] [--timeout S] [--delay S] [--key K]
+           submit --batch JSON|@file|-   (an array of up to 25 task specifications)
            get TASK_ID | list [--queue Q] [--status S] [--limit N] [--cursor C] | cancel TASK_ID | redrive TASK_ID
 queues     queues | pause QUEUE | resume QUEUE
            limits QUEUE [--max-concurrency N] [--rate PER_SECOND] [--burst N]   (no option: remove the limits)
@@ -41,6 +42,7 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h', default: false },
   queue: { type: 'string', multiple: true },
   payload: { type: 'string' },
+  batch: { type: 'string' },
   priority: { type: 'string' },
   'max-attempts': { type: 'string' },
   timeout: { type: 'string' },
@@ -124,6 +126,22 @@ export async function main(
 
   switch (verb) {
     case 'submit': {
+      if (values.batch !== undefined) {
+        const specs = payloadOf(values.batch);
+        if (!Array.isArray(specs))
+          throw new UsageError('--batch must be a JSON array of task specifications');
+        const results = await client.submitTasks(specs as SubmitTaskInput[]);
+        print(results, () =>
+          results
+            .map((r, i) =>
+              r.ok
+                ? `${i}  ${r.created ? 'submitted' : 'already submitted'} ${r.task.taskId}`
+                : `${i}  ${r.status} ${r.error.code}: ${r.error.message}`,
+            )
+            .join('\n'),
+        );
+        return results.every((r) => r.ok) ? 0 : 1;
+      }
       if (!queue) throw new UsageError('submit needs --queue');
       const result = await client.submitTask(
         defined({

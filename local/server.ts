@@ -31,6 +31,8 @@ export interface LocalServerOptions {
   readonly log: SchedulerLog;
   /** Serves `GET /v1/events` from this feed. */
   readonly events?: LocalEventFeed;
+  /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
+  readonly onRequest?: (request: { operation: string; statusCode: number; durationMs: number }) => void;
 }
 
 export interface LocalServer {
@@ -134,8 +136,18 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   };
 
   const server = createServer((request, response) => {
+    const started = performance.now();
     handle(request)
       .then((result) => {
+        if (options.onRequest) {
+          const url = new URL(request.url ?? '/', 'http://localhost');
+          const matched = matchRoute(ROUTES, (request.method ?? 'GET').toUpperCase(), url.pathname);
+          options.onRequest({
+            operation: matched && 'route' in matched ? matched.route.operation : 'unmatched',
+            statusCode: result.statusCode,
+            durationMs: performance.now() - started,
+          });
+        }
         response.writeHead(result.statusCode, result.headers);
         response.end(result.body);
       })

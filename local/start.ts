@@ -70,7 +70,8 @@ const scheduler = new Scheduler(
     scheduleBackend,
     events,
     // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
-    settings: { missedRunGraceSeconds: 5 },
+    // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
+    settings: { missedRunGraceSeconds: 5, idleRetryMaxMs: 2_000 },
     declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
   }),
 );

@@ -9,10 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport';
 import type {
   Agent,
+  BatchItemResult,
   ClaimedTask,
   ClaimInput,
   ClaimResult,
   CompleteInput,
+  CompleteItem,
   CreateAgentInput,
   CreatedAgent,
   FailInput,
@@ -74,6 +76,21 @@ export class AgentSchedulerClient {
       body,
     });
     return { task: response.body.task, created: response.status === 201 };
+  }
+
+  /**
+   * Submits up to 25 tasks in one call; each item has its own outcome, in order. Every item carries an idempotency
+   * key (one is added where missing), so retrying the whole batch creates nothing twice.
+   */
+  async submitTasks(inputs: readonly SubmitTaskInput[]): Promise<BatchItemResult[]> {
+    const tasks = inputs.map((input) => ({ ...input, idempotencyKey: input.idempotencyKey ?? randomUUID() }));
+    return (
+      await this.call<{ results: BatchItemResult[] }>({
+        method: 'POST',
+        path: '/v1/tasks/batch',
+        body: { tasks },
+      })
+    ).results;
   }
 
   async getTask(taskId: string): Promise<Task> {
@@ -221,6 +238,17 @@ export class AgentSchedulerClient {
         body: input,
       })
     ).task;
+  }
+
+  /** Completes up to 10 leases in one call; each item has its own outcome (a stale lease is a `LeaseLost` item). */
+  async completeTasks(items: readonly CompleteItem[]): Promise<BatchItemResult[]> {
+    return (
+      await this.call<{ results: BatchItemResult[] }>({
+        method: 'POST',
+        path: '/v1/agent/tasks/complete',
+        body: { tasks: items },
+      })
+    ).results;
   }
 
   async fail(taskId: string, input: FailInput): Promise<Task> {

@@ -255,6 +255,8 @@ export interface ClaimInput {
   readonly max?: number;
   /** A subset of the agent's queues. @default all of them */
   readonly queues?: readonly string[];
+  /** Claims in a row that found nothing before this one; the server's suggested wait grows with it. */
+  readonly idleClaims?: number;
 }
 
 export interface ClaimResult {
@@ -285,4 +287,19 @@ export interface Occurrence {
   /** Why it was skipped: `overlap`. */
   readonly reason?: string;
   readonly recordedAt: string;
+}
+
+/** One item of a batch answer: its task, or the error the single call would have answered. */
+export type BatchItemResult =
+  | { readonly ok: true; readonly task: Task; readonly created?: boolean }
+  | {
+      readonly ok: false;
+      readonly status: number;
+      readonly error: { readonly code: string; readonly message: string };
+    };
+
+export interface CompleteItem {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly result?: unknown;
 }

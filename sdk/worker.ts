@@ -259,12 +259,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const session = this.session;
     if (!session || !this.heartbeating) return;
     this.heartbeatTimer = setTimeout(() => {
-      this.beat()
+      // Holding nothing, there is nothing to keep alive: an idle agent costs no heartbeats, and the claim that
+      // gives it work extends its session.
+      const beat = this.holdsAnything() ? this.beat() : Promise.resolve();
+      beat
         .catch(() => undefined)
         .finally(() => {
           if (this.session === session) this.scheduleHeartbeat();
         });
     }, session.heartbeatIntervalSeconds * 1_000);
+  }
+
+  /** Tasks, roles, or someone listening for heartbeats (a role subscription): the session must stay live. */
+  private holdsAnything(): boolean {
+    return this.tasks.size > 0 || this.heldRoles.size > 0 || this.listenerCount('heartbeat') > 0;
   }
 
   /** One heartbeat at a time: a beat asked for while one is in flight goes after it, with newer checkpoints. */
@@ -348,6 +356,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async runClaimLoop(): Promise<void> {
     const idle = this.idle;
+    let idleClaims = 0;
     while (this.state === 'running') {
       const session = this.session ?? (await this.reopening);
       if (!session) {
@@ -366,6 +375,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           sessionId: session.sessionId,
           max: Math.min(free, CLAIM_MAX),
           ...(this.queues ? { queues: this.queues } : {}),
+          idleClaims,
         });
       } catch (error) {
         if (error instanceof SessionLostError) this.sessionLost(session);
@@ -380,8 +390,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
         continue;
       }
       for (const task of claimed.tasks) this.run(task, session);
-      if (claimed.tasks.length > 0) idle.reset();
-      const wait = claimed.retryAfterMs ?? (claimed.tasks.length === 0 ? idle.next() : 0);
+      if (claimed.tasks.length > 0) {
+        idle.reset();
+        idleClaims = 0;
+        // The claim extended the session on the server.
+        this.sessionExpiresAt = Date.now() + session.leaseTtlSeconds * 1_000;
+      } else idleClaims++;
+      // The server's suggestion wins: its operator sets what idle polling may cost.
+      const wait = claimed.tasks.length > 0 ? 0 : (claimed.retryAfterMs ?? idle.next());
       await sleep(wait, this.stopSignal.signal);
     }
   }

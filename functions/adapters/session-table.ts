@@ -139,14 +139,22 @@ export class SessionTable {
     drop: ReadonlyMap<string, number>,
     maxConcurrency: number,
     now: number,
+    ttlMs: number,
   ): Promise<SessionWriteResult> {
     const fresh = [...add.values()].filter((previous) => previous === undefined).length;
     return this.update(agentId, (e) => ({
-      set: [...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+      // A claim is as good as a heartbeat: the session is extended in the write the claim makes anyway.
+      set: [
+        ...[...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+        `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
+        `${e.n('heartbeatAt')} = ${e.v(now)}`,
+        `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
+      ],
       remove: [...drop.keys()].map((id) => e.n('held', id)),
       condition: [
         `${e.n('sessionId')} = ${e.v(sessionId)}`,
-        `${e.n('expiresAt')} > ${e.v(now)}`,
+        // Live, or idle: expired holding nothing and owing no notices (see canClaimUnder).
+        `(${e.n('expiresAt')} > ${e.v(now)} OR (size(${e.n('held')}) = ${e.v(0)} AND size(${e.n('roles')}) = ${e.v(0)} AND size(${e.n('lost')}) = ${e.v(0)}))`,
         `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,
         ...[...add].map(([id, previous]) =>
           previous === undefined

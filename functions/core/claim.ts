@@ -11,7 +11,7 @@
 import type { ReceivedHint } from '#adapters/task-queues';
 import { errorName, ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
 import { claimOrder } from '#domain/priority';
-import { type AgentSession, isSessionLive, type Task } from '#domain/task';
+import { type AgentSession, canClaimUnder, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
@@ -38,6 +38,20 @@ export interface ClaimedTask {
   readonly leaseDeadline: number;
   /** The last checkpoint a previous holder saved, if any. */
   readonly checkpoint?: unknown;
+}
+
+/**
+ * How long an agent should wait after a claim that found nothing, given the empty claims it made in a row
+ * before this one: doubling from the base, capped. It shrinks to nothing as soon as a claim finds work.
+ */
+export function idleRetryAfterMs(
+  settings: Pick<SchedulerContext['settings'], 'idleRetryBaseMs' | 'idleRetryMaxMs'>,
+  idleClaims: number,
+): number {
+  return Math.min(
+    settings.idleRetryMaxMs,
+    settings.idleRetryBaseMs * 2 ** Math.min(Math.max(0, idleClaims), 30),
+  );
 }
 
 /** Seconds a hint is hidden when a parallel claim of the same agent is deciding on the same task. */
@@ -201,7 +215,7 @@ const logged = (ctx: SchedulerContext, what: string) => (error: unknown) =>
 
 async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: number): Promise<AgentSession> {
   const session = await ctx.sessions.get(request.agentId);
-  if (!session || session.sessionId !== request.sessionId || !isSessionLive(session, now)) {
+  if (!session || session.sessionId !== request.sessionId || !canClaimUnder(session, now)) {
     throw new SessionLostError('the session expired or was replaced; open a new session', {
       context: { agentId: request.agentId },
     });
@@ -263,12 +277,13 @@ async function reserve(
       drop,
       current.maxConcurrency,
       now,
+      ctx.settings.leaseTtlSeconds * 1_000,
     );
     if (written.ok) return { has: (id) => add.has(id) };
     if (
       !written.current ||
       written.current.sessionId !== session.sessionId ||
-      !isSessionLive(written.current, now)
+      !canClaimUnder(written.current, now)
     ) {
       throw new SessionLostError('the session expired or was replaced; open a new session');
     }

@@ -50,6 +50,12 @@ export interface SchedulerSettings {
   readonly missedRunGraceSeconds: number;
   /** Limits of queues whose control item sets none (from the construct's props). */
   readonly queueLimits: Readonly<Record<string, QueueLimits>>;
+  /**
+   * What a claim that found nothing tells the agent to wait: the base after the first empty claim, doubling
+   * with each one in a row, up to the cap. Idle polling is most of what an idle agent costs.
+   */
+  readonly idleRetryBaseMs: number;
+  readonly idleRetryMaxMs: number;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -66,6 +72,8 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
   missedRunGraceSeconds: 120,
   queueLimits: {},
+  idleRetryBaseMs: 500,
+  idleRetryMaxMs: 60_000,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

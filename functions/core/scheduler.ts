@@ -11,6 +11,7 @@ import {
   TaskNotFoundError,
 } from '#domain/errors';
 import type { Task } from '#domain/task';
+import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
 import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
@@ -36,6 +37,11 @@ export class Scheduler {
 
   submit(input: unknown, options?: { notBefore?: number }) {
     return submitTask(this.ctx, input, options).catch(translateAwsError);
+  }
+
+  /** Several submissions in one call, each with its own outcome. */
+  submitBatch(inputs: unknown) {
+    return submitBatch(this.ctx, inputs).catch(translateAwsError);
   }
 
   async getTask(taskId: string): Promise<Task> {
@@ -91,6 +97,11 @@ export class Scheduler {
 
   complete(lease: LeaseRef, result?: unknown) {
     return completeTask(this.ctx, lease, result).catch(translateAwsError);
+  }
+
+  /** Several completions by one agent in one call, each fenced by its own lease and with its own outcome. */
+  completeBatch(agentId: string, completions: readonly Completion[]) {
+    return completeBatch(this.ctx, agentId, completions).catch(translateAwsError);
   }
 
   fail(lease: LeaseRef, error: unknown) {

@@ -84,6 +84,17 @@ export interface AgentSession {
 export const isSessionLive = (session: Pick<AgentSession, 'expiresAt'>, now: number): boolean =>
   session.expiresAt > now;
 
+/**
+ * Whether a claim may use the session: a live one, or one that expired holding nothing and owing no notices.
+ * Idle agents need not heartbeat; the claim that gives them work extends the session in the write it makes
+ * anyway. A session that expired holding tasks or roles stays over: those were (or will be) taken back.
+ */
+export const canClaimUnder = (session: AgentSession, now: number): boolean =>
+  isSessionLive(session, now) ||
+  (Object.keys(session.held).length === 0 &&
+    Object.keys(session.roles).length === 0 &&
+    Object.keys(session.lost).length === 0);
+
 /** Why a leased task must be taken back, or undefined while its lease is good. */
 export function leaseExpiry(
   task: Task,

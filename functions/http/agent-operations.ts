@@ -2,8 +2,12 @@
  * The agent routes. The agent is always the one the authorizer established; bodies carry no identity.
  */
 import { z } from 'zod';
+import { BATCH_LIMITS, type ItemOutcome } from '#core/batches';
+import { idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
 import { ValidationError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
+import type { Task } from '#domain/task';
 import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { claimedTaskView, roleView, taskView } from './views';
@@ -19,8 +23,22 @@ export const claimBody = z.strictObject({
   sessionId: sessionIdSchema,
   max: z.int().min(1).max(LIMITS.claimMax).optional(),
   queues: z.array(queueNameSchema).min(1).max(32).optional(),
+  /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
+  idleClaims: z.int().min(0).max(1_000_000).optional(),
 });
 export const completeBody = z.strictObject({ leaseEpoch: leaseEpochSchema, result: z.json().optional() });
+export const completeManyBody = z.strictObject({
+  tasks: z
+    .array(
+      z.strictObject({
+        taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+        leaseEpoch: leaseEpochSchema,
+        result: z.json().optional(),
+      }),
+    )
+    .min(1)
+    .max(BATCH_LIMITS.complete),
+});
 export const failBody = z.strictObject({
   leaseEpoch: leaseEpochSchema,
   error: z.strictObject({
@@ -39,6 +57,20 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
 }
 
 const agentOf = (request: ApiRequest): string => request.agentId ?? '';
+
+/** One item of a batch answer: the task, or the error the single call would have answered. */
+export const itemView = (outcome: ItemOutcome<{ task: Task; created?: boolean }>) =>
+  outcome.ok
+    ? {
+        ok: true,
+        task: taskView(outcome.task),
+        ...(outcome.created === undefined ? {} : { created: outcome.created }),
+      }
+    : {
+        ok: false,
+        error: { code: outcome.error.code, message: outcome.error.message },
+        status: outcome.error.status,
+      };
 const roleOf = (request: ApiRequest): string => request.params.role ?? '';
 const roleLease = (lease: { role: string; leaseEpoch: number }) => ({
   role: lease.role,
@@ -81,7 +113,13 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         ...(body.max === undefined ? {} : { max: body.max }),
         ...(body.queues === undefined ? {} : { queues: body.queues }),
       });
-      return { status: 200, body: { tasks: tasks.map(claimedTaskView) } };
+      // Nothing to do: say how long to wait, longer the longer the agent has been idle.
+      const retryAfterMs =
+        tasks.length === 0 ? idleRetryAfterMs(scheduler.ctx.settings, body.idleClaims ?? 0) : undefined;
+      return {
+        status: 200,
+        body: { tasks: tasks.map(claimedTaskView), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
+      };
     },
     completeTask: async (request) => {
       const body = parseBody(completeBody, request.body);
@@ -90,6 +128,11 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         body.result,
       );
       return { status: 200, body: { task: taskView(done.task) } };
+    },
+    completeTasks: async (request) => {
+      const body = parseBody(completeManyBody, request.body);
+      const outcomes = await scheduler.completeBatch(agentOf(request), body.tasks);
+      return { status: 200, body: { results: outcomes.map(itemView) } };
     },
     failTask: async (request) => {
       const body = parseBody(failBody, request.body);

@@ -3,6 +3,7 @@
  * requests, so the document cannot drift from what the handlers accept.
  */
 import { z } from 'zod';
+import { BATCH_LIMITS } from '#core/batches';
 import { queueLimitsSchema } from '#core/queue-controls';
 import { scheduleSpecSchema } from '#core/schedules';
 import { agentSpecSchema } from '#core/sessions';
@@ -10,6 +11,7 @@ import { taskSpecSchema } from '#domain/task-spec';
 import {
   claimBody,
   completeBody,
+  completeManyBody,
   failBody,
   heartbeatBody,
   releaseBody,
@@ -25,6 +27,8 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   heartbeat: heartbeatBody,
   claimTasks: claimBody,
   completeTask: completeBody,
+  completeTasks: completeManyBody,
+  submitTasks: z.strictObject({ tasks: z.array(taskSpecSchema).min(1).max(BATCH_LIMITS.submit) }),
   failTask: failBody,
   releaseTask: releaseBody,
   volunteerForRole: volunteerBody,

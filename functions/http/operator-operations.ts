@@ -6,6 +6,7 @@ import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
 import { ValidationError } from '#domain/errors';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
+import { itemView } from './agent-operations';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
 import { agentView, occurrenceView, queueControlView, roleView, scheduleView, taskView } from './views';
@@ -25,6 +26,18 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
     submitTask: async (request) => {
       const { task, created } = await scheduler.submit(request.body);
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
+    },
+    submitTasks: async (request) => {
+      const tasks = (request.body as { tasks?: unknown } | undefined)?.tasks;
+      if (
+        typeof request.body !== 'object' ||
+        request.body === null ||
+        Object.keys(request.body).join() !== 'tasks'
+      ) {
+        throw new ValidationError('the body is { "tasks": [ ...task specifications ] }');
+      }
+      const outcomes = await scheduler.submitBatch(tasks);
+      return { status: 200, body: { results: outcomes.map(itemView) } };
     },
     listTasks: async (request) => {
       const limit = request.query.get('limit');

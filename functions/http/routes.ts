@@ -26,6 +26,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/openapi.json', access: 'operator', operation: 'openApi' },
 
   { method: 'POST', path: '/v1/tasks', access: 'operator', operation: 'submitTask' },
+  { method: 'POST', path: '/v1/tasks/batch', access: 'operator', operation: 'submitTasks' },
   { method: 'GET', path: '/v1/tasks', access: 'operator', operation: 'listTasks' },
   { method: 'GET', path: '/v1/tasks/{taskId}', access: 'operator', operation: 'getTask' },
   { method: 'POST', path: '/v1/tasks/{taskId}/cancel', access: 'operator', operation: 'cancelTask' },
@@ -54,6 +55,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
   { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
+  { method: 'POST', path: '/v1/agent/tasks/complete', access: 'agent', operation: 'completeTasks' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/complete', access: 'agent', operation: 'completeTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/fail', access: 'agent', operation: 'failTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/release', access: 'agent', operation: 'releaseTask' },

@@ -62,6 +62,8 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   await provisionTables(dynamodb, tables);
   const directory = await provisionQueues(sqs, prefix, options.queues ?? ['work']);
   const clock = new TestClock();
+  // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
+  const settings = { idleRetryBaseMs: 20, idleRetryMaxMs: 200, ...options.settings };
   const build = (random: () => number) =>
     createContext({
       dynamodb,
@@ -70,7 +72,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       queues: directory,
       now: clock.now,
       random,
-      ...(options.settings ? { settings: options.settings } : {}),
+      settings,
       ...(options.scheduleBackend ? { scheduleBackend: options.scheduleBackend } : {}),
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
       ...(options.events ? { events: options.events } : {}),
@@ -93,7 +95,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         queues: directory,
         now: clock.now,
         random: sibling.random ?? Math.random,
-        ...(options.settings ? { settings: options.settings } : {}),
+        settings,
       });
       return new Scheduler(other);
     },

@@ -137,7 +137,11 @@ export class FakeScheduler {
       if (task?.status === 'leased' && task.sessionId === body.sessionId) task.checkpoint = value;
       else this.lost.add(taskId);
     }
-    const reply = ok({ cancelled: [...this.cancelled], lost: [...this.lost] });
+    const reply = ok({
+      cancelled: [...this.cancelled],
+      lost: [...this.lost],
+      roles: { picked: [], lost: [] },
+    });
     this.cancelled.clear();
     this.lost.clear();
     return reply;

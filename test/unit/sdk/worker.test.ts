@@ -152,6 +152,37 @@ describe('Worker', () => {
     expect(gaps(server.callsTo('/claim').slice(before))).toEqual([0, 10, 20]);
   });
 
+  it('tells the server how many claims in a row found nothing, from 0 again once work appears', async () => {
+    vi.useFakeTimers();
+    const { server, worker } = setup(async () => 'ok', { pollIntervalMs: { min: 10, max: 10 } });
+    await worker.start();
+    await vi.advanceTimersByTimeAsync(35);
+    server.add('work');
+    await vi.advanceTimersByTimeAsync(25);
+    const idle = server.callsTo('/claim').map((call) => (call.body as { idleClaims?: number }).idleClaims);
+    expect(idle.slice(0, 4)).toEqual([0, 1, 2, 3]);
+    // The claim that found work is followed by one that starts the count again.
+    const found = idle.indexOf(4);
+    expect(idle.slice(found, found + 3)).toEqual([4, 0, 1]);
+  });
+
+  it('sends no heartbeat while it holds nothing, and heartbeats while a task runs', async () => {
+    vi.useFakeTimers();
+    const gate = deferred();
+    const { server, worker } = setup(async () => {
+      await gate.promise;
+      return 'done';
+    });
+    server.heartbeatIntervalSeconds = 0.01;
+    await worker.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(server.callsTo('/heartbeat')).toHaveLength(0);
+    server.add('slow');
+    await vi.advanceTimersByTimeAsync(100);
+    expect(server.callsTo('/heartbeat').length).toBeGreaterThan(3);
+    gate.resolve();
+  });
+
   it('honours a claim’s retryAfterMs over its own backoff', async () => {
     vi.useFakeTimers();
     const { server, worker } = setup(async () => 'ok');

@@ -1,0 +1,39 @@
+/**
+ * AWS list prices the benchmark turns counts into dollars with: us-east-1, on-demand, past any free tier.
+ * Checked on the date below against the pages linked; change the table (and its date) when AWS changes them.
+ */
+export const PRICES = {
+  checkedOn: '2026-11-21',
+  region: 'us-east-1',
+  dynamodb: {
+    /** On-demand, per write request unit (1 KB) and read request unit (4 KB, strongly consistent). */
+    writeUnit: 0.625 / 1e6,
+    readUnit: 0.125 / 1e6,
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+  },
+  sqs: {
+    /** Standard queues, per request; each 64 KB chunk of a payload is billed as one request. */
+    request: 0.4 / 1e6,
+    source: 'https://aws.amazon.com/sqs/pricing/',
+  },
+  apiGateway: {
+    /** HTTP APIs, first 300 million requests a month, per request of up to 512 KB. */
+    httpRequest: 1.0 / 1e6,
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+  },
+  lambda: {
+    /** arm64: per request, and per GB-second of duration. */
+    request: 0.2 / 1e6,
+    gbSecond: 0.0000133334,
+    source: 'https://aws.amazon.com/lambda/pricing/',
+  },
+  eventBridge: {
+    /** Scheduler invocations, and custom events put on a bus (per 64 KB chunk). */
+    schedulerInvocation: 1.0 / 1e6,
+    customEvent: 1.0 / 1e6,
+    source: 'https://aws.amazon.com/eventbridge/pricing/',
+  },
+} as const;
+
+/** Memory of the API functions in the construct (`infra/agent-scheduler.ts`): duration is billed at this size. */
+export const API_FUNCTION_MEMORY_GB = 512 / 1024;

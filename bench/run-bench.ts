@@ -1,0 +1,337 @@
+/**
+ * The benchmark: the local stack (the same handlers behind the local HTTP server, DynamoDB Local, the SQS
+ * emulator), agents on the SDK's client, and a meter on every AWS request. It reports throughput and latency,
+ * what one task costs in requests and capacity, and that in dollars at the list prices of `prices.ts`.
+ *
+ * What is counted per task: DynamoDB capacity as DynamoDB Local reports it (tables and indexes), SQS requests,
+ * API calls (each one Lambda invocation, plus the authorizer once per agent per cache period), Lambda duration
+ * as measured around the handlers on this machine, and lifecycle events put on the bus. Heartbeats are per agent
+ * per interval, not per task, and are reported as their own figure, as is an idle agent's month.
+ */
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { AwsMeter } from '#adapters/aws-meter';
+import type { EventPublisher } from '#adapters/event-publishers';
+import { createContext, DEFAULT_SETTINGS } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
+import { startDynamoDbLocal } from '#local/emulators/dynamodb-local';
+import { startSqsEmulator } from '#local/emulators/sqs';
+import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { startLocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
+import { API_FUNCTION_MEMORY_GB, PRICES } from './prices';
+
+export interface BenchOptions {
+  readonly tasks: number;
+  readonly agents: number;
+  /** Tasks per submit, claim and complete call; 1 uses the single-task routes. */
+  readonly batch: number;
+  /** Size of each task's payload as JSON. */
+  readonly payloadBytes: number;
+  /** Emulators to use; started (in memory) and stopped by the run when absent. */
+  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+}
+
+export interface Percentiles {
+  readonly p50: number;
+  readonly p99: number;
+}
+
+export interface BenchReport {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly batch: number;
+  readonly payloadBytes: number;
+  readonly durationMs: number;
+  readonly tasksPerSecond: number;
+  readonly dispatchLatencyMs: Percentiles;
+  readonly completionLatencyMs: Percentiles;
+  readonly perTask: {
+    readonly dynamodbWriteUnits: number;
+    readonly dynamodbReadUnits: number;
+    readonly dynamodbIndexWriteUnits: number;
+    readonly sqsRequests: number;
+    readonly apiCalls: number;
+    readonly lambdaInvocations: number;
+    readonly lambdaMs: number;
+    readonly events: number;
+    readonly requests: Readonly<Record<string, number>>;
+  };
+  readonly usdPerMillionTasks: number;
+  readonly usdPerMillionTasksByService: Readonly<Record<string, number>>;
+  readonly heartbeat: {
+    readonly dynamodbWriteUnits: number;
+    readonly requests: number;
+    readonly lambdaMs: number;
+  };
+  readonly heartbeatUsdPerAgentHour: number;
+  readonly idleClaim: {
+    readonly awsRequests: number;
+    readonly dynamodbReadUnits: number;
+    readonly lambdaMs: number;
+  };
+  readonly idleAgentUsdPerMonth: number;
+  readonly prices: string;
+}
+
+const OPERATOR_TOKEN = 'op_bench';
+const round = (value: number, digits = 3) => Number(value.toFixed(digits));
+
+function percentiles(values: number[]): Percentiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) =>
+    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
+  return { p50: round(at(0.5), 1), p99: round(at(0.99), 1) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Dollars for one call of an API function: the API request, the invocation and its duration. */
+const apiCallUsd = (lambdaMs: number) =>
+  PRICES.apiGateway.httpRequest +
+  PRICES.lambda.request +
+  (Math.ceil(lambdaMs) / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond;
+
+export async function runBench(options: BenchOptions): Promise<BenchReport> {
+  const { tasks: total, agents: agentCount, batch, payloadBytes } = options;
+  const [dynamodbLocal, sqsEmulator] = options.endpoints
+    ? [undefined, undefined]
+    : await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({})]);
+  const endpoints = options.endpoints ?? {
+    dynamodb: dynamodbLocal?.endpoint ?? '',
+    sqs: sqsEmulator?.endpoint ?? '',
+  };
+  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
+  const sqs = localSqsClient(endpoints.sqs);
+  const meter = new AwsMeter();
+  meter.attach(dynamodb, 'dynamodb');
+  meter.attach(sqs, 'sqs');
+  const prefix = `bench${Date.now().toString(36)}`;
+  const tables = tableNamesFor(prefix);
+  await provisionTables(dynamodb, tables);
+  const queues = await provisionQueues(sqs, prefix, ['bench']);
+
+  let events = 0;
+  const countingEvents: EventPublisher = {
+    publish: async (published) => {
+      events += published.length;
+    },
+  };
+  // Agents here are idle only while the run starts and ends: short waits keep the figures about the work.
+  const scheduler = new Scheduler(
+    createContext({
+      dynamodb,
+      sqs,
+      tables,
+      queues,
+      events: countingEvents,
+      settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50 },
+    }),
+  );
+  const api = { calls: 0, lambdaMs: 0, byOperation: new Map<string, { calls: number; ms: number }>() };
+  const server = await startLocalServer({
+    scheduler,
+    agents: scheduler.ctx.agents,
+    operatorToken: OPERATOR_TOKEN,
+    port: 0,
+    log: { info() {}, warn() {}, error() {} },
+    onRequest: ({ operation, durationMs }) => {
+      api.calls++;
+      api.lambdaMs += Math.ceil(durationMs);
+      const entry = api.byOperation.get(operation) ?? { calls: 0, ms: 0 };
+      entry.calls++;
+      entry.ms += durationMs;
+      api.byOperation.set(operation, entry);
+    },
+  });
+
+  try {
+    const operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR_TOKEN });
+    const agents = await Promise.all(
+      Array.from({ length: agentCount }, async (_, i) => {
+        const { token } = await operator.createAgent({
+          name: `bench-${i}`,
+          queues: ['bench'],
+          maxConcurrency: batch,
+        });
+        const client = new AgentSchedulerClient({ endpoint: server.url, token });
+        const { sessionId } = await client.openSession();
+        return { client, sessionId };
+      }),
+    );
+    const payload = { data: 'x'.repeat(Math.max(0, payloadBytes - JSON.stringify({ data: '' }).length)) };
+
+    meter.reset();
+    api.calls = 0;
+    api.lambdaMs = 0;
+    api.byOperation.clear();
+    events = 0;
+
+    const submittedAt = new Map<string, number>();
+    const dispatch: number[] = [];
+    const completion: number[] = [];
+    let submitted = 0;
+    let completed = 0;
+    const backlogLimit = Math.max(50, agentCount * batch * 4);
+    const started = performance.now();
+
+    const submitter = async (share: number[]) => {
+      for (let i = 0; i < share.length; i += batch) {
+        while (submitted - completed > backlogLimit) await sleep(2);
+        const chunk = share.slice(i, i + batch);
+        const specs: SubmitTaskInput[] = chunk.map((n) => ({
+          queue: 'bench',
+          payload,
+          idempotencyKey: `bench-${n}`,
+        }));
+        if (batch === 1 && specs[0]) {
+          const { task } = await operator.submitTask(specs[0]);
+          submittedAt.set(task.taskId, performance.now());
+        } else {
+          for (const result of await operator.submitTasks(specs)) {
+            if (!result.ok) throw new Error(`a submission failed: ${result.error.code}`);
+            submittedAt.set(result.task.taskId, performance.now());
+          }
+        }
+        submitted += chunk.length;
+      }
+    };
+    const worker = async (agent: (typeof agents)[number]) => {
+      let idleClaims = 0;
+      while (completed < total) {
+        const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
+        if (claim.tasks.length === 0) {
+          idleClaims++;
+          await sleep(claim.retryAfterMs ?? 20);
+          continue;
+        }
+        idleClaims = 0;
+        const claimedAt = performance.now();
+        for (const task of claim.tasks)
+          dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
+        await finish(agent.client, claim.tasks);
+        const doneAt = performance.now();
+        for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
+        completed += claim.tasks.length;
+      }
+    };
+    const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
+      if (batch === 1) {
+        for (const task of claimed)
+          await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
+        return;
+      }
+      const results = await client.completeTasks(
+        claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
+      );
+      if (results.some((r) => !r.ok)) throw new Error('a completion failed');
+    };
+
+    const submitters = 4;
+    const shares = Array.from({ length: submitters }, (_, s) =>
+      Array.from({ length: total }, (_, n) => n).filter((n) => n % submitters === s),
+    );
+    await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
+    const durationMs = performance.now() - started;
+
+    const totals = meter.totals();
+    const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
+    // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
+    const authorizerInvocations = agentCount * Math.ceil(durationMs / 60_000);
+    const perTask = {
+      dynamodbWriteUnits: round(totals.writeUnits / total),
+      dynamodbReadUnits: round(totals.readUnits / total),
+      dynamodbIndexWriteUnits: round(totals.indexWriteUnits / total),
+      sqsRequests: round(sqsRequests / total),
+      apiCalls: round(api.calls / total),
+      lambdaInvocations: round((api.calls + authorizerInvocations) / total),
+      lambdaMs: round(api.lambdaMs / total, 2),
+      events: round(events / total),
+      requests: Object.fromEntries(
+        Object.entries(meter.byOperation())
+          .map(([operation, count]) => [operation.replace(/Command$/, ''), round(count / total)] as const)
+          .sort(([a], [b]) => a.localeCompare(b)),
+      ),
+    };
+    const byService = {
+      dynamodb:
+        (totals.writeUnits * PRICES.dynamodb.writeUnit + totals.readUnits * PRICES.dynamodb.readUnit) / total,
+      sqs: (sqsRequests * PRICES.sqs.request) / total,
+      apiGateway: (api.calls * PRICES.apiGateway.httpRequest) / total,
+      lambda:
+        ((api.calls + authorizerInvocations) * PRICES.lambda.request +
+          (api.lambdaMs / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond) /
+        total,
+      eventBridge: (events * PRICES.eventBridge.customEvent) / total,
+    };
+    const usdPerTask = Object.values(byService).reduce((sum, usd) => sum + usd, 0);
+
+    // A heartbeat: what keeps an agent's leases alive, once per interval whatever it holds.
+    const [first] = agents;
+    if (!first) throw new Error('the benchmark needs at least one agent');
+    meter.reset();
+    api.lambdaMs = 0;
+    const beats = 5;
+    for (let i = 0; i < beats; i++) await first.client.heartbeat({ sessionId: first.sessionId });
+    const beat = meter.totals();
+    const heartbeat = {
+      dynamodbWriteUnits: round(beat.writeUnits / beats),
+      requests: round(beat.requests / beats),
+      lambdaMs: round(api.lambdaMs / beats, 2),
+    };
+    const heartbeatUsd =
+      heartbeat.dynamodbWriteUnits * PRICES.dynamodb.writeUnit +
+      (beat.readUnits / beats) * PRICES.dynamodb.readUnit +
+      apiCallUsd(heartbeat.lambdaMs);
+    const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
+
+    // An idle agent: it holds nothing, so sends no heartbeats, and polls at the longest suggested wait.
+    meter.reset();
+    api.lambdaMs = 0;
+    const polls = 5;
+    for (let i = 0; i < polls; i++) await first.client.claim({ sessionId: first.sessionId, idleClaims: 100 });
+    const idle = meter.totals();
+    const idleClaim = {
+      awsRequests: round(idle.requests / polls),
+      dynamodbReadUnits: round(idle.readUnits / polls),
+      lambdaMs: round(api.lambdaMs / polls, 2),
+    };
+    const idlePollUsd =
+      idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
+      (meter.totals((r) => r.service === 'sqs').requests / polls) * PRICES.sqs.request +
+      apiCallUsd(idleClaim.lambdaMs);
+    const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleRetryMaxMs;
+
+    return {
+      tasks: total,
+      agents: agentCount,
+      batch,
+      payloadBytes: JSON.stringify(payload).length,
+      durationMs: Math.round(durationMs),
+      tasksPerSecond: round(total / (durationMs / 1_000), 1),
+      dispatchLatencyMs: percentiles(dispatch),
+      completionLatencyMs: percentiles(completion),
+      perTask,
+      usdPerMillionTasks: round(usdPerTask * 1e6, 2),
+      usdPerMillionTasksByService: Object.fromEntries(
+        Object.entries(byService).map(([service, usd]) => [service, round(usd * 1e6, 2)]),
+      ),
+      heartbeat,
+      heartbeatUsdPerAgentHour: round(heartbeatUsdPerAgentHour, 5),
+      idleClaim,
+      idleAgentUsdPerMonth: round(idlePollUsd * pollsPerMonth, 4),
+      prices: `${PRICES.region} list prices checked ${PRICES.checkedOn} (bench/prices.ts)`,
+    };
+  } finally {
+    await server.close();
+    if (options.endpoints) {
+      await Promise.all(
+        Object.values(tables).map((TableName) =>
+          dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+        ),
+      );
+    }
+    await Promise.all([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
+  }
+}

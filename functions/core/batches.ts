@@ -1,0 +1,75 @@
+/**
+ * Batches: several submissions, or several completions, in one call. Each item is its own conditional write
+ * with its own outcome (DynamoDB has no conditional batch write short of a transaction, which costs double), so
+ * a batch saves API calls and function invocations, and one bad item never fails the others.
+ */
+import { translateAwsError } from '#adapters/aws-errors';
+import { isSchedulerError, ValidationError } from '#domain/errors';
+import type { Task } from '#domain/task';
+import type { SchedulerContext } from './context';
+import { completeTask, type LeaseRef } from './finish';
+import { submitTask } from './submit';
+
+/** Most items in one batch: a submit batch's bodies stay within the API's request size. */
+export const BATCH_LIMITS = { submit: 25, complete: 10 } as const;
+
+export type ItemOutcome<T> =
+  | ({ readonly ok: true } & T)
+  | {
+      readonly ok: false;
+      readonly error: { readonly code: string; readonly message: string; readonly status: number };
+    };
+
+/** A caller's mistake in one item is that item's outcome; anything else fails the whole call, as it would alone. */
+async function outcomeOf<T>(work: Promise<T>): Promise<ItemOutcome<T>> {
+  try {
+    return { ok: true, ...(await work) };
+  } catch (raw) {
+    let error: unknown = raw;
+    try {
+      translateAwsError(raw);
+    } catch (translated) {
+      error = translated;
+    }
+    if (isSchedulerError(error) && error.expose) {
+      return { ok: false, error: { code: error.code, message: error.message, status: error.statusCode } };
+    }
+    throw error;
+  }
+}
+
+function items(input: unknown, limit: number, name: string): unknown[] {
+  if (!Array.isArray(input) || input.length === 0 || input.length > limit) {
+    throw new ValidationError(`${name}: an array of 1 to ${limit} items`);
+  }
+  return input;
+}
+
+export async function submitBatch(
+  ctx: SchedulerContext,
+  input: unknown,
+): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
+  return Promise.all(
+    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) => outcomeOf(submitTask(ctx, spec))),
+  );
+}
+
+export interface Completion {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly result?: unknown;
+}
+
+export async function completeBatch(
+  ctx: SchedulerContext,
+  agentId: string,
+  completions: readonly Completion[],
+): Promise<ItemOutcome<{ task: Task; replayed: boolean }>[]> {
+  items(completions, BATCH_LIMITS.complete, 'tasks');
+  return Promise.all(
+    completions.map((c) => {
+      const lease: LeaseRef = { agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch };
+      return outcomeOf(completeTask(ctx, lease, c.result));
+    }),
+  );
+}

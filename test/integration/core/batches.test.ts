@@ -1,0 +1,87 @@
+/**
+ * Batches over HTTP through the SDK: a submit batch and a complete batch are one call each, every item has its own
+ * outcome, and a bad item changes nothing for the others.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import { isAgentSchedulerError } from '#sdk/errors';
+import type { ClaimedTask } from '#sdk/types';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_batches';
+
+describe('batches', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['work'] });
+    server = await serveStack(stack, OPERATOR);
+    operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+  });
+  afterAll(async () => {
+    await server.close();
+    await stack.destroy();
+  });
+
+  it('submits a batch in one call, item by item, and a retried batch creates nothing twice', async () => {
+    const specs = [
+      { queue: 'work', payload: { n: 1 }, idempotencyKey: 'batch-1' },
+      { queue: 'nowhere', payload: { n: 2 }, idempotencyKey: 'batch-2' },
+      { queue: 'work', payload: { n: 3 }, idempotencyKey: 'batch-3' },
+    ];
+    const first = await operator.submitTasks(specs);
+    expect(first.map((r) => (r.ok ? 'ok' : `${r.status} ${r.error.code}`))).toEqual([
+      'ok',
+      '400 ValidationError',
+      'ok',
+    ]);
+    expect(first.map((r) => r.ok && r.created)).toEqual([true, false, true]);
+    const again = await operator.submitTasks(specs);
+    expect(again.map((r) => r.ok && r.created)).toEqual([false, false, false]);
+    expect(again[0]?.ok && again[0].task.taskId).toBe(first[0]?.ok && first[0].task.taskId);
+  });
+
+  it('refuses a batch that is not 1 to 25 tasks, writing nothing', async () => {
+    const before = (await operator.listTasks({ limit: 100 })).tasks.length;
+    for (const tasks of [[], Array.from({ length: 26 }, (_, n) => ({ queue: 'work', payload: { n } }))]) {
+      const error = await operator.submitTasks(tasks).catch((e: unknown) => e);
+      expect(isAgentSchedulerError(error, 'ValidationError')).toBe(true);
+    }
+    expect((await operator.listTasks({ limit: 100 })).tasks.length).toBe(before);
+  });
+
+  it('claims several tasks and completes them in one call; a stale lease is that item’s LeaseLost', async () => {
+    const submitted = await operator.submitTasks(
+      Array.from({ length: 5 }, (_, n) => ({ queue: 'work', payload: { n }, idempotencyKey: `claim-${n}` })),
+    );
+    expect(submitted.every((r) => r.ok)).toBe(true);
+    const { token } = await operator.createAgent({ name: 'batcher', queues: ['work'], maxConcurrency: 10 });
+    const agent = new AgentSchedulerClient({ endpoint: server.url, token });
+    const { sessionId } = await agent.openSession();
+    const claimed: ClaimedTask[] = [];
+    const deadline = Date.now() + 5_000;
+    while (claimed.length < 7 && Date.now() < deadline) {
+      claimed.push(...(await agent.claim({ sessionId, max: 10 })).tasks);
+    }
+    // Two from the first test, five from this one.
+    expect(claimed).toHaveLength(7);
+    const [stale, ...rest] = claimed;
+    const results = await agent.completeTasks([
+      ...rest.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch, result: { done: t.taskId } })),
+      { taskId: stale?.taskId ?? '', leaseEpoch: (stale?.leaseEpoch ?? 0) + 1 },
+    ]);
+    expect(results.map((r) => (r.ok ? r.task.status : r.error.code))).toEqual([
+      ...rest.map(() => 'succeeded'),
+      'LeaseLost',
+    ]);
+    expect((await operator.getTask(stale?.taskId ?? '')).status).toBe('leased');
+    // A repeated batch answers with what was committed.
+    const replay = await agent.completeTasks(
+      rest.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch })),
+    );
+    expect(replay.every((r) => r.ok && r.task.status === 'succeeded')).toBe(true);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * What an idle agent costs: claims that find nothing write nothing and are told to wait longer and longer, and an
+ * agent holding nothing need not heartbeat, since the claim that gives it work extends its session.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idleRetryAfterMs } from '#core/claim';
+import { DEFAULT_SETTINGS } from '#core/context';
+import { SessionLostError } from '#domain/errors';
+import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
+
+const TTL_MS = 30_000;
+
+describe('idle agents', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('suggests a wait that doubles with each empty claim, up to the cap', () => {
+    const waits = [0, 1, 2, 3, 6, 7, 8, 50].map((n) => idleRetryAfterMs(DEFAULT_SETTINGS, n));
+    expect(waits).toEqual([500, 1_000, 2_000, 4_000, 32_000, 60_000, 60_000, 60_000]);
+  });
+
+  it('an empty claim writes nothing, whatever the agent serves', async () => {
+    const agent = await startAgent(stack.scheduler);
+    stack.meter.reset();
+    expect(await stack.scheduler.claim(agent)).toEqual([]);
+    expect(stack.meter.totals((r) => r.service === 'dynamodb').writeUnits).toBe(0);
+  });
+
+  it('an agent that held nothing claims after its session expired, and the claim extends the session', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler);
+    clock.advance(TTL_MS + 60_000);
+    expect(await scheduler.claim(agent)).toEqual([]);
+    const { task } = await scheduler.submit({ queue: 'work', payload: { n: 1 } });
+    const [claimed] = await claimUntil(scheduler, agent, 1);
+    expect(claimed?.taskId).toBe(task.taskId);
+    const session = await ctx.sessions.get(agent.agentId);
+    expect(session?.expiresAt).toBeGreaterThan(clock.now() + TTL_MS - 5_000);
+    // The lease is good: the holder completes it.
+    await scheduler.complete({
+      agentId: agent.agentId,
+      taskId: task.taskId,
+      leaseEpoch: claimed?.leaseEpoch ?? 0,
+    });
+  });
+
+  it('a session that expired holding a task stays over: it must hear what it lost first', async () => {
+    const { scheduler, clock } = stack;
+    const agent = await startAgent(scheduler);
+    await scheduler.submit({ queue: 'work', payload: {} });
+    expect(await claimUntil(scheduler, agent, 1)).toHaveLength(1);
+    clock.advance(TTL_MS + 1_000);
+    // Before and after the sweep took the task back.
+    await expect(scheduler.claim(agent)).rejects.toBeInstanceOf(SessionLostError);
+    await scheduler.supervise();
+    await expect(scheduler.claim(agent)).rejects.toBeInstanceOf(SessionLostError);
+  });
+
+  it('over HTTP, an empty claim answers at once with retryAfterMs growing with idleClaims', async () => {
+    const server = await serveStack(stack, 'op_idle');
+    try {
+      const { token } = (await (
+        await fetch(`${server.url}/v1/agents`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer op_idle', 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'idle', queues: ['work'] }),
+        })
+      ).json()) as { token: string };
+      const call = async (path: string, body: object) =>
+        (await (
+          await fetch(`${server.url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+        ).json()) as Record<string, unknown>;
+      const { sessionId } = (await call('/v1/agent/session', {})) as { sessionId: string };
+      const waits: unknown[] = [];
+      for (const idleClaims of [0, 1, 2, 3, 4]) {
+        const started = Date.now();
+        const answer = await call('/v1/agent/claim', { sessionId, idleClaims });
+        expect(Date.now() - started).toBeLessThan(1_000);
+        waits.push(answer.retryAfterMs);
+      }
+      // The test stack's settings: 20 ms doubling, capped at 200 ms.
+      expect(waits).toEqual([20, 40, 80, 160, 200]);
+    } finally {
+      await server.close();
+    }
+  });
+});
