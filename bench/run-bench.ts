@@ -58,6 +58,8 @@ export interface BenchReport {
     readonly events: number;
     readonly requests: Readonly<Record<string, number>>;
   };
+  /** Calls and mean handler time per API operation. */
+  readonly operations: Readonly<Record<string, { readonly calls: number; readonly meanMs: number }>>;
   readonly usdPerMillionTasks: number;
   readonly usdPerMillionTasksByService: Readonly<Record<string, number>>;
   readonly heartbeat: {
@@ -136,6 +138,8 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     operatorToken: OPERATOR_TOKEN,
     port: 0,
     log: { info() {}, warn() {}, error() {} },
+    // As API Gateway caches the authorizer's answers in the construct: its reads are not per request.
+    authorizerCacheTtlMs: 60_000,
     onRequest: ({ operation, durationMs }) => {
       api.calls++;
       api.lambdaMs += Math.ceil(durationMs);
@@ -235,6 +239,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
     const durationMs = performance.now() - started;
 
+    const operationsOfRun = new Map(api.byOperation);
     const totals = meter.totals();
     const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
     // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
@@ -313,6 +318,12 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       dispatchLatencyMs: percentiles(dispatch),
       completionLatencyMs: percentiles(completion),
       perTask,
+      operations: Object.fromEntries(
+        [...operationsOfRun].map(([operation, { calls, ms }]) => [
+          operation,
+          { calls, meanMs: round(ms / calls, 1) },
+        ]),
+      ),
       usdPerMillionTasks: round(usdPerTask * 1e6, 2),
       usdPerMillionTasksByService: Object.fromEntries(
         Object.entries(byService).map(([service, usd]) => [service, round(usd * 1e6, 2)]),

@@ -31,6 +31,11 @@ export interface LocalServerOptions {
   readonly log: SchedulerLog;
   /** Serves `GET /v1/events` from this feed. */
   readonly events?: LocalEventFeed;
+  /**
+   * Keep an agent token's answer this long, as API Gateway caches the authorizer's (60 s in the construct); a
+   * revoked token then works until its answer expires. @default 0: every request is checked
+   */
+  readonly authorizerCacheTtlMs?: number;
   /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
   readonly onRequest?: (request: { operation: string; statusCode: number; durationMs: number }) => void;
 }
@@ -89,6 +94,17 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     options.log,
   );
 
+  const authorized = new Map<string, { agentId: string | undefined; until: number }>();
+  const authorize = async (authorization: string | undefined): Promise<string | undefined> => {
+    const ttl = options.authorizerCacheTtlMs ?? 0;
+    if (ttl <= 0 || !authorization) return authenticateAgent(options.agents, authorization);
+    const cached = authorized.get(authorization);
+    if (cached && cached.until > Date.now()) return cached.agentId;
+    const agentId = await authenticateAgent(options.agents, authorization);
+    authorized.set(authorization, { agentId, until: Date.now() + ttl });
+    return agentId;
+  };
+
   const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
     const requestId = randomUUID();
     const url = new URL(request.url ?? '/', 'http://localhost');
@@ -108,7 +124,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     const route = matched && 'route' in matched ? matched.route : undefined;
     let agentId: string | undefined;
     if (route?.access === 'agent') {
-      agentId = await authenticateAgent(options.agents, headers.authorization);
+      agentId = await authorize(headers.authorization);
       if (!agentId) return errorResult(401, 'Unauthorized', 'a valid agent token is required', requestId);
     } else if (route?.access === 'operator') {
       const token = bearerToken(headers.authorization);

@@ -114,4 +114,4 @@ export function createTableInput(definition: TableDefinition, tableName: string)
 }
 
 /** Partitions of the `due` index. Fixed: sweeps query every shard, so changing it strands entries. */
-export const DUE_SHARDS = 16;
+export const DUE_SHARDS = 32;

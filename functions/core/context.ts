@@ -151,3 +151,29 @@ export const dueShardFor = (ctx: Pick<SchedulerContext, 'dueShards'>, taskId: st
 /** Every partition of the `due` index, for sweeps. */
 export const allDueShards = (ctx: Pick<SchedulerContext, 'dueShards'>): string[] =>
   Array.from({ length: ctx.dueShards }, (_, shard) => dueShardName(shard));
+
+/**
+ * Starts the `due` query of every shard at once (a sweep would otherwise wait for them one by one); each shard's
+ * answer is taken where it is used, and a failed query throws there.
+ */
+export function queryEveryDueShard(
+  ctx: Pick<SchedulerContext, 'dueShards' | 'tasks'>,
+  dueBy: number,
+  limit: number,
+): (shard: string) => Promise<string[]> {
+  const answers = new Map(
+    allDueShards(ctx).map((shard) => [
+      shard,
+      ctx.tasks.queryDue(shard, dueBy, limit).then(
+        (ids) => ({ ids }),
+        (error: unknown) => ({ error }),
+      ),
+    ]),
+  );
+  return async (shard) => {
+    const answer = await answers.get(shard);
+    if (!answer) return [];
+    if ('error' in answer) throw answer.error;
+    return answer.ids;
+  };
+}

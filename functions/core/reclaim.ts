@@ -8,7 +8,7 @@
 import { errorName } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
-import { allDueShards, type SchedulerContext } from './context';
+import { allDueShards, queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
@@ -144,10 +144,11 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
     if (!sessions.has(agentId)) sessions.set(agentId, await ctx.sessions.get(agentId));
     return sessions.get(agentId);
   };
+  const dueIn = queryEveryDueShard(ctx, now, ctx.settings.sweepLimit);
   for (const shard of allDueShards(ctx)) {
     await attempt(
       async () => {
-        const ids = await ctx.tasks.queryDue(shard, now, ctx.settings.sweepLimit);
+        const ids = await dueIn(shard);
         if (ids.length === 0) return;
         for (const task of (await ctx.tasks.getMany(ids)).values()) {
           if (task.status !== 'leased' || !task.owner) continue;

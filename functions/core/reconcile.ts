@@ -9,7 +9,7 @@
 import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
-import { allDueShards, type SchedulerContext } from './context';
+import { allDueShards, queryEveryDueShard, type SchedulerContext } from './context';
 import { emit } from './events';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
@@ -57,10 +57,14 @@ export async function reconcileDispatch(
     return servedQueues.has(queue);
   };
   const now = ctx.now();
+  const dueIn = queryEveryDueShard(
+    ctx,
+    options.everything ? Number.MAX_SAFE_INTEGER : now,
+    ctx.settings.sweepLimit,
+  );
   for (const shard of allDueShards(ctx)) {
     try {
-      const dueBy = options.everything ? Number.MAX_SAFE_INTEGER : now;
-      const ids = await ctx.tasks.queryDue(shard, dueBy, ctx.settings.sweepLimit);
+      const ids = await dueIn(shard);
       if (ids.length === 0) continue;
       for (const task of (await ctx.tasks.getMany(ids)).values()) {
         if (task.status !== 'queued') continue;

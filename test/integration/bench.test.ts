@@ -1,0 +1,29 @@
+/**
+ * A small run of `npm run bench` on the test emulators: the report has every figure the JSON promises, and the
+ * counts are what the routes imply (three calls a task alone, fewer in batches).
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { runBench } from '../../bench/run-bench';
+
+describe('the benchmark', () => {
+  const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+
+  it('reports per-task requests, capacity and dollars, single and batched', async () => {
+    const single = await runBench({ tasks: 40, agents: 2, batch: 1, payloadBytes: 1_024, endpoints });
+    const batched = await runBench({ tasks: 40, agents: 2, batch: 5, payloadBytes: 1_024, endpoints });
+    for (const report of [single, batched]) {
+      expect(report).toMatchObject({ tasks: 40, agents: 2, payloadBytes: 1_024 });
+      expect(report.tasksPerSecond).toBeGreaterThan(0);
+      expect(report.dispatchLatencyMs.p99).toBeGreaterThanOrEqual(report.dispatchLatencyMs.p50);
+      expect(report.perTask.dynamodbWriteUnits).toBeGreaterThan(0);
+      expect(report.heartbeat).toMatchObject({ dynamodbWriteUnits: 1, requests: 1 });
+      expect(report.idleAgentUsdPerMonth).toBeGreaterThan(0);
+    }
+    // Submit, claim, complete: three calls a task, plus the claims that found nothing yet.
+    expect(single.perTask.apiCalls).toBeGreaterThanOrEqual(3);
+    expect(single.perTask.requests['dynamodb:PutItem']).toBe(2);
+    // In fives: a submit, a claim and a complete call serve five tasks.
+    expect(batched.perTask.apiCalls).toBeLessThan(1.5);
+    expect(batched.usdPerMillionTasks).toBeLessThan(single.usdPerMillionTasks);
+  }, 60_000);
+});

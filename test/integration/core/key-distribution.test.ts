@@ -1,0 +1,139 @@
+/**
+ * Hot partitions: DynamoDB gives each partition key at most 1,000 write units a second. A real workload on
+ * DynamoDB Local records the partition key of every write, on the tables and on the `due` index, and the rates
+ * are scaled to a fleet doing 10,000 claims a second: 200 agents at 50 claims a second each.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DUE_INDEX } from '#adapters/tables';
+import { dueShardFor } from '#core/context';
+import { newTaskId } from '#domain/ids';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+const CLAIMS_PER_SECOND = 10_000;
+const FLEET = 200;
+const PER_KEY_LIMIT = 1_000;
+
+/** Inputs seen before or after the document client's marshalling: plain values or `{ S }`. */
+type Attribute = string | { S?: string } | unknown;
+
+interface WriteInput {
+  TableName?: string;
+  Key?: Record<string, Attribute>;
+  Item?: Record<string, Attribute>;
+  UpdateExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+}
+
+describe('write distribution over partition keys', () => {
+  let stack: TestStack;
+  const writes = new Map<string, number>();
+  const count = (key: string) => writes.set(key, (writes.get(key) ?? 0) + 1);
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+    const { ctx } = stack;
+    // Records each write's partition key, and the `due` index partition it touches.
+    stack.dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const record = (input: WriteInput) => {
+          const table = input.TableName ?? '';
+          const keys = input.Key ?? input.Item ?? {};
+          const [partition] = Object.values(keys);
+          const pk =
+            typeof partition === 'string'
+              ? partition
+              : String((partition as { S?: string } | undefined)?.S ?? '');
+          const kind = pk.includes('#') ? pk.slice(0, pk.indexOf('#') + 1) : '';
+          count(`${table}:${pk}`);
+          const names = Object.values(input.ExpressionAttributeNames ?? {});
+          const touchesIndex =
+            input.Item?.dueShard !== undefined || names.includes('dueShard') || names.includes('dueAt');
+          if (table === ctx.tasks.tableName && touchesIndex && kind === '') {
+            count(`${table}/${DUE_INDEX}:${dueShardFor(ctx, pk)}`);
+          }
+        };
+        const input = args.input as WriteInput & {
+          TransactItems?: { Update?: WriteInput; Put?: WriteInput }[];
+          RequestItems?: Record<string, { PutRequest?: { Item: WriteInput['Item'] } }[]>;
+        };
+        const name = context.commandName ?? '';
+        if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(name)) record(input);
+        for (const item of input.TransactItems ?? [])
+          if (item.Update ?? item.Put) record((item.Update ?? item.Put) as WriteInput);
+        for (const [TableName, requests] of Object.entries(input.RequestItems ?? {})) {
+          if (name !== 'BatchWriteItemCommand') continue;
+          for (const request of requests) record({ TableName, Item: request.PutRequest?.Item ?? {} });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordWriteKeys' },
+    );
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('no partition key of any table or index takes more than 1,000 writes a second at 10,000 claims a second', async () => {
+    const { scheduler } = stack;
+    const agents = await Promise.all(
+      Array.from({ length: 8 }, () => startAgent(scheduler, { maxConcurrency: 10 })),
+    );
+    const tasks = 400;
+    for (let i = 0; i < tasks; i += 25) {
+      await scheduler.submitBatch(
+        Array.from({ length: 25 }, (_, n) => ({ queue: 'work', payload: { n: i + n } })),
+      );
+    }
+    let claims = 0;
+    while (claims < tasks) {
+      const batches = await Promise.all(agents.map((agent) => claimUntil(scheduler, agent, 10, 2_000, 10)));
+      for (const [i, claimed] of batches.entries()) {
+        const agent = agents[i];
+        if (!agent || claimed.length === 0) continue;
+        claims += claimed.length;
+        await scheduler.completeBatch(
+          agent.agentId,
+          claimed.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch })),
+        );
+      }
+    }
+    await scheduler.supervise();
+
+    // Rates at 10,000 claims/s: global keys take their share of all claims; an agent's session key takes its
+    // share of one agent's 50 claims/s; a task's key is written a few times over its whole life. Index shards
+    // take the index's writes in the proportion the hash gives them, measured on 100,000 task ids.
+    const perAgentClaims = CLAIMS_PER_SECOND / FLEET;
+    const shardCounts = new Map<string, number>();
+    const sampled = 100_000;
+    for (let i = 0; i < sampled; i++) {
+      const shard = dueShardFor(stack.ctx, newTaskId());
+      shardCounts.set(shard, (shardCounts.get(shard) ?? 0) + 1);
+    }
+    const busiestShardShare = Math.max(...shardCounts.values()) / sampled;
+    const indexWrites = [...writes]
+      .filter(([key]) => key.includes(`/${DUE_INDEX}:`))
+      .reduce((sum, [, n]) => sum + n, 0);
+    const rates = [...writes]
+      .filter(([key]) => !key.includes(`/${DUE_INDEX}:`))
+      .map(([key, n]) => {
+        const isSession = key.includes(':session#');
+        const isTask = /:t_[a-z2-7]{26}$/.test(key);
+        const rate = isSession
+          ? (n / (claims / agents.length)) * perAgentClaims
+          : isTask
+            ? n // Written n times over a life of at least a second.
+            : (n / claims) * CLAIMS_PER_SECOND;
+        return { key: key.replace(/^t\w+?-/, ''), rate: Math.round(rate) };
+      });
+    rates.push({
+      key: `tasks/${DUE_INDEX}: busiest of ${shardCounts.size} shards`,
+      rate: Math.round((indexWrites / claims) * CLAIMS_PER_SECOND * busiestShardShare),
+    });
+    const hottest = rates.sort((a, b) => b.rate - a.rate).slice(0, 5);
+    console.log(`hottest keys at ${CLAIMS_PER_SECOND} claims/s: ${JSON.stringify(hottest)}`);
+    expect(claims).toBe(tasks);
+    // The index is written at submit and at completion.
+    expect(indexWrites / claims).toBeGreaterThanOrEqual(2);
+    expect(hottest[0]?.rate ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(PER_KEY_LIMIT);
+  });
+});
