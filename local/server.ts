@@ -86,7 +86,25 @@ async function readBody(request: IncomingMessage): Promise<{ body: string; tooLa
     : { body: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
 }
 
-export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+/** One request as the local server sees it, read off the socket. */
+export interface LocalRequest {
+  readonly method: string;
+  /** Path and query: `/v1/tasks?queue=q`. */
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly body: string;
+  /** The body was larger than the API takes and was not kept. */
+  readonly tooLarge?: boolean;
+}
+
+/**
+ * What the local server answers, without the socket: authentication as API Gateway does it (the agent token's
+ * authorizer, the operator token in place of IAM), then the same handlers as the Lambda functions. Tests call it
+ * in process.
+ */
+export function localRequestHandler(
+  options: Omit<LocalServerOptions, 'port' | 'host' | 'onRequest'>,
+): (request: LocalRequest) => Promise<HttpApiResult> {
   const agentApi = createHttpApi(routesServedBy('agent'), agentOperations(options.scheduler), options.log);
   const operatorApi = createHttpApi(
     routesServedBy('operator'),
@@ -105,11 +123,11 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     return agentId;
   };
 
-  const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
+  return async (request) => {
     const requestId = randomUUID();
-    const url = new URL(request.url ?? '/', 'http://localhost');
-    const method = (request.method ?? 'GET').toUpperCase();
-    const { body, tooLarge } = await readBody(request);
+    const url = new URL(request.url, 'http://localhost');
+    const method = request.method.toUpperCase();
+    const { body, tooLarge } = request;
     if (tooLarge)
       return errorResult(
         413,
@@ -117,9 +135,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         `the request body is larger than ${MAX_BODY_BYTES} bytes`,
         requestId,
       );
-    const headers = Object.fromEntries(
-      Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
-    );
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const matched = matchRoute(ROUTES, method, url.pathname);
     const route = matched && 'route' in matched ? matched.route : undefined;
     let agentId: string | undefined;
@@ -149,6 +165,17 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       },
     };
     return route?.access === 'agent' ? agentApi(event) : operatorApi(event);
+  };
+}
+
+export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  const answer = localRequestHandler(options);
+  const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
+    const { body, tooLarge } = await readBody(request);
+    const headers = Object.fromEntries(
+      Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
+    );
+    return answer({ method: request.method ?? 'GET', url: request.url ?? '/', headers, body, tooLarge });
   };
 
   const server = createServer((request, response) => {

@@ -44,16 +44,26 @@ export class AgentTable {
     readonly tableName: string,
   ) {}
 
+  /**
+   * Stores a new agent. Its id is fresh, so an item already there with the same creation time and token is this
+   * very write, committed by an attempt whose answer was lost and retried by the SDK: that is success.
+   */
   async create(agent: Agent): Promise<void> {
     const e = new Expression();
-    await this.doc.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { ...agent, queues: [...agent.queues] },
-        ConditionExpression: `attribute_not_exists(${e.n('agentId')})`,
-        ...e.attributes(),
-      }),
-    );
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...agent, queues: [...agent.queues] },
+          ConditionExpression: `attribute_not_exists(${e.n('agentId')})`,
+          ...e.attributes(),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const stored = await this.get(agent.agentId);
+      if (stored?.createdAt !== agent.createdAt || stored.tokenHash !== agent.tokenHash) throw error;
+    }
   }
 
   async get(agentId: string): Promise<Agent | undefined> {

@@ -31,6 +31,8 @@ export interface FunctionConfig {
     readonly announceAfterSeconds: number;
     readonly attentionAfterSeconds: number;
   };
+  /** The longest wait an empty claim suggests to an idle agent. */
+  readonly idleRetryMaxSeconds: number;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
 }
@@ -51,6 +53,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
       announceAfterSeconds: numberEnv('STARVATION_ANNOUNCE_AFTER_SECONDS', 900, env),
       attentionAfterSeconds: numberEnv('STARVATION_ATTENTION_AFTER_SECONDS', 3_600, env),
     },
+    idleRetryMaxSeconds: numberEnv('IDLE_RETRY_MAX_SECONDS', 90, env),
     queueLimits: JSON.parse(env.QUEUE_LIMITS ?? '{}') as FunctionConfig['queueLimits'],
   };
 }

@@ -73,7 +73,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   missedRunGraceSeconds: 120,
   queueLimits: {},
   idleRetryBaseMs: 500,
-  idleRetryMaxMs: 60_000,
+  idleRetryMaxMs: 90_000,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

@@ -32,6 +32,7 @@ export function schedulerFromEnvironment(
       heartbeatIntervalSeconds: config.heartbeatIntervalSeconds,
       retentionSeconds: config.retentionSeconds,
       starvation: config.starvation,
+      idleRetryMaxMs: config.idleRetryMaxSeconds * 1_000,
       queueLimits: config.queueLimits,
     },
     log,

@@ -23,7 +23,13 @@ import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
 import { listRoles, registerRole, releaseRole, volunteerForRole } from './roles';
-import { createSchedule, deleteSchedule, listSchedules, type ScheduleBackend } from './schedules';
+import {
+  createSchedule,
+  deleteSchedule,
+  listSchedules,
+  parseScheduleSpec,
+  type ScheduleBackend,
+} from './schedules';
 import { heartbeat, openSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
@@ -153,11 +159,16 @@ export class Scheduler {
     return readOccurrences(this.ctx, name).catch(translateAwsError);
   }
 
-  createSchedule(input: unknown) {
+  async createSchedule(input: unknown) {
+    // What the caller got wrong is said first, whatever this deployment offers.
+    if (!this.ctx.scheduleBackend) parseScheduleSpec(this.ctx, input);
     return createSchedule(this.ctx, this.scheduleBackend(), input).catch(translateAwsError);
   }
 
-  deleteSchedule(name: string) {
+  async deleteSchedule(name: string) {
+    if (!this.ctx.scheduleBackend && !(await this.listSchedules()).some((s) => s.name === name)) {
+      throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
+    }
     return deleteSchedule(this.ctx, this.scheduleBackend(), name).catch(translateAwsError);
   }
 

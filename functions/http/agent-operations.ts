@@ -51,7 +51,8 @@ export const volunteerBody = z.strictObject({ sessionId: sessionIdSchema });
 export const releaseRoleBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
-  const parsed = schema.safeParse(body ?? {});
+  // No body is an empty object; a body of `null` is a body, and not an object.
+  const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   return parsed.data;
 }

@@ -164,6 +164,12 @@ describe('AgentScheduler construct', () => {
       template.resourceCountIs('AWS::Events::EventBus', 1);
     });
 
+    it('the agent API tells idle agents to wait up to 90 s by default (an idle agent: about $0.09 a month)', () => {
+      const fn = stack.scheduler.functions.agentApi;
+      const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+      expect(resource.Properties.Environment.Variables.IDLE_RETRY_MAX_SECONDS).toBe('90');
+    });
+
     it('every function logs to a log group of its own with a retention period', () => {
       for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
         expect(group.Properties.RetentionInDays).toBe(30);

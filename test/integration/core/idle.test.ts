@@ -22,7 +22,7 @@ describe('idle agents', () => {
 
   it('suggests a wait that doubles with each empty claim, up to the cap', () => {
     const waits = [0, 1, 2, 3, 6, 7, 8, 50].map((n) => idleRetryAfterMs(DEFAULT_SETTINGS, n));
-    expect(waits).toEqual([500, 1_000, 2_000, 4_000, 32_000, 60_000, 60_000, 60_000]);
+    expect(waits).toEqual([500, 1_000, 2_000, 4_000, 32_000, 64_000, 90_000, 90_000]);
   });
 
   it('an empty claim writes nothing, whatever the agent serves', async () => {

@@ -1,0 +1,225 @@
+/**
+ * The history of a chaos run and its checker. Two records are kept:
+ *
+ * - every committed write, as DynamoDB answered it (`Committed`): recorded under the SDK's retries, closest to
+ *   the wire, so a write whose answer is then lost to an injected timeout is still in the history;
+ * - every client call, with its outcome as the caller saw it: ok, fail (a definite refusal) or unknown.
+ *
+ * The checks are Jepsen-style: properties of the whole history, not of one call.
+ */
+
+/** A version of a task's state item, as a write committed it. */
+export interface TaskVersion {
+  readonly at: number;
+  readonly taskId: string;
+  readonly status: string;
+  readonly leaseEpoch: number;
+  readonly owner?: string;
+  readonly sessionId?: string;
+  readonly leaseDeadline?: number;
+  readonly lastFinish?: { readonly kind: string; readonly leaseEpoch: number; readonly agentId: string };
+}
+
+/** A version of an agent's session item. */
+export interface SessionVersion {
+  readonly at: number;
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly expiresAt: number;
+  readonly held: number;
+}
+
+export interface ClientCall {
+  readonly op: 'submit' | 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'open';
+  readonly agentId?: string;
+  readonly taskId?: string;
+  readonly leaseEpoch?: number;
+  readonly at: number;
+  readonly outcome: 'ok' | 'fail' | 'unknown';
+  readonly code?: string;
+}
+
+export interface Crash {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly at: number;
+}
+
+export interface History {
+  readonly tasks: TaskVersion[];
+  readonly sessions: SessionVersion[];
+  readonly calls: ClientCall[];
+  readonly crashes: Crash[];
+  /** Task ids whose submission was acknowledged, and what the store holds for each at the end. */
+  readonly acknowledged: Set<string>;
+  readonly finalStatus: Map<string, string | undefined>;
+}
+
+export interface Verdict {
+  readonly overlapCount: number;
+  readonly nonMonotonicEpochCount: number;
+  readonly staleAcceptedCount: number;
+  readonly staleRejectedCount: number;
+  readonly duplicateTerminalCount: number;
+  readonly phantomOkCount: number;
+  readonly lostCount: number;
+  readonly neverTerminalCount: number;
+  readonly reclaimLatencyMs: { readonly p50: number; readonly p99: number };
+}
+
+const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
+
+function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return 0;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0);
+}
+
+function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  return groups;
+}
+
+/**
+ * Whether a lease is good at `t` as its holder may believe: granted, not past its deadline, not finished by the
+ * holder, and its session's latest committed version (at or before `t`) is that session, unexpired.
+ */
+function validAt(
+  lease: TaskVersion,
+  t: number,
+  sessions: readonly SessionVersion[],
+  finishedAt: number | undefined,
+): boolean {
+  if (t < lease.at || t >= (lease.leaseDeadline ?? Number.POSITIVE_INFINITY)) return false;
+  if (finishedAt !== undefined && t >= finishedAt) return false;
+  let latest: SessionVersion | undefined;
+  for (const version of sessions) if (version.at <= t) latest = version;
+  // A grant extends its session (the claim's write): good until the session's expiry as of then.
+  return latest !== undefined && latest.sessionId === lease.sessionId && latest.expiresAt > t;
+}
+
+export function checkHistory(history: History): Verdict {
+  let overlapCount = 0;
+  let nonMonotonicEpochCount = 0;
+  let staleAcceptedCount = 0;
+  let duplicateTerminalCount = 0;
+  const reclaimLatencies: number[] = [];
+  const sessionsByAgent = groupBy(history.sessions, (s) => s.agentId);
+
+  for (const [taskId, versions] of groupBy(history.tasks, (v) => v.taskId)) {
+    const ordered = [...versions].sort((a, b) => a.at - b.at);
+    const grants = ordered.filter(
+      (v, i) => v.status === 'leased' && ordered[i - 1]?.leaseEpoch !== v.leaseEpoch,
+    );
+    // Epochs only grow, each grant a new one.
+    let lastEpoch = 0;
+    for (const grant of grants) {
+      if (grant.leaseEpoch <= lastEpoch) nonMonotonicEpochCount++;
+      lastEpoch = Math.max(lastEpoch, grant.leaseEpoch);
+    }
+    // A finish must name the lease it ends: the epoch and owner of the version before it.
+    let terminals = 0;
+    ordered.forEach((version, i) => {
+      const previous = ordered[i - 1];
+      if (TERMINAL.has(version.status) && !TERMINAL.has(previous?.status ?? '')) terminals++;
+      const finish = version.lastFinish;
+      if (finish && previous && finish !== previous.lastFinish && previous.status === 'leased') {
+        const changedByFinish =
+          previous.lastFinish === undefined ||
+          previous.lastFinish.leaseEpoch !== finish.leaseEpoch ||
+          previous.lastFinish.kind !== finish.kind;
+        if (
+          changedByFinish &&
+          (finish.leaseEpoch !== previous.leaseEpoch || finish.agentId !== previous.owner)
+        ) {
+          staleAcceptedCount++;
+        }
+      }
+    });
+    if (terminals > 1) duplicateTerminalCount += terminals - 1;
+
+    // No two leases good at once: when a lease is granted, every earlier one must be over, and stay over.
+    const finishOf = (lease: TaskVersion) =>
+      ordered.find(
+        (v) =>
+          v.at >= lease.at &&
+          v.lastFinish?.leaseEpoch === lease.leaseEpoch &&
+          v.lastFinish.agentId === lease.owner,
+      )?.at;
+    grants.forEach((grant, i) => {
+      const next = grants[i + 1];
+      const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
+      const finishedAt = finishOf(grant);
+      for (const later of grants.slice(i + 1)) {
+        const until = grants[grants.indexOf(later) + 1]?.at ?? Number.POSITIVE_INFINITY;
+        const probes = [later.at, ...sessions.map((s) => s.at).filter((t) => t > later.at && t < until)];
+        if (probes.some((t) => validAt(grant, t, sessions, finishedAt))) {
+          overlapCount++;
+          break;
+        }
+      }
+      void next;
+    });
+
+    for (const crash of history.crashes.filter((c) => c.taskId === taskId)) {
+      const takenBack = ordered.find(
+        (v) => v.at > crash.at && v.leaseEpoch === crash.leaseEpoch && v.status !== 'leased',
+      );
+      if (takenBack) reclaimLatencies.push(takenBack.at - crash.at);
+    }
+  }
+
+  // A session that expired holding leases never comes back to life.
+  for (const versions of sessionsByAgent.values()) {
+    const ordered = [...versions].sort((a, b) => a.at - b.at);
+    ordered.forEach((version, i) => {
+      const previous = ordered[i - 1];
+      if (
+        previous &&
+        previous.sessionId === version.sessionId &&
+        previous.expiresAt <= version.at &&
+        previous.held > 0 &&
+        version.expiresAt > previous.expiresAt
+      ) {
+        staleAcceptedCount++;
+      }
+    });
+  }
+
+  // Every "ok" the clients saw is a committed transition.
+  const committed = new Set(
+    history.tasks
+      .filter((v) => v.lastFinish)
+      .map((v) => `${v.taskId}:${v.lastFinish?.kind}:${v.lastFinish?.leaseEpoch}:${v.lastFinish?.agentId}`),
+  );
+  const phantomOkCount = history.calls.filter(
+    (call) =>
+      call.outcome === 'ok' &&
+      (call.op === 'complete' || call.op === 'fail' || call.op === 'release') &&
+      !committed.has(`${call.taskId}:${call.op}:${call.leaseEpoch}:${call.agentId}`),
+  ).length;
+  const staleRejectedCount = history.calls.filter(
+    (call) => call.outcome === 'fail' && (call.code === 'LeaseLost' || call.code === 'SessionLost'),
+  ).length;
+
+  let lostCount = 0;
+  let neverTerminalCount = 0;
+  for (const taskId of history.acknowledged) {
+    const status = history.finalStatus.get(taskId);
+    if (status === undefined) lostCount++;
+    else if (!TERMINAL.has(status)) neverTerminalCount++;
+  }
+
+  return {
+    overlapCount,
+    nonMonotonicEpochCount,
+    staleAcceptedCount,
+    staleRejectedCount,
+    duplicateTerminalCount,
+    phantomOkCount,
+    lostCount,
+    neverTerminalCount,
+    reclaimLatencyMs: { p50: percentile(reclaimLatencies, 0.5), p99: percentile(reclaimLatencies, 0.99) },
+  };
+}

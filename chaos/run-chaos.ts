@@ -1,0 +1,425 @@
+/**
+ * A chaos run: the scheduler's handlers in process on the emulators, agents that crash and pause, and a seeded
+ * fault injector under the AWS SDK clients. The faults stop after the work is submitted and half done; then the
+ * run waits for every task to end, and the history is checked (see `history.ts`).
+ *
+ * Faults, each drawn from the seed:
+ * - an agent crashes holding a task, without releasing it (5 % of claims), and comes back later;
+ * - an agent pauses past its lease, then wakes and tries to heartbeat, complete and release (5 % of claims);
+ * - a DynamoDB write commits and its answer is lost to a timeout; the SDK retries it (2 % of writes);
+ * - DynamoDB throttles a write before it is sent (2 % of writes);
+ * - an SQS send is lost after the DynamoDB commit (5 %), or delivered twice (5 %);
+ * - a supervisor tick runs two passes at once (10 % of ticks).
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { createContext, type SchedulerContext } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { isSchedulerError } from '#domain/errors';
+import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
+import { startDynamoDbLocal } from '#local/emulators/dynamodb-local';
+import { startSqsEmulator } from '#local/emulators/sqs';
+import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { type ClientCall, checkHistory, type History, type Verdict } from './history';
+
+export interface ChaosOptions {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+  /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
+  readonly mutate?: (ctx: SchedulerContext) => void;
+  /** Share of supervisor ticks that run two passes at once. @default 0.1 */
+  readonly supervisorDoubling?: number;
+  /** Longest wait for every task to end once the faults stop. @default 60 s */
+  readonly drainTimeoutMs?: number;
+}
+
+export interface ChaosReport extends Verdict {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly faults: Readonly<Record<string, number>>;
+  readonly calls: number;
+  readonly violations: number;
+}
+
+const LEASE_TTL_SECONDS = 2;
+const HEARTBEAT_MS = 500;
+const SUPERVISOR_TICK_MS = 250;
+
+/** mulberry32: small, seeded, repeatable. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Next = (args: { input: object }) => Promise<{ output: object }>;
+interface Stack {
+  add(
+    middleware: (next: Next, context: { commandName?: string }) => Next,
+    options: { step: string; name: string; priority?: string },
+  ): void;
+}
+const stackOf = (client: DynamoDBClient | SQSClient) => client.middlewareStack as unknown as Stack;
+
+const ATTRIBUTE_TYPES = new Set(['S', 'N', 'B', 'BOOL', 'NULL', 'M', 'L', 'SS', 'NS', 'BS']);
+
+/** An item as plain values, whether it comes marshalled (`{ S: "x" }`) or already converted. */
+function plainItem(item: Record<string, unknown>): Record<string, unknown> {
+  const marshalled = Object.values(item).every((value) => {
+    const keys = typeof value === 'object' && value !== null ? Object.keys(value) : [];
+    return keys.length === 1 && ATTRIBUTE_TYPES.has(keys[0] ?? '');
+  });
+  return marshalled ? unmarshall(item as Record<string, never>) : item;
+}
+
+const WRITES = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'TransactWriteItemsCommand',
+]);
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const started = performance.now();
+  const random = seeded(options.seed);
+  const [dynamodbLocal, sqsEmulator] = options.endpoints
+    ? [undefined, undefined]
+    : await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({})]);
+  const endpoints = options.endpoints ?? {
+    dynamodb: dynamodbLocal?.endpoint ?? '',
+    sqs: sqsEmulator?.endpoint ?? '',
+  };
+  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
+  const sqs = localSqsClient(endpoints.sqs);
+  const prefix = `chaos${Date.now().toString(36)}`;
+  const tables = tableNamesFor(prefix);
+  await provisionTables(dynamodb, tables);
+  const queues = await provisionQueues(sqs, prefix, ['chaos']);
+
+  const history: History = {
+    tasks: [],
+    sessions: [],
+    calls: [],
+    crashes: [],
+    acknowledged: new Set(),
+    finalStatus: new Map(),
+  };
+  const faults: Record<string, number> = {};
+  const count = (kind: string) => {
+    faults[kind] = (faults[kind] ?? 0) + 1;
+  };
+  let faultsOn = process.env.CHAOS_NO_FAULTS === undefined;
+
+  // The record of committed writes: it sees an answer before an injected fault loses it.
+  const recordItem = (tableName: string, item: Record<string, unknown>) => {
+    const at = Date.now();
+    if (tableName === tables.tasks && item.part === 'state') {
+      const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
+      history.tasks.push({
+        at,
+        taskId: String(item.taskId),
+        status: String(item.status),
+        leaseEpoch: Number(item.leaseEpoch ?? 0),
+        ...(typeof item.owner === 'string' ? { owner: item.owner } : {}),
+        ...(typeof item.sessionId === 'string' ? { sessionId: item.sessionId } : {}),
+        ...(typeof item.leaseDeadline === 'number' ? { leaseDeadline: item.leaseDeadline } : {}),
+        ...(finish ? { lastFinish: finish } : {}),
+      });
+    }
+    if (tableName === tables.leases && item.kind === 'session') {
+      history.sessions.push({
+        at,
+        agentId: String(item.agentId),
+        sessionId: String(item.sessionId),
+        expiresAt: Number(item.expiresAt),
+        held: Object.keys((item.held ?? {}) as object).length,
+      });
+    }
+  };
+  // Under the SDK's retries: a lost answer or a throttle is retried by the SDK, as in AWS.
+  stackOf(dynamodb).add(
+    (next, context) => async (args) => {
+      if (!faultsOn || !WRITES.has(context.commandName ?? '')) return next(args);
+      const draw = random();
+      if (draw < 0.02) {
+        count('dynamodbThrottledBeforeSend');
+        throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
+      }
+      const result = await next(args);
+      if (draw < 0.04) {
+        count('dynamodbTimeoutAfterCommit');
+        throw Object.assign(new Error('injected timeout after commit'), {
+          name: 'TimeoutError',
+          $metadata: {},
+        });
+      }
+      return result;
+    },
+    { step: 'finalizeRequest', name: 'chaosDynamoDbFaults', priority: 'low' },
+  );
+  // Added after the faults, so it runs inside them: closest to the wire.
+  stackOf(dynamodb).add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const input = args.input as { TableName?: string; Item?: Record<string, unknown> };
+      const output = result.output as { Attributes?: Record<string, never> };
+      if (context.commandName === 'UpdateItemCommand' && output.Attributes) {
+        recordItem(input.TableName ?? '', plainItem(output.Attributes));
+      }
+      if (context.commandName === 'PutItemCommand' && input.Item) {
+        recordItem(input.TableName ?? '', plainItem(input.Item));
+      }
+      return result;
+    },
+    { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
+  );
+  stackOf(sqs).add(
+    (next, context) => async (args) => {
+      const operation = context.commandName ?? '';
+      if (!faultsOn || (operation !== 'SendMessageCommand' && operation !== 'SendMessageBatchCommand')) {
+        return next(args);
+      }
+      const draw = random();
+      if (draw < 0.05) {
+        count('sqsSendLost');
+        const entries = (args.input as { Entries?: { Id: string }[] }).Entries ?? [];
+        return {
+          output: {
+            MessageId: 'lost',
+            Successful: entries.map((e) => ({ Id: e.Id, MessageId: 'lost', MD5OfMessageBody: '' })),
+            Failed: [],
+            $metadata: {},
+          },
+        };
+      }
+      if (draw < 0.1) {
+        count('sqsDuplicateDelivery');
+        await next(args);
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'chaosSqsFaults' },
+  );
+
+  const ctx = createContext({
+    dynamodb,
+    sqs,
+    tables,
+    queues,
+    random: seeded(options.seed + 1),
+    settings: {
+      leaseTtlSeconds: LEASE_TTL_SECONDS,
+      heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
+      reconcileAfterSeconds: 2,
+      claimVisibilityTimeoutSeconds: 2,
+      reservationGraceSeconds: 2,
+      idleRetryBaseMs: 10,
+      idleRetryMaxMs: 50,
+    },
+  });
+  options.mutate?.(ctx);
+  const scheduler = new Scheduler(ctx);
+
+  const record = async <T>(call: Omit<ClientCall, 'at' | 'outcome' | 'code'>, work: () => Promise<T>) => {
+    const at = Date.now();
+    try {
+      const value = await work();
+      history.calls.push({ ...call, at, outcome: 'ok' });
+      return { ok: true as const, value };
+    } catch (error) {
+      const definite = isSchedulerError(error) && error.statusCode < 500;
+      const code = isSchedulerError(error) ? error.code : error instanceof Error ? error.name : 'Error';
+      history.calls.push({ ...call, at, outcome: definite ? 'fail' : 'unknown', code });
+      return { ok: false as const, code };
+    }
+  };
+
+  try {
+    // Submissions: acknowledged ones must never be lost.
+    const specs = Array.from({ length: options.tasks }, (_, n) => ({
+      queue: 'chaos',
+      payload: { n },
+      maxAttempts: 50,
+      timeoutSeconds: 20,
+      backoffBaseSeconds: 1,
+      backoffMaxSeconds: 1,
+      idempotencyKey: `chaos-${options.seed}-${n}`,
+    }));
+    let stopping = false;
+    let completed = 0;
+
+    const submitter = (async () => {
+      for (let i = 0; i < specs.length; i += 25) {
+        const chunk = specs.slice(i, i + 25);
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const submitted = await record({ op: 'submit' }, () => scheduler.submitBatch(chunk));
+          if (submitted.ok) {
+            for (const outcome of submitted.value)
+              if (outcome.ok) history.acknowledged.add(outcome.task.taskId);
+            if (submitted.value.every((o) => o.ok)) break;
+          }
+        }
+      }
+    })();
+
+    const agentLoop = async (index: number) => {
+      let agentId = '';
+      while (!agentId) {
+        const registered = await record({ op: 'open' }, () =>
+          scheduler.registerAgent({ name: `chaos-${index}`, queues: ['chaos'], maxConcurrency: 2 }),
+        );
+        if (registered.ok) agentId = registered.value.agent.agentId;
+      }
+      let sessionId = '';
+      let beating: ReturnType<typeof setInterval> | undefined;
+      const open = async () => {
+        for (;;) {
+          const opened = await record({ op: 'open', agentId }, () => scheduler.openSession(agentId));
+          if (opened.ok) {
+            sessionId = opened.value.sessionId;
+            return;
+          }
+          await sleep(50);
+        }
+      };
+      const beat = () => record({ op: 'heartbeat', agentId }, () => scheduler.heartbeat(agentId, sessionId));
+      const startBeating = () => {
+        clearInterval(beating);
+        beating = setInterval(() => void beat(), HEARTBEAT_MS);
+      };
+      await open();
+      startBeating();
+      while (!stopping) {
+        const claim = await record({ op: 'claim', agentId }, () =>
+          scheduler.claim({ agentId, sessionId, max: 1 }),
+        );
+        if (!claim.ok) {
+          if (claim.code === 'SessionLost') await open();
+          else await sleep(20);
+          continue;
+        }
+        const [task] = claim.value;
+        if (!task) {
+          await sleep(20);
+          continue;
+        }
+        const lease = { agentId, taskId: task.taskId, leaseEpoch: task.leaseEpoch };
+        const draw = random();
+        if (faultsOn && draw < 0.05) {
+          // Crash: the task is dropped, heartbeats stop; the agent comes back later with a new session.
+          count('agentCrash');
+          history.crashes.push({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, at: Date.now() });
+          clearInterval(beating);
+          await sleep(LEASE_TTL_SECONDS * 1_000 + 500 + random() * 1_000);
+          await open();
+          startBeating();
+          continue;
+        }
+        if (faultsOn && draw < 0.1) {
+          // Pause past the lease: the agent wakes up believing it still holds the task.
+          count('agentPause');
+          clearInterval(beating);
+          await sleep(LEASE_TTL_SECONDS * 1_000 + 1_000 + random() * 2_000);
+          await beat();
+          await record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { late: true }));
+          await record({ op: 'fail', ...lease }, () =>
+            scheduler.fail(lease, { message: 'late', retryable: true }),
+          );
+          await record({ op: 'release', ...lease }, () => scheduler.release(lease));
+          await open();
+          startBeating();
+          continue;
+        }
+        await sleep(random() * 10);
+        const finished =
+          draw < 0.2
+            ? await record({ op: 'fail', ...lease }, () =>
+                scheduler.fail(lease, { message: 'chaos says no', retryable: true }),
+              )
+            : await record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { n: task.taskId }));
+        if (finished.ok && draw >= 0.2) completed++;
+      }
+      clearInterval(beating);
+    };
+
+    const supervisor = (async () => {
+      while (!stopping) {
+        const double = faultsOn && random() < (options.supervisorDoubling ?? 0.1);
+        if (double) count('supervisorDoubled');
+        await Promise.all(
+          Array.from({ length: double ? 2 : 1 }, () => scheduler.supervise().catch(() => undefined)),
+        );
+        await sleep(SUPERVISOR_TICK_MS);
+      }
+    })();
+
+    const agents = Array.from({ length: options.agents }, (_, i) => agentLoop(i));
+    const progress = process.env.CHAOS_DEBUG
+      ? setInterval(
+          () =>
+            console.error(
+              `submitted ${history.acknowledged.size} completed ${completed} calls ${history.calls.length} faultsOn ${faultsOn}`,
+            ),
+          2_000,
+        )
+      : undefined;
+    await submitter;
+    // Faults stop once half the work is done; then everything must end.
+    const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
+    while (completed < options.tasks / 2 && Date.now() < deadline) await sleep(50);
+    faultsOn = false;
+    for (;;) {
+      const states = await Promise.all([...history.acknowledged].map((id) => ctx.tasks.get(id)));
+      if (states.every((task) => task && ['succeeded', 'dead', 'cancelled'].includes(task.status))) break;
+      if (Date.now() > deadline) break;
+      await sleep(500);
+    }
+    stopping = true;
+    clearInterval(progress);
+    await Promise.all([...agents, supervisor]);
+    for (const taskId of history.acknowledged)
+      history.finalStatus.set(taskId, (await ctx.tasks.get(taskId))?.status);
+
+    const verdict = checkHistory(history);
+    const violations =
+      verdict.overlapCount +
+      verdict.nonMonotonicEpochCount +
+      verdict.staleAcceptedCount +
+      verdict.duplicateTerminalCount +
+      verdict.phantomOkCount +
+      verdict.lostCount +
+      verdict.neverTerminalCount;
+    return {
+      tasks: options.tasks,
+      agents: options.agents,
+      seed: options.seed,
+      durationMs: Math.round(performance.now() - started),
+      faults,
+      calls: history.calls.length,
+      ...verdict,
+      violations,
+    };
+  } finally {
+    if (options.endpoints) {
+      await Promise.all(
+        Object.values(tables).map((TableName) =>
+          dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+        ),
+      );
+    }
+    await Promise.all([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
+  }
+}

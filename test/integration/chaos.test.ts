@@ -1,0 +1,92 @@
+/**
+ * The chaos run in the suite: 1,000 tasks under every fault with no violation, and the negative controls: each
+ * mutant, switched on for a short run, is caught by the history checker.
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { Expression } from '#adapters/expression';
+import type { SchedulerContext } from '#core/context';
+import { applyMutant, type Mutant, written } from '#test/mutants';
+import { runChaos } from '../../chaos/run-chaos';
+
+const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+
+/** A supervisor that is slow between reading a lease and taking it back, as a paused function would be. */
+function slowSweeps(ctx: SchedulerContext): void {
+  const update = ctx.tasks.update.bind(ctx.tasks);
+  ctx.tasks.update = async (taskId, build) => {
+    // A dry build tells a take-back (its error says the lease expired) from the other writes.
+    const dry = new Expression();
+    const error = written(dry, build(dry).set, 'error') as { message?: string } | undefined;
+    if (error?.message?.startsWith('lease expired'))
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+    return update(taskId, build);
+  };
+}
+
+describe('chaos', () => {
+  it('1,000 tasks under faults: no violation, and more than 100 stale writes refused', async () => {
+    const report = await runChaos({ tasks: 1_000, agents: 20, seed: 7, endpoints, drainTimeoutMs: 90_000 });
+    console.log(`chaos: ${JSON.stringify(report)}`);
+    expect(report).toMatchObject({
+      overlapCount: 0,
+      nonMonotonicEpochCount: 0,
+      staleAcceptedCount: 0,
+      duplicateTerminalCount: 0,
+      phantomOkCount: 0,
+      lostCount: 0,
+      neverTerminalCount: 0,
+      violations: 0,
+    });
+    expect(report.staleRejectedCount).toBeGreaterThanOrEqual(100);
+    for (const kind of [
+      'agentCrash',
+      'agentPause',
+      'dynamodbTimeoutAfterCommit',
+      'dynamodbThrottledBeforeSend',
+    ]) {
+      expect(report.faults[kind]).toBeGreaterThan(0);
+    }
+    for (const kind of ['sqsSendLost', 'sqsDuplicateDelivery', 'supervisorDoubled']) {
+      expect(report.faults[kind]).toBeGreaterThan(0);
+    }
+  }, 180_000);
+
+  it('a slow supervisor alone breaks nothing (the control for the sweep mutant)', async () => {
+    const report = await runChaos({
+      tasks: 100,
+      agents: 8,
+      seed: 11,
+      endpoints,
+      supervisorDoubling: 0.5,
+      mutate: slowSweeps,
+    });
+    expect(report.violations).toBe(0);
+  }, 120_000);
+
+  const mutants: [Mutant, (ctx: SchedulerContext) => void][] = [
+    ['completeWithoutEpoch', () => undefined],
+    ['heartbeatRevivesExpiredLease', () => undefined],
+    ['sweepWithoutEpoch', slowSweeps],
+    ['terminalThenRequeueInTwoWrites', () => undefined],
+  ];
+  it.each(mutants)(
+    'catches the mutant %s',
+    async (mutant, alsoSlow) => {
+      const report = await runChaos({
+        tasks: 100,
+        agents: 8,
+        seed: 11,
+        endpoints,
+        supervisorDoubling: 0.5,
+        drainTimeoutMs: 20_000,
+        mutate: (ctx) => {
+          alsoSlow(ctx);
+          applyMutant(ctx, mutant);
+        },
+      });
+      console.log(`mutant ${mutant}: ${report.violations} violations ${JSON.stringify(report)}`);
+      expect(report.violations).toBeGreaterThan(0);
+    },
+    120_000,
+  );
+});
