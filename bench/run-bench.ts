@@ -8,15 +8,11 @@
  * as measured around the handlers on this machine, and lifecycle events put on the bus. Heartbeats are per agent
  * per interval, not per task, and are reported as their own figure, as is an idle agent's month.
  */
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { AwsMeter } from '#adapters/aws-meter';
 import type { EventPublisher } from '#adapters/event-publishers';
 import { createContext, DEFAULT_SETTINGS } from '#core/context';
 import { Scheduler } from '#core/scheduler';
-import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
-import { startDynamoDbLocal } from '#local/emulators/dynamodb-local';
-import { startSqsEmulator } from '#local/emulators/sqs';
-import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { scratchStack } from '#local/scratch-stack';
 import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
@@ -97,22 +93,11 @@ const apiCallUsd = (lambdaMs: number) =>
 
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const { tasks: total, agents: agentCount, batch, payloadBytes } = options;
-  const [dynamodbLocal, sqsEmulator] = options.endpoints
-    ? [undefined, undefined]
-    : await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({})]);
-  const endpoints = options.endpoints ?? {
-    dynamodb: dynamodbLocal?.endpoint ?? '',
-    sqs: sqsEmulator?.endpoint ?? '',
-  };
-  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
-  const sqs = localSqsClient(endpoints.sqs);
+  const scratch = await scratchStack({ name: 'bench', queues: ['bench'], endpoints: options.endpoints });
+  const { dynamodb, sqs, tables, queues } = scratch;
   const meter = new AwsMeter();
   meter.attach(dynamodb, 'dynamodb');
   meter.attach(sqs, 'sqs');
-  const prefix = `bench${Date.now().toString(36)}`;
-  const tables = tableNamesFor(prefix);
-  await provisionTables(dynamodb, tables);
-  const queues = await provisionQueues(sqs, prefix, ['bench']);
 
   let events = 0;
   const countingEvents: EventPublisher = {
@@ -336,13 +321,6 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     };
   } finally {
     await server.close();
-    if (options.endpoints) {
-      await Promise.all(
-        Object.values(tables).map((TableName) =>
-          dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
-        ),
-      );
-    }
-    await Promise.all([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
+    await scratch.dispose();
   }
 }

@@ -12,16 +12,13 @@
  * - a supervisor tick runs two passes at once (10 % of ticks).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { createContext, type SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
-import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
-import { startDynamoDbLocal } from '#local/emulators/dynamodb-local';
-import { startSqsEmulator } from '#local/emulators/sqs';
-import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { scratchStack } from '#local/scratch-stack';
+import { seededRandom } from '#local/seeded-random';
 import { type ClientCall, checkHistory, type History, type Verdict } from './history';
 
 export interface ChaosOptions {
@@ -50,18 +47,6 @@ export interface ChaosReport extends Verdict {
 const LEASE_TTL_SECONDS = 2;
 const HEARTBEAT_MS = 500;
 const SUPERVISOR_TICK_MS = 250;
-
-/** mulberry32: small, seeded, repeatable. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,20 +79,9 @@ const WRITES = new Set([
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = performance.now();
-  const random = seeded(options.seed);
-  const [dynamodbLocal, sqsEmulator] = options.endpoints
-    ? [undefined, undefined]
-    : await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({})]);
-  const endpoints = options.endpoints ?? {
-    dynamodb: dynamodbLocal?.endpoint ?? '',
-    sqs: sqsEmulator?.endpoint ?? '',
-  };
-  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
-  const sqs = localSqsClient(endpoints.sqs);
-  const prefix = `chaos${Date.now().toString(36)}`;
-  const tables = tableNamesFor(prefix);
-  await provisionTables(dynamodb, tables);
-  const queues = await provisionQueues(sqs, prefix, ['chaos']);
+  const random = seededRandom(options.seed);
+  const scratch = await scratchStack({ name: 'chaos', queues: ['chaos'], endpoints: options.endpoints });
+  const { dynamodb, sqs, tables, queues } = scratch;
 
   const history: History = {
     tasks: [],
@@ -219,7 +193,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     sqs,
     tables,
     queues,
-    random: seeded(options.seed + 1),
+    random: seededRandom(options.seed + 1),
     settings: {
       leaseTtlSeconds: LEASE_TTL_SECONDS,
       heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
@@ -413,13 +387,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       violations,
     };
   } finally {
-    if (options.endpoints) {
-      await Promise.all(
-        Object.values(tables).map((TableName) =>
-          dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
-        ),
-      );
-    }
-    await Promise.all([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
+    await scratch.dispose();
   }
 }

@@ -10,7 +10,7 @@ import { RoleSubscription } from '#sdk/role-subscription';
 import type { RoleLease } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import { RoleAbortedError, type RoleLostReason } from '#sdk/worker-events';
-import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 import { main } from '../../cli/main';
 
 const OPERATOR = 'op_e2e-roles-operator';
@@ -56,14 +56,6 @@ describe('roles through the SDK', () => {
     });
     return { agentId: agent.agentId, client };
   }
-
-  const waitFor = async (check: () => Promise<boolean> | boolean, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error('timed out waiting');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
 
   it('a subscription gets a free role, hands it to the next volunteer on release, and hears of its own grant', async () => {
     const a = await agentClient();

@@ -7,7 +7,7 @@ import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker } from '#sdk/worker';
-import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_e2e-operator-token';
 const LEASE_TTL_SECONDS = 3;
@@ -57,14 +57,6 @@ describe('SDK and Worker end to end', () => {
         : {}),
     });
   }
-
-  const waitFor = async (check: () => Promise<boolean> | boolean, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error('timed out waiting');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
 
   it('a task goes from submit to succeeded through the SDK and a Worker', async () => {
     const { task } = await operator.submitTask({ queue: 'lifecycle', payload: { x: 20 } });

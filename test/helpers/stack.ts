@@ -10,6 +10,7 @@ import type { EventPublisher } from '#adapters/event-publishers';
 import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import type { ScheduleBackend } from '#core/schedules';
+import type { SchedulerEvent } from '#domain/events';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
 import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { startLocalServer } from '#local/server';
@@ -171,4 +172,26 @@ export function serveStack(stack: TestStack, operatorToken: string) {
     port: 0,
     log: { info() {}, warn() {}, error() {} },
   });
+}
+
+/** Resolves once `check` holds, polling every 50 ms; rejects after `timeoutMs`. */
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** An event publisher that keeps what it is given, for tests to read. */
+export function collectedEvents(): { readonly publisher: EventPublisher; readonly events: SchedulerEvent[] } {
+  const events: SchedulerEvent[] = [];
+  return {
+    events,
+    publisher: {
+      publish: async (published) => {
+        events.push(...published);
+      },
+    },
+  };
 }

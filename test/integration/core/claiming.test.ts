@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Scheduler } from '#core/scheduler';
 import type { PriorityWeights } from '#domain/priority';
-import { seededRandom } from '#test/random';
+import { seededRandom } from '#local/seeded-random';
 import { claimUntil, createTestStack, leasedTaskIds, startAgent, type TestStack } from '#test/stack';
 
 describe('claiming', () => {

@@ -10,11 +10,9 @@
  * - a paused holder that comes back is told it lost its roles and its old epoch is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventPublisher } from '#adapters/event-publishers';
 import { RoleConflictError, SessionLostError } from '#domain/errors';
-import type { SchedulerEvent } from '#domain/events';
-import { seededRandom } from '#test/random';
-import { createTestStack, type TestStack } from '#test/stack';
+import { seededRandom } from '#local/seeded-random';
+import { collectedEvents, createTestStack, type TestStack } from '#test/stack';
 
 const TTL_MS = 30_000;
 const BEAT_MS = 10_000;
@@ -53,12 +51,7 @@ const percentile = (values: number[], p: number): number => {
 
 describe('role hand-over under random kills, pauses and restarts', () => {
   let stack: TestStack;
-  const events: SchedulerEvent[] = [];
-  const feed: EventPublisher = {
-    publish: async (published) => {
-      events.push(...published);
-    },
-  };
+  const { publisher: feed, events } = collectedEvents();
 
   beforeAll(async () => {
     stack = await createTestStack({ events: feed, settings: { leaseTtlSeconds: TTL_MS / 1_000 } });

@@ -3,19 +3,12 @@
  * holder and on a replaced session; the holder's heartbeat as the only write that keeps its roles.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventPublisher } from '#adapters/event-publishers';
 import { RoleConflictError, SessionLostError } from '#domain/errors';
-import type { SchedulerEvent } from '#domain/events';
-import { createTestStack, startAgent, type TestStack } from '#test/stack';
+import { collectedEvents, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('roles', () => {
   let stack: TestStack;
-  const events: SchedulerEvent[] = [];
-  const feed: EventPublisher = {
-    publish: async (published) => {
-      events.push(...published);
-    },
-  };
+  const { publisher: feed, events } = collectedEvents();
   let roleCount = 0;
   const newRole = () => `role-${roleCount++}`;
   const ttlMs = 30_000;

@@ -1,4 +1,4 @@
-/** mulberry32: a small seeded PRNG, so tests that draw randomness are repeatable. */
+/** mulberry32: a small seeded PRNG, so tests, benchmarks and chaos runs that draw randomness are repeatable. */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
