@@ -84,7 +84,15 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     open.map((c) => c.queue),
     capacity,
   );
-  if (received.length === 0) return [];
+  if (received.length === 0) {
+    // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
+    if (examined.stale.size > 0) {
+      await ctx.sessions
+        .release(session.agentId, session.sessionId, examined.stale)
+        .catch(logged(ctx, 'drop stale session entries'));
+    }
+    return [];
+  }
 
   // One hint per task; extra copies share its fate.
   const byTask = new Map<string, ReceivedHint[]>();

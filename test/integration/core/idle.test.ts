@@ -32,6 +32,31 @@ describe('idle agents', () => {
     expect(stack.meter.totals((r) => r.service === 'dynamodb').writeUnits).toBe(0);
   });
 
+  it('an idle agent drops the entries of finished tasks once, then polls without looking at them', async () => {
+    const { scheduler, meter } = stack;
+    const agent = await startAgent(scheduler, { maxConcurrency: 2 });
+    await scheduler.submitBatch([
+      { queue: 'work', payload: { n: 1 } },
+      { queue: 'work', payload: { n: 2 } },
+    ]);
+    const claimed = await claimUntil(scheduler, agent, 2, 5_000, 2);
+    await scheduler.completeBatch(
+      agent.agentId,
+      claimed.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch })),
+    );
+    const poll = async () => {
+      meter.reset();
+      expect(await scheduler.claim({ ...agent, max: 2 })).toEqual([]);
+      return meter.totals((r) => r.service === 'dynamodb');
+    };
+    const first = await poll();
+    const second = await poll();
+    expect(first.writeUnits).toBe(1);
+    expect(second.writeUnits).toBe(0);
+    expect(second.readUnits).toBeLessThan(first.readUnits);
+    expect(second.requests).toBeLessThan(first.requests);
+  });
+
   it('an agent that held nothing claims after its session expired, and the claim extends the session', async () => {
     const { scheduler, clock, ctx } = stack;
     const agent = await startAgent(scheduler);
