@@ -93,10 +93,24 @@ function validAt(
 ): boolean {
   if (t < lease.at || t >= (lease.leaseDeadline ?? Number.POSITIVE_INFINITY)) return false;
   if (finishedAt !== undefined && t >= finishedAt) return false;
-  let latest: SessionVersion | undefined;
-  for (const version of sessions) if (version.at <= t) latest = version;
+  const latest = sessions[lastAtOrBefore(sessions, t)];
   // A grant extends its session (the claim's write): good until the session's expiry as of then.
   return latest !== undefined && latest.sessionId === lease.sessionId && latest.expiresAt > t;
+}
+
+/** Index of the last version at or before `t` in versions sorted by time, or -1. */
+function lastAtOrBefore(versions: readonly { at: number }[], t: number): number {
+  let low = 0;
+  let high = versions.length - 1;
+  let found = -1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    if ((versions[middle]?.at ?? Number.POSITIVE_INFINITY) <= t) {
+      found = middle;
+      low = middle + 1;
+    } else high = middle - 1;
+  }
+  return found;
 }
 
 export function checkHistory(history: History): Verdict {
@@ -105,7 +119,12 @@ export function checkHistory(history: History): Verdict {
   let staleAcceptedCount = 0;
   let duplicateTerminalCount = 0;
   const reclaimLatencies: number[] = [];
-  const sessionsByAgent = groupBy(history.sessions, (s) => s.agentId);
+  const sessionsByAgent = new Map(
+    [...groupBy(history.sessions, (s) => s.agentId)].map(([agentId, versions]) => [
+      agentId,
+      [...versions].sort((a, b) => a.at - b.at),
+    ]),
+  );
 
   for (const [taskId, versions] of groupBy(history.tasks, (v) => v.taskId)) {
     const ordered = [...versions].sort((a, b) => a.at - b.at);
@@ -148,18 +167,23 @@ export function checkHistory(history: History): Verdict {
           v.lastFinish.agentId === lease.owner,
       )?.at;
     grants.forEach((grant, i) => {
-      const next = grants[i + 1];
       const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
       const finishedAt = finishOf(grant);
       for (const later of grants.slice(i + 1)) {
         const until = grants[grants.indexOf(later) + 1]?.at ?? Number.POSITIVE_INFINITY;
-        const probes = [later.at, ...sessions.map((s) => s.at).filter((t) => t > later.at && t < until)];
+        // The later grant's time, and every write of the earlier lease's session while the later one holds.
+        const probes = [
+          later.at,
+          ...sessions
+            .slice(lastAtOrBefore(sessions, later.at) + 1, lastAtOrBefore(sessions, until) + 1)
+            .filter((s) => s.sessionId === grant.sessionId && s.at < until)
+            .map((s) => s.at),
+        ];
         if (probes.some((t) => validAt(grant, t, sessions, finishedAt))) {
           overlapCount++;
           break;
         }
       }
-      void next;
     });
 
     for (const crash of history.crashes.filter((c) => c.taskId === taskId)) {

@@ -355,17 +355,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
     while (completed < options.tasks / 2 && Date.now() < deadline) await sleep(50);
     faultsOn = false;
-    for (;;) {
-      const states = await Promise.all([...history.acknowledged].map((id) => ctx.tasks.get(id)));
-      if (states.every((task) => task && ['succeeded', 'dead', 'cancelled'].includes(task.status))) break;
-      if (Date.now() > deadline) break;
-      await sleep(500);
+    // Wait for every task to end, reading (100 at a time) only those not seen ended yet.
+    let open = [...history.acknowledged];
+    while (open.length > 0 && Date.now() <= deadline) {
+      const states = await ctx.tasks.getMany(open);
+      open = open.filter((id) => !['succeeded', 'dead', 'cancelled'].includes(states.get(id)?.status ?? ''));
+      if (open.length > 0) await sleep(500);
     }
     stopping = true;
     clearInterval(progress);
     await Promise.all([...agents, supervisor]);
-    for (const taskId of history.acknowledged)
-      history.finalStatus.set(taskId, (await ctx.tasks.get(taskId))?.status);
+    const final = await ctx.tasks.getMany([...history.acknowledged]);
+    for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
 
     const verdict = checkHistory(history);
     const violations =
