@@ -44,7 +44,7 @@ else {
         .join(', ')}`,
       `overlapping leases ${report.overlapCount}, non-monotonic epochs ${report.nonMonotonicEpochCount}`,
       `stale writes accepted ${report.staleAcceptedCount}, rejected ${report.staleRejectedCount}`,
-      `duplicate terminals ${report.duplicateTerminalCount}, phantom oks ${report.phantomOkCount}`,
+      `duplicate terminals ${report.duplicateTerminalCount}, phantom oks ${report.phantomOkCount}, duplicate fires ${report.duplicateFireCount}`,
       `lost ${report.lostCount}, never terminal ${report.neverTerminalCount}`,
       `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
       report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,

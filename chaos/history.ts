@@ -53,6 +53,8 @@ export interface History {
   /** Task ids whose submission was acknowledged, and what the store holds for each at the end. */
   readonly acknowledged: Set<string>;
   readonly finalStatus: Map<string, string | undefined>;
+  /** The tasks created for each occurrence of the chaos schedule, by its tick. */
+  readonly occurrenceTasks: Map<number, Set<string>>;
 }
 
 export interface Verdict {
@@ -62,6 +64,8 @@ export interface Verdict {
   readonly staleRejectedCount: number;
   readonly duplicateTerminalCount: number;
   readonly phantomOkCount: number;
+  /** Schedule occurrences that created more than one task. */
+  readonly duplicateFireCount: number;
   readonly lostCount: number;
   readonly neverTerminalCount: number;
   readonly reclaimLatencyMs: { readonly p50: number; readonly p99: number };
@@ -235,8 +239,11 @@ export function checkHistory(history: History): Verdict {
     else if (!TERMINAL.has(status)) neverTerminalCount++;
   }
 
+  const duplicateFireCount = [...history.occurrenceTasks.values()].filter((tasks) => tasks.size > 1).length;
+
   return {
     overlapCount,
+    duplicateFireCount,
     nonMonotonicEpochCount,
     staleAcceptedCount,
     staleRejectedCount,

@@ -15,6 +15,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { createContext, type SchedulerContext } from '#core/context';
+import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
@@ -28,10 +29,24 @@ export interface ChaosOptions {
   readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
   /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
   readonly mutate?: (ctx: SchedulerContext) => void;
+  /**
+   * Changes each schedule delivery before it is handled: how a test makes occurrences be told apart by something
+   * other than their scheduled time (the schedule mutant).
+   */
+  readonly mutateFire?: (fire: ScheduleFire) => ScheduleFire;
   /** Share of supervisor ticks that run two passes at once. @default 0.1 */
   readonly supervisorDoubling?: number;
   /** Longest wait for every task to end once the faults stop. @default 60 s */
   readonly drainTimeoutMs?: number;
+}
+
+/** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
+export interface ScheduleFire {
+  readonly schedule: string;
+  readonly scheduledTime: string;
+  readonly executionId: string;
+  readonly overlap: string;
+  readonly task: Record<string, unknown>;
 }
 
 export interface ChaosReport extends Verdict {
@@ -45,6 +60,13 @@ export interface ChaosReport extends Verdict {
 }
 
 const LEASE_TTL_SECONDS = 2;
+/** Tasks retry quickly and often: the run is about ownership, not about giving up. */
+const RETRYING = {
+  maxAttempts: 50,
+  timeoutSeconds: 20,
+  backoffBaseSeconds: 1,
+  backoffMaxSeconds: 1,
+} as const;
 const HEARTBEAT_MS = 500;
 const SUPERVISOR_TICK_MS = 250;
 
@@ -90,6 +112,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     crashes: [],
     acknowledged: new Set(),
     finalStatus: new Map(),
+    occurrenceTasks: new Map(),
   };
   const faults: Record<string, number> = {};
   const count = (kind: string) => {
@@ -100,6 +123,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // The record of committed writes: it sees an answer before an injected fault loses it.
   const recordItem = (tableName: string, item: Record<string, unknown>) => {
     const at = Date.now();
+    if (tableName === tables.tasks && item.part === 'payload') {
+      const payload = JSON.parse(String(item.payload)) as { tick?: number };
+      if (typeof payload.tick === 'number') {
+        const tasks = history.occurrenceTasks.get(payload.tick) ?? new Set<string>();
+        tasks.add(String(item.taskId));
+        history.occurrenceTasks.set(payload.tick, tasks);
+      }
+    }
     if (tableName === tables.tasks && item.part === 'state') {
       const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
       history.tasks.push({
@@ -226,10 +257,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const specs = Array.from({ length: options.tasks }, (_, n) => ({
       queue: 'chaos',
       payload: { n },
-      maxAttempts: 50,
-      timeoutSeconds: 20,
-      backoffBaseSeconds: 1,
-      backoffMaxSeconds: 1,
+      ...RETRYING,
       idempotencyKey: `chaos-${options.seed}-${n}`,
     }));
     let stopping = false;
@@ -329,14 +357,45 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       clearInterval(beating);
     };
 
+    let ticks = 0;
     const supervisor = (async () => {
       while (!stopping) {
-        const double = faultsOn && random() < (options.supervisorDoubling ?? 0.1);
+        // Every tenth tick (or the share asked for) runs two passes at once.
+        ticks++;
+        const share = options.supervisorDoubling ?? 0.1;
+        const double = faultsOn && Math.floor(ticks * share) > Math.floor((ticks - 1) * share);
         if (double) count('supervisorDoubled');
         await Promise.all(
           Array.from({ length: double ? 2 : 1 }, () => scheduler.supervise().catch(() => undefined)),
         );
         await sleep(SUPERVISOR_TICK_MS);
+      }
+    })();
+
+    // A schedule fires every 200 ms while the faults last; a third of its occurrences are delivered two or
+    // three times at once, as EventBridge Scheduler may (each delivery with its own execution id).
+    const ticker = (async () => {
+      // Occurrences in the past: a delivery ahead of its time would hold its task until then.
+      const base = Date.now() - 10 * 24 * 60 * 60 * 1_000;
+      for (let tick = 0; faultsOn && !stopping; tick++) {
+        const deliveries = random() < 0.33 ? 2 + Math.floor(random() * 2) : 1;
+        if (deliveries > 1) count('scheduleFireDuplicated');
+        await Promise.all(
+          Array.from({ length: deliveries }, async (_, d) => {
+            const delivery: ScheduleFire = {
+              schedule: 'chaos-tick',
+              scheduledTime: new Date(base + tick * 60_000).toISOString(),
+              executionId: `exec-${tick}-${d}`,
+              overlap: 'allowAll',
+              task: { queue: 'chaos', payload: { tick }, ...RETRYING },
+            };
+            const fired = await record({ op: 'submit' }, () =>
+              fireSchedule(scheduler, options.mutateFire ? options.mutateFire(delivery) : delivery),
+            );
+            if (fired.ok && fired.value.taskId) history.acknowledged.add(fired.value.taskId);
+          }),
+        );
+        await sleep(200);
       }
     })();
 
@@ -364,7 +423,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     stopping = true;
     clearInterval(progress);
-    await Promise.all([...agents, supervisor]);
+    await Promise.all([...agents, supervisor, ticker]);
     const final = await ctx.tasks.getMany([...history.acknowledged]);
     for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
 
@@ -375,6 +434,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       verdict.staleAcceptedCount +
       verdict.duplicateTerminalCount +
       verdict.phantomOkCount +
+      verdict.duplicateFireCount +
       verdict.lostCount +
       verdict.neverTerminalCount;
     return {

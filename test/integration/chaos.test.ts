@@ -33,6 +33,7 @@ describe('chaos', () => {
       staleAcceptedCount: 0,
       duplicateTerminalCount: 0,
       phantomOkCount: 0,
+      duplicateFireCount: 0,
       lostCount: 0,
       neverTerminalCount: 0,
       violations: 0,
@@ -46,7 +47,12 @@ describe('chaos', () => {
     ]) {
       expect(report.faults[kind]).toBeGreaterThan(0);
     }
-    for (const kind of ['sqsSendLost', 'sqsDuplicateDelivery', 'supervisorDoubled']) {
+    for (const kind of [
+      'sqsSendLost',
+      'sqsDuplicateDelivery',
+      'supervisorDoubled',
+      'scheduleFireDuplicated',
+    ]) {
       expect(report.faults[kind]).toBeGreaterThan(0);
     }
   }, 180_000);
@@ -61,6 +67,25 @@ describe('chaos', () => {
       mutate: slowSweeps,
     });
     expect(report.violations).toBe(0);
+  }, 120_000);
+
+  it('catches the mutant scheduleDedupeByExecutionId', async () => {
+    // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
+    const report = await runChaos({
+      tasks: 100,
+      agents: 8,
+      seed: 11,
+      endpoints,
+      drainTimeoutMs: 20_000,
+      mutateFire: (fire) => ({
+        ...fire,
+        scheduledTime: new Date(
+          Date.parse(fire.scheduledTime) + Number(fire.executionId.split('-')[2]) * 1_000,
+        ).toISOString(),
+      }),
+    });
+    console.log(`mutant scheduleDedupeByExecutionId: ${JSON.stringify(report)}`);
+    expect(report.duplicateFireCount).toBeGreaterThan(0);
   }, 120_000);
 
   const mutants: [Mutant, (ctx: SchedulerContext) => void][] = [
