@@ -131,16 +131,26 @@ export function checkHistory(history: History): Verdict {
   );
 
   for (const [taskId, versions] of groupBy(history.tasks, (v) => v.taskId)) {
-    const ordered = [...versions].sort((a, b) => a.at - b.at);
+    // The order of a task's writes: by epoch, a lease's own writes before the one that ends it, then by time.
+    const ordered = [...versions].sort(
+      (a, b) =>
+        a.leaseEpoch - b.leaseEpoch ||
+        Number(a.status !== 'leased') - Number(b.status !== 'leased') ||
+        a.at - b.at,
+    );
     const grants = ordered.filter(
       (v, i) => v.status === 'leased' && ordered[i - 1]?.leaseEpoch !== v.leaseEpoch,
     );
-    // Epochs only grow, each grant a new one.
-    let lastEpoch = 0;
-    for (const grant of grants) {
-      if (grant.leaseEpoch <= lastEpoch) nonMonotonicEpochCount++;
-      lastEpoch = Math.max(lastEpoch, grant.leaseEpoch);
+    // One holder per epoch, and each later epoch granted later.
+    for (const version of ordered) {
+      const grant = grants.find((g) => g.leaseEpoch === version.leaseEpoch);
+      const sameHolder = grant && version.owner === grant.owner && version.sessionId === grant.sessionId;
+      if (version.status === 'leased' && !sameHolder) nonMonotonicEpochCount++;
     }
+    grants.forEach((grant, i) => {
+      const previous = grants[i - 1];
+      if (previous && grant.at < previous.at) nonMonotonicEpochCount++;
+    });
     // A finish must name the lease it ends: the epoch and owner of the version before it.
     let terminals = 0;
     ordered.forEach((version, i) => {

@@ -121,8 +121,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let faultsOn = process.env.CHAOS_NO_FAULTS === undefined;
 
   // The record of committed writes: it sees an answer before an injected fault loses it.
+  // Times are the server's own (`updatedAt`, `heartbeatAt`: the `now` each write was decided with), so answers
+  // that arrive late or out of order do not reorder the history.
   const recordItem = (tableName: string, item: Record<string, unknown>) => {
-    const at = Date.now();
+    const decidedAt = (field: string) =>
+      typeof item[field] === 'number' ? (item[field] as number) : Date.now();
     if (tableName === tables.tasks && item.part === 'payload') {
       const payload = JSON.parse(String(item.payload)) as { tick?: number };
       if (typeof payload.tick === 'number') {
@@ -134,7 +137,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     if (tableName === tables.tasks && item.part === 'state') {
       const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
       history.tasks.push({
-        at,
+        at: decidedAt('updatedAt'),
         taskId: String(item.taskId),
         status: String(item.status),
         leaseEpoch: Number(item.leaseEpoch ?? 0),
@@ -146,7 +149,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     if (tableName === tables.leases && item.kind === 'session') {
       history.sessions.push({
-        at,
+        at: decidedAt('heartbeatAt'),
         agentId: String(item.agentId),
         sessionId: String(item.sessionId),
         expiresAt: Number(item.expiresAt),
