@@ -363,10 +363,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let ticks = 0;
     const supervisor = (async () => {
       while (!stopping) {
-        // Every tenth tick (or the share asked for) runs two passes at once.
+        // The first tick and every tenth after it (or the share asked for) run two passes at once.
         ticks++;
         const share = options.supervisorDoubling ?? 0.1;
-        const double = faultsOn && Math.floor(ticks * share) > Math.floor((ticks - 1) * share);
+        const double = faultsOn && Math.ceil(ticks * share) > Math.ceil((ticks - 1) * share);
         if (double) count('supervisorDoubled');
         await Promise.all(
           Array.from({ length: double ? 2 : 1 }, () => scheduler.supervise().catch(() => undefined)),
@@ -381,7 +381,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // Occurrences in the past: a delivery ahead of its time would hold its task until then.
       const base = Date.now() - 10 * 24 * 60 * 60 * 1_000;
       for (let tick = 0; faultsOn && !stopping; tick++) {
-        const deliveries = random() < 0.33 ? 2 + Math.floor(random() * 2) : 1;
+        const deliveries = tick % 3 === 0 ? 2 + Math.floor(random() * 2) : 1;
         if (deliveries > 1) count('scheduleFireDuplicated');
         await Promise.all(
           Array.from({ length: deliveries }, async (_, d) => {
