@@ -6,7 +6,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { Expression } from '#adapters/expression';
 import type { SchedulerContext } from '#core/context';
 import { applyMutant, type Mutant, written } from '#test/mutants';
-import { runChaos } from '../../chaos/run-chaos';
+import { type ChaosOptions, runChaos } from '../../chaos/run-chaos';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
@@ -57,58 +57,55 @@ describe('chaos', () => {
     }
   }, 180_000);
 
-  it('a slow supervisor alone breaks nothing (the control for the sweep mutant)', async () => {
-    const report = await runChaos({
+  /** A short run: 100 tasks, 8 agents, half the supervisor ticks doubled. */
+  const shortRun = (options: Partial<ChaosOptions>) =>
+    runChaos({
       tasks: 100,
       agents: 8,
       seed: 11,
       endpoints,
       supervisorDoubling: 0.5,
-      mutate: slowSweeps,
-    });
-    expect(report.violations).toBe(0);
-  }, 120_000);
-
-  it('catches the mutant scheduleDedupeByExecutionId', async () => {
-    // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
-    const report = await runChaos({
-      tasks: 100,
-      agents: 8,
-      seed: 11,
-      endpoints,
       drainTimeoutMs: 20_000,
-      mutateFire: (fire) => ({
-        ...fire,
-        scheduledTime: new Date(
-          Date.parse(fire.scheduledTime) + Number(fire.executionId.split('-')[2]) * 1_000,
-        ).toISOString(),
-      }),
+      ...options,
     });
-    console.log(`mutant scheduleDedupeByExecutionId: ${JSON.stringify(report)}`);
-    expect(report.duplicateFireCount).toBeGreaterThan(0);
+
+  it('a slow supervisor alone breaks nothing (the control for the sweep mutant)', async () => {
+    expect((await shortRun({ mutate: slowSweeps })).violations).toBe(0);
   }, 120_000);
 
-  const mutants: [Mutant, (ctx: SchedulerContext) => void][] = [
-    ['completeWithoutEpoch', () => undefined],
-    ['heartbeatRevivesExpiredLease', () => undefined],
-    ['sweepWithoutEpoch', slowSweeps],
-    ['terminalThenRequeueInTwoWrites', () => undefined],
+  const mutants: [string, Partial<ChaosOptions>][] = [
+    ...(
+      ['completeWithoutEpoch', 'heartbeatRevivesExpiredLease', 'terminalThenRequeueInTwoWrites'] as Mutant[]
+    ).map((mutant): [string, Partial<ChaosOptions>] => [
+      mutant,
+      { mutate: (ctx) => applyMutant(ctx, mutant) },
+    ]),
+    [
+      'sweepWithoutEpoch',
+      {
+        mutate: (ctx) => {
+          slowSweeps(ctx);
+          applyMutant(ctx, 'sweepWithoutEpoch');
+        },
+      },
+    ],
+    [
+      // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
+      'scheduleDedupeByExecutionId',
+      {
+        mutateFire: (fire) => ({
+          ...fire,
+          scheduledTime: new Date(
+            Date.parse(fire.scheduledTime) + Number(fire.executionId.split('-')[2]) * 1_000,
+          ).toISOString(),
+        }),
+      },
+    ],
   ];
   it.each(mutants)(
     'catches the mutant %s',
-    async (mutant, alsoSlow) => {
-      const report = await runChaos({
-        tasks: 100,
-        agents: 8,
-        seed: 11,
-        endpoints,
-        supervisorDoubling: 0.5,
-        drainTimeoutMs: 20_000,
-        mutate: (ctx) => {
-          alsoSlow(ctx);
-          applyMutant(ctx, mutant);
-        },
-      });
+    async (mutant, options) => {
+      const report = await shortRun(options);
       console.log(`mutant ${mutant}: ${report.violations} violations ${JSON.stringify(report)}`);
       expect(report.violations).toBeGreaterThan(0);
     },
