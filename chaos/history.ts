@@ -208,20 +208,16 @@ export function checkHistory(history: History): Verdict {
     }
   }
 
-  // A session that expired holding leases never comes back to life.
+  // A session that expired holding leases never comes back to life, even after the sweep emptied it.
   for (const versions of sessionsByAgent.values()) {
-    const ordered = [...versions].sort((a, b) => a.at - b.at);
-    ordered.forEach((version, i) => {
-      const previous = ordered[i - 1];
-      if (
-        previous &&
-        previous.sessionId === version.sessionId &&
-        previous.expiresAt <= version.at &&
-        previous.held > 0 &&
-        version.expiresAt > previous.expiresAt
-      ) {
+    const expiredHolding = new Set<string>();
+    versions.forEach((version, i) => {
+      const previous = versions[i - 1];
+      if (!previous || previous.sessionId !== version.sessionId) return;
+      if (previous.expiresAt > version.at) return;
+      if (previous.held > 0) expiredHolding.add(version.sessionId);
+      if (expiredHolding.has(version.sessionId) && version.expiresAt > previous.expiresAt)
         staleAcceptedCount++;
-      }
     });
   }
 
