@@ -12,6 +12,7 @@ import { AwsMeter } from '#adapters/aws-meter';
 import type { EventPublisher } from '#adapters/event-publishers';
 import { createContext, DEFAULT_SETTINGS } from '#core/context';
 import { Scheduler } from '#core/scheduler';
+import { percentile } from '#local/percentile';
 import { scratchStack } from '#local/scratch-stack';
 import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
@@ -77,10 +78,7 @@ const OPERATOR_TOKEN = 'op_bench';
 const round = (value: number, digits = 3) => Number(value.toFixed(digits));
 
 function percentiles(values: number[]): Percentiles {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
-  return { p50: round(at(0.5), 1), p99: round(at(0.99), 1) };
+  return { p50: round(percentile(values, 0.5), 1), p99: round(percentile(values, 0.99), 1) };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -260,36 +258,43 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     // A heartbeat: what keeps an agent's leases alive, once per interval whatever it holds.
     const [first] = agents;
     if (!first) throw new Error('the benchmark needs at least one agent');
-    meter.reset();
-    api.lambdaMs = 0;
-    const beats = 5;
-    for (let i = 0; i < beats; i++) await first.client.heartbeat({ sessionId: first.sessionId });
-    const beat = meter.totals();
+    /** What one call costs on average over a few: AWS totals and handler time, per call. */
+    const perCall = async (calls: number, call: () => Promise<unknown>) => {
+      meter.reset();
+      api.lambdaMs = 0;
+      for (let i = 0; i < calls; i++) await call();
+      const totals = meter.totals();
+      const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
+      return {
+        requests: totals.requests / calls,
+        writeUnits: totals.writeUnits / calls,
+        readUnits: totals.readUnits / calls,
+        sqsRequests: sqsRequests / calls,
+        lambdaMs: api.lambdaMs / calls,
+      };
+    };
+    const beat = await perCall(5, () => first.client.heartbeat({ sessionId: first.sessionId }));
     const heartbeat = {
-      dynamodbWriteUnits: round(beat.writeUnits / beats),
-      requests: round(beat.requests / beats),
-      lambdaMs: round(api.lambdaMs / beats, 2),
+      dynamodbWriteUnits: round(beat.writeUnits),
+      requests: round(beat.requests),
+      lambdaMs: round(beat.lambdaMs, 2),
     };
     const heartbeatUsd =
       heartbeat.dynamodbWriteUnits * PRICES.dynamodb.writeUnit +
-      (beat.readUnits / beats) * PRICES.dynamodb.readUnit +
+      beat.readUnits * PRICES.dynamodb.readUnit +
       apiCallUsd(heartbeat.lambdaMs);
     const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
 
     // An idle agent: it holds nothing, so sends no heartbeats, and polls at the longest suggested wait.
-    meter.reset();
-    api.lambdaMs = 0;
-    const polls = 5;
-    for (let i = 0; i < polls; i++) await first.client.claim({ sessionId: first.sessionId, idleClaims: 100 });
-    const idle = meter.totals();
+    const idle = await perCall(5, () => first.client.claim({ sessionId: first.sessionId, idleClaims: 100 }));
     const idleClaim = {
-      awsRequests: round(idle.requests / polls),
-      dynamodbReadUnits: round(idle.readUnits / polls),
-      lambdaMs: round(api.lambdaMs / polls, 2),
+      awsRequests: round(idle.requests),
+      dynamodbReadUnits: round(idle.readUnits),
+      lambdaMs: round(idle.lambdaMs, 2),
     };
     const idlePollUsd =
       idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
-      (meter.totals((r) => r.service === 'sqs').requests / polls) * PRICES.sqs.request +
+      idle.sqsRequests * PRICES.sqs.request +
       apiCallUsd(idleClaim.lambdaMs);
     const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleRetryMaxMs;
 

@@ -8,6 +8,8 @@
  * The checks are Jepsen-style: properties of the whole history, not of one call.
  */
 
+import { percentile } from '#local/percentile';
+
 /** A version of a task's state item, as a write committed it. */
 export interface TaskVersion {
   readonly at: number;
@@ -72,12 +74,6 @@ export interface Verdict {
 }
 
 const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return 0;
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0);
-}
 
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>();
@@ -257,6 +253,9 @@ export function checkHistory(history: History): Verdict {
     phantomOkCount,
     lostCount,
     neverTerminalCount,
-    reclaimLatencyMs: { p50: percentile(reclaimLatencies, 0.5), p99: percentile(reclaimLatencies, 0.99) },
+    reclaimLatencyMs: {
+      p50: Math.round(percentile(reclaimLatencies, 0.5)),
+      p99: Math.round(percentile(reclaimLatencies, 0.99)),
+    },
   };
 }

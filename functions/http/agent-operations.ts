@@ -73,10 +73,6 @@ export const itemView = (outcome: ItemOutcome<{ task: Task; created?: boolean }>
         status: outcome.error.status,
       };
 const roleOf = (request: ApiRequest): string => request.params.role ?? '';
-const roleLease = (lease: { role: string; leaseEpoch: number }) => ({
-  role: lease.role,
-  leaseEpoch: lease.leaseEpoch,
-});
 
 export function agentOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
@@ -101,7 +97,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         body: {
           cancelled: beat.cancelled,
           lost: beat.lost,
-          roles: { picked: beat.rolesPicked.map(roleLease), lost: beat.rolesLost.map(roleLease) },
+          roles: { picked: beat.rolesPicked, lost: beat.rolesLost },
           expiresAt: new Date(beat.expiresAt).toISOString(),
         },
       };

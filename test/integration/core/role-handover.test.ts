@@ -11,6 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RoleConflictError, SessionLostError } from '#domain/errors';
+import { percentile } from '#local/percentile';
 import { seededRandom } from '#local/seeded-random';
 import { collectedEvents, createTestStack, type TestStack } from '#test/stack';
 
@@ -43,11 +44,6 @@ interface Grant {
   readonly sessionId: string;
   readonly since: number;
 }
-
-const percentile = (values: number[], p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-};
 
 describe('role hand-over under random kills, pauses and restarts', () => {
   let stack: TestStack;
@@ -214,8 +210,8 @@ describe('role hand-over under random kills, pauses and restarts', () => {
     const figures = {
       grants: grants.length,
       releases: releasedAt.size,
-      handOverAfterSessionEndMs: { p50: percentile(handOverMs, 50), max: Math.max(...handOverMs) },
-      silentToNewHolderMs: { p50: percentile(silentToHolderMs, 50), max: Math.max(...silentToHolderMs) },
+      handOverAfterSessionEndMs: { p50: percentile(handOverMs, 0.5), max: Math.max(...handOverMs) },
+      silentToNewHolderMs: { p50: percentile(silentToHolderMs, 0.5), max: Math.max(...silentToHolderMs) },
       staleRejected,
       lostRolesReported,
     };
