@@ -69,6 +69,13 @@ export interface AgentSchedulerProps {
    */
   readonly idleClaimRetryMax?: Duration;
   /**
+   * Publish `task.submitted`, `task.claimed` and `task.completed` for every task. EventBridge charges $1 per
+   * million events, so these three alone cost $3 per million tasks, about as much as the API calls. Failures,
+   * losses, dead letters, starvation, agent, role and schedule events are published either way.
+   * @default false
+   */
+  readonly routineEvents?: boolean;
+  /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
    * @default - no limits
@@ -148,6 +155,7 @@ export class AgentScheduler extends Construct {
         (props.starvation?.attentionAfter ?? Duration.minutes(60)).toSeconds(),
       ),
       IDLE_RETRY_MAX_SECONDS: String((props.idleClaimRetryMax ?? Duration.seconds(90)).toSeconds()),
+      ROUTINE_EVENTS: String(props.routineEvents ?? false),
     };
     const fn = (
       fnId: string,

@@ -71,7 +71,8 @@ const scheduler = new Scheduler(
     events,
     // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
     // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
-    settings: { missedRunGraceSeconds: 5, idleRetryMaxMs: 2_000 },
+    // Events cost nothing here either: the feed shows every task's way.
+    settings: { missedRunGraceSeconds: 5, idleRetryMaxMs: 2_000, routineEvents: true },
     declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
   }),
 );

@@ -20,6 +20,14 @@ function numberEnv(name: string, fallback: number, env: NodeJS.ProcessEnv): numb
   return value;
 }
 
+function booleanEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false')
+    throw new Error(`environment variable ${name} must be true or false`);
+  return raw === 'true';
+}
+
 export interface FunctionConfig {
   readonly tables: TableNames;
   readonly queues: QueueDirectory;
@@ -33,6 +41,8 @@ export interface FunctionConfig {
   };
   /** The longest wait an empty claim suggests to an idle agent. */
   readonly idleRetryMaxSeconds: number;
+  /** Whether `task.submitted`, `task.claimed` and `task.completed` are published. */
+  readonly routineEvents: boolean;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
 }
@@ -54,6 +64,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
       attentionAfterSeconds: numberEnv('STARVATION_ATTENTION_AFTER_SECONDS', 3_600, env),
     },
     idleRetryMaxSeconds: numberEnv('IDLE_RETRY_MAX_SECONDS', 90, env),
+    routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
     queueLimits: JSON.parse(env.QUEUE_LIMITS ?? '{}') as FunctionConfig['queueLimits'],
   };
 }

@@ -56,6 +56,12 @@ export interface SchedulerSettings {
    */
   readonly idleRetryBaseMs: number;
   readonly idleRetryMaxMs: number;
+  /**
+   * Whether the three events every task causes on its way (`task.submitted`, `task.claimed`, `task.completed`)
+   * are published. Off, a task that succeeds costs no event at all ($1 per million events each in EventBridge);
+   * everything that needs a look (failures, losses, starvation, agents, roles, schedules) is always published.
+   */
+  readonly routineEvents: boolean;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -74,6 +80,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   queueLimits: {},
   idleRetryBaseMs: 500,
   idleRetryMaxMs: 90_000,
+  routineEvents: false,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

@@ -3,13 +3,14 @@
  */
 import { errorName } from '#domain/errors';
 import type { EventType, SchedulerEvent } from '#domain/events';
-import { schedulerEvent } from '#domain/events';
+import { ROUTINE_EVENT_TYPES, schedulerEvent } from '#domain/events';
 import type { SchedulerContext } from './context';
 
 export async function emit(
   ctx: SchedulerContext,
-  events: readonly { type: EventType; fields?: Omit<SchedulerEvent, 'version' | 'type' | 'time'> }[],
+  all: readonly { type: EventType; fields?: Omit<SchedulerEvent, 'version' | 'type' | 'time'> }[],
 ): Promise<void> {
+  const events = ctx.settings.routineEvents ? all : all.filter((e) => !ROUTINE_EVENT_TYPES.has(e.type));
   if (events.length === 0) return;
   const now = ctx.now();
   try {

@@ -33,6 +33,7 @@ export function schedulerFromEnvironment(
       retentionSeconds: config.retentionSeconds,
       starvation: config.starvation,
       idleRetryMaxMs: config.idleRetryMaxSeconds * 1_000,
+      routineEvents: config.routineEvents,
       queueLimits: config.queueLimits,
     },
     log,

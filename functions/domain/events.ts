@@ -27,6 +27,13 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** The events of a task's ordinary way from submit to success: published only when asked for (cost). */
+export const ROUTINE_EVENT_TYPES: ReadonlySet<EventType> = new Set([
+  'task.submitted',
+  'task.claimed',
+  'task.completed',
+]);
+
 export interface SchedulerEvent {
   readonly version: typeof EVENT_SCHEMA_VERSION;
   readonly type: EventType;

@@ -170,6 +170,13 @@ describe('AgentScheduler construct', () => {
       expect(resource.Properties.Environment.Variables.IDLE_RETRY_MAX_SECONDS).toBe('90');
     });
 
+    it('routine task events are off by default, for every function that publishes events', () => {
+      for (const fn of [stack.scheduler.functions.agentApi, stack.scheduler.functions.supervisor]) {
+        const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+        expect(resource.Properties.Environment.Variables.ROUTINE_EVENTS).toBe('false');
+      }
+    });
+
     it('every function logs to a log group of its own with a retention period', () => {
       for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
         expect(group.Properties.RetentionInDays).toBe(30);

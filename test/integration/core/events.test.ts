@@ -22,7 +22,12 @@ describe('lifecycle events', () => {
   };
 
   beforeAll(async () => {
-    stack = await createTestStack({ events: feed, random: () => 0, queues: ['work', 'crash'] });
+    stack = await createTestStack({
+      events: feed,
+      random: () => 0,
+      queues: ['work', 'crash'],
+      settings: { routineEvents: true },
+    });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -99,5 +104,39 @@ describe('lifecycle events', () => {
       ['schedule.fired', '2027-06-01T10:00:00.000Z'],
       ['schedule.skipped', '2027-06-01T10:01:00.000Z'],
     ]);
+  });
+});
+
+describe('lifecycle events by default', () => {
+  let stack: TestStack;
+  const feed = new LocalEventFeed();
+
+  beforeAll(async () => {
+    stack = await createTestStack({ events: feed, queues: ['work'] });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('a task that succeeds publishes nothing; a failure and a death are still published', async () => {
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler);
+    const ok = await scheduler.submit({ queue: 'work', payload: {} });
+    const [first] = await claimUntil(scheduler, agent, 1);
+    await scheduler.complete({
+      agentId: agent.agentId,
+      taskId: ok.task.taskId,
+      leaseEpoch: first?.leaseEpoch ?? 0,
+    });
+    const doomed = await scheduler.submit({ queue: 'work', payload: {}, maxAttempts: 1 });
+    const [second] = await claimUntil(scheduler, agent, 1);
+    await scheduler.fail(
+      { agentId: agent.agentId, taskId: doomed.task.taskId, leaseEpoch: second?.leaseEpoch ?? 0 },
+      { message: 'no', retryable: false },
+    );
+
+    const events = feed.read(0, 1_000).events;
+    expect(events.filter((e) => e.taskId === ok.task.taskId)).toEqual([]);
+    expect(events.map((e) => e.type)).toEqual(['agent.online', 'task.dead', 'task.failed']);
   });
 });

@@ -55,7 +55,7 @@ describe('supervisor pass', () => {
       .read(0, 1_000)
       .events.filter((e) => e.taskId === task.taskId || e.queue === 'starving')
       .map((e) => e.type);
-    expect(types).toEqual(['task.submitted', 'task.starved', 'queue.noCapableAgent']);
+    expect(types).toEqual(['task.starved', 'queue.noCapableAgent']);
     // The promoted task is claimable from its new, more urgent queue.
     const agent = await startAgent(scheduler, { queues: ['starving'] });
     const [claimed] = await claimUntil(scheduler, agent, 1);

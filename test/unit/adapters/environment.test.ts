@@ -19,6 +19,12 @@ describe('function configuration', () => {
     expect(config.queues.urlFor('work', 'high')).toBe('https://sqs.eu-west-1.amazonaws.com/123456789012/w-h');
     expect(config.leaseTtlSeconds).toBe(45);
     expect(config.heartbeatIntervalSeconds).toBe(10);
+    expect(config.routineEvents).toBe(false);
+    expect(schedulerConfigFromEnv({ ...env, ROUTINE_EVENTS: 'true' }).routineEvents).toBe(true);
+  });
+
+  it('refuses a boolean that is neither true nor false', () => {
+    expect(() => schedulerConfigFromEnv({ ...env, ROUTINE_EVENTS: 'yes' })).toThrow(/ROUTINE_EVENTS/);
   });
 
   it.each(['TASKS_TABLE_NAME', 'AGENTS_TABLE_NAME', 'LEASES_TABLE_NAME', 'QUEUE_DIRECTORY'])(
