@@ -14,6 +14,7 @@ import { createContext, DEFAULT_SETTINGS } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { percentile } from '#local/percentile';
 import { scratchStack } from '#local/scratch-stack';
+import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
@@ -147,7 +148,9 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
         return { client, sessionId };
       }),
     );
-    const payload = { data: 'x'.repeat(Math.max(0, payloadBytes - JSON.stringify({ data: '' }).length)) };
+    // Random text: payloads are stored deflated when that is smaller, and a repeated character would make any
+    // size look free.
+    const payload = randomTextPayload(payloadBytes, seededRandom(7));
 
     meter.reset();
     api.calls = 0;

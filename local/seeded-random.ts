@@ -9,3 +9,16 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * A JSON payload of exactly `bytes` bytes (at least 11) made of random base64url text: the payload a compressor
+ * does worst with short of encrypted data (six bits of entropy per byte, so deflate saves about a quarter).
+ */
+export function randomTextPayload(bytes: number, random: () => number): { data: string } {
+  const length = Math.max(0, bytes - JSON.stringify({ data: '' }).length);
+  let data = '';
+  for (let i = 0; i < length; i++) data += BASE64URL[Math.floor(random() * 64)];
+  return { data };
+}

@@ -1,6 +1,7 @@
 /**
  * The tasks table: the state item every transition rewrites, and the payload item written once.
  */
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
@@ -27,6 +28,32 @@ const optionalNumber = (value: unknown): number | undefined =>
 const optionalString = (value: unknown): string | undefined =>
   typeof value === 'string' ? value : undefined;
 const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : undefined);
+
+/**
+ * Payloads shorter than this are stored as they are: they fit a write unit with the item's keys anyway.
+ * DynamoDB bills writes per started kilobyte of item, so a longer one is stored deflated when that is smaller:
+ * a 1 KB JSON payload of random base64 (the worst case short of encrypted data) fits one write unit, not two.
+ */
+const COMPRESS_FROM_BYTES = 512;
+
+/** The attributes holding a payload: `payload` (JSON text) or `payloadDeflated` (raw deflate of it). */
+export function payloadAttributes(
+  payloadJson: string,
+): { payload: string } | { payloadDeflated: Uint8Array } {
+  if (Buffer.byteLength(payloadJson) < COMPRESS_FROM_BYTES) return { payload: payloadJson };
+  const deflated = deflateRawSync(payloadJson);
+  return deflated.length < Buffer.byteLength(payloadJson)
+    ? { payloadDeflated: deflated }
+    : { payload: payloadJson };
+}
+
+/** The payload's JSON text from a payload item, whichever way it was stored; undefined when it has none. */
+export function payloadJsonOf(item: Item): string | undefined {
+  if (typeof item.payload === 'string') return item.payload;
+  if (item.payloadDeflated instanceof Uint8Array)
+    return inflateRawSync(item.payloadDeflated).toString('utf8');
+  return undefined;
+}
 
 /** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
 export function taskFromItem(item: Item): Task {
@@ -129,7 +156,7 @@ export class TaskTable {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...payloadKey(taskId), payload: payloadJson, specHash, purgeAt },
+          Item: { ...payloadKey(taskId), ...payloadAttributes(payloadJson), specHash, purgeAt },
           ConditionExpression: `attribute_not_exists(${e.n('taskId')}) OR ${e.n('specHash')} = ${e.v(specHash)}`,
           ...e.attributes(),
         }),
@@ -183,8 +210,10 @@ export class TaskTable {
   async getPayloads(taskIds: readonly string[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     const collect = (items: Item[]) => {
-      for (const item of items)
-        if (typeof item.payload === 'string') found.set(String(item.taskId), item.payload);
+      for (const item of items) {
+        const json = payloadJsonOf(item);
+        if (json !== undefined) found.set(String(item.taskId), json);
+      }
     };
     collect(await this.batchGet(taskIds.map(payloadKey), false));
     const missing = taskIds.filter((id) => !found.has(id));
