@@ -231,27 +231,40 @@ async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: nu
   return session;
 }
 
+/** When each SQS queue (by URL) was last found empty, per context: one per function instance. */
+const foundEmpty = new WeakMap<SchedulerContext, Map<string, number>>();
+
 /**
  * Reads up to `capacity` hints: priority tiers in the claim order (see `claimOrder`), and within a tier the
- * agent's queues starting at a random one so no queue is always last.
+ * agent's queues starting at a random one so no queue is always last. Tiers found empty in the last
+ * `emptyTierRecheckMs` are read only if the others did not fill the claim.
  */
 async function receiveHints(ctx: SchedulerContext, queues: readonly string[], capacity: number) {
   const hints: ReceivedHint[] = [];
   const poison: Parameters<SchedulerContext['queues']['delete']>[0][number][] = [];
   const offset = Math.floor(ctx.random() * queues.length);
   const rotated = [...queues.slice(offset), ...queues.slice(0, offset)];
-  for (const priority of claimOrder(ctx.random(), ctx.settings.priorityWeights)) {
-    for (const queue of rotated) {
-      const wanted = capacity - hints.length;
-      if (wanted <= 0) break;
-      const batch = await ctx.queues.receive(queue, priority, {
-        max: wanted,
-        visibilityTimeoutSeconds: ctx.settings.claimVisibilityTimeoutSeconds,
-        waitTimeSeconds: ctx.settings.receiveWaitSeconds,
-      });
-      hints.push(...batch.hints);
-      poison.push(...batch.poison);
-    }
+  const tiers = claimOrder(ctx.random(), ctx.settings.priorityWeights).flatMap((priority) =>
+    rotated.map((queue) => ({ queue, priority, url: ctx.queues.directory.urlFor(queue, priority) })),
+  );
+  let empty = foundEmpty.get(ctx);
+  if (!empty) foundEmpty.set(ctx, (empty = new Map()));
+  const now = ctx.now();
+  const recentlyEmpty = (url: string) =>
+    (empty.get(url) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;
+  const skipped = tiers.filter((tier) => recentlyEmpty(tier.url));
+  for (const tier of [...tiers.filter((t) => !recentlyEmpty(t.url)), ...skipped]) {
+    const wanted = capacity - hints.length;
+    if (wanted <= 0) break;
+    const batch = await ctx.queues.receive(tier.queue, tier.priority, {
+      max: wanted,
+      visibilityTimeoutSeconds: ctx.settings.claimVisibilityTimeoutSeconds,
+      waitTimeSeconds: ctx.settings.receiveWaitSeconds,
+    });
+    if (batch.hints.length === 0 && batch.poison.length === 0) empty.set(tier.url, now);
+    else empty.delete(tier.url);
+    hints.push(...batch.hints);
+    poison.push(...batch.poison);
   }
   if (poison.length > 0) await ctx.queues.delete(poison).catch(logged(ctx, 'delete unreadable messages'));
   return hints;

@@ -62,6 +62,13 @@ export interface SchedulerSettings {
    * everything that needs a look (failures, losses, starvation, agents, roles, schedules) is always published.
    */
   readonly routineEvents: boolean;
+  /**
+   * A priority tier a claim found empty is passed over by later claims (of the same function instance) for this
+   * long, unless the other tiers cannot fill them. Under load each empty tier would otherwise cost an SQS
+   * receive per claim; the price is that work arriving in a tier just found empty may wait this long behind
+   * work of other tiers.
+   */
+  readonly emptyTierRecheckMs: number;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -81,6 +88,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   idleRetryBaseMs: 500,
   idleRetryMaxMs: 90_000,
   routineEvents: false,
+  emptyTierRecheckMs: 1_000,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */
