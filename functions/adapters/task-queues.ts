@@ -8,6 +8,7 @@ import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -137,6 +138,44 @@ export class TaskQueues {
     readonly sqs: SQSClient,
     readonly directory: QueueDirectory,
   ) {}
+
+  /**
+   * Sends many hints, ten per request per SQS queue (`SendMessageBatch`). Returns the hints SQS did not take,
+   * whether it refused them one by one or the whole request failed.
+   */
+  async sendMany(
+    hints: readonly { queue: string; priority: Priority; hint: DispatchHint; delaySeconds: number }[],
+  ): Promise<DispatchHint[]> {
+    const byUrl = new Map<string, (typeof hints)[number][]>();
+    for (const h of hints) {
+      const url = this.directory.urlFor(h.queue, h.priority);
+      byUrl.set(url, [...(byUrl.get(url) ?? []), h]);
+    }
+    const requests: Promise<DispatchHint[]>[] = [];
+    for (const [url, group] of byUrl) {
+      for (let i = 0; i < group.length; i += 10) {
+        const chunk = group.slice(i, i + 10);
+        requests.push(
+          this.sqs
+            .send(
+              new SendMessageBatchCommand({
+                QueueUrl: url,
+                Entries: chunk.map((h, index) => ({
+                  Id: String(index),
+                  MessageBody: encodeHint(h.hint),
+                  DelaySeconds: Math.max(0, Math.min(900, Math.ceil(h.delaySeconds))),
+                })),
+              }),
+            )
+            .then(
+              (output) => (output.Failed ?? []).flatMap((f) => chunk[Number(f.Id)]?.hint ?? []),
+              () => chunk.map((h) => h.hint),
+            ),
+        );
+      }
+    }
+    return (await Promise.all(requests)).flat();
+  }
 
   async send(queue: string, priority: Priority, hint: DispatchHint, delaySeconds = 0): Promise<void> {
     await this.sqs.send(

@@ -7,6 +7,7 @@ import { translateAwsError } from '#adapters/aws-errors';
 import { isSchedulerError, ValidationError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
+import { dispatchMany, type PendingDispatch } from './dispatch';
 import { completeTask, type LeaseRef } from './finish';
 import { submitTask } from './submit';
 
@@ -49,9 +50,17 @@ export async function submitBatch(
   ctx: SchedulerContext,
   input: unknown,
 ): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
-  return Promise.all(
-    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) => outcomeOf(submitTask(ctx, spec))),
+  const pending: PendingDispatch[] = [];
+  const settled = await Promise.allSettled(
+    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) => outcomeOf(submitTask(ctx, spec, { pending }))),
   );
+  // Each hint is sent after its task is written, as for a single submission, and the hints share requests;
+  // the tasks written are hinted even when another item fails the call.
+  await dispatchMany(ctx, pending);
+  return settled.map((outcome) => {
+    if (outcome.status === 'rejected') throw outcome.reason;
+    return outcome.value;
+  });
 }
 
 export interface Completion {

@@ -28,3 +28,28 @@ export async function dispatch(
     return false;
   }
 }
+
+/** A hint to send once several submissions are written, so they share `SendMessageBatch` requests. */
+export interface PendingDispatch {
+  readonly task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch'>;
+  readonly delaySeconds: number;
+}
+
+/** `dispatch` for many tasks at once: ten hints per SQS request. Failures are logged, as for one. */
+export async function dispatchMany(
+  ctx: SchedulerContext,
+  pending: readonly PendingDispatch[],
+): Promise<void> {
+  if (pending.length === 0) return;
+  const failed = await ctx.queues.sendMany(
+    pending.map(({ task, delaySeconds }) => ({
+      queue: task.queue,
+      priority: task.priority,
+      hint: { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+      delaySeconds,
+    })),
+  );
+  for (const hint of failed) {
+    ctx.log.warn('dispatch failed; reconcile will send the task again', { taskId: hint.taskId });
+  }
+}

@@ -11,7 +11,7 @@ import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
 import { dueShardFor, type SchedulerContext } from './context';
-import { dispatch } from './dispatch';
+import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
 import { dueAtAfterDispatch } from './transitions';
 
@@ -38,13 +38,18 @@ const specHashOf = (spec: TaskSpec): string =>
 
 /**
  * `notBefore`: for internal callers (a schedule fired ahead of its time), the exact moment the task may be
- * claimed, in place of the caller's whole-second `delaySeconds`.
+ * claimed, in place of the caller's whole-second `delaySeconds`. `pending`: where a batch collects the hints to
+ * send together once every item is written, instead of one SQS request each.
  */
 export async function submitTask(
   ctx: SchedulerContext,
   input: unknown,
-  options: { notBefore?: number } = {},
+  options: { notBefore?: number; pending?: PendingDispatch[] } = {},
 ): Promise<SubmitResult> {
+  const send = async (task: Task, delaySeconds: number) => {
+    if (options.pending) options.pending.push({ task, delaySeconds });
+    else await dispatch(ctx, task, delaySeconds);
+  };
   const spec = parseTaskSpec(input);
   if (!ctx.queues.directory.has(spec.queue)) {
     throw new ValidationError(`queue: ${spec.queue} does not exist`, { context: { queue: spec.queue } });
@@ -97,12 +102,12 @@ export async function submitTask(
     // A retry of a submission whose first call may have died between the write and the send: send again.
     // A duplicate hint is harmless, a missing one would cost a reconcile delay.
     if (existing.status === 'queued' && existing.leaseEpoch === 0 && sendsNow) {
-      await dispatch(ctx, existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
+      await send(existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
     }
     return { task: existing, created: false };
   }
   // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (its notBefore is exact).
-  if (sendsNow) await dispatch(ctx, task, Math.ceil(delaySeconds));
+  if (sendsNow) await send(task, Math.ceil(delaySeconds));
   await emit(ctx, [
     { type: 'task.submitted', fields: { taskId, queue: task.queue, data: { priority: task.priority } } },
   ]);

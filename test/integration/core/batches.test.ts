@@ -7,7 +7,7 @@ import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import { isAgentSchedulerError } from '#sdk/errors';
 import type { ClaimedTask } from '#sdk/types';
-import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_batches';
 
@@ -17,7 +17,7 @@ describe('batches', () => {
   let operator: AgentSchedulerClient;
 
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['work'] });
+    stack = await createTestStack({ queues: ['work', 'bulk'] });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
   });
@@ -42,6 +42,20 @@ describe('batches', () => {
     const again = await operator.submitTasks(specs);
     expect(again.map((r) => r.ok && r.created)).toEqual([false, false, false]);
     expect(again[0]?.ok && again[0].task.taskId).toBe(first[0]?.ok && first[0].task.taskId);
+  });
+
+  it('a batch of 25 sends its hints ten to an SQS request, and every task can be claimed', async () => {
+    const { meter, scheduler } = stack;
+    meter.reset();
+    const results = await operator.submitTasks(
+      Array.from({ length: 25 }, (_, n) => ({ queue: 'bulk', payload: { n } })),
+    );
+    const sends = meter.requests.filter((r) => r.service === 'sqs').map((r) => r.operation);
+    expect(sends).toEqual(['SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageBatchCommand']);
+    const submitted = results.map((r) => (r.ok ? r.task.taskId : ''));
+    const agent = await startAgent(scheduler, { queues: ['bulk'], maxConcurrency: 25 });
+    const claimed = await claimUntil(scheduler, agent, 25, 5_000, 10);
+    expect(claimed.map((t) => t.taskId).sort()).toEqual([...submitted].sort());
   });
 
   it('refuses a batch that is not 1 to 25 tasks, writing nothing', async () => {

@@ -6,6 +6,7 @@ import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -78,6 +79,33 @@ describe('error paths', () => {
     ).rejects.toBeInstanceOf(IdempotencyConflictError);
     expect(ddb).toHaveReceivedCommandTimes(PutCommand, 1);
     expect(sqs).not.toHaveReceivedCommand(SendMessageCommand);
+  });
+
+  it('a batch whose hints SQS partly refuses is still created, and the refused ones are left to reconcile', async () => {
+    const { log, entries } = recordingLog();
+    const scheduler = new Scheduler(mockContext(log));
+    ddb.on(PutCommand).resolves({});
+    sqs.on(SendMessageBatchCommand).resolves({
+      Successful: [{ Id: '0', MessageId: 'm0', MD5OfMessageBody: 'x' }],
+      Failed: [{ Id: '1', Code: 'InternalError', SenderFault: false }],
+    });
+
+    const results = await scheduler.submitBatch([
+      { queue: 'work', payload: 1 },
+      { queue: 'work', payload: 2 },
+    ]);
+
+    expect(results.map((r) => r.ok && r.created)).toEqual([true, true]);
+    expect(sqs).toHaveReceivedCommandTimes(SendMessageBatchCommand, 1);
+    expect(sqs).not.toHaveReceivedCommand(SendMessageCommand);
+    const refused = results[1]?.ok ? results[1].task.taskId : '';
+    expect(entries).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        message: expect.stringMatching(/reconcile/),
+        extra: { taskId: refused },
+      }),
+    ]);
   });
 
   it('throttling that outlasts the SDK retries is a 503, not a 500', async () => {
