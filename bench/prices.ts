@@ -16,6 +16,12 @@ export const PRICES = {
     request: 0.4 / 1e6,
     source: 'https://aws.amazon.com/sqs/pricing/',
   },
+  s3: {
+    /** S3 Standard, per PUT and per GET request (large payloads); storage is not counted, as for DynamoDB. */
+    put: 0.005 / 1e3,
+    get: 0.0004 / 1e3,
+    source: 'https://aws.amazon.com/s3/pricing/',
+  },
   apiGateway: {
     /** HTTP APIs, first 300 million requests a month, per request of up to 512 KB. */
     httpRequest: 1.0 / 1e6,

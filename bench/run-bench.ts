@@ -97,6 +97,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const meter = new AwsMeter();
   meter.attach(dynamodb, 'dynamodb');
   meter.attach(sqs, 'sqs');
+  meter.attach(scratch.s3, 's3');
 
   let events = 0;
   const countingEvents: EventPublisher = {
@@ -112,6 +113,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       tables,
       queues,
       events: countingEvents,
+      payloadBucket: { s3: scratch.s3, bucketName: scratch.payloadBucket },
       settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50 },
     }),
   );
@@ -228,6 +230,8 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     const operationsOfRun = new Map(api.byOperation);
     const totals = meter.totals();
     const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
+    const s3Puts = meter.totals((r) => r.service === 's3' && r.operation === 'PutObjectCommand').requests;
+    const s3Gets = meter.totals((r) => r.service === 's3' && r.operation === 'GetObjectCommand').requests;
     // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
     const authorizerInvocations = agentCount * Math.ceil(durationMs / 60_000);
     const perTask = {
@@ -235,6 +239,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       dynamodbReadUnits: round(totals.readUnits / total),
       dynamodbIndexWriteUnits: round(totals.indexWriteUnits / total),
       sqsRequests: round(sqsRequests / total),
+      s3Requests: round((s3Puts + s3Gets) / total),
       apiCalls: round(api.calls / total),
       lambdaInvocations: round((api.calls + authorizerInvocations) / total),
       lambdaMs: round(api.lambdaMs / total, 2),
@@ -249,6 +254,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       dynamodb:
         (totals.writeUnits * PRICES.dynamodb.writeUnit + totals.readUnits * PRICES.dynamodb.readUnit) / total,
       sqs: (sqsRequests * PRICES.sqs.request) / total,
+      s3: (s3Puts * PRICES.s3.put + s3Gets * PRICES.s3.get) / total,
       apiGateway: (api.calls * PRICES.apiGateway.httpRequest) / total,
       lambda:
         ((api.calls + authorizerInvocations) * PRICES.lambda.request +

@@ -9,13 +9,16 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DUE_INDEX } from '../functions/adapters/tables';
+import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
-import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import { PAYLOAD_PREFIX, PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
 import { SchedulerApi } from './scheduler-api';
@@ -104,6 +107,8 @@ export class AgentScheduler extends Construct {
   readonly deadLetterQueue: Queue;
   /** Lifecycle events (`source: agent-scheduler`): task, agent, schedule and queue events, schema version 1. */
   readonly eventBus: EventBus;
+  /** Payloads larger than about ten kilobytes, which cost less as S3 objects than as DynamoDB write units. */
+  readonly payloads: PayloadBucket;
   readonly schedules: TaskSchedules;
   /** The schedule group every schedule of this scheduler lives in, declared or created at run time. */
   readonly scheduleGroup: TaskSchedules['group'];
@@ -136,6 +141,16 @@ export class AgentScheduler extends Construct {
 
     this.eventBus = new EventBus(this, 'Events', { description: 'agent-scheduler lifecycle events' });
 
+    // A payload may be needed until the longest delay, then the longest queue age, then the retention are over.
+    this.payloads = new PayloadBucket(this, 'Payloads', {
+      expiration: Duration.days(
+        Math.ceil(
+          (LIMITS.delaySeconds + DEFAULT_SETTINGS.maxQueueAgeSeconds + retention.toSeconds()) / 86_400,
+        ),
+      ),
+      removalPolicy,
+    });
+
     const environment = {
       TASKS_TABLE_NAME: this.tables.tasks.tableName,
       AGENTS_TABLE_NAME: this.tables.agents.tableName,
@@ -145,6 +160,7 @@ export class AgentScheduler extends Construct {
       HEARTBEAT_INTERVAL_SECONDS: String(heartbeatInterval.toSeconds()),
       TASK_RETENTION_SECONDS: String(retention.toSeconds()),
       EVENT_BUS_NAME: this.eventBus.eventBusName,
+      PAYLOAD_BUCKET_NAME: this.payloads.bucket.bucketName,
       STARVATION_PROMOTE_AFTER_SECONDS: String(
         (props.starvation?.promoteAfter ?? Duration.minutes(5)).toSeconds(),
       ),
@@ -322,6 +338,9 @@ export class AgentScheduler extends Construct {
     onQueues(scheduleFire, 'sqs:SendMessage');
 
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
+    // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
+    for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
+    this.payloads.grantRead(agentApi);
     // A task that dies leaves a record in its queue's dead-letter queue.
     for (const fn of [agentApi, supervisor])
       for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');
@@ -421,6 +440,24 @@ export class AgentScheduler extends Construct {
             'This queue is itself a dead-letter queue (of SQS redrive, EventBridge Scheduler or asynchronous invocations).',
         },
       );
+    }
+    Validations.of(this.payloads.bucket).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-S1',
+      reason:
+        'Objects are task payloads written once and read by the scheduler functions alone; every submission and claim is already in the API access log. A log bucket would cost more than the payloads.',
+    });
+    const payloadObjects = `${Stack.of(this).getLogicalId(this.payloads.bucket.node.defaultChild as CfnBucket)}.Arn>/${PAYLOAD_PREFIX}*`;
+    for (const fn of [
+      this.functions.agentApi,
+      this.functions.operatorApi,
+      this.functions.supervisor,
+      this.functions.scheduleFire,
+    ]) {
+      Validations.of(fn.role ?? fn).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${payloadObjects}]`,
+        reason:
+          'Payload objects are named by task id and specification at run time; the grant is one action (put or get) under the payloads/ prefix.',
+      });
     }
     const health = this.api.routes.get('GET /v1/health');
     if (health) {

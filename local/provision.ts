@@ -8,6 +8,7 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { BucketAlreadyOwnedByYou, CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createTableInput, TABLE_DEFINITIONS, type TableNames } from '#adapters/tables';
 import { type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
@@ -90,4 +91,15 @@ export async function provisionQueues(
     directory[queue] = { ...(Object.fromEntries(urls) as PriorityQueueUrls), deadLetter: dlq.QueueUrl };
   }
   return new QueueDirectory(directory);
+}
+
+/** The bucket for large payloads, `<prefix>-payloads` in S3's alphabet; creating it again is harmless. */
+export async function provisionPayloadBucket(s3: S3Client, prefix: string): Promise<string> {
+  const bucketName = `${prefix.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-payloads`.slice(-63);
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: bucketName }));
+  } catch (error) {
+    if (!(error instanceof BucketAlreadyOwnedByYou)) throw error;
+  }
+  return bucketName;
 }

@@ -16,6 +16,7 @@ import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
+import type { PayloadObjects } from './payload-objects';
 import { DUE_INDEX, TASK_PART } from './tables';
 
 type Item = Record<string, unknown>;
@@ -47,12 +48,23 @@ export function payloadAttributes(
     : { payload: payloadJson };
 }
 
-/** The payload's JSON text from a payload item, whichever way it was stored; undefined when it has none. */
+/** The payload's JSON text from a payload item that holds it; undefined when it has none (or names an object). */
 export function payloadJsonOf(item: Item): string | undefined {
   if (typeof item.payload === 'string') return item.payload;
-  if (item.payloadDeflated instanceof Uint8Array)
-    return inflateRawSync(item.payloadDeflated).toString('utf8');
+  if (item.payloadDeflated instanceof Uint8Array) return decodePayload(item.payloadDeflated, 'deflate');
   return undefined;
+}
+
+type PayloadEncoding = 'json' | 'deflate';
+
+const decodePayload = (bytes: Uint8Array, encoding: PayloadEncoding): string =>
+  (encoding === 'deflate' ? inflateRawSync(bytes) : Buffer.from(bytes)).toString('utf8');
+
+/** Where large payloads go; without it every payload stays in its DynamoDB item. */
+export interface PayloadObjectStore {
+  readonly objects: PayloadObjects;
+  /** Payloads larger than this once encoded become S3 objects. */
+  readonly fromBytes: number;
 }
 
 /** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
@@ -143,20 +155,34 @@ export class TaskTable {
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
+    readonly payloadObjects?: PayloadObjectStore,
   ) {}
 
   /**
    * Writes the payload item. A second write for the same task must carry the same specification hash, so an
    * idempotency key reused for a different task cannot overwrite the first one's payload.
    * Returns false when the id is taken by a different specification.
+   *
+   * A large payload is written to S3 first, under a key that names the specification, so the item never names
+   * a missing object and a conflicting submission cannot overwrite the object of the task that holds the id.
    */
   async putPayload(taskId: string, payloadJson: string, specHash: string, purgeAt: number): Promise<boolean> {
     const e = new Expression();
+    const inline = payloadAttributes(payloadJson);
+    const [bytes, encoding]: [Uint8Array, PayloadEncoding] =
+      'payload' in inline ? [Buffer.from(inline.payload), 'json'] : [inline.payloadDeflated, 'deflate'];
+    const store = this.payloadObjects;
+    let attributes: Item = inline;
+    if (store && bytes.length > store.fromBytes) {
+      const key = `payloads/${taskId}/${specHash}`;
+      await store.objects.put(key, bytes);
+      attributes = { payloadObject: key, payloadEncoding: encoding, payloadObjectBytes: bytes.length };
+    }
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...payloadKey(taskId), ...payloadAttributes(payloadJson), specHash, purgeAt },
+          Item: { ...payloadKey(taskId), ...attributes, specHash, purgeAt },
           ConditionExpression: `attribute_not_exists(${e.n('taskId')}) OR ${e.n('specHash')} = ${e.v(specHash)}`,
           ...e.attributes(),
         }),
@@ -209,16 +235,27 @@ export class TaskTable {
    */
   async getPayloads(taskIds: readonly string[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
-    const collect = (items: Item[]) => {
-      for (const item of items) {
-        const json = payloadJsonOf(item);
-        if (json !== undefined) found.set(String(item.taskId), json);
-      }
+    const collect = async (items: Item[]) => {
+      await Promise.all(
+        items.map(async (item) => {
+          const json = await this.payloadJsonOf(item);
+          if (json !== undefined) found.set(String(item.taskId), json);
+        }),
+      );
     };
-    collect(await this.batchGet(taskIds.map(payloadKey), false));
+    await collect(await this.batchGet(taskIds.map(payloadKey), false));
     const missing = taskIds.filter((id) => !found.has(id));
-    if (missing.length > 0) collect(await this.batchGet(missing.map(payloadKey), true));
+    if (missing.length > 0) await collect(await this.batchGet(missing.map(payloadKey), true));
     return found;
+  }
+
+  /** A payload item's JSON, from its object when it names one; undefined when the object is gone. */
+  private async payloadJsonOf(item: Item): Promise<string | undefined> {
+    if (typeof item.payloadObject !== 'string') return payloadJsonOf(item);
+    if (!this.payloadObjects)
+      throw new Error(`task ${String(item.taskId)} has its payload in S3, unconfigured`);
+    const bytes = await this.payloadObjects.objects.get(item.payloadObject);
+    return bytes && decodePayload(bytes, item.payloadEncoding === 'deflate' ? 'deflate' : 'json');
   }
 
   /** One conditional update of a state item; on a failed condition, the task as it is now. */

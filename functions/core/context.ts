@@ -3,10 +3,12 @@
  * randomness. Clock and randomness are injected so tests can move time and draw deterministic jitter.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { type EventPublisher, noEvents } from '#adapters/event-publishers';
+import { PayloadObjects } from '#adapters/payload-objects';
 import { RoleTable } from '#adapters/role-table';
 import { SessionTable } from '#adapters/session-table';
 import { DUE_SHARDS, type TableNames } from '#adapters/tables';
@@ -69,6 +71,11 @@ export interface SchedulerSettings {
    * work of other tiers.
    */
   readonly emptyTierRecheckMs: number;
+  /**
+   * Payloads larger than this, once deflated, are stored as S3 objects when a payload bucket is given: past
+   * about ten kilobytes a PUT ($5 per million) costs less than the write units the item would take.
+   */
+  readonly payloadObjectFromBytes: number;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -89,6 +96,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   idleRetryMaxMs: 90_000,
   routineEvents: false,
   emptyTierRecheckMs: 1_000,
+  payloadObjectFromBytes: 10 * 1024,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */
@@ -133,6 +141,8 @@ export interface SchedulerDependencies {
   readonly scheduleBackend?: ScheduleBackend;
   /** @default none: events are dropped */
   readonly events?: EventPublisher;
+  /** Where large payloads go. @default none: every payload stays in DynamoDB */
+  readonly payloadBucket?: { readonly s3: S3Client; readonly bucketName: string };
 }
 
 export function createContext(deps: SchedulerDependencies): SchedulerContext {
@@ -141,7 +151,14 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   });
   return {
-    tasks: new TaskTable(doc, deps.tables.tasks),
+    tasks: new TaskTable(
+      doc,
+      deps.tables.tasks,
+      deps.payloadBucket && {
+        objects: new PayloadObjects(deps.payloadBucket.s3, deps.payloadBucket.bucketName),
+        fromBytes: settings.payloadObjectFromBytes,
+      },
+    ),
     sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
     roles: new RoleTable(doc, deps.tables.leases),
     agents: new AgentTable(doc, deps.tables.agents),

@@ -4,6 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
@@ -40,6 +41,9 @@ export function schedulerFromEnvironment(
     declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
     ...(env.EVENT_BUS_NAME
       ? { events: new EventBridgePublisher(new EventBridgeClient({}), env.EVENT_BUS_NAME) }
+      : {}),
+    ...(env.PAYLOAD_BUCKET_NAME
+      ? { payloadBucket: { s3: new S3Client({}), bucketName: env.PAYLOAD_BUCKET_NAME } }
       : {}),
     ...(options.schedules
       ? {

@@ -7,6 +7,7 @@
  * `QueueUrl` (`useQueueUrlAsEndpoint`), which does not resolve on hosts without `*.localhost` DNS.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
 export const LOCAL_REGION = 'us-east-1';
@@ -31,6 +32,17 @@ export function localSqsClient(endpoint: string): SQSClient {
     region: LOCAL_REGION,
     endpoint,
     credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
+}
+
+/** fauxqs serves S3 on the SQS endpoint; path-style addressing keeps the bucket out of the host name. */
+export function localS3Client(endpoint: string): S3Client {
+  return new S3Client({
+    region: LOCAL_REGION,
+    endpoint,
+    credentials: LOCAL_CREDENTIALS,
+    forcePathStyle: true,
     maxAttempts: 3,
   });
 }

@@ -11,8 +11,8 @@ import { createContext, type SchedulerContext, type SchedulerSettings } from '#c
 import { Scheduler } from '#core/scheduler';
 import type { ScheduleBackend } from '#core/schedules';
 import type { SchedulerEvent } from '#domain/events';
-import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
-import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emulators/clients';
+import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { startLocalServer } from '#local/server';
 import { type FaultPlan, injectFaults } from './faults';
 
@@ -33,6 +33,8 @@ export interface TestStackOptions {
   readonly scheduleBackend?: ScheduleBackend;
   readonly declaredSchedules?: readonly unknown[];
   readonly events?: EventPublisher;
+  /** Large payloads go to an S3 bucket of the stack's own (on the SQS emulator's S3). */
+  readonly payloadBucket?: boolean;
 }
 
 export interface TestStack {
@@ -62,6 +64,11 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const tables = tableNamesFor(prefix);
   await provisionTables(dynamodb, tables);
   const directory = await provisionQueues(sqs, prefix, options.queues ?? ['work']);
+  const s3 = localS3Client(inject('sqsEndpoint'));
+  meter.attach(s3, 's3');
+  const payloadBucket = options.payloadBucket
+    ? { s3, bucketName: await provisionPayloadBucket(s3, prefix) }
+    : undefined;
   const clock = new TestClock();
   // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
   const settings = { idleRetryBaseMs: 20, idleRetryMaxMs: 200, ...options.settings };
@@ -77,6 +84,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       ...(options.scheduleBackend ? { scheduleBackend: options.scheduleBackend } : {}),
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
       ...(options.events ? { events: options.events } : {}),
+      ...(payloadBucket ? { payloadBucket } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   meter.reset();

@@ -83,6 +83,59 @@ describe('AgentScheduler construct', () => {
     });
   });
 
+  describe('payload bucket', () => {
+    it('is private, encrypted, TLS only, kept on stack deletion, and emptied after 28 days', () => {
+      const buckets = Object.values(resourcesOf(template, 'AWS::S3::Bucket'));
+      expect(buckets).toHaveLength(1);
+      expect(buckets[0]).toMatchObject({
+        DeletionPolicy: 'Retain',
+        Properties: {
+          PublicAccessBlockConfiguration: {
+            BlockPublicAcls: true,
+            BlockPublicPolicy: true,
+            IgnorePublicAcls: true,
+            RestrictPublicBuckets: true,
+          },
+          BucketEncryption: {
+            ServerSideEncryptionConfiguration: [
+              { ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } },
+            ],
+          },
+          OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+          // The longest delay (7 days), queue age (14) and retention (7): no task can need its payload later.
+          LifecycleConfiguration: {
+            Rules: [
+              expect.objectContaining({ Prefix: 'payloads/', ExpirationInDays: 28, Status: 'Enabled' }),
+            ],
+          },
+        },
+      });
+      const [policy] = Object.values(resourcesOf(template, 'AWS::S3::BucketPolicy'));
+      expect(policy?.Properties.PolicyDocument.Statement).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            Effect: 'Deny',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+          expect.objectContaining({
+            Effect: 'Deny',
+            Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } },
+          }),
+        ]),
+      );
+    });
+
+    it('every function that submits or claims is told its name', () => {
+      for (const name of ['agentApi', 'operatorApi', 'supervisor', 'scheduleFire'] as const) {
+        const fn = stack.scheduler.functions[name];
+        const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+        expect(resource.Properties.Environment.Variables.PAYLOAD_BUCKET_NAME, name).toEqual({
+          Ref: stack.getLogicalId(stack.scheduler.payloads.bucket.node.defaultChild as never),
+        });
+      }
+    });
+  });
+
   describe('queues', () => {
     it('four priority queues and a dead-letter queue per task queue, plus one for failed deliveries', () => {
       const queues = resourcesOf(template, 'AWS::SQS::Queue');
@@ -271,12 +324,29 @@ describe('AgentScheduler construct', () => {
       Action: ['events:PutEvents'],
       Resource: [resolve(stack.scheduler.eventBus.eventBusArn)],
     });
+    const bucket = () => stack.scheduler.payloads.bucket;
+    const payloadObjects = (action: string) => ({
+      Effect: 'Allow',
+      Action: [action],
+      Resource: [resolve(bucket().arnForObjects('payloads/*'))],
+    });
+    /** Reading payloads: GetObject under the prefix, and ListBucket of the prefix so a missing one is NoSuchKey. */
+    const readPayloads = () => [
+      payloadObjects('s3:GetObject'),
+      {
+        Effect: 'Allow',
+        Action: ['s3:ListBucket'],
+        Resource: [resolve(bucket().bucketArn)],
+        Condition: { StringLike: { 's3:prefix': 'payloads/*' } },
+      },
+    ];
     const sorted = (statements: unknown[]) =>
       statements.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
     const expected = () => ({
       agentApi: sorted([
         logs('agentApi'),
+        ...readPayloads(),
         putEvents(),
         ...deadLetters(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
@@ -297,6 +367,7 @@ describe('AgentScheduler construct', () => {
       ]),
       operatorApi: sorted([
         logs('operatorApi'),
+        payloadObjects('s3:PutObject'),
         putEvents(),
         table(
           'tasks',
@@ -315,6 +386,7 @@ describe('AgentScheduler construct', () => {
       authorizer: sorted([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: sorted([
         logs('supervisor'),
+        payloadObjects('s3:PutObject'),
         putEvents(),
         ...deadLetters(),
         table(
@@ -341,6 +413,7 @@ describe('AgentScheduler construct', () => {
       ]),
       scheduleFire: sorted([
         logs('scheduleFire'),
+        payloadObjects('s3:PutObject'),
         putEvents(),
         ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:UpdateSchedule'),
         table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),

@@ -1,6 +1,6 @@
 /**
- * (f) Claim, heartbeat and complete cost the same write units for a 1 KB and a 200 KB payload: the payload is
- * written once, in an item of its own. Units as DynamoDB reports them (`ReturnConsumedCapacity: INDEXES`).
+ * (f) A task costs the same write units for a 1 KB and a 200 KB payload: the payload is written once, in an item
+ * of its own, deflated, and a large one in S3. Units as DynamoDB reports them (`ReturnConsumedCapacity: INDEXES`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
@@ -11,7 +11,7 @@ type Step = 'submit' | 'claim' | 'heartbeat' | 'complete';
 describe('capacity per step', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['small', 'large'] });
+    stack = await createTestStack({ queues: ['small', 'large'], payloadBucket: true });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -27,11 +27,12 @@ describe('capacity per step', () => {
       await work();
       const totals = meter.totals((r) => r.service === 'dynamodb');
       const sqs = meter.totals((r) => r.service === 'sqs').requests;
+      const s3 = meter.totals((r) => r.service === 's3').requests;
       units[name] = {
         write: totals.writeUnits,
         read: totals.readUnits,
         indexWrite: totals.indexWriteUnits,
-        requests: `${totals.requests} dynamodb + ${sqs} sqs`,
+        requests: `${totals.requests} dynamodb + ${sqs} sqs + ${s3} s3`,
       };
     };
     const payload = randomTextPayload(payloadBytes, seededRandom(payloadBytes));
@@ -79,10 +80,13 @@ describe('capacity per step', () => {
     for (const s of ['claim', 'heartbeat', 'complete'] as const) expect(large[s].write).toBe(small[s].write);
     expect(small.heartbeat.write).toBe(1);
     // The payload is paid for once, at submit, deflated: random base64 text deflates to about 3/4 of its size,
-    // so 1 KB fits one write unit with the keys (payload 1, state 1, index 1) and 200 KB takes about 150.
+    // so 1 KB fits one write unit with the keys (payload 1, state 1, index 1); 200 KB (about 150 KB deflated)
+    // goes to S3 and its item only names the object. The whole lifecycle costs the same write units.
     expect(small.submit.write).toBe(3);
-    expect(large.submit.write).toBeGreaterThan(140);
-    expect(large.submit.write).toBeLessThan(160);
+    expect(large.submit.write).toBe(3);
+    expect(large.submit.requests).toBe('2 dynamodb + 1 sqs + 1 s3');
+    expect(large.claim.requests).toMatch(/\+ 1 s3$/);
+    expect(small.submit.requests).toBe('2 dynamodb + 1 sqs + 0 s3');
     // Sanity: the meter saw real units.
     expect(small.claim.write).toBeGreaterThan(0);
   });

@@ -1,0 +1,71 @@
+/**
+ * The bucket for large payloads: private, encrypted, TLS only, and emptied by a lifecycle rule once no task can
+ * need a payload any more. Functions write objects once and read them back; nothing lists, changes or deletes.
+ */
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+
+/** Objects live under this prefix; grants name it, so a function can touch nothing else in the bucket. */
+export const PAYLOAD_PREFIX = 'payloads/';
+
+export interface PayloadBucketProps {
+  /** How long after its upload an object may still be read: the longest delay, queue age and retention. */
+  readonly expiration: Duration;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+export class PayloadBucket extends Construct {
+  readonly bucket: Bucket;
+
+  constructor(scope: Construct, id: string, props: PayloadBucketProps) {
+    super(scope, id);
+    this.bucket = new Bucket(this, 'Bucket', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      lifecycleRules: [
+        {
+          prefix: PAYLOAD_PREFIX,
+          expiration: props.expiration,
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+      ],
+    });
+  }
+
+  /** PutObject under the prefix: submitting a task with a large payload. */
+  grantWrite(grantee: IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:PutObject'],
+        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
+      }),
+    );
+  }
+
+  /**
+   * GetObject under the prefix: claiming. ListBucket, limited to the prefix, makes a missing (expired) object
+   * answer NoSuchKey rather than AccessDenied, so the task is recognised as one that can no longer run.
+   */
+  grantRead(grantee: IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:GetObject'],
+        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
+      }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': `${PAYLOAD_PREFIX}*` } },
+      }),
+    );
+  }
+}
