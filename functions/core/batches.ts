@@ -75,10 +75,12 @@ export async function completeBatch(
   completions: readonly Completion[],
 ): Promise<ItemOutcome<{ task: Task; replayed: boolean }>[]> {
   items(completions, BATCH_LIMITS.complete, 'tasks');
+  // One read of the agent's session for the whole batch, not one per completion.
+  const session = ctx.sessions.get(agentId);
   return Promise.all(
     completions.map((c) => {
       const lease: LeaseRef = { agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch };
-      return outcomeOf(completeTask(ctx, lease, c.result));
+      return outcomeOf(completeTask(ctx, lease, c.result, session));
     }),
   );
 }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Expression } from '#adapters/expression';
 import { LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
-import { type FinishRecord, isSessionLive, type Task } from '#domain/task';
+import { type AgentSession, type FinishRecord, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
@@ -41,9 +41,10 @@ async function finish(
   lease: LeaseRef,
   plan: (e: Expression, now: number, task: Task | undefined) => { status: TaskStatus; clauses: Clauses },
   needsTask: boolean,
+  sessionRead?: Promise<AgentSession | undefined>,
 ): Promise<FinishResult & { status: TaskStatus }> {
   const now = ctx.now();
-  const session = await ctx.sessions.get(lease.agentId);
+  const session = await (sessionRead ?? ctx.sessions.get(lease.agentId));
   let current: Task | undefined;
   if (session && isSessionLive(session, now)) {
     const known = needsTask ? await ctx.tasks.get(lease.taskId) : undefined;
@@ -136,10 +137,15 @@ function leaseLost(task: Task, lease: LeaseRef, now: number): LeaseLostError {
   });
 }
 
+/**
+ * `sessionRead`: the owner's session as a batch read it once for all its completions. Each write is still fenced
+ * by its own condition; the session only has to have been live when read, as for a single call.
+ */
 export async function completeTask(
   ctx: SchedulerContext,
   lease: LeaseRef,
   result?: unknown,
+  sessionRead?: Promise<AgentSession | undefined>,
 ): Promise<FinishResult> {
   const resultJson =
     result === undefined ? undefined : encodeBoundedJson(result, LIMITS.resultBytes, 'result');
@@ -161,6 +167,7 @@ export async function completeTask(
       };
     },
     false,
+    sessionRead,
   );
 }
 

@@ -261,6 +261,10 @@ const FATAL_OUTPUT = /Exception in thread "main"|Failed to bind|BindException/;
 
 async function launch(dir: string, port: number, dbPath: string | undefined): Promise<DynamoDbLocal> {
   const args = [
+    // The client tier of the JIT and one GC thread: on a small machine C2's compiler threads and a parallel
+    // collector take the cores the emulator's work needs (the bench ran 35 to 50 % faster on two cores).
+    '-XX:TieredStopAtLevel=1',
+    '-XX:+UseSerialGC',
     `-Djava.library.path=${join(dir, NATIVE_LIB_DIR)}`,
     '-jar',
     JAR,

@@ -111,7 +111,8 @@ describe('AgentScheduler construct', () => {
         },
       });
       const [policy] = Object.values(resourcesOf(template, 'AWS::S3::BucketPolicy'));
-      expect(policy?.Properties.PolicyDocument.Statement).toEqual(
+      const document = policy?.Properties.PolicyDocument as { Statement: unknown[] } | undefined;
+      expect(document?.Statement).toEqual(
         expect.arrayContaining([
           expect.objectContaining({
             Effect: 'Deny',

@@ -83,6 +83,7 @@ describe('batches', () => {
     // Two from the first test, five from this one.
     expect(claimed).toHaveLength(7);
     const [stale, ...rest] = claimed;
+    stack.meter.reset();
     const results = await agent.completeTasks([
       ...rest.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch, result: { done: t.taskId } })),
       { taskId: stale?.taskId ?? '', leaseEpoch: (stale?.leaseEpoch ?? 0) + 1 },
@@ -91,6 +92,12 @@ describe('batches', () => {
       ...rest.map(() => 'succeeded'),
       'LeaseLost',
     ]);
+    // The agent's session is read once for the batch; each completion is its own conditional write.
+    // (The other read is the local server's check of the agent's token.)
+    expect(stack.meter.byOperation()).toEqual({
+      'dynamodb:GetItemCommand': 2,
+      'dynamodb:UpdateItemCommand': 7,
+    });
     expect((await operator.getTask(stale?.taskId ?? '')).status).toBe('leased');
     // A repeated batch answers with what was committed.
     const replay = await agent.completeTasks(
