@@ -9,12 +9,18 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AgentSchedulerClient } from './client';
-import { AgentSchedulerError, LeaseLostError, NonRetryableError, SessionLostError } from './errors';
+import {
+  AgentSchedulerError,
+  errorForResponse,
+  LeaseLostError,
+  NonRetryableError,
+  SessionLostError,
+} from './errors';
 import { PollBackoff, type PollInterval } from './poll-backoff';
 import { RoleSubscription } from './role-subscription';
 import { RunningTask } from './running-task';
 import { sleep } from './sleep';
-import type { ClaimedTask, ClaimResult, FailInput, HeartbeatResult, Session } from './types';
+import type { ClaimedTask, ClaimResult, CompleteItem, FailInput, HeartbeatResult, Session } from './types';
 import {
   type LostReason,
   RoleAbortedError,
@@ -53,6 +59,8 @@ type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
 /** Server limits: tasks per claim, checkpoints per heartbeat, characters of an error message. */
 const CLAIM_MAX = 10;
+/** The server's most completions in one call. */
+const COMPLETE_MAX = 10;
 const CHECKPOINTS_PER_HEARTBEAT = 100;
 const ERROR_MESSAGE_CHARS = 2_048;
 
@@ -91,6 +99,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private starting: Promise<void> = Promise.resolve();
   private claimLoop: Promise<void> = Promise.resolve();
   private wakeClaimLoop: (() => void) | undefined;
+  /** Completions that finished while a completion call was in flight: they go together in the next call. */
+  private readonly completionQueue: {
+    readonly item: CompleteItem;
+    readonly settle: { resolve(): void; reject(error: unknown): void };
+  }[] = [];
+  private completing = false;
   private stopping: Promise<void> | undefined;
   private removeSignalHandlers: (() => void) | undefined;
 
@@ -481,7 +495,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const unstorable = unstorableReason(result);
     if (unstorable) return this.fail(entry, new NonRetryableError(unstorable));
     try {
-      await this.client.complete(entry.taskId, {
+      await this.completeTogether({
+        taskId: entry.taskId,
         leaseEpoch: entry.task.leaseEpoch,
         ...(result === undefined ? {} : { result }),
       });
@@ -493,6 +508,46 @@ export class Worker extends EventEmitter<WorkerEvents> {
       throw error;
     }
     this.emitSafe('completed', entry.task, result);
+  }
+
+  /**
+   * Completes one task, sharing the call with the tasks that finish while another completion is in flight (as a
+   * database commits a group): alone it is sent at once, so nothing waits; under load up to ten go in one call.
+   */
+  private completeTogether(item: CompleteItem): Promise<void> {
+    const settled = new Promise<void>((resolve, reject) => {
+      this.completionQueue.push({ item, settle: { resolve, reject } });
+    });
+    if (!this.completing) void this.flushCompletions();
+    return settled;
+  }
+
+  private async flushCompletions(): Promise<void> {
+    this.completing = true;
+    while (this.completionQueue.length > 0) {
+      const group = this.completionQueue.splice(0, COMPLETE_MAX);
+      const [only] = group;
+      if (group.length === 1 && only) {
+        const { taskId, ...input } = only.item;
+        await this.client.complete(taskId, input).then(
+          () => only.settle.resolve(),
+          (error: unknown) => only.settle.reject(error),
+        );
+        continue;
+      }
+      try {
+        const results = await this.client.completeTasks(group.map((g) => g.item));
+        group.forEach(({ settle }, i) => {
+          const result = results[i];
+          if (result?.ok) settle.resolve();
+          else if (result) settle.reject(errorForResponse({ status: result.status, ...result.error }));
+          else settle.reject(new Error('the server answered fewer completions than were sent'));
+        });
+      } catch (error) {
+        for (const { settle } of group) settle.reject(error);
+      }
+    }
+    this.completing = false;
   }
 
   private async fail(entry: RunningTask, error: unknown): Promise<void> {

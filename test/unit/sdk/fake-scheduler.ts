@@ -93,9 +93,18 @@ export class FakeScheduler {
     return this.calls.filter((call) => call.path.endsWith(suffix));
   }
 
+  private readonly holds: { suffix: string; until: Promise<unknown> }[] = [];
+
+  /** The next call to a path ending with `suffix` waits for `until` before it is handled. */
+  holdFirst(suffix: string, until: Promise<unknown>): void {
+    this.holds.push({ suffix, until });
+  }
+
   readonly fetch: typeof fetch = async (input, init) => {
     const request = input instanceof Request ? input : new Request(input, init);
     const path = new URL(request.url).pathname;
+    const hold = this.holds.findIndex((h) => path.endsWith(h.suffix));
+    if (hold >= 0) await this.holds.splice(hold, 1)[0]?.until;
     const text = await request.text();
     const body = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
     this.calls.push({ method: request.method, path, body, at: Date.now() });
@@ -112,6 +121,7 @@ export class FakeScheduler {
     if (method === 'POST' && path === '/v1/agent/session') return this.openSession();
     if (method === 'POST' && path === '/v1/agent/heartbeat') return this.heartbeat(body);
     if (method === 'POST' && path === '/v1/agent/claim') return this.claim(body);
+    if (method === 'POST' && path === '/v1/agent/tasks/complete') return this.completeMany(body);
     const finish = /^\/v1\/agent\/tasks\/([^/]+)\/(complete|fail|release)$/.exec(path);
     if (method === 'POST' && finish?.[1] && finish[2]) return this.finish(finish[1], finish[2], body);
     return { status: 404, body: { error: { code: 'RouteNotFound', message: path } } };
@@ -167,6 +177,19 @@ export class FakeScheduler {
           leaseDeadline: new Date(now + task.leaseMs).toISOString(),
           ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
         };
+      }),
+    });
+  }
+
+  /** Each item as its own call would be, answered in order. */
+  private completeMany(body: Record<string, unknown>): Reply {
+    const items = body.tasks as { taskId: string; leaseEpoch: number }[];
+    return ok({
+      results: items.map((item) => {
+        const reply = this.finish(item.taskId, 'complete', item);
+        return reply.status === 200
+          ? { ok: true, ...(reply.body as object) }
+          : { ok: false, status: reply.status, ...(reply.body as object) };
       }),
     });
   }

@@ -44,6 +44,52 @@ afterEach(async () => {
 });
 
 describe('Worker', () => {
+  it('sends a completion at once when none is in flight, and groups those that finish meanwhile', async () => {
+    const { server, worker, events } = setup(async (task) => task.payload, { concurrency: 10 });
+    // The first completion call is held until the other nine tasks have finished.
+    const hold = deferred();
+    server.holdFirst('/complete', hold.promise);
+    for (let i = 0; i < 10; i++) server.add(i);
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toHaveLength(10));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    hold.resolve();
+    await vi.waitFor(() => expect(events.completed).toHaveLength(10));
+
+    const completions = server.calls.filter((c) => c.path.endsWith('/complete'));
+    expect(completions.map((c) => c.path)).toEqual([
+      expect.stringMatching(/^\/v1\/agent\/tasks\/[^/]+\/complete$/),
+      '/v1/agent/tasks/complete',
+    ]);
+    expect((completions[1]?.body.tasks as unknown[]).length).toBe(9);
+    expect(events.errors).toEqual([]);
+  });
+
+  it('a grouped completion refused for one task reports that task lost and completes the others', async () => {
+    const { server, worker, events } = setup(async () => 'ok', { concurrency: 3 });
+    const hold = deferred();
+    server.holdFirst('/complete', hold.promise);
+    const ids = [0, 1, 2].map((i) => server.add(i));
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toHaveLength(3));
+    // One of the two waiting tasks was taken back meanwhile: its completion is refused, LeaseLost.
+    const waiting = ids.filter((id) => id !== events.picked[0]);
+    server.reclaim(waiting[0] ?? '');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    hold.resolve();
+    await vi.waitFor(() => expect(events.lost).toEqual([[waiting[0], 'lost']]));
+    await vi.waitFor(() =>
+      expect(events.completed.map(([id]) => id)).toEqual(
+        expect.arrayContaining([events.picked[0], waiting[1]]),
+      ),
+    );
+    const batch = server.callsTo('/v1/agent/tasks/complete')[0];
+    expect((batch?.body.tasks as { taskId: string }[]).map((t) => t.taskId).sort()).toEqual(
+      [...waiting].sort(),
+    );
+    expect(events.errors).toEqual([]);
+  });
+
   it('runs up to `concurrency` tasks at once and never claims more', async () => {
     let running = 0;
     let peak = 0;
