@@ -14,6 +14,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { payloadJsonOf } from '#adapters/task-table';
 import { createContext, type SchedulerContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
@@ -94,6 +95,7 @@ function plainItem(item: Record<string, unknown>): Record<string, unknown> {
 
 const WRITES = new Set([
   'PutItemCommand',
+  'BatchWriteItemCommand',
   'UpdateItemCommand',
   'DeleteItemCommand',
   'TransactWriteItemsCommand',
@@ -126,9 +128,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const recordItem = (tableName: string, item: Record<string, unknown>) => {
     const decidedAt = (field: string) =>
       typeof item[field] === 'number' ? (item[field] as number) : Date.now();
-    if (tableName === tables.tasks && item.part === 'payload') {
-      const payload = JSON.parse(String(item.payload)) as { tick?: number };
-      if (typeof payload.tick === 'number') {
+    if (tableName === tables.tasks && String(item.part).startsWith('payload')) {
+      const payload = JSON.parse(payloadJsonOf(item) ?? 'null') as { tick?: number } | null;
+      if (typeof payload?.tick === 'number') {
         const tasks = history.occurrenceTasks.get(payload.tick) ?? new Set<string>();
         tasks.add(String(item.taskId));
         history.occurrenceTasks.set(payload.tick, tasks);
@@ -182,13 +184,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   stackOf(dynamodb).add(
     (next, context) => async (args) => {
       const result = await next(args);
-      const input = args.input as { TableName?: string; Item?: Record<string, unknown> };
+      const input = args.input as {
+        TableName?: string;
+        Item?: Record<string, unknown>;
+        RequestItems?: Record<string, { PutRequest?: { Item?: Record<string, unknown> } }[]>;
+      };
       const output = result.output as { Attributes?: Record<string, never> };
       if (context.commandName === 'UpdateItemCommand' && output.Attributes) {
         recordItem(input.TableName ?? '', plainItem(output.Attributes));
       }
       if (context.commandName === 'PutItemCommand' && input.Item) {
         recordItem(input.TableName ?? '', plainItem(input.Item));
+      }
+      if (context.commandName === 'BatchWriteItemCommand') {
+        for (const [table, writes] of Object.entries(input.RequestItems ?? {}))
+          for (const write of writes)
+            if (write.PutRequest?.Item) recordItem(table, plainItem(write.PutRequest.Item));
       }
       return result;
     },

@@ -292,8 +292,10 @@ export class AgentScheduler extends Construct {
       'sqs:SendMessage',
     );
 
+    // BatchWriteItem: payload items, written without a condition (their key names the specification).
     grantOnTable(operatorApi, tasks, [
       'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
@@ -322,6 +324,7 @@ export class AgentScheduler extends Construct {
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
     ]);
     grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
     grantOnTable(supervisor, leases, [
@@ -333,7 +336,12 @@ export class AgentScheduler extends Construct {
     onQueues(supervisor, 'sqs:SendMessage');
 
     // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
-    grantOnTable(scheduleFire, tasks, ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantOnTable(scheduleFire, tasks, [
+      'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+    ]);
     grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
 

@@ -3,7 +3,7 @@
  * tables from these definitions, so what runs locally is what deploys.
  *
  * - tasks: two items per task. `part = "state"` is the small mutable record every transition rewrites;
- *   `part = "payload"` is written once at submit. Splitting them keeps claims, heartbeats and completions at the
+ *   `part = "payload#<specHash>"` is written once at submit. Splitting them keeps claims, heartbeats and completions at the
  *   same write units whether the payload is 1 KB or 200 KB. The sparse `due` index lists open tasks by the time
  *   the supervisor should next look at them, spread over `dueShard` partitions so no partition holds every
  *   task of one status.
@@ -36,7 +36,10 @@ export interface TableDefinition {
   readonly timeToLiveAttribute?: string;
 }
 
-export const TASK_PART = { state: 'state', payload: 'payload' } as const;
+export const TASK_PART = { state: 'state' } as const;
+
+/** The sort key of a task's payload item: it names the specification the payload belongs to. */
+export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 
 export const DUE_INDEX = 'due';
 

@@ -6,6 +6,8 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   type BatchGetCommandOutput,
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -17,12 +19,21 @@ import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import type { PayloadObjects } from './payload-objects';
-import { DUE_INDEX, TASK_PART } from './tables';
+import { DUE_INDEX, payloadPart, TASK_PART } from './tables';
 
 type Item = Record<string, unknown>;
 
 const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
-const payloadKey = (taskId: string) => ({ taskId, part: TASK_PART.payload });
+const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
+const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
+
+/** A payload to write: the task's, with the hash of its specification and when it may be purged. */
+export interface NewPayload {
+  readonly taskId: string;
+  readonly payloadJson: string;
+  readonly specHash: string;
+  readonly purgeAt: number;
+}
 
 const optionalNumber = (value: unknown): number | undefined =>
   typeof value === 'number' ? value : undefined;
@@ -159,15 +170,30 @@ export class TaskTable {
   ) {}
 
   /**
-   * Writes the payload item. A second write for the same task must carry the same specification hash, so an
-   * idempotency key reused for a different task cannot overwrite the first one's payload.
-   * Returns false when the id is taken by a different specification.
+   * Writes payload items, 25 to a `BatchWriteItem` request. An item's key names the task's specification
+   * (`payload#<specHash>`), so these writes need no condition: a retry writes the same item again, and an
+   * idempotency key reused for a different task writes an item of its own, which the conflict found at the
+   * state item leaves to expire, instead of overwriting the payload of the task that holds the id.
    *
-   * A large payload is written to S3 first, under a key that names the specification, so the item never names
-   * a missing object and a conflicting submission cannot overwrite the object of the task that holds the id.
+   * A large payload is written to S3 first, under a key that names the specification too, so an item never names
+   * a missing object.
    */
-  async putPayload(taskId: string, payloadJson: string, specHash: string, purgeAt: number): Promise<boolean> {
-    const e = new Expression();
+  async putPayloads(payloads: readonly NewPayload[]): Promise<void> {
+    const items = await Promise.all(payloads.map((p) => this.payloadItem(p)));
+    for (let i = 0; i < items.length; i += 25) {
+      let pending: Item[] | undefined = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      for (let round = 0; pending && pending.length > 0; round++) {
+        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
+        if (round > 8) throw new Error('BatchWriteItem left items unprocessed after retries');
+        const output: BatchWriteCommandOutput = await this.doc.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
+        );
+        pending = output.UnprocessedItems?.[this.tableName];
+      }
+    }
+  }
+
+  private async payloadItem({ taskId, payloadJson, specHash, purgeAt }: NewPayload): Promise<Item> {
     const inline = payloadAttributes(payloadJson);
     const [bytes, encoding]: [Uint8Array, PayloadEncoding] =
       'payload' in inline ? [Buffer.from(inline.payload), 'json'] : [inline.payloadDeflated, 'deflate'];
@@ -178,20 +204,7 @@ export class TaskTable {
       await store.objects.put(key, bytes);
       attributes = { payloadObject: key, payloadEncoding: encoding, payloadObjectBytes: bytes.length };
     }
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...payloadKey(taskId), ...attributes, specHash, purgeAt },
-          ConditionExpression: `attribute_not_exists(${e.n('taskId')}) OR ${e.n('specHash')} = ${e.v(specHash)}`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return { ...payloadKey(taskId, specHash), ...attributes, specHash, purgeAt };
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
@@ -233,7 +246,7 @@ export class TaskTable {
    * Reads payloads. Payload items never change once written, so an eventually consistent read is enough,
    * except right after submit; misses are read again strongly consistent.
    */
-  async getPayloads(taskIds: readonly string[]): Promise<Map<string, string>> {
+  async getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     const collect = async (items: Item[]) => {
       await Promise.all(
@@ -243,9 +256,18 @@ export class TaskTable {
         }),
       );
     };
-    await collect(await this.batchGet(taskIds.map(payloadKey), false));
-    const missing = taskIds.filter((id) => !found.has(id));
-    if (missing.length > 0) await collect(await this.batchGet(missing.map(payloadKey), true));
+    await collect(
+      await this.batchGet(
+        tasks.map((t) => payloadKey(t.taskId, t.specHash)),
+        false,
+      ),
+    );
+    const missing = tasks.filter((t) => !found.has(t.taskId));
+    if (missing.length > 0) {
+      // Strongly consistent, and under the key payloads had before they named their specification.
+      const keys = missing.flatMap((t) => [payloadKey(t.taskId, t.specHash), legacyPayloadKey(t.taskId)]);
+      await collect(await this.batchGet(keys, true));
+    }
     return found;
   }
 

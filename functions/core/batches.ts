@@ -9,7 +9,7 @@ import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import { completeTask, type LeaseRef } from './finish';
-import { submitTask } from './submit';
+import { commitSubmission, prepareSubmission } from './submit';
 
 /** Most items in one batch: a submit batch's bodies stay within the API's request size. */
 export const BATCH_LIMITS = { submit: 25, complete: 10 } as const;
@@ -50,9 +50,21 @@ export async function submitBatch(
   ctx: SchedulerContext,
   input: unknown,
 ): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
+  const prepared = await Promise.all(
+    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) =>
+      outcomeOf(Promise.resolve().then(() => ({ submission: prepareSubmission(ctx, spec) }))),
+    ),
+  );
+  // Every payload first, in shared requests (a key named twice in one batch is written once), then each state.
+  const payloads = new Map(
+    prepared.flatMap((p) =>
+      p.ok ? [[`${p.submission.payload.taskId}/${p.submission.payload.specHash}`, p.submission.payload]] : [],
+    ),
+  );
+  await ctx.tasks.putPayloads([...payloads.values()]);
   const pending: PendingDispatch[] = [];
   const settled = await Promise.allSettled(
-    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) => outcomeOf(submitTask(ctx, spec, { pending }))),
+    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, pending)) : p)),
   );
   // Each hint is sent after its task is written, as for a single submission, and the hints share requests;
   // the tasks written are hinted even when another item fails the call.

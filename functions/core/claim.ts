@@ -357,7 +357,7 @@ async function grant(
 /** Attaches payloads; a task whose payload is gone (past its retention) cannot run and is marked dead. */
 async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
   if (granted.length === 0) return [];
-  const payloads = await ctx.tasks.getPayloads(granted.map((t) => t.taskId));
+  const payloads = await ctx.tasks.getPayloads(granted);
   const claimed: ClaimedTask[] = [];
   for (const task of granted) {
     const payload = payloads.get(task.taskId);

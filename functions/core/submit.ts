@@ -5,7 +5,7 @@
  * index with a time at which `reconcile` sends it again, so a committed task is never lost.
  */
 
-import { itemFromNewTask } from '#adapters/task-table';
+import { itemFromNewTask, type NewPayload } from '#adapters/task-table';
 import { IdempotencyConflictError, ValidationError } from '#domain/errors';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
@@ -36,20 +36,25 @@ const specHashOf = (spec: TaskSpec): string =>
     ]),
   );
 
+/** A submission checked and shaped, ready to be written. */
+export interface PreparedSubmission {
+  readonly task: Task;
+  readonly payload: NewPayload;
+  readonly dueAt: number;
+  /** Whether its hint can go to SQS now, and with what delay (whole seconds). */
+  readonly sendsNow: boolean;
+  readonly delaySeconds: number;
+}
+
 /**
- * `notBefore`: for internal callers (a schedule fired ahead of its time), the exact moment the task may be
- * claimed, in place of the caller's whole-second `delaySeconds`. `pending`: where a batch collects the hints to
- * send together once every item is written, instead of one SQS request each.
+ * Checks a submission and shapes its records; writes nothing. `notBefore`: for internal callers (a schedule
+ * fired ahead of its time), the exact moment the task may be claimed, in place of the whole-second `delaySeconds`.
  */
-export async function submitTask(
+export function prepareSubmission(
   ctx: SchedulerContext,
   input: unknown,
-  options: { notBefore?: number; pending?: PendingDispatch[] } = {},
-): Promise<SubmitResult> {
-  const send = async (task: Task, delaySeconds: number) => {
-    if (options.pending) options.pending.push({ task, delaySeconds });
-    else await dispatch(ctx, task, delaySeconds);
-  };
+  options: { notBefore?: number } = {},
+): PreparedSubmission {
   const spec = parseTaskSpec(input);
   if (!ctx.queues.directory.has(spec.queue)) {
     throw new ValidationError(`queue: ${spec.queue} does not exist`, { context: { queue: spec.queue } });
@@ -82,34 +87,72 @@ export async function submitTask(
     ...(sendsNow ? { dispatchedAt: visibleAt } : {}),
     ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
   };
-  const conflict = () =>
-    new IdempotencyConflictError(`idempotency key was already used for a different task (${taskId})`, {
-      context: { taskId },
-    });
+  return {
+    task,
+    payload: {
+      taskId,
+      payloadJson: spec.payloadJson,
+      specHash,
+      purgeAt: Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds,
+    },
+    dueAt: dueAtAfterDispatch(ctx, visibleAt, now),
+    sendsNow,
+    // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (notBefore is exact).
+    delaySeconds: Math.ceil(delaySeconds),
+  };
+}
 
-  // The payload goes first, so a visible state item always has its payload.
-  const payloadPurgeAt =
-    Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds;
-  if (!(await ctx.tasks.putPayload(taskId, spec.payloadJson, specHash, payloadPurgeAt))) throw conflict();
-
-  const dueAt = dueAtAfterDispatch(ctx, visibleAt, now);
+/**
+ * Creates the state item of a submission whose payload is written, then sends its hint (or, for a batch, adds
+ * it to `pending`). A state item that exists already means a retry, or an idempotency key reused for another
+ * specification: a conflict.
+ */
+export async function commitSubmission(
+  ctx: SchedulerContext,
+  prepared: PreparedSubmission,
+  pending?: PendingDispatch[],
+): Promise<SubmitResult> {
+  const { task } = prepared;
+  const send = async (target: Task, delaySeconds: number) => {
+    if (pending) pending.push({ task: target, delaySeconds });
+    else await dispatch(ctx, target, delaySeconds);
+  };
   const outcome = await ctx.tasks.createState(
-    itemFromNewTask(task, { dueShard: dueShardFor(ctx, taskId), dueAt }),
+    itemFromNewTask(task, { dueShard: dueShardFor(ctx, task.taskId), dueAt: prepared.dueAt }),
   );
   if (!outcome.created) {
     const existing = outcome.existing;
-    if (existing.specHash !== specHash) throw conflict();
+    if (existing.specHash !== task.specHash) {
+      throw new IdempotencyConflictError(
+        `idempotency key was already used for a different task (${task.taskId})`,
+        { context: { taskId: task.taskId } },
+      );
+    }
     // A retry of a submission whose first call may have died between the write and the send: send again.
     // A duplicate hint is harmless, a missing one would cost a reconcile delay.
-    if (existing.status === 'queued' && existing.leaseEpoch === 0 && sendsNow) {
+    if (existing.status === 'queued' && existing.leaseEpoch === 0 && prepared.sendsNow) {
+      const now = ctx.now();
       await send(existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
     }
     return { task: existing, created: false };
   }
-  // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (its notBefore is exact).
-  if (sendsNow) await send(task, Math.ceil(delaySeconds));
+  if (prepared.sendsNow) await send(task, prepared.delaySeconds);
   await emit(ctx, [
-    { type: 'task.submitted', fields: { taskId, queue: task.queue, data: { priority: task.priority } } },
+    {
+      type: 'task.submitted',
+      fields: { taskId: task.taskId, queue: task.queue, data: { priority: task.priority } },
+    },
   ]);
   return { task, created: true };
+}
+
+/** One submission: the payload first, so a visible state item always has its payload; then the state. */
+export async function submitTask(
+  ctx: SchedulerContext,
+  input: unknown,
+  options: { notBefore?: number } = {},
+): Promise<SubmitResult> {
+  const prepared = prepareSubmission(ctx, input, options);
+  await ctx.tasks.putPayloads([prepared.payload]);
+  return commitSubmission(ctx, prepared);
 }

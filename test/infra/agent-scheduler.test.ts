@@ -373,6 +373,7 @@ describe('AgentScheduler construct', () => {
         table(
           'tasks',
           'dynamodb:PutItem',
+          'dynamodb:BatchWriteItem',
           'dynamodb:GetItem',
           'dynamodb:UpdateItem',
           'dynamodb:BatchGetItem',
@@ -396,6 +397,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:UpdateItem',
           'dynamodb:BatchGetItem',
           'dynamodb:PutItem',
+          'dynamodb:BatchWriteItem',
         ),
         index(['dynamodb:Query']),
         table(
@@ -417,7 +419,13 @@ describe('AgentScheduler construct', () => {
         payloadObjects('s3:PutObject'),
         putEvents(),
         ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:UpdateSchedule'),
-        table('tasks', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table(
+          'tasks',
+          'dynamodb:PutItem',
+          'dynamodb:BatchWriteItem',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+        ),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
         {

@@ -21,9 +21,12 @@ describe('the benchmark', () => {
     }
     // Submit, claim, complete: three calls a task, plus the claims that found nothing yet.
     expect(single.perTask.apiCalls).toBeGreaterThanOrEqual(3);
-    expect(single.perTask.requests['dynamodb:PutItem']).toBe(2);
-    // In fives: a submit, a claim and a complete call serve five tasks.
+    // A task's state item, and its payload item (written without a condition, so by BatchWriteItem).
+    expect(single.perTask.requests['dynamodb:PutItem']).toBe(1);
+    expect(single.perTask.requests['dynamodb:BatchWriteItem']).toBe(1);
+    // In fives: a submit, a claim and a complete call serve five tasks; the five payloads share one write.
     expect(batched.perTask.apiCalls).toBeLessThan(1.5);
+    expect(batched.perTask.requests['dynamodb:BatchWriteItem']).toBe(0.2);
     expect(batched.usdPerMillionTasks).toBeLessThan(single.usdPerMillionTasks);
   }, 60_000);
 });

@@ -52,10 +52,30 @@ describe('batches', () => {
     );
     const sends = meter.requests.filter((r) => r.service === 'sqs').map((r) => r.operation);
     expect(sends).toEqual(['SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageBatchCommand']);
+    // The 25 payloads in one request; each state item is its own conditional put.
+    const writes = meter.byOperation();
+    expect(writes['dynamodb:BatchWriteItemCommand']).toBe(1);
+    expect(writes['dynamodb:PutItemCommand']).toBe(25);
     const submitted = results.map((r) => (r.ok ? r.task.taskId : ''));
     const agent = await startAgent(scheduler, { queues: ['bulk'], maxConcurrency: 25 });
     const claimed = await claimUntil(scheduler, agent, 25, 5_000, 10);
     expect(claimed.map((t) => t.taskId).sort()).toEqual([...submitted].sort());
+  });
+
+  it('one key twice in a batch: the same task once, or a conflict when the payloads differ', async () => {
+    const same = await operator.submitTasks([
+      { queue: 'bulk', payload: { n: 1 }, idempotencyKey: 'twice-1' },
+      { queue: 'bulk', payload: { n: 1 }, idempotencyKey: 'twice-1' },
+    ]);
+    expect(same.map((r) => r.ok && r.created).sort()).toEqual([false, true]);
+    const different = await operator.submitTasks([
+      { queue: 'bulk', payload: { n: 1 }, idempotencyKey: 'twice-2' },
+      { queue: 'bulk', payload: { n: 2 }, idempotencyKey: 'twice-2' },
+    ]);
+    expect(different.map((r) => (r.ok ? String(r.created) : r.error.code)).sort()).toEqual([
+      'IdempotencyConflict',
+      'true',
+    ]);
   });
 
   it('refuses a batch that is not 1 to 25 tasks, writing nothing', async () => {

@@ -10,7 +10,13 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -47,6 +53,7 @@ describe('error paths', () => {
     // Prepare
     const { log, entries } = recordingLog();
     const scheduler = new Scheduler(mockContext(log));
+    ddb.on(BatchWriteCommand).resolves({});
     ddb.on(PutCommand).resolves({});
     sqs
       .on(SendMessageCommand)
@@ -57,22 +64,31 @@ describe('error paths', () => {
 
     // Assess
     expect(result.created).toBe(true);
-    expect(ddb).toHaveReceivedCommandTimes(PutCommand, 2);
-    expect(ddb).toHaveReceivedNthCommandWith(PutCommand, 1, {
-      Item: expect.objectContaining({ part: 'payload' }),
+    const [payloadWrite] = ddb.commandCalls(BatchWriteCommand);
+    const [stateWrite] = ddb.commandCalls(PutCommand);
+    expect(Object.values(payloadWrite?.args[0].input.RequestItems ?? {})).toEqual([
+      [{ PutRequest: { Item: expect.objectContaining({ part: `payload#${result.task.specHash}` }) } }],
+    ]);
+    expect(stateWrite?.args[0].input.Item).toMatchObject({
+      part: 'state',
+      status: 'queued',
+      dueAt: NOW + 120_000,
     });
-    expect(ddb).toHaveReceivedNthCommandWith(PutCommand, 2, {
-      Item: expect.objectContaining({ part: 'state', status: 'queued', dueAt: NOW + 120_000 }),
-    });
+    // The payload first: a visible state item always has its payload.
+    expect(ddb.calls().map((call) => call.args[0].constructor.name)).toEqual([
+      'BatchWriteCommand',
+      'PutCommand',
+    ]);
     expect(entries).toEqual([
       expect.objectContaining({ level: 'warn', message: expect.stringMatching(/reconcile/) }),
     ]);
   });
 
-  it('a payload conflict on an idempotency key is a 409 and no state item is written', async () => {
+  it('an idempotency key reused for another task is a 409 and sends nothing', async () => {
     const scheduler = new Scheduler(mockContext());
-    // The payload is written first; its condition fails because the key's task has another specification.
-    ddb.on(PutCommand).rejectsOnce(conditionFailed());
+    ddb.on(BatchWriteCommand).resolves({});
+    // The state item exists, for a task of another specification.
+    ddb.on(PutCommand).rejectsOnce(conditionFailed(stateItem({ status: 'queued', specHash: 'another' })));
 
     await expect(
       scheduler.submit({ queue: 'work', payload: 1, idempotencyKey: 'k-1' }),
@@ -84,6 +100,7 @@ describe('error paths', () => {
   it('a batch whose hints SQS partly refuses is still created, and the refused ones are left to reconcile', async () => {
     const { log, entries } = recordingLog();
     const scheduler = new Scheduler(mockContext(log));
+    ddb.on(BatchWriteCommand).resolves({});
     ddb.on(PutCommand).resolves({});
     sqs.on(SendMessageBatchCommand).resolves({
       Successful: [{ Id: '0', MessageId: 'm0', MD5OfMessageBody: 'x' }],
