@@ -247,8 +247,8 @@ async function receiveHints(ctx: SchedulerContext, queues: readonly string[], ca
   const tiers = claimOrder(ctx.random(), ctx.settings.priorityWeights).flatMap((priority) =>
     rotated.map((queue) => ({ queue, priority, url: ctx.queues.directory.urlFor(queue, priority) })),
   );
-  let empty = foundEmpty.get(ctx);
-  if (!empty) foundEmpty.set(ctx, (empty = new Map()));
+  const empty = foundEmpty.get(ctx) ?? new Map<string, number>();
+  foundEmpty.set(ctx, empty);
   const now = ctx.now();
   const recentlyEmpty = (url: string) =>
     (empty.get(url) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;

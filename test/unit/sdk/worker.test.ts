@@ -61,7 +61,7 @@ describe('Worker', () => {
       expect.stringMatching(/^\/v1\/agent\/tasks\/[^/]+\/complete$/),
       '/v1/agent/tasks/complete',
     ]);
-    expect((completions[1]?.body.tasks as unknown[]).length).toBe(9);
+    expect(completions[1]?.body.tasks).toHaveLength(9);
     expect(events.errors).toEqual([]);
   });
 
@@ -83,8 +83,8 @@ describe('Worker', () => {
         expect.arrayContaining([events.picked[0], waiting[1]]),
       ),
     );
-    const batch = server.callsTo('/v1/agent/tasks/complete')[0];
-    expect((batch?.body.tasks as { taskId: string }[]).map((t) => t.taskId).sort()).toEqual(
+    const batch = server.callsTo('/v1/agent/tasks/complete')[0] ?? { body: { tasks: [] } };
+    expect((batch.body.tasks as { taskId: string }[]).map((t) => t.taskId).sort()).toEqual(
       [...waiting].sort(),
     );
     expect(events.errors).toEqual([]);
