@@ -1,6 +1,7 @@
 /**
  * (c) idempotent submit, (g) a lost SQS send is found and sent again by reconcile.
  */
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
@@ -8,7 +9,7 @@ import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/s
 describe('submission', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['idem', 'race', 'conflict', 'lost', 'late'] });
+    stack = await createTestStack({ queues: ['idem', 'race', 'conflict', 'lost', 'late', 'legacy'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -108,5 +109,20 @@ describe('submission', () => {
     // It is not sent again while that hint is pending.
     clock.advance(60 * 1_000);
     expect((await scheduler.reconcile()).redispatched).not.toContain(task.taskId);
+  });
+
+  it('a payload stored under the key payloads had before they named their specification is still found', async () => {
+    const { scheduler, ctx } = stack;
+    const { task } = await scheduler.submit({ queue: 'legacy', payload: { kept: true } });
+    const doc = DynamoDBDocumentClient.from(stack.dynamodb);
+    const TableName = ctx.tasks.tableName;
+    const current = { taskId: task.taskId, part: `payload#${task.specHash}` };
+    const { Item } = await doc.send(new GetCommand({ TableName, Key: current }));
+    await doc.send(new PutCommand({ TableName, Item: { ...Item, part: 'payload' } }));
+    await doc.send(new DeleteCommand({ TableName, Key: current }));
+
+    const agent = await startAgent(scheduler, { queues: ['legacy'] });
+    const [claimed] = await claimUntil(scheduler, agent, 1);
+    expect(claimed).toMatchObject({ taskId: task.taskId, payload: { kept: true } });
   });
 });
