@@ -349,6 +349,7 @@ export class AgentScheduler extends Construct {
     // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
     for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
     this.payloads.grantRead(agentApi);
+    this.payloads.grantDelete(agentApi);
     // A task that dies leaves a record in its queue's dead-letter queue.
     for (const fn of [agentApi, supervisor])
       for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');

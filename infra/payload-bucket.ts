@@ -1,6 +1,6 @@
 /**
  * The bucket for large payloads: private, encrypted, TLS only, and emptied by a lifecycle rule once no task can
- * need a payload any more. Functions write objects once and read them back; nothing lists, changes or deletes.
+ * need a payload any more. Functions write objects once, read them back, and delete one whose task succeeded.
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -44,6 +44,16 @@ export class PayloadBucket extends Construct {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
         actions: ['s3:PutObject'],
+        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
+      }),
+    );
+  }
+
+  /** DeleteObject under the prefix: a task that succeeded lets go of its payload at once. */
+  grantDelete(grantee: IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:DeleteObject'],
         resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
       }),
     );

@@ -4,7 +4,13 @@
  * names its object) instead of about 150. Objects are written once and never changed; the bucket's lifecycle
  * rule removes them after the longest a payload can be needed.
  */
-import { GetObjectCommand, NoSuchKey, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  NoSuchKey,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 
 export class PayloadObjects {
   constructor(
@@ -14,6 +20,10 @@ export class PayloadObjects {
 
   async put(key: string, body: Uint8Array): Promise<void> {
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucketName, Key: key, Body: body }));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucketName, Key: key }));
   }
 
   /** The object's bytes, or undefined when it is gone (expired). */

@@ -26,6 +26,12 @@ type Item = Record<string, unknown>;
 const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
 const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
 const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
+const payloadObjectKey = (taskId: string, specHash: string) => `payloads/${taskId}/${specHash}`;
+
+/** What `putPayloads` wrote: whether a payload went to S3. */
+export interface WrittenPayloads {
+  inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
+}
 
 /** A payload to write: the task's, with the hash of its specification and when it may be purged. */
 export interface NewPayload {
@@ -121,6 +127,7 @@ export function taskFromItem(item: Item): Task {
       needsAttention: item.needsAttention === true ? true : undefined,
       idempotencyKey: optionalString(item.idempotencyKey),
       finishedAt: optionalNumber(item.finishedAt),
+      payloadInObject: item.payloadInObject === true ? true : undefined,
     }),
   );
 }
@@ -148,6 +155,7 @@ export function itemFromNewTask(task: Task, due: { dueShard: string; dueAt: numb
     idempotencyKey: task.idempotencyKey,
     specHash: task.specHash,
     payloadBytes: task.payloadBytes,
+    payloadInObject: task.payloadInObject,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
     dueShard: due.dueShard,
@@ -178,8 +186,13 @@ export class TaskTable {
    * A large payload is written to S3 first, under a key that names the specification too, so an item never names
    * a missing object.
    */
-  async putPayloads(payloads: readonly NewPayload[]): Promise<void> {
+  async putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads> {
     const items = await Promise.all(payloads.map((p) => this.payloadItem(p)));
+    const objects = new Set(
+      items.flatMap((item) => (typeof item.payloadObject === 'string' ? [item.payloadObject] : [])),
+    );
+    const inObject = (payload: Pick<NewPayload, 'taskId' | 'specHash'>) =>
+      objects.has(payloadObjectKey(payload.taskId, payload.specHash));
     for (let i = 0; i < items.length; i += 25) {
       let pending: Item[] | undefined = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
       for (let round = 0; pending && pending.length > 0; round++) {
@@ -191,6 +204,12 @@ export class TaskTable {
         pending = output.UnprocessedItems?.[this.tableName];
       }
     }
+    return { inObject };
+  }
+
+  /** Lets go of a payload's S3 object once its task can never run again; best effort, DELETE is free. */
+  async deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
+    await this.payloadObjects?.objects.delete(payloadObjectKey(task.taskId, task.specHash));
   }
 
   private async payloadItem({ taskId, payloadJson, specHash, purgeAt }: NewPayload): Promise<Item> {
@@ -200,7 +219,7 @@ export class TaskTable {
     const store = this.payloadObjects;
     let attributes: Item = inline;
     if (store && bytes.length > store.fromBytes) {
-      const key = `payloads/${taskId}/${specHash}`;
+      const key = payloadObjectKey(taskId, specHash);
       await store.objects.put(key, bytes);
       attributes = { payloadObject: key, payloadEncoding: encoding, payloadObjectBytes: bytes.length };
     }

@@ -61,10 +61,10 @@ export async function submitBatch(
       p.ok ? [[`${p.submission.payload.taskId}/${p.submission.payload.specHash}`, p.submission.payload]] : [],
     ),
   );
-  await ctx.tasks.putPayloads([...payloads.values()]);
+  const written = await ctx.tasks.putPayloads([...payloads.values()]);
   const pending: PendingDispatch[] = [];
   const settled = await Promise.allSettled(
-    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, pending)) : p)),
+    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending)) : p)),
   );
   // Each hint is sent after its task is written, as for a single submission, and the hints share requests;
   // the tasks written are hinted even when another item fails the call.

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { Expression } from '#adapters/expression';
-import { LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
+import { errorName, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, type FinishRecord, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
@@ -77,6 +77,15 @@ async function finish(
         }
         if (status === 'dead') {
           await recordDeath(ctx, written.task, written.task.error?.message ?? 'failed', lease.agentId);
+        }
+        // A task that succeeded never runs again: its S3 payload can go now rather than at the bucket's expiry.
+        if (status === 'succeeded' && written.task.payloadInObject) {
+          await ctx.tasks.deletePayloadObject(written.task).catch((error: unknown) =>
+            ctx.log.warn('could not delete a payload object', {
+              taskId: lease.taskId,
+              error: errorName(error),
+            }),
+          );
         }
         const type = kind === 'complete' ? 'task.completed' : kind === 'fail' ? 'task.failed' : undefined;
         if (type) {

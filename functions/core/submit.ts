@@ -5,7 +5,7 @@
  * index with a time at which `reconcile` sends it again, so a committed task is never lost.
  */
 
-import { itemFromNewTask, type NewPayload } from '#adapters/task-table';
+import { itemFromNewTask, type NewPayload, type WrittenPayloads } from '#adapters/task-table';
 import { IdempotencyConflictError, ValidationError } from '#domain/errors';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
@@ -110,9 +110,12 @@ export function prepareSubmission(
 export async function commitSubmission(
   ctx: SchedulerContext,
   prepared: PreparedSubmission,
+  written: WrittenPayloads,
   pending?: PendingDispatch[],
 ): Promise<SubmitResult> {
-  const { task } = prepared;
+  const task: Task = written.inObject(prepared.payload)
+    ? { ...prepared.task, payloadInObject: true }
+    : prepared.task;
   const send = async (target: Task, delaySeconds: number) => {
     if (pending) pending.push({ task: target, delaySeconds });
     else await dispatch(ctx, target, delaySeconds);
@@ -153,6 +156,5 @@ export async function submitTask(
   options: { notBefore?: number } = {},
 ): Promise<SubmitResult> {
   const prepared = prepareSubmission(ctx, input, options);
-  await ctx.tasks.putPayloads([prepared.payload]);
-  return commitSubmission(ctx, prepared);
+  return commitSubmission(ctx, prepared, await ctx.tasks.putPayloads([prepared.payload]));
 }

@@ -53,6 +53,8 @@ export interface Task {
   readonly idempotencyKey?: string;
   readonly specHash: string;
   readonly payloadBytes: number;
+  /** The payload is an S3 object (a large one), which a success lets go of at once. */
+  readonly payloadInObject?: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly finishedAt?: number;

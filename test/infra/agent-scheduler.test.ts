@@ -348,6 +348,7 @@ describe('AgentScheduler construct', () => {
       agentApi: sorted([
         logs('agentApi'),
         ...readPayloads(),
+        payloadObjects('s3:DeleteObject'),
         putEvents(),
         ...deadLetters(),
         table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),

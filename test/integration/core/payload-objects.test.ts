@@ -22,7 +22,7 @@ describe('payloads in S3', () => {
     await stack.destroy();
   });
 
-  it('a reused idempotency key with another payload is refused and leaves the first payload as it was', async () => {
+  it('a reused idempotency key with another payload is refused and leaves the first payload as it was; success deletes it', async () => {
     const { scheduler } = stack;
     const first = randomTextPayload(50_000, seededRandom(1));
     const { task } = await scheduler.submit({ queue: 'work', payload: first, idempotencyKey: 'big-1' });
@@ -38,11 +38,21 @@ describe('payloads in S3', () => {
     const [claimed] = await claimUntil(scheduler, agent, 1);
     expect(claimed?.taskId).toBe(task.taskId);
     expect(claimed?.payload).toEqual(first);
+    const objects = bucket();
+    const keys = async () =>
+      ((await objects.s3.send(new ListObjectsV2Command({ Bucket: objects.bucketName }))).Contents ?? []).map(
+        (o) => o.Key,
+      );
+    expect(await keys()).toContain(`payloads/${task.taskId}/${task.specHash}`);
     await scheduler.complete({
       agentId: agent.agentId,
       taskId: task.taskId,
       leaseEpoch: claimed?.leaseEpoch ?? 0,
     });
+    // The task succeeded: its object goes at once. The conflicting submission's object waits for the lifecycle rule.
+    const left = await keys();
+    expect(left).not.toContain(`payloads/${task.taskId}/${task.specHash}`);
+    expect(left.filter((key) => key?.startsWith(`payloads/${task.taskId}/`))).toHaveLength(1);
   });
 
   it('a small payload stays in DynamoDB; a task whose object is gone is dead, not handed out', async () => {
