@@ -15,6 +15,7 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '10' },
     batch: { type: 'string', default: '1' },
     payload: { type: 'string', default: '1024' },
+    warmup: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -33,6 +34,7 @@ const report = await runBench({
   agents: positive('agents', values.agents, 1_000),
   batch: positive('batch', values.batch, 10),
   payloadBytes: positive('payload', values.payload, 250_000),
+  warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
 });
 
 if (values.json) {
@@ -41,7 +43,7 @@ if (values.json) {
   const t = report.perTask;
   console.log(
     [
-      `${report.tasks} tasks, ${report.agents} agents, batch ${report.batch}, payload ${report.payloadBytes} B`,
+      `${report.tasks} tasks, ${report.agents} agents, batch ${report.batch}, payload ${report.payloadBytes} B, after ${report.warmupTasks} warm-up tasks`,
       `throughput      ${report.tasksPerSecond} tasks/s (${report.durationMs} ms)`,
       `dispatch        p50 ${report.dispatchLatencyMs.p50} ms, p99 ${report.dispatchLatencyMs.p99} ms (submit → claimed)`,
       `completion      p50 ${report.completionLatencyMs.p50} ms, p99 ${report.completionLatencyMs.p99} ms (submit → completed)`,

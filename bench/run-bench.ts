@@ -27,6 +27,8 @@ export interface BenchOptions {
   readonly batch: number;
   /** Size of each task's payload as JSON. */
   readonly payloadBytes: number;
+  /** Tasks run before the measured ones, whose figures are dropped (JIT and cache warm-up). @default 0 */
+  readonly warmupTasks?: number;
   /** Emulators to use; started (in memory) and stopped by the run when absent. */
   readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
 }
@@ -38,6 +40,8 @@ export interface Percentiles {
 
 export interface BenchReport {
   readonly tasks: number;
+  /** Tasks run first and not measured. */
+  readonly warmupTasks: number;
   readonly agents: number;
   readonly batch: number;
   readonly payloadBytes: number;
@@ -154,78 +158,86 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     // size look free.
     const payload = randomTextPayload(payloadBytes, seededRandom(7));
 
+    /** Submits `count` tasks and has the agents claim and complete them all; latencies per task, in ms. */
+    const load = async (count: number, keyPrefix: string) => {
+      const submittedAt = new Map<string, number>();
+      const dispatch: number[] = [];
+      const completion: number[] = [];
+      let submitted = 0;
+      let completed = 0;
+      const backlogLimit = Math.max(50, agentCount * batch * 4);
+      const started = performance.now();
+
+      const submitter = async (share: number[]) => {
+        for (let i = 0; i < share.length; i += batch) {
+          while (submitted - completed > backlogLimit) await sleep(2);
+          const chunk = share.slice(i, i + batch);
+          const specs: SubmitTaskInput[] = chunk.map((n) => ({
+            queue: 'bench',
+            payload,
+            idempotencyKey: `${keyPrefix}-${n}`,
+          }));
+          if (batch === 1 && specs[0]) {
+            const { task } = await operator.submitTask(specs[0]);
+            submittedAt.set(task.taskId, performance.now());
+          } else {
+            for (const result of await operator.submitTasks(specs)) {
+              if (!result.ok) throw new Error(`a submission failed: ${result.error.code}`);
+              submittedAt.set(result.task.taskId, performance.now());
+            }
+          }
+          submitted += chunk.length;
+        }
+      };
+      const worker = async (agent: (typeof agents)[number]) => {
+        let idleClaims = 0;
+        while (completed < count) {
+          const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
+          if (claim.tasks.length === 0) {
+            idleClaims++;
+            await sleep(claim.retryAfterMs ?? 20);
+            continue;
+          }
+          idleClaims = 0;
+          const claimedAt = performance.now();
+          for (const task of claim.tasks)
+            dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
+          await finish(agent.client, claim.tasks);
+          const doneAt = performance.now();
+          for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
+          completed += claim.tasks.length;
+        }
+      };
+      const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
+        if (batch === 1) {
+          for (const task of claimed)
+            await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
+          return;
+        }
+        const results = await client.completeTasks(
+          claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
+        );
+        if (results.some((r) => !r.ok)) throw new Error('a completion failed');
+      };
+
+      const submitters = 4;
+      const shares = Array.from({ length: submitters }, (_, s) =>
+        Array.from({ length: count }, (_, n) => n).filter((n) => n % submitters === s),
+      );
+      await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
+      return { durationMs: performance.now() - started, dispatch, completion };
+    };
+
+    // A first run whose figures are dropped: the emulators' JIT and the functions' caches warm up, as a deployed
+    // scheduler's are under steady load.
+    if (options.warmupTasks) await load(options.warmupTasks, 'warmup');
     meter.reset();
     api.calls = 0;
     api.lambdaMs = 0;
     api.byOperation.clear();
     events = 0;
 
-    const submittedAt = new Map<string, number>();
-    const dispatch: number[] = [];
-    const completion: number[] = [];
-    let submitted = 0;
-    let completed = 0;
-    const backlogLimit = Math.max(50, agentCount * batch * 4);
-    const started = performance.now();
-
-    const submitter = async (share: number[]) => {
-      for (let i = 0; i < share.length; i += batch) {
-        while (submitted - completed > backlogLimit) await sleep(2);
-        const chunk = share.slice(i, i + batch);
-        const specs: SubmitTaskInput[] = chunk.map((n) => ({
-          queue: 'bench',
-          payload,
-          idempotencyKey: `bench-${n}`,
-        }));
-        if (batch === 1 && specs[0]) {
-          const { task } = await operator.submitTask(specs[0]);
-          submittedAt.set(task.taskId, performance.now());
-        } else {
-          for (const result of await operator.submitTasks(specs)) {
-            if (!result.ok) throw new Error(`a submission failed: ${result.error.code}`);
-            submittedAt.set(result.task.taskId, performance.now());
-          }
-        }
-        submitted += chunk.length;
-      }
-    };
-    const worker = async (agent: (typeof agents)[number]) => {
-      let idleClaims = 0;
-      while (completed < total) {
-        const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
-        if (claim.tasks.length === 0) {
-          idleClaims++;
-          await sleep(claim.retryAfterMs ?? 20);
-          continue;
-        }
-        idleClaims = 0;
-        const claimedAt = performance.now();
-        for (const task of claim.tasks)
-          dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
-        await finish(agent.client, claim.tasks);
-        const doneAt = performance.now();
-        for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
-        completed += claim.tasks.length;
-      }
-    };
-    const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
-      if (batch === 1) {
-        for (const task of claimed)
-          await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
-        return;
-      }
-      const results = await client.completeTasks(
-        claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
-      );
-      if (results.some((r) => !r.ok)) throw new Error('a completion failed');
-    };
-
-    const submitters = 4;
-    const shares = Array.from({ length: submitters }, (_, s) =>
-      Array.from({ length: total }, (_, n) => n).filter((n) => n % submitters === s),
-    );
-    await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
-    const durationMs = performance.now() - started;
+    const { durationMs, dispatch, completion } = await load(total, 'bench');
 
     const operationsOfRun = new Map(api.byOperation);
     const totals = meter.totals();
@@ -309,6 +321,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
 
     return {
       tasks: total,
+      warmupTasks: options.warmupTasks ?? 0,
       agents: agentCount,
       batch,
       payloadBytes: JSON.stringify(payload).length,
