@@ -465,7 +465,7 @@ export class AgentScheduler extends Construct {
       Validations.of(fn.role ?? fn).acknowledge({
         id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${payloadObjects}]`,
         reason:
-          'Payload objects are named by task id and specification at run time; the grant is one action (put or get) under the payloads/ prefix.',
+          'Payload objects are named by task id and specification at run time; the grants are single actions (put; get and delete) under the payloads/ prefix.',
       });
     }
     const health = this.api.routes.get('GET /v1/health');

@@ -41,22 +41,12 @@ export class PayloadBucket extends Construct {
 
   /** PutObject under the prefix: submitting a task with a large payload. */
   grantWrite(grantee: IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['s3:PutObject'],
-        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
-      }),
-    );
+    this.grantOnObjects(grantee, 's3:PutObject');
   }
 
   /** DeleteObject under the prefix: a task that succeeded lets go of its payload at once. */
   grantDelete(grantee: IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['s3:DeleteObject'],
-        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
-      }),
-    );
+    this.grantOnObjects(grantee, 's3:DeleteObject');
   }
 
   /**
@@ -64,17 +54,21 @@ export class PayloadBucket extends Construct {
    * answer NoSuchKey rather than AccessDenied, so the task is recognised as one that can no longer run.
    */
   grantRead(grantee: IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['s3:GetObject'],
-        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
-      }),
-    );
+    this.grantOnObjects(grantee, 's3:GetObject');
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [this.bucket.bucketArn],
         conditions: { StringLike: { 's3:prefix': `${PAYLOAD_PREFIX}*` } },
+      }),
+    );
+  }
+
+  private grantOnObjects(grantee: IGrantable, action: string): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: [action],
+        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
       }),
     );
   }

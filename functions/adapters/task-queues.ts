@@ -133,11 +133,31 @@ function decodeHint(body: string | undefined): DispatchHint | undefined {
   }
 }
 
+/** SQS takes whole seconds of delay, up to 15 minutes. */
+const sqsDelaySeconds = (seconds: number): number => Math.max(0, Math.min(900, Math.ceil(seconds)));
+
 export class TaskQueues {
   constructor(
     readonly sqs: SQSClient,
     readonly directory: QueueDirectory,
   ) {}
+
+  /** Messages grouped by the SQS queue they belong to, ten at most a group: the shape of SQS's batch requests. */
+  private inBatchesOfTen<T extends { queue: string; priority: Priority }>(
+    messages: readonly T[],
+  ): { url: string; batch: T[] }[] {
+    const byUrl = new Map<string, T[]>();
+    for (const m of messages) {
+      const url = this.directory.urlFor(m.queue, m.priority);
+      byUrl.set(url, [...(byUrl.get(url) ?? []), m]);
+    }
+    return [...byUrl].flatMap(([url, all]) =>
+      Array.from({ length: Math.ceil(all.length / 10) }, (_, i) => ({
+        url,
+        batch: all.slice(i * 10, i * 10 + 10),
+      })),
+    );
+  }
 
   /**
    * Sends many hints, ten per request per SQS queue (`SendMessageBatch`). Returns the hints SQS did not take,
@@ -146,35 +166,26 @@ export class TaskQueues {
   async sendMany(
     hints: readonly { queue: string; priority: Priority; hint: DispatchHint; delaySeconds: number }[],
   ): Promise<DispatchHint[]> {
-    const byUrl = new Map<string, (typeof hints)[number][]>();
-    for (const h of hints) {
-      const url = this.directory.urlFor(h.queue, h.priority);
-      byUrl.set(url, [...(byUrl.get(url) ?? []), h]);
-    }
-    const requests: Promise<DispatchHint[]>[] = [];
-    for (const [url, group] of byUrl) {
-      for (let i = 0; i < group.length; i += 10) {
-        const chunk = group.slice(i, i + 10);
-        requests.push(
-          this.sqs
-            .send(
-              new SendMessageBatchCommand({
-                QueueUrl: url,
-                Entries: chunk.map((h, index) => ({
-                  Id: String(index),
-                  MessageBody: encodeHint(h.hint),
-                  DelaySeconds: Math.max(0, Math.min(900, Math.ceil(h.delaySeconds))),
-                })),
-              }),
-            )
-            .then(
-              (output) => (output.Failed ?? []).flatMap((f) => chunk[Number(f.Id)]?.hint ?? []),
-              () => chunk.map((h) => h.hint),
-            ),
-        );
-      }
-    }
-    return (await Promise.all(requests)).flat();
+    const refused = await Promise.all(
+      this.inBatchesOfTen(hints).map(({ url, batch }) =>
+        this.sqs
+          .send(
+            new SendMessageBatchCommand({
+              QueueUrl: url,
+              Entries: batch.map((h, n) => ({
+                Id: String(n),
+                MessageBody: encodeHint(h.hint),
+                DelaySeconds: sqsDelaySeconds(h.delaySeconds),
+              })),
+            }),
+          )
+          .then(
+            (output) => (output.Failed ?? []).flatMap((f) => batch[Number(f.Id)]?.hint ?? []),
+            () => batch.map((h) => h.hint),
+          ),
+      ),
+    );
+    return refused.flat();
   }
 
   async send(queue: string, priority: Priority, hint: DispatchHint, delaySeconds = 0): Promise<void> {
@@ -182,7 +193,7 @@ export class TaskQueues {
       new SendMessageCommand({
         QueueUrl: this.directory.urlFor(queue, priority),
         MessageBody: encodeHint(hint),
-        DelaySeconds: Math.max(0, Math.min(900, Math.ceil(delaySeconds))),
+        DelaySeconds: sqsDelaySeconds(delaySeconds),
       }),
     );
   }
@@ -221,21 +232,16 @@ export class TaskQueues {
   async delete(
     messages: readonly Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>[],
   ): Promise<void> {
-    const byUrl = new Map<string, string[]>();
-    for (const m of messages) {
-      const url = this.directory.urlFor(m.queue, m.priority);
-      byUrl.set(url, [...(byUrl.get(url) ?? []), m.receiptHandle]);
-    }
-    const requests: Promise<unknown>[] = [];
-    for (const [url, handles] of byUrl) {
-      for (let i = 0; i < handles.length; i += 10) {
-        const entries = handles
-          .slice(i, i + 10)
-          .map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle }));
-        requests.push(this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: entries })));
-      }
-    }
-    await Promise.all(requests);
+    await Promise.all(
+      this.inBatchesOfTen(messages).map(({ url, batch }) =>
+        this.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: url,
+            Entries: batch.map((m, n) => ({ Id: String(n), ReceiptHandle: m.receiptHandle })),
+          }),
+        ),
+      ),
+    );
   }
 
   /** Leaves a record of a task that died in its queue's dead-letter queue, for people and tools to act on. */

@@ -54,16 +54,25 @@ const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON
  */
 const COMPRESS_FROM_BYTES = 512;
 
-/** The attributes holding a payload: `payload` (JSON text) or `payloadDeflated` (raw deflate of it). */
-export function payloadAttributes(
-  payloadJson: string,
-): { payload: string } | { payloadDeflated: Uint8Array } {
-  if (Buffer.byteLength(payloadJson) < COMPRESS_FROM_BYTES) return { payload: payloadJson };
-  const deflated = deflateRawSync(payloadJson);
-  return deflated.length < Buffer.byteLength(payloadJson)
-    ? { payloadDeflated: deflated }
-    : { payload: payloadJson };
+/** A payload's bytes as stored: its JSON text, or the raw deflate of it when that is smaller. */
+function encodePayload(payloadJson: string): { bytes: Uint8Array; encoding: PayloadEncoding } {
+  const text = Buffer.from(payloadJson);
+  if (text.length < COMPRESS_FROM_BYTES) return { bytes: text, encoding: 'json' };
+  const deflated = deflateRawSync(text);
+  return deflated.length < text.length
+    ? { bytes: deflated, encoding: 'deflate' }
+    : { bytes: text, encoding: 'json' };
 }
+
+const inlineAttributes = (
+  payloadJson: string,
+  { bytes, encoding }: ReturnType<typeof encodePayload>,
+): { payload: string } | { payloadDeflated: Uint8Array } =>
+  encoding === 'deflate' ? { payloadDeflated: bytes } : { payload: payloadJson };
+
+/** The attributes holding a payload: `payload` (JSON text) or `payloadDeflated` (raw deflate of it). */
+export const payloadAttributes = (payloadJson: string) =>
+  inlineAttributes(payloadJson, encodePayload(payloadJson));
 
 /** The payload's JSON text from a payload item that holds it; undefined when it has none (or names an object). */
 export function payloadJsonOf(item: Item): string | undefined {
@@ -184,10 +193,12 @@ export class TaskTable {
    * state item leaves to expire, instead of overwriting the payload of the task that holds the id.
    *
    * A large payload is written to S3 first, under a key that names the specification too, so an item never names
-   * a missing object.
+   * a missing object. A payload named twice (one idempotency key twice in a batch) is written once: a
+   * `BatchWriteItem` refuses a request that names one key twice.
    */
   async putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads> {
-    const items = await Promise.all(payloads.map((p) => this.payloadItem(p)));
+    const distinct = new Map(payloads.map((p) => [payloadObjectKey(p.taskId, p.specHash), p]));
+    const items = await Promise.all([...distinct.values()].map((p) => this.payloadItem(p)));
     const objects = new Set(
       items.flatMap((item) => (typeof item.payloadObject === 'string' ? [item.payloadObject] : [])),
     );
@@ -213,17 +224,26 @@ export class TaskTable {
   }
 
   private async payloadItem({ taskId, payloadJson, specHash, purgeAt }: NewPayload): Promise<Item> {
-    const inline = payloadAttributes(payloadJson);
-    const [bytes, encoding]: [Uint8Array, PayloadEncoding] =
-      'payload' in inline ? [Buffer.from(inline.payload), 'json'] : [inline.payloadDeflated, 'deflate'];
+    const encoded = encodePayload(payloadJson);
     const store = this.payloadObjects;
-    let attributes: Item = inline;
-    if (store && bytes.length > store.fromBytes) {
-      const key = payloadObjectKey(taskId, specHash);
-      await store.objects.put(key, bytes);
-      attributes = { payloadObject: key, payloadEncoding: encoding, payloadObjectBytes: bytes.length };
+    if (!store || encoded.bytes.length <= store.fromBytes) {
+      return {
+        ...payloadKey(taskId, specHash),
+        ...inlineAttributes(payloadJson, encoded),
+        specHash,
+        purgeAt,
+      };
     }
-    return { ...payloadKey(taskId, specHash), ...attributes, specHash, purgeAt };
+    const key = payloadObjectKey(taskId, specHash);
+    await store.objects.put(key, encoded.bytes);
+    return {
+      ...payloadKey(taskId, specHash),
+      payloadObject: key,
+      payloadEncoding: encoded.encoding,
+      payloadObjectBytes: encoded.bytes.length,
+      specHash,
+      purgeAt,
+    };
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
@@ -270,7 +290,7 @@ export class TaskTable {
     const collect = async (items: Item[]) => {
       await Promise.all(
         items.map(async (item) => {
-          const json = await this.payloadJsonOf(item);
+          const json = await this.readPayloadJson(item);
           if (json !== undefined) found.set(String(item.taskId), json);
         }),
       );
@@ -291,7 +311,7 @@ export class TaskTable {
   }
 
   /** A payload item's JSON, from its object when it names one; undefined when the object is gone. */
-  private async payloadJsonOf(item: Item): Promise<string | undefined> {
+  private async readPayloadJson(item: Item): Promise<string | undefined> {
     if (typeof item.payloadObject !== 'string') return payloadJsonOf(item);
     if (!this.payloadObjects)
       throw new Error(`task ${String(item.taskId)} has its payload in S3, unconfigured`);

@@ -55,13 +55,8 @@ export async function submitBatch(
       outcomeOf(Promise.resolve().then(() => ({ submission: prepareSubmission(ctx, spec) }))),
     ),
   );
-  // Every payload first, in shared requests (a key named twice in one batch is written once), then each state.
-  const payloads = new Map(
-    prepared.flatMap((p) =>
-      p.ok ? [[`${p.submission.payload.taskId}/${p.submission.payload.specHash}`, p.submission.payload]] : [],
-    ),
-  );
-  const written = await ctx.tasks.putPayloads([...payloads.values()]);
+  // Every payload first, in shared requests, then each state.
+  const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));
   const pending: PendingDispatch[] = [];
   const settled = await Promise.allSettled(
     prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending)) : p)),
