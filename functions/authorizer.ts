@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import { AgentTable } from '#adapters/agent-table';
 import { requiredEnv } from '#adapters/environment';
+import { withoutSdkLogging } from '#adapters/sdk-clients';
 import { authenticateAgent } from '#core/auth';
 
 interface AuthorizerEvent {
@@ -22,7 +23,7 @@ interface AuthorizerResult {
 
 const logger = new Logger();
 const agents = new AgentTable(
-  DynamoDBDocumentClient.from(new DynamoDBClient({})),
+  DynamoDBDocumentClient.from(withoutSdkLogging(new DynamoDBClient({}))),
   requiredEnv('AGENTS_TABLE_NAME'),
 );
 

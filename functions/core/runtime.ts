@@ -10,6 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
 import { EventBridgePublisher } from '#adapters/event-publishers';
 import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
+import { withoutSdkLogging } from '#adapters/sdk-clients';
 import type { SchedulerLog } from './context';
 import { Scheduler } from './scheduler';
 
@@ -24,8 +25,8 @@ export function schedulerFromEnvironment(
 ): Scheduler {
   const config = schedulerConfigFromEnv(env);
   return new Scheduler({
-    dynamodb: new DynamoDBClient({}),
-    sqs: new SQSClient({}),
+    dynamodb: withoutSdkLogging(new DynamoDBClient({})),
+    sqs: withoutSdkLogging(new SQSClient({})),
     tables: config.tables,
     queues: config.queues,
     settings: {
@@ -40,14 +41,14 @@ export function schedulerFromEnvironment(
     log,
     declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
     ...(env.EVENT_BUS_NAME
-      ? { events: new EventBridgePublisher(new EventBridgeClient({}), env.EVENT_BUS_NAME) }
+      ? { events: new EventBridgePublisher(withoutSdkLogging(new EventBridgeClient({})), env.EVENT_BUS_NAME) }
       : {}),
     ...(env.PAYLOAD_BUCKET_NAME
-      ? { payloadBucket: { s3: new S3Client({}), bucketName: env.PAYLOAD_BUCKET_NAME } }
+      ? { payloadBucket: { s3: withoutSdkLogging(new S3Client({})), bucketName: env.PAYLOAD_BUCKET_NAME } }
       : {}),
     ...(options.schedules
       ? {
-          scheduleBackend: new EventBridgeScheduleBackend(new SchedulerClient({}), {
+          scheduleBackend: new EventBridgeScheduleBackend(withoutSdkLogging(new SchedulerClient({})), {
             groupName: requiredEnv('SCHEDULE_GROUP_NAME', env),
             targetArn: options.targetArn ?? requiredEnv('SCHEDULE_TARGET_ARN', env),
             roleArn: requiredEnv('SCHEDULE_ROLE_ARN', env),

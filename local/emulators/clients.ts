@@ -9,6 +9,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { withoutSdkLogging } from '#adapters/sdk-clients';
 
 export const LOCAL_REGION = 'us-east-1';
 
@@ -19,30 +20,36 @@ export const LOCAL_REGION = 'us-east-1';
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
 export function localDynamoDbClient(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({
-    region: LOCAL_REGION,
-    endpoint,
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 3,
-  });
+  return withoutSdkLogging(
+    new DynamoDBClient({
+      region: LOCAL_REGION,
+      endpoint,
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts: 3,
+    }),
+  );
 }
 
 export function localSqsClient(endpoint: string): SQSClient {
-  return new SQSClient({
-    region: LOCAL_REGION,
-    endpoint,
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 3,
-  });
+  return withoutSdkLogging(
+    new SQSClient({
+      region: LOCAL_REGION,
+      endpoint,
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts: 3,
+    }),
+  );
 }
 
 /** fauxqs serves S3 on the SQS endpoint; path-style addressing keeps the bucket out of the host name. */
 export function localS3Client(endpoint: string): S3Client {
-  return new S3Client({
-    region: LOCAL_REGION,
-    endpoint,
-    credentials: LOCAL_CREDENTIALS,
-    forcePathStyle: true,
-    maxAttempts: 3,
-  });
+  return withoutSdkLogging(
+    new S3Client({
+      region: LOCAL_REGION,
+      endpoint,
+      credentials: LOCAL_CREDENTIALS,
+      forcePathStyle: true,
+      maxAttempts: 3,
+    }),
+  );
 }
