@@ -6,8 +6,9 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { AgentSession } from '#domain/task';
 import { Expression, updateExpression } from './expression';
-import { scanKind, sessionLeaseId } from './session-table';
+import { endClauses, scanKind, sessionLeaseId } from './session-table';
 
 type Item = Record<string, unknown>;
 
@@ -80,6 +81,12 @@ export interface Transfer {
   readonly to?: SessionRef;
   /** The current holder is taken over only if its session is over (expired, replaced or gone). */
   readonly holderMustBeOver?: boolean;
+  /**
+   * The holder's session item as read, if any. When it is the holder's session (expired), the take-over ends it
+   * in the same transaction, refused if the session has changed since: a heartbeat that lands late cannot keep a
+   * role that has a new holder.
+   */
+  readonly holderSession?: Pick<AgentSession, 'sessionId' | 'expiresAt'>;
   /** Join the candidates. */
   readonly addVolunteer?: SessionRef;
   /** Leave the candidates (the releasing holder, volunteers whose sessions are over). */
@@ -187,8 +194,8 @@ export class RoleTable {
 
   /**
    * Moves the role in one transaction: the role item (conditional on the holder as read), the next holder's
-   * session (which must be live, and records the role), and, for a take-over, a check that the old holder's
-   * session is over. The old holder's session is not written: it is over, or it is the releasing one.
+   * session (which must be live, and records the role), and, for a take-over, the old holder's session: ended
+   * if it expired, checked if it was replaced or is gone. A releasing holder's session is not written.
    */
   async transfer(transfer: Transfer): Promise<TransferOutcome> {
     const { role, to, now } = transfer;
@@ -239,7 +246,7 @@ export class RoleTable {
           TableName: this.tableName,
           Key: { leaseId: sessionLeaseId(to.agentId) },
           UpdateExpression: updateExpression({ set: notices }),
-          ConditionExpression: `${s.n('sessionId')} = ${s.v(to.sessionId)} AND ${s.n('expiresAt')} > ${s.v(now)}`,
+          ConditionExpression: `${s.n('sessionId')} = ${s.v(to.sessionId)} AND ${s.n('expiresAt')} > ${s.v(now)} AND attribute_not_exists(${s.n('endedAt')})`,
           ...s.attributes(),
         },
       });
@@ -248,15 +255,31 @@ export class RoleTable {
     // The next holder's own session item already proves an earlier session of the same agent over.
     if (transfer.holderMustBeOver && role.holder && role.holder.agentId !== to?.agentId) {
       const h = new Expression();
+      const Key = { leaseId: sessionLeaseId(role.holder.agentId) };
       holderIndex = items.length;
-      items.push({
-        ConditionCheck: {
-          TableName: this.tableName,
-          Key: { leaseId: sessionLeaseId(role.holder.agentId) },
-          ConditionExpression: `attribute_not_exists(${h.n('leaseId')}) OR ${h.n('sessionId')} <> ${h.v(role.holder.sessionId)} OR ${h.n('expiresAt')} <= ${h.v(now)}`,
-          ...h.attributes(),
-        },
-      });
+      const seen = transfer.holderSession;
+      if (seen?.sessionId === role.holder.sessionId) {
+        const ending = endClauses(h, seen, now);
+        items.push({
+          Update: {
+            TableName: this.tableName,
+            Key,
+            UpdateExpression: updateExpression({ set: ending.set }),
+            ConditionExpression: ending.condition,
+            ...h.attributes(),
+          },
+        });
+      } else {
+        // Replaced or gone: a session id is never used again, so that session cannot come back.
+        items.push({
+          ConditionCheck: {
+            TableName: this.tableName,
+            Key,
+            ConditionExpression: `attribute_not_exists(${h.n('leaseId')}) OR ${h.n('sessionId')} <> ${h.v(role.holder.sessionId)}`,
+            ...h.attributes(),
+          },
+        });
+      }
     }
     try {
       await this.doc.send(new TransactWriteCommand({ TransactItems: items }));

@@ -26,6 +26,7 @@ export function sessionFromItem(item: Item): AgentSession {
     roles: numberMap(item.roles),
     rolesPicked: numberMap(item.rolesPicked),
     rolesLost: numberMap(item.rolesLost),
+    ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
   };
 }
 
@@ -54,6 +55,24 @@ export async function scanKind(
     startKey = output.LastEvaluatedKey;
   } while (startKey);
   return items;
+}
+
+/**
+ * The write that ends a session seen expired (`SessionTable.end`; role take-overs make it inside their
+ * transaction): refused unless the session is still the version seen, or already ended.
+ */
+export function endClauses(
+  e: Expression,
+  seen: Pick<AgentSession, 'sessionId' | 'expiresAt'>,
+  now: number,
+): { set: string[]; condition: string } {
+  return {
+    set: [`${e.n('endedAt')} = if_not_exists(${e.n('endedAt')}, ${e.v(now)})`],
+    condition: [
+      `${e.n('sessionId')} = ${e.v(seen.sessionId)}`,
+      `(attribute_exists(${e.n('endedAt')}) OR (${e.n('expiresAt')} = ${e.v(seen.expiresAt)} AND ${e.n('expiresAt')} <= ${e.v(now)}))`,
+    ].join(' AND '),
+  };
 }
 
 export type SessionWriteResult =
@@ -122,8 +141,19 @@ export class SessionTable {
         `${e.n('heartbeatAt')} = ${e.v(now)}`,
         `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
       ],
-      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('expiresAt')} > ${e.v(now)}`,
+      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('expiresAt')} > ${e.v(now)} AND attribute_not_exists(${e.n('endedAt')})`,
     }));
+  }
+
+  /**
+   * Ends a session found expired, before anything it held is taken back. The write is the point of decision
+   * between the supervisor and the agent: it is refused if the session changed since it was read (a heartbeat or
+   * claim extended it, even one the agent decided on before the expiry and that landed late), and once it is
+   * made, no heartbeat or claim passes. Ending a session already ended succeeds again, so a sweep that stopped
+   * half-way can be resumed.
+   */
+  end(session: AgentSession, now: number): Promise<SessionWriteResult> {
+    return this.update(session.agentId, (e) => endClauses(e, session, now));
   }
 
   /**
@@ -153,6 +183,7 @@ export class SessionTable {
       remove: [...drop.keys()].map((id) => e.n('held', id)),
       condition: [
         `${e.n('sessionId')} = ${e.v(sessionId)}`,
+        `attribute_not_exists(${e.n('endedAt')})`,
         // Live, or idle: expired holding nothing and owing no notices (see canClaimUnder).
         `(${e.n('expiresAt')} > ${e.v(now)} OR (size(${e.n('held')}) = ${e.v(0)} AND size(${e.n('roles')}) = ${e.v(0)} AND size(${e.n('lost')}) = ${e.v(0)}))`,
         `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,

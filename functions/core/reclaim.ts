@@ -65,6 +65,24 @@ export async function reclaimTask(
   return decision.retry ? 'requeued' : 'dead';
 }
 
+/**
+ * Ends a session found over before anything it holds is taken back (see `SessionTable.end`), so that an agent's
+ * heartbeat or claim decided before the expiry but landing after it cannot revive the session once its leases
+ * or roles are someone else's. False when the session turned out to be alive: a write of the agent's changed it
+ * since it was read.
+ */
+export async function endSession(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  now: number,
+): Promise<boolean> {
+  if (session.endedAt !== undefined) return true;
+  const ended = await ctx.sessions.end(session, now);
+  if (ended.ok) return true;
+  // Replaced by a newer session, or gone: the one seen cannot be extended any more either.
+  return ended.current?.sessionId !== session.sessionId;
+}
+
 /** Gives up on a leased task that cannot run (e.g. its payload is gone), fenced by the epoch observed. */
 export async function markDead(ctx: SchedulerContext, task: Task, message: string): Promise<boolean> {
   const now = ctx.now();
@@ -121,6 +139,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
   for (const session of await ctx.sessions.findExpiredHolding(now, ctx.settings.sweepLimit)) {
     await attempt(
       async () => {
+        if (!(await endSession(ctx, session, now))) return;
         for (const taskId of Object.keys(session.held)) {
           record(taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' }));
         }
@@ -154,7 +173,15 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
           if (task.status !== 'leased' || !task.owner) continue;
           await attempt(
             async () => {
-              const reason = leaseExpiry(task, await sessionOf(task.owner ?? ''), now);
+              const session = await sessionOf(task.owner ?? '');
+              const reason = leaseExpiry(task, session, now);
+              if (reason === 'session' && session && session.sessionId === task.sessionId) {
+                // Its session expired: end it first, or find it alive after all.
+                if (!(await endSession(ctx, session, now))) {
+                  sessions.delete(task.owner ?? '');
+                  return;
+                }
+              }
               if (reason) {
                 record(task.taskId, await reclaimTask(ctx, task.taskId, { reason, task }));
                 return;

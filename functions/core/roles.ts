@@ -132,10 +132,12 @@ export async function volunteerForRole(
       }
       continue;
     }
+    const holderSession = holder && (await sessions.get(holder.agentId));
     const outcome = await ctx.roles.transfer({
       role: current,
       to: me,
       holderMustBeOver: true,
+      ...(holderSession ? { holderSession } : {}),
       addVolunteer: me,
       dropVolunteers: holder ? [holder.agentId] : [],
       now,
@@ -223,6 +225,8 @@ async function handOver(
   if (role.holder && !options.releasedBy && !live.some((v) => v.agentId === role.holder?.agentId)) {
     drop.push(role.holder.agentId);
   }
+  const holderSession =
+    role.holder && !options.releasedBy ? await sessions.get(role.holder.agentId) : undefined;
   for (const candidate of [...live, null]) {
     // Reaching "no one" means every live-looking candidate's session turned out to be over: they leave too.
     const leaving = candidate ? drop : [...drop, ...live.map((v) => v.agentId)];
@@ -230,6 +234,7 @@ async function handOver(
       role,
       ...(candidate ? { to: candidate } : {}),
       holderMustBeOver: !options.releasedBy,
+      ...(holderSession ? { holderSession } : {}),
       dropVolunteers: [...new Set(leaving)],
       now,
     });

@@ -80,11 +80,17 @@ export interface AgentSession {
   readonly rolesPicked: Readonly<Record<string, number>>;
   /** …and roles taken from it (role → epoch). */
   readonly rolesLost: Readonly<Record<string, number>>;
+  /**
+   * When the supervisor ended the session, having found it expired. Set before anything the session held is
+   * taken back, and no heartbeat or claim passes it: a write the agent decided on before its expiry but that
+   * lands after this cannot revive the session (see `SessionTable.end`).
+   */
+  readonly endedAt?: number;
 }
 
-/** A session is live until its expiry; after that nothing revives it. */
-export const isSessionLive = (session: Pick<AgentSession, 'expiresAt'>, now: number): boolean =>
-  session.expiresAt > now;
+/** A session is live until its expiry or its end; after that nothing revives it. */
+export const isSessionLive = (session: Pick<AgentSession, 'expiresAt' | 'endedAt'>, now: number): boolean =>
+  session.expiresAt > now && session.endedAt === undefined;
 
 /**
  * Whether a claim may use the session: a live one, or one that expired holding nothing and owing no notices.
@@ -93,7 +99,8 @@ export const isSessionLive = (session: Pick<AgentSession, 'expiresAt'>, now: num
  */
 export const canClaimUnder = (session: AgentSession, now: number): boolean =>
   isSessionLive(session, now) ||
-  (Object.keys(session.held).length === 0 &&
+  (session.endedAt === undefined &&
+    Object.keys(session.held).length === 0 &&
     Object.keys(session.roles).length === 0 &&
     Object.keys(session.lost).length === 0);
 

@@ -46,8 +46,19 @@ export interface TestStack {
   readonly faults: { readonly dynamodb: FaultPlan; readonly sqs: FaultPlan };
   readonly dynamodb: ReturnType<typeof localDynamoDbClient>;
   readonly sqs: ReturnType<typeof localSqsClient>;
-  /** A scheduler on the same tables and queues with different clients, as a second function instance is. */
-  sibling(options?: { random?: () => number }): Scheduler;
+  /**
+   * A scheduler on the same tables and queues with different clients, as a second function instance is; `now`
+   * gives it a clock of its own (e.g. one that decided a write before a time the stack's clock has passed).
+   */
+  sibling(options?: { random?: () => number; now?: () => number }): Scheduler;
+  /**
+   * Runs `before` once, just before the next request of this stack's clients that `matches`: a write of
+   * someone else's landing between a read and a write of this stack's.
+   */
+  interleave(
+    matches: (operation: string, input: Record<string, unknown>) => boolean,
+    before: () => Promise<unknown>,
+  ): void;
   destroy(): Promise<void>;
 }
 
@@ -102,11 +113,24 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         sqs: localSqsClient(inject('sqsEndpoint')),
         tables,
         queues: directory,
-        now: clock.now,
+        now: sibling.now ?? clock.now,
         random: sibling.random ?? Math.random,
         settings,
       });
       return new Scheduler(other);
+    },
+    interleave: (matches, before) => {
+      let pending = true;
+      dynamodb.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (pending && matches(context.commandName ?? '', args.input as Record<string, unknown>)) {
+            pending = false;
+            await before();
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: `interleave${counter++}` },
+      );
     },
     destroy: async () => {
       await Promise.all(

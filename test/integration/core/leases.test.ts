@@ -2,7 +2,7 @@
  * Leases over time: one heartbeat for many leases, checkpoints handed over, deadlines, cancel, overlapping sweeps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError } from '#domain/errors';
+import { LeaseLostError, SessionLostError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('leases', () => {
@@ -11,7 +11,7 @@ describe('leases', () => {
     // random 0: backoff draws are zero, so a requeued task is claimable at once.
     stack = await createTestStack({
       random: () => 0,
-      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead'],
+      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead', 'late', 'between'],
     });
   });
   afterAll(async () => {
@@ -38,6 +38,53 @@ describe('leases', () => {
     for (const c of claimed) {
       await scheduler.complete({ agentId: agent.agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch });
     }
+  });
+
+  it('a heartbeat decided before the session expired but written after the sweep took its lease is refused', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['late'] });
+    const { task } = await scheduler.submit({ queue: 'late', payload: {} });
+    await claimUntil(scheduler, agent, 1);
+    const expiresAt = (await ctx.sessions.get(agent.agentId))?.expiresAt ?? 0;
+
+    clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    expect((await scheduler.reclaim()).requeued).toEqual([task.taskId]);
+    // The agent's request left before its session expired and arrives only now.
+    const late = stack.sibling({ now: () => expiresAt - 1 });
+    const error = await late.heartbeat(agent.agentId, agent.sessionId).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SessionLostError);
+    expect((error as SessionLostError).context.lost).toEqual([task.taskId]);
+    const session = await ctx.sessions.get(agent.agentId);
+    expect(session?.expiresAt).toBe(expiresAt);
+    expect(session?.endedAt).toBeDefined();
+  });
+
+  it('a heartbeat that lands between the sweep reading the session and acting on it keeps the lease', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['between'] });
+    const { task } = await scheduler.submit({ queue: 'between', payload: {} });
+    const [held] = await claimUntil(scheduler, agent, 1);
+    if (!held) throw new Error('nothing claimed');
+    const expiresAt = (await ctx.sessions.get(agent.agentId))?.expiresAt ?? 0;
+
+    clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    const late = stack.sibling({ now: () => expiresAt - 1 });
+    // The sweep has found the session expired; the agent's heartbeat, sent before the expiry, lands first.
+    stack.interleave(
+      (operation, input) =>
+        operation === 'UpdateItemCommand' && String(input.UpdateExpression).includes('if_not_exists'),
+      () => late.heartbeat(agent.agentId, agent.sessionId),
+    );
+    const swept = await scheduler.reclaim();
+
+    expect(swept.requeued).toEqual([]);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({
+      status: 'leased',
+      leaseEpoch: held.leaseEpoch,
+    });
+    await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: held.leaseEpoch });
+    expect((await scheduler.getTask(task.taskId)).status).toBe('succeeded');
   });
 
   it('a checkpoint saved by one owner is handed to the next', async () => {

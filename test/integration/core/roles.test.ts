@@ -112,6 +112,46 @@ describe('roles', () => {
     ]);
   });
 
+  it('a holder whose heartbeat lands after its role passed on is refused; one that lands first keeps it', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const [late, early] = [newRole(), newRole()];
+    const [a, b, c, d] = [
+      await startAgent(scheduler),
+      await startAgent(scheduler),
+      await startAgent(scheduler),
+      await startAgent(scheduler),
+    ];
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, late);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, late);
+    await scheduler.volunteerForRole(c.agentId, c.sessionId, early);
+    await scheduler.volunteerForRole(d.agentId, d.sessionId, early);
+    const expiryOf = async (agentId: string) => (await ctx.sessions.get(agentId))?.expiresAt ?? 0;
+    const [aExpiresAt, cExpiresAt] = [await expiryOf(a.agentId), await expiryOf(c.agentId)];
+    // The volunteers keep beating; the holders' last heartbeats are slow to arrive.
+    clock.advance(ttlMs - 5_000);
+    await scheduler.heartbeat(b.agentId, b.sessionId);
+    await scheduler.heartbeat(d.agentId, d.sessionId);
+    clock.advance(6_000);
+
+    // c's heartbeat, sent before its expiry, lands between the sweep's read of c's session and the hand-over.
+    const cLate = stack.sibling({ now: () => cExpiresAt - 1 });
+    stack.interleave(
+      (operation, input) =>
+        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(c.agentId),
+      () => cLate.heartbeat(c.agentId, c.sessionId),
+    );
+    await scheduler.supervise();
+    const holding = async (name: string) => (await scheduler.listRoles()).find((r) => r.role === name);
+    expect(await holding(late)).toMatchObject({ holder: b.agentId, leaseEpoch: 2 });
+    expect(await holding(early)).toMatchObject({ holder: c.agentId, leaseEpoch: 1 });
+
+    // a's heartbeat, sent before its expiry too, arrives after its role went to the volunteer.
+    const aLate = stack.sibling({ now: () => aExpiresAt - 1 });
+    const error = await aLate.heartbeat(a.agentId, a.sessionId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionLostError);
+    expect((error as SessionLostError).context.lostRoles).toEqual([{ role: late, leaseEpoch: 1 }]);
+  });
+
   it('a silent holder loses the role to a live volunteer within the TTL plus one supervisor pass', async () => {
     const { scheduler, clock } = stack;
     const role = newRole();
