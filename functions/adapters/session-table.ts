@@ -88,8 +88,14 @@ export class SessionTable {
     private readonly purgeAfterSeconds: number,
   ) {}
 
-  /** Starts a new session for the agent, replacing any previous one; returns the one it replaced. */
+  /**
+   * Starts a new session for the agent, replacing any previous one; returns the one it replaced. The item is
+   * read first: if the answer to the write is lost and the SDK writes again, the item the second write replaces
+   * is the new session itself, and the one read stands for the session replaced (so its leases are still taken
+   * back at once).
+   */
   async open(session: AgentSession): Promise<AgentSession | undefined> {
+    const seen = await this.get(session.agentId);
     const output = await this.doc.send(
       new PutCommand({
         TableName: this.tableName,
@@ -103,7 +109,8 @@ export class SessionTable {
         ReturnValues: 'ALL_OLD',
       }),
     );
-    return output.Attributes ? sessionFromItem(output.Attributes) : undefined;
+    const replaced = output.Attributes ? sessionFromItem(output.Attributes) : undefined;
+    return replaced?.sessionId === session.sessionId ? seen : replaced;
   }
 
   async get(agentId: string): Promise<AgentSession | undefined> {

@@ -11,7 +11,7 @@ describe('leases', () => {
     // random 0: backoff draws are zero, so a requeued task is claimable at once.
     stack = await createTestStack({
       random: () => 0,
-      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead', 'late', 'between'],
+      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead', 'late', 'between', 'reopen'],
     });
   });
   afterAll(async () => {
@@ -85,6 +85,42 @@ describe('leases', () => {
     });
     await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: held.leaseEpoch });
     expect((await scheduler.getTask(task.taskId)).status).toBe('succeeded');
+  });
+
+  it('a new session takes the old one’s tasks back at once, even when the answer to opening it was lost', async () => {
+    const { scheduler, ctx, dynamodb } = stack;
+    const agent = await startAgent(scheduler, { queues: ['reopen'] });
+    const { task } = await scheduler.submit({ queue: 'reopen', payload: {} });
+    const [held] = await claimUntil(scheduler, agent, 1);
+    // The next session write commits, its answer is lost, and the SDK writes it again.
+    let lost = 0;
+    dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { TableName?: string };
+        if (
+          lost === 0 &&
+          context.commandName === 'PutItemCommand' &&
+          input.TableName === ctx.sessions.tableName
+        ) {
+          lost++;
+          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError', $metadata: {} });
+        }
+        return result;
+      },
+      { step: 'finalizeRequest', name: 'loseOneSessionAnswer', priority: 'low' },
+    );
+    try {
+      await scheduler.openSession(agent.agentId);
+    } finally {
+      dynamodb.middlewareStack.remove('loseOneSessionAnswer');
+    }
+
+    expect(lost).toBe(1);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({
+      status: 'queued',
+      leaseEpoch: held?.leaseEpoch,
+    });
   });
 
   it('a checkpoint saved by one owner is handed to the next', async () => {
