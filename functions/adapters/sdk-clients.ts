@@ -3,8 +3,8 @@
  *
  * The SDK's logger middleware copies every request and response through its sensitive-data filter before it
  * hands them to the client's logger, and it does so even for the default logger, which discards them. The
- * scheduler never gives the SDK a logger, so the middleware only costs: about 3 % of the CPU time of a busy
- * function. Errors still reach the caller unchanged.
+ * scheduler never gives the SDK a logger, so the middleware only costs: about 6 % of the CPU time of a
+ * DynamoDB call (measured against DynamoDB Local). Errors still reach the caller unchanged.
  */
 interface ClientWithMiddleware {
   readonly middlewareStack: { remove(toRemove: string): boolean };

@@ -71,11 +71,7 @@ export async function reclaimTask(
  * or roles are someone else's. False when the session turned out to be alive: a write of the agent's changed it
  * since it was read.
  */
-export async function endSession(
-  ctx: SchedulerContext,
-  session: AgentSession,
-  now: number,
-): Promise<boolean> {
+async function endSession(ctx: SchedulerContext, session: AgentSession, now: number): Promise<boolean> {
   if (session.endedAt !== undefined) return true;
   const ended = await ctx.sessions.end(session, now);
   if (ended.ok) return true;
