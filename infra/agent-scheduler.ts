@@ -13,12 +13,13 @@ import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 import { DUE_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
 import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
-import { PAYLOAD_PREFIX, PayloadBucket } from './payload-bucket';
+import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
 import { SchedulerApi } from './scheduler-api';
@@ -455,7 +456,7 @@ export class AgentScheduler extends Construct {
       reason:
         'Objects are task payloads written once and read by the scheduler functions alone; every submission and claim is already in the API access log. A log bucket would cost more than the payloads.',
     });
-    const payloadObjects = `${Stack.of(this).getLogicalId(this.payloads.bucket.node.defaultChild as CfnBucket)}.Arn>/${PAYLOAD_PREFIX}*`;
+    const payloadObjects = `${Stack.of(this).getLogicalId(this.payloads.bucket.node.defaultChild as CfnBucket)}.Arn>/${PAYLOAD_OBJECT_PREFIX}*`;
     for (const fn of [
       this.functions.agentApi,
       this.functions.operatorApi,

@@ -6,9 +6,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-
-/** Objects live under this prefix; grants name it, so a function can touch nothing else in the bucket. */
-export const PAYLOAD_PREFIX = 'payloads/';
+import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 
 export interface PayloadBucketProps {
   /** How long after its upload an object may still be read: the longest delay, queue age and retention. */
@@ -31,7 +29,7 @@ export class PayloadBucket extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
       lifecycleRules: [
         {
-          prefix: PAYLOAD_PREFIX,
+          prefix: PAYLOAD_OBJECT_PREFIX,
           expiration: props.expiration,
           abortIncompleteMultipartUploadAfter: Duration.days(1),
         },
@@ -59,7 +57,7 @@ export class PayloadBucket extends Construct {
       new PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [this.bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': `${PAYLOAD_PREFIX}*` } },
+        conditions: { StringLike: { 's3:prefix': `${PAYLOAD_OBJECT_PREFIX}*` } },
       }),
     );
   }
@@ -68,7 +66,7 @@ export class PayloadBucket extends Construct {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
         actions: [action],
-        resources: [this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`)],
+        resources: [this.bucket.arnForObjects(`${PAYLOAD_OBJECT_PREFIX}*`)],
       }),
     );
   }

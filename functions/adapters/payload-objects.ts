@@ -12,6 +12,9 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 
+/** Payload objects live under this prefix; the bucket's lifecycle rule and every grant name it. */
+export const PAYLOAD_OBJECT_PREFIX = 'payloads/';
+
 export class PayloadObjects {
   constructor(
     readonly s3: S3Client,

@@ -5,9 +5,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
-  type BatchGetCommandOutput,
   BatchWriteCommand,
-  type BatchWriteCommandOutput,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -18,7 +16,7 @@ import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
-import type { PayloadObjects } from './payload-objects';
+import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
 import { DUE_INDEX, payloadPart, TASK_PART } from './tables';
 
 type Item = Record<string, unknown>;
@@ -26,7 +24,8 @@ type Item = Record<string, unknown>;
 const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
 const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
 const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
-const payloadObjectKey = (taskId: string, specHash: string) => `payloads/${taskId}/${specHash}`;
+const payloadObjectKey = (taskId: string, specHash: string) =>
+  `${PAYLOAD_OBJECT_PREFIX}${taskId}/${specHash}`;
 
 /** What `putPayloads` wrote: whether a payload went to S3. */
 export interface WrittenPayloads {
@@ -204,17 +203,13 @@ export class TaskTable {
     );
     const inObject = (payload: Pick<NewPayload, 'taskId' | 'specHash'>) =>
       objects.has(payloadObjectKey(payload.taskId, payload.specHash));
-    for (let i = 0; i < items.length; i += 25) {
-      let pending: Item[] | undefined = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-      for (let round = 0; pending && pending.length > 0; round++) {
-        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
-        if (round > 8) throw new Error('BatchWriteItem left items unprocessed after retries');
-        const output: BatchWriteCommandOutput = await this.doc.send(
-          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
-        );
-        pending = output.UnprocessedItems?.[this.tableName];
-      }
-    }
+    const writes = items.map((Item): Item => ({ PutRequest: { Item } }));
+    await untilProcessed(writes, 25, 'BatchWriteItem', async (pending) => {
+      const output = await this.doc.send(
+        new BatchWriteCommand({ RequestItems: { [this.tableName]: [...pending] } }),
+      );
+      return output.UnprocessedItems?.[this.tableName];
+    });
     return { inObject };
   }
 
@@ -347,22 +342,37 @@ export class TaskTable {
 
   private async batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {
     const items: Item[] = [];
-    for (let i = 0; i < keys.length; i += 100) {
-      let pending: Item[] | undefined = keys.slice(i, i + 100);
-      for (let round = 0; pending && pending.length > 0; round++) {
-        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
-        const output: BatchGetCommandOutput = await this.doc.send(
-          new BatchGetCommand({
-            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: consistent } },
-          }),
-        );
-        items.push(...(output.Responses?.[this.tableName] ?? []));
-        pending = output.UnprocessedKeys?.[this.tableName]?.Keys;
-        if (round > 8 && pending?.length) throw new Error('BatchGetItem left keys unprocessed after retries');
-      }
-    }
+    await untilProcessed(keys, 100, 'BatchGetItem', async (pending) => {
+      const output = await this.doc.send(
+        new BatchGetCommand({
+          RequestItems: { [this.tableName]: { Keys: [...pending], ConsistentRead: consistent } },
+        }),
+      );
+      items.push(...(output.Responses?.[this.tableName] ?? []));
+      return output.UnprocessedKeys?.[this.tableName]?.Keys;
+    });
     return items;
   }
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/**
+ * Sends `all` in requests of at most `size`, and sends again whatever DynamoDB left unprocessed (it may under
+ * load), backing off up to a second; ten rounds per request at most.
+ */
+async function untilProcessed<T>(
+  all: readonly T[],
+  size: number,
+  operation: string,
+  send: (pending: readonly T[]) => Promise<readonly T[] | undefined>,
+): Promise<void> {
+  for (let i = 0; i < all.length; i += size) {
+    let pending: readonly T[] | undefined = all.slice(i, i + size);
+    for (let round = 0; pending && pending.length > 0; round++) {
+      if (round >= 10) throw new Error(`${operation} left items unprocessed after retries`);
+      if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
+      pending = await send(pending);
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

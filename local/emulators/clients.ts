@@ -19,37 +19,19 @@ export const LOCAL_REGION = 'us-east-1';
  */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
+/** What every client of an emulator is given: its endpoint, the region and the dummy credentials. */
+const emulatorConfig = (endpoint: string) =>
+  ({ region: LOCAL_REGION, endpoint, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 }) as const;
+
 export function localDynamoDbClient(endpoint: string): DynamoDBClient {
-  return withoutSdkLogging(
-    new DynamoDBClient({
-      region: LOCAL_REGION,
-      endpoint,
-      credentials: LOCAL_CREDENTIALS,
-      maxAttempts: 3,
-    }),
-  );
+  return withoutSdkLogging(new DynamoDBClient(emulatorConfig(endpoint)));
 }
 
 export function localSqsClient(endpoint: string): SQSClient {
-  return withoutSdkLogging(
-    new SQSClient({
-      region: LOCAL_REGION,
-      endpoint,
-      credentials: LOCAL_CREDENTIALS,
-      maxAttempts: 3,
-    }),
-  );
+  return withoutSdkLogging(new SQSClient(emulatorConfig(endpoint)));
 }
 
 /** fauxqs serves S3 on the SQS endpoint; path-style addressing keeps the bucket out of the host name. */
 export function localS3Client(endpoint: string): S3Client {
-  return withoutSdkLogging(
-    new S3Client({
-      region: LOCAL_REGION,
-      endpoint,
-      credentials: LOCAL_CREDENTIALS,
-      forcePathStyle: true,
-      maxAttempts: 3,
-    }),
-  );
+  return withoutSdkLogging(new S3Client({ ...emulatorConfig(endpoint), forcePathStyle: true }));
 }

@@ -120,16 +120,17 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       return new Scheduler(other);
     },
     interleave: (matches, before) => {
-      let pending = true;
+      const name = `interleave${counter++}`;
       dynamodb.middlewareStack.add(
         (next, context) => async (args) => {
-          if (pending && matches(context.commandName ?? '', args.input as Record<string, unknown>)) {
-            pending = false;
+          if (matches(context.commandName ?? '', args.input as Record<string, unknown>)) {
+            // Once: later requests resolve a stack without it.
+            dynamodb.middlewareStack.remove(name);
             await before();
           }
           return next(args);
         },
-        { step: 'initialize', name: `interleave${counter++}` },
+        { step: 'initialize', name },
       );
     },
     destroy: async () => {
