@@ -26,6 +26,7 @@ export function sessionFromItem(item: Item): AgentSession {
     roles: numberMap(item.roles),
     rolesPicked: numberMap(item.rolesPicked),
     rolesLost: numberMap(item.rolesLost),
+    ...(typeof item.claims === 'object' && item.claims !== null ? { claims: numberMap(item.claims) } : {}),
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
   };
 }
@@ -75,6 +76,31 @@ export function endClauses(
   };
 }
 
+/** A claim id to record in the session's reservation write, with the session's claims as read. */
+export interface ClaimRecord {
+  readonly id: string;
+  /** The session's `claims` map as read; undefined when the item has none yet. */
+  readonly seen: Readonly<Record<string, number>> | undefined;
+}
+
+/**
+ * How many recent claim ids a session remembers. A Worker claims one call at a time and sends a claim again only
+ * while it has no answer, so the last few cover every retry; more would make every heartbeat of the session
+ * cost more (a write is billed on the size of the item).
+ */
+export const CLAIMS_REMEMBERED = 3;
+
+function claimClauses(e: Expression, claim: ClaimRecord, now: number): { set: string[]; remove: string[] } {
+  if (claim.seen === undefined)
+    return { set: [`${e.n('claims')} = ${e.v({ [claim.id]: now })}`], remove: [] };
+  const older = Object.entries(claim.seen)
+    .filter(([id]) => id !== claim.id)
+    .sort(([, a], [, b]) => b - a)
+    .slice(CLAIMS_REMEMBERED - 1)
+    .map(([id]) => e.n('claims', id));
+  return { set: [`${e.n('claims', claim.id)} = ${e.v(now)}`], remove: older };
+}
+
 export type SessionWriteResult =
   | { readonly ok: true; readonly session: AgentSession }
   | { readonly ok: false; readonly current?: AgentSession };
@@ -103,6 +129,7 @@ export class SessionTable {
           leaseId: sessionLeaseId(session.agentId),
           kind: 'session',
           ...session,
+          claims: { ...session.claims },
           queues: [...session.queues],
           purgeAt: Math.ceil(session.expiresAt / 1_000) + this.purgeAfterSeconds,
         },
@@ -177,31 +204,36 @@ export class SessionTable {
     maxConcurrency: number,
     now: number,
     ttlMs: number,
+    claim?: ClaimRecord,
   ): Promise<SessionWriteResult> {
     const fresh = [...add.values()].filter((previous) => previous === undefined).length;
-    return this.update(agentId, (e) => ({
-      // A claim is as good as a heartbeat: the session is extended in the write the claim makes anyway.
-      set: [
-        ...[...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
-        `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
-        `${e.n('heartbeatAt')} = ${e.v(now)}`,
-        `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
-      ],
-      remove: [...drop.keys()].map((id) => e.n('held', id)),
-      condition: [
-        `${e.n('sessionId')} = ${e.v(sessionId)}`,
-        `attribute_not_exists(${e.n('endedAt')})`,
-        // Live, or idle: expired holding nothing and owing no notices (see canClaimUnder).
-        `(${e.n('expiresAt')} > ${e.v(now)} OR (size(${e.n('held')}) = ${e.v(0)} AND size(${e.n('roles')}) = ${e.v(0)} AND size(${e.n('lost')}) = ${e.v(0)}))`,
-        `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,
-        ...[...add].map(([id, previous]) =>
-          previous === undefined
-            ? `attribute_not_exists(${e.n('held', id)})`
-            : `${e.n('held', id)} = ${e.v(previous)}`,
-        ),
-        ...[...drop].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
-      ].join(' AND '),
-    }));
+    return this.update(agentId, (e) => {
+      const recorded = claim ? claimClauses(e, claim, now) : { set: [], remove: [] };
+      return {
+        // A claim is as good as a heartbeat: the session is extended in the write the claim makes anyway.
+        set: [
+          ...[...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
+          `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
+          `${e.n('heartbeatAt')} = ${e.v(now)}`,
+          `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
+          ...recorded.set,
+        ],
+        remove: [...[...drop.keys()].map((id) => e.n('held', id)), ...recorded.remove],
+        condition: [
+          `${e.n('sessionId')} = ${e.v(sessionId)}`,
+          `attribute_not_exists(${e.n('endedAt')})`,
+          // Live, or idle: expired holding nothing and owing no notices (see canClaimUnder).
+          `(${e.n('expiresAt')} > ${e.v(now)} OR (size(${e.n('held')}) = ${e.v(0)} AND size(${e.n('roles')}) = ${e.v(0)} AND size(${e.n('lost')}) = ${e.v(0)}))`,
+          `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,
+          ...[...add].map(([id, previous]) =>
+            previous === undefined
+              ? `attribute_not_exists(${e.n('held', id)})`
+              : `${e.n('held', id)} = ${e.v(previous)}`,
+          ),
+          ...[...drop].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
+        ].join(' AND '),
+      };
+    });
   }
 
   /**

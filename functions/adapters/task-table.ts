@@ -131,6 +131,7 @@ export function taskFromItem(item: Item): Task {
       result: parseJson(item.result),
       error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
       lastFinish,
+      claimId: optionalString(item.claimId),
       starvationLevel: optionalNumber(item.starvationLevel),
       needsAttention: item.needsAttention === true ? true : undefined,
       idempotencyKey: optionalString(item.idempotencyKey),

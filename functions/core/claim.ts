@@ -26,7 +26,15 @@ export interface ClaimRequest {
   readonly max?: number;
   /** Only these of the agent's queues; default all of them. */
   readonly queues?: readonly string[];
+  /**
+   * Chosen by the agent, the same on every attempt of one claim: a claim sent again with the id of one that
+   * reserved something in this session returns what that claim granted (still leased to the session), and grants
+   * nothing more. Without it a claim whose answer was lost leases tasks the agent never learns of.
+   */
+  readonly claimId?: string;
 }
+
+export const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
 export interface ClaimedTask {
   readonly taskId: string;
@@ -36,6 +44,11 @@ export interface ClaimedTask {
   readonly attempt: number;
   readonly leaseEpoch: number;
   readonly leaseDeadline: number;
+  /**
+   * The attempt's length from its grant: `leaseDeadline` is the grant time plus this. An agent reckons its
+   * deadline from its own clock with it (the time it sent the claim plus this), so a skewed clock cannot stretch it.
+   */
+  readonly timeoutSeconds: number;
   /** The last checkpoint a previous holder saved, if any. */
   readonly checkpoint?: unknown;
 }
@@ -64,12 +77,18 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (!Number.isInteger(max) || max < 1 || max > LIMITS.claimMax) {
     throw new ValidationError(`max: must be an integer from 1 to ${LIMITS.claimMax}`);
   }
+  if (request.claimId !== undefined && !CLAIM_ID_PATTERN.test(request.claimId)) {
+    throw new ValidationError('claimId: 8 to 64 letters, digits, "-" or "_"');
+  }
   const now = ctx.now();
   const session = await liveSession(ctx, request, now);
   const queues = request.queues ?? session.queues;
   const foreign = queues.filter((q) => !session.queues.includes(q));
   if (foreign.length > 0)
     throw new ValidationError(`queues: this agent does not serve ${foreign.join(', ')}`);
+  if (request.claimId !== undefined && session.claims?.[request.claimId] !== undefined) {
+    return replayClaim(ctx, session, request.claimId);
+  }
 
   // When the session looks full, find the entries that stand for leases already over (reads only).
   let examined: Examined = { stale: new Map(), heldByUs: new Set() };
@@ -120,7 +139,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     }
   }
 
-  const reserved = await reserve(ctx, session, candidates, examined.stale, now);
+  const reserved = await reserve(ctx, session, candidates, examined.stale, now, request.claimId);
   // Queue limits (concurrency, rate) admit some of what the session reserved; the rest waits a moment.
   const limited = new Map<string, string[]>();
   for (const taskId of candidates) {
@@ -152,7 +171,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
         for (const hint of hints) toReturn.push({ hint, seconds: LIMITED_RETRY_SECONDS });
         return;
       }
-      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now).catch(
+      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now, request.claimId).catch(
         (error: unknown) => {
           grantErrors.push(error);
           return { kind: 'error' } as const;
@@ -281,6 +300,7 @@ async function reserve(
   taskIds: readonly string[],
   stale: ReadonlyMap<string, number>,
   now: number,
+  claimId: string | undefined,
 ): Promise<{ has(taskId: string): boolean }> {
   let current = session;
   for (let round = 0; round < 3; round++) {
@@ -299,6 +319,7 @@ async function reserve(
       current.maxConcurrency,
       now,
       ctx.settings.leaseTtlSeconds * 1_000,
+      claimId === undefined ? undefined : { id: claimId, seen: current.claims },
     );
     if (written.ok) return { has: (id) => add.has(id) };
     if (
@@ -322,9 +343,11 @@ async function grant(
   taskId: string,
   queue: string,
   now: number,
+  claimId: string | undefined,
 ): Promise<GrantOutcome> {
   const written = await ctx.tasks.update(taskId, (e) => ({
     set: [
+      ...(claimId === undefined ? [] : [`${e.n('claimId')} = ${e.v(claimId)}`]),
       `${e.n('status')} = ${e.v('leased')}`,
       `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
       `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
@@ -334,6 +357,8 @@ async function grant(
       `${e.n('leaseDeadline')} = ${e.n('timeoutMs')} + ${e.v(now)}`,
       `${e.n('updatedAt')} = ${e.v(now)}`,
     ],
+    // A grant of another claim must not be taken for this one's by a retry.
+    ...(claimId === undefined ? { remove: [e.n('claimId')] } : {}),
     condition: [
       `${e.n('status')} = ${e.v('queued')}`,
       `${e.n('queue')} = ${e.v(queue)}`,
@@ -373,10 +398,35 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
       attempt: task.attempt,
       leaseEpoch: task.leaseEpoch,
       leaseDeadline: task.leaseDeadline ?? 0,
+      timeoutSeconds: task.timeoutSeconds,
       ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
     });
   }
   return claimed;
+}
+
+/**
+ * The answer to a claim sent again: the tasks its first attempt granted that this session still holds, found
+ * through the session's entries (a superset of its leases) and the claim id each grant wrote on its task.
+ */
+async function replayClaim(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  claimId: string,
+): Promise<ClaimedTask[]> {
+  const ids = Object.keys(session.held);
+  if (ids.length === 0) return [];
+  const tasks = await ctx.tasks.getMany(ids);
+  const granted = ids.flatMap((id) => {
+    const task = tasks.get(id);
+    return task?.status === 'leased' &&
+      task.claimId === claimId &&
+      task.sessionId === session.sessionId &&
+      task.owner === session.agentId
+      ? [task]
+      : [];
+  });
+  return withPayloads(ctx, granted);
 }
 
 interface Examined {

@@ -30,7 +30,7 @@ import {
   parseScheduleSpec,
   type ScheduleBackend,
 } from './schedules';
-import { heartbeat, openSession, registerAgent } from './sessions';
+import { heartbeat, openSession, readSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 
@@ -76,6 +76,11 @@ export class Scheduler {
 
   heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {
     return heartbeat(this.ctx, agentId, sessionId, checkpoints).catch(translateAwsError);
+  }
+
+  /** What the agent's live session holds: tasks with their epochs, and roles. */
+  readSession(agentId: string) {
+    return readSession(this.ctx, agentId).catch(translateAwsError);
   }
 
   claim(request: ClaimRequest) {

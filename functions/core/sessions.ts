@@ -9,12 +9,13 @@ import { z } from 'zod';
 import type { Agent } from '#adapters/agent-table';
 import { AgentNotFoundError, errorName, SessionLostError, ValidationError } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
-import type { AgentSession } from '#domain/task';
+import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
 import { handOverRolesOf } from './roles';
+import { ownerCondition } from './transitions';
 
 export const agentSpecSchema = z.strictObject({
   name: z.string().min(1).max(128),
@@ -102,9 +103,23 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
   };
 }
 
+/**
+ * Checkpoints a heartbeat carries: each names the lease it was taken under, and is written only while that very
+ * lease (task, epoch, session) holds, so a checkpoint of an earlier attempt cannot overwrite a later one's.
+ */
 export const checkpointsSchema = z
-  .record(z.string().regex(TASK_ID_PATTERN, 'a task id'), z.json())
-  .refine((record) => Object.keys(record).length <= 100, 'at most 100 checkpoints per heartbeat');
+  .array(
+    z.strictObject({
+      taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+      leaseEpoch: z.int().min(1).max(Number.MAX_SAFE_INTEGER),
+      checkpoint: z.json(),
+    }),
+  )
+  .max(100, 'at most 100 checkpoints per heartbeat')
+  .refine(
+    (list) => new Set(list.map((c) => c.taskId)).size === list.length,
+    'one checkpoint per task and heartbeat',
+  );
 
 /** A role and the epoch of the grant a notice is about. */
 export interface RoleLease {
@@ -122,6 +137,11 @@ export interface HeartbeatResult {
   readonly rolesPicked: RoleLease[];
   /** Roles taken from this session since the last heartbeat. */
   readonly rolesLost: RoleLease[];
+  /**
+   * Task ids the session holds or is reserving (a superset of its leases). A task here that the agent does not
+   * know of is a grant whose answer it never got: `readSession` tells its epoch, so it can be released.
+   */
+  readonly held: string[];
 }
 
 const roleLeases = (map: Readonly<Record<string, number>>): RoleLease[] =>
@@ -138,14 +158,15 @@ export async function heartbeat(
   sessionId: string,
   checkpoints: unknown = undefined,
 ): Promise<HeartbeatResult> {
-  let encoded: [string, string][] = [];
+  let encoded: { taskId: string; leaseEpoch: number; json: string }[] = [];
   if (checkpoints !== undefined) {
     const parsed = checkpointsSchema.safeParse(checkpoints);
     if (!parsed.success) throw new ValidationError(`checkpoints.${describeIssues(parsed.error)}`);
-    encoded = Object.entries(parsed.data).map(([taskId, value]) => [
+    encoded = parsed.data.map(({ taskId, leaseEpoch, checkpoint }) => ({
       taskId,
-      encodeBoundedJson(value, LIMITS.checkpointBytes, `checkpoint of ${taskId}`),
-    ]);
+      leaseEpoch,
+      json: encodeBoundedJson(checkpoint, LIMITS.checkpointBytes, `checkpoint of ${taskId}`),
+    }));
   }
   const now = ctx.now();
   const outcome = await ctx.sessions.heartbeat(agentId, sessionId, now, ctx.settings.leaseTtlSeconds * 1_000);
@@ -168,24 +189,76 @@ export async function heartbeat(
   }
   const lost = new Set(Object.keys(lostNotices));
   await Promise.all(
-    encoded.map(async ([taskId, json]) => {
+    encoded.map(async ({ taskId, leaseEpoch, json }) => {
       const written = await ctx.tasks.update(taskId, (e) => ({
         set: [`${e.n('checkpoint')} = ${e.v(json)}`],
-        condition: [
-          `${e.n('status')} = ${e.v('leased')}`,
-          `${e.n('owner')} = ${e.v(agentId)}`,
-          `${e.n('sessionId')} = ${e.v(sessionId)}`,
-          `${e.n('leaseDeadline')} > ${e.v(now)}`,
-        ].join(' AND '),
+        condition: ownerCondition(e, { agentId, sessionId, leaseEpoch }, now),
       }));
-      if (!written.ok) lost.add(taskId);
+      // Refused: the lease it was taken under is over. Lost, unless this session holds the task again.
+      if (!written.ok && !(written.current && holdsNow(written.current, agentId, sessionId, now))) {
+        lost.add(taskId);
+      }
     }),
   );
   return {
+    held: Object.keys(outcome.session.held),
     expiresAt: outcome.session.expiresAt,
     cancelled: Object.keys(cancelled),
     lost: [...lost],
     rolesPicked: roleLeases(rolesPicked),
     rolesLost: roleLeases(rolesLost),
   };
+}
+
+const holdsNow = (task: Task, agentId: string, sessionId: string, now: number): boolean =>
+  task.status === 'leased' &&
+  task.owner === agentId &&
+  task.sessionId === sessionId &&
+  (task.leaseDeadline ?? 0) > now;
+
+/** A task the session holds, as the agent needs it to act on it (a grant whose answer it never got). */
+export interface HeldTask {
+  readonly taskId: string;
+  readonly queue: string;
+  readonly leaseEpoch: number;
+  readonly attempt: number;
+  readonly leaseDeadline: number;
+}
+
+export interface SessionHoldings {
+  readonly sessionId: string;
+  readonly expiresAt: number;
+  readonly tasks: HeldTask[];
+  readonly roles: RoleLease[];
+}
+
+/**
+ * What the agent's live session holds: its leased tasks with their epochs and the roles it holds, read from the
+ * tasks and roles themselves (the session's own entries are a superset). As Fluid's `pickedTasks()`, it lets an
+ * agent that missed a grant's answer or notice find out what it owns.
+ */
+export async function readSession(ctx: SchedulerContext, agentId: string): Promise<SessionHoldings> {
+  const session = await ctx.sessions.get(agentId);
+  const now = ctx.now();
+  if (!session || !isSessionLive(session, now)) {
+    throw new SessionLostError('the agent has no live session; open a new session', { context: { agentId } });
+  }
+  const ids = Object.keys(session.held);
+  const tasks = ids.length === 0 ? new Map<string, Task>() : await ctx.tasks.getMany(ids);
+  const held = [...tasks.values()]
+    .filter((task) => holdsNow(task, agentId, session.sessionId, now))
+    .map((task) => ({
+      taskId: task.taskId,
+      queue: task.queue,
+      leaseEpoch: task.leaseEpoch,
+      attempt: task.attempt,
+      leaseDeadline: task.leaseDeadline ?? 0,
+    }))
+    .sort((a, b) => a.taskId.localeCompare(b.taskId));
+  const roles: RoleLease[] = [];
+  for (const name of Object.keys(session.roles).sort()) {
+    const role = await ctx.roles.get(name);
+    if (role?.holder?.sessionId === session.sessionId) roles.push({ role: name, leaseEpoch: role.epoch });
+  }
+  return { sessionId: session.sessionId, expiresAt: session.expiresAt, tasks: held, roles };
 }

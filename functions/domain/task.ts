@@ -47,6 +47,8 @@ export interface Task {
   readonly result?: unknown;
   readonly error?: TaskError;
   readonly lastFinish?: FinishRecord;
+  /** The claim (client-chosen id) whose grant gave the current or last lease: a retried claim finds it by this. */
+  readonly claimId?: string;
   /** Steps of the starvation ladder taken: 1 promoted, 2 announced, 3 needs attention. */
   readonly starvationLevel?: number;
   readonly needsAttention?: boolean;
@@ -80,6 +82,12 @@ export interface AgentSession {
   readonly rolesPicked: Readonly<Record<string, number>>;
   /** …and roles taken from it (role → epoch). */
   readonly rolesLost: Readonly<Record<string, number>>;
+  /**
+   * The session's most recent claims that reserved something: claim id → reservation time. A claim sent again
+   * with one of these ids (its answer was lost) is answered with what it granted instead of granting more.
+   * Absent on a session opened before claims had ids.
+   */
+  readonly claims?: Readonly<Record<string, number>>;
   /**
    * When the supervisor ended the session, having found it expired. Set before anything the session held is
    * taken back, and no heartbeat or claim passes it: a write the agent decided on before its expiry but that

@@ -3,24 +3,27 @@
  */
 import { z } from 'zod';
 import { BATCH_LIMITS, type ItemOutcome } from '#core/batches';
-import { idleRetryAfterMs } from '#core/claim';
+import { CLAIM_ID_PATTERN, idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
+import { checkpointsSchema } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
-import { claimedTaskView, roleView, taskView } from './views';
+import { claimedTaskView, roleView, sessionHoldingsView, taskView } from './views';
 
 const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
 const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 export const heartbeatBody = z.strictObject({
   sessionId: sessionIdSchema,
-  checkpoints: z.record(z.string(), z.json()).optional(),
+  checkpoints: checkpointsSchema.optional(),
 });
 export const claimBody = z.strictObject({
   sessionId: sessionIdSchema,
+  /** Chosen by the agent and sent again with a retry: a retried claim returns what the first one granted. */
+  claimId: z.string().regex(CLAIM_ID_PATTERN, 'a claim id: 8 to 64 letters, digits, "-" or "_"').optional(),
   max: z.int().min(1).max(LIMITS.claimMax).optional(),
   queues: z.array(queueNameSchema).min(1).max(32).optional(),
   /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
@@ -89,6 +92,10 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         },
       };
     },
+    readSession: async (request) => {
+      const read = await scheduler.readSession(agentOf(request));
+      return { status: 200, body: { session: sessionHoldingsView(read) } };
+    },
     heartbeat: async (request) => {
       const body = parseBody(heartbeatBody, request.body);
       const beat = await scheduler.heartbeat(agentOf(request), body.sessionId, body.checkpoints);
@@ -98,6 +105,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
           cancelled: beat.cancelled,
           lost: beat.lost,
           roles: { picked: beat.rolesPicked, lost: beat.rolesLost },
+          held: beat.held,
           expiresAt: new Date(beat.expiresAt).toISOString(),
         },
       };
@@ -109,6 +117,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         sessionId: body.sessionId,
         ...(body.max === undefined ? {} : { max: body.max }),
         ...(body.queues === undefined ? {} : { queues: body.queues }),
+        ...(body.claimId === undefined ? {} : { claimId: body.claimId }),
       });
       // Nothing to do: say how long to wait, longer the longer the agent has been idle.
       const retryAfterMs =

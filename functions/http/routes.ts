@@ -53,6 +53,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/events', access: 'operator', operation: 'listEvents', localOnly: true },
 
   { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
+  { method: 'GET', path: '/v1/agent/session', access: 'agent', operation: 'readSession' },
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
   { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
   { method: 'POST', path: '/v1/agent/tasks/complete', access: 'agent', operation: 'completeTasks' },

@@ -8,6 +8,7 @@ import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
 import type { ScheduleRecord } from '#core/schedules';
+import type { SessionHoldings } from '#core/sessions';
 import type { Task } from '#domain/task';
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -77,5 +78,14 @@ export function roleView(role: RoleView) {
     since: iso(role.since) ?? null,
     volunteers: role.volunteers,
     registered: role.registered,
+  };
+}
+
+export function sessionHoldingsView(holdings: SessionHoldings) {
+  return {
+    sessionId: holdings.sessionId,
+    expiresAt: iso(holdings.expiresAt),
+    tasks: holdings.tasks.map((task) => ({ ...task, leaseDeadline: iso(task.leaseDeadline) })),
+    roles: holdings.roles,
   };
 }

@@ -130,7 +130,9 @@ describe('leases', () => {
     const [held] = await claimUntil(scheduler, a, 1);
     expect(held?.checkpoint).toBeUndefined();
 
-    const beat = await scheduler.heartbeat(a.agentId, a.sessionId, { [task.taskId]: { page: 7 } });
+    const beat = await scheduler.heartbeat(a.agentId, a.sessionId, [
+      { taskId: task.taskId, leaseEpoch: 1, checkpoint: { page: 7 } },
+    ]);
     clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
     await scheduler.reclaim();
     const b = await startAgent(scheduler, { name: 'b', queues: ['checkpoint'] });
@@ -139,7 +141,9 @@ describe('leases', () => {
     expect(beat.lost).toEqual([]);
     expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2, checkpoint: { page: 7 } });
     // A's late checkpoint cannot overwrite B's.
-    await scheduler.heartbeat(b.agentId, b.sessionId, { [task.taskId]: { page: 9 } });
+    await scheduler.heartbeat(b.agentId, b.sessionId, [
+      { taskId: task.taskId, leaseEpoch: 2, checkpoint: { page: 9 } },
+    ]);
     expect((await scheduler.getTask(task.taskId)).checkpoint).toEqual({ page: 9 });
   });
 
