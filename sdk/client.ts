@@ -5,7 +5,6 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
-import { randomUUID } from 'node:crypto';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport';
 import type {
   Agent,
@@ -33,15 +32,27 @@ import type {
   Schedule,
   ScheduleSpec,
   Session,
+  SessionHoldings,
   SubmitTaskInput,
   SubmitTaskResult,
   Task,
   TaskPage,
   VolunteerInput,
   VolunteerResult,
+  WithdrawRoleInput,
+  WithdrawRoleResult,
 } from './types';
 
 export type AgentSchedulerClientOptions = TransportOptions;
+
+/** Per call: a timeout for each attempt, and a signal that abandons the call (see `RequestSpec`). */
+export interface CallOptions {
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** A claim id: letters, digits and "-", as the server accepts (8 to 64 characters). */
+export const newClaimId = (): string => globalThis.crypto.randomUUID();
 
 const segment = (value: string): string => encodeURIComponent(value);
 
@@ -69,7 +80,7 @@ export class AgentSchedulerClient {
 
   /** Submits a task. The same idempotency key is sent on every attempt, so retries cannot create two tasks. */
   async submitTask(input: SubmitTaskInput): Promise<SubmitTaskResult> {
-    const body = { ...input, idempotencyKey: input.idempotencyKey ?? randomUUID() };
+    const body = { ...input, idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID() };
     const response = await this.transport.request<{ task: Task }>({
       method: 'POST',
       path: '/v1/tasks',
@@ -83,7 +94,10 @@ export class AgentSchedulerClient {
    * key (one is added where missing), so retrying the whole batch creates nothing twice.
    */
   async submitTasks(inputs: readonly SubmitTaskInput[]): Promise<BatchItemResult[]> {
-    const tasks = inputs.map((input) => ({ ...input, idempotencyKey: input.idempotencyKey ?? randomUUID() }));
+    const tasks = inputs.map((input) => ({
+      ...input,
+      idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID(),
+    }));
     return (
       await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
@@ -213,16 +227,35 @@ export class AgentSchedulerClient {
     return this.call<Session>({ method: 'POST', path: '/v1/agent/session', body: {} });
   }
 
-  /** Keeps the session, and every lease it holds, alive; may carry a checkpoint per task. */
-  async heartbeat(input: HeartbeatInput): Promise<HeartbeatResult> {
-    return this.call<HeartbeatResult>({ method: 'POST', path: '/v1/agent/heartbeat', body: input });
+  /** What the agent's live session holds: its tasks with their epochs, and its roles. */
+  async getSession(options: CallOptions = {}): Promise<SessionHoldings> {
+    return (
+      await this.call<{ session: SessionHoldings }>({ method: 'GET', path: '/v1/agent/session', ...options })
+    ).session;
   }
 
-  async claim(input: ClaimInput): Promise<ClaimResult> {
+  /** Keeps the session, and every lease it holds, alive; may carry a checkpoint per task. */
+  async heartbeat(input: HeartbeatInput, options: CallOptions = {}): Promise<HeartbeatResult> {
+    const body = await this.call<HeartbeatResult>({
+      method: 'POST',
+      path: '/v1/agent/heartbeat',
+      body: input,
+      ...options,
+    });
+    // A server older than `held` says nothing of it: nothing unknown is held, as far as the agent can tell.
+    return { ...body, held: body.held ?? [] };
+  }
+
+  /**
+   * Claims tasks. Every attempt of the call carries one claim id (a new one unless given), so a retry after a lost
+   * answer gets what the first attempt granted instead of leasing more the agent would never hear of.
+   */
+  async claim(input: ClaimInput, options: CallOptions = {}): Promise<ClaimResult> {
     const body = await this.call<{ tasks: ClaimedTask[]; retryAfterMs?: number }>({
       method: 'POST',
       path: '/v1/agent/claim',
-      body: input,
+      body: { ...input, claimId: input.claimId ?? newClaimId() },
+      ...options,
     });
     return {
       tasks: body.tasks,
@@ -230,44 +263,48 @@ export class AgentSchedulerClient {
     };
   }
 
-  async complete(taskId: string, input: CompleteInput): Promise<Task> {
+  async complete(taskId: string, input: CompleteInput, options: CallOptions = {}): Promise<Task> {
     return (
       await this.call<{ task: Task }>({
         method: 'POST',
         path: `/v1/agent/tasks/${segment(taskId)}/complete`,
         body: input,
+        ...options,
       })
     ).task;
   }
 
   /** Completes up to 10 leases in one call; each item has its own outcome (a stale lease is a `LeaseLost` item). */
-  async completeTasks(items: readonly CompleteItem[]): Promise<BatchItemResult[]> {
+  async completeTasks(items: readonly CompleteItem[], options: CallOptions = {}): Promise<BatchItemResult[]> {
     return (
       await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
         path: '/v1/agent/tasks/complete',
         body: { tasks: items },
+        ...options,
       })
     ).results;
   }
 
-  async fail(taskId: string, input: FailInput): Promise<Task> {
+  async fail(taskId: string, input: FailInput, options: CallOptions = {}): Promise<Task> {
     return (
       await this.call<{ task: Task }>({
         method: 'POST',
         path: `/v1/agent/tasks/${segment(taskId)}/fail`,
         body: input,
+        ...options,
       })
     ).task;
   }
 
   /** Gives the task back without it counting as an attempt. */
-  async release(taskId: string, input: ReleaseInput): Promise<Task> {
+  async release(taskId: string, input: ReleaseInput, options: CallOptions = {}): Promise<Task> {
     return (
       await this.call<{ task: Task }>({
         method: 'POST',
         path: `/v1/agent/tasks/${segment(taskId)}/release`,
         body: input,
+        ...options,
       })
     ).task;
   }
@@ -293,6 +330,18 @@ export class AgentSchedulerClient {
     return this.call<VolunteerResult>({
       method: 'POST',
       path: `/v1/agent/roles/${segment(role)}/volunteer`,
+      body: input,
+    });
+  }
+
+  /**
+   * Leaves the role's candidates: a volunteer that no longer wants the role is not granted it later. If the agent
+   * holds the role under that session, it is given up in the same move and the next volunteer gets it.
+   */
+  async withdrawFromRole(role: string, input: WithdrawRoleInput): Promise<WithdrawRoleResult> {
+    return this.call<WithdrawRoleResult>({
+      method: 'POST',
+      path: `/v1/agent/roles/${segment(role)}/withdraw`,
       body: input,
     });
   }

@@ -1,6 +1,10 @@
 /**
- * One task a Worker is running: its abort controller, its lease deadline and the checkpoint waiting to go out
- * with the next heartbeat.
+ * One task a Worker is running: its abort controller, its deadline on the agent's own clock and the checkpoint
+ * waiting to go out with the next heartbeat.
+ *
+ * The deadline is reckoned from the time the agent sent the claim, not from the server's absolute
+ * `leaseDeadline`: the grant happened after the claim was sent, so the send time plus the attempt's length can only
+ * come before the server's deadline, however far the two clocks are apart.
  */
 import type { ClaimedTask } from './types';
 import { type AbortReason, TaskAbortedError } from './worker-events';
@@ -11,6 +15,8 @@ export type TaskPhase = 'running' | 'finishing';
 export class RunningTask {
   private readonly controller = new AbortController();
   private readonly deadlineTimer: ReturnType<typeof setTimeout>;
+  /** When the attempt's deadline passes by the agent's own clock (the margin already taken off). */
+  readonly localDeadline: number;
   phase: TaskPhase = 'running';
   abortReason: AbortReason | undefined;
   /** Settles once the handler has settled and its outcome was dealt with. */
@@ -24,9 +30,16 @@ export class RunningTask {
     readonly task: ClaimedTask,
     /** The session that holds the lease: a heartbeat of another session says nothing about it. */
     readonly sessionId: string,
+    lease: { readonly claimSentAt: number; readonly marginMs: number },
     onDeadline: () => void,
   ) {
-    const remaining = Date.parse(task.leaseDeadline) - Date.now();
+    const length =
+      typeof task.timeoutSeconds === 'number'
+        ? task.timeoutSeconds * 1_000
+        : // A server that does not say the attempt's length: its absolute deadline is all there is.
+          Date.parse(task.leaseDeadline) - lease.claimSentAt;
+    this.localDeadline = lease.claimSentAt + length - lease.marginMs;
+    const remaining = this.localDeadline - Date.now();
     this.deadlineTimer = setTimeout(onDeadline, Math.min(Math.max(0, remaining), 2_147_483_647));
   }
 
@@ -34,6 +47,7 @@ export class RunningTask {
     return this.task.taskId;
   }
 
+  /** Aborts when the lease is over or the task is handed back: the handler's signal, and every call about it. */
   get signal(): AbortSignal {
     return this.controller.signal;
   }

@@ -39,6 +39,13 @@ export interface RequestSpec {
   readonly body?: unknown;
   /** @default 'always' */
   readonly retry?: RetryMode;
+  /** Longest a single attempt of this call may take. @default the transport's `timeoutMs` */
+  readonly timeoutMs?: number;
+  /**
+   * Ends the call, in flight or between attempts, with an `Aborted` error: a Worker aborts the calls about a lease
+   * its own reckoning says is over, whatever the network is doing.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface TransportResponse<T> {
@@ -74,11 +81,13 @@ export class HttpTransport {
   async request<T>(spec: RequestSpec): Promise<TransportResponse<T>> {
     const mode = spec.retry ?? 'always';
     for (let attempt = 1; ; attempt++) {
+      if (spec.signal?.aborted) throw abortedError(spec.signal);
       const outcome = await this.attempt(spec);
+      if (spec.signal?.aborted) throw abortedError(spec.signal);
       const last = attempt >= this.policy.maxAttempts;
       if (outcome.kind === 'network') {
         if (last || mode !== 'always') throw networkError(outcome);
-        await sleep(backoffDelayMs(attempt, this.policy));
+        await sleep(backoffDelayMs(attempt, this.policy), spec.signal);
         continue;
       }
       if (outcome.status >= 200 && outcome.status < 300) return success<T>(outcome);
@@ -86,7 +95,7 @@ export class HttpTransport {
       if (last || !isRetryableStatus(outcome.status, mode)) throw error;
       // Never come back sooner than the server asked; if it asks for longer than we are willing to wait, say so.
       if (error.retryAfterMs !== undefined && error.retryAfterMs > this.policy.maxDelayMs) throw error;
-      await sleep(error.retryAfterMs ?? backoffDelayMs(attempt, this.policy));
+      await sleep(error.retryAfterMs ?? backoffDelayMs(attempt, this.policy), spec.signal);
     }
   }
 
@@ -97,10 +106,12 @@ export class HttpTransport {
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
-    }, this.timeoutMs);
+    }, spec.timeoutMs ?? this.timeoutMs);
+    const signal = spec.signal ? AbortSignal.any([controller.signal, spec.signal]) : controller.signal;
     try {
-      const response = await this.fetchImpl(request, { signal: controller.signal });
-      const text = await response.text();
+      // A fetch that ignores its signal (a proxy, an instrumented fetch) must not hold the call past it.
+      const response = await untilAborted(this.fetchImpl(request, { signal }), signal);
+      const text = await untilAborted(response.text(), signal);
       return { kind: 'response', status: response.status, headers: response.headers, text };
     } catch (error) {
       return { kind: 'network', error, timedOut };
@@ -177,6 +188,34 @@ function responseError(outcome: Extract<Attempt, { kind: 'response' }>): AgentSc
     message,
     requestId: requestIdOf(outcome.headers, body),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
+}
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The call was ended by its caller's signal: nothing more is sent, and whether the server acted is unknown. */
+function abortedError(signal: AbortSignal): AgentSchedulerError {
+  return new AgentSchedulerError({
+    status: 0,
+    code: 'Aborted',
+    message: 'the call was abandoned: the lease it was about is over by the agent’s own reckoning',
+    cause: signal.reason,
   });
 }
 

@@ -46,8 +46,13 @@ export interface ClaimedTask {
   readonly attempt: number;
   /** Present it on every write about this task: complete, fail, release. */
   readonly leaseEpoch: number;
-  /** The attempt's hard deadline, whatever the heartbeats say. */
+  /** The attempt's hard deadline on the server's clock, whatever the heartbeats say. */
   readonly leaseDeadline: string;
+  /**
+   * The attempt's length from its grant (`leaseDeadline` is the grant time plus this). A Worker reckons the
+   * deadline on its own clock from it: the time it sent the claim plus this, less a margin.
+   */
+  readonly timeoutSeconds: number;
   /** The last checkpoint a previous holder saved, if any. */
   readonly checkpoint?: unknown;
 }
@@ -194,8 +199,17 @@ export interface Session {
 
 export interface HeartbeatInput {
   readonly sessionId: string;
-  /** Task id → small JSON value, saved on the task and handed to its next holder. */
-  readonly checkpoints?: Readonly<Record<string, unknown>>;
+  /**
+   * Small JSON values saved on tasks and handed to their next holders, each under the lease it was taken in: a
+   * checkpoint of an earlier attempt never overwrites a later one's.
+   */
+  readonly checkpoints?: readonly Checkpoint[];
+}
+
+export interface Checkpoint {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly checkpoint: unknown;
 }
 
 export interface HeartbeatResult {
@@ -205,6 +219,27 @@ export interface HeartbeatResult {
   readonly lost: readonly string[];
   /** Roles granted to this session, and taken from it, since the last heartbeat. */
   readonly roles: { readonly picked: readonly RoleLease[]; readonly lost: readonly RoleLease[] };
+  /**
+   * Task ids the session holds or is reserving (a superset of its leases). One the agent does not know of is a
+   * grant whose answer it never got: `getSession` gives its epoch.
+   */
+  readonly held: readonly string[];
+}
+
+/** What the agent's live session holds, read from the tasks and roles themselves. */
+export interface SessionHoldings {
+  readonly sessionId: string;
+  readonly expiresAt: string;
+  readonly tasks: readonly HeldTask[];
+  readonly roles: readonly RoleLease[];
+}
+
+export interface HeldTask {
+  readonly taskId: string;
+  readonly queue: string;
+  readonly leaseEpoch: number;
+  readonly attempt: number;
+  readonly leaseDeadline: string;
 }
 
 /** A grant of a role: the epoch fences the holder's release, and can fence what it does downstream. */
@@ -242,6 +277,19 @@ export interface ReleaseRoleInput {
   readonly leaseEpoch: number;
 }
 
+export interface WithdrawRoleInput {
+  readonly sessionId: string;
+}
+
+export interface WithdrawRoleResult {
+  /** Whether the agent was among the role's candidates. */
+  readonly withdrawn: boolean;
+  /** Whether it held the role under that session, and gave it up in the same move. */
+  readonly released: boolean;
+  readonly nextHolder?: string;
+  readonly role: Role;
+}
+
 export interface ReleaseRoleResult {
   readonly released: true;
   /** The live volunteer that was granted the role in the same write. */
@@ -257,6 +305,11 @@ export interface ClaimInput {
   readonly queues?: readonly string[];
   /** Claims in a row that found nothing before this one; the server's suggested wait grows with it. */
   readonly idleClaims?: number;
+  /**
+   * The same on every attempt of one claim (8 to 64 letters, digits, `-`, `_`): a claim sent again after its
+   * answer was lost returns what the first attempt granted. @default a new id per call
+   */
+  readonly claimId?: string;
 }
 
 export interface ClaimResult {

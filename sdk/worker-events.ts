@@ -1,7 +1,7 @@
 /**
  * What a task handler receives and what a Worker reports.
  */
-import type { ClaimedTask, HeartbeatResult, RoleLease, Session } from './types';
+import type { ClaimedTask, HeartbeatResult, RoleLease, Session, SessionHoldings } from './types';
 
 /** Why a task's lease ended before its handler could finish it. */
 export type LostReason =
@@ -9,10 +9,15 @@ export type LostReason =
   | 'cancelled'
   /** The server took the lease back (reclaimed, or a checkpoint was refused). */
   | 'lost'
-  /** The attempt ran past its `leaseDeadline`. */
+  /** The attempt ran past its deadline (reckoned on the agent's clock from when it sent the claim). */
   | 'deadline'
   /** The agent's session ended, and every lease it held with it. */
-  | 'session';
+  | 'session'
+  /**
+   * No heartbeat got through in time: by the agent's own reckoning (send time of the last acknowledged heartbeat
+   * or claim, plus the lease TTL, less a margin) the lease is over, whatever the network is doing.
+   */
+  | 'expired';
 
 /** Why a handler's signal was aborted: a lost lease, or the worker handing the task back. */
 export type AbortReason = LostReason | 'released';
@@ -29,7 +34,11 @@ export class TaskAbortedError extends Error {
 }
 
 export interface TaskContext {
-  /** Aborts when the lease is gone or the task is handed back; stop work and return soon after. */
+  /**
+   * Aborts when the lease is gone or the task is handed back; stop work and return soon after. A handler that
+   * ignores it is on its own: once it aborts, the Worker never sends the task's result, and the server may already
+   * have given the task to another agent.
+   */
   readonly signal: AbortSignal;
   /** Records progress; the latest value goes with the next heartbeat and reaches the next holder on a retry. */
   checkpoint(value: unknown): void;
@@ -49,8 +58,23 @@ export type RoleLostReason =
   | 'released'
   /** The server gave it to another volunteer while this agent was away. */
   | 'lost'
-  /** The agent's session ended, and every role it held with it. */
+  /** The agent's session ended (or is over by the agent's own reckoning), and every role it held with it. */
   | 'session';
+
+/**
+ * A failure about one task (its result could not be recorded yet, or at all), reported through the `error` event
+ * with the task named; the underlying error is its `cause`.
+ */
+export class TaskError extends Error {
+  constructor(
+    readonly taskId: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(`task ${taskId}: ${message}`, options);
+    this.name = 'TaskError';
+  }
+}
 
 /** The `reason` of an aborted role handler's signal. */
 export class RoleAbortedError extends Error {
@@ -93,6 +117,11 @@ export interface WorkerEvents {
   sessionLost: [session: Session];
   /** A heartbeat got through; the result carries notices for tasks and roles. */
   heartbeat: [result: HeartbeatResult, session: Session];
+  /**
+   * The worker read what its session holds (after a heartbeat whose answer may have been lost, or a grant it never
+   * heard of): role subscriptions catch up on grants whose notices were lost.
+   */
+  holdings: [holdings: SessionHoldings, session: Session];
   /** This agent was granted one of the worker's roles. */
   gotRole: [lease: RoleLease];
   lostRole: [lease: RoleLease, reason: RoleLostReason];

@@ -6,12 +6,21 @@
  * passes or the session is lost. The handler's signal then aborts and nothing is recorded for the task, since
  * the server would refuse it (`LeaseLost`); the task is reported as `lost`. Transient failures of the API never
  * stop the loops: they are reported as `error`, waited out and tried again.
+ *
+ * Leases are reckoned on the agent's own clock, from its own send times: the session is good until the send time
+ * of the last acknowledged heartbeat (or claim, or session open) plus the lease TTL, less a margin, and a task
+ * until the send time of its claim plus the attempt's length, less the margin. The server's grant and extension
+ * both came after those sends, so neither a skewed clock nor a hanging network can stretch a lease past the
+ * server's. When the reckoning runs out, the handlers (tasks and roles) are aborted, nothing more is sent about
+ * them, and every call about them still in flight is abandoned. A finished result is sent again, with backoff,
+ * until it lands or that reckoning runs out.
  */
 import { EventEmitter } from 'node:events';
-import type { AgentSchedulerClient } from './client';
+import { type AgentSchedulerClient, newClaimId } from './client';
 import {
   AgentSchedulerError,
   errorForResponse,
+  isAgentSchedulerError,
   LeaseLostError,
   NonRetryableError,
   SessionLostError,
@@ -27,6 +36,7 @@ import {
   type RoleHandler,
   SILENT_LOG,
   type TaskContext,
+  TaskError,
   type TaskHandler,
   type WorkerEvents,
   type WorkerLog,
@@ -44,6 +54,11 @@ export interface WorkerOptions {
   readonly queues?: readonly string[];
   /** Wait between claims while there is no work. @default { min: 200, max: 5000 } */
   readonly pollIntervalMs?: PollInterval;
+  /**
+   * Taken off every lease the Worker reckons, so that its handlers are aborted this long before the server could
+   * give their work to another agent. @default 1000 ms, or a fifth of the lease TTL when that is shorter
+   */
+  readonly leaseMarginMs?: number;
   /** @default silent */
   readonly log?: WorkerLog;
 }
@@ -67,6 +82,16 @@ const ERROR_MESSAGE_CHARS = 2_048;
 const isLeaseGone = (error: unknown): boolean =>
   error instanceof LeaseLostError || error instanceof SessionLostError;
 
+/** A revoked agent can do nothing more: its worker stops instead of opening session after session. */
+const isRevoked = (error: unknown): boolean => isAgentSchedulerError(error, 'AgentRevoked');
+
+/** How long a claim attempt may take: a grant made during it counts from its send time. */
+const CLAIM_ATTEMPT_MS = 10_000;
+/** Backoff between sends of a finished result whose call failed, while its lease lasts. */
+const RESULT_RETRY = { min: 100, max: 2_000 };
+/** Heartbeats in a row that must name a task this worker does not run before it asks the server what it holds. */
+const UNKNOWN_HELD_BEATS = 2;
+
 export class Worker extends EventEmitter<WorkerEvents> {
   private readonly client: AgentSchedulerClient;
   private readonly handler: TaskHandler | undefined;
@@ -84,10 +109,26 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly idle: PollBackoff;
   private readonly log: WorkerLog;
 
+  private readonly leaseMarginMs: number | undefined;
   private state: WorkerState = 'idle';
   private session: Session | undefined;
-  /** When the server will consider the session over if no heartbeat gets through before. */
-  private sessionExpiresAt = 0;
+  /**
+   * When the session is over by this agent's reckoning: the send time of the last acknowledged heartbeat, claim
+   * or session open, plus the lease TTL, less the margin.
+   */
+  private sessionValidUntil = 0;
+  private sessionTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Aborted when the session is over by that reckoning: every call made under the session is abandoned. */
+  private sessionAbort = new AbortController();
+  /** The claim whose answer has not come back: sent again, with the same id, until one does. */
+  private pendingClaim:
+    | { readonly id: string; readonly sentAt: number; readonly sessionId: string }
+    | undefined;
+  private claiming = false;
+  /** Task ids the server says the session holds and this worker does not run: heartbeats in a row. */
+  private readonly unknownHeld = new Map<string, number>();
+  /** A heartbeat answer may have been lost (its notices with it): ask the server what the session holds. */
+  private reconcileNeeded = false;
   private reopening: Promise<Session | undefined> | undefined;
   private readonly tasks = new Set<RunningTask>();
   private readonly stopSignal = new AbortController();
@@ -102,6 +143,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** Completions that finished while a completion call was in flight: they go together in the next call. */
   private readonly completionQueue: {
     readonly item: CompleteItem;
+    readonly signal: AbortSignal;
     readonly settle: { resolve(): void; reject(error: unknown): void };
   }[] = [];
   private completing = false;
@@ -122,6 +164,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.pollInterval = options.pollIntervalMs ?? {};
     this.idle = new PollBackoff(this.pollInterval);
     this.log = options.log ?? SILENT_LOG;
+    if (options.leaseMarginMs !== undefined && !(options.leaseMarginMs >= 0)) {
+      throw new RangeError('leaseMarginMs must be 0 or more');
+    }
+    this.leaseMarginMs = options.leaseMarginMs;
+  }
+
+  /** The margin taken off the leases of `session`. */
+  private marginFor(session: Session): number {
+    return this.leaseMarginMs ?? Math.min(1_000, (session.leaseTtlSeconds * 1_000) / 5);
   }
 
   /** Handlers running now, including aborted ones that have not returned yet. */
@@ -198,6 +249,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async begin(): Promise<void> {
     let session: Session;
+    const sentAt = Date.now();
     try {
       session = await this.client.openSession();
     } catch (error) {
@@ -206,7 +258,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     // A stop that came while the session was opening wins: nothing starts.
     if (this.state !== 'running') return;
-    this.useSession(session);
+    this.useSession(session, sentAt);
     for (const [role, handler] of Object.entries(this.roleHandlers)) this.holdRole(role, handler);
     if (this.handler) this.claimLoop = this.runClaimLoop().catch((error: unknown) => this.report(error));
   }
@@ -259,13 +311,43 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   // Session and heartbeats
 
-  private useSession(session: Session): void {
+  private useSession(session: Session, sentAt: number): void {
     this.session = session;
-    this.sessionExpiresAt = Date.now() + session.leaseTtlSeconds * 1_000;
+    this.sessionAbort = new AbortController();
+    this.sessionValidUntil = 0;
+    this.pendingClaim = undefined;
+    this.unknownHeld.clear();
+    this.reconcileNeeded = false;
+    this.acknowledged(session, sentAt);
     this.log.info('session opened', { sessionId: session.sessionId });
     this.emitSafe('session', session);
     this.scheduleHeartbeat();
     this.wake();
+  }
+
+  /** The server extended the session in answer to a request sent at `sentAt`: the reckoning moves on. */
+  private acknowledged(session: Session, sentAt: number): void {
+    if (this.session !== session) return;
+    const validUntil = sentAt + session.leaseTtlSeconds * 1_000 - this.marginFor(session);
+    if (validUntil <= this.sessionValidUntil) return;
+    this.sessionValidUntil = validUntil;
+    clearTimeout(this.sessionTimer);
+    this.sessionTimer = setTimeout(
+      () => this.sessionLapsed(session),
+      Math.min(Math.max(0, validUntil - Date.now()), 2_147_483_647),
+    );
+  }
+
+  /**
+   * The session is over by this agent's reckoning. Holding nothing, that is fine: an idle session needs no
+   * heartbeat, and the claim that gives it work extends it. Holding tasks or roles, their handlers are aborted now,
+   * before the server can give their work to another agent, and a new session is opened.
+   */
+  private sessionLapsed(session: Session): void {
+    if (this.session !== session) return;
+    if (!this.holdsAnything()) return;
+    this.log.warn('session over by the agent’s own reckoning', { sessionId: session.sessionId });
+    this.sessionLost(session, 'expired');
   }
 
   private scheduleHeartbeat(): void {
@@ -286,7 +368,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** Tasks, roles, or someone listening for heartbeats (a role subscription): the session must stay live. */
   private holdsAnything(): boolean {
-    return this.tasks.size > 0 || this.heldRoles.size > 0 || this.listenerCount('heartbeat') > 0;
+    return (
+      [...this.tasks].some((entry) => !entry.aborted) ||
+      this.heldRoles.size > 0 ||
+      this.listenerCount('heartbeat') > 0
+    );
   }
 
   /** One heartbeat at a time: a beat asked for while one is in flight goes after it, with newer checkpoints. */
@@ -315,38 +401,95 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const sentAt = Date.now();
     let result: HeartbeatResult;
     try {
-      result = await this.client.heartbeat({
-        sessionId: session.sessionId,
-        ...(pending.length === 0
-          ? {}
-          : { checkpoints: Object.fromEntries(pending.map((p) => [p.entry.taskId, p.value])) }),
-      });
+      result = await this.client.heartbeat(
+        {
+          sessionId: session.sessionId,
+          ...(pending.length === 0
+            ? {}
+            : {
+                checkpoints: pending.map((p) => ({
+                  taskId: p.entry.taskId,
+                  leaseEpoch: p.entry.task.leaseEpoch,
+                  checkpoint: p.value,
+                })),
+              }),
+        },
+        {
+          // An attempt may not outlast the next beat, nor the session's own reckoning.
+          timeoutMs: Math.max(
+            100,
+            Math.min(session.heartbeatIntervalSeconds * 1_000, this.sessionValidUntil - sentAt),
+          ),
+          signal: this.sessionAbort.signal,
+        },
+      );
     } catch (error) {
       if (error instanceof SessionLostError) this.sessionLost(session);
-      else {
+      else if (isRevoked(error)) this.revoked(error);
+      else if (this.session === session) {
+        // Its answer may have been lost, notices with it: ask what the session holds once a beat gets through.
+        this.reconcileNeeded = true;
         this.report(error);
-        // Past its time to live the server has ended the session, whether or not we have heard it say so.
-        if (Date.now() >= this.sessionExpiresAt) this.sessionLost(session);
       }
       throw error;
     }
-    if (this.session === session) this.sessionExpiresAt = sentAt + session.leaseTtlSeconds * 1_000;
+    this.acknowledged(session, sentAt);
     this.emitSafe('heartbeat', result, session);
     for (const p of pending) p.entry.acknowledgeCheckpoint(p.version);
     for (const taskId of result.cancelled)
       this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
     for (const taskId of result.lost) this.abortTask(this.findTask(taskId, session.sessionId), 'lost');
+    this.noticeHeld(session, result.held);
+  }
+
+  /**
+   * Task ids the server says the session holds that this worker does not run are grants whose answers were lost
+   * (a claim retried after its first attempt, still in flight, had granted them). Seen in a row, and with no
+   * claim in flight, they are given back; a beat whose answer was lost leads to the same check.
+   */
+  private noticeHeld(session: Session, held: readonly string[]): void {
+    const known = new Set([...this.tasks].map((entry) => entry.taskId));
+    const unknown = held.filter((taskId) => !known.has(taskId));
+    for (const taskId of [...this.unknownHeld.keys()])
+      if (!unknown.includes(taskId)) this.unknownHeld.delete(taskId);
+    for (const taskId of unknown) this.unknownHeld.set(taskId, (this.unknownHeld.get(taskId) ?? 0) + 1);
+    const due = [...this.unknownHeld.values()].some((beats) => beats >= UNKNOWN_HELD_BEATS) && !this.claiming;
+    if (!due && !this.reconcileNeeded) return;
+    this.reconcileNeeded = false;
+    this.unknownHeld.clear();
+    this.reconcile(session).catch((error: unknown) => this.report(error));
+  }
+
+  /** Reads what the session holds, and gives back the tasks this worker does not run. */
+  private async reconcile(session: Session): Promise<void> {
+    const holdings = await this.client.getSession({ signal: this.sessionAbort.signal });
+    if (holdings.sessionId !== session.sessionId || this.session !== session) return;
+    this.emitSafe('holdings', holdings, session);
+    const known = new Set([...this.tasks].map((entry) => entry.taskId));
+    await Promise.all(
+      holdings.tasks
+        .filter((task) => !known.has(task.taskId))
+        .map(async (task) => {
+          this.log.warn('giving back a task whose grant was never heard of', { taskId: task.taskId });
+          await this.client
+            .release(task.taskId, { leaseEpoch: task.leaseEpoch }, { signal: this.sessionAbort.signal })
+            .catch((error: unknown) => (isLeaseGone(error) ? undefined : this.report(error)));
+        }),
+    );
   }
 
   /** Every lease of the session is gone: abort their handlers, then open a new session unless stopping. */
-  private sessionLost(session: Session): void {
+  private sessionLost(session: Session, reason: 'session' | 'expired' = 'session'): void {
     if (this.session !== session) return;
     this.session = undefined;
     clearTimeout(this.heartbeatTimer);
-    this.log.warn('session lost', { sessionId: session.sessionId });
+    clearTimeout(this.sessionTimer);
+    // Nothing more is sent under it: calls in flight (results included) are abandoned.
+    this.sessionAbort.abort(new Error(`session ${session.sessionId} is over`));
+    this.log.warn('session lost', { sessionId: session.sessionId, reason });
     this.emitSafe('sessionLost', session);
     for (const entry of this.tasks) {
-      if (entry.sessionId === session.sessionId) this.abortTask(entry, 'session');
+      if (entry.sessionId === session.sessionId) this.abortTask(entry, reason);
     }
     if (this.state === 'running') this.reopening = this.reopenSession();
   }
@@ -354,16 +497,31 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async reopenSession(): Promise<Session | undefined> {
     const backoff = new PollBackoff(this.pollInterval);
     while (this.state === 'running') {
+      const sentAt = Date.now();
       try {
         const session = await this.client.openSession();
-        this.useSession(session);
+        this.useSession(session, sentAt);
         return session;
       } catch (error) {
+        if (isRevoked(error)) {
+          this.revoked(error);
+          return undefined;
+        }
         this.report(error);
         await sleep(backoff.next(), this.stopSignal.signal);
       }
     }
     return undefined;
+  }
+
+  /** The agent was revoked: nothing it sends will be accepted again. Stop, releasing nothing (it cannot). */
+  private revoked(error: unknown): void {
+    this.report(error);
+    if (this.state !== 'running') return;
+    this.log.error('the agent was revoked; stopping', {});
+    const session = this.session;
+    if (session) this.sessionLost(session);
+    this.stop({ drain: false }).catch((stopError: unknown) => this.report(stopError));
   }
 
   // Claims
@@ -383,32 +541,55 @@ export class Worker extends EventEmitter<WorkerEvents> {
         await this.untilWoken();
         continue;
       }
+      // A claim whose answer never came is sent again with its id (and keeps its first send time): the server
+      // answers it with what it granted instead of leasing more this worker would never hear of.
+      const pending =
+        this.pendingClaim?.sessionId === session.sessionId
+          ? this.pendingClaim
+          : { id: newClaimId(), sentAt: Date.now(), sessionId: session.sessionId };
+      this.pendingClaim = pending;
       let claimed: ClaimResult;
+      this.claiming = true;
       try {
-        claimed = await this.client.claim({
-          sessionId: session.sessionId,
-          max: Math.min(free, CLAIM_MAX),
-          ...(this.queues ? { queues: this.queues } : {}),
-          idleClaims,
-        });
+        claimed = await this.client.claim(
+          {
+            sessionId: session.sessionId,
+            max: Math.min(free, CLAIM_MAX),
+            ...(this.queues ? { queues: this.queues } : {}),
+            idleClaims,
+            claimId: pending.id,
+          },
+          {
+            timeoutMs: Math.min(CLAIM_ATTEMPT_MS, (session.leaseTtlSeconds * 1_000) / 2),
+            signal: this.sessionAbort.signal,
+          },
+        );
       } catch (error) {
         if (error instanceof SessionLostError) this.sessionLost(session);
+        else if (isRevoked(error)) this.revoked(error);
         else {
+          // A refusal is an answer (a new claim gets a new id); a network failure or a 5xx may hide a grant.
+          if (error instanceof AgentSchedulerError && error.status >= 400 && error.status < 500) {
+            this.pendingClaim = undefined;
+          }
           this.report(error);
           await sleep(idle.next(), this.stopSignal.signal);
         }
         continue;
+      } finally {
+        this.claiming = false;
       }
+      if (this.pendingClaim === pending) this.pendingClaim = undefined;
       if (this.state !== 'running' || this.session !== session) {
         await this.handBackClaimed(claimed.tasks, session);
         continue;
       }
-      for (const task of claimed.tasks) this.run(task, session);
+      for (const task of claimed.tasks) this.run(task, session, pending.sentAt);
       if (claimed.tasks.length > 0) {
         idle.reset();
         idleClaims = 0;
-        // The claim extended the session on the server.
-        this.sessionExpiresAt = Date.now() + session.leaseTtlSeconds * 1_000;
+        // The claim extended the session on the server, after it was first sent.
+        this.acknowledged(session, pending.sentAt);
       } else idleClaims++;
       // The server's suggestion wins: its operator sets what idle polling may cost.
       const wait = claimed.tasks.length > 0 ? 0 : (claimed.retryAfterMs ?? idle.next());
@@ -443,9 +624,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   // Tasks
 
-  private run(task: ClaimedTask, session: Session): void {
-    const entry: RunningTask = new RunningTask(task, session.sessionId, () =>
-      this.abortTask(entry, 'deadline'),
+  private run(task: ClaimedTask, session: Session, claimSentAt: number): void {
+    const entry: RunningTask = new RunningTask(
+      task,
+      session.sessionId,
+      { claimSentAt, marginMs: this.marginFor(session) },
+      () => this.abortTask(entry, 'deadline'),
     );
     this.tasks.add(entry);
     this.emitSafe('picked', task);
@@ -474,19 +658,44 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // The lease is gone (already reported) or was handed back: the server would refuse any outcome.
     if (entry.aborted) return;
     entry.phase = 'finishing';
-    try {
-      if (outcome.ok) await this.complete(entry, outcome.value);
-      else await this.fail(entry, outcome.error);
-    } catch (error) {
-      if (!isLeaseGone(error)) {
-        // The outcome is unknown to the server; the lease runs out and the task is tried again.
-        this.report(error);
+    await this.record(entry, outcome);
+  }
+
+  /**
+   * Sends a finished task's outcome until it lands: a failure that may be passing (network, throttling, a 5xx)
+   * is waited out and the outcome sent again, for as long as the lease is good by the agent's own reckoning. Once
+   * that runs out, nothing more is sent and the task is reported `lost`: a later send could land on another
+   * agent's lease (the server would refuse it, but the work would have been done twice anyway).
+   */
+  private async record(
+    entry: RunningTask,
+    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
+  ): Promise<void> {
+    const backoff = new PollBackoff(RESULT_RETRY);
+    for (;;) {
+      if (entry.aborted) {
+        this.emitSafe('lost', entry.task, lostReasonOf(entry));
         return;
       }
-      const reason = entry.abortReason;
-      this.emitSafe('lost', entry.task, reason === undefined || reason === 'released' ? 'lost' : reason);
-      if (error instanceof SessionLostError && this.session?.sessionId === entry.sessionId) {
-        this.sessionLost(this.session);
+      try {
+        if (outcome.ok) await this.complete(entry, outcome.value);
+        else await this.fail(entry, outcome.error);
+        return;
+      } catch (error) {
+        if (isLeaseGone(error)) {
+          this.emitSafe('lost', entry.task, lostReasonOf(entry));
+          if (error instanceof SessionLostError && this.session?.sessionId === entry.sessionId) {
+            this.sessionLost(this.session);
+          }
+          return;
+        }
+        if (entry.aborted) continue;
+        this.report(
+          new TaskError(entry.taskId, 'its outcome could not be recorded yet; sending it again', {
+            cause: error,
+          }),
+        );
+        await sleep(backoff.next(), entry.signal);
       }
     }
   }
@@ -495,11 +704,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const unstorable = unstorableReason(result);
     if (unstorable) return this.fail(entry, new NonRetryableError(unstorable));
     try {
-      await this.completeTogether({
-        taskId: entry.taskId,
-        leaseEpoch: entry.task.leaseEpoch,
-        ...(result === undefined ? {} : { result }),
-      });
+      await this.completeTogether(
+        {
+          taskId: entry.taskId,
+          leaseEpoch: entry.task.leaseEpoch,
+          ...(result === undefined ? {} : { result }),
+        },
+        entry.signal,
+      );
     } catch (error) {
       // A result the server refuses (too large, invalid) would be refused again on every attempt.
       if (error instanceof AgentSchedulerError && (error.status === 400 || error.status === 413)) {
@@ -514,9 +726,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * Completes one task, sharing the call with the tasks that finish while another completion is in flight (as a
    * database commits a group): alone it is sent at once, so nothing waits; under load up to ten go in one call.
    */
-  private completeTogether(item: CompleteItem): Promise<void> {
+  private completeTogether(item: CompleteItem, signal: AbortSignal): Promise<void> {
     const settled = new Promise<void>((resolve, reject) => {
-      this.completionQueue.push({ item, settle: { resolve, reject } });
+      this.completionQueue.push({ item, signal, settle: { resolve, reject } });
     });
     if (!this.completing) void this.flushCompletions();
     return settled;
@@ -525,18 +737,26 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async flushCompletions(): Promise<void> {
     this.completing = true;
     while (this.completionQueue.length > 0) {
-      const group = this.completionQueue.splice(0, COMPLETE_MAX);
+      const taken = this.completionQueue.splice(0, COMPLETE_MAX);
+      // A lease that ran out while its completion waited is not sent at all.
+      for (const { signal, settle } of taken) if (signal.aborted) settle.reject(signal.reason);
+      const group = taken.filter(({ signal }) => !signal.aborted);
       const [only] = group;
+      if (group.length === 0) continue;
       if (group.length === 1 && only) {
         const { taskId, ...input } = only.item;
-        await this.client.complete(taskId, input).then(
+        await this.client.complete(taskId, input, { signal: only.signal }).then(
           () => only.settle.resolve(),
           (error: unknown) => only.settle.reject(error),
         );
         continue;
       }
       try {
-        const results = await this.client.completeTasks(group.map((g) => g.item));
+        // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
+        const results = await this.client.completeTasks(
+          group.map((g) => g.item),
+          { signal: AbortSignal.any(group.map((g) => g.signal)) },
+        );
         group.forEach(({ settle }, i) => {
           const result = results[i];
           if (result?.ok) settle.resolve();
@@ -551,10 +771,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async fail(entry: RunningTask, error: unknown): Promise<void> {
-    await this.client.fail(entry.taskId, {
-      leaseEpoch: entry.task.leaseEpoch,
-      error: describeFailure(error),
-    });
+    await this.client.fail(
+      entry.taskId,
+      { leaseEpoch: entry.task.leaseEpoch, error: describeFailure(error) },
+      { signal: entry.signal },
+    );
     this.emitSafe('failed', entry.task, error);
   }
 
@@ -607,6 +828,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     } finally {
       this.heartbeating = false;
       clearTimeout(this.heartbeatTimer);
+      clearTimeout(this.sessionTimer);
       await this.beatChain;
       this.state = 'stopped';
       this.removeSignalHandlers?.();
@@ -646,6 +868,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 }
+
+/** What a `lost` event says of a task whose lease ended under it. */
+const lostReasonOf = (entry: RunningTask): LostReason => {
+  const reason = entry.abortReason;
+  return reason === undefined || reason === 'released' ? 'lost' : reason;
+};
 
 /** Why a handler's return value cannot be stored as a JSON result, or undefined when it can. */
 function unstorableReason(result: unknown): string | undefined {

@@ -267,7 +267,14 @@ describe('requests', () => {
     expect(request?.headers.get('user-agent')).toBe('my-agent/1');
     expect(request?.headers.get('content-type')).toBe('application/json');
     expect(request?.headers.get('x-signed')).toBe('yes');
-    expect(JSON.parse(request?.body ?? '')).toEqual({ sessionId: 's_1', max: 2 });
+    // Both attempts carry one claim id: a retry after a lost answer is the same claim.
+    const bodies = seen.map((r) => JSON.parse(r.body ?? '') as { claimId?: string });
+    expect(bodies[1]).toEqual({
+      sessionId: 's_1',
+      max: 2,
+      claimId: expect.stringMatching(/^[A-Za-z0-9_-]{8,64}$/),
+    });
+    expect(bodies[1]?.claimId).toBe(bodies[0]?.claimId);
   });
 
   it.each<[string, (c: AgentSchedulerClient) => Promise<unknown>, string, string, unknown, unknown]>([
@@ -358,11 +365,31 @@ describe('requests', () => {
     ],
     [
       'heartbeat',
-      (c) => c.heartbeat({ sessionId: 's_1', checkpoints: { t_1: { page: 3 } } }),
+      (c) =>
+        c.heartbeat({
+          sessionId: 's_1',
+          checkpoints: [{ taskId: 't_1', leaseEpoch: 2, checkpoint: { page: 3 } }],
+        }),
       'POST',
       '/prod/v1/agent/heartbeat',
-      { cancelled: [], lost: ['t_2'] },
-      { cancelled: [], lost: ['t_2'] },
+      { cancelled: [], lost: ['t_2'], held: ['t_1'] },
+      { cancelled: [], lost: ['t_2'], held: ['t_1'] },
+    ],
+    [
+      'getSession',
+      (c) => c.getSession(),
+      'GET',
+      '/prod/v1/agent/session',
+      { session: { sessionId: 's_1', expiresAt: 'x', tasks: [], roles: [] } },
+      { sessionId: 's_1', expiresAt: 'x', tasks: [], roles: [] },
+    ],
+    [
+      'withdrawFromRole',
+      (c) => c.withdrawFromRole('r', { sessionId: 's_1' }),
+      'POST',
+      '/prod/v1/agent/roles/r/withdraw',
+      { withdrawn: true, released: false, role: {} },
+      { withdrawn: true, released: false, role: {} },
     ],
     [
       'complete',

@@ -43,6 +43,8 @@ export class FakeScheduler {
   private sessions = 0;
   private ids = 0;
   private cancelled = new Set<string>();
+  /** What each claim id granted, for retries of the same claim. */
+  private readonly claims = new Map<string, FakeTask[]>();
   private lost = new Set<string>();
 
   add(payload: unknown, options: { leaseMs?: number } = {}): string {
@@ -120,6 +122,7 @@ export class FakeScheduler {
   private route(method: string, path: string, body: Record<string, unknown>): Reply {
     if (method === 'POST' && path === '/v1/agent/session') return this.openSession();
     if (method === 'POST' && path === '/v1/agent/heartbeat') return this.heartbeat(body);
+    if (method === 'GET' && path === '/v1/agent/session') return this.readSession();
     if (method === 'POST' && path === '/v1/agent/claim') return this.claim(body);
     if (method === 'POST' && path === '/v1/agent/tasks/complete') return this.completeMany(body);
     const finish = /^\/v1\/agent\/tasks\/([^/]+)\/(complete|fail|release)$/.exec(path);
@@ -142,15 +145,24 @@ export class FakeScheduler {
 
   private heartbeat(body: Record<string, unknown>): Reply {
     if (body.sessionId !== this.sessionId) return conflict('SessionLost');
-    for (const [taskId, value] of Object.entries((body.checkpoints ?? {}) as Record<string, unknown>)) {
+    const checkpoints = (body.checkpoints ?? []) as {
+      taskId: string;
+      leaseEpoch: number;
+      checkpoint: unknown;
+    }[];
+    if (!Array.isArray(checkpoints))
+      return { status: 400, body: { error: { code: 'ValidationError', message: '' } } };
+    for (const { taskId, leaseEpoch, checkpoint } of checkpoints) {
       const task = this.tasks.get(taskId);
-      if (task?.status === 'leased' && task.sessionId === body.sessionId) task.checkpoint = value;
+      if (task?.status === 'leased' && task.sessionId === body.sessionId && task.leaseEpoch === leaseEpoch)
+        task.checkpoint = checkpoint;
       else this.lost.add(taskId);
     }
     const reply = ok({
       cancelled: [...this.cancelled],
       lost: [...this.lost],
       roles: { picked: [], lost: [] },
+      held: this.heldIds(),
     });
     this.cancelled.clear();
     this.lost.clear();
@@ -159,25 +171,61 @@ export class FakeScheduler {
 
   private claim(body: Record<string, unknown>): Reply {
     if (body.sessionId !== this.sessionId) return conflict('SessionLost');
+    const claimId = typeof body.claimId === 'string' ? body.claimId : undefined;
+    const replayed = claimId === undefined ? undefined : this.claims.get(claimId);
+    if (replayed) {
+      const still = replayed.filter((task) => task.status === 'leased' && task.sessionId === this.sessionId);
+      return ok({ tasks: still.map((task) => this.claimedView(task)) });
+    }
     const max = typeof body.max === 'number' ? body.max : 1;
     const taken = [...this.tasks.values()].filter((task) => task.status === 'queued').slice(0, max);
-    const now = Date.now();
+    for (const task of taken) {
+      task.status = 'leased';
+      task.leaseEpoch++;
+      task.sessionId = this.sessionId;
+    }
+    if (claimId !== undefined && taken.length > 0) this.claims.set(claimId, taken);
+    return ok({ tasks: taken.map((task) => this.claimedView(task)) });
+  }
+
+  private claimedView(task: FakeTask) {
+    return {
+      taskId: task.taskId,
+      queue: 'q',
+      priority: 'normal',
+      payload: task.payload,
+      attempt: task.leaseEpoch,
+      leaseEpoch: task.leaseEpoch,
+      leaseDeadline: new Date(Date.now() + task.leaseMs).toISOString(),
+      timeoutSeconds: task.leaseMs / 1_000,
+      ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
+    };
+  }
+
+  /** Ids of the tasks leased to the current session. */
+  heldIds(): string[] {
+    return [...this.tasks.values()]
+      .filter((task) => task.status === 'leased' && task.sessionId === this.sessionId)
+      .map((task) => task.taskId);
+  }
+
+  private readSession(): Reply {
+    if (!this.sessionId) return conflict('SessionLost');
     return ok({
-      tasks: taken.map((task) => {
-        task.status = 'leased';
-        task.leaseEpoch++;
-        task.sessionId = this.sessionId;
-        return {
-          taskId: task.taskId,
-          queue: 'q',
-          priority: 'normal',
-          payload: task.payload,
-          attempt: task.leaseEpoch,
-          leaseEpoch: task.leaseEpoch,
-          leaseDeadline: new Date(now + task.leaseMs).toISOString(),
-          ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
-        };
-      }),
+      session: {
+        sessionId: this.sessionId,
+        expiresAt: new Date(Date.now() + this.leaseTtlSeconds * 1_000).toISOString(),
+        tasks: [...this.tasks.values()]
+          .filter((task) => task.status === 'leased' && task.sessionId === this.sessionId)
+          .map((task) => ({
+            taskId: task.taskId,
+            queue: 'q',
+            leaseEpoch: task.leaseEpoch,
+            attempt: task.leaseEpoch,
+            leaseDeadline: new Date(Date.now() + task.leaseMs).toISOString(),
+          })),
+        roles: [],
+      },
     });
   }
 

@@ -278,9 +278,9 @@ describe('Worker', () => {
     await worker.start();
     await vi.waitFor(() => expect(server.callsTo('/heartbeat')).toHaveLength(3));
     expect(server.callsTo('/heartbeat').map((call) => call.body.checkpoints)).toEqual([
-      { [taskId]: { page: 1 } },
+      [{ taskId, leaseEpoch: 1, checkpoint: { page: 1 } }],
       undefined,
-      { [taskId]: { page: 2 } },
+      [{ taskId, leaseEpoch: 1, checkpoint: { page: 2 } }],
     ]);
     expect(server.task(taskId).checkpoint).toEqual({ page: 2 });
     gate.resolve();
