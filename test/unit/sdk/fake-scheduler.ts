@@ -37,6 +37,8 @@ export class FakeScheduler {
   readonly tasks = new Map<string, FakeTask>();
   heartbeatIntervalSeconds = 60;
   leaseTtlSeconds = 30;
+  /** How far the server's clock runs ahead of the agent's: its absolute deadlines look that much later. */
+  clockAheadMs = 0;
   /** Replies to serve before the real behaviour of a path, one per call. */
   readonly scripted = new Map<string, Reply[]>();
   private sessionId: string | undefined;
@@ -97,6 +99,9 @@ export class FakeScheduler {
 
   private readonly holds: { suffix: string; until: Promise<unknown> }[] = [];
 
+  /** Calls to paths ending with one of these never get an answer (packets dropped, not refused). */
+  readonly hanging = new Set<string>();
+
   /** The next call to a path ending with `suffix` waits for `until` before it is handled. */
   holdFirst(suffix: string, until: Promise<unknown>): void {
     this.holds.push({ suffix, until });
@@ -105,6 +110,7 @@ export class FakeScheduler {
   readonly fetch: typeof fetch = async (input, init) => {
     const request = input instanceof Request ? input : new Request(input, init);
     const path = new URL(request.url).pathname;
+    if ([...this.hanging].some((suffix) => path.endsWith(suffix))) await new Promise(() => undefined);
     const hold = this.holds.findIndex((h) => path.endsWith(h.suffix));
     if (hold >= 0) await this.holds.splice(hold, 1)[0]?.until;
     const text = await request.text();
@@ -196,7 +202,7 @@ export class FakeScheduler {
       payload: task.payload,
       attempt: task.leaseEpoch,
       leaseEpoch: task.leaseEpoch,
-      leaseDeadline: new Date(Date.now() + task.leaseMs).toISOString(),
+      leaseDeadline: new Date(Date.now() + this.clockAheadMs + task.leaseMs).toISOString(),
       timeoutSeconds: task.leaseMs / 1_000,
       ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
     };

@@ -248,6 +248,41 @@ describe('Worker', () => {
     expect(server.callsTo('/complete')).toEqual([]);
   });
 
+  it('reckons a task’s deadline from its own send time, so a server clock far ahead cannot stretch it', async () => {
+    // The server's clock is a minute ahead: its absolute deadline is a minute later than the lease really lasts.
+    const { server, worker, events } = setup(async (_task, { signal }) => aborted(signal), {
+      leaseMarginMs: 100,
+    });
+    server.clockAheadMs = 60_000;
+    server.add('x', { leaseMs: 500 });
+    const started = Date.now();
+    await worker.start();
+    await vi.waitFor(() => expect(events.lost).toHaveLength(1), { timeout: 3_000 });
+    expect(events.lost[0]?.[1]).toBe('deadline');
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('a lapsed session aborts its tasks before the server could give them away, and sends nothing for them', async () => {
+    // Heartbeats hang (packets dropped): the session's own reckoning runs out after the TTL less the margin.
+    const { server, worker, events } = setup(
+      async (_task, { signal }) => aborted(signal).then(() => 'late'),
+      {
+        leaseMarginMs: 200,
+      },
+    );
+    server.leaseTtlSeconds = 1;
+    server.heartbeatIntervalSeconds = 0.2;
+    server.hanging.add('/heartbeat');
+    server.add('x');
+    const opened = Date.now();
+    await worker.start();
+    await vi.waitFor(() => expect(events.lost).toHaveLength(1), { timeout: 3_000 });
+    expect(events.lost[0]?.[1]).toBe('expired');
+    expect(Date.now() - opened).toBeLessThan(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.callsTo('/complete')).toEqual([]);
+  });
+
   it('reports a LeaseLost from complete as `lost`, not as an error', async () => {
     const gate = deferred();
     const { server, worker, events } = setup(async () => {
