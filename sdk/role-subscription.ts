@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import type { AgentSchedulerClient } from './client';
 import { isAgentSchedulerError, SessionLostError } from './errors';
-import type { HeartbeatResult, RoleLease, Session } from './types';
+import type { HeartbeatResult, RoleLease, Session, SessionHoldings } from './types';
 import { Worker } from './worker';
 import type { RoleLostReason } from './worker-events';
 
@@ -49,15 +49,27 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
       if (this.wanted) this.volunteerUnder(session.sessionId).catch((error: unknown) => this.report(error));
     };
     const onHeartbeat = (result: HeartbeatResult, session: Session) => this.heard(result, session);
+    // What the session holds, read after a notice may have been lost: a grant this agent never heard of.
+    const onHoldings = (holdings: SessionHoldings, session: Session) => {
+      const lease = holdings.roles.find((r) => r.role === this.role);
+      if (!lease || this.held?.leaseEpoch === lease.leaseEpoch) return;
+      if (this.wanted) this.gain(lease.leaseEpoch, session.sessionId);
+      else
+        this.client
+          .releaseRole(this.role, { leaseEpoch: lease.leaseEpoch })
+          .catch((error: unknown) => this.report(error));
+    };
     const onSessionLost = (session: Session) => {
       if (this.held?.sessionId === session.sessionId) this.lose('session');
     };
     this.worker.on('session', onSession);
     this.worker.on('heartbeat', onHeartbeat);
+    this.worker.on('holdings', onHoldings);
     this.worker.on('sessionLost', onSessionLost);
     this.detach = () => {
       this.worker.off('session', onSession);
       this.worker.off('heartbeat', onHeartbeat);
+      this.worker.off('holdings', onHoldings);
       this.worker.off('sessionLost', onSessionLost);
     };
   }
@@ -84,11 +96,19 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
     return sessionId ? this.volunteerUnder(sessionId) : false;
   }
 
-  /** Gives the role up (if held) and stops volunteering; the next live volunteer is granted it. */
+  /**
+   * Gives the role up (if held) and stops volunteering: the next live volunteer is granted it, and a candidacy
+   * still waiting leaves the line, so the role is not granted to this agent later. `volunteer()` joins again.
+   */
   async release(): Promise<void> {
     this.wanted = false;
+    const volunteering = this.volunteering;
+    this.volunteering = undefined;
     const held = this.held;
-    if (!held) return;
+    if (!held) {
+      if (volunteering) await this.withdraw(volunteering.sessionId);
+      return;
+    }
     try {
       await this.client.releaseRole(this.role, { leaseEpoch: held.leaseEpoch });
       this.lose('released');
@@ -106,6 +126,16 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
     } finally {
       this.detach();
       if (this.ownsWorker) await this.worker.stop({ drain: false });
+    }
+  }
+
+  /** Leaves the line under `sessionId`; if the server had granted the role meanwhile, that grant is given up too. */
+  private async withdraw(sessionId: string): Promise<void> {
+    try {
+      await this.client.withdrawFromRole(this.role, { sessionId });
+    } catch (error) {
+      // The session is over: its candidacy went with it.
+      if (!(error instanceof SessionLostError)) throw error;
     }
   }
 
@@ -150,6 +180,8 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
     const held = this.held;
     if (!held) return;
     this.held = undefined;
+    // The server no longer counts this agent among the candidates: a later `volunteer()` must ask it again.
+    if (this.volunteering?.sessionId === held.sessionId) this.volunteering = undefined;
     this.emitSafe('lostRole', { role: this.role, leaseEpoch: held.leaseEpoch }, reason);
   }
 

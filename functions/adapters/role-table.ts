@@ -193,6 +193,29 @@ export class RoleTable {
   }
 
   /**
+   * Takes a candidate out of the line, if it is still there under that session and the role's holder is still the
+   * one read (a withdrawal must not race past a grant to it); false if either changed.
+   */
+  async removeVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { leaseId: roleLeaseId(role.role) },
+          UpdateExpression: `REMOVE ${e.n('volunteers', volunteer.agentId)} SET ${e.n('updatedAt')} = ${e.v(now)}`,
+          ConditionExpression: `${sameHolder(e, role)} AND ${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /**
    * Moves the role in one transaction: the role item (conditional on the holder as read), the next holder's
    * session (which must be live, and records the role), and, for a take-over, the old holder's session: ended
    * if it expired, checked if it was replaced or is gone. A releasing holder's session is not written.

@@ -184,13 +184,7 @@ export async function releaseRole(
     const sessions = new SessionReader(ctx);
     const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
     if (moved === undefined) continue;
-    const holder = current.holder;
-    await ctx.sessions
-      .update(agentId, (e) => ({
-        remove: [e.n('roles', name), e.n('rolesPicked', name)],
-        condition: `${e.n('sessionId')} = ${e.v(holder.sessionId)} AND ${e.n('roles', name)} = ${e.v(leaseEpoch)}`,
-      }))
-      .catch(() => undefined);
+    await forgetRoleInSession(ctx, agentId, current.holder.sessionId, name, leaseEpoch);
     const next = moved === null ? undefined : moved.agentId;
     return {
       role: await viewRole(ctx, await currentRole(ctx, name), sessions),
@@ -198,6 +192,78 @@ export async function releaseRole(
     };
   }
   throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
+}
+
+export interface WithdrawResult {
+  /** Whether the agent was a candidate (or the holder) under that session. */
+  readonly withdrawn: boolean;
+  /** Whether it held the role, and gave it up in the same move. */
+  readonly released: boolean;
+  readonly nextHolder?: string;
+  readonly role: RoleView;
+}
+
+/**
+ * The agent leaves the role's candidates, so a volunteer that no longer wants the role is not granted it later.
+ * If it holds the role under that session, the role passes to the next live volunteer in the same move, as a
+ * release does (the session stands for the grant: it is fenced by the role's holder and epoch as read).
+ * Withdrawing twice, or without being a candidate, changes nothing.
+ */
+export async function withdrawFromRole(
+  ctx: SchedulerContext,
+  agentId: string,
+  sessionId: string,
+  role: string,
+): Promise<WithdrawResult> {
+  const name = roleName(role);
+  const me = { agentId, sessionId };
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const current = await ctx.roles.get(name);
+    const sessions = new SessionReader(ctx);
+    if (!current) {
+      return {
+        withdrawn: false,
+        released: false,
+        role: { role: name, leaseEpoch: 0, volunteers: [], registered: [] },
+      };
+    }
+    const holder = current.holder;
+    if (holder?.agentId === agentId && holder.sessionId === sessionId) {
+      const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
+      if (moved === undefined) continue;
+      await forgetRoleInSession(ctx, agentId, sessionId, name, current.epoch);
+      return {
+        withdrawn: true,
+        released: true,
+        ...(moved ? { nextHolder: moved.agentId } : {}),
+        role: await viewRole(ctx, await currentRole(ctx, name), sessions),
+      };
+    }
+    const candidate = current.volunteers.some((v) => v.agentId === agentId && v.sessionId === sessionId);
+    if (candidate && !(await ctx.roles.removeVolunteer(current, me, ctx.now()))) continue;
+    return {
+      withdrawn: candidate,
+      released: false,
+      role: await viewRole(ctx, await currentRole(ctx, name), sessions),
+    };
+  }
+  throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
+}
+
+/** A role given up no longer stands in its holder's session (best effort: the role item is the truth). */
+async function forgetRoleInSession(
+  ctx: SchedulerContext,
+  agentId: string,
+  sessionId: string,
+  name: string,
+  leaseEpoch: number,
+): Promise<void> {
+  await ctx.sessions
+    .update(agentId, (e) => ({
+      remove: [e.n('roles', name), e.n('rolesPicked', name)],
+      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('roles', name)} = ${e.v(leaseEpoch)}`,
+    }))
+    .catch(() => undefined);
 }
 
 /**

@@ -22,7 +22,7 @@ import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
-import { listRoles, registerRole, releaseRole, volunteerForRole } from './roles';
+import { listRoles, registerRole, releaseRole, volunteerForRole, withdrawFromRole } from './roles';
 import {
   createSchedule,
   deleteSchedule,
@@ -100,6 +100,11 @@ export class Scheduler {
   /** The holder gives a role up; the next live volunteer gets it now. */
   releaseRole(agentId: string, role: string, leaseEpoch: number) {
     return releaseRole(this.ctx, agentId, role, leaseEpoch).catch(translateAwsError);
+  }
+
+  /** Leaves a role's candidates; a holder under that session gives the role to the next volunteer. */
+  withdrawFromRole(agentId: string, sessionId: string, role: string) {
+    return withdrawFromRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
   }
 
   listRoles() {

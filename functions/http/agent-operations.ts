@@ -174,6 +174,19 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         },
       };
     },
+    withdrawFromRole: async (request) => {
+      const body = parseBody(volunteerBody, request.body);
+      const result = await scheduler.withdrawFromRole(agentOf(request), body.sessionId, roleOf(request));
+      return {
+        status: 200,
+        body: {
+          withdrawn: result.withdrawn,
+          released: result.released,
+          ...(result.nextHolder ? { nextHolder: result.nextHolder } : {}),
+          role: roleView(result.role),
+        },
+      };
+    },
     releaseRole: async (request) => {
       const body = parseBody(releaseRoleBody, request.body);
       const released = await scheduler.releaseRole(agentOf(request), roleOf(request), body.leaseEpoch);

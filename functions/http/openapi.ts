@@ -32,6 +32,7 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   failTask: failBody,
   releaseTask: releaseBody,
   volunteerForRole: volunteerBody,
+  withdrawFromRole: volunteerBody,
   releaseRole: releaseRoleBody,
   setQueueLimits: queueLimitsSchema,
 };

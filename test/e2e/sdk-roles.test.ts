@@ -57,6 +57,70 @@ describe('roles through the SDK', () => {
     return { agentId: agent.agentId, client };
   }
 
+  it('a subscription that released its role can volunteer again and is granted it again', async () => {
+    const { client } = await agentClient();
+    const subscription = new RoleSubscription(client, 'again');
+    try {
+      expect(await subscription.volunteer()).toBe(true);
+      await subscription.release();
+      expect(subscription.haveRole()).toBe(false);
+
+      // Fluid's "should pick a previously released task": the second volunteer reaches the server.
+      const picked = await subscription.volunteer();
+
+      expect(picked).toBe(true);
+      expect(subscription.haveRole()).toBe(true);
+      const [role] = (await operator.listRoles()).filter((r) => r.role === 'again');
+      expect(role?.leaseEpoch).toBe(2);
+    } finally {
+      await subscription.close();
+    }
+  });
+
+  it('a volunteer that withdraws leaves the line and is not granted the role later', async () => {
+    const holder = new RoleSubscription((await agentClient()).client, 'withdrawn');
+    const { agentId: waitingId, client: waitingClient } = await agentClient();
+    const waiting = new RoleSubscription(waitingClient, 'withdrawn');
+    const granted: RoleLease[] = [];
+    waiting.on('gotRole', (lease) => granted.push(lease));
+    try {
+      expect(await holder.volunteer()).toBe(true);
+      expect(await waiting.volunteer()).toBe(false);
+      await waiting.release();
+
+      await holder.release();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+      const [role] = (await operator.listRoles()).filter((r) => r.role === 'withdrawn');
+      expect(role?.holder).toBeNull();
+      expect(role?.volunteers).not.toContain(waitingId);
+      expect(granted).toEqual([]);
+    } finally {
+      await Promise.all([holder.close(), waiting.close()]);
+    }
+  });
+
+  it('a holder that withdraws gives the role to the next volunteer in the same call', async () => {
+    const { client } = await agentClient();
+    const { agentId: nextId, client: nextClient } = await agentClient();
+    const holder = new Worker({ client, roles: {} });
+    const next = new RoleSubscription(nextClient, 'handed');
+    await holder.start();
+    try {
+      const sessionId = holder.sessionId ?? '';
+      const volunteered = await client.volunteerForRole('handed', { sessionId });
+      expect(volunteered.picked).toBe(true);
+      expect(await next.volunteer()).toBe(false);
+
+      const withdrawn = await client.withdrawFromRole('handed', { sessionId });
+
+      expect(withdrawn).toMatchObject({ withdrawn: true, released: true, nextHolder: nextId });
+      await waitFor(() => next.haveRole(), 5_000);
+    } finally {
+      await Promise.all([holder.stop({ drain: false }), next.close()]);
+    }
+  });
+
   it('a subscription gets a free role, hands it to the next volunteer on release, and hears of its own grant', async () => {
     const a = await agentClient();
     const b = await agentClient();
