@@ -309,13 +309,15 @@ export class AgentScheduler extends Construct {
       'dynamodb:UpdateItem',
       'dynamodb:Scan',
     ]);
+    // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
     grantOnTable(operatorApi, leases, [
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:PutItem',
+      'dynamodb:DeleteItem',
       'dynamodb:Scan',
     ]);
-    onQueues(operatorApi, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
+    onQueues(operatorApi, 'sqs:SendMessage');
 
     grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
 
@@ -351,8 +353,9 @@ export class AgentScheduler extends Construct {
     for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
     this.payloads.grantRead(agentApi);
     this.payloads.grantDelete(agentApi);
-    // A task that dies leaves a record in its queue's dead-letter queue.
-    for (const fn of [agentApi, supervisor])
+    // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent can end a task's last
+    // attempt, as a sweep can).
+    for (const fn of [agentApi, operatorApi, supervisor])
       for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');
   }
 

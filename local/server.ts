@@ -21,6 +21,7 @@ import {
 } from '../functions/http/http-api';
 import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
+import { runAs } from './function-scope';
 
 export interface LocalServerOptions {
   readonly scheduler: Scheduler;
@@ -115,10 +116,11 @@ export function localRequestHandler(
   const authorized = new Map<string, { agentId: string | undefined; until: number }>();
   const authorize = async (authorization: string | undefined): Promise<string | undefined> => {
     const ttl = options.authorizerCacheTtlMs ?? 0;
-    if (ttl <= 0 || !authorization) return authenticateAgent(options.agents, authorization);
+    const authenticate = () => runAs('authorizer', () => authenticateAgent(options.agents, authorization));
+    if (ttl <= 0 || !authorization) return authenticate();
     const cached = authorized.get(authorization);
     if (cached && cached.until > Date.now()) return cached.agentId;
-    const agentId = await authenticateAgent(options.agents, authorization);
+    const agentId = await authenticate();
     authorized.set(authorization, { agentId, until: Date.now() + ttl });
     return agentId;
   };
@@ -147,7 +149,9 @@ export function localRequestHandler(
       if (!token) return errorResult(401, 'Unauthorized', 'the operator token is required', requestId);
       if (!sameSecret(token, options.operatorToken)) {
         // An agent's own token is valid, just not here: forbidden rather than unauthenticated.
-        const agent = await authenticateAgent(options.agents, headers.authorization);
+        const agent = await runAs('authorizer', () =>
+          authenticateAgent(options.agents, headers.authorization),
+        );
         return agent
           ? errorResult(403, 'Forbidden', 'agents cannot call operator routes', requestId)
           : errorResult(401, 'Unauthorized', 'the operator token is not valid', requestId);
@@ -164,7 +168,9 @@ export function localRequestHandler(
         ...(agentId ? { authorizer: { lambda: { agentId } } } : {}),
       },
     };
-    return route?.access === 'agent' ? agentApi(event) : operatorApi(event);
+    return route?.access === 'agent'
+      ? runAs('agentApi', () => agentApi(event))
+      : runAs('operatorApi', () => operatorApi(event));
   };
 }
 

@@ -19,6 +19,7 @@ import { EXAMPLE_SCHEDULER } from '../infra/example-config';
 import { localDynamoDbClient, localSqsClient } from './emulators/clients';
 import { startDynamoDbLocal } from './emulators/dynamodb-local';
 import { startSqsEmulator } from './emulators/sqs';
+import { runAs } from './function-scope';
 import { LocalScheduleBackend } from './local-schedules';
 import { provisionQueues, provisionTables, tableNamesFor } from './provision';
 import { startLocalServer } from './server';
@@ -100,8 +101,7 @@ writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken
 
 const supervisorMs = Number(values['supervisor-seconds']) * 1_000;
 const supervisor = setInterval(() => {
-  scheduler
-    .supervise()
+  runAs('supervisor', () => scheduler.supervise())
     .then((cycle) => {
       const acted =
         cycle.recoveredLeases +
@@ -116,13 +116,15 @@ const supervisor = setInterval(() => {
 }, supervisorMs);
 scheduleBackend.start(
   async (record, scheduledTime) => {
-    const fired = await fireSchedule(scheduler, {
-      schedule: record.name,
-      scheduledTime: new Date(scheduledTime).toISOString(),
-      overlap: record.overlap,
-      missedRuns: record.missedRuns,
-      task: record.task,
-    });
+    const fired = await runAs('scheduleFire', () =>
+      fireSchedule(scheduler, {
+        schedule: record.name,
+        scheduledTime: new Date(scheduledTime).toISOString(),
+        overlap: record.overlap,
+        missedRuns: record.missedRuns,
+        task: record.task,
+      }),
+    );
     log.info('schedule fired', { schedule: record.name, ...fired });
   },
   await scheduler.listSchedules(),

@@ -189,6 +189,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.state !== 'idle';
   }
 
+  /** Whether the worker has stopped for good (by `stop()`, or because its agent was revoked). */
+  get stopped(): boolean {
+    return this.state === 'stopped';
+  }
+
   /** Opens a session, then heartbeats and claims in the background. Rejects if the first session cannot open. */
   start(): Promise<void> {
     if (this.state !== 'idle') return Promise.reject(new Error('a Worker can be started once'));

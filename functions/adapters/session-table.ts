@@ -191,6 +191,17 @@ export class SessionTable {
   }
 
   /**
+   * Ends the agent's session whatever its expiry (the agent was revoked): refused only if the session was replaced
+   * since it was read. Heartbeats, claims and role grants refuse it from then on.
+   */
+  endNow(session: Pick<AgentSession, 'agentId' | 'sessionId'>, now: number): Promise<SessionWriteResult> {
+    return this.update(session.agentId, (e) => ({
+      set: [`${e.n('endedAt')} = if_not_exists(${e.n('endedAt')}, ${e.v(now)})`],
+      condition: `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
+    }));
+  }
+
+  /**
    * Reserves slots in a live session and drops entries found stale, in one write. `add` maps each task id to
    * the stale entry it replaces, or undefined for a new entry. The session must then hold at most
    * `maxConcurrency` entries, a new entry must not exist yet, and every replaced or dropped entry must still

@@ -14,7 +14,7 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import { epochCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
 
-export type ReclaimReason = 'deadline' | 'session';
+export type ReclaimReason = 'deadline' | 'session' | 'revoked';
 export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';
 
 /**

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { Role, SessionRef } from '#adapters/role-table';
 import {
   AgentNotFoundError,
+  AgentRevokedError,
   errorName,
   RoleConflictError,
   ServiceUnavailableError,
@@ -63,6 +64,14 @@ class SessionReader {
   }
 }
 
+/** The agent, unless it does not exist or was revoked. */
+async function activeAgent(ctx: SchedulerContext, agentId: string) {
+  const agent = await ctx.agents.get(agentId);
+  if (!agent) throw new AgentNotFoundError(agentId);
+  if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
+  return agent;
+}
+
 export interface RoleView {
   readonly role: string;
   /** The holder, while its session is live. */
@@ -77,6 +86,7 @@ export interface RoleView {
 
 export async function registerRole(ctx: SchedulerContext, agentId: string, role: string): Promise<RoleView> {
   const name = roleName(role);
+  await activeAgent(ctx, agentId);
   const now = ctx.now();
   await ctx.roles.getOrCreate(name, now);
   if (!(await ctx.roles.register(name, agentId, now))) {
@@ -103,8 +113,7 @@ export async function volunteerForRole(
   role: string,
 ): Promise<VolunteerResult> {
   const name = roleName(role);
-  const agent = await ctx.agents.get(agentId);
-  if (!agent || agent.revokedAt !== undefined) throw new AgentNotFoundError(agentId);
+  const agent = await activeAgent(ctx, agentId);
   if (!agent.interactive) {
     throw new RoleConflictError('AgentNotInteractive', 'a non-interactive agent cannot volunteer for roles');
   }

@@ -4,12 +4,7 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import {
-  AgentNotFoundError,
-  ScheduleNotFoundError,
-  ServiceUnavailableError,
-  TaskNotFoundError,
-} from '#domain/errors';
+import { ScheduleNotFoundError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
@@ -30,7 +25,7 @@ import {
   parseScheduleSpec,
   type ScheduleBackend,
 } from './schedules';
-import { heartbeat, openSession, readSession, registerAgent } from './sessions';
+import { heartbeat, openSession, readSession, registerAgent, revokeAgent } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 
@@ -65,9 +60,9 @@ export class Scheduler {
     return this.ctx.agents.list(limit).catch(translateAwsError);
   }
 
-  async revokeAgent(agentId: string): Promise<void> {
-    const revoked = await this.ctx.agents.revoke(agentId, this.ctx.now()).catch(translateAwsError);
-    if (!revoked) throw new AgentNotFoundError(agentId.slice(0, 64));
+  /** Revokes an agent at once: its session ends, its tasks and roles go to others (see `revokeAgent`). */
+  revokeAgent(agentId: string): Promise<void> {
+    return revokeAgent(this.ctx, agentId).catch(translateAwsError);
   }
 
   openSession(agentId: string) {

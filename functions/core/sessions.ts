@@ -7,7 +7,13 @@
  */
 import { z } from 'zod';
 import type { Agent } from '#adapters/agent-table';
-import { AgentNotFoundError, errorName, SessionLostError, ValidationError } from '#domain/errors';
+import {
+  AgentNotFoundError,
+  AgentRevokedError,
+  errorName,
+  SessionLostError,
+  ValidationError,
+} from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
@@ -63,7 +69,8 @@ export interface OpenedSession {
 
 export async function openSession(ctx: SchedulerContext, agentId: string): Promise<OpenedSession> {
   const agent = await ctx.agents.get(agentId);
-  if (!agent || agent.revokedAt !== undefined) throw new AgentNotFoundError(agentId);
+  if (!agent) throw new AgentNotFoundError(agentId);
+  if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
   const now = ctx.now();
   const session: AgentSession = {
     agentId,
@@ -107,6 +114,42 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
  * Checkpoints a heartbeat carries: each names the lease it was taken under, and is written only while that very
  * lease (task, epoch, session) holds, so a checkpoint of an earlier attempt cannot overwrite a later one's.
  */
+/**
+ * Revokes an agent, at once: it is marked revoked (its token is refused from then on, and a new session too), its
+ * session is ended whatever its expiry, its tasks are taken back and its roles handed to their next volunteers.
+ * API Gateway may still let the agent's calls through for as long as it caches the authorizer's answer, but every
+ * agent operation refuses an ended session. Revoking again changes nothing.
+ */
+export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promise<void> {
+  if (!(await ctx.agents.revoke(agentId, ctx.now()))) throw new AgentNotFoundError(agentId.slice(0, 64));
+  // A session opened just before the mark replaces the one read: read again until the one ended is the latest.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const session = await ctx.sessions.get(agentId);
+    if (!session) return;
+    const now = ctx.now();
+    if (session.endedAt === undefined && !(await ctx.sessions.endNow(session, now)).ok) continue;
+    if (Object.keys(session.roles).length > 0) await handOverRolesOf(ctx, session);
+    for (const taskId of Object.keys(session.held)) {
+      await reclaimTask(ctx, taskId, { session, reason: 'revoked' }).catch((error: unknown) =>
+        ctx.log.warn('could not take back a task of a revoked agent; the sweep will', {
+          taskId,
+          error: errorName(error),
+        }),
+      );
+    }
+    if (Object.keys(session.held).length > 0) await ctx.sessions.retire(session, now).catch(() => undefined);
+    if (session.endedAt === undefined) {
+      await emit(ctx, [
+        {
+          type: 'agent.offline',
+          fields: { agentId, data: { sessionId: session.sessionId, reason: 'revoked' } },
+        },
+      ]);
+    }
+    return;
+  }
+}
+
 export const checkpointsSchema = z
   .array(
     z.strictObject({

@@ -62,6 +62,15 @@ export class AgentNotFoundError extends SchedulerError {
   }
 }
 
+/** The agent was revoked: nothing it sends is accepted again, whatever a cached authorization still lets through. */
+export class AgentRevokedError extends SchedulerError {
+  readonly code = 'AgentRevoked';
+  readonly statusCode = 403;
+  constructor(agentId: string) {
+    super('this agent was revoked', { context: { agentId } });
+  }
+}
+
 /**
  * The caller presented a lease (task id + epoch) it no longer holds: the lease expired, was reclaimed and
  * granted to someone else, or the task was finished by this very owner with a different outcome.

@@ -6,15 +6,75 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
-import type { EventPublisher } from '#adapters/event-publishers';
+import { type EventPublisher, noEvents } from '#adapters/event-publishers';
 import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
+import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import type { ScheduleBackend } from '#core/schedules';
 import type { SchedulerEvent } from '#domain/events';
 import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emulators/clients';
+import { type FunctionName, runAs } from '#local/function-scope';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { startLocalServer } from '#local/server';
 import { type FaultPlan, injectFaults } from './faults';
+import { recordAwsUsage, recordingPublisher, recordingScheduleBackend, startRecording } from './iam-usage';
+
+/**
+ * The function each scheduler operation runs in once deployed: a test calling the scheduler directly does what
+ * that function would, and what it does in AWS is recorded as that function's (see `iam-usage.ts`).
+ */
+const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
+  openSession: 'agentApi',
+  readSession: 'agentApi',
+  heartbeat: 'agentApi',
+  claim: 'agentApi',
+  complete: 'agentApi',
+  completeBatch: 'agentApi',
+  fail: 'agentApi',
+  release: 'agentApi',
+  registerRole: 'agentApi',
+  volunteerForRole: 'agentApi',
+  releaseRole: 'agentApi',
+  withdrawFromRole: 'agentApi',
+  submit: 'operatorApi',
+  submitBatch: 'operatorApi',
+  getTask: 'operatorApi',
+  registerAgent: 'operatorApi',
+  listAgents: 'operatorApi',
+  revokeAgent: 'operatorApi',
+  listRoles: 'operatorApi',
+  cancel: 'operatorApi',
+  redrive: 'operatorApi',
+  listTasks: 'operatorApi',
+  queueStats: 'operatorApi',
+  pauseQueue: 'operatorApi',
+  resumeQueue: 'operatorApi',
+  setQueueLimits: 'operatorApi',
+  listSchedules: 'operatorApi',
+  listOccurrences: 'operatorApi',
+  createSchedule: 'operatorApi',
+  deleteSchedule: 'operatorApi',
+  supervise: 'supervisor',
+  reclaim: 'supervisor',
+  reconcile: 'supervisor',
+};
+
+/** The scheduler, each of whose operations runs as the function that serves it in AWS. */
+function asFunctions(scheduler: Scheduler): Scheduler {
+  return new Proxy(scheduler, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      const fn = typeof property === 'string' ? FUNCTION_OF[property] : undefined;
+      if (typeof value !== 'function' || !fn) return value;
+      return (...args: unknown[]) =>
+        runAs(fn, () => (value as (...a: unknown[]) => unknown).apply(target, args));
+    },
+  });
+}
+
+/** A schedule fire, as the schedule-fire function handles it. */
+export const fireAsFunction = (...args: Parameters<typeof fireSchedule>) =>
+  runAs('scheduleFire', () => fireSchedule(...args));
 
 /** Wall-clock time plus an offset the test controls; SQS delays still run in real time. */
 export class TestClock {
@@ -80,6 +140,9 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const payloadBucket = options.payloadBucket
     ? { s3, bucketName: await provisionPayloadBucket(s3, prefix) }
     : undefined;
+  const usageDir = inject('iamUsageDir');
+  if (usageDir) startRecording(usageDir);
+  recordAwsUsage({ dynamodb, sqs, s3 }, { tables, queues: directory, bucketName: payloadBucket?.bucketName });
   const clock = new TestClock();
   // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
   const settings = { idleRetryBaseMs: 20, idleRetryMaxMs: 200, ...options.settings };
@@ -92,15 +155,17 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       now: clock.now,
       random,
       settings,
-      ...(options.scheduleBackend ? { scheduleBackend: options.scheduleBackend } : {}),
+      ...(options.scheduleBackend
+        ? { scheduleBackend: recordingScheduleBackend(options.scheduleBackend) }
+        : {}),
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
-      ...(options.events ? { events: options.events } : {}),
+      events: recordingPublisher(options.events ?? noEvents),
       ...(payloadBucket ? { payloadBucket } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   meter.reset();
   return {
-    scheduler: new Scheduler(ctx),
+    scheduler: asFunctions(new Scheduler(ctx)),
     ctx,
     clock,
     meter,
@@ -108,16 +173,23 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     dynamodb,
     sqs,
     sibling: (sibling = {}) => {
-      const other = createContext({
+      const clients = {
         dynamodb: localDynamoDbClient(inject('dynamodbEndpoint')),
         sqs: localSqsClient(inject('sqsEndpoint')),
+        s3: localS3Client(inject('sqsEndpoint')),
+      };
+      recordAwsUsage(clients, { tables, queues: directory, bucketName: payloadBucket?.bucketName });
+      const other = createContext({
+        dynamodb: clients.dynamodb,
+        sqs: clients.sqs,
         tables,
         queues: directory,
         now: sibling.now ?? clock.now,
         random: sibling.random ?? Math.random,
         settings,
+        events: recordingPublisher(noEvents),
       });
-      return new Scheduler(other);
+      return asFunctions(new Scheduler(other));
     },
     interleave: (matches, before) => {
       const name = `interleave${counter++}`;

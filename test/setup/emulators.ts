@@ -3,14 +3,21 @@
  * per run and hands their endpoints to tests via `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`.
  * Build clients with `localDynamoDbClient` / `localSqsClient` from `local/emulators/clients`.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/emulators/dynamodb-local';
 import { type SqsEmulator, startSqsEmulator } from '../../local/emulators/sqs';
+import { type CloudFormation, compareUses, grantedUses, readRecords } from '../helpers/iam-usage';
+import { synthExample } from '../helpers/synth';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
     sqsEndpoint: string;
+    /** Where test processes record the AWS actions each function performs (see test/helpers/iam-usage.ts). */
+    iamUsageDir: string;
   }
 }
 
@@ -28,6 +35,8 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     throw dynamodb.status === 'rejected' ? dynamodb.reason : (sqs as PromiseRejectedResult).reason;
   }
   const emulators: [DynamoDbLocal, SqsEmulator] = [dynamodb.value, sqs.value];
+  const usageDir = mkdtempSync(join(tmpdir(), 'agent-scheduler-iam-'));
+  provide('iamUsageDir', usageDir);
   provide('dynamodbEndpoint', dynamodb.value.endpoint);
   provide('sqsEndpoint', sqs.value.endpoint);
   console.log(
@@ -36,5 +45,34 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
 
   return async () => {
     await Promise.all(emulators.map((emulator) => emulator.stop()));
+    checkGrantsAgainstUse(usageDir);
   };
+}
+
+/**
+ * Every AWS action the suites saw a function perform must be granted to it in the synthesized stack; when the
+ * whole suite ran (`AGENT_SCHEDULER_IAM_CHECK=all`, set by `npm test`), every grant must also have been used or be
+ * on the allowlist. A mismatch fails the run.
+ */
+function checkGrantsAgainstUse(usageDir: string): void {
+  const used = readRecords(usageDir);
+  rmSync(usageDir, { recursive: true, force: true });
+  if (used.size === 0) return;
+  const { stack, template } = synthExample();
+  const complete = process.env.AGENT_SCHEDULER_IAM_CHECK === 'all';
+  const { notGranted, unused } = compareUses(
+    used,
+    grantedUses(stack, template.toJSON() as CloudFormation),
+    complete,
+  );
+  console.log(
+    `[iam] ${used.size} actions used by the functions checked against their roles${complete ? ', and every grant against use' : ''}`,
+  );
+  if (notGranted.length + unused.length === 0) return;
+  if (notGranted.length > 0) console.error(`[iam] used but not granted:\n  ${notGranted.join('\n  ')}`);
+  if (unused.length > 0)
+    console.error(
+      `[iam] granted but never used (remove, or allowlist with a reason):\n  ${unused.join('\n  ')}`,
+    );
+  process.exitCode = 1;
 }

@@ -429,6 +429,21 @@ describe('Worker', () => {
     expect(events.completed).toEqual([[taskId, 'ok']]);
   });
 
+  it('stops, instead of opening session after session, once its agent was revoked', async () => {
+    const { server, worker, events } = setup(async () => 'ok');
+    await worker.start();
+    // The session was ended by the revocation; opening another is refused for good.
+    server.expireSession();
+    server.scripted.set('/session', [
+      { status: 403, body: { error: { code: 'AgentRevoked', message: 'this agent was revoked' } } },
+    ]);
+    await vi.waitFor(() => expect(worker.stopped).toBe(true));
+    const opens = server.callsTo('/session').length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.callsTo('/session')).toHaveLength(opens);
+    expect(events.errors).toContainEqual(expect.objectContaining({ code: 'AgentRevoked' }));
+  });
+
   it('fails to start when no session can be opened', async () => {
     const { server, worker } = setup(async () => 'ok');
     server.scripted.set('/session', [
