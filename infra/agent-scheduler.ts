@@ -227,6 +227,8 @@ export class AgentScheduler extends Construct {
       queues: [...this.queues.values()],
       scheduleDeadLetters: this.deadLetterQueue,
       supervisor: this.functions.supervisor,
+      apiFunctions: [this.functions.agentApi, this.functions.operatorApi, this.functions.authorizer],
+      apiStage: this.api.stage,
       functions: Object.values(this.functions),
       metricsNamespace,
       oldestMessageAge: props.oldestMessageAlarmAge ?? Duration.minutes(15),

@@ -1,10 +1,12 @@
 /**
- * Alarms that need a person (dead letters, work waiting too long, a failing supervisor, starved tasks) and one
- * dashboard with the queues, the API and the functions.
+ * Alarms that need a person (dead letters, work waiting too long, a failing supervisor, starved tasks, an API
+ * answering 5xx, failing API functions) and one dashboard with the alarms, the queues, the API and the functions.
  */
 import { Duration } from 'aws-cdk-lib';
+import type { IHttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   Alarm,
+  AlarmStatusWidget,
   ComparisonOperator,
   Dashboard,
   GraphWidget,
@@ -23,6 +25,10 @@ export interface SchedulerAlarmsProps {
   readonly queues: readonly PriorityQueues[];
   readonly scheduleDeadLetters: Queue;
   readonly supervisor: SchedulerFunction;
+  /** The functions behind the API (agent API, operator API, authorizer): any error of theirs fails a caller. */
+  readonly apiFunctions: readonly SchedulerFunction[];
+  /** The API's stage, whose 5xx answers are alarmed. */
+  readonly apiStage: IHttpStage;
   readonly functions: readonly SchedulerFunction[];
   readonly metricsNamespace: string;
   /** A hint older than this in a priority queue means work is not being taken. */
@@ -86,6 +92,24 @@ export class SchedulerAlarms extends Construct {
       1,
       'the supervisor failed',
     );
+    // The edge answers 503 when a dependency throttles, and clients retry it; a few in five minutes is noise, a
+    // steady stream (or 500s and 502s) is not.
+    alarm(
+      'Api5xx',
+      props.apiStage.metricServerError({ period: Duration.minutes(5), statistic: 'Sum' }),
+      5,
+      'the API answered 5 or more 5xx responses in 5 minutes',
+    );
+    // The edge turns every error into a response, so a function error is a crash, a timeout or a cold start that
+    // could not read its configuration: every caller of that function gets a 500.
+    for (const fn of props.apiFunctions) {
+      alarm(
+        `${fn.node.id}Errors`,
+        fn.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+        1,
+        `the ${fn.node.id} function failed`,
+      );
+    }
     alarm(
       'StarvedTasks',
       new Metric({
@@ -101,6 +125,7 @@ export class SchedulerAlarms extends Construct {
 
     this.dashboard = new Dashboard(this, 'Dashboard', {
       widgets: [
+        [new AlarmStatusWidget({ title: 'Alarms', width: 24, alarms: [...this.alarms] })],
         [
           new GraphWidget({
             title: 'Hints waiting, by task queue and priority',

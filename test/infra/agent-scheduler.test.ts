@@ -568,6 +568,12 @@ describe('AgentScheduler construct', () => {
       ['undelivered fires', /could not be delivered/, 1],
       ['supervisor errors', /the supervisor failed/, 1],
       ['starved tasks', /starvation ladder/, 1],
+      ['API 5xx', /the API answered .* 5xx/, 1],
+      [
+        'errors of the API functions and the authorizer',
+        /the (AgentApi|OperatorApi|Authorizer) function failed/,
+        3,
+      ],
     ])('%s', (_, description, count) => {
       const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).filter((a) =>
         description.test(String(a.Properties.AlarmDescription)),
@@ -575,7 +581,46 @@ describe('AgentScheduler construct', () => {
       expect(alarms).toHaveLength(count);
     });
 
-    it('a dashboard', () => template.resourceCountIs('AWS::CloudWatch::Dashboard', 1));
+    it('API 5xx are counted on the $default stage of this API', () => {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/ApiGateway',
+        MetricName: '5xx',
+        Statistic: 'Sum',
+        Period: 300,
+        Threshold: 5,
+        Dimensions: Match.arrayWith([
+          {
+            Name: 'ApiId',
+            Value: { Ref: stack.getLogicalId(stack.scheduler.api.httpApi.node.defaultChild as never) },
+          },
+          { Name: 'Stage', Value: '$default' },
+        ]),
+      });
+    });
+
+    it.each(['agentApi', 'operatorApi', 'authorizer'] as const)(
+      '%s errors raise an alarm at the first one',
+      (name) => {
+        const fn = stack.scheduler.functions[name];
+        template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          Namespace: 'AWS/Lambda',
+          MetricName: 'Errors',
+          Threshold: 1,
+          Dimensions: [
+            { Name: 'FunctionName', Value: { Ref: stack.getLogicalId(fn.node.defaultChild as CfnFunction) } },
+          ],
+        });
+      },
+    );
+
+    it('a dashboard that shows every alarm', () => {
+      template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+      const [dashboard] = Object.values(resourcesOf(template, 'AWS::CloudWatch::Dashboard'));
+      const body = JSON.stringify(dashboard?.Properties.DashboardBody);
+      for (const alarm of stack.scheduler.alarms.alarms) {
+        expect(body).toContain(stack.getLogicalId(alarm.node.defaultChild as never));
+      }
+    });
   });
 
   it('outputs the API URL and the table and queue names', () => {
