@@ -13,6 +13,7 @@ import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '../functions/adapters/environment';
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 import { DUE_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
@@ -173,6 +174,10 @@ export class AgentScheduler extends Construct {
       ),
       IDLE_RETRY_MAX_SECONDS: String((props.idleClaimRetryMax ?? Duration.seconds(90)).toSeconds()),
       ROUTINE_EVENTS: String(props.routineEvents ?? false),
+      // Declared limits hold from the first claim, before any operator has set a queue's control item.
+      ...(props.queueLimits && Object.keys(props.queueLimits).length > 0
+        ? { QUEUE_LIMITS: JSON.stringify(props.queueLimits) }
+        : {}),
     };
     const fn = (
       fnId: string,
@@ -512,8 +517,64 @@ function validateProps(props: AgentSchedulerProps): void {
     if (!props.queues.includes(queue))
       throw new Error(`queueLimits names queue "${queue}", which is not declared`);
     const parsed = queueLimitsSchema.safeParse(limits);
-    if (!parsed.success)
-      throw new Error(`queueLimits of "${queue}" are invalid: ${parsed.error.issues[0]?.message ?? ''}`);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = String(issue?.path[0] ?? '');
+      const got = field ? (limits as Record<string, unknown>)[field] : limits;
+      throw new Error(
+        `queueLimits of "${queue}" are invalid: ${field} ${issue?.message ?? ''} (got ${JSON.stringify(got)})`,
+      );
+    }
+  }
+  const durations: [string, Duration | undefined, NumericSetting][] = [
+    ['leaseTtl', props.leaseTtl, NUMERIC_SETTINGS.LEASE_TTL_SECONDS],
+    ['heartbeatInterval', props.heartbeatInterval, NUMERIC_SETTINGS.HEARTBEAT_INTERVAL_SECONDS],
+    ['taskRetention', props.taskRetention, NUMERIC_SETTINGS.TASK_RETENTION_SECONDS],
+    ['idleClaimRetryMax', props.idleClaimRetryMax, NUMERIC_SETTINGS.IDLE_RETRY_MAX_SECONDS],
+    [
+      'starvation.promoteAfter',
+      props.starvation?.promoteAfter,
+      NUMERIC_SETTINGS.STARVATION_PROMOTE_AFTER_SECONDS,
+    ],
+    [
+      'starvation.announceAfter',
+      props.starvation?.announceAfter,
+      NUMERIC_SETTINGS.STARVATION_ANNOUNCE_AFTER_SECONDS,
+    ],
+    [
+      'starvation.attentionAfter',
+      props.starvation?.attentionAfter,
+      NUMERIC_SETTINGS.STARVATION_ATTENTION_AFTER_SECONDS,
+    ],
+    // SQS reports ages up to its longest retention, 14 days.
+    [
+      'oldestMessageAlarmAge',
+      props.oldestMessageAlarmAge,
+      { fallback: 900, min: 1, max: 14 * 86_400, integer: true },
+    ],
+  ];
+  for (const [name, duration, setting] of durations) {
+    if (duration === undefined || duration.isUnresolved()) continue;
+    const problem = outOfBounds(setting, duration.toSeconds({ integral: false }));
+    if (problem) throw new Error(`${name} must be ${problem} seconds (got ${duration.toHumanString()})`);
+  }
+  const numbers: [string, number | undefined, NumericSetting][] = [
+    // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
+    [
+      'apiThrottle.rateLimit',
+      props.apiThrottle?.rateLimit,
+      { fallback: 100, min: 1, max: 10_000, integer: false },
+    ],
+    [
+      'apiThrottle.burstLimit',
+      props.apiThrottle?.burstLimit,
+      { fallback: 200, min: 1, max: 5_000, integer: true },
+    ],
+  ];
+  for (const [name, value, setting] of numbers) {
+    if (value === undefined || Token.isUnresolved(value)) continue;
+    const problem = outOfBounds(setting, value);
+    if (problem) throw new Error(`${name} must be ${problem} (got ${value})`);
   }
   const ladder = [
     props.starvation?.promoteAfter,
@@ -533,9 +594,9 @@ function validateProps(props: AgentSchedulerProps): void {
       `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${ladder.join(', ')} s)`,
     );
   }
-  const ttl = props.leaseTtl?.toSeconds();
+  const ttl = props.leaseTtl?.toSeconds() ?? NUMERIC_SETTINGS.LEASE_TTL_SECONDS.fallback;
   const heartbeat = props.heartbeatInterval?.toSeconds();
-  if (ttl !== undefined && heartbeat !== undefined && heartbeat >= ttl) {
+  if (heartbeat !== undefined && heartbeat >= ttl) {
     throw new Error(`heartbeatInterval (${heartbeat} s) must be shorter than leaseTtl (${ttl} s)`);
   }
 }

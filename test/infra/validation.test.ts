@@ -2,7 +2,7 @@
  * The construct validates eagerly, as CDK constructs do: a bad prop fails the synth with a lowercase message that
  * names the bad value.
  */
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { App, CfnParameter, Duration, Stack } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { AgentScheduler, type AgentSchedulerProps } from '../../infra/agent-scheduler';
 
@@ -85,7 +85,62 @@ describe('props', () => {
     [
       'a zero concurrency limit',
       { queues: ['a'], queueLimits: { a: { maxConcurrency: 0 } } },
-      /queueLimits of "a" are invalid/,
+      /queueLimits of "a" are invalid: maxConcurrency .*\(got 0\)/,
+    ],
+    [
+      'a negative rate limit',
+      { queues: ['a'], queueLimits: { a: { ratePerSecond: -1 } } },
+      /queueLimits of "a" are invalid: ratePerSecond .*\(got -1\)/,
+    ],
+    [
+      'a lease TTL of zero',
+      { queues: ['a'], leaseTtl: Duration.seconds(0) },
+      /leaseTtl must be a whole number from 1 to 86400 seconds \(got 0 seconds\)/,
+    ],
+    [
+      'a lease TTL of a fraction of a second',
+      { queues: ['a'], leaseTtl: Duration.millis(1500) },
+      /leaseTtl must be a whole number from 1 to 86400 seconds \(got 1 second 500 millis\)/,
+    ],
+    [
+      'a heartbeat of zero',
+      { queues: ['a'], heartbeatInterval: Duration.seconds(0) },
+      /heartbeatInterval must be a whole number from 1 to 86400 seconds \(got 0 seconds\)/,
+    ],
+    [
+      'a heartbeat longer than the default lease',
+      { queues: ['a'], heartbeatInterval: Duration.seconds(40) },
+      /heartbeatInterval \(40 s\) must be shorter than leaseTtl \(30 s\)/,
+    ],
+    [
+      'a task retention of zero',
+      { queues: ['a'], taskRetention: Duration.seconds(0) },
+      /taskRetention must be a whole number from 60 to 31536000 seconds \(got 0 seconds\)/,
+    ],
+    [
+      'an idle claim wait of an hour',
+      { queues: ['a'], idleClaimRetryMax: Duration.hours(1) },
+      /idleClaimRetryMax must be a whole number from 1 to 900 seconds \(got 1 hour\)/,
+    ],
+    [
+      'an alarm age of zero',
+      { queues: ['a'], oldestMessageAlarmAge: Duration.seconds(0) },
+      /oldestMessageAlarmAge must be .* \(got 0 seconds\)/,
+    ],
+    [
+      'a starvation step of zero',
+      { queues: ['a'], starvation: { promoteAfter: Duration.seconds(0) } },
+      /starvation.promoteAfter must be .* \(got 0 seconds\)/,
+    ],
+    [
+      'a throttle rate of zero',
+      { queues: ['a'], apiThrottle: { rateLimit: 0, burstLimit: 10 } },
+      /apiThrottle.rateLimit must be a number from 1 to 10000 \(got 0\)/,
+    ],
+    [
+      'a fractional burst',
+      { queues: ['a'], apiThrottle: { rateLimit: 10, burstLimit: 2.5 } },
+      /apiThrottle.burstLimit must be a whole number from 1 to 5000 \(got 2.5\)/,
     ],
     [
       'starvation thresholds out of order',
@@ -113,5 +168,18 @@ describe('props', () => {
     ],
   ])('refuses %s', (_, props, message) => {
     expect(() => build(props)).toThrow(message);
+  });
+
+  it('skips values that are only known at deploy time', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'S');
+    const rate = new CfnParameter(stack, 'Rate', { type: 'Number' }).valueAsNumber;
+    expect(
+      () =>
+        new AgentScheduler(stack, 'Scheduler', {
+          queues: ['a'],
+          apiThrottle: { rateLimit: rate, burstLimit: rate },
+        }),
+    ).not.toThrow();
   });
 });

@@ -36,8 +36,27 @@ describe('function configuration', () => {
     },
   );
 
-  it('refuses a non-positive number', () => {
-    expect(() => schedulerConfigFromEnv({ ...env, LEASE_TTL_SECONDS: '-1' })).toThrow(/LEASE_TTL_SECONDS/);
+  it.each([
+    ['LEASE_TTL_SECONDS', '-1', 'a whole number from 1 to 86400'],
+    ['LEASE_TTL_SECONDS', '0', 'a whole number from 1 to 86400'],
+    ['LEASE_TTL_SECONDS', '1.5', 'a whole number from 1 to 86400'],
+    ['IDLE_RETRY_MAX_SECONDS', '3600', 'a whole number from 1 to 900'],
+    ['TASK_RETENTION_SECONDS', 'soon', 'a whole number from 60 to 31536000'],
+  ])('refuses %s=%s, naming the bounds and the value', (name, value, bounds) => {
+    expect(() => schedulerConfigFromEnv({ ...env, [name]: value })).toThrow(
+      `environment variable ${name} must be ${bounds} (got "${value}")`,
+    );
+  });
+
+  it('reads declared queue limits and refuses invalid ones', () => {
+    const limits = { work: { maxConcurrency: 2, ratePerSecond: 5 } };
+    expect(schedulerConfigFromEnv({ ...env, QUEUE_LIMITS: JSON.stringify(limits) }).queueLimits).toEqual(
+      limits,
+    );
+    expect(() =>
+      schedulerConfigFromEnv({ ...env, QUEUE_LIMITS: JSON.stringify({ work: { maxConcurrency: 0 } }) }),
+    ).toThrow(/QUEUE_LIMITS: limits of "work" are invalid: maxConcurrency .*\(got \{"maxConcurrency":0\}\)/);
+    expect(() => schedulerConfigFromEnv({ ...env, QUEUE_LIMITS: '{' })).toThrow(/QUEUE_LIMITS must be JSON/);
   });
 
   it('reads the full queue directory form too', () => {

@@ -1,0 +1,49 @@
+/**
+ * A queue limit declared in the construct holds from the first claim: the synthesized environment of the agent
+ * API carries it, the function's configuration reads it, and a scheduler built with it on the emulators refuses
+ * a claim past it.
+ */
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { afterAll, describe, expect, it } from 'vitest';
+import { schedulerConfigFromEnv } from '#adapters/environment';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
+import { synthExample } from '../helpers/synth';
+
+describe('queue limits declared in the construct', () => {
+  let stack: TestStack | undefined;
+  afterAll(async () => {
+    await stack?.destroy();
+  });
+
+  it('reach the agent API and hold on the emulators', async () => {
+    // GIVEN the example stack with at most one research task leased at once
+    const { template, stack: cdkStack } = synthExample({
+      ...EXAMPLE_SCHEDULER,
+      queueLimits: { research: { maxConcurrency: 1 } },
+    });
+    const fn = cdkStack.scheduler.functions.agentApi;
+    const variables = template.toJSON().Resources[cdkStack.getLogicalId(fn.node.defaultChild as CfnFunction)]
+      .Properties.Environment.Variables as Record<string, unknown>;
+    // Names resolved at deployment stand in as placeholders; every setting is a literal.
+    const env = Object.fromEntries(
+      Object.entries(variables).map(([name, value]) => [name, typeof value === 'string' ? value : 'x']),
+    );
+    env.QUEUE_DIRECTORY = JSON.stringify({
+      base: 'https://q/',
+      queues: { research: ['a', 'b', 'c', 'd'] },
+    });
+    const config = schedulerConfigFromEnv(env);
+    expect(config.queueLimits).toEqual({ research: { maxConcurrency: 1 } });
+
+    // WHEN an agent that may hold two asks for two research tasks
+    stack = await createTestStack({ queues: ['research'], settings: { queueLimits: config.queueLimits } });
+    await stack.scheduler.submit({ queue: 'research', payload: { n: 1 } });
+    await stack.scheduler.submit({ queue: 'research', payload: { n: 2 } });
+    const agent = await startAgent(stack.scheduler, { queues: ['research'], maxConcurrency: 2 });
+    const claimed = await claimUntil(stack.scheduler, agent, 2, 2_000, 2);
+
+    // THEN it gets one: the declared limit held before any operator set one
+    expect(claimed).toHaveLength(1);
+  });
+});
