@@ -46,4 +46,36 @@ describe('agent authentication', () => {
     expect(JSON.stringify(stored)).not.toContain(token?.split('.')[1] ?? 'missing');
     expect(stored?.tokenHash).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
+
+  it('a registration whose answer was lost and that DynamoDB’s client sends again registers one agent', async () => {
+    const { dynamodb, ctx, scheduler } = stack;
+    let lost = 0;
+    dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { TableName?: string };
+        if (
+          lost === 0 &&
+          context.commandName === 'PutItemCommand' &&
+          input.TableName === ctx.agents.tableName
+        ) {
+          lost++;
+          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError', $metadata: {} });
+        }
+        return result;
+      },
+      { step: 'finalizeRequest', name: 'loseOneAgentAnswer', priority: 'low' },
+    );
+    let registered: Awaited<ReturnType<typeof scheduler.registerAgent>>;
+    try {
+      registered = await scheduler.registerAgent({ name: 'retried', queues: ['work'] }, issueAgentToken);
+    } finally {
+      dynamodb.middlewareStack.remove('loseOneAgentAnswer');
+    }
+
+    expect(lost).toBe(1);
+    expect(await authenticateAgent(ctx.agents, `Bearer ${registered.token}`)).toBe(registered.agent.agentId);
+    const named = (await scheduler.listAgents()).filter((a) => a.name === 'retried');
+    expect(named).toHaveLength(1);
+  });
 });

@@ -2,9 +2,8 @@
  * Missed schedule occurrences (the scheduler was down for three hours) handled by each missed-run policy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fireSchedule } from '#core/fire-schedule';
 import { readOccurrences } from '#core/occurrences';
-import { createTestStack, type TestStack } from '#test/stack';
+import { createTestStack, fireAsFunction, type TestStack } from '#test/stack';
 
 const START = Date.UTC(2027, 3, 1, 9, 0, 0);
 
@@ -30,7 +29,7 @@ describe('missed runs', () => {
   it('skip records them, runOnce runs the latest, runAll runs each', async () => {
     const { scheduler, clock, ctx } = stack;
     for (const schedule of declared) {
-      await fireSchedule(scheduler, {
+      await fireAsFunction(scheduler, {
         ...schedule,
         schedule: schedule.name,
         scheduledTime: new Date(START).toISOString(),
