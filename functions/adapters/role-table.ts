@@ -103,6 +103,8 @@ export class RoleTable {
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
+    /** The agents table, whose items count the roles each agent registered. */
+    readonly agentsTableName: string,
   ) {}
 
   async get(role: string): Promise<Role | undefined> {
@@ -119,6 +121,13 @@ export class RoleTable {
   /** Every role. A scan: roles are few, and the leases table holds one small item per agent besides. */
   async list(): Promise<Role[]> {
     return (await scanKind(this.doc, this.tableName, 'role')).map(roleFromItem);
+  }
+
+  /** Roles with no holder and at least one candidate: the ones a sweep may have to grant. */
+  async listFreeWithVolunteers(): Promise<Role[]> {
+    const free = (e: Expression) =>
+      `attribute_not_exists(${e.n('holderSession')}) AND size(${e.n('volunteers')}) > ${e.v(0)}`;
+    return (await scanKind(this.doc, this.tableName, 'role', free)).map(roleFromItem);
   }
 
   /** The role's item, created free if it does not exist yet. */
@@ -152,16 +161,64 @@ export class RoleTable {
     }
   }
 
-  /** Records the agent's declaration; false if it had declared the role already. */
-  async register(role: string, agentId: string, now: number): Promise<boolean> {
+  /**
+   * Records the agent's declaration and counts it on the agent's item, in one transaction: refused if the agent
+   * is unknown or revoked, has declared `maxRoles` roles already (exact under parallel registrations: the count
+   * is checked in the write that raises it), or has declared this role already.
+   */
+  async register(
+    role: string,
+    agentId: string,
+    maxRoles: number,
+    now: number,
+  ): Promise<'registered' | 'alreadyRegistered' | 'agentRefused'> {
+    const a = new Expression();
+    const r = new Expression();
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.agentsTableName,
+                Key: { agentId },
+                UpdateExpression: `SET ${a.n('roleCount')} = if_not_exists(${a.n('roleCount')}, ${a.v(0)}) + ${a.v(1)}`,
+                ConditionExpression: `attribute_exists(${a.n('agentId')}) AND attribute_not_exists(${a.n('revokedAt')}) AND (attribute_not_exists(${a.n('roleCount')}) OR ${a.n('roleCount')} < ${a.v(maxRoles)})`,
+                ...a.attributes(),
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: { leaseId: roleLeaseId(role) },
+                UpdateExpression: `SET ${r.n('registered', agentId)} = ${r.v(now)}, ${r.n('updatedAt')} = ${r.v(now)}`,
+                ConditionExpression: `attribute_exists(${r.n('leaseId')}) AND attribute_not_exists(${r.n('registered', agentId)})`,
+                ...r.attributes(),
+              },
+            },
+          ],
+        }),
+      );
+      return 'registered';
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') return 'alreadyRegistered';
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'agentRefused';
+      throw error;
+    }
+  }
+
+  /** Removes the agent's candidacy if it is still the one made under `sessionId`; false if it was not. */
+  async removeVolunteer(role: string, volunteer: SessionRef, now: number): Promise<boolean> {
     const e = new Expression();
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { leaseId: roleLeaseId(role) },
-          UpdateExpression: `SET ${e.n('registered', agentId)} = ${e.v(now)}, ${e.n('updatedAt')} = ${e.v(now)}`,
-          ConditionExpression: `attribute_exists(${e.n('leaseId')}) AND attribute_not_exists(${e.n('registered', agentId)})`,
+          UpdateExpression: `SET ${e.n('updatedAt')} = ${e.v(now)} REMOVE ${e.n('volunteers', volunteer.agentId)}`,
+          ConditionExpression: `${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
           ...e.attributes(),
         }),
       );

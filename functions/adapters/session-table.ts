@@ -38,6 +38,8 @@ export async function scanKind(
   doc: DynamoDBDocumentClient,
   tableName: string,
   kind: string,
+  /** A further filter, built on each page's expression. */
+  and?: (e: Expression) => string,
 ): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let startKey: Record<string, unknown> | undefined;
@@ -46,7 +48,7 @@ export async function scanKind(
     const output = await doc.send(
       new ScanCommand({
         TableName: tableName,
-        FilterExpression: `${e.n('kind')} = ${e.v(kind)}`,
+        FilterExpression: `${e.n('kind')} = ${e.v(kind)}${and ? ` AND ${and(e)}` : ''}`,
         ExclusiveStartKey: startKey,
         ...e.attributes(),
       }),
@@ -164,6 +166,17 @@ export class SessionTable {
   }
 
   /**
+   * Ends the session at once, whatever its expiry (the agent was revoked): no heartbeat, claim, finish or role
+   * write of it passes afterwards. Refused only if the agent has opened another session since it was read.
+   */
+  endNow(session: Pick<AgentSession, 'agentId' | 'sessionId'>, now: number): Promise<SessionWriteResult> {
+    return this.update(session.agentId, (e) => ({
+      set: [`${e.n('endedAt')} = if_not_exists(${e.n('endedAt')}, ${e.v(now)})`],
+      condition: `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
+    }));
+  }
+
+  /**
    * Reserves slots in a live session and drops entries found stale, in one write. `add` maps each task id to
    * the stale entry it replaces, or undefined for a new entry. The session must then hold at most
    * `maxConcurrency` entries, a new entry must not exist yet, and every replaced or dropped entry must still
@@ -272,10 +285,28 @@ export class SessionTable {
   }
 
   /**
-   * Sessions that expired while still holding tasks. A scan: the table has one item per agent, and sessions are
-   * updated at every heartbeat, so an index on their expiry would cost a second write per heartbeat.
+   * After its roles were handed over, turns an over session's `roles` entries into `rolesLost` notices, so later
+   * sweeps skip the session. Each entry only if it still has the epoch handed over.
    */
-  async findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
+  forgetRoles(session: AgentSession, roles: Readonly<Record<string, number>>): Promise<SessionWriteResult> {
+    const entries = Object.entries(roles);
+    return this.update(session.agentId, (e) => ({
+      set: entries.map(([role, epoch]) => `${e.n('rolesLost', role)} = ${e.v(epoch)}`),
+      remove: entries.map(([role]) => e.n('roles', role)),
+      condition: [
+        `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
+        ...entries.map(([role, epoch]) => `${e.n('roles', role)} = ${e.v(epoch)}`),
+      ].join(' AND '),
+    }));
+  }
+
+  /**
+   * Sessions that are over (expired, or ended by a revocation) while still holding tasks (`held`) or roles
+   * (`roles`). A scan: the table has one item per agent, and sessions are updated at every heartbeat, so an index
+   * on their expiry would cost a second write per heartbeat. A session leaves the result once what it held is
+   * taken back (`retire`, `forgetRoles`), so a pass never finds the same ones again and none waits behind them.
+   */
+  async findOver(now: number, limit: number, holding: 'held' | 'roles'): Promise<AgentSession[]> {
     const found: AgentSession[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -283,7 +314,7 @@ export class SessionTable {
       const output = await this.doc.send(
         new ScanCommand({
           TableName: this.tableName,
-          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND ${e.n('expiresAt')} <= ${e.v(now)} AND size(${e.n('held')}) > ${e.v(0)}`,
+          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n(holding)}) > ${e.v(0)}`,
           ExclusiveStartKey: startKey,
           ...e.attributes(),
         }),
@@ -292,5 +323,10 @@ export class SessionTable {
       startKey = output.LastEvaluatedKey;
     } while (startKey && found.length < limit);
     return found.slice(0, limit);
+  }
+
+  /** Sessions over while still holding tasks (see `findOver`). */
+  findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
+    return this.findOver(now, limit, 'held');
   }
 }

@@ -4,12 +4,7 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import {
-  AgentNotFoundError,
-  ScheduleNotFoundError,
-  ServiceUnavailableError,
-  TaskNotFoundError,
-} from '#domain/errors';
+import { ScheduleNotFoundError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
@@ -22,7 +17,8 @@ import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
-import { listRoles, registerRole, releaseRole, volunteerForRole } from './roles';
+import { revokeAgent } from './revoke';
+import { listRoles, registerRole, releaseRole, volunteerForRole, withdrawFromRole } from './roles';
 import {
   createSchedule,
   deleteSchedule,
@@ -65,9 +61,9 @@ export class Scheduler {
     return this.ctx.agents.list(limit).catch(translateAwsError);
   }
 
-  async revokeAgent(agentId: string): Promise<void> {
-    const revoked = await this.ctx.agents.revoke(agentId, this.ctx.now()).catch(translateAwsError);
-    if (!revoked) throw new AgentNotFoundError(agentId.slice(0, 64));
+  /** Revokes the agent: its session ends now, its tasks are taken back and its roles handed over. */
+  revokeAgent(agentId: string) {
+    return revokeAgent(this.ctx, agentId).catch(translateAwsError);
   }
 
   openSession(agentId: string) {
@@ -95,6 +91,11 @@ export class Scheduler {
   /** The holder gives a role up; the next live volunteer gets it now. */
   releaseRole(agentId: string, role: string, leaseEpoch: number) {
     return releaseRole(this.ctx, agentId, role, leaseEpoch).catch(translateAwsError);
+  }
+
+  /** Leaves a role's candidates; a holder gives the role to the next live volunteer in the same move. */
+  withdrawFromRole(agentId: string, sessionId: string, role: string) {
+    return withdrawFromRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
   }
 
   listRoles() {

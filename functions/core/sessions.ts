@@ -7,7 +7,13 @@
  */
 import { z } from 'zod';
 import type { Agent } from '#adapters/agent-table';
-import { AgentNotFoundError, errorName, SessionLostError, ValidationError } from '#domain/errors';
+import {
+  AgentNotFoundError,
+  AgentRevokedError,
+  errorName,
+  SessionLostError,
+  ValidationError,
+} from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import type { AgentSession } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
@@ -62,7 +68,8 @@ export interface OpenedSession {
 
 export async function openSession(ctx: SchedulerContext, agentId: string): Promise<OpenedSession> {
   const agent = await ctx.agents.get(agentId);
-  if (!agent || agent.revokedAt !== undefined) throw new AgentNotFoundError(agentId);
+  if (!agent) throw new AgentNotFoundError(agentId);
+  if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
   const now = ctx.now();
   const session: AgentSession = {
     agentId,

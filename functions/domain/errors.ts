@@ -62,6 +62,18 @@ export class AgentNotFoundError extends SchedulerError {
   }
 }
 
+/** The agent was revoked: it may not open a session or register roles again. */
+export class AgentRevokedError extends SchedulerError {
+  readonly code = 'AgentRevoked';
+  readonly statusCode = 403;
+  constructor(
+    readonly agentId: string,
+    options: SchedulerErrorOptions = {},
+  ) {
+    super(`agent ${agentId} was revoked`, { ...options, context: { agentId, ...options.context } });
+  }
+}
+
 /**
  * The caller presented a lease (task id + epoch) it no longer holds: the lease expired, was reclaimed and
  * granted to someone else, or the task was finished by this very owner with a different outcome.
@@ -113,7 +125,8 @@ export type RoleConflictCode =
   | 'RoleAlreadyRegistered'
   | 'RoleAlreadyVolunteered'
   | 'RoleNotHeld'
-  | 'AgentNotInteractive';
+  | 'AgentNotInteractive'
+  | 'RoleLimitReached';
 
 /**
  * A role request that breaks a rule of the model: a role is registered once and volunteered for once per agent,

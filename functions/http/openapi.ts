@@ -17,6 +17,7 @@ import {
   releaseBody,
   releaseRoleBody,
   volunteerBody,
+  withdrawBody,
 } from './agent-operations';
 import { ROUTES, type RouteDefinition } from './routes';
 
@@ -33,6 +34,7 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   releaseTask: releaseBody,
   volunteerForRole: volunteerBody,
   releaseRole: releaseRoleBody,
+  withdrawFromRole: withdrawBody,
   setQueueLimits: queueLimitsSchema,
 };
 

@@ -67,6 +67,12 @@ export const ROUTES: readonly RouteDefinition[] = [
     operation: 'volunteerForRole',
   },
   { method: 'POST', path: '/v1/agent/roles/{role}/release', access: 'agent', operation: 'releaseRole' },
+  {
+    method: 'POST',
+    path: '/v1/agent/roles/{role}/withdraw',
+    access: 'agent',
+    operation: 'withdrawFromRole',
+  },
 ];
 
 /** The routes one function serves: agent routes by the agent API, the others by the operator API. */
