@@ -80,6 +80,12 @@ export interface AgentSchedulerProps {
    */
   readonly routineEvents?: boolean;
   /**
+   * Most roles one agent may register, 1 to 10,000: each registered role is an entry in the role's item and a
+   * line of every role listing. Counted exactly, even under parallel registrations.
+   * @default 100
+   */
+  readonly maxRolesPerAgent?: number;
+  /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
    * @default - no limits
@@ -173,6 +179,7 @@ export class AgentScheduler extends Construct {
       ),
       IDLE_RETRY_MAX_SECONDS: String((props.idleClaimRetryMax ?? Duration.seconds(90)).toSeconds()),
       ROUTINE_EVENTS: String(props.routineEvents ?? false),
+      MAX_ROLES_PER_AGENT: String(props.maxRolesPerAgent ?? DEFAULT_SETTINGS.maxRolesPerAgent),
     };
     const fn = (
       fnId: string,
@@ -284,7 +291,8 @@ export class AgentScheduler extends Construct {
       'dynamodb:PutItem',
       'dynamodb:ConditionCheckItem',
     ]);
-    grantOnTable(agentApi, agents, ['dynamodb:GetItem']);
+    // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
+    grantOnTable(agentApi, agents, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(
       agentApi,
       'sqs:ReceiveMessage',
@@ -309,11 +317,13 @@ export class AgentScheduler extends Construct {
       'dynamodb:UpdateItem',
       'dynamodb:Scan',
     ]);
+    // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
     grantOnTable(operatorApi, leases, [
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:PutItem',
       'dynamodb:Scan',
+      'dynamodb:ConditionCheckItem',
     ]);
     onQueues(operatorApi, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
 
@@ -351,8 +361,8 @@ export class AgentScheduler extends Construct {
     for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
     this.payloads.grantRead(agentApi);
     this.payloads.grantDelete(agentApi);
-    // A task that dies leaves a record in its queue's dead-letter queue.
-    for (const fn of [agentApi, supervisor])
+    // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent takes tasks back too).
+    for (const fn of [agentApi, operatorApi, supervisor])
       for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');
   }
 
@@ -527,6 +537,14 @@ function validateProps(props: AgentSchedulerProps): void {
     throw new Error(
       `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${ladder.join(', ')} s)`,
     );
+  }
+  const maxRoles = props.maxRolesPerAgent;
+  if (
+    maxRoles !== undefined &&
+    !Token.isUnresolved(maxRoles) &&
+    !(Number.isInteger(maxRoles) && maxRoles >= 1 && maxRoles <= 10_000)
+  ) {
+    throw new Error(`maxRolesPerAgent must be an integer from 1 to 10000 (got ${maxRoles})`);
   }
   const ttl = props.leaseTtl?.toSeconds();
   const heartbeat = props.heartbeatInterval?.toSeconds();

@@ -43,6 +43,8 @@ export interface FunctionConfig {
   readonly idleRetryMaxSeconds: number;
   /** Whether `task.submitted`, `task.claimed` and `task.completed` are published. */
   readonly routineEvents: boolean;
+  /** Most roles one agent may register. */
+  readonly maxRolesPerAgent: number;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
 }
@@ -65,6 +67,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     },
     idleRetryMaxSeconds: numberEnv('IDLE_RETRY_MAX_SECONDS', 90, env),
     routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
+    maxRolesPerAgent: numberEnv('MAX_ROLES_PER_AGENT', 100, env),
     queueLimits: JSON.parse(env.QUEUE_LIMITS ?? '{}') as FunctionConfig['queueLimits'],
   };
 }
