@@ -39,6 +39,8 @@ import type {
   TaskPage,
   VolunteerInput,
   VolunteerResult,
+  WithdrawInput,
+  WithdrawResult,
 } from './types';
 
 export type AgentSchedulerClientOptions = TransportOptions;
@@ -302,6 +304,18 @@ export class AgentSchedulerClient {
     return this.call<ReleaseRoleResult>({
       method: 'POST',
       path: `/v1/agent/roles/${segment(role)}/release`,
+      body: input,
+    });
+  }
+
+  /**
+   * Leaves the role's candidates, so the role is never granted to this agent later; if the session holds the role,
+   * the next live volunteer is granted it at once.
+   */
+  async withdrawFromRole(role: string, input: WithdrawInput): Promise<WithdrawResult> {
+    return this.call<WithdrawResult>({
+      method: 'POST',
+      path: `/v1/agent/roles/${segment(role)}/withdraw`,
       body: input,
     });
   }

@@ -249,6 +249,20 @@ export interface ReleaseRoleResult {
   readonly role: Role;
 }
 
+export interface WithdrawInput {
+  readonly sessionId: string;
+}
+
+export interface WithdrawResult {
+  /** Whether this session's candidacy was removed (false if it had none). */
+  readonly withdrawn: boolean;
+  /** Whether the session held the role and gave it up. */
+  readonly released: boolean;
+  /** The live volunteer that was granted the role in the same write, when it was released. */
+  readonly nextHolder?: string;
+  readonly role: Role;
+}
+
 export interface ClaimInput {
   readonly sessionId: string;
   /** 1 to 10. @default 1 */
