@@ -355,7 +355,10 @@ export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession
  * `rolesLost` notices), so the sweep does not find the session again. An entry whose role could not be moved
  * stays for the next pass.
  */
-export async function takeBackRoles(ctx: SchedulerContext, ended: AgentSession): Promise<RoleSweep> {
+export async function takeBackRoles(
+  ctx: SchedulerContext,
+  ended: AgentSession,
+): Promise<RoleSweep & { left: number }> {
   const moved = await handOverEach(ctx, ended);
   if (Object.keys(moved.done).length > 0) {
     await ctx.sessions.forgetRoles(ended, moved.done).catch((error: unknown) =>
@@ -365,7 +368,7 @@ export async function takeBackRoles(ctx: SchedulerContext, ended: AgentSession):
       }),
     );
   }
-  return moved;
+  return { ...moved, left: Object.keys(ended.roles).length - Object.keys(moved.done).length };
 }
 
 async function handOverEach(

@@ -11,6 +11,7 @@ import {
   AgentNotFoundError,
   AgentRevokedError,
   errorName,
+  ServiceUnavailableError,
   SessionLostError,
   ValidationError,
 } from '#domain/errors';
@@ -20,7 +21,7 @@ import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#dom
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
-import { handOverRolesOf } from './roles';
+import { handOverRolesOf, takeBackRoles } from './roles';
 
 export const agentSpecSchema = z.strictObject({
   name: z.string().min(1).max(128),
@@ -86,8 +87,17 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
     rolesPicked: {},
     rolesLost: {},
   };
+  // The old session's roles pass to other volunteers before the new session replaces its item: until they have,
+  // the ended item is what lets the role sweep find them.
+  const current = await ctx.sessions.get(agentId);
+  if (current && Object.keys(current.roles).length > 0) {
+    const ended = await ctx.sessions.endNow(current, now);
+    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
+      throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
+    }
+  }
   const previous = await ctx.sessions.open(session);
-  // The old session's roles pass to other volunteers now, as its leases do below.
+  // A session opened meanwhile by a parallel call: its roles pass on now, as its leases do below.
   if (previous && Object.keys(previous.roles).length > 0) await handOverRolesOf(ctx, previous);
   if (previous) {
     // The old session's leases are lost now; take its tasks back rather than wait for their deadlines.

@@ -4,7 +4,7 @@
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RoleConflictError, SessionLostError } from '#domain/errors';
+import { RoleConflictError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { collectedEvents, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('roles', () => {
@@ -195,6 +195,29 @@ describe('roles', () => {
     const again = await scheduler.volunteerForRole(a.agentId, reopened.sessionId, role);
     expect(again.picked).toBe(false);
     expect(again.role.volunteers).toEqual([b.agentId, a.agentId]);
+  });
+
+  it('a replaced session whose hand-over failed stays for the sweep to find, and the new session waits for it', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    stack.interleave(
+      (operation, input) =>
+        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(a.agentId),
+      () => Promise.reject(new Error('the hand-over failed')),
+    );
+
+    const error = await scheduler.openSession(a.agentId).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    expect((await stack.ctx.sessions.get(a.agentId))?.sessionId).toBe(a.sessionId);
+    expect((await scheduler.supervise()).rolesHandedOver).toBeGreaterThanOrEqual(1);
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2 });
+    await scheduler.openSession(a.agentId);
   });
 
   it('a role with no live volunteer is freed, and the next volunteer gets it with a higher epoch', async () => {
