@@ -3,12 +3,13 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  ScanCommand,
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { AgentSession } from '#domain/task';
 import { Expression, updateExpression } from './expression';
-import { endClauses, scanKind, sessionLeaseId } from './session-table';
+import { endClauses, scanKind, sessionFromItem, sessionLeaseId } from './session-table';
 
 type Item = Record<string, unknown>;
 
@@ -123,11 +124,33 @@ export class RoleTable {
     return (await scanKind(this.doc, this.tableName, 'role')).map(roleFromItem);
   }
 
-  /** Roles with no holder and at least one candidate: the ones a sweep may have to grant. */
-  async listFreeWithVolunteers(): Promise<Role[]> {
-    const free = (e: Expression) =>
-      `attribute_not_exists(${e.n('holderSession')}) AND size(${e.n('volunteers')}) > ${e.v(0)}`;
-    return (await scanKind(this.doc, this.tableName, 'role', free)).map(roleFromItem);
+  /**
+   * What a role sweep works on, in one scan of the leases table: sessions that are over (expired, or ended by a
+   * revocation) and still hold roles, and roles with no holder and at least one candidate. At most `limit` of each.
+   */
+  async findToSweep(now: number, limit: number): Promise<{ sessions: AgentSession[]; freeRoles: Role[] }> {
+    const sessions: AgentSession[] = [];
+    const freeRoles: Role[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const e = new Expression();
+      const over = `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n('roles')}) > ${e.v(0)}`;
+      const free = `${e.n('kind')} = ${e.v('role')} AND attribute_not_exists(${e.n('holderSession')}) AND size(${e.n('volunteers')}) > ${e.v(0)}`;
+      const output = await this.doc.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: `(${over}) OR (${free})`,
+          ExclusiveStartKey: startKey,
+          ...e.attributes(),
+        }),
+      );
+      for (const item of output.Items ?? []) {
+        if (item.kind === 'session') sessions.push(sessionFromItem(item));
+        else freeRoles.push(roleFromItem(item));
+      }
+      startKey = output.LastEvaluatedKey;
+    } while (startKey && (sessions.length < limit || freeRoles.length < limit));
+    return { sessions: sessions.slice(0, limit), freeRoles: freeRoles.slice(0, limit) };
   }
 
   /** The role's item, created free if it does not exist yet. */

@@ -38,8 +38,6 @@ export async function scanKind(
   doc: DynamoDBDocumentClient,
   tableName: string,
   kind: string,
-  /** A further filter, built on each page's expression. */
-  and?: (e: Expression) => string,
 ): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let startKey: Record<string, unknown> | undefined;
@@ -48,7 +46,7 @@ export async function scanKind(
     const output = await doc.send(
       new ScanCommand({
         TableName: tableName,
-        FilterExpression: `${e.n('kind')} = ${e.v(kind)}${and ? ` AND ${and(e)}` : ''}`,
+        FilterExpression: `${e.n('kind')} = ${e.v(kind)}`,
         ExclusiveStartKey: startKey,
         ...e.attributes(),
       }),
@@ -301,12 +299,11 @@ export class SessionTable {
   }
 
   /**
-   * Sessions that are over (expired, or ended by a revocation) while still holding tasks (`held`) or roles
-   * (`roles`). A scan: the table has one item per agent, and sessions are updated at every heartbeat, so an index
-   * on their expiry would cost a second write per heartbeat. A session leaves the result once what it held is
-   * taken back (`retire`, `forgetRoles`), so a pass never finds the same ones again and none waits behind them.
+   * Sessions that are over (expired, or ended by a revocation that stopped half-way) while still holding tasks. A
+   * scan: the table has one item per agent, and sessions are updated at every heartbeat, so an index on their
+   * expiry would cost a second write per heartbeat.
    */
-  async findOver(now: number, limit: number, holding: 'held' | 'roles'): Promise<AgentSession[]> {
+  async findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
     const found: AgentSession[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -314,7 +311,7 @@ export class SessionTable {
       const output = await this.doc.send(
         new ScanCommand({
           TableName: this.tableName,
-          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n(holding)}) > ${e.v(0)}`,
+          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n('held')}) > ${e.v(0)}`,
           ExclusiveStartKey: startKey,
           ...e.attributes(),
         }),
@@ -323,10 +320,5 @@ export class SessionTable {
       startKey = output.LastEvaluatedKey;
     } while (startKey && found.length < limit);
     return found.slice(0, limit);
-  }
-
-  /** Sessions over while still holding tasks (see `findOver`). */
-  findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
-    return this.findOver(now, limit, 'held');
   }
 }

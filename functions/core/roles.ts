@@ -301,8 +301,8 @@ export interface RoleSweep {
 }
 
 /**
- * The supervisor's pass over roles. Every session that is over (expired, or ended by a revocation) and still
- * holds roles is found by the session scan the leases sweep makes too: its roles pass to their earliest live
+ * The supervisor's pass over roles, from one scan of the leases table. Every session that is over (expired, or
+ * ended by a revocation) and still holds roles is found: its roles pass to their earliest live
  * volunteers (or are freed), and its `roles` map is emptied so later passes skip it; however many roles exist,
  * none waits behind others. Then a free role with a live volunteer (a volunteer that joined while the holder
  * released) is granted. Within a lease TTL plus a supervisor period of a holder going silent, the role has a
@@ -311,7 +311,8 @@ export interface RoleSweep {
 export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
   const sweep = { handedOver: 0, freed: 0, errors: 0 };
   const now = ctx.now();
-  for (const session of await ctx.sessions.findOver(now, ctx.settings.sweepLimit, 'roles')) {
+  const found = await ctx.roles.findToSweep(now, ctx.settings.sweepLimit);
+  for (const session of found.sessions) {
     try {
       // Each take-over ends the session in its own transaction, refused if a heartbeat landed since the read.
       const moved = await takeBackRoles(ctx, session);
@@ -327,8 +328,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
     }
   }
   const sessions = new SessionReader(ctx);
-  const free = await ctx.roles.listFreeWithVolunteers();
-  for (const role of free.slice(0, ctx.settings.sweepLimit)) {
+  for (const role of found.freeRoles) {
     try {
       const now = ctx.now();
       let anyLive = false;
