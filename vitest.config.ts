@@ -21,6 +21,8 @@ export default defineConfig({
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
           testTimeout: 60_000,
+          // The whole stack is synthesized once per file, with cdk-nag: tens of seconds on two busy cores.
+          hookTimeout: 60_000,
         },
       },
       {

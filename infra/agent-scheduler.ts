@@ -81,6 +81,12 @@ export interface AgentSchedulerProps {
    */
   readonly routineEvents?: boolean;
   /**
+   * Most roles one agent may register, 1 to 10,000: each registered role is an entry in the role's item and a
+   * line of every role listing. Counted exactly, even under parallel registrations.
+   * @default 100
+   */
+  readonly maxRolesPerAgent?: number;
+  /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
    * @default - no limits
@@ -174,6 +180,7 @@ export class AgentScheduler extends Construct {
       ),
       IDLE_RETRY_MAX_SECONDS: String((props.idleClaimRetryMax ?? Duration.seconds(90)).toSeconds()),
       ROUTINE_EVENTS: String(props.routineEvents ?? false),
+      MAX_ROLES_PER_AGENT: String(props.maxRolesPerAgent ?? DEFAULT_SETTINGS.maxRolesPerAgent),
       // Declared limits hold from the first claim, before any operator has set a queue's control item.
       ...(props.queueLimits && Object.keys(props.queueLimits).length > 0
         ? { QUEUE_LIMITS: JSON.stringify(props.queueLimits) }
@@ -291,7 +298,8 @@ export class AgentScheduler extends Construct {
       'dynamodb:PutItem',
       'dynamodb:ConditionCheckItem',
     ]);
-    grantOnTable(agentApi, agents, ['dynamodb:GetItem']);
+    // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
+    grantOnTable(agentApi, agents, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(
       agentApi,
       'sqs:ReceiveMessage',
@@ -317,12 +325,14 @@ export class AgentScheduler extends Construct {
       'dynamodb:Scan',
     ]);
     // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
+    // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
     grantOnTable(operatorApi, leases, [
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:PutItem',
       'dynamodb:DeleteItem',
       'dynamodb:Scan',
+      'dynamodb:ConditionCheckItem',
     ]);
     onQueues(operatorApi, 'sqs:SendMessage');
 
@@ -594,6 +604,12 @@ function validateProps(props: AgentSchedulerProps): void {
       `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${ladder.join(', ')} s)`,
     );
   }
+  const maxRoles = props.maxRolesPerAgent;
+  const rolesProblem =
+    maxRoles === undefined || Token.isUnresolved(maxRoles)
+      ? undefined
+      : outOfBounds(NUMERIC_SETTINGS.MAX_ROLES_PER_AGENT, maxRoles);
+  if (rolesProblem) throw new Error(`maxRolesPerAgent must be ${rolesProblem} (got ${maxRoles})`);
   const ttl = props.leaseTtl?.toSeconds() ?? NUMERIC_SETTINGS.LEASE_TTL_SECONDS.fallback;
   const heartbeat = props.heartbeatInterval?.toSeconds();
   if (heartbeat !== undefined && heartbeat >= ttl) {

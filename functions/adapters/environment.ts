@@ -24,6 +24,7 @@ export const NUMERIC_SETTINGS = {
   STARVATION_ANNOUNCE_AFTER_SECONDS: { fallback: 900, min: 1, max: 30 * 86_400, integer: true },
   STARVATION_ATTENTION_AFTER_SECONDS: { fallback: 3_600, min: 1, max: 30 * 86_400, integer: true },
   IDLE_RETRY_MAX_SECONDS: { fallback: 90, min: 1, max: 900, integer: true },
+  MAX_ROLES_PER_AGENT: { fallback: 100, min: 1, max: 10_000, integer: true },
 } as const satisfies Record<string, NumericSetting>;
 
 export interface NumericSetting {
@@ -103,6 +104,8 @@ export interface FunctionConfig {
   readonly idleRetryMaxSeconds: number;
   /** Whether `task.submitted`, `task.claimed` and `task.completed` are published. */
   readonly routineEvents: boolean;
+  /** Most roles one agent may register. */
+  readonly maxRolesPerAgent: number;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
 }
@@ -125,6 +128,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     },
     idleRetryMaxSeconds: numberEnv('IDLE_RETRY_MAX_SECONDS', env),
     routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
+    maxRolesPerAgent: numberEnv('MAX_ROLES_PER_AGENT', env),
     queueLimits: queueLimitsEnv(env),
   };
 }

@@ -3,12 +3,13 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  ScanCommand,
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { AgentSession } from '#domain/task';
 import { Expression, updateExpression } from './expression';
-import { endClauses, scanKind, sessionLeaseId } from './session-table';
+import { endClauses, scanKind, sessionFromItem, sessionLeaseId } from './session-table';
 
 type Item = Record<string, unknown>;
 
@@ -103,6 +104,8 @@ export class RoleTable {
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
+    /** The agents table, whose items count the roles each agent registered. */
+    readonly agentsTableName: string,
   ) {}
 
   async get(role: string): Promise<Role | undefined> {
@@ -119,6 +122,35 @@ export class RoleTable {
   /** Every role. A scan: roles are few, and the leases table holds one small item per agent besides. */
   async list(): Promise<Role[]> {
     return (await scanKind(this.doc, this.tableName, 'role')).map(roleFromItem);
+  }
+
+  /**
+   * What a role sweep works on, in one scan of the leases table: sessions that are over (expired, or ended by a
+   * revocation) and still hold roles, and roles with no holder and at least one candidate. At most `limit` of each.
+   */
+  async findToSweep(now: number, limit: number): Promise<{ sessions: AgentSession[]; freeRoles: Role[] }> {
+    const sessions: AgentSession[] = [];
+    const freeRoles: Role[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const e = new Expression();
+      const over = `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n('roles')}) > ${e.v(0)}`;
+      const free = `${e.n('kind')} = ${e.v('role')} AND attribute_not_exists(${e.n('holderSession')}) AND size(${e.n('volunteers')}) > ${e.v(0)}`;
+      const output = await this.doc.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: `(${over}) OR (${free})`,
+          ExclusiveStartKey: startKey,
+          ...e.attributes(),
+        }),
+      );
+      for (const item of output.Items ?? []) {
+        if (item.kind === 'session') sessions.push(sessionFromItem(item));
+        else freeRoles.push(roleFromItem(item));
+      }
+      startKey = output.LastEvaluatedKey;
+    } while (startKey && (sessions.length < limit || freeRoles.length < limit));
+    return { sessions: sessions.slice(0, limit), freeRoles: freeRoles.slice(0, limit) };
   }
 
   /** The role's item, created free if it does not exist yet. */
@@ -152,16 +184,68 @@ export class RoleTable {
     }
   }
 
-  /** Records the agent's declaration; false if it had declared the role already. */
-  async register(role: string, agentId: string, now: number): Promise<boolean> {
+  /**
+   * Records the agent's declaration and counts it on the agent's item, in one transaction: refused if the agent
+   * is unknown or revoked, has declared `maxRoles` roles already (exact under parallel registrations: the count
+   * is checked in the write that raises it), or has declared this role already.
+   */
+  async register(
+    role: string,
+    agentId: string,
+    maxRoles: number,
+    now: number,
+  ): Promise<'registered' | 'alreadyRegistered' | 'agentRefused'> {
+    const a = new Expression();
+    const r = new Expression();
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.agentsTableName,
+                Key: { agentId },
+                UpdateExpression: `SET ${a.n('roleCount')} = if_not_exists(${a.n('roleCount')}, ${a.v(0)}) + ${a.v(1)}`,
+                ConditionExpression: `attribute_exists(${a.n('agentId')}) AND attribute_not_exists(${a.n('revokedAt')}) AND (attribute_not_exists(${a.n('roleCount')}) OR ${a.n('roleCount')} < ${a.v(maxRoles)})`,
+                ...a.attributes(),
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: { leaseId: roleLeaseId(role) },
+                UpdateExpression: `SET ${r.n('registered', agentId)} = ${r.v(now)}, ${r.n('updatedAt')} = ${r.v(now)}`,
+                ConditionExpression: `attribute_exists(${r.n('leaseId')}) AND attribute_not_exists(${r.n('registered', agentId)})`,
+                ...r.attributes(),
+              },
+            },
+          ],
+        }),
+      );
+      return 'registered';
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') return 'alreadyRegistered';
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'agentRefused';
+      throw error;
+    }
+  }
+
+  /**
+   * Removes the agent's candidacy if it is still the one made under `sessionId` and the role's holder is still the
+   * one read: a withdrawal must not race past a grant to the withdrawing agent (it would hold a role it gave up).
+   * False if either changed.
+   */
+  async removeVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
     const e = new Expression();
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { leaseId: roleLeaseId(role) },
-          UpdateExpression: `SET ${e.n('registered', agentId)} = ${e.v(now)}, ${e.n('updatedAt')} = ${e.v(now)}`,
-          ConditionExpression: `attribute_exists(${e.n('leaseId')}) AND attribute_not_exists(${e.n('registered', agentId)})`,
+          Key: { leaseId: roleLeaseId(role.role) },
+          UpdateExpression: `SET ${e.n('updatedAt')} = ${e.v(now)} REMOVE ${e.n('volunteers', volunteer.agentId)}`,
+          ConditionExpression: `${sameHolder(e, role)} AND ${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
           ...e.attributes(),
         }),
       );
@@ -182,29 +266,6 @@ export class RoleTable {
           Key: { leaseId: roleLeaseId(role.role) },
           UpdateExpression: `SET ${e.n('volunteers', volunteer.agentId)} = ${e.v({ sessionId: volunteer.sessionId, at: now })}, ${e.n('updatedAt')} = ${e.v(now)}`,
           ConditionExpression: sameHolder(e, role),
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
-  }
-
-  /**
-   * Takes a candidate out of the line, if it is still there under that session and the role's holder is still the
-   * one read (a withdrawal must not race past a grant to it); false if either changed.
-   */
-  async removeVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
-    const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { leaseId: roleLeaseId(role.role) },
-          UpdateExpression: `REMOVE ${e.n('volunteers', volunteer.agentId)} SET ${e.n('updatedAt')} = ${e.v(now)}`,
-          ConditionExpression: `${sameHolder(e, role)} AND ${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
           ...e.attributes(),
         }),
       );

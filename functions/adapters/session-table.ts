@@ -191,8 +191,8 @@ export class SessionTable {
   }
 
   /**
-   * Ends the agent's session whatever its expiry (the agent was revoked): refused only if the session was replaced
-   * since it was read. Heartbeats, claims and role grants refuse it from then on.
+   * Ends the session at once, whatever its expiry (the agent was revoked): no heartbeat, claim, finish or role
+   * write of it passes afterwards. Refused only if the agent has opened another session since it was read.
    */
   endNow(session: Pick<AgentSession, 'agentId' | 'sessionId'>, now: number): Promise<SessionWriteResult> {
     return this.update(session.agentId, (e) => ({
@@ -315,8 +315,25 @@ export class SessionTable {
   }
 
   /**
-   * Sessions that expired while still holding tasks. A scan: the table has one item per agent, and sessions are
-   * updated at every heartbeat, so an index on their expiry would cost a second write per heartbeat.
+   * After its roles were handed over, turns an over session's `roles` entries into `rolesLost` notices, so later
+   * sweeps skip the session. Each entry only if it still has the epoch handed over.
+   */
+  forgetRoles(session: AgentSession, roles: Readonly<Record<string, number>>): Promise<SessionWriteResult> {
+    const entries = Object.entries(roles);
+    return this.update(session.agentId, (e) => ({
+      set: entries.map(([role, epoch]) => `${e.n('rolesLost', role)} = ${e.v(epoch)}`),
+      remove: entries.map(([role]) => e.n('roles', role)),
+      condition: [
+        `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
+        ...entries.map(([role, epoch]) => `${e.n('roles', role)} = ${e.v(epoch)}`),
+      ].join(' AND '),
+    }));
+  }
+
+  /**
+   * Sessions that are over (expired, or ended by a revocation that stopped half-way) while still holding tasks. A
+   * scan: the table has one item per agent, and sessions are updated at every heartbeat, so an index on their
+   * expiry would cost a second write per heartbeat.
    */
   async findExpiredHolding(now: number, limit: number): Promise<AgentSession[]> {
     const found: AgentSession[] = [];
@@ -326,7 +343,7 @@ export class SessionTable {
       const output = await this.doc.send(
         new ScanCommand({
           TableName: this.tableName,
-          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND ${e.n('expiresAt')} <= ${e.v(now)} AND size(${e.n('held')}) > ${e.v(0)}`,
+          FilterExpression: `${e.n('kind')} = ${e.v('session')} AND (${e.n('expiresAt')} <= ${e.v(now)} OR attribute_exists(${e.n('endedAt')})) AND size(${e.n('held')}) > ${e.v(0)}`,
           ExclusiveStartKey: startKey,
           ...e.attributes(),
         }),

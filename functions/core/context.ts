@@ -40,6 +40,11 @@ export interface SchedulerSettings {
   /** Most items one sweep looks at per shard or per kind; the rest wait for the next pass. */
   readonly sweepLimit: number;
   /**
+   * Most roles one agent may register (1 to 10,000). Each registration is counted on the agent's item in the
+   * write that records it, so parallel registrations cannot pass the bound.
+   */
+  readonly maxRolesPerAgent: number;
+  /**
    * The starvation ladder: a claimable task queued this long is promoted one priority, then announced
    * (`task.starved`), then marked as needing attention (an alarm).
    */
@@ -89,6 +94,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   reservationGraceSeconds: 60,
   priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
   sweepLimit: 200,
+  maxRolesPerAgent: 100,
   starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
   missedRunGraceSeconds: 120,
   queueLimits: {},
@@ -160,7 +166,7 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
       },
     ),
     sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
-    roles: new RoleTable(doc, deps.tables.leases),
+    roles: new RoleTable(doc, deps.tables.leases, deps.tables.agents),
     agents: new AgentTable(doc, deps.tables.agents),
     queues: new TaskQueues(deps.sqs, deps.queues),
     settings,

@@ -79,6 +79,27 @@ async function endSession(ctx: SchedulerContext, session: AgentSession, now: num
   return ended.current?.sessionId !== session.sessionId;
 }
 
+/**
+ * Takes back every task of a session already ended, then turns its `held` entries into `lost` notices so later
+ * sweeps skip it (`SessionTable.retire`), and announces the agent offline.
+ */
+export async function takeBackTasks(
+  ctx: SchedulerContext,
+  session: AgentSession,
+): Promise<{ outcomes: [string, ReclaimOutcome][]; retired: boolean }> {
+  const outcomes: [string, ReclaimOutcome][] = [];
+  for (const taskId of Object.keys(session.held)) {
+    outcomes.push([taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' })]);
+  }
+  const retired = await ctx.sessions.retire(session, ctx.now());
+  if (retired.ok) {
+    await emit(ctx, [
+      { type: 'agent.offline', fields: { agentId: session.agentId, data: { sessionId: session.sessionId } } },
+    ]);
+  }
+  return { outcomes, retired: retired.ok };
+}
+
 /** Gives up on a leased task that cannot run (e.g. its payload is gone), fenced by the epoch observed. */
 export async function markDead(ctx: SchedulerContext, task: Task, message: string): Promise<boolean> {
   const now = ctx.now();
@@ -136,19 +157,9 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
     await attempt(
       async () => {
         if (!(await endSession(ctx, session, now))) return;
-        for (const taskId of Object.keys(session.held)) {
-          record(taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' }));
-        }
-        const retired = await ctx.sessions.retire(session, ctx.now());
-        if (retired.ok) {
-          summary.expiredSessions++;
-          await emit(ctx, [
-            {
-              type: 'agent.offline',
-              fields: { agentId: session.agentId, data: { sessionId: session.sessionId } },
-            },
-          ]);
-        }
+        const taken = await takeBackTasks(ctx, session);
+        for (const [taskId, outcome] of taken.outcomes) record(taskId, outcome);
+        if (taken.retired) summary.expiredSessions++;
       },
       { agentId: session.agentId },
     );

@@ -86,11 +86,22 @@ export interface RoleView {
 
 export async function registerRole(ctx: SchedulerContext, agentId: string, role: string): Promise<RoleView> {
   const name = roleName(role);
-  await activeAgent(ctx, agentId);
   const now = ctx.now();
   await ctx.roles.getOrCreate(name, now);
-  if (!(await ctx.roles.register(name, agentId, now))) {
+  const limit = ctx.settings.maxRolesPerAgent;
+  const outcome = await ctx.roles.register(name, agentId, limit, now);
+  if (outcome === 'alreadyRegistered') {
     throw new RoleConflictError('RoleAlreadyRegistered', `this agent has already registered role ${name}`);
+  }
+  if (outcome === 'agentRefused') {
+    const agent = await ctx.agents.get(agentId);
+    if (!agent) throw new AgentNotFoundError(agentId);
+    if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
+    throw new RoleConflictError(
+      'RoleLimitReached',
+      `this agent has registered ${limit} roles, the most one agent may (maxRolesPerAgent)`,
+      { context: { maxRolesPerAgent: limit } },
+    );
   }
   return viewRole(ctx, await currentRole(ctx, name), new SessionReader(ctx));
 }
@@ -203,62 +214,6 @@ export async function releaseRole(
   throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
 }
 
-export interface WithdrawResult {
-  /** Whether the agent was a candidate (or the holder) under that session. */
-  readonly withdrawn: boolean;
-  /** Whether it held the role, and gave it up in the same move. */
-  readonly released: boolean;
-  readonly nextHolder?: string;
-  readonly role: RoleView;
-}
-
-/**
- * The agent leaves the role's candidates, so a volunteer that no longer wants the role is not granted it later.
- * If it holds the role under that session, the role passes to the next live volunteer in the same move, as a
- * release does (the session stands for the grant: it is fenced by the role's holder and epoch as read).
- * Withdrawing twice, or without being a candidate, changes nothing.
- */
-export async function withdrawFromRole(
-  ctx: SchedulerContext,
-  agentId: string,
-  sessionId: string,
-  role: string,
-): Promise<WithdrawResult> {
-  const name = roleName(role);
-  const me = { agentId, sessionId };
-  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const current = await ctx.roles.get(name);
-    const sessions = new SessionReader(ctx);
-    if (!current) {
-      return {
-        withdrawn: false,
-        released: false,
-        role: { role: name, leaseEpoch: 0, volunteers: [], registered: [] },
-      };
-    }
-    const holder = current.holder;
-    if (holder?.agentId === agentId && holder.sessionId === sessionId) {
-      const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
-      if (moved === undefined) continue;
-      await forgetRoleInSession(ctx, agentId, sessionId, name, current.epoch);
-      return {
-        withdrawn: true,
-        released: true,
-        ...(moved ? { nextHolder: moved.agentId } : {}),
-        role: await viewRole(ctx, await currentRole(ctx, name), sessions),
-      };
-    }
-    const candidate = current.volunteers.some((v) => v.agentId === agentId && v.sessionId === sessionId);
-    if (candidate && !(await ctx.roles.removeVolunteer(current, me, ctx.now()))) continue;
-    return {
-      withdrawn: candidate,
-      released: false,
-      role: await viewRole(ctx, await currentRole(ctx, name), sessions),
-    };
-  }
-  throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
-}
-
 /** A role given up no longer stands in its holder's session (best effort: the role item is the truth). */
 async function forgetRoleInSession(
   ctx: SchedulerContext,
@@ -362,23 +317,39 @@ export interface RoleSweep {
 }
 
 /**
- * The supervisor's pass over roles: a role whose holder's session is over passes to the earliest live volunteer
- * (or is freed), and a free role with a live volunteer is granted. Within a lease TTL plus a supervisor period
- * of a holder going silent, the role has a live holder again.
+ * The supervisor's pass over roles, from one scan of the leases table. Every session that is over (expired, or
+ * ended by a revocation) and still holds roles is found: its roles pass to their earliest live
+ * volunteers (or are freed), and its `roles` map is emptied so later passes skip it; however many roles exist,
+ * none waits behind others. Then a free role with a live volunteer (a volunteer that joined while the holder
+ * released) is granted. Within a lease TTL plus a supervisor period of a holder going silent, the role has a
+ * live holder again.
  */
 export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
   const sweep = { handedOver: 0, freed: 0, errors: 0 };
+  const now = ctx.now();
+  const found = await ctx.roles.findToSweep(now, ctx.settings.sweepLimit);
+  for (const session of found.sessions) {
+    try {
+      // Each take-over ends the session in its own transaction, refused if a heartbeat landed since the read.
+      const moved = await takeBackRoles(ctx, session);
+      sweep.handedOver += moved.handedOver;
+      sweep.freed += moved.freed;
+      sweep.errors += moved.errors;
+    } catch (error) {
+      sweep.errors++;
+      ctx.log.error('role sweep failed for one session', {
+        agentId: session.agentId,
+        error: errorName(error),
+      });
+    }
+  }
   const sessions = new SessionReader(ctx);
-  const items = await ctx.roles.list();
-  for (const role of items.slice(0, ctx.settings.sweepLimit)) {
+  for (const role of found.freeRoles) {
     try {
       const now = ctx.now();
-      if (role.holder && (await sessions.isLive(role.holder, now))) continue;
-      if (!role.holder) {
-        let anyLive = false;
-        for (const v of role.volunteers) anyLive ||= await sessions.isLive(v, now);
-        if (!anyLive) continue;
-      }
+      let anyLive = false;
+      for (const v of role.volunteers) anyLive ||= await sessions.isLive(v, now);
+      if (!anyLive) continue;
       const moved = await handOver(ctx, role, sessions);
       if (moved) sweep.handedOver++;
       else if (moved === null) sweep.freed++;
@@ -392,21 +363,126 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
 
 /** Hands over at once the roles of a session that just ended (the agent opened a new one). */
 export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession): Promise<void> {
+  await handOverEach(ctx, ended);
+}
+
+/**
+ * Hands over the roles of a session that is over and ended, then empties its `roles` map (the entries become
+ * `rolesLost` notices), so the sweep does not find the session again. An entry whose role could not be moved
+ * stays for the next pass.
+ */
+export async function takeBackRoles(
+  ctx: SchedulerContext,
+  ended: AgentSession,
+): Promise<RoleSweep & { left: number }> {
+  const moved = await handOverEach(ctx, ended);
+  if (Object.keys(moved.done).length > 0) {
+    await ctx.sessions.forgetRoles(ended, moved.done).catch((error: unknown) =>
+      ctx.log.warn('could not clear the roles of an ended session; the sweep will', {
+        agentId: ended.agentId,
+        error: errorName(error),
+      }),
+    );
+  }
+  return { ...moved, left: Object.keys(ended.roles).length - Object.keys(moved.done).length };
+}
+
+async function handOverEach(
+  ctx: SchedulerContext,
+  ended: AgentSession,
+): Promise<RoleSweep & { done: Record<string, number> }> {
   const sessions = new SessionReader(ctx);
-  for (const name of Object.keys(ended.roles)) {
+  const result = { handedOver: 0, freed: 0, errors: 0, done: {} as Record<string, number> };
+  for (const [name, epoch] of Object.entries(ended.roles)) {
     try {
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
         const role = await ctx.roles.get(name);
-        if (role?.holder?.sessionId !== ended.sessionId) break;
-        if ((await handOver(ctx, role, sessions)) !== undefined) break;
+        if (role?.holder?.sessionId !== ended.sessionId) {
+          // Released, or moved on already.
+          result.done[name] = epoch;
+          break;
+        }
+        // A heartbeat that landed after the session was read keeps the session, and its roles.
+        if (await sessions.isLive(role.holder, ctx.now())) break;
+        const moved = await handOver(ctx, role, sessions);
+        sessions.forget(ended.agentId);
+        if (moved === undefined) continue;
+        if (moved) result.handedOver++;
+        else result.freed++;
+        result.done[name] = epoch;
+        break;
       }
     } catch (error) {
-      ctx.log.warn('could not hand over a role of a replaced session; the sweep will', {
+      result.errors++;
+      ctx.log.warn('could not hand over a role of an ended session; the sweep will', {
         role: name,
         error: errorName(error),
       });
     }
   }
+  return result;
+}
+
+export interface WithdrawResult {
+  /** Whether a candidacy of this session was removed. */
+  readonly withdrawn: boolean;
+  /** Whether the session held the role and gave it up. */
+  readonly released: boolean;
+  /** Who holds the role now, if a live volunteer took it. */
+  readonly nextHolder?: string;
+  readonly role: RoleView;
+}
+
+/**
+ * The agent leaves the role's candidates, so it is never granted the role later. If its session holds the role,
+ * the role passes to the earliest live volunteer in the same write, fenced by the role's epoch and holder as
+ * read. Withdrawing a candidacy that does not exist changes nothing.
+ */
+export async function withdrawFromRole(
+  ctx: SchedulerContext,
+  agentId: string,
+  sessionId: string,
+  role: string,
+): Promise<WithdrawResult> {
+  const name = roleName(role);
+  const me = { agentId, sessionId };
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const sessions = new SessionReader(ctx);
+    const now = ctx.now();
+    if (!(await sessions.isLive(me, now))) {
+      throw new SessionLostError('the session expired or was replaced; open a new session', {
+        context: { agentId },
+      });
+    }
+    const current = await ctx.roles.get(name);
+    if (!current) {
+      return {
+        withdrawn: false,
+        released: false,
+        role: { role: name, leaseEpoch: 0, volunteers: [], registered: [] },
+      };
+    }
+    const candidate = current.volunteers.some((v) => v.agentId === agentId && v.sessionId === sessionId);
+    if (current.holder?.agentId === agentId && current.holder.sessionId === sessionId) {
+      const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
+      if (moved === undefined) continue;
+      await forgetRoleInSession(ctx, agentId, sessionId, name, current.epoch);
+      return {
+        withdrawn: candidate,
+        released: true,
+        ...(moved ? { nextHolder: moved.agentId } : {}),
+        role: await viewRole(ctx, await currentRole(ctx, name), sessions),
+      };
+    }
+    const withdrawn = candidate && (await ctx.roles.removeVolunteer(current, me, now));
+    if (candidate && !withdrawn) continue;
+    return {
+      withdrawn,
+      released: false,
+      role: await viewRole(ctx, await currentRole(ctx, name), sessions),
+    };
+  }
+  throw new ServiceUnavailableError(`role ${name} is changing hands; retry`);
 }
 
 /** Every role, with live holders and volunteers only. */

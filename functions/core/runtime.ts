@@ -36,6 +36,7 @@ export function schedulerFromEnvironment(
       starvation: config.starvation,
       idleRetryMaxMs: config.idleRetryMaxSeconds * 1_000,
       routineEvents: config.routineEvents,
+      maxRolesPerAgent: config.maxRolesPerAgent,
       queueLimits: config.queueLimits,
     },
     log,

@@ -17,6 +17,7 @@ import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
+import { revokeAgent } from './revoke';
 import { listRoles, registerRole, releaseRole, volunteerForRole, withdrawFromRole } from './roles';
 import {
   createSchedule,
@@ -25,7 +26,7 @@ import {
   parseScheduleSpec,
   type ScheduleBackend,
 } from './schedules';
-import { heartbeat, openSession, readSession, registerAgent, revokeAgent } from './sessions';
+import { heartbeat, openSession, readSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 
@@ -60,8 +61,8 @@ export class Scheduler {
     return this.ctx.agents.list(limit).catch(translateAwsError);
   }
 
-  /** Revokes an agent at once: its session ends, its tasks and roles go to others (see `revokeAgent`). */
-  revokeAgent(agentId: string): Promise<void> {
+  /** Revokes the agent: its session ends now, its tasks are taken back and its roles handed over. */
+  revokeAgent(agentId: string) {
     return revokeAgent(this.ctx, agentId).catch(translateAwsError);
   }
 
@@ -97,7 +98,7 @@ export class Scheduler {
     return releaseRole(this.ctx, agentId, role, leaseEpoch).catch(translateAwsError);
   }
 
-  /** Leaves a role's candidates; a holder under that session gives the role to the next volunteer. */
+  /** Leaves a role's candidates; a holder gives the role to the next live volunteer in the same move. */
   withdrawFromRole(agentId: string, sessionId: string, role: string) {
     return withdrawFromRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
   }

@@ -11,6 +11,7 @@ import {
   AgentNotFoundError,
   AgentRevokedError,
   errorName,
+  ServiceUnavailableError,
   SessionLostError,
   ValidationError,
 } from '#domain/errors';
@@ -20,7 +21,7 @@ import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#dom
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
-import { handOverRolesOf } from './roles';
+import { handOverRolesOf, takeBackRoles } from './roles';
 import { ownerCondition } from './transitions';
 
 export const agentSpecSchema = z.strictObject({
@@ -87,8 +88,17 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
     rolesPicked: {},
     rolesLost: {},
   };
+  // The old session's roles pass to other volunteers before the new session replaces its item: until they have,
+  // the ended item is what lets the role sweep find them.
+  const current = await ctx.sessions.get(agentId);
+  if (current && Object.keys(current.roles).length > 0) {
+    const ended = await ctx.sessions.endNow(current, now);
+    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
+      throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
+    }
+  }
   const previous = await ctx.sessions.open(session);
-  // The old session's roles pass to other volunteers now, as its leases do below.
+  // A session opened meanwhile by a parallel call: its roles pass on now, as its leases do below.
   if (previous && Object.keys(previous.roles).length > 0) await handOverRolesOf(ctx, previous);
   if (previous) {
     // The old session's leases are lost now; take its tasks back rather than wait for their deadlines.
@@ -114,42 +124,6 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
  * Checkpoints a heartbeat carries: each names the lease it was taken under, and is written only while that very
  * lease (task, epoch, session) holds, so a checkpoint of an earlier attempt cannot overwrite a later one's.
  */
-/**
- * Revokes an agent, at once: it is marked revoked (its token is refused from then on, and a new session too), its
- * session is ended whatever its expiry, its tasks are taken back and its roles handed to their next volunteers.
- * API Gateway may still let the agent's calls through for as long as it caches the authorizer's answer, but every
- * agent operation refuses an ended session. Revoking again changes nothing.
- */
-export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promise<void> {
-  if (!(await ctx.agents.revoke(agentId, ctx.now()))) throw new AgentNotFoundError(agentId.slice(0, 64));
-  // A session opened just before the mark replaces the one read: read again until the one ended is the latest.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const session = await ctx.sessions.get(agentId);
-    if (!session) return;
-    const now = ctx.now();
-    if (session.endedAt === undefined && !(await ctx.sessions.endNow(session, now)).ok) continue;
-    if (Object.keys(session.roles).length > 0) await handOverRolesOf(ctx, session);
-    for (const taskId of Object.keys(session.held)) {
-      await reclaimTask(ctx, taskId, { session, reason: 'revoked' }).catch((error: unknown) =>
-        ctx.log.warn('could not take back a task of a revoked agent; the sweep will', {
-          taskId,
-          error: errorName(error),
-        }),
-      );
-    }
-    if (Object.keys(session.held).length > 0) await ctx.sessions.retire(session, now).catch(() => undefined);
-    if (session.endedAt === undefined) {
-      await emit(ctx, [
-        {
-          type: 'agent.offline',
-          fields: { agentId, data: { sessionId: session.sessionId, reason: 'revoked' } },
-        },
-      ]);
-    }
-    return;
-  }
-}
-
 export const checkpointsSchema = z
   .array(
     z.strictObject({

@@ -62,12 +62,15 @@ export class AgentNotFoundError extends SchedulerError {
   }
 }
 
-/** The agent was revoked: nothing it sends is accepted again, whatever a cached authorization still lets through. */
+/** The agent was revoked: it may not open a session or register roles again. */
 export class AgentRevokedError extends SchedulerError {
   readonly code = 'AgentRevoked';
   readonly statusCode = 403;
-  constructor(agentId: string) {
-    super('this agent was revoked', { context: { agentId } });
+  constructor(
+    readonly agentId: string,
+    options: SchedulerErrorOptions = {},
+  ) {
+    super(`agent ${agentId} was revoked`, { ...options, context: { agentId, ...options.context } });
   }
 }
 
@@ -122,7 +125,8 @@ export type RoleConflictCode =
   | 'RoleAlreadyRegistered'
   | 'RoleAlreadyVolunteered'
   | 'RoleNotHeld'
-  | 'AgentNotInteractive';
+  | 'AgentNotInteractive'
+  | 'RoleLimitReached';
 
 /**
  * A role request that breaks a rule of the model: a role is registered once and volunteered for once per agent,

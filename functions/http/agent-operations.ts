@@ -52,6 +52,7 @@ export const failBody = z.strictObject({
 export const releaseBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
 export const volunteerBody = z.strictObject({ sessionId: sessionIdSchema });
 export const releaseRoleBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
+export const withdrawBody = z.strictObject({ sessionId: sessionIdSchema });
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   // No body is an empty object; a body of `null` is a body, and not an object.
@@ -174,19 +175,6 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         },
       };
     },
-    withdrawFromRole: async (request) => {
-      const body = parseBody(volunteerBody, request.body);
-      const result = await scheduler.withdrawFromRole(agentOf(request), body.sessionId, roleOf(request));
-      return {
-        status: 200,
-        body: {
-          withdrawn: result.withdrawn,
-          released: result.released,
-          ...(result.nextHolder ? { nextHolder: result.nextHolder } : {}),
-          role: roleView(result.role),
-        },
-      };
-    },
     releaseRole: async (request) => {
       const body = parseBody(releaseRoleBody, request.body);
       const released = await scheduler.releaseRole(agentOf(request), roleOf(request), body.leaseEpoch);
@@ -196,6 +184,19 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
           released: true,
           ...(released.nextHolder ? { nextHolder: released.nextHolder } : {}),
           role: roleView(released.role),
+        },
+      };
+    },
+    withdrawFromRole: async (request) => {
+      const body = parseBody(withdrawBody, request.body);
+      const result = await scheduler.withdrawFromRole(agentOf(request), body.sessionId, roleOf(request));
+      return {
+        status: 200,
+        body: {
+          withdrawn: result.withdrawn,
+          released: result.released,
+          ...(result.nextHolder ? { nextHolder: result.nextHolder } : {}),
+          role: roleView(result.role),
         },
       };
     },

@@ -17,6 +17,7 @@ import {
   releaseBody,
   releaseRoleBody,
   volunteerBody,
+  withdrawBody,
 } from './agent-operations';
 import { ROUTES, type RouteDefinition } from './routes';
 
@@ -32,8 +33,8 @@ const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
   failTask: failBody,
   releaseTask: releaseBody,
   volunteerForRole: volunteerBody,
-  withdrawFromRole: volunteerBody,
   releaseRole: releaseRoleBody,
+  withdrawFromRole: withdrawBody,
   setQueueLimits: queueLimitsSchema,
 };
 

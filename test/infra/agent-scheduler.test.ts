@@ -224,6 +224,12 @@ describe('AgentScheduler construct', () => {
       expect(resource.Properties.Environment.Variables.IDLE_RETRY_MAX_SECONDS).toBe('90');
     });
 
+    it('an agent may register 100 roles by default', () => {
+      const fn = stack.scheduler.functions.agentApi;
+      const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+      expect(resource.Properties.Environment.Variables.MAX_ROLES_PER_AGENT).toBe('100');
+    });
+
     it('routine task events are off by default, for every function that publishes events', () => {
       for (const fn of [stack.scheduler.functions.agentApi, stack.scheduler.functions.supervisor]) {
         const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
@@ -359,7 +365,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:PutItem',
           'dynamodb:ConditionCheckItem',
         ),
-        table('agents', 'dynamodb:GetItem'),
+        table('agents', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues(
           'sqs:ReceiveMessage',
           'sqs:DeleteMessage',
@@ -389,6 +395,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:PutItem',
           'dynamodb:DeleteItem',
           'dynamodb:Scan',
+          'dynamodb:ConditionCheckItem',
         ),
         ...queues('sqs:SendMessage'),
         ...deadLetters(),

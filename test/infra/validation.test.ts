@@ -166,6 +166,9 @@ describe('props', () => {
       },
       /schedule name "n" is declared twice/,
     ],
+    ['no roles per agent', { queues: ['a'], maxRolesPerAgent: 0 }, /maxRolesPerAgent .* \(got 0\)/],
+    ['a fraction of a role', { queues: ['a'], maxRolesPerAgent: 1.5 }, /maxRolesPerAgent .* \(got 1.5\)/],
+    ['over 10,000 roles per agent', { queues: ['a'], maxRolesPerAgent: 10_001 }, /\(got 10001\)/],
   ])('refuses %s', (_, props, message) => {
     expect(() => build(props)).toThrow(message);
   });

@@ -2,8 +2,9 @@
  * Exclusive roles on DynamoDB Local: the rules of the model, each a 409; hand-over on release, on a silent
  * holder and on a replaced session; the holder's heartbeat as the only write that keeps its roles.
  */
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RoleConflictError, SessionLostError } from '#domain/errors';
+import { RoleConflictError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { collectedEvents, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('roles', () => {
@@ -196,6 +197,29 @@ describe('roles', () => {
     expect(again.role.volunteers).toEqual([b.agentId, a.agentId]);
   });
 
+  it('a replaced session whose hand-over failed stays for the sweep to find, and the new session waits for it', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    stack.interleave(
+      (operation, input) =>
+        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(a.agentId),
+      () => Promise.reject(new Error('the hand-over failed')),
+    );
+
+    const error = await scheduler.openSession(a.agentId).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    expect((await stack.ctx.sessions.get(a.agentId))?.sessionId).toBe(a.sessionId);
+    expect((await scheduler.supervise()).rolesHandedOver).toBeGreaterThanOrEqual(1);
+    const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
+    expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2 });
+    await scheduler.openSession(a.agentId);
+  });
+
   it('a role with no live volunteer is freed, and the next volunteer gets it with a higher epoch', async () => {
     const { scheduler, clock } = stack;
     const role = newRole();
@@ -213,6 +237,46 @@ describe('roles', () => {
     });
   });
 
+  it('a waiting volunteer that withdraws leaves the line: the next release passes it by', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const [a, b, c] = [await startAgent(scheduler), await startAgent(scheduler), await startAgent(scheduler)];
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    await scheduler.volunteerForRole(c.agentId, c.sessionId, role);
+
+    const withdrawn = await scheduler.withdrawFromRole(b.agentId, b.sessionId, role);
+    expect(withdrawn).toMatchObject({ withdrawn: true, released: false });
+    expect(withdrawn.role.volunteers).toEqual([a.agentId, c.agentId]);
+    // Again: nothing left to withdraw.
+    expect(await scheduler.withdrawFromRole(b.agentId, b.sessionId, role)).toMatchObject({
+      withdrawn: false,
+      released: false,
+    });
+
+    const released = await scheduler.releaseRole(a.agentId, role, 1);
+    expect(released.nextHolder).toBe(c.agentId);
+    expect((await scheduler.heartbeat(b.agentId, b.sessionId)).rolesPicked).toEqual([]);
+  });
+
+  it('a holder that withdraws hands the role to the next live volunteer in the same move', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const [a, b] = [await startAgent(scheduler), await startAgent(scheduler)];
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+
+    const withdrawn = await scheduler.withdrawFromRole(a.agentId, a.sessionId, role);
+
+    expect(withdrawn).toMatchObject({ withdrawn: true, released: true, nextHolder: b.agentId });
+    expect(withdrawn.role).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    expect((await scheduler.heartbeat(b.agentId, b.sessionId)).rolesPicked).toEqual([
+      { role, leaseEpoch: 2 },
+    ]);
+    expect((await stack.ctx.sessions.get(a.agentId))?.roles).toEqual({});
+    expect(await conflictCode(scheduler.releaseRole(a.agentId, role, 1))).toBe('RoleNotHeld');
+  });
+
   it('one heartbeat write keeps every role of the session, however many', async () => {
     const { scheduler, meter } = stack;
     const a = await startAgent(scheduler);
@@ -221,5 +285,68 @@ describe('roles', () => {
     meter.reset();
     await scheduler.heartbeat(a.agentId, a.sessionId);
     expect(meter.totals()).toMatchObject({ requests: 1, writeUnits: 1 });
+  });
+});
+
+describe('roles at scale', () => {
+  let stack: TestStack;
+  const ttlMs = 30_000;
+  const maxRolesPerAgent = 5;
+
+  beforeAll(async () => {
+    stack = await createTestStack({
+      settings: { leaseTtlSeconds: ttlMs / 1_000, sweepLimit: 5, maxRolesPerAgent },
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('a sweep hands over a silent holder’s role placed last in scan order, however many roles come first', async () => {
+    // Prepare: 40 roles; the last one a scan reads is held by an agent that goes silent, the others by one that
+    // keeps beating. The sweep looks at 5 items per kind.
+    const { scheduler, clock } = stack;
+    const names = Array.from({ length: 40 }, (_, i) => `scale-${i}`);
+    for (const name of names) await stack.ctx.roles.getOrCreate(name, clock.now());
+    const scanned = await stack.ctx.sessions.doc.send(
+      new ScanCommand({ TableName: stack.ctx.sessions.tableName }),
+    );
+    const inScanOrder = (scanned.Items ?? [])
+      .map((item) => String(item.role))
+      .filter((r) => names.includes(r));
+    const last = inScanOrder.at(-1) ?? '';
+    const silent = await startAgent(scheduler);
+    const live = await startAgent(scheduler);
+    await scheduler.volunteerForRole(silent.agentId, silent.sessionId, last);
+    for (const name of inScanOrder) await scheduler.volunteerForRole(live.agentId, live.sessionId, name);
+
+    // Act: the silent holder's session expires; the live agent keeps beating.
+    clock.advance(ttlMs - 5_000);
+    await scheduler.heartbeat(live.agentId, live.sessionId);
+    clock.advance(6_000);
+    const pass = await scheduler.supervise();
+
+    // Assess
+    expect(pass.rolesHandedOver).toBe(1);
+    const [role] = (await scheduler.listRoles()).filter((r) => r.role === last);
+    expect(role).toMatchObject({ holder: live.agentId, leaseEpoch: 2 });
+    // The session's roles were cleared: the next pass does not look at it again.
+    expect((await stack.ctx.sessions.get(silent.agentId))?.roles).toEqual({});
+    expect((await scheduler.supervise()).rolesHandedOver).toBe(0);
+  });
+
+  it('parallel registrations by one agent never pass maxRolesPerAgent', async () => {
+    const { scheduler } = stack;
+    const a = await startAgent(scheduler);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => scheduler.registerRole(a.agentId, `bounded-${i}`)),
+    );
+    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as RoleConflictError] : []));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(maxRolesPerAgent);
+    expect(new Set(refused.map((e) => `${e.statusCode} ${e.code}`))).toEqual(
+      new Set(['409 RoleLimitReached']),
+    );
+    const registered = (await scheduler.listRoles()).filter((r) => r.registered.includes(a.agentId));
+    expect(registered).toHaveLength(maxRolesPerAgent);
   });
 });
