@@ -170,6 +170,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.leaseMarginMs = options.leaseMarginMs;
   }
 
+  /**
+   * How long one attempt of a call about a lease may take: a heartbeat interval, so a hanging attempt is given up
+   * and sent again while the lease still has time, rather than eating what is left of it.
+   */
+  private attemptTimeoutMs(): number {
+    return (this.session?.heartbeatIntervalSeconds ?? 10) * 1_000;
+  }
+
   /** The margin taken off the leases of `session`. */
   private marginFor(session: Session): number {
     return this.leaseMarginMs ?? Math.min(1_000, (session.leaseTtlSeconds * 1_000) / 5);
@@ -750,17 +758,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (group.length === 0) continue;
       if (group.length === 1 && only) {
         const { taskId, ...input } = only.item;
-        await this.client.complete(taskId, input, { signal: only.signal }).then(
-          () => only.settle.resolve(),
-          (error: unknown) => only.settle.reject(error),
-        );
+        await this.client
+          .complete(taskId, input, { signal: only.signal, timeoutMs: this.attemptTimeoutMs() })
+          .then(
+            () => only.settle.resolve(),
+            (error: unknown) => only.settle.reject(error),
+          );
         continue;
       }
       try {
         // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
         const results = await this.client.completeTasks(
           group.map((g) => g.item),
-          { signal: AbortSignal.any(group.map((g) => g.signal)) },
+          { signal: AbortSignal.any(group.map((g) => g.signal)), timeoutMs: this.attemptTimeoutMs() },
         );
         group.forEach(({ settle }, i) => {
           const result = results[i];
@@ -779,7 +789,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await this.client.fail(
       entry.taskId,
       { leaseEpoch: entry.task.leaseEpoch, error: describeFailure(error) },
-      { signal: entry.signal },
+      { signal: entry.signal, timeoutMs: this.attemptTimeoutMs() },
     );
     this.emitSafe('failed', entry.task, error);
   }
