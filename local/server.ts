@@ -204,6 +204,26 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         );
       });
   });
+  // Node's parser answers requests it cannot read (431 for over-long headers, 400 otherwise) with an empty body;
+  // answer them with the same JSON error as every other refusal, while the socket can still take it.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (error.code === 'ECONNRESET' && !socket.readable)) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { code: 'HeadersTooLarge', message: 'the request headers are too large' }
+        : { code: 'MalformedRequest', message: 'the request is not valid HTTP' },
+      requestId: randomUUID(),
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

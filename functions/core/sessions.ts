@@ -10,14 +10,21 @@ import type { Agent } from '#adapters/agent-table';
 import { AgentNotFoundError, errorName, SessionLostError, ValidationError } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import type { AgentSession } from '#domain/task';
-import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
+import {
+  describeIssues,
+  encodeBoundedJson,
+  jsonValueSchema,
+  LIMITS,
+  printableNameSchema,
+  queueNameSchema,
+} from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
 import { handOverRolesOf } from './roles';
 
 export const agentSpecSchema = z.strictObject({
-  name: z.string().min(1).max(128),
+  name: printableNameSchema(128),
   queues: z.array(queueNameSchema).min(1).max(32),
   maxConcurrency: z.int().min(1).max(1_000).default(1),
   interactive: z.boolean().default(true),
@@ -103,7 +110,7 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
 }
 
 export const checkpointsSchema = z
-  .record(z.string().regex(TASK_ID_PATTERN, 'a task id'), z.json())
+  .record(z.string().regex(TASK_ID_PATTERN, 'a task id'), jsonValueSchema)
   .refine((record) => Object.keys(record).length <= 100, 'at most 100 checkpoints per heartbeat');
 
 /** A role and the epoch of the grant a notice is about. */

@@ -8,7 +8,7 @@ import type { Scheduler } from '#core/scheduler';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
-import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
+import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { claimedTaskView, roleView, taskView } from './views';
 
@@ -17,7 +17,7 @@ const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 export const heartbeatBody = z.strictObject({
   sessionId: sessionIdSchema,
-  checkpoints: z.record(z.string(), z.json()).optional(),
+  checkpoints: z.record(z.string().regex(TASK_ID_PATTERN, 'a task id'), jsonValueSchema).optional(),
 });
 export const claimBody = z.strictObject({
   sessionId: sessionIdSchema,
@@ -26,14 +26,17 @@ export const claimBody = z.strictObject({
   /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
   idleClaims: z.int().min(0).max(1_000_000).optional(),
 });
-export const completeBody = z.strictObject({ leaseEpoch: leaseEpochSchema, result: z.json().optional() });
+export const completeBody = z.strictObject({
+  leaseEpoch: leaseEpochSchema,
+  result: jsonValueSchema.optional(),
+});
 export const completeManyBody = z.strictObject({
   tasks: z
     .array(
       z.strictObject({
         taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
         leaseEpoch: leaseEpochSchema,
-        result: z.json().optional(),
+        result: jsonValueSchema.optional(),
       }),
     )
     .min(1)

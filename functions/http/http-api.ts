@@ -8,8 +8,15 @@
  */
 
 import type { SchedulerLog } from '#core/context';
-import { isSchedulerError, PayloadTooLargeError, SchedulerError, TaskNotFoundError } from '#domain/errors';
+import {
+  isSchedulerError,
+  PayloadTooLargeError,
+  SchedulerError,
+  TaskNotFoundError,
+  ValidationError,
+} from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '#domain/task-spec';
 import type { RouteDefinition } from './routes';
 
 /** Largest request body accepted: a 256 KB payload plus room for the envelope. */
@@ -122,6 +129,10 @@ function parseBody(event: HttpApiEvent): unknown {
   const contentType = event.headers?.['content-type'] ?? event.headers?.['Content-Type'] ?? '';
   if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
     throw new HttpError(415, 'UnsupportedMediaType', 'send the body as application/json');
+  }
+  // Bounded before anything walks the value recursively. JSON.parse makes `__proto__` an own key, as data.
+  if (jsonNestsDeeperThan(text)) {
+    throw new ValidationError(`body: nested deeper than ${MAX_JSON_DEPTH} objects or arrays`);
   }
   try {
     return JSON.parse(text);
