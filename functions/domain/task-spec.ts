@@ -30,23 +30,6 @@ export const LIMITS = {
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** True when the JSON text nests objects and arrays deeper than `max`; a linear scan that builds nothing. */
-export function jsonNestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return false;
-}
-
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 function isJsonValue(value: unknown, depth: number): value is JsonValue {

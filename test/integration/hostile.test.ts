@@ -161,6 +161,16 @@ describe('hostile input', () => {
     });
   });
 
+  it.each([
+    '{"queue":"work","payload":{"a":1,"a":2}}',
+    '{"queue":"work","queue":"work","payload":{}}',
+    '{"queue":"work","payload":{"k":[{"\\u0061":1,"a":2}]}}',
+  ])('4. a key repeated in one object (%s) is refused, not half dropped', async (body) => {
+    const submitted = await call('POST', '/v1/tasks', body);
+    expect(submitted.status).toBe(400);
+    expect(submitted.json.error.message).toMatch(/appears twice/);
+  });
+
   it('5. a task that is not the caller’s is answered as one that does not exist', async () => {
     const [holder, other] = agents;
     if (!holder || !other) throw new Error('no agents');
