@@ -31,7 +31,9 @@ function decodeCursor(cursor: string): Record<string, unknown> {
       // Only a key this API could have returned reaches DynamoDB: an empty or over-long part is its error (500).
       TASK_ID_PATTERN.test(String((key as { taskId?: unknown }).taskId)) &&
       (key as { part?: unknown }).part === 'state' &&
-      Object.keys(key).length === 2
+      Object.keys(key).length === 2 &&
+      // base64url decoding skips what is not in its alphabet: only the exact text this API wrote is a cursor.
+      encodeCursor(key as Record<string, unknown>) === cursor
     ) {
       return key as Record<string, unknown>;
     }

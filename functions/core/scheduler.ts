@@ -76,7 +76,10 @@ export class Scheduler {
     let startAfter: string | undefined;
     if (filter.cursor !== undefined) {
       startAfter = Buffer.from(filter.cursor, 'base64url').toString('utf8');
-      if (!AGENT_ID_PATTERN.test(startAfter))
+      if (
+        !AGENT_ID_PATTERN.test(startAfter) ||
+        Buffer.from(startAfter).toString('base64url') !== filter.cursor
+      )
         throw new ValidationError('cursor: not a cursor this API returned');
     }
     const page = await this.ctx.agents.page(limit, startAfter).catch(translateAwsError);

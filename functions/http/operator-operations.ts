@@ -20,6 +20,9 @@ import {
 } from './views';
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
+/** `limit=` as digits only: `Number()` would also take " 5", "0x10" and "1e1". */
+const limitOf = (value: string | null) =>
+  value === null ? {} : { limit: /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN };
 
 function queueParam(request: ApiRequest): string {
   const name = request.params.name ?? '';
@@ -53,7 +56,7 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         ...optional('queue', request.query.get('queue')),
         ...optional('status', request.query.get('status')),
         ...optional('cursor', request.query.get('cursor')),
-        ...(limit === null ? {} : { limit: Number(limit) }),
+        ...limitOf(limit),
       });
       return {
         status: 200,
@@ -113,7 +116,7 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       const limit = request.query.get('limit');
       const page = await scheduler.listAgentPage({
         ...optional('cursor', request.query.get('cursor')),
-        ...(limit === null ? {} : { limit: Number(limit) }),
+        ...limitOf(limit),
       });
       return {
         status: 200,

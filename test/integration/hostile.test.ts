@@ -109,6 +109,7 @@ describe('hostile input', () => {
     expect(set.status).toBe(200);
     const cleared = await call('POST', '/v1/queues/work/limits', 'null');
     expect(cleared.status).toBe(400);
+    expect((await call('POST', '/v1/queues/work/limits')).status).toBe(400);
     const queues = await call('GET', '/v1/queues');
     expect(queues.json.queues.find((q: { name: string }) => q.name === 'work').limits).toEqual({
       maxConcurrency: 3,
@@ -134,6 +135,19 @@ describe('hostile input', () => {
       expect(listed.status).toBe(400);
       expect(listed.json.error.code).toBe('ValidationError');
     });
+  });
+
+  it.each(['%20%205', '0x10', '1e1'])('3. a limit of %s is refused, not read leniently', async (limit) => {
+    expect((await call('GET', `/v1/tasks?limit=${limit}`)).status).toBe(400);
+    expect((await call('GET', `/v1/agents?limit=${limit}`)).status).toBe(400);
+  });
+
+  it('3. a cursor with characters outside base64url is refused, though it decodes', async () => {
+    const cursor = Buffer.from(JSON.stringify({ taskId: `t_${'q'.repeat(26)}`, part: 'state' })).toString(
+      'base64url',
+    );
+    expect((await call('GET', `/v1/tasks?cursor=${cursor}`)).status).toBe(200);
+    expect((await call('GET', `/v1/tasks?cursor=${cursor}%1B`)).status).toBe(400);
   });
 
   describe('4. __proto__ keys', () => {
