@@ -3,7 +3,8 @@
  * JSON error body, or kept intact, and never alters data silently.
  */
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { networkInterfaces } from 'node:os';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueAgentToken } from '#domain/agent-token';
 import { type LocalRequest, type LocalServer, localRequestHandler, startLocalServer } from '#local/server';
 import { createTestStack, type TestStack } from '#test/stack';
@@ -284,6 +285,26 @@ describe('hostile input', () => {
     it('9. listens on the loopback interface only', () => {
       const address = server.server.address();
       expect(typeof address === 'object' && address?.address).toBe('127.0.0.1');
+    });
+
+    it('9. the local server and both emulators refuse connections on the machine’s other addresses', async () => {
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((address) => address && !address.internal && address.family === 'IPv4')?.address;
+      // A machine with only a loopback interface has nothing to be exposed on.
+      if (outside === undefined) return;
+      const ports = [server.url, inject('dynamodbEndpoint'), inject('sqsEndpoint')].map((url) =>
+        Number(new URL(url).port),
+      );
+      const reach = (port: number) =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port, outside, () => {
+            socket.destroy();
+            resolve('connected');
+          });
+          socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+        });
+      expect(await Promise.all(ports.map(reach))).toEqual(['ECONNREFUSED', 'ECONNREFUSED', 'ECONNREFUSED']);
     });
 
     const raw = (request: string) =>
