@@ -125,7 +125,11 @@ export function localRequestHandler(
 
   return async (request) => {
     const requestId = randomUUID();
-    const url = new URL(request.url, 'http://localhost');
+    // A request target Node accepts but URL does not (`http://[`) is the caller's error, not the server's.
+    const url = URL.canParse(request.url, 'http://localhost')
+      ? new URL(request.url, 'http://localhost')
+      : undefined;
+    if (!url) return errorResult(400, 'MalformedRequest', 'the request target is not a valid URL', requestId);
     const method = request.method.toUpperCase();
     const { body, tooLarge } = request;
     if (tooLarge)
@@ -183,8 +187,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     handle(request)
       .then((result) => {
         if (options.onRequest) {
-          const url = new URL(request.url ?? '/', 'http://localhost');
-          const matched = matchRoute(ROUTES, (request.method ?? 'GET').toUpperCase(), url.pathname);
+          const url = URL.canParse(request.url ?? '/', 'http://localhost')
+            ? new URL(request.url ?? '/', 'http://localhost')
+            : undefined;
+          const matched = url && matchRoute(ROUTES, (request.method ?? 'GET').toUpperCase(), url.pathname);
           options.onRequest({
             operation: matched && 'route' in matched ? matched.route.operation : 'unmatched',
             statusCode: result.statusCode,

@@ -327,6 +327,7 @@ describe('hostile input', () => {
       ],
       ['a malformed request line', 'NOT A REQUEST\r\n\r\n', 400],
       ['a bad header', 'GET /v1/health HTTP/1.1\r\nHo st: x\r\n\r\n', 400],
+      ['a target that is not a URL', 'GET http://[ HTTP/1.0\r\nHost: x\r\n\r\n', 400],
     ])('10. %s is answered with the JSON error body', async (_, request, status) => {
       const response = await raw(request);
       expect(response.split('\r\n')[0]).toBe(
