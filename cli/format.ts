@@ -3,10 +3,23 @@
  */
 export type Row = Record<string, unknown>;
 
+/**
+ * Text safe to write to a terminal: control and format characters (ESC, BEL, C1 such as CSI, bidi overrides such
+ * as RLO, line separators) are shown as `\u001b`-style escapes, so what a server returns cannot move the cursor,
+ * recolour, retitle or reorder the screen. Newlines the CLI writes itself stay. JSON stays valid: such characters
+ * only occur inside its strings, where the escape means the same character.
+ */
+export const printable = (text: string): string =>
+  text.replace(
+    /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+    (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`,
+  );
+
 const cell = (value: unknown): string => {
   if (value === undefined || value === null) return '';
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  // Escaped before the columns are measured, so a hostile name cannot break the alignment either.
+  if (typeof value === 'object') return printable(JSON.stringify(value));
+  return printable(String(value));
 };
 
 /** A plain table: a header, a rule, one line per row; long cells are cut to keep lines readable. */

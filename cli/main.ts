@@ -16,7 +16,7 @@ import type { Priority, SubmitTaskInput, TaskStatus } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import { commandHandler } from './command-handler';
 import { resolveConnection } from './config';
-import { record, table } from './format';
+import { printable, record, table } from './format';
 
 const USAGE = `usage: agent-scheduler <command> [options]
 
@@ -90,8 +90,10 @@ const defined = <T extends Record<string, unknown>>(value: T): T =>
 
 export async function main(
   argv: readonly string[],
-  out: (text: string) => void = console.log,
+  write: (text: string) => void = console.log,
 ): Promise<number> {
+  // Every line goes out through here: names, messages and results come from the server and from other agents.
+  const out = (text: string) => write(printable(text));
   const dash = argv.indexOf('--');
   const command = dash >= 0 ? argv.slice(dash + 1) : [];
   const { values, positionals } = parseArgs({
@@ -398,14 +400,14 @@ export async function run(argv: readonly string[]): Promise<number> {
     return await main(argv);
   } catch (error) {
     if (error instanceof AgentSchedulerError) {
-      console.error(`error: ${error.status} ${error.code}: ${error.message}`);
+      console.error(printable(`error: ${error.status} ${error.code}: ${error.message}`));
       return 1;
     }
     if (error instanceof UsageError || (error instanceof TypeError && 'code' in error)) {
-      console.error(`error: ${error.message}\n\n${USAGE}`);
+      console.error(printable(`error: ${error.message}\n\n${USAGE}`));
       return 2;
     }
-    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(printable(`error: ${error instanceof Error ? error.message : String(error)}`));
     return 1;
   }
 }

@@ -127,7 +127,11 @@ export function localRequestHandler(
 
   return async (request) => {
     const requestId = randomUUID();
-    const url = new URL(request.url, 'http://localhost');
+    // A request target Node accepts but URL does not (`http://[`) is the caller's error, not the server's.
+    const url = URL.canParse(request.url, 'http://localhost')
+      ? new URL(request.url, 'http://localhost')
+      : undefined;
+    if (!url) return errorResult(400, 'MalformedRequest', 'the request target is not a valid URL', requestId);
     const method = request.method.toUpperCase();
     const { body, tooLarge } = request;
     if (tooLarge)
@@ -189,8 +193,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     handle(request)
       .then((result) => {
         if (options.onRequest) {
-          const url = new URL(request.url ?? '/', 'http://localhost');
-          const matched = matchRoute(ROUTES, (request.method ?? 'GET').toUpperCase(), url.pathname);
+          const url = URL.canParse(request.url ?? '/', 'http://localhost')
+            ? new URL(request.url ?? '/', 'http://localhost')
+            : undefined;
+          const matched = url && matchRoute(ROUTES, (request.method ?? 'GET').toUpperCase(), url.pathname);
           options.onRequest({
             operation: matched && 'route' in matched ? matched.route.operation : 'unmatched',
             statusCode: result.statusCode,
@@ -209,6 +215,26 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
           JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
         );
       });
+  });
+  // Node's parser answers requests it cannot read (431 for over-long headers, 400 otherwise) with an empty body;
+  // answer them with the same JSON error as every other refusal, while the socket can still take it.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (error.code === 'ECONNRESET' && !socket.readable)) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { code: 'HeadersTooLarge', message: 'the request headers are too large' }
+        : { code: 'MalformedRequest', message: 'the request is not valid HTTP' },
+      requestId: randomUUID(),
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {

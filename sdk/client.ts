@@ -166,8 +166,20 @@ export class AgentSchedulerClient {
     return this.call<CreatedAgent>({ method: 'POST', path: '/v1/agents', body: input, retry: 'unprocessed' });
   }
 
+  /** Every registered agent, read a page at a time. */
   async listAgents(): Promise<Agent[]> {
-    return (await this.call<{ agents: Agent[] }>({ method: 'GET', path: '/v1/agents' })).agents;
+    const agents: Agent[] = [];
+    let cursor: string | undefined;
+    do {
+      const page: { agents: Agent[]; nextCursor?: string } = await this.call({
+        method: 'GET',
+        path: '/v1/agents',
+        query: { cursor },
+      });
+      agents.push(...page.agents);
+      cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+    } while (cursor !== undefined);
+    return agents;
   }
 
   /** Revokes an agent: its token stops working. Revoking twice is harmless. */

@@ -79,8 +79,11 @@ const COMPLETE_MAX = 10;
 const CHECKPOINTS_PER_HEARTBEAT = 100;
 const ERROR_MESSAGE_CHARS = 2_048;
 
+/** The server answers a task whose lease went to another agent as it answers a task that does not exist. */
 const isLeaseGone = (error: unknown): boolean =>
-  error instanceof LeaseLostError || error instanceof SessionLostError;
+  error instanceof LeaseLostError ||
+  error instanceof SessionLostError ||
+  (error instanceof AgentSchedulerError && error.code === 'TaskNotFound');
 
 /** A revoked agent can do nothing more: its worker stops instead of opening session after session. */
 const isRevoked = (error: unknown): boolean => isAgentSchedulerError(error, 'AgentRevoked');

@@ -93,6 +93,22 @@ export class AgentTable {
     }
   }
 
+  /** One page of agents from `startAfter` (an agent id) on, and the id to start the next page after. */
+  async page(limit: number, startAfter?: string): Promise<{ agents: Agent[]; lastAgentId?: string }> {
+    const output = await this.doc.send(
+      new ScanCommand({
+        TableName: this.tableName,
+        Limit: limit,
+        ...(startAfter === undefined ? {} : { ExclusiveStartKey: { agentId: startAfter } }),
+      }),
+    );
+    const last = output.LastEvaluatedKey?.agentId;
+    return {
+      agents: (output.Items ?? []).map(agentFromItem),
+      ...(typeof last === 'string' ? { lastAgentId: last } : {}),
+    };
+  }
+
   async list(limit: number): Promise<Agent[]> {
     const output = await this.doc.send(new ScanCommand({ TableName: this.tableName, Limit: limit }));
     return (output.Items ?? []).map(agentFromItem);

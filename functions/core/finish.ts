@@ -115,8 +115,17 @@ async function finish(
   if (last && last.kind === kind && last.leaseEpoch === lease.leaseEpoch && last.agentId === lease.agentId) {
     return { task: current, replayed: true, status: last.status };
   }
+  // Only the task's holder learns why its lease is gone; anyone else hears what a missing task answers, so an
+  // agent cannot probe which tasks exist or at which epoch.
+  if (!wasHeldBy(current, lease.agentId, session?.sessionId)) throw new TaskNotFoundError(lease.taskId);
   throw leaseLost(current, lease, now);
 }
+
+/** The agent holds the task, or held its last lease (a requeue keeps the session; a finish names the agent). */
+const wasHeldBy = (task: Task, agentId: string, sessionId: string | undefined): boolean =>
+  task.owner === agentId ||
+  task.lastFinish?.agentId === agentId ||
+  (sessionId !== undefined && task.sessionId === sessionId);
 
 const isOwnedBy = (task: Task | undefined, lease: LeaseRef, sessionId: string): task is Task =>
   task !== undefined &&

@@ -8,7 +8,7 @@ import { errorName, ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
 import { nextFireTime } from '#domain/schedule-expression';
-import { describeIssues, queueNameSchema } from '#domain/task-spec';
+import { describeIssues, jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { emit } from './events';
 import { type Occurrence, readOccurrences, recordOccurrence } from './occurrences';
 import type { Scheduler } from './scheduler';
@@ -26,7 +26,7 @@ export const scheduleFireSchema = z.object({
   task: z.object({
     queue: queueNameSchema,
     priority: z.enum(PRIORITIES).optional(),
-    payload: z.json().optional(),
+    payload: jsonValueSchema.optional(),
     maxAttempts: z.int().optional(),
     timeoutSeconds: z.int().optional(),
   }),

@@ -8,6 +8,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { taskFromItem } from '#adapters/task-table';
 import { ValidationError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES, type Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { isTaskStatus, type TaskStatus } from '#domain/task-status';
@@ -27,9 +28,12 @@ function decodeCursor(cursor: string): Record<string, unknown> {
     if (
       typeof key === 'object' &&
       key !== null &&
-      typeof (key as { taskId?: unknown }).taskId === 'string' &&
-      typeof (key as { part?: unknown }).part === 'string' &&
-      Object.keys(key).length === 2
+      // Only a key this API could have returned reaches DynamoDB: an empty or over-long part is its error (500).
+      TASK_ID_PATTERN.test(String((key as { taskId?: unknown }).taskId)) &&
+      (key as { part?: unknown }).part === 'state' &&
+      Object.keys(key).length === 2 &&
+      // base64url decoding skips what is not in its alphabet: only the exact text this API wrote is a cursor.
+      encodeCursor(key as Record<string, unknown>) === cursor
     ) {
       return key as Record<string, unknown>;
     }

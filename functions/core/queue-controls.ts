@@ -89,7 +89,8 @@ export const setQueuePaused = (ctx: SchedulerContext, queue: string, paused: boo
   updateControl(ctx, queue, { paused });
 
 export function setQueueLimits(ctx: SchedulerContext, queue: string, input: unknown): Promise<QueueControl> {
-  const parsed = queueLimitsSchema.safeParse(input ?? {});
+  // Limits are removed with `{}`, never by a body that is missing or `null`: a request cut short clears nothing.
+  const parsed = queueLimitsSchema.safeParse(input);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   return updateControl(ctx, queue, { limits: parsed.data });
 }

@@ -4,7 +4,14 @@
  * retries leaves here as `ServiceUnavailableError`.
  */
 import { translateAwsError } from '#adapters/aws-errors';
-import { ScheduleNotFoundError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
+import {
+  AgentNotFoundError,
+  ScheduleNotFoundError,
+  ServiceUnavailableError,
+  TaskNotFoundError,
+  ValidationError,
+} from '#domain/errors';
+import { AGENT_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
@@ -61,8 +68,32 @@ export class Scheduler {
     return this.ctx.agents.list(limit).catch(translateAwsError);
   }
 
+  /** A page of agents, as `GET /v1/tasks` pages tasks: `limit` 1-100 (50), `cursor` from the previous page. */
+  async listAgentPage(filter: { limit?: number; cursor?: string } = {}) {
+    const limit = filter.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ValidationError('limit: an integer from 1 to 100');
+    }
+    let startAfter: string | undefined;
+    if (filter.cursor !== undefined) {
+      startAfter = Buffer.from(filter.cursor, 'base64url').toString('utf8');
+      if (
+        !AGENT_ID_PATTERN.test(startAfter) ||
+        Buffer.from(startAfter).toString('base64url') !== filter.cursor
+      )
+        throw new ValidationError('cursor: not a cursor this API returned');
+    }
+    const page = await this.ctx.agents.page(limit, startAfter).catch(translateAwsError);
+    return {
+      agents: page.agents,
+      ...(page.lastAgentId ? { nextCursor: Buffer.from(page.lastAgentId).toString('base64url') } : {}),
+    };
+  }
+
   /** Revokes the agent: its session ends now, its tasks are taken back and its roles handed over. */
-  revokeAgent(agentId: string) {
+  async revokeAgent(agentId: string) {
+    // An id that cannot exist is not looked up: DynamoDB refuses keys over 2 KB with an error, not a miss.
+    if (!AGENT_ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId.slice(0, 64));
     return revokeAgent(this.ctx, agentId).catch(translateAwsError);
   }
 

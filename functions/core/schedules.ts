@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ConflictError, ScheduleNotFoundError, ValidationError } from '#domain/errors';
 import { PRIORITIES } from '#domain/priority';
 import { ScheduleExpressionError, validateScheduleExpression } from '#domain/schedule-expression';
-import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
+import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 
 export const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -17,7 +17,7 @@ export const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const taskTemplateSchema = z.strictObject({
   queue: queueNameSchema,
   priority: z.enum(PRIORITIES).optional(),
-  payload: z.json().optional(),
+  payload: jsonValueSchema.optional(),
   maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).optional(),
   timeoutSeconds: z.int().min(1).max(LIMITS.timeoutSeconds).optional(),
 });

@@ -17,7 +17,14 @@ import {
 } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
-import { describeIssues, encodeBoundedJson, LIMITS, queueNameSchema } from '#domain/task-spec';
+import {
+  describeIssues,
+  encodeBoundedJson,
+  jsonValueSchema,
+  LIMITS,
+  printableNameSchema,
+  queueNameSchema,
+} from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
@@ -25,7 +32,7 @@ import { handOverRolesOf, takeBackRoles } from './roles';
 import { ownerCondition } from './transitions';
 
 export const agentSpecSchema = z.strictObject({
-  name: z.string().min(1).max(128),
+  name: printableNameSchema(128),
   queues: z.array(queueNameSchema).min(1).max(32),
   maxConcurrency: z.int().min(1).max(1_000).default(1),
   interactive: z.boolean().default(true),
@@ -129,7 +136,7 @@ export const checkpointsSchema = z
     z.strictObject({
       taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
       leaseEpoch: z.int().min(1).max(Number.MAX_SAFE_INTEGER),
-      checkpoint: z.json(),
+      checkpoint: jsonValueSchema,
     }),
   )
   .max(100, 'at most 100 checkpoints per heartbeat')

@@ -36,6 +36,7 @@ export const taskIdForIdempotencyKey = (key: string): string =>
 /** Ids as the API accepts them: a one-letter kind, "_", 26 base32 characters. */
 export const ID_PATTERN = /^[tas]_[a-z2-7]{26}$/;
 export const TASK_ID_PATTERN = /^t_[a-z2-7]{26}$/;
+export const AGENT_ID_PATTERN = /^a_[a-z2-7]{26}$/;
 
 export const sha256Base64Url = (text: string): string =>
   createHash('sha256').update(text).digest('base64url');

@@ -224,24 +224,32 @@ interface CronField {
   readonly names?: readonly string[];
   /** Largest increment after "/"; undefined where "/" is not allowed. */
   readonly maxStep?: number;
+  /**
+   * A range whose end comes before its start wraps past the field's maximum: hours `20-2` are 20-23 then 0-2,
+   * days of the week `FRI-MON` are FRI, SAT, SUN, MON (Quartz's meaning; AWS's cron reference shows
+   * `cron(0/30 20-2 ? * MON-FRI *)`). Minutes and years do not wrap.
+   */
+  readonly wraps?: boolean;
 }
 
 // Value ranges and wildcards from the EventBridge cron reference. The step bounds are Quartz's, whose syntax
 // and 1970-2199 years EventBridge shares (EventBridge refuses cron(*/60 * * * ? *) too).
 const MINUTES: CronField = { name: 'minutes', min: 0, max: 59, maxStep: 59 };
-const HOURS: CronField = { name: 'hours', min: 0, max: 23, maxStep: 23 };
-const DAY_OF_MONTH: CronField = { name: 'day-of-month', min: 1, max: 31, maxStep: 31 };
+const HOURS: CronField = { name: 'hours', min: 0, max: 23, maxStep: 23, wraps: true };
+const DAY_OF_MONTH: CronField = { name: 'day-of-month', min: 1, max: 31, maxStep: 31, wraps: true };
 const MONTH: CronField = {
   name: 'month',
   min: 1,
   max: 12,
   maxStep: 12,
+  wraps: true,
   names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'],
 };
 const DAY_OF_WEEK: CronField = {
   name: 'day-of-week',
   min: 1,
   max: 7,
+  wraps: true,
   names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'],
 };
 const YEAR: CronField = { name: 'year', min: 1970, max: 2199, maxStep: 229 };
@@ -332,12 +340,18 @@ function parseListItem(item: string, spec: CronField): number[] {
     first = parseValue(from, spec);
     // "a/n" runs from a to the end of the field.
     last = to !== undefined ? parseValue(to, spec) : stepText !== undefined ? spec.max : first;
-    if (first > last) invalid(`range ${range} of ${spec.name} runs backwards`);
+    if (first > last && !spec.wraps) invalid(`range ${range} of ${spec.name} runs backwards`);
   }
 
   const step = stepText === undefined ? 1 : parseStep(stepText, spec);
+  // A wrapped range is walked as one run past the maximum, so a step carries over: hours 20-2/3 are 20, 23, 2.
+  const width = spec.max - spec.min + 1;
+  const span = first <= last ? last - first + 1 : width - (first - last) + 1;
   const values: number[] = [];
-  for (let value = first; value <= last; value += step) values.push(value);
+  for (let offset = 0; offset < span; offset += step) {
+    const value = first + offset;
+    values.push(value > spec.max ? value - width : value);
+  }
   return values;
 }
 

@@ -24,6 +24,45 @@ export const LIMITS = {
   claimMax: 10,
 } as const;
 
+/**
+ * Deepest nesting of objects and arrays a JSON body may have. Validation walks values recursively, and a 6 KB
+ * body of 3,000 nested arrays is enough to overflow the stack; real payloads stay within a few levels.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+function isJsonValue(value: unknown, depth: number): value is JsonValue {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth >= MAX_JSON_DEPTH) return false;
+  if (Array.isArray(value)) return value.every((item) => isJsonValue(item, depth + 1));
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  return Object.values(value).every((item) => isJsonValue(item, depth + 1));
+}
+
+/**
+ * A JSON value, checked in place and passed on as it is. `z.json()` rebuilds objects by assignment, which turns
+ * an own `__proto__` key (as `JSON.parse` makes it) into a prototype and drops it from the data; this schema
+ * keeps every key, so the bytes a caller sends are the bytes it reads back.
+ */
+export const jsonValueSchema = z.custom<JsonValue>(
+  (value) => isJsonValue(value, 0),
+  `a JSON value nested at most ${MAX_JSON_DEPTH} deep`,
+);
+
+/**
+ * A name shown to people (an agent's): any text but control and format characters (ESC, BEL, C1, bidi overrides
+ * such as RLO, zero-width marks) and line or paragraph separators, which would rewrite a terminal or a log line.
+ */
+export const printableNameSchema = (maxChars: number) =>
+  z
+    .string()
+    .min(1)
+    .max(maxChars)
+    .regex(/^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+$/u, 'a name of printable characters, without control characters');
+
 /** Queue names become part of SQS queue names, so they use SQS's alphabet and leave room for a suffix. */
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
 
@@ -40,7 +79,7 @@ export const idempotencyKeySchema = z
 
 export const taskSpecSchema = z.strictObject({
   queue: queueNameSchema,
-  payload: z.json(),
+  payload: jsonValueSchema,
   priority: z.enum(PRIORITIES).default(DEFAULT_PRIORITY),
   maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).default(DEFAULT_RETRY_POLICY.maxAttempts),
   timeoutSeconds: z

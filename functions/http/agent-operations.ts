@@ -9,7 +9,7 @@ import { checkpointsSchema } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
-import { describeIssues, LIMITS, queueNameSchema } from '#domain/task-spec';
+import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { claimedTaskView, roleView, sessionHoldingsView, taskView } from './views';
 
@@ -29,14 +29,17 @@ export const claimBody = z.strictObject({
   /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
   idleClaims: z.int().min(0).max(1_000_000).optional(),
 });
-export const completeBody = z.strictObject({ leaseEpoch: leaseEpochSchema, result: z.json().optional() });
+export const completeBody = z.strictObject({
+  leaseEpoch: leaseEpochSchema,
+  result: jsonValueSchema.optional(),
+});
 export const completeManyBody = z.strictObject({
   tasks: z
     .array(
       z.strictObject({
         taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
         leaseEpoch: leaseEpochSchema,
-        result: z.json().optional(),
+        result: jsonValueSchema.optional(),
       }),
     )
     .min(1)

@@ -8,8 +8,16 @@
  */
 
 import type { SchedulerLog } from '#core/context';
-import { isSchedulerError, PayloadTooLargeError, SchedulerError, TaskNotFoundError } from '#domain/errors';
+import {
+  isSchedulerError,
+  PayloadTooLargeError,
+  SchedulerError,
+  TaskNotFoundError,
+  ValidationError,
+} from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { jsonTextProblem } from '#domain/json-text';
+import { MAX_JSON_DEPTH } from '#domain/task-spec';
 import type { RouteDefinition } from './routes';
 
 /** Largest request body accepted: a 256 KB payload plus room for the envelope. */
@@ -123,6 +131,10 @@ function parseBody(event: HttpApiEvent): unknown {
   if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
     throw new HttpError(415, 'UnsupportedMediaType', 'send the body as application/json');
   }
+  // Depth is bounded before anything walks the value recursively; a repeated key would lose a value silently.
+  // JSON.parse itself makes `__proto__` an own key, as data.
+  const problem = jsonTextProblem(text, MAX_JSON_DEPTH);
+  if (problem) throw new ValidationError(`body: ${problem}`);
   try {
     return JSON.parse(text);
   } catch {

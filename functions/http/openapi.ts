@@ -54,6 +54,10 @@ const QUERY_PARAMETERS: Readonly<Record<string, { name: string; schema: object }
     { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
     { name: 'cursor', schema: { type: 'string' } },
   ],
+  listAgents: [
+    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+    { name: 'cursor', schema: { type: 'string' } },
+  ],
 };
 
 const errorSchema = {

@@ -9,9 +9,20 @@ import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { itemView } from './agent-operations';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
-import { agentView, occurrenceView, queueControlView, roleView, scheduleView, taskView } from './views';
+import {
+  agentView,
+  occurrenceView,
+  queueControlView,
+  roleView,
+  scheduleView,
+  taskListView,
+  taskView,
+} from './views';
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
+/** `limit=` as digits only: `Number()` would also take " 5", "0x10" and "1e1". */
+const limitOf = (value: string | null) =>
+  value === null ? {} : { limit: /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN };
 
 function queueParam(request: ApiRequest): string {
   const name = request.params.name ?? '';
@@ -45,12 +56,12 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         ...optional('queue', request.query.get('queue')),
         ...optional('status', request.query.get('status')),
         ...optional('cursor', request.query.get('cursor')),
-        ...(limit === null ? {} : { limit: Number(limit) }),
+        ...limitOf(limit),
       });
       return {
         status: 200,
         body: {
-          tasks: page.tasks.map(taskView),
+          tasks: page.tasks.map(taskListView),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         },
       };
@@ -101,10 +112,20 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       const { agent, token } = await scheduler.registerAgent(request.body, issueAgentToken);
       return { status: 201, body: { agent: agentView(agent), token } };
     },
-    listAgents: async () => ({
-      status: 200,
-      body: { agents: (await scheduler.listAgents()).map(agentView) },
-    }),
+    listAgents: async (request) => {
+      const limit = request.query.get('limit');
+      const page = await scheduler.listAgentPage({
+        ...optional('cursor', request.query.get('cursor')),
+        ...limitOf(limit),
+      });
+      return {
+        status: 200,
+        body: {
+          agents: page.agents.map(agentView),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        },
+      };
+    },
     listRoles: async () => ({
       status: 200,
       body: { roles: (await scheduler.listRoles()).map(roleView) },

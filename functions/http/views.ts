@@ -37,6 +37,15 @@ export function taskView(task: Task) {
   };
 }
 
+/**
+ * A task in a list: no result or checkpoint. A page of 100 tasks with 256 KB results each would pass Lambda's
+ * 6 MB response limit; `GET /v1/tasks/{taskId}` has them.
+ */
+export function taskListView(task: Task) {
+  const { result: _result, checkpoint: _checkpoint, ...view } = taskView(task);
+  return view;
+}
+
 export function claimedTaskView(task: ClaimedTask) {
   return { ...task, leaseDeadline: iso(task.leaseDeadline) };
 }

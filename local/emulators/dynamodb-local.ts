@@ -7,7 +7,10 @@
  * `<repo>/.agent-scheduler/emulators/dynamodb-local-<version>/`.
  *
  * DynamoDB Local has no option to choose the listen address (see `java -jar DynamoDBLocal.jar -help`);
- * it listens on all interfaces. Clients always connect through 127.0.0.1.
+ * its Jetty server listens on all interfaces, with no authentication. Where the JDK can run a Java source file
+ * (the `jdk.compiler` module, in every JDK 11+), it is started through `LoopbackDynamoDbLocal.java`, which sets
+ * the connector's host to 127.0.0.1 before it starts. With a bare JRE it falls back to `-jar`, listens on every
+ * interface, and says so on stderr. Clients always connect through 127.0.0.1.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -259,15 +262,33 @@ class PortInUseError extends Error {}
 /** DynamoDB Local does not exit when startup fails (Jetty's threads keep the JVM alive); spot it in the output. */
 const FATAL_OUTPUT = /Exception in thread "main"|Failed to bind|BindException/;
 
+const LOOPBACK_LAUNCHER = fileURLToPath(new URL('./LoopbackDynamoDbLocal.java', import.meta.url));
+
+let sourceLauncher: Promise<boolean> | undefined;
+/** True when `java` can run a source file (a JDK, not a bare JRE): then DynamoDB Local binds 127.0.0.1 only. */
+function canRunJavaSource(): Promise<boolean> {
+  sourceLauncher ??= run('java', ['--list-modules'], {}).then(
+    (result) => /^jdk\.compiler@/m.test(result.stdout),
+    () => false,
+  );
+  return sourceLauncher;
+}
+
 async function launch(dir: string, port: number, dbPath: string | undefined): Promise<DynamoDbLocal> {
+  const loopback = await canRunJavaSource();
+  if (!loopback) {
+    process.stderr.write(
+      `DynamoDB Local listens on every interface of this machine (port ${port}, no authentication): ` +
+        'install a JDK (11 or newer) to keep it on 127.0.0.1\n',
+    );
+  }
   const args = [
     // The client tier of the JIT and one GC thread: on a small machine C2's compiler threads and a parallel
     // collector take the cores the emulator's work needs (the bench ran 35 to 50 % faster on two cores).
     '-XX:TieredStopAtLevel=1',
     '-XX:+UseSerialGC',
     `-Djava.library.path=${join(dir, NATIVE_LIB_DIR)}`,
-    '-jar',
-    JAR,
+    ...(loopback ? ['-cp', JAR, LOOPBACK_LAUNCHER] : ['-jar', JAR]),
     ...(dbPath === undefined ? ['-inMemory'] : ['-dbPath', dbPath]),
     '-sharedDb',
     '-disableTelemetry',

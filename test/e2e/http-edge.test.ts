@@ -108,8 +108,9 @@ describe('HTTP edge on the local stack', () => {
           ? { leaseEpoch: taskOfA.leaseEpoch, error: { message: 'x' } }
           : { leaseEpoch: taskOfA.leaseEpoch };
       const response = await call('POST', `/v1/agent/tasks/${taskOfA.taskId}/${action}`, agentB.token, body);
-      expect(response.status).toBe(409);
-      expect(response.body).toMatchObject({ error: { code: 'LeaseLost' } });
+      // Answered as a task that does not exist: B learns neither that it exists nor its epoch.
+      expect(response.status).toBe(404);
+      expect(response.body).toMatchObject({ error: { code: 'TaskNotFound' } });
       expect(await snapshot()).toBe(before);
     },
   );

@@ -3,7 +3,7 @@
  * (i) a call retried after its commit returns the same outcome.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
+import { LeaseLostError, ServiceUnavailableError, SessionLostError, TaskNotFoundError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('ownership', () => {
@@ -38,11 +38,12 @@ describe('ownership', () => {
     expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2, attempt: 2 });
     const stale = { agentId: a.agentId, taskId: task.taskId, leaseEpoch: 1 };
     await expect(scheduler.heartbeat(a.agentId, a.sessionId)).rejects.toBeInstanceOf(SessionLostError);
-    await expect(scheduler.complete(stale, { by: 'a' })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(scheduler.fail(stale, { message: 'late' })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(scheduler.release(stale)).rejects.toBeInstanceOf(LeaseLostError);
+    // The task is B's now: A hears what a task that does not exist answers, and learns nothing of B's lease.
+    await expect(scheduler.complete(stale, { by: 'a' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(scheduler.fail(stale, { message: 'late' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(scheduler.release(stale)).rejects.toBeInstanceOf(TaskNotFoundError);
     // A presenting B's epoch is not B.
-    await expect(scheduler.complete({ ...stale, leaseEpoch: 2 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(scheduler.complete({ ...stale, leaseEpoch: 2 })).rejects.toBeInstanceOf(TaskNotFoundError);
     expect(await scheduler.getTask(task.taskId)).toMatchObject({
       status: 'leased',
       owner: b.agentId,

@@ -1,0 +1,344 @@
+/**
+ * Hostile inputs found from outside the project, one test per finding: each is answered with a 4xx and the
+ * JSON error body, or kept intact, and never alters data silently.
+ */
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { issueAgentToken } from '#domain/agent-token';
+import { type LocalRequest, type LocalServer, localRequestHandler, startLocalServer } from '#local/server';
+import { createTestStack, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_hostile-operator-token';
+const quiet = { info() {}, warn() {}, error() {} };
+
+describe('hostile input', () => {
+  let stack: TestStack;
+  let answer: ReturnType<typeof localRequestHandler>;
+  const agents: { agentId: string; token: string; sessionId: string }[] = [];
+
+  const call = async (method: string, url: string, body?: string, token = OPERATOR) => {
+    const request: LocalRequest = {
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body ?? '',
+    };
+    const result = await answer(request);
+    return {
+      status: result.statusCode,
+      text: result.body,
+      // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field, each assertion checks its part
+      json: JSON.parse(result.body) as Record<string, any>,
+    };
+  };
+
+  const claimOne = async (agent: { token: string; sessionId: string }) => {
+    const claimed = await call(
+      'POST',
+      '/v1/agent/claim',
+      JSON.stringify({ sessionId: agent.sessionId }),
+      agent.token,
+    );
+    expect(claimed.status).toBe(200);
+    return claimed;
+  };
+
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['work'] });
+    for (const name of ['first', 'second']) {
+      const registered = await stack.scheduler.registerAgent(
+        { name, queues: ['work'], maxConcurrency: 10 },
+        issueAgentToken,
+      );
+      const session = await stack.scheduler.openSession(registered.agent.agentId);
+      agents.push({
+        agentId: registered.agent.agentId,
+        token: registered.token ?? '',
+        sessionId: session.sessionId,
+      });
+    }
+    answer = localRequestHandler({
+      scheduler: stack.scheduler,
+      agents: stack.ctx.agents,
+      operatorToken: OPERATOR,
+      log: quiet,
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  describe('1. deep nesting', () => {
+    const objects = `${'{"a":'.repeat(2_000)}1${'}'.repeat(2_000)}`;
+    const arrays = `${'['.repeat(3_000)}${']'.repeat(3_000)}`;
+    const absentTask = `t_${'q'.repeat(26)}`;
+
+    it.each([
+      ['objects', objects],
+      ['arrays', arrays],
+    ])('a payload of nested %s is refused with 400', async (_, deep) => {
+      const answered = await call('POST', '/v1/tasks', `{"queue":"work","payload":${deep}}`);
+      expect(answered.status).toBe(400);
+      expect(answered.json.error.code).toBe('ValidationError');
+    });
+
+    it.each([
+      ['objects', objects],
+      ['arrays', arrays],
+    ])('a result or a checkpoint of nested %s is refused with 400', async (_, deep) => {
+      const [agent] = agents;
+      const completed = await call(
+        'POST',
+        `/v1/agent/tasks/${absentTask}/complete`,
+        `{"leaseEpoch":1,"result":${deep}}`,
+        agent?.token,
+      );
+      expect(completed.status).toBe(400);
+      const beat = await call(
+        'POST',
+        '/v1/agent/heartbeat',
+        `{"sessionId":"${agent?.sessionId}","checkpoints":[{"taskId":"${absentTask}","leaseEpoch":1,"checkpoint":${deep}}]}`,
+        agent?.token,
+      );
+      expect(beat.status).toBe(400);
+    });
+  });
+
+  it('2. limits of null are refused and clear nothing', async () => {
+    const set = await call('POST', '/v1/queues/work/limits', JSON.stringify({ maxConcurrency: 3 }));
+    expect(set.status).toBe(200);
+    const cleared = await call('POST', '/v1/queues/work/limits', 'null');
+    expect(cleared.status).toBe(400);
+    expect((await call('POST', '/v1/queues/work/limits')).status).toBe(400);
+    const queues = await call('GET', '/v1/queues');
+    expect(queues.json.queues.find((q: { name: string }) => q.name === 'work').limits).toEqual({
+      maxConcurrency: 3,
+    });
+    await call('POST', '/v1/queues/work/limits', '{}');
+  });
+
+  describe('3. keys DynamoDB cannot take', () => {
+    it('an agent id over 2 KB is not found', async () => {
+      const revoked = await call('DELETE', `/v1/agents/a_${'x'.repeat(3_000)}`);
+      expect(revoked.status).toBe(404);
+      expect(revoked.json.error.code).toBe('AgentNotFound');
+    });
+
+    it.each([
+      { taskId: '', part: 'state' },
+      { taskId: 't_x', part: '' },
+      { taskId: 'x'.repeat(3_000), part: 'state' },
+      { taskId: `t_${'q'.repeat(26)}`, part: 'payload' },
+    ])('a forged cursor %# is refused with 400', async (key) => {
+      const cursor = Buffer.from(JSON.stringify(key)).toString('base64url');
+      const listed = await call('GET', `/v1/tasks?cursor=${cursor}`);
+      expect(listed.status).toBe(400);
+      expect(listed.json.error.code).toBe('ValidationError');
+    });
+  });
+
+  it.each(['%20%205', '0x10', '1e1'])('3. a limit of %s is refused, not read leniently', async (limit) => {
+    expect((await call('GET', `/v1/tasks?limit=${limit}`)).status).toBe(400);
+    expect((await call('GET', `/v1/agents?limit=${limit}`)).status).toBe(400);
+  });
+
+  it('3. a cursor with characters outside base64url is refused, though it decodes', async () => {
+    const cursor = Buffer.from(JSON.stringify({ taskId: `t_${'q'.repeat(26)}`, part: 'state' })).toString(
+      'base64url',
+    );
+    expect((await call('GET', `/v1/tasks?cursor=${cursor}`)).status).toBe(200);
+    expect((await call('GET', `/v1/tasks?cursor=${cursor}%1B`)).status).toBe(400);
+  });
+
+  describe('4. __proto__ keys', () => {
+    it('a payload keeps them through submit and claim, byte for byte', async () => {
+      const payload = '{"__proto__":{"admin":true},"nested":[{"__proto__":null}],"n":1}';
+      const submitted = await call('POST', '/v1/tasks', `{"queue":"work","payload":${payload}}`);
+      expect(submitted.status).toBe(201);
+      const [agent] = agents;
+      if (!agent) throw new Error('no agent');
+      const claimed = await claimOne(agent);
+      const task = claimed.json.tasks[0];
+      expect(JSON.stringify(task.payload)).toBe(payload);
+
+      const result = '{"__proto__":{"polluted":1},"ok":true}';
+      const done = await call(
+        'POST',
+        `/v1/agent/tasks/${task.taskId}/complete`,
+        `{"leaseEpoch":${task.leaseEpoch},"result":${result}}`,
+        agent.token,
+      );
+      expect(done.status).toBe(200);
+      const read = await call('GET', `/v1/tasks/${task.taskId}`);
+      expect(JSON.stringify(read.json.task.result)).toBe(result);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    });
+  });
+
+  it.each([
+    '{"queue":"work","payload":{"a":1,"a":2}}',
+    '{"queue":"work","queue":"work","payload":{}}',
+    '{"queue":"work","payload":{"k":[{"\\u0061":1,"a":2}]}}',
+  ])('4. a key repeated in one object (%s) is refused, not half dropped', async (body) => {
+    const submitted = await call('POST', '/v1/tasks', body);
+    expect(submitted.status).toBe(400);
+    expect(submitted.json.error.message).toMatch(/appears twice/);
+  });
+
+  it('5. a task that is not the caller’s is answered as one that does not exist', async () => {
+    const [holder, other] = agents;
+    if (!holder || !other) throw new Error('no agents');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"five":true}}');
+    const claimed = await claimOne(holder);
+    const task = claimed.json.tasks[0];
+    const absent = `t_${'q'.repeat(26)}`;
+    for (const verb of ['complete', 'fail', 'release']) {
+      const body = verb === 'fail' ? '{"leaseEpoch":1,"error":{"message":"x"}}' : '{"leaseEpoch":1}';
+      const foreign = await call('POST', `/v1/agent/tasks/${task.taskId}/${verb}`, body, other.token);
+      const missing = await call('POST', `/v1/agent/tasks/${absent}/${verb}`, body, other.token);
+      expect(foreign.status).toBe(missing.status);
+      expect(foreign.json.error.code).toBe(missing.json.error.code);
+      expect(foreign.json.error.message.replace(task.taskId, 'ID')).toBe(
+        missing.json.error.message.replace(absent, 'ID'),
+      );
+    }
+    // The holder still learns why its own stale call is refused.
+    const stale = await call(
+      'POST',
+      `/v1/agent/tasks/${task.taskId}/release`,
+      `{"leaseEpoch":${task.leaseEpoch + 1}}`,
+      holder.token,
+    );
+    expect(stale.status).toBe(409);
+    expect(stale.json.error.code).toBe('LeaseLost');
+    const released = `{"leaseEpoch":${task.leaseEpoch}}`;
+    expect(
+      (await call('POST', `/v1/agent/tasks/${task.taskId}/release`, released, holder.token)).status,
+    ).toBe(200);
+    // A retried call replays.
+    expect(
+      (await call('POST', `/v1/agent/tasks/${task.taskId}/release`, released, holder.token)).status,
+    ).toBe(200);
+  });
+
+  it.each(['\u001b[2J', '\u0007', '\u202e', '\u0000', '\u009b'])(
+    '6. a control character (%j) in an agent name is refused',
+    async (control) => {
+      const registered = await call(
+        'POST',
+        '/v1/agents',
+        JSON.stringify({ name: `evil${control}`, queues: ['work'] }),
+      );
+      expect(registered.status).toBe(400);
+    },
+  );
+
+  describe('7. list views', () => {
+    it('tasks carry no payload, result or checkpoint', async () => {
+      const [agent] = agents;
+      if (!agent) throw new Error('no agent');
+      await call('POST', '/v1/tasks', '{"queue":"work","payload":{"seven":true}}');
+      const task = (await claimOne(agent)).json.tasks[0];
+      const result = JSON.stringify({ leaseEpoch: task.leaseEpoch, result: { big: 'r'.repeat(1_000) } });
+      expect(
+        (await call('POST', `/v1/agent/tasks/${task.taskId}/complete`, result, agent.token)).status,
+      ).toBe(200);
+      const listed = await call('GET', '/v1/tasks?limit=100');
+      expect(listed.status).toBe(200);
+      expect(listed.json.tasks.length).toBeGreaterThan(0);
+      for (const task of listed.json.tasks) {
+        expect(task).not.toHaveProperty('result');
+        expect(task).not.toHaveProperty('payload');
+        expect(task).not.toHaveProperty('checkpoint');
+      }
+    });
+
+    it('agents are listed a page at a time with a cursor', async () => {
+      const first = await call('GET', '/v1/agents?limit=1');
+      expect(first.status).toBe(200);
+      expect(first.json.agents).toHaveLength(1);
+      expect(typeof first.json.nextCursor).toBe('string');
+      const second = await call('GET', `/v1/agents?limit=1&cursor=${first.json.nextCursor}`);
+      expect(second.json.agents).toHaveLength(1);
+      expect(second.json.agents[0].agentId).not.toBe(first.json.agents[0].agentId);
+      expect((await call('GET', '/v1/agents?limit=0')).status).toBe(400);
+      expect((await call('GET', '/v1/agents?cursor=abc')).status).toBe(400);
+    });
+  });
+
+  describe('9 and 10. the local server', () => {
+    let server: LocalServer;
+    beforeAll(async () => {
+      server = await startLocalServer({
+        scheduler: stack.scheduler,
+        agents: stack.ctx.agents,
+        operatorToken: OPERATOR,
+        port: 0,
+        log: quiet,
+      });
+    });
+    afterAll(async () => {
+      await server.close();
+    });
+
+    it('9. listens on the loopback interface only', () => {
+      const address = server.server.address();
+      expect(typeof address === 'object' && address?.address).toBe('127.0.0.1');
+    });
+
+    it('9. the local server and both emulators refuse connections on the machine’s other addresses', async () => {
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((address) => address && !address.internal && address.family === 'IPv4')?.address;
+      // A machine with only a loopback interface has nothing to be exposed on.
+      if (outside === undefined) return;
+      const ports = [server.url, inject('dynamodbEndpoint'), inject('sqsEndpoint')].map((url) =>
+        Number(new URL(url).port),
+      );
+      const reach = (port: number) =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port, outside, () => {
+            socket.destroy();
+            resolve('connected');
+          });
+          socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+        });
+      expect(await Promise.all(ports.map(reach))).toEqual(['ECONNREFUSED', 'ECONNREFUSED', 'ECONNREFUSED']);
+    });
+
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const port = Number(new URL(server.url).port);
+        const socket = connect(port, '127.0.0.1', () => socket.end(request));
+        let text = '';
+        socket.on('data', (chunk) => {
+          text += chunk.toString('utf8');
+        });
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+
+    it.each([
+      [
+        'an over-long header',
+        `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+      ],
+      ['a malformed request line', 'NOT A REQUEST\r\n\r\n', 400],
+      ['a bad header', 'GET /v1/health HTTP/1.1\r\nHo st: x\r\n\r\n', 400],
+      ['a target that is not a URL', 'GET http://[ HTTP/1.0\r\nHost: x\r\n\r\n', 400],
+    ])('10. %s is answered with the JSON error body', async (_, request, status) => {
+      const response = await raw(request);
+      expect(response.split('\r\n')[0]).toBe(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`,
+      );
+      expect(response).toMatch(/content-type: application\/json/i);
+      const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as {
+        error: { code: string; message: string };
+      };
+      expect(typeof body.error.code).toBe('string');
+      expect(typeof body.error.message).toBe('string');
+    });
+  });
+});
