@@ -4,6 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
+import { agentRateLimitFromEnv } from '#adapters/environment';
 import { schedulerFromEnvironment } from '#core/runtime';
 import { agentOperations } from './http/agent-operations';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
@@ -11,7 +12,14 @@ import { routesServedBy } from './http/routes';
 
 const logger = new Logger();
 const metrics = new Metrics();
-const api = createHttpApi(routesServedBy('agent'), agentOperations(schedulerFromEnvironment(logger)), logger);
+const api = createHttpApi(
+  routesServedBy('agent'),
+  agentOperations(schedulerFromEnvironment(logger)),
+  logger,
+  {
+    agentRateLimit: agentRateLimitFromEnv(),
+  },
+);
 
 export const handler = middy<HttpApiEvent, HttpApiResult>()
   .use(injectLambdaContext(logger))

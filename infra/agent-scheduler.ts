@@ -20,6 +20,7 @@ import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
 import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import { DEFAULT_AGENT_RATE_LIMIT } from '../functions/http/http-api';
 import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
@@ -51,8 +52,24 @@ export interface AgentSchedulerProps {
   readonly alarmTopic?: ITopic;
   /** Retention of function and access logs. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
-  /** API Gateway's default throttling for the whole API. @default 100 requests per second, bursts of 200 */
+  /** API Gateway's default throttling, for routes without limits of their own. @default 100 requests per second, bursts of 200 */
   readonly apiThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of each agent route (session, heartbeat, claim, complete, …), across all agents.
+   * @default 100 requests per second, bursts of 200
+   */
+  readonly agentRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of each operator route, apart from the agent routes' so agents cannot starve operators.
+   * @default 50 requests per second, bursts of 100
+   */
+  readonly operatorRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * Requests a second one agent may make, enforced by each agent API instance (with N instances the bound is N
+   * times this); past it the agent gets 429 with `Retry-After`. A Worker makes about one call per task.
+   * @default 50 requests per second, bursts of 100
+   */
+  readonly agentRateLimit?: { readonly ratePerSecond: number; readonly burst: number };
   /** A hint waiting longer than this raises the queue's alarm. @default 15 minutes */
   readonly oldestMessageAlarmAge?: Duration;
   /** CloudWatch namespace of the scheduler's own metrics. @default 'AgentScheduler' */
@@ -205,7 +222,13 @@ export class AgentScheduler extends Construct {
         ...(invokedAsynchronously ? { deadLetterQueue: this.deadLetterQueue } : {}),
       });
     this.functions = {
-      agentApi: fn('AgentApi', 'agent-api', 512, Duration.seconds(10), environment),
+      agentApi: fn('AgentApi', 'agent-api', 512, Duration.seconds(10), {
+        ...environment,
+        AGENT_RATE_PER_SECOND: String(
+          props.agentRateLimit?.ratePerSecond ?? DEFAULT_AGENT_RATE_LIMIT.ratePerSecond,
+        ),
+        AGENT_BURST: String(props.agentRateLimit?.burst ?? DEFAULT_AGENT_RATE_LIMIT.burst),
+      }),
       operatorApi: fn('OperatorApi', 'operator-api', 512, Duration.seconds(10), environment),
       authorizer: fn('Authorizer', 'authorizer', 256, Duration.seconds(5), {
         AGENTS_TABLE_NAME: this.tables.agents.tableName,
@@ -220,6 +243,10 @@ export class AgentScheduler extends Construct {
       operatorApi: this.functions.operatorApi,
       authorizer: this.functions.authorizer,
       throttle: props.apiThrottle ?? { rateLimit: 100, burstLimit: 200 },
+      routeThrottle: {
+        agent: props.agentRouteThrottle ?? { rateLimit: 100, burstLimit: 200 },
+        operator: props.operatorRouteThrottle ?? { rateLimit: 50, burstLimit: 100 },
+      },
       logRetention,
       authorizerCacheTtl: Duration.seconds(60),
     });
@@ -580,6 +607,19 @@ function validateProps(props: AgentSchedulerProps): void {
       props.apiThrottle?.burstLimit,
       { fallback: 200, min: 1, max: 5_000, integer: true },
     ],
+
+    ...(['agentRouteThrottle', 'operatorRouteThrottle'] as const).flatMap(
+      (name): [string, number | undefined, NumericSetting][] => [
+        [`${name}.rateLimit`, props[name]?.rateLimit, { fallback: 100, min: 1, max: 10_000, integer: false }],
+        [`${name}.burstLimit`, props[name]?.burstLimit, { fallback: 200, min: 1, max: 5_000, integer: true }],
+      ],
+    ),
+    [
+      'agentRateLimit.ratePerSecond',
+      props.agentRateLimit?.ratePerSecond,
+      NUMERIC_SETTINGS.AGENT_RATE_PER_SECOND,
+    ],
+    ['agentRateLimit.burst', props.agentRateLimit?.burst, NUMERIC_SETTINGS.AGENT_BURST],
   ];
   for (const [name, value, setting] of numbers) {
     if (value === undefined || Token.isUnresolved(value)) continue;

@@ -1,10 +1,12 @@
 /**
  * The HTTP API: agent routes behind a Lambda authorizer over per-agent bearer tokens, operator routes behind
- * AWS IAM, health open. JSON access logs and default throttling on the stage.
+ * AWS IAM, health open. JSON access logs, default throttling on the stage and limits of their own on agent and
+ * operator routes, so a flood on one kind of route leaves the other's alone.
  */
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  type CfnStage,
   HttpApi,
   HttpMethod,
   HttpRoute,
@@ -30,10 +32,17 @@ export interface SchedulerApiProps {
   readonly agentApi: IFunction;
   readonly operatorApi: IFunction;
   readonly authorizer: IFunction;
-  readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+  readonly throttle: Throttle;
+  /** Limits of each agent route and of each operator route, overriding the stage's default. */
+  readonly routeThrottle: { readonly agent: Throttle; readonly operator: Throttle };
   readonly logRetention: RetentionDays;
   /** How long API Gateway caches an authorizer's answer for one token. */
   readonly authorizerCacheTtl: Duration;
+}
+
+export interface Throttle {
+  readonly rateLimit: number;
+  readonly burstLimit: number;
 }
 
 const METHODS: Record<RouteDefinition['method'], HttpMethod> = {
@@ -112,6 +121,22 @@ export class SchedulerApi extends Construct {
       );
     }
     this.routes = routes;
+
+    // HTTP APIs have no usage plans: route settings are the way to give routes limits of their own. The stage
+    // can only name routes that exist, so it is deployed after them.
+    const cfnStage = this.stage.node.defaultChild as CfnStage;
+    const routeSettings: Record<string, object> = {};
+    for (const route of DEPLOYED_ROUTES) {
+      if (route.access === 'public') continue;
+      const limits = props.routeThrottle[route.access];
+      routeSettings[`${route.method} ${route.path}`] = {
+        ThrottlingRateLimit: limits.rateLimit,
+        ThrottlingBurstLimit: limits.burstLimit,
+      };
+      const created = routes.get(`${route.method} ${route.path}`);
+      if (created) cfnStage.node.addDependency(created);
+    }
+    cfnStage.routeSettings = routeSettings;
   }
 
   /** The API's base URL. */

@@ -25,6 +25,9 @@ export const NUMERIC_SETTINGS = {
   STARVATION_ATTENTION_AFTER_SECONDS: { fallback: 3_600, min: 1, max: 30 * 86_400, integer: true },
   IDLE_RETRY_MAX_SECONDS: { fallback: 90, min: 1, max: 900, integer: true },
   MAX_ROLES_PER_AGENT: { fallback: 100, min: 1, max: 10_000, integer: true },
+  // Per agent, per agent API instance (see `AgentRateLimiter`).
+  AGENT_RATE_PER_SECOND: { fallback: 50, min: 0.1, max: 10_000, integer: false },
+  AGENT_BURST: { fallback: 100, min: 1, max: 10_000, integer: true },
 } as const satisfies Record<string, NumericSetting>;
 
 export interface NumericSetting {
@@ -131,4 +134,12 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     maxRolesPerAgent: numberEnv('MAX_ROLES_PER_AGENT', env),
     queueLimits: queueLimitsEnv(env),
   };
+}
+
+/** The per-agent request rate the agent API enforces at its edge. */
+export function agentRateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  ratePerSecond: number;
+  burst: number;
+} {
+  return { ratePerSecond: numberEnv('AGENT_RATE_PER_SECOND', env), burst: numberEnv('AGENT_BURST', env) };
 }

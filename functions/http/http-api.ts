@@ -75,17 +75,70 @@ class HttpError extends SchedulerError {
     readonly statusCode: number,
     readonly code: string,
     message: string,
+    /** Sent as `Retry-After`. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
 }
 
-const json = (statusCode: number, body: unknown): HttpApiResult => ({
+const json = (statusCode: number, body: unknown, retryAfterSeconds?: number): HttpApiResult => ({
   statusCode,
   // A busy dependency usually recovers within a second; say so, so clients need not guess.
-  headers: { 'content-type': 'application/json', ...(statusCode === 503 ? { 'retry-after': '1' } : {}) },
+  headers: {
+    'content-type': 'application/json',
+    ...(statusCode === 503 ? { 'retry-after': '1' } : {}),
+    ...(retryAfterSeconds === undefined ? {} : { 'retry-after': String(retryAfterSeconds) }),
+  },
   body: JSON.stringify(body),
 });
+
+/** How many requests a second one agent may make, with bursts of `burst`. */
+export interface AgentRateLimit {
+  readonly ratePerSecond: number;
+  readonly burst: number;
+}
+
+/** 50 a second, bursts of 100: a Worker sends about one call per task and a heartbeat every few seconds. */
+export const DEFAULT_AGENT_RATE_LIMIT: AgentRateLimit = { ratePerSecond: 50, burst: 100 };
+
+/** Buckets kept at most; past this, the least recently refilled go first (a full bucket is the default). */
+const MAX_AGENT_BUCKETS = 10_000;
+
+/**
+ * A token bucket per agent, kept in this function instance's memory: with N instances serving one agent the
+ * bound is N times the rate. API Gateway's route limits bound the total; this keeps one agent's token from
+ * taking all of it.
+ */
+export class AgentRateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly limit: AgentRateLimit,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Takes a token for `agentId`: undefined if granted, else the whole seconds until one is available. */
+  take(agentId: string): number | undefined {
+    const now = this.now();
+    const bucket = this.buckets.get(agentId);
+    const elapsed = bucket ? Math.max(0, now - bucket.at) / 1_000 : 0;
+    const tokens = bucket
+      ? Math.min(this.limit.burst, bucket.tokens + elapsed * this.limit.ratePerSecond)
+      : this.limit.burst;
+    this.buckets.delete(agentId);
+    if (this.buckets.size >= MAX_AGENT_BUCKETS) {
+      const oldest = this.buckets.keys().next().value;
+      if (oldest !== undefined) this.buckets.delete(oldest);
+    }
+    if (tokens < 1) {
+      this.buckets.set(agentId, { tokens, at: now });
+      return Math.max(1, Math.ceil((1 - tokens) / this.limit.ratePerSecond));
+    }
+    this.buckets.set(agentId, { tokens: tokens - 1, at: now });
+    return undefined;
+  }
+}
 
 /** Matches `/v1/tasks/t_x/cancel` against `/v1/tasks/{taskId}/cancel`; path parameters are decoded. */
 export function matchRoute(
@@ -145,10 +198,11 @@ function parseBody(event: HttpApiEvent): unknown {
 /** The response for an error: exposed errors as they are, anything else as a bare 500. */
 export function errorResult(error: unknown, requestId: string, log: SchedulerLog): HttpApiResult {
   if (isSchedulerError(error) && error.expose) {
-    return json(error.statusCode, {
-      error: { code: error.code, message: error.message.slice(0, 300) },
-      requestId,
-    });
+    return json(
+      error.statusCode,
+      { error: { code: error.code, message: error.message.slice(0, 300) }, requestId },
+      error instanceof HttpError ? error.retryAfterSeconds : undefined,
+    );
   }
   if (isSchedulerError(error) && error.statusCode === 503) {
     log.warn('dependency unavailable', { requestId, error: error.name });
@@ -171,7 +225,11 @@ export function createHttpApi(
   routes: readonly RouteDefinition[],
   operations: Readonly<Partial<Record<string, Operation>>>,
   log: SchedulerLog,
+  options: { readonly agentRateLimit?: AgentRateLimit; readonly now?: () => number } = {},
 ): (event: HttpApiEvent) => Promise<HttpApiResult> {
+  const limiter = options.agentRateLimit
+    ? new AgentRateLimiter(options.agentRateLimit, options.now)
+    : undefined;
   return async (event) => {
     const requestId = event.requestContext.requestId;
     try {
@@ -192,6 +250,17 @@ export function createHttpApi(
       const agentId = event.requestContext.authorizer?.lambda?.agentId;
       if (route.access === 'agent' && typeof agentId !== 'string') {
         throw new HttpError(401, 'Unauthorized', 'an agent token is required');
+      }
+      if (limiter && typeof agentId === 'string') {
+        const wait = limiter.take(agentId);
+        if (wait !== undefined) {
+          throw new HttpError(
+            429,
+            'TooManyRequests',
+            `this agent sends more than ${options.agentRateLimit?.ratePerSecond} requests a second; retry in ${wait} s`,
+            wait,
+          );
+        }
       }
       const body = parseBody(event);
       const response = await operation({

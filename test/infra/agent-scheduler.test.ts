@@ -509,6 +509,39 @@ describe('AgentScheduler construct', () => {
       });
     });
 
+    it('agent and operator routes have limits of their own (100/200 and 50/100 by default), health the stage default', () => {
+      const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Stage'));
+      const settings = stage?.Properties.RouteSettings as Record<string, unknown>;
+      const expected = Object.fromEntries(
+        ROUTES.filter((r) => r.access !== 'public').map((r) => [
+          `${r.method} ${r.path}`,
+          r.access === 'agent'
+            ? { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }
+            : { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+        ]),
+      );
+      expect(settings).toEqual(expected);
+    });
+
+    it('the stage is deployed after the routes its settings name', () => {
+      const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Stage')) as unknown as {
+        DependsOn?: string[];
+      }[];
+      for (const route of stack.scheduler.api.routes.values()) {
+        if (route.node.id === 'RouteHealth') continue;
+        expect(stage?.DependsOn).toContain(stack.getLogicalId(route.node.defaultChild as never));
+      }
+    });
+
+    it('the agent API bounds each agent to 50 requests a second, bursts of 100, by default', () => {
+      const fn = stack.scheduler.functions.agentApi;
+      const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+      expect(resource.Properties.Environment.Variables).toMatchObject({
+        AGENT_RATE_PER_SECOND: '50',
+        AGENT_BURST: '100',
+      });
+    });
+
     it('the stage writes JSON access logs and throttles by default', () => {
       template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
         StageName: '$default',

@@ -138,6 +138,21 @@ describe('props', () => {
       /apiThrottle.rateLimit must be a number from 1 to 10000 \(got 0\)/,
     ],
     [
+      'an agent route limit of zero',
+      { queues: ['a'], agentRouteThrottle: { rateLimit: 0, burstLimit: 10 } },
+      /agentRouteThrottle.rateLimit must be a number from 1 to 10000 \(got 0\)/,
+    ],
+    [
+      'an operator route burst of zero',
+      { queues: ['a'], operatorRouteThrottle: { rateLimit: 10, burstLimit: 0 } },
+      /operatorRouteThrottle.burstLimit must be a whole number from 1 to 5000 \(got 0\)/,
+    ],
+    [
+      'a per-agent rate of zero',
+      { queues: ['a'], agentRateLimit: { ratePerSecond: 0, burst: 10 } },
+      /agentRateLimit.ratePerSecond must be a number from 0.1 to 10000 \(got 0\)/,
+    ],
+    [
       'a fractional burst',
       { queues: ['a'], apiThrottle: { rateLimit: 10, burstLimit: 2.5 } },
       /apiThrottle.burstLimit must be a whole number from 1 to 5000 \(got 2.5\)/,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { schedulerConfigFromEnv } from '#adapters/environment';
+import { agentRateLimitFromEnv, schedulerConfigFromEnv } from '#adapters/environment';
 import { QueueDirectory } from '#adapters/task-queues';
 
 const env = {
@@ -45,6 +45,17 @@ describe('function configuration', () => {
   ])('refuses %s=%s, naming the bounds and the value', (name, value, bounds) => {
     expect(() => schedulerConfigFromEnv({ ...env, [name]: value })).toThrow(
       `environment variable ${name} must be ${bounds} (got "${value}")`,
+    );
+  });
+
+  it('reads the per-agent rate limit, 50 a second with bursts of 100 by default', () => {
+    expect(agentRateLimitFromEnv({})).toEqual({ ratePerSecond: 50, burst: 100 });
+    expect(agentRateLimitFromEnv({ AGENT_RATE_PER_SECOND: '2.5', AGENT_BURST: '5' })).toEqual({
+      ratePerSecond: 2.5,
+      burst: 5,
+    });
+    expect(() => agentRateLimitFromEnv({ AGENT_BURST: '0' })).toThrow(
+      'environment variable AGENT_BURST must be a whole number from 1 to 10000 (got "0")',
     );
   });
 
