@@ -34,6 +34,10 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Lambda sends a failed asynchronous invocation to the function’s dead-letter queue with its role; locally nothing is invoked asynchronously.',
   'agentApi|s3:ListBucket|bucket':
     'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone; the S3 emulator does not check permissions, so the difference never shows locally.',
+  'supervisor|dynamodb:ConditionCheckItem|table:leases':
+    'A hand-over whose old holder has a newer session item checks that the session it saw is gone instead of ending it; only a sweep racing a session open reaches it (openSession hands its old roles over first).',
+  'operatorApi|dynamodb:ConditionCheckItem|table:leases':
+    'The same hand-over check, reached only when a revocation races a session open that read the agent before it was marked revoked.',
   'scheduleFire|scheduler:UpdateSchedule|scheduleGroup':
     'Replaces an early fire that already exists (EventBridge answers ConflictException); the local stand-in never conflicts. The request is asserted with the SDK mock in the adapter’s unit test.',
 };
