@@ -606,6 +606,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
         idleClaims = 0;
         // The claim extended the session on the server, after it was first sent.
         this.acknowledged(session, pending.sentAt);
+        // A claim first sent longer ago than the lease lasts cannot vouch for the session: nothing else did.
+        if (Date.now() >= this.sessionValidUntil) this.sessionLapsed(session);
       } else idleClaims++;
       // The server's suggestion wins: its operator sets what idle polling may cost.
       const wait = claimed.tasks.length > 0 ? 0 : (claimed.retryAfterMs ?? idle.next());
