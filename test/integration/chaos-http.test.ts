@@ -1,0 +1,51 @@
+/**
+ * The chaos run through the HTTP edge and SDK Workers, and its negative controls: a mutant switched on for a
+ * short run must be caught by the checker of what ran on the agents.
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { AgentSchedulerError } from '#sdk/errors';
+import type { WorkerOptions } from '#sdk/worker';
+import { type HttpChaosOptions, runHttpChaos } from '../../chaos/run-http-chaos';
+
+const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+
+/**
+ * An SDK that ignores its local expiry: a heartbeat that does not get through is taken as answered, so the
+ * Worker keeps believing in its leases after the server has ended them.
+ */
+function ignoreLocalExpiry(options: WorkerOptions): WorkerOptions {
+  const client = Object.create(options.client) as WorkerOptions['client'];
+  client.heartbeat = (input) =>
+    options.client.heartbeat(input).catch((error: unknown) => {
+      if (error instanceof AgentSchedulerError && error.status >= 400 && error.status < 500) throw error;
+      return { cancelled: [], lost: [], roles: { picked: [], lost: [] } };
+    });
+  return { ...options, client };
+}
+
+describe('chaos through HTTP and the SDK', () => {
+  it('300 tasks, 10 agents under faults: no violation on either side', async () => {
+    const report = await runHttpChaos({ tasks: 300, agents: 10, seed: 7, endpoints, drainTimeoutMs: 90_000 });
+    console.log(`chaos http: ${JSON.stringify(report)}`);
+    expect(report).toMatchObject({
+      executionOverlapCount: 0,
+      runAfterSuccessCount: 0,
+      roleOverlapCount: 0,
+      lostCount: 0,
+      neverTerminalCount: 0,
+      violations: 0,
+    });
+    expect(report.staleRejectedCount).toBeGreaterThan(0);
+    for (const kind of ['unavailableBeforeDelivery', 'answerLost', 'requestHung', 'supervisorDoubled'])
+      expect(report.faults[kind]).toBeGreaterThan(0);
+  }, 180_000);
+
+  const shortRun = (options: Partial<HttpChaosOptions>) =>
+    runHttpChaos({ tasks: 100, agents: 8, seed: 11, endpoints, drainTimeoutMs: 60_000, ...options });
+
+  it('catches the mutant ignoreLocalExpiry', async () => {
+    const report = await shortRun({ mutateWorker: ignoreLocalExpiry });
+    console.log(`mutant ignoreLocalExpiry: ${JSON.stringify(report)}`);
+    expect(report.executionOverlapCount).toBeGreaterThan(0);
+  }, 180_000);
+});
