@@ -39,6 +39,8 @@ export interface HttpChaosOptions {
   readonly supervisorDoubling?: number;
   /** Longest wait for every task to end once the faults stop. @default 60 s */
   readonly drainTimeoutMs?: number;
+  /** Share of handlers whose agent is cut off while they run 3 s (past the lease's time to live). @default 0.01 */
+  readonly cutOffShare?: number;
 }
 
 export interface HttpChaosReport extends AgentSideVerdict {
@@ -180,17 +182,19 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       context.signal.addEventListener('abort', ended, { once: true });
       try {
         const draw = random();
-        if (faultsOn && draw < 0.01) {
+        const cutOffShare = options.cutOffShare ?? 0.01;
+        const cutOff = faultsOn && draw < cutOffShare;
+        if (cutOff) {
           count('agentCutOff');
           agent.cutOffUntil = Date.now() + LEASE_TTL_SECONDS * 1_000 * 2;
-        } else if (faultsOn && draw < 0.015) {
+        } else if (faultsOn && draw < cutOffShare + 0.005) {
           count('agentCrash');
           // Stops claiming and heartbeating at once; nothing is released.
           agent.cutOffUntil = Number.POSITIVE_INFINITY;
         }
         // Most handlers are quick; one in twenty works for 3 s (past the lease's time to live, so only its
         // heartbeats keep it), checkpointing, until done or aborted.
-        const steps = random() < 0.05 ? 60 : 1;
+        const steps = cutOff || random() < 0.05 ? 60 : 1;
         for (let step = 0; step < steps && !context.signal.aborted; step++) {
           context.checkpoint({ step });
           await sleep(steps > 1 ? 50 : 5 + random() * 45);
@@ -316,14 +320,14 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       while (!stopping && faultsOn) {
         await sleep(100);
         const target = acknowledged[Math.floor(random() * acknowledged.length)];
-        if (target && random() < 0.3) {
+        if (target && random() < 0.1) {
           await operator.cancelTask(target).then(
             () => cancelled++,
             () => undefined,
           );
         }
         const live = agents.filter((a) => !a.gone);
-        if (random() < 0.02) {
+        if (random() < 0.005) {
           const victim = live[Math.floor(random() * live.length)];
           if (victim) {
             await operator.revokeAgent(victim.agentId).catch(() => undefined);
@@ -355,7 +359,9 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         faultsOn = false;
       }
       if (process.env.CHAOS_DEBUG)
-        console.error(`open ${open.length} of ${acknowledged.length}, faults ${faultsOn ? 'on' : 'off'}`);
+        console.error(
+          `open ${open.length} of ${acknowledged.length}, executions ${executions.length}, faults ${faultsOn ? 'on' : 'off'}`,
+        );
       if (open.length > 0) await sleep(500);
     }
     mark('drained');
