@@ -186,7 +186,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         const cutOff = faultsOn && draw < cutOffShare;
         if (cutOff) {
           count('agentCutOff');
-          agent.cutOffUntil = Date.now() + LEASE_TTL_SECONDS * 1_000 * 2;
+          agent.cutOffUntil = Date.now() + LEASE_TTL_SECONDS * 1_000 * 3;
         } else if (faultsOn && draw < cutOffShare + 0.005) {
           count('agentCrash');
           // Stops claiming and heartbeating at once; nothing is released.
@@ -194,7 +194,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         }
         // Most handlers are quick; one in twenty works for 3 s (past the lease's time to live, so only its
         // heartbeats keep it), checkpointing, until done or aborted.
-        const steps = cutOff || random() < 0.05 ? 60 : 1;
+        const steps = cutOff ? 160 : random() < 0.05 ? 60 : 1;
         for (let step = 0; step < steps && !context.signal.aborted; step++) {
           context.checkpoint({ step });
           await sleep(steps > 1 ? 50 : 5 + random() * 45);

@@ -58,4 +58,11 @@ describe('chaos through HTTP and the SDK', () => {
     console.log(`mutant ignoreLocalExpiry: ${JSON.stringify(report)}`);
     expect(report.executionOverlapCount).toBeGreaterThan(0);
   }, 180_000);
+
+  // TODO(issue 14, after the merge of claim ids): run shortRun({ mutateScheduler: claimWithoutClaimId }) from
+  // #test/mutants and expect executionOverlapCount > 0; today a claim has no id for the mutant to drop.
+  it.todo('catches the mutant claimWithoutClaimId');
+  // TODO(issue 14, after the merge of epoch-fenced checkpoints): a mutant that drops the epoch from the
+  // checkpoint's condition, caught as a checkpoint written by a superseded epoch; today checkpoints carry none.
+  it.todo('catches the mutant checkpointWithoutEpoch');
 });
