@@ -1,16 +1,19 @@
 /**
- * `npm run chaos -- --tasks N --agents M --seed S [--json]`
+ * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--json]`
  *
- * Runs the scheduler under seeded faults and checks the history it records (see `run-chaos.ts`). Exits non-zero
- * on any violation.
+ * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
+ * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
+ * violation.
  */
 import { parseArgs } from 'node:util';
 import { runChaos } from './run-chaos';
+import { runHttpChaos } from './run-http-chaos';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const { values } = parseArgs({
   options: {
+    mode: { type: 'string', default: 'inprocess' },
     tasks: { type: 'string', default: '1000' },
     agents: { type: 'string', default: '20' },
     seed: { type: 'string', default: '1' },
@@ -26,6 +29,21 @@ const integer = (name: string, value: string | undefined, min: number, max: numb
   }
   return n;
 };
+
+if (values.mode === 'http') {
+  const report = await runHttpChaos({
+    tasks: integer('tasks', values.tasks, 1, 1_000_000),
+    agents: integer('agents', values.agents, 1, 1_000),
+    seed: integer('seed', values.seed, 0, 2 ** 31),
+    drainTimeoutMs: 300_000,
+  });
+  console.log(values.json ? JSON.stringify(report) : JSON.stringify(report, null, 2));
+  process.exit(report.violations === 0 ? 0 : 1);
+}
+if (values.mode !== 'inprocess') {
+  console.error('--mode must be inprocess or http');
+  process.exit(2);
+}
 
 const report = await runChaos({
   tasks: integer('tasks', values.tasks, 1, 1_000_000),

@@ -259,3 +259,69 @@ export function checkHistory(history: History): Verdict {
     },
   };
 }
+
+/** One run of a task's handler on an agent: from its start to its return or its abort. */
+export interface Execution {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly agent: string;
+  readonly start: number;
+  /** When the handler returned or its signal aborted, whichever came first; unset while it runs. */
+  end?: number;
+  /** The handler's result was recorded by the server (the Worker's `completed` event). */
+  succeededAt?: number;
+}
+
+/** One holding of a role, as its handler saw it: from its start to its abort or return. */
+export interface RoleHolding {
+  readonly role: string;
+  readonly agent: string;
+  readonly leaseEpoch: number;
+  readonly start: number;
+  end?: number;
+}
+
+export interface AgentSideVerdict {
+  /** Pairs of executions of one task that overlap in time. */
+  readonly executionOverlapCount: number;
+  /** Executions that started after a recorded success of the same task. */
+  readonly runAfterSuccessCount: number;
+  /** Pairs of holdings of one role that overlap in time. */
+  readonly roleOverlapCount: number;
+}
+
+/** Pairs of intervals of one key overlapping in time; an interval not ended lasts until `until`. */
+function overlappingPairs<T extends { start: number; end?: number }>(
+  items: readonly T[],
+  key: (item: T) => string,
+  until: number,
+): number {
+  let pairs = 0;
+  for (const group of groupBy(items, key).values()) {
+    const sorted = [...group].sort((a, b) => a.start - b.start);
+    let reach = Number.NEGATIVE_INFINITY;
+    for (const item of sorted) {
+      if (item.start < reach) pairs++;
+      reach = Math.max(reach, item.end ?? until);
+    }
+  }
+  return pairs;
+}
+
+/** The agents' side: what handlers actually ran, whatever the server believed. */
+export function checkAgentSide(
+  executions: readonly Execution[],
+  holdings: readonly RoleHolding[],
+  until: number,
+): AgentSideVerdict {
+  let runAfterSuccessCount = 0;
+  for (const group of groupBy(executions, (e) => e.taskId).values()) {
+    const succeeded = Math.min(...group.map((e) => e.succeededAt ?? Number.POSITIVE_INFINITY));
+    runAfterSuccessCount += group.filter((e) => e.start > succeeded).length;
+  }
+  return {
+    executionOverlapCount: overlappingPairs(executions, (e) => e.taskId, until),
+    runAfterSuccessCount,
+    roleOverlapCount: overlappingPairs(holdings, (h) => h.role, until),
+  };
+}

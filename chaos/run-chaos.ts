@@ -22,6 +22,7 @@ import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import { type ClientCall, checkHistory, type History, type Verdict } from './history';
+import { superviseUnderChaos } from './supervisor-loop';
 
 export interface ChaosOptions {
   readonly tasks: number;
@@ -371,20 +372,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       clearInterval(beating);
     };
 
-    let ticks = 0;
-    const supervisor = (async () => {
-      while (!stopping) {
-        // The first tick and every tenth after it (or the share asked for) run two passes at once.
-        ticks++;
-        const share = options.supervisorDoubling ?? 0.1;
-        const double = faultsOn && Math.ceil(ticks * share) > Math.ceil((ticks - 1) * share);
-        if (double) count('supervisorDoubled');
-        await Promise.all(
-          Array.from({ length: double ? 2 : 1 }, () => scheduler.supervise().catch(() => undefined)),
-        );
-        await sleep(SUPERVISOR_TICK_MS);
-      }
-    })();
+    // A tick in ten (or the share asked for) runs two passes at once, counted in time rather than in passes.
+    const supervisor = superviseUnderChaos({
+      pass: () => scheduler.supervise(),
+      tickMs: SUPERVISOR_TICK_MS,
+      doublingShare: options.supervisorDoubling ?? 0.1,
+      faultsOn: () => faultsOn,
+    });
 
     // A schedule fires every 200 ms while the faults last; a third of its occurrences are delivered two or
     // three times at once, as EventBridge Scheduler may (each delivery with its own execution id).
@@ -437,7 +431,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     stopping = true;
     clearInterval(progress);
-    await Promise.all([...agents, supervisor, ticker]);
+    await Promise.all([...agents, supervisor.stop(), ticker]);
+    faults.supervisorDoubled = supervisor.doubled;
     const final = await ctx.tasks.getMany([...history.acknowledged]);
     for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
 

@@ -5,6 +5,7 @@
  */
 import type { Expression } from '#adapters/expression';
 import type { SchedulerContext } from '#core/context';
+import type { Scheduler } from '#core/scheduler';
 
 export type Mutant =
   | 'completeWithoutEpoch'
@@ -89,4 +90,17 @@ export function applyMutant(ctx: SchedulerContext, mutant: Mutant): void {
       return;
     }
   }
+}
+
+/**
+ * A claim retry that grants twice: the claim handler forgets the claim id, so a retried claim (its first answer
+ * lost) is granted anew instead of being answered with the first grant. Planted on the scheduler the local
+ * server runs (`mutateScheduler` of the HTTP chaos run); it changes nothing until claims carry a claim id.
+ */
+export function claimWithoutClaimId(scheduler: Scheduler): void {
+  const claim = scheduler.claim.bind(scheduler);
+  scheduler.claim = (request) => {
+    const { claimId: _dropped, ...rest } = request as typeof request & { claimId?: unknown };
+    return claim(rest as typeof request);
+  };
 }

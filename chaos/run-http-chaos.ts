@@ -1,0 +1,423 @@
+/**
+ * A chaos run through the HTTP edge and the SDK: the local server in process on scratch tables and queues, and
+ * SDK `Worker`s (several tasks at once, so claims ask for more than one) whose `fetch` loses, hangs and refuses
+ * requests from a seed. Operators cancel tasks and revoke agents mid-run (a revoked agent is replaced); a few
+ * Workers hold a role. Handlers record every execution and role holding, and the checker looks at what ran on
+ * the agents, not only at what the server committed (`checkAgentSide` in `history.ts`).
+ *
+ * Faults, each drawn from the seed, on every agent request while the faults last:
+ * - 503 before the request reaches the server (3 %); the SDK retries;
+ * - the request is served and its answer lost (3 %); the SDK retries, so a claim or completion is sent again;
+ * - the request hangs until the per-attempt timeout (1 %);
+ * - an agent is cut off (every request hangs) for longer than the lease's time to live (1 % of claims);
+ * - an agent crashes: its Worker stops without releasing anything (0.5 % of claims), and a new one takes its place.
+ */
+import { randomBytes } from 'node:crypto';
+import { createContext } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { scratchStack } from '#local/scratch-stack';
+import { seededRandom } from '#local/seeded-random';
+import { startLocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import type { ClaimedTask } from '#sdk/types';
+import { Worker, type WorkerOptions } from '#sdk/worker';
+import { type AgentSideVerdict, checkAgentSide, type Execution, type RoleHolding } from './history';
+import { superviseUnderChaos } from './supervisor-loop';
+
+export interface HttpChaosOptions {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+  /** Tasks each Worker runs at once (its claims ask for up to this many). @default 4 */
+  readonly concurrency?: number;
+  /** Changes the scheduler under test (server-side mutants). Not reachable from any configuration. */
+  readonly mutateScheduler?: (scheduler: Scheduler) => void;
+  /** Changes each Worker's options (SDK mutants). */
+  readonly mutateWorker?: (options: WorkerOptions) => WorkerOptions;
+  /** Share of supervisor ticks that run two passes at once. @default 0.1 */
+  readonly supervisorDoubling?: number;
+  /** Longest wait for every task to end once the faults stop. @default 60 s */
+  readonly drainTimeoutMs?: number;
+  /** Share of handlers whose agent is cut off while they run 3 s (past the lease's time to live). @default 0.01 */
+  readonly cutOffShare?: number;
+}
+
+export interface HttpChaosReport extends AgentSideVerdict {
+  readonly mode: 'http';
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly faults: Readonly<Record<string, number>>;
+  readonly requests: number;
+  readonly executions: number;
+  readonly roleHoldings: number;
+  readonly cancelled: number;
+  readonly revoked: number;
+  readonly supervisorPasses: number;
+  /** When the submissions were in, the faults stopped, every task had ended: ms from the start. */
+  readonly phasesMs: Readonly<Record<string, number>>;
+  readonly staleRejectedCount: number;
+  readonly lostCount: number;
+  readonly neverTerminalCount: number;
+  readonly violations: number;
+}
+
+const LEASE_TTL_SECONDS = 2;
+const HEARTBEAT_SECONDS = 0.5;
+const SUPERVISOR_TICK_MS = 250;
+const ATTEMPT_TIMEOUT_MS = 1_000;
+const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
+const ROLE = 'chaos-leader';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for the abort of an attempt's signal, then fails as fetch does. */
+const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: number) =>
+  new Promise<never>((_, reject) => {
+    const fail = () => reject(signal?.reason ?? new DOMException('aborted', 'AbortError'));
+    if (signal?.aborted) return fail();
+    signal?.addEventListener('abort', fail, { once: true });
+    setTimeout(fail, limitMs);
+  });
+
+export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaosReport> {
+  const started = performance.now();
+  const random = seededRandom(options.seed);
+  const scratch = await scratchStack({ name: 'chaoshttp', queues: ['chaos'], endpoints: options.endpoints });
+  const ctx = createContext({
+    dynamodb: scratch.dynamodb,
+    sqs: scratch.sqs,
+    tables: scratch.tables,
+    queues: scratch.queues,
+    random: seededRandom(options.seed + 1),
+    settings: {
+      leaseTtlSeconds: LEASE_TTL_SECONDS,
+      heartbeatIntervalSeconds: HEARTBEAT_SECONDS,
+      reconcileAfterSeconds: 2,
+      claimVisibilityTimeoutSeconds: 2,
+      reservationGraceSeconds: 2,
+      idleRetryBaseMs: 10,
+      idleRetryMaxMs: 100,
+    },
+  });
+  const scheduler = new Scheduler(ctx);
+  options.mutateScheduler?.(scheduler);
+  const operatorToken = `op_${randomBytes(12).toString('base64url')}`;
+  const server = await startLocalServer({
+    scheduler,
+    agents: ctx.agents,
+    operatorToken,
+    port: 0,
+    log: ctx.log,
+  });
+
+  const faults: Record<string, number> = {};
+  const count = (kind: string) => {
+    faults[kind] = (faults[kind] ?? 0) + 1;
+  };
+  let faultsOn = true;
+  let requests = 0;
+  let staleRejectedCount = 0;
+  const executions: Execution[] = [];
+  const holdings: RoleHolding[] = [];
+  const operator = new AgentSchedulerClient({ endpoint: server.url, token: operatorToken });
+
+  /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
+  const faultyFetch = (agent: { cutOffUntil: number }): typeof fetch => {
+    return async (input, init) => {
+      requests++;
+      const signal = init?.signal;
+      if (faultsOn && Date.now() < agent.cutOffUntil) {
+        count('agentCutOffRequest');
+        return hangUntilAborted(signal, ATTEMPT_TIMEOUT_MS * 2);
+      }
+      const draw = faultsOn ? random() : 1;
+      if (draw < 0.03) {
+        count('unavailableBeforeDelivery');
+        return new Response(JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'injected' } }), {
+          status: 503,
+          headers: { 'content-type': 'application/json' },
+        });
+      }
+      if (draw < 0.04) {
+        count('requestHung');
+        return hangUntilAborted(signal, ATTEMPT_TIMEOUT_MS * 2);
+      }
+      const response = await fetch(input, init);
+      const text = await response.text();
+      // A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as
+      // if it did not exist (TaskNotFound on an agent route).
+      if (
+        (response.status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
+        (response.status === 404 && /"code":"TaskNotFound"/.test(text))
+      )
+        staleRejectedCount++;
+      if (draw < 0.07) {
+        count('answerLost');
+        throw new TypeError('fetch failed: injected loss of the answer');
+      }
+      return new Response(text, { status: response.status, headers: response.headers });
+    };
+  };
+
+  interface Agent {
+    readonly name: string;
+    readonly agentId: string;
+    readonly worker: Worker;
+    cutOffUntil: number;
+    gone: boolean;
+  }
+  const agents: Agent[] = [];
+  let agentSerial = 0;
+
+  const handler =
+    (agent: { name: string; cutOffUntil: number; worker?: Worker }) =>
+    async (task: ClaimedTask, context: Parameters<NonNullable<WorkerOptions['handler']>>[1]) => {
+      const execution: Execution = {
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        agent: agent.name,
+        start: Date.now(),
+      };
+      executions.push(execution);
+      const ended = () => {
+        execution.end ??= Date.now();
+      };
+      context.signal.addEventListener('abort', ended, { once: true });
+      try {
+        const draw = random();
+        const cutOffShare = options.cutOffShare ?? 0.01;
+        const cutOff = faultsOn && draw < cutOffShare;
+        if (cutOff) {
+          count('agentCutOff');
+          agent.cutOffUntil = Date.now() + LEASE_TTL_SECONDS * 1_000 * 3;
+        } else if (faultsOn && draw < cutOffShare + 0.005) {
+          count('agentCrash');
+          // Stops claiming and heartbeating at once; nothing is released.
+          agent.cutOffUntil = Number.POSITIVE_INFINITY;
+        }
+        // Most handlers are quick; one in twenty works for 3 s (past the lease's time to live, so only its
+        // heartbeats keep it), checkpointing, until done or aborted.
+        const steps = cutOff ? 160 : random() < 0.05 ? 60 : 1;
+        for (let step = 0; step < steps && !context.signal.aborted; step++) {
+          context.checkpoint({ step });
+          await sleep(steps > 1 ? 50 : 5 + random() * 45);
+        }
+        if (random() < 0.1) throw new Error('chaos says no');
+        return { n: task.taskId };
+      } finally {
+        ended();
+      }
+    };
+
+  const startAgent = async (index: number, roles: boolean): Promise<void> => {
+    const name = `chaos-${index}-${agentSerial++}`;
+    const created = await operator.createAgent({
+      name,
+      queues: ['chaos'],
+      maxConcurrency: options.concurrency ?? 4,
+    });
+    const state: { name: string; cutOffUntil: number } = { name, cutOffUntil: 0 };
+    const client = new AgentSchedulerClient({
+      endpoint: server.url,
+      token: created.token,
+      fetch: faultyFetch(state),
+      timeoutMs: ATTEMPT_TIMEOUT_MS,
+      retries: { maxAttempts: 4, baseDelayMs: 20, maxDelayMs: 200 },
+    });
+    const base: WorkerOptions = {
+      client,
+      concurrency: options.concurrency ?? 4,
+      pollIntervalMs: { min: 20, max: 200 },
+      handler: handler(state),
+      ...(roles
+        ? {
+            roles: {
+              [ROLE]: async ({ leaseEpoch, signal }) => {
+                const holding: RoleHolding = { role: ROLE, agent: name, leaseEpoch, start: Date.now() };
+                holdings.push(holding);
+                await new Promise<void>((resolve) => {
+                  if (signal.aborted) resolve();
+                  signal.addEventListener('abort', () => resolve(), { once: true });
+                  // Gives the role up now and then, so it moves between holders.
+                  setTimeout(resolve, 500 + random() * 1_500);
+                });
+                holding.end = Date.now();
+              },
+            },
+          }
+        : {}),
+    };
+    // A session that cannot open under the faults is tried again with a new Worker (one starts only once).
+    let worker: Worker | undefined;
+    for (let attempt = 0; !worker; attempt++) {
+      const candidate = new Worker(options.mutateWorker ? options.mutateWorker(base) : base);
+      candidate.on('error', () => undefined);
+      try {
+        await candidate.start();
+        worker = candidate;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+      }
+    }
+    worker.on('completed', (task) => {
+      const execution = executions.findLast((e) => e.taskId === task.taskId && e.agent === name);
+      if (execution) execution.succeededAt = Date.now();
+    });
+    agents.push({
+      name,
+      agentId: created.agent.agentId,
+      worker,
+      gone: false,
+      get cutOffUntil() {
+        return state.cutOffUntil;
+      },
+      set cutOffUntil(value) {
+        state.cutOffUntil = value;
+      },
+    });
+  };
+
+  const replace = async (agent: Agent, index: number) => {
+    agent.gone = true;
+    // A crashed or revoked agent's Worker is left cut off; its handlers' signals abort when it is stopped.
+    void agent.worker.stop({ drain: false, timeoutMs: 1 }).catch(() => undefined);
+    await startAgent(index, false).catch(() => count('agentNotReplaced'));
+  };
+
+  let cancelled = 0;
+  let revoked = 0;
+  let stopping = false;
+  const acknowledged: string[] = [];
+  try {
+    await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
+
+    const submitter = (async () => {
+      for (let i = 0; i < options.tasks; i += 25) {
+        const batch = Array.from({ length: Math.min(25, options.tasks - i) }, (_, k) => ({
+          queue: 'chaos',
+          payload: { n: i + k },
+          maxAttempts: 50,
+          timeoutSeconds: 20,
+          backoffBaseSeconds: 1,
+          backoffMaxSeconds: 1,
+          idempotencyKey: `chaos-http-${options.seed}-${i + k}`,
+        }));
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const results = await operator.submitTasks(batch).catch(() => undefined);
+          if (!results) continue;
+          for (const result of results) if (result.ok) acknowledged.push(result.task.taskId);
+          if (results.every((r) => r.ok)) break;
+        }
+      }
+    })();
+
+    const supervisor = superviseUnderChaos({
+      pass: () => scheduler.supervise(),
+      tickMs: SUPERVISOR_TICK_MS,
+      doublingShare: options.supervisorDoubling ?? 0.1,
+      faultsOn: () => faultsOn,
+    });
+
+    // Operators: cancel a task now and then, revoke an agent now and then; crashed agents are replaced.
+    const operators = (async () => {
+      while (!stopping && faultsOn) {
+        await sleep(100);
+        const target = acknowledged[Math.floor(random() * acknowledged.length)];
+        if (target && random() < 0.1) {
+          await operator.cancelTask(target).then(
+            () => cancelled++,
+            () => undefined,
+          );
+        }
+        const live = agents.filter((a) => !a.gone);
+        if (random() < 0.005) {
+          const victim = live[Math.floor(random() * live.length)];
+          if (victim) {
+            await operator.revokeAgent(victim.agentId).catch(() => undefined);
+            revoked++;
+            count('agentRevoked');
+            await replace(victim, agents.indexOf(victim));
+          }
+        }
+        for (const crashed of live.filter((a) => a.cutOffUntil === Number.POSITIVE_INFINITY))
+          await replace(crashed, agents.indexOf(crashed));
+      }
+    })();
+
+    await submitter;
+    const phasesMs: Record<string, number> = {};
+    const mark = (phase: string) => {
+      phasesMs[phase] = Math.round(performance.now() - started);
+    };
+    mark('submitted');
+    // Faults stop once half the work has run; then everything must end.
+    const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
+    let open = [...acknowledged];
+    while (open.length > 0 && Date.now() <= deadline) {
+      const states = await ctx.tasks.getMany(open.slice(0, 2_000));
+      const ended = new Set([...states].filter(([, s]) => TERMINAL.has(s?.status ?? '')).map(([id]) => id));
+      open = open.filter((id) => !ended.has(id));
+      if (faultsOn && open.length <= acknowledged.length / 2) {
+        mark('faultsOff');
+        faultsOn = false;
+      }
+      if (process.env.CHAOS_DEBUG)
+        console.error(
+          `open ${open.length} of ${acknowledged.length}, executions ${executions.length}, faults ${faultsOn ? 'on' : 'off'}`,
+        );
+      if (open.length > 0) await sleep(500);
+    }
+    mark('drained');
+    faultsOn = false;
+    stopping = true;
+    await Promise.all([supervisor.stop(), operators]);
+    if (process.env.CHAOS_DEBUG) console.error('supervisor and operators stopped');
+    await Promise.all(
+      agents.map((a) => a.worker.stop({ drain: false, timeoutMs: 2_000 }).catch(() => undefined)),
+    );
+    mark('stopped');
+    if (process.env.CHAOS_DEBUG) console.error(`stopped`);
+    const until = Date.now();
+    const final = await ctx.tasks.getMany(acknowledged);
+    let lostCount = 0;
+    let neverTerminalCount = 0;
+    for (const taskId of acknowledged) {
+      const status = final.get(taskId)?.status;
+      if (status === undefined) lostCount++;
+      else if (!TERMINAL.has(status)) neverTerminalCount++;
+    }
+    const verdict = checkAgentSide(executions, holdings, until);
+    return {
+      mode: 'http',
+      tasks: options.tasks,
+      agents: options.agents,
+      seed: options.seed,
+      durationMs: Math.round(performance.now() - started),
+      faults: { ...faults, supervisorDoubled: supervisor.doubled },
+      requests,
+      executions: executions.length,
+      roleHoldings: holdings.length,
+      cancelled,
+      revoked,
+      supervisorPasses: supervisor.passes,
+      phasesMs,
+      staleRejectedCount,
+      lostCount,
+      neverTerminalCount,
+      ...verdict,
+      violations:
+        verdict.executionOverlapCount +
+        verdict.runAfterSuccessCount +
+        verdict.roleOverlapCount +
+        lostCount +
+        neverTerminalCount,
+    };
+  } finally {
+    stopping = true;
+    await server.close();
+    await scratch.dispose();
+  }
+}
