@@ -58,6 +58,11 @@ export interface Outage {
   readonly ms: number;
   /** The restart alone: spawn to ready. */
   readonly startMs: number;
+  /**
+   * What `local/start.ts` itself took (its banner's "ready in"): both emulators, the tables, and re-sending the
+   * hints of queued tasks; the rest of `startMs` is loading the TypeScript.
+   */
+  readonly readyInMs: number;
   readonly restoredHints: number;
   /** Tasks finished (by the handlers' record) when the stack was killed. */
   readonly finishedAtKill: number;
@@ -114,6 +119,7 @@ interface RunningStack {
   readonly javaPid: number;
   readonly restoredHints: number;
   readonly startMs: number;
+  readonly readyInMs: number;
   readonly exited: Promise<void>;
 }
 
@@ -203,6 +209,7 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       child,
       javaPid: Number(/\(pid (\d+)\)/.exec(output)?.[1] ?? 0),
       restoredHints: Number(/restored hints:\s+(\d+)/.exec(output)?.[1] ?? 0),
+      readyInMs: Number(/ready in (\d+) ms/.exec(output)?.[1] ?? 0),
       startMs: Date.now() - spawnedAt,
       exited,
     };
@@ -210,7 +217,11 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
 
   /** SIGKILL to the whole group; whether the JVM outlived it. */
   const killGroup = async (stack: RunningStack): Promise<boolean> => {
-    if (stack.child.pid) process.kill(-stack.child.pid, 'SIGKILL');
+    try {
+      if (stack.child.pid) process.kill(-stack.child.pid, 'SIGKILL');
+    } catch {
+      // The group is already gone.
+    }
     await stack.exited;
     const jvmGone = stack.javaPid === 0 || (await waitUntil(() => !isRunning(stack.javaPid), 2_000));
     if (!jvmGone) process.kill(stack.javaPid, 'SIGKILL');
@@ -309,6 +320,7 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     outages.push({
       ms,
       startMs: stack.startMs,
+      readyInMs: stack.readyInMs,
       restoredHints: stack.restoredHints,
       finishedAtKill,
       staleJvmAfterGroupKill,
