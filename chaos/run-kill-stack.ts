@@ -101,7 +101,7 @@ export interface KillStackReport {
   readonly reruns: readonly { taskId: string; afterSeconds: number }[];
   readonly handlerStarts: number;
   readonly handlerEnds: number;
-  /** Completions the Worker reported as failed (`error` events). */
+  /** `error` events of the Workers: heartbeats, claims and completions that failed while the stack was down. */
   readonly workerErrors: number;
   readonly violations: number;
 }
@@ -288,7 +288,6 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     });
     workers.push(worker);
   }
-  await Promise.all(workers.map((w) => w.start()));
 
   const taskIds: string[] = [];
   for (let i = 0; i < options.tasks; i += 25) {
@@ -304,12 +303,13 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     }
   }
   say(`${taskIds.length} tasks submitted`);
+  // Submitted before the fleet starts, so the kills fall under load rather than in the tail of the work.
+  await Promise.all(workers.map((w) => w.start()));
 
   const outages: Outage[] = [];
   for (let k = 0; k < options.kills; k++) {
-    // A random moment under load: part of the work done, some still to do.
-    const fraction = (k + 1) / (options.kills + 1);
-    const target = Math.round(taskIds.length * fraction * (0.7 + random() * 0.3));
+    // A random moment under load: kill k falls in the k-th of (kills + 1) equal parts of the work.
+    const target = Math.round((taskIds.length * (k + 0.5 + random() * 0.5)) / (options.kills + 1));
     await waitUntil(() => finished.size >= target, 120_000);
     await sleep(random() * 1_000);
     const finishedAtKill = finished.size;
