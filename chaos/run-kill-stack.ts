@@ -56,7 +56,7 @@ export interface KillStackOptions {
 export interface Outage {
   /** Kill to the restarted server answering `/v1/health`. */
   readonly ms: number;
-  /** The restart alone: spawn to ready. */
+  /** The restart alone: spawn to the server answering `/v1/health`. */
   readonly startMs: number;
   /**
    * What `local/start.ts` itself took (its banner's "ready in"): both emulators, the tables, and re-sending the
@@ -64,6 +64,8 @@ export interface Outage {
    */
   readonly readyInMs: number;
   readonly restoredHints: number;
+  /** Re-sending those hints, after the server answers. */
+  readonly restoreMs: number;
   /** Tasks finished (by the handlers' record) when the stack was killed. */
   readonly finishedAtKill: number;
   /** The DynamoDB Local JVM of the killed stack was still running after the group kill. */
@@ -120,6 +122,8 @@ interface RunningStack {
   readonly restoredHints: number;
   readonly startMs: number;
   readonly readyInMs: number;
+  readonly restoreMs: number;
+  readonly answeredAt: number;
   readonly exited: Promise<void>;
 }
 
@@ -200,6 +204,18 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     void exited.then(() => {
       gone = true;
     });
+    let answering = 0;
+    const probe = async () => {
+      while (!gone && answering === 0 && Date.now() - spawnedAt < 120_000) {
+        const ok = await fetch(`${endpoint}/v1/health`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (ok) answering = Date.now();
+        else await sleep(100);
+      }
+    };
+    await probe();
     const ready = await waitUntil(() => gone || output.includes('Ctrl-C stops everything'), 120_000);
     if (!ready || gone) {
       if (!gone && child.pid) process.kill(-child.pid, 'SIGKILL');
@@ -210,7 +226,9 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       javaPid: Number(/\(pid (\d+)\)/.exec(output)?.[1] ?? 0),
       restoredHints: Number(/restored hints:\s+(\d+)/.exec(output)?.[1] ?? 0),
       readyInMs: Number(/ready in (\d+) ms/.exec(output)?.[1] ?? 0),
-      startMs: Date.now() - spawnedAt,
+      startMs: answering - spawnedAt,
+      answeredAt: answering,
+      restoreMs: Number(/restored hints:\s+\d+ \(in (\d+) ms/.exec(output)?.[1] ?? 0),
       exited,
     };
   };
@@ -316,16 +334,19 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     const killedAt = Date.now();
     const staleJvmAfterGroupKill = await killGroup(stack);
     stack = await start();
-    const ms = Date.now() - killedAt;
+    const ms = stack.answeredAt - killedAt;
     outages.push({
       ms,
       startMs: stack.startMs,
       readyInMs: stack.readyInMs,
       restoredHints: stack.restoredHints,
+      restoreMs: stack.restoreMs,
       finishedAtKill,
       staleJvmAfterGroupKill,
     });
-    say(`kill ${k + 1}: outage ${ms} ms (start ${stack.startMs} ms, ${stack.restoredHints} hints re-sent)`);
+    say(
+      `kill ${k + 1}: outage ${ms} ms (start ${stack.startMs} ms, then ${stack.restoredHints} hints re-sent in ${stack.restoreMs} ms)`,
+    );
   }
 
   // Drain: every task terminal, or the timeout.

@@ -107,8 +107,6 @@ const scheduler = new Scheduler(
     declaredSchedules: EXAMPLE_SCHEDULER.schedules ?? [],
   }),
 );
-// The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run.
-const restored = await scheduler.reconcile({ everything: true });
 
 // Keep the operator token across restarts of a persistent store, so scripts and the CLI keep working.
 const localFile = join(dataDir, 'local.json');
@@ -128,6 +126,11 @@ const server = await startLocalServer({
 writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken }, null, 2)}\n`, {
   mode: 0o600,
 });
+// The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run. Served while
+// this runs: Workers of a killed stack get their heartbeats in first (494 hints took some 20 s on two busy cores).
+const restoreStarted = performance.now();
+const restored = await scheduler.reconcile({ everything: true });
+const restoreMs = Math.round(performance.now() - restoreStarted);
 
 const supervisorMs = Number(values['supervisor-seconds']) * 1_000;
 const supervisor = setInterval(() => {
@@ -167,7 +170,7 @@ agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.
   data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
   dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
   sqs emulator:    ${sqsEmulator.endpoint}
-  restored hints:  ${restored.redispatched.length}
+  restored hints:  ${restored.redispatched.length} (in ${restoreMs} ms, while serving)
   leases:          ${leaseTtlSeconds} s, heartbeat every ${heartbeatIntervalSeconds} s
   events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
   endpoint and token are in ${localFile}
