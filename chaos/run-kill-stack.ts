@@ -118,12 +118,9 @@ interface HandlerRecord {
 
 interface RunningStack {
   readonly child: ChildProcess;
-  readonly javaPid: number;
-  readonly restoredHints: number;
   readonly startMs: number;
-  readonly readyInMs: number;
-  readonly restoreMs: number;
   readonly answeredAt: number;
+  readonly banner: Promise<{ javaPid: number; restoredHints: number; readyInMs: number; restoreMs: number }>;
   readonly exited: Promise<void>;
 }
 
@@ -216,21 +213,18 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       }
     };
     await probe();
-    const ready = await waitUntil(() => gone || output.includes('Ctrl-C stops everything'), 120_000);
-    if (!ready || gone) {
+    if (answering === 0 || gone) {
       if (!gone && child.pid) process.kill(-child.pid, 'SIGKILL');
       throw new Error(`the local stack did not start:\n${output.slice(-4_000)}`);
     }
-    return {
-      child,
+    // The banner follows the re-sent hints, which the server answers during.
+    const banner = waitUntil(() => gone || output.includes('Ctrl-C stops everything'), 120_000).then(() => ({
       javaPid: Number(/\(pid (\d+)\)/.exec(output)?.[1] ?? 0),
       restoredHints: Number(/restored hints:\s+(\d+)/.exec(output)?.[1] ?? 0),
       readyInMs: Number(/ready in (\d+) ms/.exec(output)?.[1] ?? 0),
-      startMs: answering - spawnedAt,
-      answeredAt: answering,
       restoreMs: Number(/restored hints:\s+\d+ \(in (\d+) ms/.exec(output)?.[1] ?? 0),
-      exited,
-    };
+    }));
+    return { child, startMs: answering - spawnedAt, answeredAt: answering, banner, exited };
   };
 
   /** SIGKILL to the whole group; whether the JVM outlived it. */
@@ -241,8 +235,9 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       // The group is already gone.
     }
     await stack.exited;
-    const jvmGone = stack.javaPid === 0 || (await waitUntil(() => !isRunning(stack.javaPid), 2_000));
-    if (!jvmGone) process.kill(stack.javaPid, 'SIGKILL');
+    const { javaPid } = await stack.banner;
+    const jvmGone = javaPid === 0 || (await waitUntil(() => !isRunning(javaPid), 2_000));
+    if (!jvmGone) process.kill(javaPid, 'SIGKILL');
     return !jvmGone;
   };
 
@@ -250,16 +245,17 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
   let staleJvmAfterServerKill: boolean | undefined;
   {
     const probe = await start();
+    const { javaPid } = await probe.banner;
     probe.child.kill('SIGKILL');
     await probe.exited;
-    staleJvmAfterServerKill =
-      probe.javaPid !== 0 && (await waitUntil(() => !isRunning(probe.javaPid), 2_000)) === false;
+    staleJvmAfterServerKill = javaPid !== 0 && (await waitUntil(() => !isRunning(javaPid), 2_000)) === false;
     say(`server killed alone: its JVM ${staleJvmAfterServerKill ? 'kept running' : 'went with it'}`);
     await killGroup(probe);
   }
 
   const firstStart = Date.now();
   let stack = await start();
+  await stack.banner;
   const firstStartMs = Date.now() - firstStart;
   say(`stack ready in ${firstStartMs} ms on ${endpoint}, data in ${dataDir}`);
   const { operatorToken } = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as {
@@ -325,11 +321,11 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
   await Promise.all(workers.map((w) => w.start()));
 
   const outages: Outage[] = [];
+  let finishedWhenUp = 0;
   for (let k = 0; k < options.kills; k++) {
-    // A random moment under load: 15–35 % of what is left done since the stack came back (and re-sent its hints,
-    // which can take half a minute: a share of the whole could be done by then).
-    const remaining = taskIds.length - finished.size;
-    const target = finished.size + Math.round(remaining * (0.15 + random() * 0.2));
+    // A random moment under load: 15–35 % of what was left when the stack answered again done since.
+    const remaining = taskIds.length - finishedWhenUp;
+    const target = finishedWhenUp + Math.round(remaining * (0.15 + random() * 0.2));
     await waitUntil(() => finished.size >= target, 120_000);
     await sleep(random() * 1_000);
     const finishedAtKill = finished.size;
@@ -337,17 +333,19 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     const staleJvmAfterGroupKill = await killGroup(stack);
     stack = await start();
     const ms = stack.answeredAt - killedAt;
+    finishedWhenUp = finished.size;
+    const { readyInMs, restoredHints, restoreMs } = await stack.banner;
     outages.push({
       ms,
       startMs: stack.startMs,
-      readyInMs: stack.readyInMs,
-      restoredHints: stack.restoredHints,
-      restoreMs: stack.restoreMs,
+      readyInMs,
+      restoredHints,
+      restoreMs,
       finishedAtKill,
       staleJvmAfterGroupKill,
     });
     say(
-      `kill ${k + 1}: outage ${ms} ms (start ${stack.startMs} ms, then ${stack.restoredHints} hints re-sent in ${stack.restoreMs} ms)`,
+      `kill ${k + 1}: outage ${ms} ms (start ${stack.startMs} ms, then ${restoredHints} hints re-sent in ${restoreMs} ms)`,
     );
   }
 
