@@ -86,10 +86,11 @@ async function endSession(ctx: SchedulerContext, session: AgentSession, now: num
 export async function takeBackTasks(
   ctx: SchedulerContext,
   session: AgentSession,
+  reason: 'session' | 'revoked' = 'session',
 ): Promise<{ outcomes: [string, ReclaimOutcome][]; retired: boolean }> {
   const outcomes: [string, ReclaimOutcome][] = [];
   for (const taskId of Object.keys(session.held)) {
-    outcomes.push([taskId, await reclaimTask(ctx, taskId, { session, reason: 'session' })]);
+    outcomes.push([taskId, await reclaimTask(ctx, taskId, { session, reason })]);
   }
   const retired = await ctx.sessions.retire(session, ctx.now());
   if (retired.ok) {

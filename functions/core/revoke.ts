@@ -37,7 +37,7 @@ export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promi
     let tasksTakenBack = 0;
     let offline = false;
     if (Object.keys(session.held).length > 0) {
-      const taken = await takeBackTasks(ctx, session);
+      const taken = await takeBackTasks(ctx, session, 'revoked');
       tasksTakenBack = taken.outcomes.filter(([, o]) => o === 'requeued' || o === 'dead').length;
       offline = taken.retired;
     }

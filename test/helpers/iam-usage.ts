@@ -36,6 +36,8 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone; the S3 emulator does not check permissions, so the difference never shows locally.',
   'supervisor|dynamodb:ConditionCheckItem|table:leases':
     'A hand-over whose old holder has a newer session item checks that the session it saw is gone instead of ending it; only a sweep racing a session open reaches it (openSession hands its old roles over first).',
+  'agentApi|dynamodb:ConditionCheckItem|table:leases':
+    'A volunteer taking a role from a holder whose session item was replaced checks that the old session is gone instead of ending it; an open hands its roles over before it replaces the item, so only a volunteer racing that open reaches it.',
   'operatorApi|dynamodb:ConditionCheckItem|table:leases':
     'The same hand-over check, reached only when a revocation races a session open that read the agent before it was marked revoked.',
   'scheduleFire|scheduler:UpdateSchedule|scheduleGroup':

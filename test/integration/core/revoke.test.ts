@@ -52,7 +52,11 @@ describe('revoking an agent', () => {
 
     const refusals = {
       heartbeat: await rejection(scheduler.heartbeat(a.agentId, a.sessionId)),
-      checkpoint: await rejection(scheduler.heartbeat(a.agentId, a.sessionId, { [task.taskId]: { at: 1 } })),
+      checkpoint: await rejection(
+        scheduler.heartbeat(a.agentId, a.sessionId, [
+          { taskId: task.taskId, leaseEpoch: lease.leaseEpoch, checkpoint: { at: 1 } },
+        ]),
+      ),
       claim: await rejection(scheduler.claim({ ...a, max: 1 })),
       complete: await rejection(scheduler.complete(lease, { ok: true })),
       completeBatch: await scheduler.completeBatch(a.agentId, [{ ...lease }]),
