@@ -310,6 +310,12 @@ export interface ClaimInput {
    * answer was lost returns what the first attempt granted. @default a new id per call
    */
   readonly claimId?: string;
+  /**
+   * The claim's number in its session: 1, 2, 3… for each new claim, the same on every attempt of one. An attempt
+   * that reaches the server after a later claim has reserved grants nothing (it was held in the network while the
+   * agent moved on). The `Worker` numbers its claims.
+   */
+  readonly claimSeq?: number;
 }
 
 export interface ClaimResult {

@@ -125,8 +125,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private sessionAbort = new AbortController();
   /** The claim whose answer has not come back: sent again, with the same id, until one does. */
   private pendingClaim:
-    | { readonly id: string; readonly sentAt: number; readonly sessionId: string }
+    | { readonly id: string; readonly seq: number; readonly sentAt: number; readonly sessionId: string }
     | undefined;
+  /** The number of the last new claim of the session: an attempt held in the network cannot grant after a later one. */
+  private claimSeq = 0;
   private claiming = false;
   /** Task ids the server says the session holds and this worker does not run: heartbeats in a row. */
   private readonly unknownHeld = new Map<string, number>();
@@ -332,6 +334,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.sessionAbort = new AbortController();
     this.sessionValidUntil = 0;
     this.pendingClaim = undefined;
+    this.claimSeq = 0;
     this.unknownHeld.clear();
     this.reconcileNeeded = false;
     this.acknowledged(session, sentAt);
@@ -562,7 +565,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       const pending =
         this.pendingClaim?.sessionId === session.sessionId
           ? this.pendingClaim
-          : { id: newClaimId(), sentAt: Date.now(), sessionId: session.sessionId };
+          : { id: newClaimId(), seq: ++this.claimSeq, sentAt: Date.now(), sessionId: session.sessionId };
       this.pendingClaim = pending;
       let claimed: ClaimResult;
       this.claiming = true;
@@ -574,6 +577,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
             ...(this.queues ? { queues: this.queues } : {}),
             idleClaims,
             claimId: pending.id,
+            claimSeq: pending.seq,
           },
           {
             timeoutMs: Math.min(CLAIM_ATTEMPT_MS, (session.leaseTtlSeconds * 1_000) / 2),

@@ -27,6 +27,7 @@ export function sessionFromItem(item: Item): AgentSession {
     rolesPicked: numberMap(item.rolesPicked),
     rolesLost: numberMap(item.rolesLost),
     ...(typeof item.claims === 'object' && item.claims !== null ? { claims: numberMap(item.claims) } : {}),
+    ...(typeof item.claimSeq === 'number' ? { claimSeq: item.claimSeq } : {}),
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
   };
 }
@@ -81,6 +82,8 @@ export interface ClaimRecord {
   readonly id: string;
   /** The session's `claims` map as read; undefined when the item has none yet. */
   readonly seen: Readonly<Record<string, number>> | undefined;
+  /** The claim's number, if the agent numbers its claims: recorded, and it must be above the session's. */
+  readonly seq?: number;
 }
 
 /**
@@ -90,15 +93,39 @@ export interface ClaimRecord {
  */
 export const CLAIMS_REMEMBERED = 3;
 
-function claimClauses(e: Expression, claim: ClaimRecord, now: number): { set: string[]; remove: string[] } {
+/**
+ * Records a claim id new to the session. The condition makes it new in the write, not only in the read: a retry
+ * that overtook its first attempt still in flight has recorded it first, and the first attempt must then answer
+ * with what the retry granted instead of reserving more.
+ */
+function claimClauses(
+  e: Expression,
+  claim: ClaimRecord,
+  now: number,
+): { set: string[]; remove: string[]; condition: string[] } {
+  const numbered =
+    claim.seq === undefined
+      ? { set: [], condition: [] }
+      : {
+          set: [`${e.n('claimSeq')} = ${e.v(claim.seq)}`],
+          condition: [`(attribute_not_exists(${e.n('claimSeq')}) OR ${e.n('claimSeq')} < ${e.v(claim.seq)})`],
+        };
   if (claim.seen === undefined)
-    return { set: [`${e.n('claims')} = ${e.v({ [claim.id]: now })}`], remove: [] };
+    return {
+      set: [`${e.n('claims')} = ${e.v({ [claim.id]: now })}`, ...numbered.set],
+      remove: [],
+      condition: [`attribute_not_exists(${e.n('claims')})`, ...numbered.condition],
+    };
   const older = Object.entries(claim.seen)
     .filter(([id]) => id !== claim.id)
     .sort(([, a], [, b]) => b - a)
     .slice(CLAIMS_REMEMBERED - 1)
     .map(([id]) => e.n('claims', id));
-  return { set: [`${e.n('claims', claim.id)} = ${e.v(now)}`], remove: older };
+  return {
+    set: [`${e.n('claims', claim.id)} = ${e.v(now)}`, ...numbered.set],
+    remove: older,
+    condition: [`attribute_not_exists(${e.n('claims', claim.id)})`, ...numbered.condition],
+  };
 }
 
 export type SessionWriteResult =
@@ -219,7 +246,7 @@ export class SessionTable {
   ): Promise<SessionWriteResult> {
     const fresh = [...add.values()].filter((previous) => previous === undefined).length;
     return this.update(agentId, (e) => {
-      const recorded = claim ? claimClauses(e, claim, now) : { set: [], remove: [] };
+      const recorded = claim ? claimClauses(e, claim, now) : undefined;
       return {
         // A claim is as good as a heartbeat: the session is extended in the write the claim makes anyway.
         set: [
@@ -227,9 +254,9 @@ export class SessionTable {
           `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
           `${e.n('heartbeatAt')} = ${e.v(now)}`,
           `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
-          ...recorded.set,
+          ...(recorded?.set ?? []),
         ],
-        remove: [...[...drop.keys()].map((id) => e.n('held', id)), ...recorded.remove],
+        remove: [...[...drop.keys()].map((id) => e.n('held', id)), ...(recorded?.remove ?? [])],
         condition: [
           `${e.n('sessionId')} = ${e.v(sessionId)}`,
           `attribute_not_exists(${e.n('endedAt')})`,
@@ -242,6 +269,7 @@ export class SessionTable {
               : `${e.n('held', id)} = ${e.v(previous)}`,
           ),
           ...[...drop].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
+          ...(recorded?.condition ?? []),
         ].join(' AND '),
       };
     });

@@ -32,6 +32,12 @@ export interface ClaimRequest {
    * nothing more. Without it a claim whose answer was lost leases tasks the agent never learns of.
    */
   readonly claimId?: string;
+  /**
+   * The claim's number in its session, chosen by the agent: growing with each new claim (1, 2, 3…), the same on
+   * every attempt of one. An attempt numbered at or below a claim that already reserved in the session, and not a
+   * replay of one it remembers, was delivered after the agent moved on: it grants nothing.
+   */
+  readonly claimSeq?: number;
 }
 
 export const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
@@ -80,6 +86,12 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (request.claimId !== undefined && !CLAIM_ID_PATTERN.test(request.claimId)) {
     throw new ValidationError('claimId: 8 to 64 letters, digits, "-" or "_"');
   }
+  if (request.claimSeq !== undefined && !(Number.isSafeInteger(request.claimSeq) && request.claimSeq >= 1)) {
+    throw new ValidationError('claimSeq: a whole number from 1');
+  }
+  if (request.claimSeq !== undefined && request.claimId === undefined) {
+    throw new ValidationError('claimSeq: numbers a claim that has a claimId');
+  }
   const now = ctx.now();
   const session = await liveSession(ctx, request, now);
   const queues = request.queues ?? session.queues;
@@ -89,6 +101,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (request.claimId !== undefined && session.claims?.[request.claimId] !== undefined) {
     return replayClaim(ctx, session, request.claimId);
   }
+  if (outrun(session, request.claimSeq)) return [];
 
   // When the session looks full, find the entries that stand for leases already over (reads only).
   let examined: Examined = { stale: new Map(), heldByUs: new Set() };
@@ -139,7 +152,16 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     }
   }
 
-  const reserved = await reserve(ctx, session, candidates, examined.stale, now, request.claimId);
+  const reserved = await reserve(ctx, session, candidates, examined.stale, now, request);
+  if ('replayFrom' in reserved) {
+    // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
+    await Promise.all(
+      [...byTask.values()]
+        .flat()
+        .map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    );
+    return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
+  }
   // Queue limits (concurrency, rate) admit some of what the session reserved; the rest waits a moment.
   const limited = new Map<string, string[]>();
   for (const taskId of candidates) {
@@ -235,6 +257,10 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   return withPayloads(ctx, granted);
 }
 
+/** A claim numbered at or below one that already reserved in the session: its agent has moved on. */
+const outrun = (session: AgentSession, claimSeq: number | undefined): boolean =>
+  claimSeq !== undefined && session.claimSeq !== undefined && claimSeq <= session.claimSeq;
+
 const freeSlots = (session: AgentSession) => session.maxConcurrency - Object.keys(session.held).length;
 
 const logged = (ctx: SchedulerContext, what: string) => (error: unknown) =>
@@ -300,8 +326,9 @@ async function reserve(
   taskIds: readonly string[],
   stale: ReadonlyMap<string, number>,
   now: number,
-  claimId: string | undefined,
-): Promise<{ has(taskId: string): boolean }> {
+  claim: Pick<ClaimRequest, 'claimId' | 'claimSeq'>,
+): Promise<{ has(taskId: string): boolean } | { replayFrom: AgentSession; claimId: string }> {
+  const { claimId, claimSeq } = claim;
   let current = session;
   for (let round = 0; round < 3; round++) {
     const held = current.held;
@@ -319,7 +346,9 @@ async function reserve(
       current.maxConcurrency,
       now,
       ctx.settings.leaseTtlSeconds * 1_000,
-      claimId === undefined ? undefined : { id: claimId, seen: current.claims },
+      claimId === undefined
+        ? undefined
+        : { id: claimId, seen: current.claims, ...(claimSeq === undefined ? {} : { seq: claimSeq }) },
     );
     if (written.ok) return { has: (id) => add.has(id) };
     if (
@@ -329,6 +358,9 @@ async function reserve(
     ) {
       throw new SessionLostError('the session expired or was replaced; open a new session');
     }
+    if (claimId !== undefined && written.current.claims?.[claimId] !== undefined)
+      return { replayFrom: written.current, claimId };
+    if (outrun(written.current, claimSeq)) break;
     current = written.current;
   }
   return { has: () => false };

@@ -89,6 +89,12 @@ export interface AgentSession {
    */
   readonly claims?: Readonly<Record<string, number>>;
   /**
+   * The highest claim number (`claimSeq`) that reserved something in this session. A claim numbered at or below it
+   * with an id the session does not remember is an attempt delivered after its agent had moved on: it grants
+   * nothing, whatever the number of claims in between.
+   */
+  readonly claimSeq?: number;
+  /**
    * When the supervisor ended the session, having found it expired. Set before anything the session held is
    * taken back, and no heartbeat or claim passes it: a write the agent decided on before its expiry but that
    * lands after this cannot revive the session (see `SessionTable.end`).

@@ -24,6 +24,8 @@ export const claimBody = z.strictObject({
   sessionId: sessionIdSchema,
   /** Chosen by the agent and sent again with a retry: a retried claim returns what the first one granted. */
   claimId: z.string().regex(CLAIM_ID_PATTERN, 'a claim id: 8 to 64 letters, digits, "-" or "_"').optional(),
+  /** The claim's number in the session, growing with each new claim: an attempt delivered late grants nothing. */
+  claimSeq: z.int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   max: z.int().min(1).max(LIMITS.claimMax).optional(),
   queues: z.array(queueNameSchema).min(1).max(32).optional(),
   /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
@@ -122,6 +124,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         ...(body.max === undefined ? {} : { max: body.max }),
         ...(body.queues === undefined ? {} : { queues: body.queues }),
         ...(body.claimId === undefined ? {} : { claimId: body.claimId }),
+        ...(body.claimSeq === undefined ? {} : { claimSeq: body.claimSeq }),
       });
       // Nothing to do: say how long to wait, longer the longer the agent has been idle.
       const retryAfterMs =

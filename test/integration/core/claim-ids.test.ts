@@ -16,7 +16,7 @@ import {
 describe('claim ids, fenced checkpoints and session reads', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['retry', 'fence', 'read', 'window'] });
+    stack = await createTestStack({ queues: ['retry', 'fence', 'read', 'window', 'race', 'late'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -43,6 +43,61 @@ describe('claim ids, fenced checkpoints and session reads', () => {
     expect(again[0]?.timeoutSeconds).toBeGreaterThan(0);
     expect(await leasedTaskIds(stack, { owner: agent.agentId })).toHaveLength(another.length + 1);
     expect(another.map((t) => t.taskId)).not.toContain(first[0]?.taskId);
+  });
+
+  it('a retry that overtakes its first attempt still in flight: the two grant one claim’s worth between them', async () => {
+    // Prepare: four tasks ready, an agent with room for all four, claims of two.
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['race'], maxConcurrency: 4 });
+    for (const n of [1, 2, 3, 4]) await scheduler.submit({ queue: 'race', payload: { n } });
+    const claimId = 'claim-0004-race';
+    // The first attempt has read the session and received its messages; before it reserves, its retry (sent
+    // because the first timed out) is served from start to end.
+    let retry: Awaited<ReturnType<typeof scheduler.claim>> = [];
+    stack.interleave(
+      (operation, input) =>
+        operation === 'UpdateItemCommand' &&
+        JSON.stringify(input.ExpressionAttributeNames).includes('"claims"'),
+      async () => {
+        retry = await stack.sibling().claim({ ...agent, claimId, max: 2 });
+      },
+    );
+
+    // Act
+    const first = await scheduler.claim({ ...agent, claimId, max: 2 });
+
+    // Assess: whatever each attempt answered, the leases under this claim id are the retry's, and the first
+    // attempt answers with them too.
+    expect(retry.length).toBeGreaterThan(0);
+    const leased = await leasedTaskIds(stack, { owner: agent.agentId });
+    expect(leased.sort()).toEqual(retry.map((t) => t.taskId).sort());
+    expect(first.map((t) => t.taskId).sort()).toEqual(leased);
+  });
+
+  it('an attempt held in the network past the agent’s next claim grants nothing, however many claims came between', async () => {
+    // Prepare: tasks enough for every claim; claims 2 to 5 reserve one task each, so the session no longer
+    // remembers claim 1's id by the time its first attempt arrives.
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['late'], maxConcurrency: 10 });
+    for (const n of [1, 2, 3, 4, 5, 6]) await scheduler.submit({ queue: 'late', payload: { n } });
+    const later: string[] = [];
+    for (const claimSeq of [2, 3, 4, 5]) {
+      let got: Awaited<ReturnType<typeof scheduler.claim>> = [];
+      await waitFor(async () => {
+        got = await scheduler.claim({ ...agent, claimId: `claim-late-${claimSeq}`, claimSeq, max: 1 });
+        return got.length === 1;
+      });
+      later.push(...got.map((t) => t.taskId));
+    }
+
+    // Act: claim 1 arrives now.
+    const late = await scheduler.claim({ ...agent, claimId: 'claim-late-1', claimSeq: 1, max: 1 });
+
+    // Assess: nothing granted, nothing leased beyond what claims 2 to 5 took; a next claim still works.
+    expect(late).toEqual([]);
+    expect((await leasedTaskIds(stack, { owner: agent.agentId })).sort()).toEqual([...later].sort());
+    const next = await scheduler.claim({ ...agent, claimId: 'claim-late-6', claimSeq: 6, max: 1 });
+    expect(next).toHaveLength(1);
   });
 
   it('a retried claim returns only the tasks of that claim still leased to the session', async () => {
