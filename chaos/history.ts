@@ -229,8 +229,11 @@ export function checkHistory(history: History): Verdict {
       (call.op === 'complete' || call.op === 'fail' || call.op === 'release') &&
       !committed.has(`${call.taskId}:${call.op}:${call.leaseEpoch}:${call.agentId}`),
   ).length;
+  // An owner write on a task since given to another agent is answered as if the task did not exist.
   const staleRejectedCount = history.calls.filter(
-    (call) => call.outcome === 'fail' && (call.code === 'LeaseLost' || call.code === 'SessionLost'),
+    (call) =>
+      call.outcome === 'fail' &&
+      (call.code === 'LeaseLost' || call.code === 'SessionLost' || call.code === 'TaskNotFound'),
   ).length;
 
   let lostCount = 0;
@@ -281,6 +284,20 @@ export interface RoleHolding {
   end?: number;
 }
 
+/** What the server answered to one claim request, whether or not the answer reached the agent. */
+export interface ClaimAnswer {
+  readonly claimId: string;
+  /** The leases granted, as `taskId#leaseEpoch`. */
+  readonly granted: readonly string[];
+}
+
+/** A checkpoint the tasks table took: the epoch of the lease its handler ran under, and when it was sent. */
+export interface CheckpointWrite {
+  readonly taskId: string;
+  readonly writerEpoch: number;
+  readonly sentAt: number;
+}
+
 export interface AgentSideVerdict {
   /** Pairs of executions of one task that overlap in time. */
   readonly executionOverlapCount: number;
@@ -288,6 +305,13 @@ export interface AgentSideVerdict {
   readonly runAfterSuccessCount: number;
   /** Pairs of holdings of one role that overlap in time. */
   readonly roleOverlapCount: number;
+  /** Claim ids whose attempts were answered with different grants: a retried claim granted a second time. */
+  readonly claimGrantedTwiceCount: number;
+  /**
+   * Checkpoints the table took from a superseded lease: sent after a handler of a later epoch of the task had
+   * started (so after that epoch's grant had committed).
+   */
+  readonly staleCheckpointCount: number;
 }
 
 /** Pairs of intervals of one key overlapping in time; an interval not ended lasts until `until`. */
@@ -313,15 +337,30 @@ export function checkAgentSide(
   executions: readonly Execution[],
   holdings: readonly RoleHolding[],
   until: number,
+  wire: { readonly claims?: readonly ClaimAnswer[]; readonly checkpoints?: readonly CheckpointWrite[] } = {},
 ): AgentSideVerdict {
   let runAfterSuccessCount = 0;
-  for (const group of groupBy(executions, (e) => e.taskId).values()) {
+  const byTask = groupBy(executions, (e) => e.taskId);
+  for (const group of byTask.values()) {
     const succeeded = Math.min(...group.map((e) => e.succeededAt ?? Number.POSITIVE_INFINITY));
     runAfterSuccessCount += group.filter((e) => e.start > succeeded).length;
   }
+  // A replay answers with what the first attempt granted and still holds, so the answers to one claim id, from
+  // smallest to largest, each contain the one before (a replay racing the first attempt sees part of it).
+  let claimGrantedTwiceCount = 0;
+  for (const answers of groupBy(wire.claims ?? [], (c) => c.claimId).values()) {
+    const sorted = answers.map((a) => new Set(a.granted)).sort((a, b) => a.size - b.size);
+    if (sorted.some((set, i) => i > 0 && [...(sorted[i - 1] ?? [])].some((lease) => !set.has(lease))))
+      claimGrantedTwiceCount++;
+  }
+  const staleCheckpointCount = (wire.checkpoints ?? []).filter((write) =>
+    (byTask.get(write.taskId) ?? []).some((e) => e.leaseEpoch > write.writerEpoch && e.start < write.sentAt),
+  ).length;
   return {
     executionOverlapCount: overlappingPairs(executions, (e) => e.taskId, until),
     runAfterSuccessCount,
     roleOverlapCount: overlappingPairs(holdings, (h) => h.role, until),
+    claimGrantedTwiceCount,
+    staleCheckpointCount,
   };
 }

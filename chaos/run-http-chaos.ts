@@ -9,11 +9,12 @@
  * - 503 before the request reaches the server (3 %); the SDK retries;
  * - the request is served and its answer lost (3 %); the SDK retries, so a claim or completion is sent again;
  * - the request hangs until the per-attempt timeout (1 %);
+ * - the request is held in the network: the attempt times out, and the server gets it 0.5 to 6 s later (1 %);
  * - an agent is cut off (every request hangs) for longer than the lease's time to live (1 % of claims);
  * - an agent crashes: its Worker stops without releasing anything (0.5 % of claims), and a new one takes its place.
  */
 import { randomBytes } from 'node:crypto';
-import { createContext } from '#core/context';
+import { createContext, type SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
@@ -21,8 +22,16 @@ import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker, type WorkerOptions } from '#sdk/worker';
-import { type AgentSideVerdict, checkAgentSide, type Execution, type RoleHolding } from './history';
+import {
+  type AgentSideVerdict,
+  type CheckpointWrite,
+  type ClaimAnswer,
+  checkAgentSide,
+  type Execution,
+  type RoleHolding,
+} from './history';
 import { superviseUnderChaos } from './supervisor-loop';
+import { written } from './written';
 
 export interface HttpChaosOptions {
   readonly tasks: number;
@@ -33,14 +42,26 @@ export interface HttpChaosOptions {
   readonly concurrency?: number;
   /** Changes the scheduler under test (server-side mutants). Not reachable from any configuration. */
   readonly mutateScheduler?: (scheduler: Scheduler) => void;
+  /** Changes the scheduler's context, its tables (server-side mutants). */
+  readonly mutateContext?: (ctx: SchedulerContext) => void;
   /** Changes each Worker's options (SDK mutants). */
   readonly mutateWorker?: (options: WorkerOptions) => WorkerOptions;
+  /** Changes each Worker once made, before it starts (SDK mutants). */
+  readonly mutateWorkerInstance?: (worker: Worker) => void;
   /** Share of supervisor ticks that run two passes at once. @default 0.1 */
   readonly supervisorDoubling?: number;
   /** Longest wait for every task to end once the faults stop. @default 60 s */
   readonly drainTimeoutMs?: number;
   /** Share of handlers whose agent is cut off while they run 3 s (past the lease's time to live). @default 0.01 */
   readonly cutOffShare?: number;
+  /** Share of agent requests held in the network and delivered late, after the attempt gave up. @default 0.01 */
+  readonly lateShare?: number;
+  /** How late such a request reaches the server, in ms. @default 500 to 6,000 */
+  readonly lateDelayMs?: { readonly min: number; readonly max: number };
+  /** Share of handlers that work for 3 s, checkpointing. @default 0.05 */
+  readonly longShare?: number;
+  /** Share of handlers that fail (the task is retried). @default 0.1 */
+  readonly failShare?: number;
 }
 
 export interface HttpChaosReport extends AgentSideVerdict {
@@ -59,6 +80,11 @@ export interface HttpChaosReport extends AgentSideVerdict {
   /** When the submissions were in, the faults stopped, every task had ended: ms from the start. */
   readonly phasesMs: Readonly<Record<string, number>>;
   readonly staleRejectedCount: number;
+  /** Claims answered (first attempts and retries) and checkpoints the tasks table took. */
+  readonly claimAnswers: number;
+  readonly checkpointWrites: number;
+  /** Leases the Workers found their sessions holding without having heard of them, and gave back. */
+  readonly grantsGivenBack: number;
   readonly lostCount: number;
   readonly neverTerminalCount: number;
   readonly violations: number;
@@ -102,6 +128,24 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       idleRetryMaxMs: 100,
     },
   });
+  options.mutateContext?.(ctx);
+  // Every checkpoint the tasks table takes, with the epoch its handler wrote into it and when it was sent.
+  const checkpointWrites: CheckpointWrite[] = [];
+  const update = ctx.tasks.update.bind(ctx.tasks);
+  ctx.tasks.update = async (taskId, build) => {
+    let checkpoint: unknown;
+    const sentAt = Date.now();
+    const result = await update(taskId, (e) => {
+      const clauses = build(e);
+      checkpoint = written(e, clauses.set, 'checkpoint');
+      return clauses;
+    });
+    if (result.ok && typeof checkpoint === 'string') {
+      const writerEpoch = (JSON.parse(checkpoint) as { leaseEpoch?: unknown }).leaseEpoch;
+      if (typeof writerEpoch === 'number') checkpointWrites.push({ taskId, writerEpoch, sentAt });
+    }
+    return result;
+  };
   const scheduler = new Scheduler(ctx);
   options.mutateScheduler?.(scheduler);
   const operatorToken = `op_${randomBytes(12).toString('base64url')}`;
@@ -120,6 +164,21 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   let faultsOn = true;
   let requests = 0;
   let staleRejectedCount = 0;
+  let grantsGivenBack = 0;
+  const claimAnswers: ClaimAnswer[] = [];
+  /** The claim id a request carries, if it is a claim (the transport sends `Request` objects). */
+  const claimIdOf = async (input: Parameters<typeof fetch>[0], init: RequestInit | undefined) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (!url.endsWith('/v1/agent/claim')) return undefined;
+    const body = input instanceof Request ? await input.clone().text() : init?.body;
+    return typeof body === 'string' ? (JSON.parse(body) as { claimId?: string }).claimId : undefined;
+  };
+  /** Notes what the server answered to a claim, before the answer can be lost. */
+  const noteClaim = (claimId: string | undefined, text: string) => {
+    const answer = JSON.parse(text) as { tasks?: { taskId: string; leaseEpoch: number }[] };
+    if (claimId && answer.tasks)
+      claimAnswers.push({ claimId, granted: answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`) });
+  };
   const executions: Execution[] = [];
   const holdings: RoleHolding[] = [];
   const operator = new AgentSchedulerClient({ endpoint: server.url, token: operatorToken });
@@ -129,7 +188,8 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     return async (input, init) => {
       requests++;
       const signal = init?.signal;
-      if (faultsOn && Date.now() < agent.cutOffUntil) {
+      // A cut-off, once begun, lasts its time even after the other faults stop.
+      if (Date.now() < agent.cutOffUntil) {
         count('agentCutOffRequest');
         return hangUntilAborted(signal, ATTEMPT_TIMEOUT_MS * 2);
       }
@@ -145,8 +205,31 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         count('requestHung');
         return hangUntilAborted(signal, ATTEMPT_TIMEOUT_MS * 2);
       }
+      const lateShare = options.lateShare ?? 0.01;
+      const lateDelay = options.lateDelayMs ?? { min: 500, max: 6_000 };
+      if (draw >= 0.07 && draw < 0.07 + lateShare) {
+        // Held in the network: the attempt gives up, the server gets the request later all the same. What it
+        // answers then reaches nobody (a late claim may lease what the agent never hears of: its session's held
+        // tasks are reconciled).
+        count('deliveredLate');
+        const { signal: _attempt, ...rest } = init ?? {};
+        const claimId = await claimIdOf(input, init);
+        setTimeout(
+          () =>
+            void fetch(input, rest)
+              .then(async (answer) => {
+                const text = await answer.text();
+                if (answer.ok) noteClaim(claimId, text);
+              })
+              .catch(() => undefined),
+          lateDelay.min + random() * (lateDelay.max - lateDelay.min),
+        );
+        return hangUntilAborted(signal, ATTEMPT_TIMEOUT_MS * 2);
+      }
+      const claimId = await claimIdOf(input, init);
       const response = await fetch(input, init);
       const text = await response.text();
+      if (response.ok) noteClaim(claimId, text);
       // A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as
       // if it did not exist (TaskNotFound on an agent route).
       if (
@@ -200,12 +283,13 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         }
         // Most handlers are quick; one in twenty works for 3 s (past the lease's time to live, so only its
         // heartbeats keep it), checkpointing, until done or aborted.
-        const steps = cutOff ? 160 : random() < 0.05 ? 60 : 1;
+        const steps = cutOff ? 160 : random() < (options.longShare ?? 0.05) ? 60 : 1;
         for (let step = 0; step < steps && !context.signal.aborted; step++) {
-          context.checkpoint({ step });
+          // The epoch says which lease wrote the checkpoint, for the checker.
+          context.checkpoint({ step, leaseEpoch: task.leaseEpoch });
           await sleep(steps > 1 ? 50 : 5 + random() * 45);
         }
-        if (random() < 0.1) throw new Error('chaos says no');
+        if (random() < (options.failShare ?? 0.1)) throw new Error('chaos says no');
         return { n: task.taskId };
       } finally {
         ended();
@@ -232,6 +316,14 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       concurrency: options.concurrency ?? 4,
       pollIntervalMs: { min: 20, max: 200 },
       handler: handler(state),
+      log: {
+        debug: () => undefined,
+        info: () => undefined,
+        warn: (message) => {
+          if (message.startsWith('giving back a task')) grantsGivenBack++;
+        },
+        error: () => undefined,
+      },
       ...(roles
         ? {
             roles: {
@@ -255,6 +347,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     for (let attempt = 0; !worker; attempt++) {
       const candidate = new Worker(options.mutateWorker ? options.mutateWorker(base) : base);
       candidate.on('error', () => undefined);
+      options.mutateWorkerInstance?.(candidate);
       try {
         await candidate.start();
         worker = candidate;
@@ -389,7 +482,10 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       if (status === undefined) lostCount++;
       else if (!TERMINAL.has(status)) neverTerminalCount++;
     }
-    const verdict = checkAgentSide(executions, holdings, until);
+    const verdict = checkAgentSide(executions, holdings, until, {
+      claims: claimAnswers,
+      checkpoints: checkpointWrites,
+    });
     return {
       mode: 'http',
       tasks: options.tasks,
@@ -405,6 +501,9 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       supervisorPasses: supervisor.passes,
       phasesMs,
       staleRejectedCount,
+      claimAnswers: claimAnswers.length,
+      checkpointWrites: checkpointWrites.length,
+      grantsGivenBack,
       lostCount,
       neverTerminalCount,
       ...verdict,
@@ -412,6 +511,8 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         verdict.executionOverlapCount +
         verdict.runAfterSuccessCount +
         verdict.roleOverlapCount +
+        verdict.claimGrantedTwiceCount +
+        verdict.staleCheckpointCount +
         lostCount +
         neverTerminalCount,
     };

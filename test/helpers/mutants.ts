@@ -6,6 +6,8 @@
 import type { Expression } from '#adapters/expression';
 import type { SchedulerContext } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
+import type { Worker } from '#sdk/worker';
+import { written } from '../../chaos/written';
 
 export type Mutant =
   | 'completeWithoutEpoch'
@@ -15,14 +17,7 @@ export type Mutant =
 
 type Clauses = { set?: string[]; remove?: string[]; condition: string };
 
-/** The value a `SET name = :v` clause writes, if the clause set writes `name`. */
-export function written(e: Expression, set: readonly string[] | undefined, name: string): unknown {
-  for (const clause of set ?? []) {
-    const [left, right] = clause.split(' = ');
-    if (left && right && e.names[left] === name && right in e.values) return e.values[right];
-  }
-  return undefined;
-}
+export { written };
 
 /** The first clause of a condition: for the fences here, `status = leased`. */
 const firstClause = (condition: string) => condition.split(' AND ')[0] ?? condition;
@@ -93,14 +88,33 @@ export function applyMutant(ctx: SchedulerContext, mutant: Mutant): void {
 }
 
 /**
+ * A checkpoint fenced by nothing but a live lease: any lease's clause will do (owner, session, epoch or deadline),
+ * so a heartbeat's checkpoint taken under an earlier lease (sent before it ended, delivered after another began)
+ * overwrites the progress of the lease that holds the task. The clauses are kept, joined by OR, because DynamoDB
+ * refuses a request whose placeholders are not all used.
+ */
+export function checkpointWithoutFence(ctx: SchedulerContext): void {
+  rewriteTaskUpdates(ctx, (e, clauses) => {
+    if (written(e, clauses.set, 'checkpoint') === undefined) return clauses;
+    const [leased, ...fences] = clauses.condition.split(' AND ');
+    return { ...clauses, condition: `${leased} AND (${fences.join(' OR ')})` };
+  });
+}
+
+/**
  * A claim retry that grants twice: the claim handler forgets the claim id, so a retried claim (its first answer
  * lost) is granted anew instead of being answered with the first grant. Planted on the scheduler the local
- * server runs (`mutateScheduler` of the HTTP chaos run); it changes nothing until claims carry a claim id.
+ * server runs (`mutateScheduler` of the HTTP chaos run).
  */
 export function claimWithoutClaimId(scheduler: Scheduler): void {
   const claim = scheduler.claim.bind(scheduler);
-  scheduler.claim = (request) => {
-    const { claimId: _dropped, ...rest } = request as typeof request & { claimId?: unknown };
-    return claim(rest as typeof request);
-  };
+  scheduler.claim = ({ claimId: _id, claimSeq: _seq, ...rest }) => claim(rest);
+}
+
+/**
+ * An SDK that ignores its own reckoning of the lease: when the session runs out by the agent's clock, its handlers
+ * go on (until the server's answer says the session is lost), so a cut-off agent runs beside the next holder.
+ */
+export function ignoreLocalExpiry(worker: Worker): void {
+  (worker as unknown as { sessionLapsed: () => void }).sessionLapsed = () => undefined;
 }

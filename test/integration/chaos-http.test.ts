@@ -3,7 +3,8 @@
  * short run must be caught by the checker of what ran on the agents.
  */
 import { describe, expect, inject, it } from 'vitest';
-import { runHttpChaos } from '../../chaos/run-http-chaos';
+import { checkpointWithoutFence, claimWithoutClaimId, ignoreLocalExpiry } from '#test/mutants';
+import { type HttpChaosOptions, type HttpChaosReport, runHttpChaos } from '../../chaos/run-http-chaos';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
@@ -21,24 +22,73 @@ describe('chaos through HTTP and the SDK', () => {
       executionOverlapCount: 0,
       runAfterSuccessCount: 0,
       roleOverlapCount: 0,
+      claimGrantedTwiceCount: 0,
+      staleCheckpointCount: 0,
       lostCount: 0,
       neverTerminalCount: 0,
       violations: 0,
     });
-    for (const kind of ['unavailableBeforeDelivery', 'answerLost', 'requestHung', 'supervisorDoubled'])
+    for (const kind of [
+      'unavailableBeforeDelivery',
+      'answerLost',
+      'requestHung',
+      'deliveredLate',
+      'supervisorDoubled',
+    ])
       expect(report.faults[kind]).toBeGreaterThan(0);
   }, 180_000);
 
-  // The first form of this mutant (a heartbeat that does not get through taken as answered) is no longer one: the
-  // Worker reckons its leases from send times, so a late acknowledgement extends nothing and the handler is
-  // aborted anyway. The form that switches the reckoning off (plantIgnoreLocalExpiry) keeps a run from stopping
-  // within the test's time on two cores; it waits for a run whose cut-off agents stop promptly.
-  it.todo('catches the mutant ignoreLocalExpiry');
+  /**
+   * Short runs with a mutant planted, until one breaks the invariant the mutant is about: a mutant shows when a
+   * fault lands in its window, which a loaded machine can shift, so up to three seeds are tried. The run with the
+   * correct code above sees no violation at all.
+   */
+  const caught = async (
+    mutant: string,
+    invariant: keyof HttpChaosReport,
+    options: Partial<HttpChaosOptions>,
+  ): Promise<number> => {
+    let seen = 0;
+    for (const seed of [11, 12, 13]) {
+      const report = await runHttpChaos({
+        tasks: 100,
+        agents: 4,
+        seed,
+        endpoints,
+        drainTimeoutMs: 60_000,
+        ...options,
+      });
+      console.log(`mutant ${mutant}, seed ${seed}: ${JSON.stringify(report)}`);
+      seen = Number(report[invariant]);
+      if (seen > 0) break;
+    }
+    return seen;
+  };
 
-  // TODO(issue 14, after the merge of claim ids): run shortRun({ mutateScheduler: claimWithoutClaimId }) from
-  // #test/mutants and expect executionOverlapCount > 0; today a claim has no id for the mutant to drop.
-  it.todo('catches the mutant claimWithoutClaimId');
-  // TODO(issue 14, after the merge of epoch-fenced checkpoints): a mutant that drops the epoch from the
-  // checkpoint's condition, caught as a checkpoint written by a superseded epoch; today checkpoints carry none.
-  it.todo('catches the mutant checkpointWithoutEpoch');
+  it('catches the mutant ignoreLocalExpiry: a cut-off agent runs on past its lease, beside the next holder', async () => {
+    const overlaps = await caught('ignoreLocalExpiry', 'executionOverlapCount', {
+      mutateWorkerInstance: ignoreLocalExpiry,
+      cutOffShare: 0.05,
+    });
+    expect(overlaps).toBeGreaterThan(0);
+  }, 400_000);
+
+  it('catches the mutant claimWithoutClaimId: a claim retried after a lost answer is granted anew', async () => {
+    const twice = await caught('claimWithoutClaimId', 'claimGrantedTwiceCount', {
+      mutateScheduler: claimWithoutClaimId,
+    });
+    expect(twice).toBeGreaterThan(0);
+  }, 400_000);
+
+  it('catches the mutant checkpointWithoutFence: a late heartbeat overwrites the next holder’s progress', async () => {
+    const stale = await caught('checkpointWithoutFence', 'staleCheckpointCount', {
+      mutateContext: checkpointWithoutFence,
+      tasks: 60,
+      lateShare: 0.2,
+      lateDelayMs: { min: 2_000, max: 6_000 },
+      longShare: 0.8,
+      failShare: 0.5,
+    });
+    expect(stale).toBeGreaterThan(0);
+  }, 400_000);
 });

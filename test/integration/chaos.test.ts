@@ -104,10 +104,19 @@ describe('chaos', () => {
   it.each(mutants)(
     'catches the mutant %s',
     async (mutant, options) => {
-      const report = await shortRun(options);
-      console.log(`mutant ${mutant}: ${report.violations} violations ${JSON.stringify(report)}`);
-      expect(report.violations).toBeGreaterThan(0);
+      // A mutant shows when a fault lands in its window; on a loaded machine one short run may miss it, so up to
+      // three seeds are tried. A mutant is caught when any run sees a violation; the correct code sees none in any.
+      let violations = 0;
+      for (const seed of [11, 12, 13]) {
+        const report = await shortRun({ seed, ...options });
+        console.log(
+          `mutant ${mutant}, seed ${seed}: ${report.violations} violations ${JSON.stringify(report)}`,
+        );
+        violations = report.violations;
+        if (violations > 0) break;
+      }
+      expect(violations).toBeGreaterThan(0);
     },
-    120_000,
+    240_000,
   );
 });
