@@ -93,7 +93,7 @@ export async function createSchedule(ctx: SchedulerContext, backend: ScheduleBac
     await ctx.sessions.doc.send(
       new PutCommand({
         TableName: ctx.sessions.tableName,
-        Item: { leaseId: recordId(spec.name), kind: 'schedule', ...record },
+        Item: itemOf(record),
         ConditionExpression: 'attribute_not_exists(leaseId)',
       }),
     );
@@ -162,12 +162,22 @@ export async function listSchedules(ctx: SchedulerContext): Promise<ScheduleReco
   return records.sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/**
+ * The stored item. The task template is kept as JSON text, as a task's payload is: DynamoDB's map conversion
+ * cannot carry every key JSON can (`__proto__` is dropped or refused), and the template is sent as it was given.
+ */
+function itemOf(record: ScheduleRecord): Record<string, unknown> {
+  const { task, ...rest } = record;
+  return { leaseId: recordId(record.name), kind: 'schedule', ...rest, taskJson: JSON.stringify(task) };
+}
+
 function recordFromItem(item: Record<string, unknown>): ScheduleRecord | null {
   const parsed = scheduleSpecSchema.safeParse({
     name: item.name,
     expression: item.expression,
     timeZone: item.timeZone,
-    task: item.task,
+    // Records written before the template was kept as text hold it as a map.
+    task: typeof item.taskJson === 'string' ? JSON.parse(item.taskJson) : item.task,
     overlap: item.overlap,
     missedRuns: item.missedRuns,
     enabled: item.enabled,
