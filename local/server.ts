@@ -4,7 +4,7 @@
  * token standing in for IAM on operator routes.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import type { AgentTable } from '#adapters/agent-table';
 import type { LocalEventFeed } from '#adapters/event-publishers';
 import { authenticateAgent } from '#core/auth';
@@ -223,18 +223,30 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       socket.destroy();
       return;
     }
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? 431 : 400;
-    const body = JSON.stringify({
-      error: tooLarge
-        ? { code: 'HeadersTooLarge', message: 'the request headers are too large' }
-        : { code: 'MalformedRequest', message: 'the request is not valid HTTP' },
-      requestId: randomUUID(),
-    });
+    const [status, code, message] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'HeadersTooLarge', 'the request headers are too large']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'RequestTimeout', 'the request did not arrive in time']
+          : [400, 'MalformedRequest', 'the request is not valid HTTP'];
+    const body = JSON.stringify({ error: { code, message }, requestId: randomUUID() });
     socket.end(
-      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
+  });
+  // An `Expect` other than 100-continue: Node would answer 417 with an empty body.
+  server.on('checkExpectation', (request, response) => {
+    const body = JSON.stringify({
+      error: { code: 'ExpectationFailed', message: `cannot meet the expectation ${request.headers.expect}` },
+      requestId: randomUUID(),
+    });
+    response.writeHead(417, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
   });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
