@@ -1,27 +1,11 @@
-/**
- * A chaos run: the scheduler's handlers in process on the emulators, agents that crash and pause, and a seeded
- * fault injector under the AWS SDK clients. The faults stop after the work is submitted and half done; then the
- * run waits for every task to end, and the history is checked (see `history.ts`).
- *
- * Faults, each drawn from the seed:
- * - an agent crashes holding a task, without releasing it (5 % of claims), and comes back later;
- * - an agent pauses past its lease, then wakes and tries to heartbeat, complete and release (5 % of claims);
- * - a DynamoDB write commits and its answer is lost to a timeout; the SDK retries it (2 % of writes);
- * - DynamoDB throttles a write before it is sent (2 % of writes);
- * - an SQS send is lost after the DynamoDB commit (5 %), or delivered twice (5 %);
- * - a supervisor tick runs two passes at once (10 % of ticks).
- */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { payloadJsonOf } from '#adapters/task-table';
 import { createContext, type SchedulerContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
-import { type ClientCall, checkHistory, type History, type Verdict } from './history';
+import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
+import { type ClientCall, checkHistory, type Verdict } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
 
 export interface ChaosOptions {
@@ -74,26 +58,6 @@ const SUPERVISOR_TICK_MS = 250;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Next = (args: { input: object }) => Promise<{ output: object }>;
-interface Stack {
-  add(
-    middleware: (next: Next, context: { commandName?: string }) => Next,
-    options: { step: string; name: string; priority?: string },
-  ): void;
-}
-const stackOf = (client: DynamoDBClient | SQSClient) => client.middlewareStack as unknown as Stack;
-
-const ATTRIBUTE_TYPES = new Set(['S', 'N', 'B', 'BOOL', 'NULL', 'M', 'L', 'SS', 'NS', 'BS']);
-
-/** An item as plain values, whether it comes marshalled (`{ S: "x" }`) or already converted. */
-function plainItem(item: Record<string, unknown>): Record<string, unknown> {
-  const marshalled = Object.values(item).every((value) => {
-    const keys = typeof value === 'object' && value !== null ? Object.keys(value) : [];
-    return keys.length === 1 && ATTRIBUTE_TYPES.has(keys[0] ?? '');
-  });
-  return marshalled ? unmarshall(item as Record<string, never>) : item;
-}
-
 const WRITES = new Set([
   'PutItemCommand',
   'BatchWriteItemCommand',
@@ -108,58 +72,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const scratch = await scratchStack({ name: 'chaos', queues: ['chaos'], endpoints: options.endpoints });
   const { dynamodb, sqs, tables, queues } = scratch;
 
-  const history: History = {
-    tasks: [],
-    sessions: [],
-    calls: [],
-    crashes: [],
-    acknowledged: new Set(),
-    finalStatus: new Map(),
-    occurrenceTasks: new Map(),
-  };
+  const history = emptyHistory();
   const faults: Record<string, number> = {};
   const count = (kind: string) => {
     faults[kind] = (faults[kind] ?? 0) + 1;
   };
   let faultsOn = process.env.CHAOS_NO_FAULTS === undefined;
 
-  // The record of committed writes: it sees an answer before an injected fault loses it.
-  // Times are the server's own (`updatedAt`, `heartbeatAt`: the `now` each write was decided with), so answers
-  // that arrive late or out of order do not reorder the history.
-  const recordItem = (tableName: string, item: Record<string, unknown>) => {
-    const decidedAt = (field: string) =>
-      typeof item[field] === 'number' ? (item[field] as number) : Date.now();
-    if (tableName === tables.tasks && String(item.part).startsWith('payload')) {
-      const payload = JSON.parse(payloadJsonOf(item) ?? 'null') as { tick?: number } | null;
-      if (typeof payload?.tick === 'number') {
-        const tasks = history.occurrenceTasks.get(payload.tick) ?? new Set<string>();
-        tasks.add(String(item.taskId));
-        history.occurrenceTasks.set(payload.tick, tasks);
-      }
-    }
-    if (tableName === tables.tasks && item.part === 'state') {
-      const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
-      history.tasks.push({
-        at: decidedAt('updatedAt'),
-        taskId: String(item.taskId),
-        status: String(item.status),
-        leaseEpoch: Number(item.leaseEpoch ?? 0),
-        ...(typeof item.owner === 'string' ? { owner: item.owner } : {}),
-        ...(typeof item.sessionId === 'string' ? { sessionId: item.sessionId } : {}),
-        ...(typeof item.leaseDeadline === 'number' ? { leaseDeadline: item.leaseDeadline } : {}),
-        ...(finish ? { lastFinish: finish } : {}),
-      });
-    }
-    if (tableName === tables.leases && item.kind === 'session') {
-      history.sessions.push({
-        at: decidedAt('heartbeatAt'),
-        agentId: String(item.agentId),
-        sessionId: String(item.sessionId),
-        expiresAt: Number(item.expiresAt),
-        held: Object.keys((item.held ?? {}) as object).length,
-      });
-    }
-  };
   // Under the SDK's retries: a lost answer or a throttle is retried by the SDK, as in AWS.
   stackOf(dynamodb).add(
     (next, context) => async (args) => {
@@ -182,30 +101,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     { step: 'finalizeRequest', name: 'chaosDynamoDbFaults', priority: 'low' },
   );
   // Added after the faults, so it runs inside them: closest to the wire.
-  stackOf(dynamodb).add(
-    (next, context) => async (args) => {
-      const result = await next(args);
-      const input = args.input as {
-        TableName?: string;
-        Item?: Record<string, unknown>;
-        RequestItems?: Record<string, { PutRequest?: { Item?: Record<string, unknown> } }[]>;
-      };
-      const output = result.output as { Attributes?: Record<string, never> };
-      if (context.commandName === 'UpdateItemCommand' && output.Attributes) {
-        recordItem(input.TableName ?? '', plainItem(output.Attributes));
-      }
-      if (context.commandName === 'PutItemCommand' && input.Item) {
-        recordItem(input.TableName ?? '', plainItem(input.Item));
-      }
-      if (context.commandName === 'BatchWriteItemCommand') {
-        for (const [table, writes] of Object.entries(input.RequestItems ?? {}))
-          for (const write of writes)
-            if (write.PutRequest?.Item) recordItem(table, plainItem(write.PutRequest.Item));
-      }
-      return result;
-    },
-    { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
-  );
+  recordCommittedWrites(dynamodb, tables, history);
   stackOf(sqs).add(
     (next, context) => async (args) => {
       const operation = context.commandName ?? '';

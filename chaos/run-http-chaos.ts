@@ -22,11 +22,13 @@ import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker, type WorkerOptions } from '#sdk/worker';
+import { emptyHistory, recordCommittedWrites } from './committed-writes';
 import {
   type AgentSideVerdict,
   type CheckpointWrite,
   type ClaimAnswer,
   checkAgentSide,
+  checkHistory,
   type Execution,
   type RoleHolding,
 } from './history';
@@ -85,6 +87,13 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly checkpointWrites: number;
   /** Leases the Workers found their sessions holding without having heard of them, and gave back. */
   readonly grantsGivenBack: number;
+  /** What the tables committed, checked as in the in-process run: no two valid leases of a task overlap, … */
+  readonly overlapCount: number;
+  readonly nonMonotonicEpochCount: number;
+  readonly staleAcceptedCount: number;
+  readonly duplicateTerminalCount: number;
+  /** Completions and failures a Worker heard were recorded that no committed write shows. */
+  readonly phantomOkCount: number;
   readonly lostCount: number;
   readonly neverTerminalCount: number;
   readonly violations: number;
@@ -112,6 +121,10 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   const started = performance.now();
   const random = seededRandom(options.seed);
   const scratch = await scratchStack({ name: 'chaoshttp', queues: ['chaos'], endpoints: options.endpoints });
+  // What the tables committed, checked as the in-process run's history is; the agents' calls that came back ok
+  // (completions and failures the Workers heard of) must each be a committed transition.
+  const history = emptyHistory();
+  recordCommittedWrites(scratch.dynamodb, scratch.tables, history);
   const ctx = createContext({
     dynamodb: scratch.dynamodb,
     sqs: scratch.sqs,
@@ -355,9 +368,28 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         if (attempt >= 20) throw error;
       }
     }
+    const agentId = created.agent.agentId;
     worker.on('completed', (task) => {
       const execution = executions.findLast((e) => e.taskId === task.taskId && e.agent === name);
       if (execution) execution.succeededAt = Date.now();
+      history.calls.push({
+        op: 'complete',
+        agentId,
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        at: Date.now(),
+        outcome: 'ok',
+      });
+    });
+    worker.on('failed', (task) => {
+      history.calls.push({
+        op: 'fail',
+        agentId,
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        at: Date.now(),
+        outcome: 'ok',
+      });
     });
     agents.push({
       name,
@@ -475,13 +507,17 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     if (process.env.CHAOS_DEBUG) console.error(`stopped`);
     const until = Date.now();
     const final = await ctx.tasks.getMany(acknowledged);
-    let lostCount = 0;
-    let neverTerminalCount = 0;
     for (const taskId of acknowledged) {
-      const status = final.get(taskId)?.status;
-      if (status === undefined) lostCount++;
-      else if (!TERMINAL.has(status)) neverTerminalCount++;
+      history.acknowledged.add(taskId);
+      history.finalStatus.set(taskId, final.get(taskId)?.status);
     }
+    // The server's side: leases, epochs, stale writes accepted, terminals, phantom oks, lost and never ended.
+    const {
+      staleRejectedCount: _counted,
+      reclaimLatencyMs: _latency,
+      duplicateFireCount: _none,
+      ...server
+    } = checkHistory(history);
     const verdict = checkAgentSide(executions, holdings, until, {
       claims: claimAnswers,
       checkpoints: checkpointWrites,
@@ -504,8 +540,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       claimAnswers: claimAnswers.length,
       checkpointWrites: checkpointWrites.length,
       grantsGivenBack,
-      lostCount,
-      neverTerminalCount,
+      ...server,
       ...verdict,
       violations:
         verdict.executionOverlapCount +
@@ -513,8 +548,13 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         verdict.roleOverlapCount +
         verdict.claimGrantedTwiceCount +
         verdict.staleCheckpointCount +
-        lostCount +
-        neverTerminalCount,
+        server.overlapCount +
+        server.nonMonotonicEpochCount +
+        server.staleAcceptedCount +
+        server.duplicateTerminalCount +
+        server.phantomOkCount +
+        server.lostCount +
+        server.neverTerminalCount,
     };
   } finally {
     stopping = true;

@@ -1,0 +1,111 @@
+/**
+ * The record of committed writes: a middleware closest to the wire of a DynamoDB client, so it sees each answer
+ * before an injected fault (or a lost answer) can hide it. It keeps the versions the history checker reads: each
+ * task state written, each session version, and which tasks each schedule occurrence made.
+ *
+ * Times are the server's own (`updatedAt`, `heartbeatAt`: the `now` each write was decided with), so answers that
+ * arrive late or out of order do not reorder the history. A transaction's items are not recorded: DynamoDB
+ * returns no item from `TransactWriteItems` (roles are written that way; the agents' side checks role holdings).
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { payloadJsonOf } from '#adapters/task-table';
+import type { History } from './history';
+
+type Next = (args: { input: object }) => Promise<{ output: object }>;
+interface Stack {
+  add(
+    middleware: (next: Next, context: { commandName?: string }) => Next,
+    options: { step: string; name: string; priority?: string },
+  ): void;
+}
+export const stackOf = (client: DynamoDBClient | SQSClient) => client.middlewareStack as unknown as Stack;
+
+const ATTRIBUTE_TYPES = new Set(['S', 'N', 'B', 'BOOL', 'NULL', 'M', 'L', 'SS', 'NS', 'BS']);
+
+/** An item as plain values, whether it comes marshalled (`{ S: "x" }`) or already converted. */
+function plainItem(item: Record<string, unknown>): Record<string, unknown> {
+  const marshalled = Object.values(item).every((value) => {
+    const keys = typeof value === 'object' && value !== null ? Object.keys(value) : [];
+    return keys.length === 1 && ATTRIBUTE_TYPES.has(keys[0] ?? '');
+  });
+  return marshalled ? unmarshall(item as Record<string, never>) : item;
+}
+
+/** An empty history for `recordCommittedWrites` and the run's own calls to fill. */
+export const emptyHistory = (): History => ({
+  tasks: [],
+  sessions: [],
+  calls: [],
+  crashes: [],
+  acknowledged: new Set(),
+  finalStatus: new Map(),
+  occurrenceTasks: new Map(),
+});
+
+/** Records into `history` every task and session version that `dynamodb` commits to `tables`. */
+export function recordCommittedWrites(
+  dynamodb: DynamoDBClient,
+  tables: { readonly tasks: string; readonly leases: string },
+  history: History,
+): void {
+  const recordItem = (tableName: string, item: Record<string, unknown>) => {
+    const decidedAt = (field: string) =>
+      typeof item[field] === 'number' ? (item[field] as number) : Date.now();
+    if (tableName === tables.tasks && String(item.part).startsWith('payload')) {
+      const payload = JSON.parse(payloadJsonOf(item) ?? 'null') as { tick?: number } | null;
+      if (typeof payload?.tick === 'number') {
+        const tasks = history.occurrenceTasks.get(payload.tick) ?? new Set<string>();
+        tasks.add(String(item.taskId));
+        history.occurrenceTasks.set(payload.tick, tasks);
+      }
+    }
+    if (tableName === tables.tasks && item.part === 'state') {
+      const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
+      history.tasks.push({
+        at: decidedAt('updatedAt'),
+        taskId: String(item.taskId),
+        status: String(item.status),
+        leaseEpoch: Number(item.leaseEpoch ?? 0),
+        ...(typeof item.owner === 'string' ? { owner: item.owner } : {}),
+        ...(typeof item.sessionId === 'string' ? { sessionId: item.sessionId } : {}),
+        ...(typeof item.leaseDeadline === 'number' ? { leaseDeadline: item.leaseDeadline } : {}),
+        ...(finish ? { lastFinish: finish } : {}),
+      });
+    }
+    if (tableName === tables.leases && item.kind === 'session') {
+      history.sessions.push({
+        at: decidedAt('heartbeatAt'),
+        agentId: String(item.agentId),
+        sessionId: String(item.sessionId),
+        expiresAt: Number(item.expiresAt),
+        held: Object.keys((item.held ?? {}) as object).length,
+      });
+    }
+  };
+  stackOf(dynamodb).add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const input = args.input as {
+        TableName?: string;
+        Item?: Record<string, unknown>;
+        RequestItems?: Record<string, { PutRequest?: { Item?: Record<string, unknown> } }[]>;
+      };
+      const output = result.output as { Attributes?: Record<string, never> };
+      if (context.commandName === 'UpdateItemCommand' && output.Attributes) {
+        recordItem(input.TableName ?? '', plainItem(output.Attributes));
+      }
+      if (context.commandName === 'PutItemCommand' && input.Item) {
+        recordItem(input.TableName ?? '', plainItem(input.Item));
+      }
+      if (context.commandName === 'BatchWriteItemCommand') {
+        for (const [table, writes] of Object.entries(input.RequestItems ?? {}))
+          for (const write of writes)
+            if (write.PutRequest?.Item) recordItem(table, plainItem(write.PutRequest.Item));
+      }
+      return result;
+    },
+    { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
+  );
+}
