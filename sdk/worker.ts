@@ -492,7 +492,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
           this.log.warn('giving back a task whose grant was never heard of', { taskId: task.taskId });
           await this.client
             .release(task.taskId, { leaseEpoch: task.leaseEpoch }, { signal: this.sessionAbort.signal })
-            .catch((error: unknown) => (isLeaseGone(error) ? undefined : this.report(error)));
+            .catch((error: unknown) =>
+              isLeaseGone(error)
+                ? undefined
+                : this.report(new TaskError(task.taskId, 'could not be given back', { cause: error })),
+            );
         }),
     );
   }
@@ -626,7 +630,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
       tasks.map((task) =>
         this.client
           .release(task.taskId, { leaseEpoch: task.leaseEpoch })
-          .catch((error: unknown) => (isLeaseGone(error) ? undefined : this.report(error))),
+          .catch((error: unknown) =>
+            isLeaseGone(error)
+              ? undefined
+              : this.report(new TaskError(task.taskId, 'could not be given back', { cause: error })),
+          ),
       ),
     );
   }
@@ -864,7 +872,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await Promise.all(
       running.map(async (entry) => {
         entry.abort('released');
-        await this.releaseLease(entry).catch((error: unknown) => this.report(error));
+        await this.releaseLease(entry).catch((error: unknown) =>
+          this.report(new TaskError(entry.taskId, 'could not be given back', { cause: error })),
+        );
       }),
     );
   }

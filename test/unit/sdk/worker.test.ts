@@ -283,6 +283,35 @@ describe('Worker', () => {
     expect(server.callsTo('/complete')).toEqual([]);
   });
 
+  it('sends a result whose calls keep failing until its lease runs out by its own reckoning, then reports it lost', async () => {
+    // Prepare: every completion is answered 503; the lease lasts 600 ms.
+    const { server, worker, events } = setup(async () => 'done', { leaseMarginMs: 100 });
+    const unavailable = {
+      status: 503,
+      body: { error: { code: 'ServiceUnavailable', message: 'try again' } },
+    };
+    server.scripted.set(
+      '/complete',
+      Array.from({ length: 1_000 }, () => unavailable),
+    );
+    const taskId = server.add('x', { leaseMs: 600 });
+
+    // Act
+    await worker.start();
+    await vi.waitFor(() => expect(events.lost).toEqual([[taskId, 'deadline']]), { timeout: 3_000 });
+    const sent = server.callsTo('/complete').length;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    // Assess: sent more than once, nothing after the lease was over by the agent's clock, every failure names it.
+    expect(sent).toBeGreaterThan(1);
+    expect(server.callsTo('/complete').length).toBe(sent);
+    const claimedAt = server.callsTo('/claim')[0]?.at ?? 0;
+    expect(server.callsTo('/complete').every((call) => call.at < claimedAt + 600)).toBe(true);
+    expect(events.errors.length).toBeGreaterThan(0);
+    for (const error of events.errors) expect(error).toMatchObject({ name: 'TaskError', taskId });
+    expect(events.completed).toEqual([]);
+  });
+
   it('reports a LeaseLost from complete as `lost`, not as an error', async () => {
     const gate = deferred();
     const { server, worker, events } = setup(async () => {
@@ -387,6 +416,18 @@ describe('Worker', () => {
     expect(events.released.sort()).toEqual(ids);
     expect(server.callsTo('/complete')).toEqual([]);
     for (const taskId of ids) expect(server.task(taskId).status).toBe('queued');
+  });
+
+  it('a release that cannot be sent is reported as an error naming its task', async () => {
+    const { server, worker, events } = setup(async (_task, { signal }) => aborted(signal));
+    server.scripted.set('/release', [
+      { status: 503, body: { error: { code: 'ServiceUnavailable', message: 'no' } } },
+    ]);
+    const taskId = server.add('a');
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toHaveLength(1));
+    await worker.stop({ drain: false });
+    expect(events.errors).toEqual([expect.objectContaining({ name: 'TaskError', taskId })]);
   });
 
   it('releases what is still running when a drain times out', async () => {
