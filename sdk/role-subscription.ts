@@ -91,6 +91,8 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
   async volunteer(): Promise<boolean> {
     this.wanted = true;
     if (this.ownsWorker && !this.worker.started) await this.worker.start();
+    // Released while the session was opening.
+    if (!this.wanted) return false;
     const sessionId = this.worker.sessionId;
     // Without a session the worker is opening one, and its `session` event volunteers.
     return sessionId ? this.volunteerUnder(sessionId) : false;
@@ -103,6 +105,9 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
   async release(): Promise<void> {
     this.wanted = false;
     const volunteering = this.volunteering;
+    // A volunteer call still in flight would land after the withdraw and leave this agent in line: its answer
+    // comes first (a grant it brings is then released below).
+    if (volunteering) await volunteering.done.catch(() => false);
     this.volunteering = undefined;
     const held = this.held;
     if (!held) {
@@ -164,7 +169,13 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
       if (lease.role === this.role && this.held?.leaseEpoch === lease.leaseEpoch) this.lose('lost');
     }
     for (const lease of result.roles.picked) {
-      if (lease.role === this.role && this.wanted) this.gain(lease.leaseEpoch, session.sessionId);
+      if (lease.role !== this.role) continue;
+      if (this.wanted) this.gain(lease.leaseEpoch, session.sessionId);
+      // Granted after this agent stopped wanting it: give it to the next volunteer rather than sit on it.
+      else
+        this.client
+          .releaseRole(this.role, { leaseEpoch: lease.leaseEpoch })
+          .catch((error: unknown) => this.report(error));
     }
   }
 

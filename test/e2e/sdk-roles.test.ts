@@ -36,21 +36,32 @@ describe('roles through the SDK', () => {
     await stack.destroy();
   });
 
-  async function agentClient(options: { interactive?: boolean; cut?: { value: boolean } } = {}) {
+  async function agentClient(
+    options: {
+      interactive?: boolean;
+      cut?: { value: boolean };
+      /** Requests whose URL ends with `suffix` wait for `until` before they are sent. */
+      hold?: { suffix: string; until: Promise<unknown> };
+    } = {},
+  ) {
     const { agent, token } = await operator.createAgent({
       name: 'e2e-roles',
       queues: ['work'],
       ...(options.interactive === undefined ? {} : { interactive: options.interactive }),
     });
-    const cut = options.cut;
+    const { cut, hold } = options;
     const client = new AgentSchedulerClient({
       endpoint: server.url,
       token,
       retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
-      ...(cut
+      ...(cut || hold
         ? {
-            fetch: (...[input, init]: Parameters<typeof fetch>) =>
-              cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
+            fetch: async (...[input, init]: Parameters<typeof fetch>) => {
+              if (cut?.value) throw new TypeError('network cut');
+              const url = input instanceof Request ? input.url : String(input);
+              if (hold && url.endsWith(hold.suffix)) await hold.until;
+              return fetch(input, init);
+            },
           }
         : {}),
     });
@@ -97,6 +108,36 @@ describe('roles through the SDK', () => {
       expect(granted).toEqual([]);
     } finally {
       await Promise.all([holder.close(), waiting.close()]);
+    }
+  });
+
+  it('a release while the volunteer call is still in flight leaves the line all the same', async () => {
+    const holder = new RoleSubscription((await agentClient()).client, 'overtaken');
+    let send: (value?: unknown) => void = () => undefined;
+    const sent = new Promise((resolve) => {
+      send = resolve;
+    });
+    const { agentId: slowId, client: slowClient } = await agentClient({
+      hold: { suffix: '/roles/overtaken/volunteer', until: sent },
+    });
+    const slow = new RoleSubscription(slowClient, 'overtaken');
+    try {
+      expect(await holder.volunteer()).toBe(true);
+      const volunteered = slow.volunteer();
+      // The release is asked for while the volunteer call has not reached the server; it reaches it after.
+      const released = slow.release();
+      setTimeout(send, 200);
+      await Promise.all([volunteered, released]);
+
+      const [role] = (await operator.listRoles()).filter((r) => r.role === 'overtaken');
+      expect(role?.volunteers).not.toContain(slowId);
+      await holder.release();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(slow.haveRole()).toBe(false);
+      const [after] = (await operator.listRoles()).filter((r) => r.role === 'overtaken');
+      expect(after?.holder).toBeNull();
+    } finally {
+      await Promise.all([holder.close(), slow.close()]);
     }
   });
 
