@@ -66,6 +66,11 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   return parsed.data;
 }
 
+/** A route that takes no body: none, or `{}`, is all it accepts, so a body meant for another route changes nothing. */
+export const noBody = (request: ApiRequest): void => {
+  parseBody(z.strictObject({}), request.body);
+};
+
 const agentOf = (request: ApiRequest): string => request.agentId ?? '';
 
 /** One item of a batch answer: the task, or the error the single call would have answered. */
@@ -86,7 +91,7 @@ const roleOf = (request: ApiRequest): string => request.params.role ?? '';
 export function agentOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     openSession: async (request) => {
-      parseBody(z.strictObject({}), request.body);
+      noBody(request);
       const session = await scheduler.openSession(agentOf(request));
       return {
         status: 200,
@@ -165,7 +170,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
       return { status: 200, body: { task: taskView(released.task) } };
     },
     registerRole: async (request) => {
-      parseBody(z.strictObject({}), request.body);
+      noBody(request);
       const role = await scheduler.registerRole(agentOf(request), roleOf(request));
       return { status: 200, body: { role: roleView(role) } };
     },

@@ -6,7 +6,7 @@ import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
 import { ValidationError } from '#domain/errors';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
-import { itemView } from './agent-operations';
+import { itemView, noBody } from './agent-operations';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
 import {
@@ -66,19 +66,25 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         },
       };
     },
-    redriveTask: async (request) => ({
-      status: 200,
-      body: { task: taskView(await scheduler.redrive(taskIdParam(request))) },
-    }),
+    redriveTask: async (request) => {
+      noBody(request);
+      return { status: 200, body: { task: taskView(await scheduler.redrive(taskIdParam(request))) } };
+    },
     listQueues: async () => ({ status: 200, body: { queues: await scheduler.queueStats() } }),
-    pauseQueue: async (request) => ({
-      status: 200,
-      body: { queue: queueControlView(await scheduler.pauseQueue(queueParam(request))) },
-    }),
-    resumeQueue: async (request) => ({
-      status: 200,
-      body: { queue: queueControlView(await scheduler.resumeQueue(queueParam(request))) },
-    }),
+    pauseQueue: async (request) => {
+      noBody(request);
+      return {
+        status: 200,
+        body: { queue: queueControlView(await scheduler.pauseQueue(queueParam(request))) },
+      };
+    },
+    resumeQueue: async (request) => {
+      noBody(request);
+      return {
+        status: 200,
+        body: { queue: queueControlView(await scheduler.resumeQueue(queueParam(request))) },
+      };
+    },
     setQueueLimits: async (request) => ({
       status: 200,
       body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
@@ -92,6 +98,7 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       body: { schedule: scheduleView(await scheduler.createSchedule(request.body)) },
     }),
     deleteSchedule: async (request) => {
+      noBody(request);
       await scheduler.deleteSchedule(request.params.name ?? '');
       return { status: 200, body: { deleted: true } };
     },
@@ -103,10 +110,10 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { task: taskView(await scheduler.getTask(taskIdParam(request))) },
     }),
-    cancelTask: async (request) => ({
-      status: 200,
-      body: { task: taskView(await scheduler.cancel(taskIdParam(request))) },
-    }),
+    cancelTask: async (request) => {
+      noBody(request);
+      return { status: 200, body: { task: taskView(await scheduler.cancel(taskIdParam(request))) } };
+    },
     registerAgent: async (request) => {
       // The token is minted for an id chosen up front, so the stored hash and the id always go together.
       const { agent, token } = await scheduler.registerAgent(request.body, issueAgentToken);
@@ -131,6 +138,7 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       body: { roles: (await scheduler.listRoles()).map(roleView) },
     }),
     revokeAgent: async (request) => {
+      noBody(request);
       await scheduler.revokeAgent(request.params.agentId ?? '');
       return { status: 200, body: { revoked: true } };
     },

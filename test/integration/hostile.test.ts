@@ -156,6 +156,32 @@ describe('hostile input', () => {
     expect((await call('GET', `/v1/tasks?cursor=${cursor}%1B`)).status).toBe(400);
   });
 
+  describe('a body sent to a route that takes none', () => {
+    it.each(['null', '[]', '"x"', '{"__proto__":{"a":1}}', '{"reason":"x"}'])(
+      'is refused with 400 on routes of a real task, queue and agent, and changes nothing (%s)',
+      async (body) => {
+        const { task } = await stack.scheduler.submit({ queue: 'work', payload: {} });
+        const { agent } = await stack.scheduler.registerAgent({ name: 'bodiless', queues: ['work'] });
+        for (const [method, url] of [
+          ['POST', `/v1/tasks/${task.taskId}/cancel`],
+          ['POST', `/v1/tasks/${task.taskId}/redrive`],
+          ['POST', '/v1/queues/work/pause'],
+          ['POST', '/v1/queues/work/resume'],
+          ['DELETE', `/v1/agents/${agent.agentId}`],
+        ] as const) {
+          const answered = await call(method, url, body);
+          expect(answered.status, `${method} ${url}`).toBe(400);
+          expect(answered.json.error.code).toBe('ValidationError');
+        }
+        expect((await stack.scheduler.getTask(task.taskId)).status).toBe('queued');
+        expect((await stack.ctx.agents.get(agent.agentId))?.revokedAt).toBeUndefined();
+        // With no body, or an empty object, the same routes work.
+        expect((await call('POST', `/v1/tasks/${task.taskId}/cancel`, '{}')).status).toBe(200);
+        expect((await call('DELETE', `/v1/agents/${agent.agentId}`)).status).toBe(200);
+      },
+    );
+  });
+
   describe('4. __proto__ keys', () => {
     it('a payload keeps them through submit and claim, byte for byte', async () => {
       const payload = '{"__proto__":{"admin":true},"nested":[{"__proto__":null}],"n":1}';
