@@ -28,6 +28,7 @@ export function sessionFromItem(item: Item): AgentSession {
     rolesLost: numberMap(item.rolesLost),
     ...(typeof item.claims === 'object' && item.claims !== null ? { claims: numberMap(item.claims) } : {}),
     ...(typeof item.claimSeq === 'number' ? { claimSeq: item.claimSeq } : {}),
+    ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
   };
 }
@@ -221,9 +222,16 @@ export class SessionTable {
    * Ends the session at once, whatever its expiry (the agent was revoked): no heartbeat, claim, finish or role
    * write of it passes afterwards. Refused only if the agent has opened another session since it was read.
    */
-  endNow(session: Pick<AgentSession, 'agentId' | 'sessionId'>, now: number): Promise<SessionWriteResult> {
+  endNow(
+    session: Pick<AgentSession, 'agentId' | 'sessionId'>,
+    now: number,
+    options: { readonly revoked?: boolean } = {},
+  ): Promise<SessionWriteResult> {
     return this.update(session.agentId, (e) => ({
-      set: [`${e.n('endedAt')} = if_not_exists(${e.n('endedAt')}, ${e.v(now)})`],
+      set: [
+        `${e.n('endedAt')} = if_not_exists(${e.n('endedAt')}, ${e.v(now)})`,
+        ...(options.revoked ? [`${e.n('revokedAt')} = if_not_exists(${e.n('revokedAt')}, ${e.v(now)})`] : []),
+      ],
       condition: `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
     }));
   }

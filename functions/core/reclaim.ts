@@ -30,7 +30,13 @@ export async function reclaimTask(
   if (task?.status !== 'leased') return 'notLeased';
   if (options.session && task.sessionId !== options.session.sessionId) return 'notLeased';
   const now = ctx.now();
-  const decision = decideRetry(task.attempt, task.retryPolicy, true, ctx.random());
+  const retry = decideRetry(task.attempt, task.retryPolicy, true, ctx.random());
+  // Taken from a revoked agent whose session had not run out, the task waits out that session's lease: the
+  // agent's own reckoning aborts its handler by then (it hears of the revocation only at its next call), so no
+  // other agent runs the task while the revoked one may still be running it. A session the same agent replaced
+  // hands its tasks back at once: it is that agent's own restart.
+  const heldUntil = options.reason === 'revoked' ? (options.session?.expiresAt ?? now) : now;
+  const decision = retry.retry ? { ...retry, delayMs: Math.max(retry.delayMs, heldUntil - now) } : retry;
   const written = await ctx.tasks.update(taskId, (e) => {
     const clauses = decision.retry
       ? requeueClauses(ctx, e, now, decision.delayMs)

@@ -30,7 +30,7 @@ export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promi
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const seen = await ctx.sessions.get(agentId);
     if (!seen) return { tasksTakenBack: 0, rolesHandedOver: 0 };
-    const ended = await ctx.sessions.endNow(seen, ctx.now());
+    const ended = await ctx.sessions.endNow(seen, ctx.now(), { revoked: true });
     if (!ended.ok) continue;
     const session = ended.session;
     const newlyEnded = seen.endedAt === undefined;
@@ -47,7 +47,9 @@ export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promi
       ]);
     }
     const rolesHandedOver =
-      Object.keys(session.roles).length > 0 ? (await takeBackRoles(ctx, session)).handedOver : 0;
+      Object.keys(session.roles).length > 0
+        ? (await takeBackRoles(ctx, session, { waitForLapse: true })).handedOver
+        : 0;
     return {
       ...(newlyEnded ? { endedSession: session.sessionId } : {}),
       tasksTakenBack,

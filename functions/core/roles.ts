@@ -62,6 +62,17 @@ class SessionReader {
     const session = await this.get(ref.agentId);
     return session?.sessionId === ref.sessionId && isSessionLive(session, now);
   }
+
+  /**
+   * Whether the agent may still believe it holds what the session holds: the session is live, or was ended by a
+   * revocation and its lease has not run out. A revoked agent hears of its revocation only at its next call; until
+   * its own reckoning of the lease runs out, its role handler may still run, so its roles go to no one else.
+   */
+  async mayStillAct(ref: SessionRef, now: number): Promise<boolean> {
+    const session = await this.get(ref.agentId);
+    if (session?.sessionId !== ref.sessionId) return false;
+    return isSessionLive(session, now) || (session.revokedAt !== undefined && session.expiresAt > now);
+  }
 }
 
 /** The agent, unless it does not exist or was revoked. */
@@ -146,7 +157,7 @@ export async function volunteerForRole(
       );
     }
     const holder = current.holder;
-    if (holder && (await sessions.isLive(holder, now))) {
+    if (holder && (await sessions.mayStillAct(holder, now))) {
       if (await ctx.roles.addVolunteer(current, me, now)) {
         return { picked: false, role: await viewRole(ctx, await currentRole(ctx, name), sessions) };
       }
@@ -194,14 +205,16 @@ export async function releaseRole(
   const name = roleName(role);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const current = await ctx.roles.get(name);
-    if (current?.holder?.agentId !== agentId || current.epoch !== leaseEpoch) {
+    const sessions = new SessionReader(ctx);
+    // A revoked agent's roles were taken from it at once, though no one else gets them before its lease is over.
+    const revoked = (await sessions.get(agentId))?.revokedAt !== undefined;
+    if (current?.holder?.agentId !== agentId || current.epoch !== leaseEpoch || revoked) {
       throw new RoleConflictError(
         'RoleNotHeld',
         `this agent does not hold role ${name} at epoch ${leaseEpoch}`,
         current ? { context: { leaseEpoch: current.epoch } } : {},
       );
     }
-    const sessions = new SessionReader(ctx);
     const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
     if (moved === undefined) continue;
     await forgetRoleInSession(ctx, agentId, current.holder.sessionId, name, leaseEpoch);
@@ -331,7 +344,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
   for (const session of found.sessions) {
     try {
       // Each take-over ends the session in its own transaction, refused if a heartbeat landed since the read.
-      const moved = await takeBackRoles(ctx, session);
+      const moved = await takeBackRoles(ctx, session, { waitForLapse: true });
       sweep.handedOver += moved.handedOver;
       sweep.freed += moved.freed;
       sweep.errors += moved.errors;
@@ -363,7 +376,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
 
 /** Hands over at once the roles of a session that just ended (the agent opened a new one). */
 export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession): Promise<void> {
-  await handOverEach(ctx, ended);
+  await handOverEach(ctx, ended, { waitForLapse: false });
 }
 
 /**
@@ -374,8 +387,9 @@ export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession
 export async function takeBackRoles(
   ctx: SchedulerContext,
   ended: AgentSession,
+  options: { readonly waitForLapse: boolean },
 ): Promise<RoleSweep & { left: number }> {
-  const moved = await handOverEach(ctx, ended);
+  const moved = await handOverEach(ctx, ended, options);
   if (Object.keys(moved.done).length > 0) {
     await ctx.sessions.forgetRoles(ended, moved.done).catch((error: unknown) =>
       ctx.log.warn('could not clear the roles of an ended session; the sweep will', {
@@ -387,9 +401,14 @@ export async function takeBackRoles(
   return { ...moved, left: Object.keys(ended.roles).length - Object.keys(moved.done).length };
 }
 
+/**
+ * With `waitForLapse`, a role stays with the ended session until its lease has run out (a revoked agent's handler
+ * may run until then); without, it moves at once (the agent itself opened a new session).
+ */
 async function handOverEach(
   ctx: SchedulerContext,
   ended: AgentSession,
+  { waitForLapse }: { readonly waitForLapse: boolean },
 ): Promise<RoleSweep & { done: Record<string, number> }> {
   const sessions = new SessionReader(ctx);
   const result = { handedOver: 0, freed: 0, errors: 0, done: {} as Record<string, number> };
@@ -403,7 +422,9 @@ async function handOverEach(
           break;
         }
         // A heartbeat that landed after the session was read keeps the session, and its roles.
-        if (await sessions.isLive(role.holder, ctx.now())) break;
+        const now = ctx.now();
+        if (await (waitForLapse ? sessions.mayStillAct(role.holder, now) : sessions.isLive(role.holder, now)))
+          break;
         const moved = await handOver(ctx, role, sessions);
         sessions.forget(ended.agentId);
         if (moved === undefined) continue;

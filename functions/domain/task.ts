@@ -95,6 +95,12 @@ export interface AgentSession {
    */
   readonly claimSeq?: number;
   /**
+   * When the session was ended by revoking its agent. Such a session keeps its roles until its lease runs out
+   * (`expiresAt`): the agent hears of the revocation only at its next call, and its own reckoning aborts its role
+   * handlers by then.
+   */
+  readonly revokedAt?: number;
+  /**
    * When the supervisor ended the session, having found it expired. Set before anything the session held is
    * taken back, and no heartbeat or claim passes it: a write the agent decided on before its expiry but that
    * lands after this cannot revive the session (see `SessionTable.end`).

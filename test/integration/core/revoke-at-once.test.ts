@@ -29,10 +29,13 @@ describe('revoking an agent', () => {
     // Act
     await scheduler.revokeAgent(agent.agentId);
 
-    // Assess: nothing waits for a sweep.
-    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued' });
+    // Assess: nothing waits for a sweep to take them from the agent; they go to another once its lease is over.
+    const requeued = await scheduler.getTask(task.taskId);
+    expect(requeued).toMatchObject({ status: 'queued' });
+    const session = await stack.ctx.sessions.get(agent.agentId);
+    expect(requeued.notBefore).toBeGreaterThanOrEqual(session?.expiresAt ?? Number.NaN);
     const [role] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
-    expect(role?.holder).toBe(other.agentId);
+    expect(role?.holder).toBeUndefined();
     const lease = { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: held.leaseEpoch };
     await expect(scheduler.heartbeat(agent.agentId, agent.sessionId)).rejects.toMatchObject({
       code: 'SessionLost',
@@ -52,6 +55,13 @@ describe('revoking an agent', () => {
     await expect(
       scheduler.volunteerForRole(agent.agentId, agent.sessionId, 'another-role'),
     ).rejects.toMatchObject({ code: 'AgentRevoked' });
+
+    // Once the revoked session's lease has run out, the next volunteer (still live) holds the role.
+    await scheduler.heartbeat(other.agentId, other.sessionId);
+    stack.clock.advance((session?.expiresAt ?? 0) - stack.clock.now() + 1);
+    await scheduler.supervise();
+    const [handed] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
+    expect(handed?.holder).toBe(other.agentId);
   });
 
   it('a task on its last attempt that a revocation takes back is dead, with a record in its dead-letter queue', async () => {

@@ -41,14 +41,18 @@ describe('revoking an agent', () => {
     // Act
     await scheduler.revokeAgent(a.agentId);
 
-    // Assess: no sweep ran, and yet the task is back in its queue and b holds the role.
-    expect((await scheduler.getTask(task.taskId)).status).toBe('queued');
-    const [role] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
-    expect(role).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    // Assess: no sweep ran, and yet the task is back in its queue, to be run once a's lease is over, and a holds
+    // the role no more; b gets it then.
+    const requeued = await scheduler.getTask(task.taskId);
     const session = await stack.ctx.sessions.get(a.agentId);
+    expect(requeued.status).toBe('queued');
+    expect(requeued.notBefore).toBeGreaterThanOrEqual(session?.expiresAt ?? Number.NaN);
+    const [role] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
+    expect(role).toMatchObject({ leaseEpoch: 1, volunteers: [b.agentId] });
+    expect(role?.holder).toBeUndefined();
     expect(session?.endedAt).toBeDefined();
+    expect(session?.revokedAt).toBeDefined();
     expect(session?.held).toEqual({});
-    expect(session?.roles).toEqual({});
 
     const refusals = {
       heartbeat: await rejection(scheduler.heartbeat(a.agentId, a.sessionId)),
@@ -82,6 +86,14 @@ describe('revoking an agent', () => {
     expect(refusals.openSession).toBeInstanceOf(AgentRevokedError);
     expect(refusals.openSession).toMatchObject({ statusCode: 403, code: 'AgentRevoked' });
     expect((await scheduler.getTask(task.taskId)).status).toBe('queued');
+
+    // Once a's lease has run out by any reckoning, b (still live) holds the role and a's session holds none.
+    await scheduler.heartbeat(b.agentId, b.sessionId);
+    stack.clock.advance((session?.expiresAt ?? 0) - stack.clock.now() + 1);
+    await scheduler.supervise();
+    const [handed] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
+    expect(handed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
+    expect((await stack.ctx.sessions.get(a.agentId))?.roles).toEqual({});
 
     // Revoking again changes nothing; an unknown agent is still a 404.
     await scheduler.revokeAgent(a.agentId);
