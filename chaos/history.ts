@@ -163,6 +163,7 @@ export function checkHistory(history: History): Verdict {
           (finish.leaseEpoch !== previous.leaseEpoch || finish.agentId !== previous.owner)
         ) {
           staleAcceptedCount++;
+          explain('stale finish accepted', { previous, version });
         }
       }
     });
@@ -212,8 +213,10 @@ export function checkHistory(history: History): Verdict {
       if (!previous || previous.sessionId !== version.sessionId) return;
       if (previous.expiresAt > version.at) return;
       if (previous.held > 0) expiredHolding.add(version.sessionId);
-      if (expiredHolding.has(version.sessionId) && version.expiresAt > previous.expiresAt)
+      if (expiredHolding.has(version.sessionId) && version.expiresAt > previous.expiresAt) {
         staleAcceptedCount++;
+        explain('expired session revived', { previous, version });
+      }
     });
   }
 
@@ -261,6 +264,11 @@ export function checkHistory(history: History): Verdict {
       p99: Math.round(percentile(reclaimLatencies, 0.99)),
     },
   };
+}
+
+/** With `CHAOS_DEBUG` set, each violation is printed with the versions or intervals that make it one. */
+function explain(violation: string, detail: unknown): void {
+  if (process.env.CHAOS_DEBUG) console.error(`violation: ${violation} ${JSON.stringify(detail)}`);
 }
 
 /** One run of a task's handler on an agent: from its start to its return or its abort. */
@@ -325,7 +333,13 @@ function overlappingPairs<T extends { start: number; end?: number }>(
     const sorted = [...group].sort((a, b) => a.start - b.start);
     let reach = Number.NEGATIVE_INFINITY;
     for (const item of sorted) {
-      if (item.start < reach) pairs++;
+      if (item.start < reach) {
+        pairs++;
+        explain(
+          'overlap',
+          sorted.filter((o) => o.start <= item.start && (o.end ?? until) > item.start),
+        );
+      }
       reach = Math.max(reach, item.end ?? until);
     }
   }

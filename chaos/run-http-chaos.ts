@@ -14,6 +14,7 @@
  * - an agent crashes: its Worker stops without releasing anything (0.5 % of claims), and a new one takes its place.
  */
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createContext, type SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { scratchStack } from '#local/scratch-stack';
@@ -56,6 +57,8 @@ export interface HttpChaosOptions {
   readonly drainTimeoutMs?: number;
   /** Share of handlers whose agent is cut off while they run 3 s (past the lease's time to live). @default 0.01 */
   readonly cutOffShare?: number;
+  /** The lease TTL (heartbeats every quarter of it). @default 2 s */
+  readonly leaseTtlSeconds?: number;
   /** Share of agent requests held in the network and delivered late, after the attempt gave up. @default 0.01 */
   readonly lateShare?: number;
   /** How late such a request reaches the server, in ms. @default 500 to 6,000 */
@@ -82,6 +85,8 @@ export interface HttpChaosReport extends AgentSideVerdict {
   /** When the submissions were in, the faults stopped, every task had ended: ms from the start. */
   readonly phasesMs: Readonly<Record<string, number>>;
   readonly staleRejectedCount: number;
+  /** How late this process ran its timers (ms): the agents' leases are reckoned with them. */
+  readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
   /** Claims answered (first attempts and retries) and checkpoints the tasks table took. */
   readonly claimAnswers: number;
   readonly checkpointWrites: number;
@@ -99,8 +104,6 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly violations: number;
 }
 
-const LEASE_TTL_SECONDS = 2;
-const HEARTBEAT_SECONDS = 0.5;
 const SUPERVISOR_TICK_MS = 250;
 const ATTEMPT_TIMEOUT_MS = 1_000;
 const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
@@ -120,6 +123,11 @@ const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: numbe
 export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaosReport> {
   const started = performance.now();
   const random = seededRandom(options.seed);
+  const leaseTtlSeconds = options.leaseTtlSeconds ?? 2;
+  // How late this process runs its timers: every agent, the server and the supervisor share one event loop here,
+  // and a lease reckoned on the agent's side is only as punctual as its timers.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const scratch = await scratchStack({ name: 'chaoshttp', queues: ['chaos'], endpoints: options.endpoints });
   // What the tables committed, checked as the in-process run's history is; the agents' calls that came back ok
   // (completions and failures the Workers heard of) must each be a committed transition.
@@ -132,13 +140,15 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     queues: scratch.queues,
     random: seededRandom(options.seed + 1),
     settings: {
-      leaseTtlSeconds: LEASE_TTL_SECONDS,
-      heartbeatIntervalSeconds: HEARTBEAT_SECONDS,
+      leaseTtlSeconds,
+      heartbeatIntervalSeconds: leaseTtlSeconds / 4,
       reconcileAfterSeconds: 2,
       claimVisibilityTimeoutSeconds: 2,
       reservationGraceSeconds: 2,
-      idleRetryBaseMs: 10,
-      idleRetryMaxMs: 100,
+      // Idle agents wait up to half a second between claims: fifty agents polling every 100 ms would keep the one
+      // process that runs them all too busy to serve the work.
+      idleRetryBaseMs: 20,
+      idleRetryMaxMs: 500,
     },
   });
   options.mutateContext?.(ctx);
@@ -288,7 +298,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         const cutOff = faultsOn && draw < cutOffShare;
         if (cutOff) {
           count('agentCutOff');
-          agent.cutOffUntil = Date.now() + LEASE_TTL_SECONDS * 1_000 * 3;
+          agent.cutOffUntil = Date.now() + leaseTtlSeconds * 1_000 * 3;
         } else if (faultsOn && draw < cutOffShare + 0.005) {
           count('agentCrash');
           // Stops claiming and heartbeating at once; nothing is released.
@@ -417,9 +427,8 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   let stopping = false;
   const acknowledged: string[] = [];
   try {
-    await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
-
-    const submitter = (async () => {
+    // The work is in before the fleet starts, so the faults fall on a full queue rather than on the submissions.
+    await (async () => {
       for (let i = 0; i < options.tasks; i += 25) {
         const batch = Array.from({ length: Math.min(25, options.tasks - i) }, (_, k) => ({
           queue: 'chaos',
@@ -438,6 +447,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         }
       }
     })();
+    await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
 
     const supervisor = superviseUnderChaos({
       pass: () => scheduler.supervise(),
@@ -472,7 +482,6 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       }
     })();
 
-    await submitter;
     const phasesMs: Record<string, number> = {};
     const mark = (phase: string) => {
       phasesMs[phase] = Math.round(performance.now() - started);
@@ -482,9 +491,13 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
     let open = [...acknowledged];
     while (open.length > 0 && Date.now() <= deadline) {
-      const states = await ctx.tasks.getMany(open.slice(0, 2_000));
+      // A window of 500 at a time, moved to the back when none of it ended: reading every open task twice a
+      // second would load DynamoDB Local more than the fleet does.
+      const window = open.slice(0, 500);
+      const states = await ctx.tasks.getMany(window);
       const ended = new Set([...states].filter(([, s]) => TERMINAL.has(s?.status ?? '')).map(([id]) => id));
-      open = open.filter((id) => !ended.has(id));
+      open =
+        ended.size === 0 ? [...open.slice(window.length), ...window] : open.filter((id) => !ended.has(id));
       if (faultsOn && open.length <= acknowledged.length / 2) {
         mark('faultsOff');
         faultsOn = false;
@@ -537,6 +550,10 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       supervisorPasses: supervisor.passes,
       phasesMs,
       staleRejectedCount,
+      eventLoopDelayMs: {
+        p99: Math.round(loopDelay.percentile(99) / 1e6),
+        max: Math.round(loopDelay.max / 1e6),
+      },
       claimAnswers: claimAnswers.length,
       checkpointWrites: checkpointWrites.length,
       grantsGivenBack,
