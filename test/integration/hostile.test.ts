@@ -48,7 +48,7 @@ describe('hostile input', () => {
   beforeAll(async () => {
     // Schedules are armed nowhere: what is stored is what is checked.
     stack = await createTestStack({
-      queues: ['work'],
+      queues: ['work', 'bodiless'],
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     for (const name of ['first', 'second']) {
@@ -160,13 +160,14 @@ describe('hostile input', () => {
     it.each(['null', '[]', '"x"', '{"__proto__":{"a":1}}', '{"reason":"x"}'])(
       'is refused with 400 on routes of a real task, queue and agent, and changes nothing (%s)',
       async (body) => {
-        const { task } = await stack.scheduler.submit({ queue: 'work', payload: {} });
-        const { agent } = await stack.scheduler.registerAgent({ name: 'bodiless', queues: ['work'] });
+        // A queue of its own: the tasks left here must not be claimed by the tests on `work`.
+        const { task } = await stack.scheduler.submit({ queue: 'bodiless', payload: {} });
+        const { agent } = await stack.scheduler.registerAgent({ name: 'bodiless', queues: ['bodiless'] });
         for (const [method, url] of [
           ['POST', `/v1/tasks/${task.taskId}/cancel`],
           ['POST', `/v1/tasks/${task.taskId}/redrive`],
-          ['POST', '/v1/queues/work/pause'],
-          ['POST', '/v1/queues/work/resume'],
+          ['POST', '/v1/queues/bodiless/pause'],
+          ['POST', '/v1/queues/bodiless/resume'],
           ['DELETE', `/v1/agents/${agent.agentId}`],
         ] as const) {
           const answered = await call(method, url, body);
