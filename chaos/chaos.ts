@@ -1,6 +1,7 @@
 /**
- * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--lease-ttl-seconds T] [--json]`
- * (`--lease-ttl-seconds` is read in the HTTP mode).
+ * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--lease-ttl-seconds T]
+ * [--reconcile-after-seconds R] [--json]`
+ * (`--lease-ttl-seconds` and `--reconcile-after-seconds` are read in the HTTP mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
@@ -20,6 +21,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
     'lease-ttl-seconds': { type: 'string', default: '2' },
+    'reconcile-after-seconds': { type: 'string', default: '2' },
   },
 });
 
@@ -38,6 +40,7 @@ if (values.mode === 'http') {
     agents: integer('agents', values.agents, 1, 1_000),
     seed: integer('seed', values.seed, 0, 2 ** 31),
     leaseTtlSeconds: integer('lease-ttl-seconds', values['lease-ttl-seconds'], 2, 3_600),
+    reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
     drainTimeoutMs: 300_000,
   });
   console.log(values.json ? JSON.stringify(report) : JSON.stringify(report, null, 2));

@@ -59,6 +59,11 @@ export interface HttpChaosOptions {
   readonly cutOffShare?: number;
   /** The lease TTL (heartbeats every quarter of it). @default 2 s */
   readonly leaseTtlSeconds?: number;
+  /**
+   * How long a queued task waits before the supervisor sends its message again. Short, a deep queue is sent again
+   * over and over (10,000 queued tasks every 2 s). @default 2 s
+   */
+  readonly reconcileAfterSeconds?: number;
   /** Share of agent requests held in the network and delivered late, after the attempt gave up. @default 0.01 */
   readonly lateShare?: number;
   /** How late such a request reaches the server, in ms. @default 500 to 6,000 */
@@ -142,7 +147,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     settings: {
       leaseTtlSeconds,
       heartbeatIntervalSeconds: leaseTtlSeconds / 4,
-      reconcileAfterSeconds: 2,
+      reconcileAfterSeconds: options.reconcileAfterSeconds ?? 2,
       claimVisibilityTimeoutSeconds: 2,
       reservationGraceSeconds: 2,
       // Idle agents wait up to half a second between claims: fifty agents polling every 100 ms would keep the one
