@@ -453,6 +453,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       }
     })();
     await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
+    const fleetStarted = performance.now();
 
     const supervisor = superviseUnderChaos({
       pass: () => scheduler.supervise(),
@@ -503,7 +504,13 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       const ended = new Set([...states].filter(([, s]) => TERMINAL.has(s?.status ?? '')).map(([id]) => id));
       open =
         ended.size === 0 ? [...open.slice(window.length), ...window] : open.filter((id) => !ended.has(id));
-      if (faultsOn && open.length <= acknowledged.length / 2) {
+      // Faults stop once half the work has run, and not before five lease TTLs of them: with the work submitted
+      // first, half of a small run is done in a few seconds, too few for every kind of fault to be drawn.
+      if (
+        faultsOn &&
+        open.length <= acknowledged.length / 2 &&
+        performance.now() - fleetStarted >= leaseTtlSeconds * 5_000
+      ) {
         mark('faultsOff');
         faultsOn = false;
       }
