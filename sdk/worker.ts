@@ -492,11 +492,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           this.log.warn('giving back a task whose grant was never heard of', { taskId: task.taskId });
           await this.client
             .release(task.taskId, { leaseEpoch: task.leaseEpoch }, { signal: this.sessionAbort.signal })
-            .catch((error: unknown) =>
-              isLeaseGone(error)
-                ? undefined
-                : this.report(new TaskError(task.taskId, 'could not be given back', { cause: error })),
-            );
+            .catch(this.givingBackFailed(task.taskId));
         }),
     );
   }
@@ -623,6 +619,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
+  /** What a failed give-back of `taskId` reports: nothing if the lease is gone anyway, else an error naming it. */
+  private givingBackFailed(taskId: string): (error: unknown) => void {
+    return (error) => {
+      if (!isLeaseGone(error))
+        this.report(new TaskError(taskId, 'could not be given back', { cause: error }));
+    };
+  }
+
   /** Tasks a claim returned after a stop began: back to their queue, unless their session is already gone. */
   private async handBackClaimed(tasks: readonly ClaimedTask[], session: Session): Promise<void> {
     if (this.session !== session) return;
@@ -630,11 +634,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       tasks.map((task) =>
         this.client
           .release(task.taskId, { leaseEpoch: task.leaseEpoch })
-          .catch((error: unknown) =>
-            isLeaseGone(error)
-              ? undefined
-              : this.report(new TaskError(task.taskId, 'could not be given back', { cause: error })),
-          ),
+          .catch(this.givingBackFailed(task.taskId)),
       ),
     );
   }
@@ -872,9 +872,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await Promise.all(
       running.map(async (entry) => {
         entry.abort('released');
-        await this.releaseLease(entry).catch((error: unknown) =>
-          this.report(new TaskError(entry.taskId, 'could not be given back', { cause: error })),
-        );
+        await this.releaseLease(entry).catch(this.givingBackFailed(entry.taskId));
       }),
     );
   }

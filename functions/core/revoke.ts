@@ -47,9 +47,7 @@ export async function revokeAgent(ctx: SchedulerContext, agentId: string): Promi
       ]);
     }
     const rolesHandedOver =
-      Object.keys(session.roles).length > 0
-        ? (await takeBackRoles(ctx, session, { waitForLapse: true })).handedOver
-        : 0;
+      Object.keys(session.roles).length > 0 ? (await takeBackRoles(ctx, session)).handedOver : 0;
     return {
       ...(newlyEnded ? { endedSession: session.sessionId } : {}),
       tasksTakenBack,

@@ -344,7 +344,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
   for (const session of found.sessions) {
     try {
       // Each take-over ends the session in its own transaction, refused if a heartbeat landed since the read.
-      const moved = await takeBackRoles(ctx, session, { waitForLapse: true });
+      const moved = await takeBackRoles(ctx, session);
       sweep.handedOver += moved.handedOver;
       sweep.freed += moved.freed;
       sweep.errors += moved.errors;
@@ -376,7 +376,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
 
 /** Hands over at once the roles of a session that just ended (the agent opened a new one). */
 export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession): Promise<void> {
-  await handOverEach(ctx, ended, { waitForLapse: false });
+  await handOverEach(ctx, ended);
 }
 
 /**
@@ -387,9 +387,8 @@ export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession
 export async function takeBackRoles(
   ctx: SchedulerContext,
   ended: AgentSession,
-  options: { readonly waitForLapse: boolean },
 ): Promise<RoleSweep & { left: number }> {
-  const moved = await handOverEach(ctx, ended, options);
+  const moved = await handOverEach(ctx, ended);
   if (Object.keys(moved.done).length > 0) {
     await ctx.sessions.forgetRoles(ended, moved.done).catch((error: unknown) =>
       ctx.log.warn('could not clear the roles of an ended session; the sweep will', {
@@ -402,13 +401,12 @@ export async function takeBackRoles(
 }
 
 /**
- * With `waitForLapse`, a role stays with the ended session until its lease has run out (a revoked agent's handler
- * may run until then); without, it moves at once (the agent itself opened a new session).
+ * A role stays with a revoked session until its lease has run out (the agent's handler may run until then); an
+ * ended session of an agent not revoked (it opened a new one, or went silent) gives its roles up at once.
  */
 async function handOverEach(
   ctx: SchedulerContext,
   ended: AgentSession,
-  { waitForLapse }: { readonly waitForLapse: boolean },
 ): Promise<RoleSweep & { done: Record<string, number> }> {
   const sessions = new SessionReader(ctx);
   const result = { handedOver: 0, freed: 0, errors: 0, done: {} as Record<string, number> };
@@ -422,9 +420,7 @@ async function handOverEach(
           break;
         }
         // A heartbeat that landed after the session was read keeps the session, and its roles.
-        const now = ctx.now();
-        if (await (waitForLapse ? sessions.mayStillAct(role.holder, now) : sessions.isLive(role.holder, now)))
-          break;
+        if (await sessions.mayStillAct(role.holder, ctx.now())) break;
         const moved = await handOver(ctx, role, sessions);
         sessions.forget(ended.agentId);
         if (moved === undefined) continue;

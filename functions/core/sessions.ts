@@ -100,7 +100,7 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
   const current = await ctx.sessions.get(agentId);
   if (current && Object.keys(current.roles).length > 0) {
     const ended = await ctx.sessions.endNow(current, now);
-    if (ended.ok && (await takeBackRoles(ctx, ended.session, { waitForLapse: false })).left > 0) {
+    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
       throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
     }
   }
