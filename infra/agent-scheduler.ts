@@ -380,7 +380,8 @@ export class AgentScheduler extends Construct {
       'dynamodb:UpdateItem',
       'dynamodb:ConditionCheckItem',
     ]);
-    onQueues(supervisor, 'sqs:SendMessage');
+    // Reconcile reads how many hints wait in a queue before sending a task's hint again.
+    onQueues(supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
 
     // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
     grantOnTable(scheduleFire, tasks, [

@@ -6,6 +6,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { HINT_MAX_RECEIVES } from '../functions/adapters/task-queues';
 import { PRIORITIES, type Priority } from '../functions/domain/priority';
 
 /** Every queue the scheduler creates: encrypted, TLS only, messages kept the longest SQS allows. */
@@ -18,12 +19,6 @@ export const SECURE_QUEUE_DEFAULTS = {
 export interface PriorityQueuesProps {
   /** The task queue's name: the capability agents declare to be given its tasks. */
   readonly queueName: string;
-  /**
-   * Receives after which SQS moves a hint to the dead-letter queue. Hints are small and claims delete stale
-   * ones, so this only catches hints that repeatedly could not be handled.
-   * @default 10
-   */
-  readonly maxReceiveCount?: number;
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
 }
@@ -42,9 +37,11 @@ export class PriorityQueues extends Construct {
     for (const priority of PRIORITIES) {
       byPriority[priority] = new Queue(this, priority[0]?.toUpperCase() + priority.slice(1), {
         ...SECURE_QUEUE_DEFAULTS,
-        // A claim hides a hint only while it decides on it; the task's own lease lives in DynamoDB.
+        // A claim hides a hint only while it decides on it; the task's own lease lives in DynamoDB. Claims delete
+        // stale hints and send anew those they hand back often, so only a hint whose claims keep failing midway
+        // reaches the dead-letter queue; `reconcile` sends its task again.
         visibilityTimeout: Duration.seconds(30),
-        deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? 10 },
+        deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: HINT_MAX_RECEIVES },
         removalPolicy,
       });
     }

@@ -11,11 +11,10 @@ import {
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createTableInput, TABLE_DEFINITIONS, type TableNames } from '#adapters/tables';
-import { type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
+import { HINT_MAX_RECEIVES, type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
 import { PRIORITIES } from '#domain/priority';
 
 /** SQS receives after which a message moves to the queue's DLQ; the construct uses the same number. */
-export const MAX_RECEIVE_COUNT = 10;
 /** Seconds a received hint stays hidden; the construct uses the same number. */
 export const HINT_VISIBILITY_SECONDS = 30;
 const RETENTION_SECONDS = 14 * 24 * 60 * 60;
@@ -78,7 +77,7 @@ export async function provisionQueues(
               VisibilityTimeout: String(HINT_VISIBILITY_SECONDS),
               RedrivePolicy: JSON.stringify({
                 deadLetterTargetArn: dlqArn,
-                maxReceiveCount: MAX_RECEIVE_COUNT,
+                maxReceiveCount: HINT_MAX_RECEIVES,
               }),
             },
           }),

@@ -7,6 +7,7 @@
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -100,7 +101,15 @@ export interface ReceivedHint extends DispatchHint {
   readonly messageId: string;
   /** When SQS first accepted the message (ms). */
   readonly sentAt: number;
+  /** How many times SQS has handed this message out, this time included. */
+  readonly receiveCount: number;
 }
+
+/**
+ * Receives after which SQS moves a hint to its queue's dead-letter queue. A hint that is handed back many times
+ * for a good reason (a task not yet due, a queue at its limit) is sent anew before it gets there.
+ */
+export const HINT_MAX_RECEIVES = 10;
 
 /** A message that does not parse as a hint; it can never lead to a task and is deleted. */
 export interface PoisonMessage {
@@ -209,7 +218,7 @@ export class TaskQueues {
         MaxNumberOfMessages: Math.max(1, Math.min(10, options.max)),
         VisibilityTimeout: options.visibilityTimeoutSeconds,
         WaitTimeSeconds: options.waitTimeSeconds,
-        MessageSystemAttributeNames: ['SentTimestamp'],
+        MessageSystemAttributeNames: ['SentTimestamp', 'ApproximateReceiveCount'],
       }),
     );
     const hints: ReceivedHint[] = [];
@@ -223,9 +232,21 @@ export class TaskQueues {
         continue;
       }
       const sentAt = Number(message.Attributes?.SentTimestamp ?? Date.now());
-      hints.push({ ...hint, ...base, sentAt });
+      const receiveCount = Number(message.Attributes?.ApproximateReceiveCount ?? 1);
+      hints.push({ ...hint, ...base, sentAt, receiveCount });
     }
     return { hints, poison };
+  }
+
+  /** How many hints one SQS queue holds ready to be received (SQS's approximate count). */
+  async readyCount(queue: string, priority: Priority): Promise<number> {
+    const output = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.directory.urlFor(queue, priority),
+        AttributeNames: ['ApproximateNumberOfMessages'],
+      }),
+    );
+    return Number(output.Attributes?.ApproximateNumberOfMessages ?? 0);
   }
 
   /** Deletes handled messages, at most ten per request, grouped by queue. */
@@ -256,8 +277,25 @@ export class TaskQueues {
     );
   }
 
-  /** Makes a message visible again after `seconds` (0: at once) instead of deleting it. */
-  async returnLater(message: Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>, seconds: number) {
+  /**
+   * Makes a hint visible again after `seconds` (0: at once) instead of deleting it. A hint SQS would move to the
+   * dead-letter queue at its next receive is sent anew and the old message deleted: the task it stands for is
+   * still waiting, and a dead-lettered hint would leave it to `reconcile`.
+   */
+  async returnLater(hint: ReceivedHint, seconds: number): Promise<void> {
+    if (hint.receiveCount >= HINT_MAX_RECEIVES - 1 && seconds <= 900) {
+      await this.send(hint.queue, hint.priority, hint, seconds);
+      await this.delete([hint]);
+      return;
+    }
+    await this.returnMessage(hint, seconds);
+  }
+
+  /** Makes a message visible again after `seconds` (0: at once). */
+  private async returnMessage(
+    message: Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>,
+    seconds: number,
+  ): Promise<void> {
     await this.sqs.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: this.directory.urlFor(message.queue, message.priority),

@@ -104,7 +104,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (outrun(session, request.claimSeq)) return [];
 
   // When the session looks full, find the entries that stand for leases already over (reads only).
-  let examined: Examined = { stale: new Map(), heldByUs: new Set() };
+  let examined: Examined = { stale: new Map(), heldByUs: new Map() };
   // A paused queue gives nothing to claims; its hints stay where they are.
   const open = await unpausedQueues(ctx, queues);
   if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), now);
@@ -141,8 +141,14 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   const toReturn: { hint: ReceivedHint; seconds: number }[] = [];
   const candidates: string[] = [];
   for (const [taskId, hints] of byTask) {
-    if (examined.heldByUs.has(taskId)) {
-      toDelete.push(...hints);
+    const heldAt = examined.heldByUs.get(taskId);
+    if (heldAt !== undefined) {
+      // A hint older than our lease is stale. One as new (the task was given back since; the read was eventually
+      // consistent) stands for the task waiting again: it goes back for a moment.
+      for (const hint of hints) {
+        if (hint.leaseEpoch < heldAt) toDelete.push(hint);
+        else toReturn.push({ hint, seconds: IN_FLIGHT_RETRY_SECONDS });
+      }
     } else if (taskId in session.held && !examined.stale.has(taskId)) {
       const [first, ...copies] = hints;
       toDelete.push(...copies);
@@ -464,13 +470,13 @@ async function replayClaim(
 interface Examined {
   /** Entries standing for no lease any more, with the reservation time observed. */
   readonly stale: Map<string, number>;
-  /** Entries whose task this session holds now. */
-  readonly heldByUs: Set<string>;
+  /** Entries whose task this session holds now, with the epoch of its lease. */
+  readonly heldByUs: Map<string, number>;
 }
 
 const merge = (a: Examined, b: Examined): Examined => ({
   stale: new Map([...a.stale, ...b.stale]),
-  heldByUs: new Set([...a.heldByUs, ...b.heldByUs]),
+  heldByUs: new Map([...a.heldByUs, ...b.heldByUs]),
 });
 
 /**
@@ -486,7 +492,7 @@ async function examine(
   taskIds: readonly string[],
   now: number,
 ): Promise<Examined> {
-  const examined: Examined = { stale: new Map(), heldByUs: new Set() };
+  const examined: Examined = { stale: new Map(), heldByUs: new Map() };
   if (taskIds.length === 0) return examined;
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
   const tasks = await ctx.tasks.getMany(taskIds, false);
@@ -495,7 +501,7 @@ async function examine(
     if (reservedAt === undefined) continue;
     const task = tasks.get(id);
     const ours = task?.sessionId === session.sessionId;
-    if (ours && task?.status === 'leased') examined.heldByUs.add(id);
+    if (ours && task?.status === 'leased') examined.heldByUs.set(id, task.leaseEpoch);
     else if ((ours && task?.leasedAt === reservedAt) || reservedAt < graceStart)
       examined.stale.set(id, reservedAt);
   }

@@ -1,6 +1,7 @@
 /**
  * Sending a task's hint to SQS after its state was committed. A failure here is logged, not thrown: the task
- * is safe in DynamoDB and `reconcile` sends it again once its due time passes.
+ * is safe in DynamoDB, and is marked so that the supervisor's next `reconcile` sends it again (if that mark
+ * fails too, `reconcile` finds it when its due time passes).
  */
 import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
@@ -25,8 +26,25 @@ export async function dispatch(
       queue: task.queue,
       error: errorName(error),
     });
+    await markUnsent(ctx, task);
     return false;
   }
+}
+
+/** The task's hint is not in SQS: without `dispatchedAt`, and due now, the next `reconcile` sends it. */
+async function markUnsent(ctx: SchedulerContext, task: Pick<Task, 'taskId' | 'leaseEpoch'>): Promise<void> {
+  await ctx.tasks
+    .update(task.taskId, (e) => ({
+      set: [`${e.n('dueAt')} = ${e.v(ctx.now())}`],
+      remove: [e.n('dispatchedAt')],
+      condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
+    }))
+    .catch((error: unknown) =>
+      ctx.log.warn('marking an unsent task failed; reconcile finds it when it is due', {
+        taskId: task.taskId,
+        error: errorName(error),
+      }),
+    );
 }
 
 /** A hint to send once several submissions are written, so they share `SendMessageBatch` requests. */
@@ -52,4 +70,5 @@ export async function dispatchMany(
   for (const hint of failed) {
     ctx.log.warn('dispatch failed; reconcile will send the task again', { taskId: hint.taskId });
   }
+  await Promise.all(failed.map((hint) => markUnsent(ctx, hint)));
 }

@@ -3,10 +3,14 @@
  * committed, a purged or restarted queue, a message dead-lettered by SQS), and sending them again. Also sends
  * tasks whose delay was longer than SQS can hold, once it is time.
  *
- * A second hint for a task whose first one still exists is harmless: the claim is conditional, and the
- * losing hint is dropped as stale.
+ * A second hint for a task whose first one still exists is harmless (the claim is conditional, and the losing
+ * hint is dropped as stale) but not free. A task whose hint is merely waiting in line, behind a backlog, looks
+ * just like one whose hint is gone; so while its SQS queue still holds hints ready to be received, a task is
+ * sent again only once its hint is much older (`BACKLOG_PATIENCE` looks), and a deep queue is not sent twice
+ * over every few minutes. A send known to have failed is sent again at the next pass.
  */
 import { errorName } from '#domain/errors';
+import type { Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { allDueShards, queryEveryDueShard, type SchedulerContext } from './context';
@@ -33,6 +37,35 @@ export interface ReconcileSummary {
 const nextLookMs = (ctx: SchedulerContext, dispatchCount: number) =>
   ctx.settings.reconcileAfterSeconds * 1_000 * 2 ** Math.min(6, Math.max(0, dispatchCount - 1));
 
+/** How many of its usual looks a hint may wait in a queue that still has hints ready before it is sent again. */
+export const BACKLOG_PATIENCE = 16;
+
+/** Whether an SQS queue holds hints ready to be received, read once per pass; an unreadable count says no. */
+type Backlogged = (queue: string, priority: Priority) => Promise<boolean>;
+
+function backlogReader(ctx: SchedulerContext): Backlogged {
+  const counts = new Map<string, Promise<boolean>>();
+  return (queue, priority) => {
+    const key = `${queue}/${priority}`;
+    let count = counts.get(key);
+    if (!count) {
+      count = ctx.queues.readyCount(queue, priority).then(
+        (ready) => ready > 0,
+        (error: unknown) => {
+          ctx.log.warn('reading a queue backlog failed; overdue hints are sent again', {
+            queue,
+            priority,
+            error: errorName(error),
+          });
+          return false;
+        },
+      );
+      counts.set(key, count);
+    }
+    return count;
+  };
+}
+
 export async function reconcileDispatch(
   ctx: SchedulerContext,
   options: { everything?: boolean } = {},
@@ -57,6 +90,7 @@ export async function reconcileDispatch(
     return servedQueues.has(queue);
   };
   const now = ctx.now();
+  const backlogged = backlogReader(ctx);
   const dueIn = queryEveryDueShard(
     ctx,
     options.everything ? Number.MAX_SAFE_INTEGER : now,
@@ -85,7 +119,7 @@ export async function reconcileDispatch(
               }
             }
           }
-          if (await reconcileTask(ctx, current, now, options.everything === true))
+          if (await reconcileTask(ctx, current, now, options.everything === true, backlogged))
             summary.redispatched.push(task.taskId);
           else summary.deferred++;
         } catch (error) {
@@ -107,24 +141,43 @@ export async function reconcileDispatch(
   return summary;
 }
 
+/**
+ * Whether a queued task's hint is to be sent again now, or else when to look at it next. A hint never sent (or
+ * whose send failed) is sent at once; one sent `reconcileAfterSeconds` ago, if its queue has no hints ready (the
+ * line moved past it, so it is gone) or once it has waited `BACKLOG_PATIENCE` times its usual look.
+ */
+async function whenToSend(
+  ctx: SchedulerContext,
+  task: Task,
+  now: number,
+  everything: boolean,
+  backlogged: Backlogged,
+): Promise<{ resend: true; lookAt?: undefined } | { resend: false; lookAt: number }> {
+  if (everything || task.dispatchedAt === undefined) return { resend: true };
+  const look = nextLookMs(ctx, task.dispatchCount);
+  const waited = now - task.dispatchedAt;
+  if (waited < ctx.settings.reconcileAfterSeconds * 1_000)
+    return { resend: false, lookAt: task.dispatchedAt + look };
+  const patience = look * BACKLOG_PATIENCE;
+  if (waited >= patience || !(await backlogged(task.queue, task.priority))) return { resend: true };
+  // Still in line, perhaps: look again when it has waited twice as long, and send at the latest at `patience`.
+  return { resend: false, lookAt: task.dispatchedAt + Math.min(2 * waited, patience) };
+}
+
 /** Sends one queued task again if its last hint is overdue; otherwise moves its next look. True if sent. */
 async function reconcileTask(
   ctx: SchedulerContext,
   task: Task,
   now: number,
   everything: boolean,
+  backlogged: Backlogged,
 ): Promise<boolean> {
   const claimableAt = task.notBefore ?? 0;
-  const overdue =
-    everything ||
-    task.dispatchedAt === undefined ||
-    task.dispatchedAt <= now - ctx.settings.reconcileAfterSeconds * 1_000;
   const delayMs = Math.max(0, claimableAt - now);
-  if (!overdue || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
+  const { resend, lookAt } = await whenToSend(ctx, task, now, everything, backlogged);
+  if (!resend || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
     const dueAt = Math.min(
-      overdue
-        ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000
-        : (task.dispatchedAt ?? now) + nextLookMs(ctx, task.dispatchCount),
+      resend ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000 : lookAt,
       nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
     );
     await ctx.tasks.update(task.taskId, (e) => ({

@@ -423,7 +423,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:UpdateItem',
           'dynamodb:ConditionCheckItem',
         ),
-        ...queues('sqs:SendMessage'),
+        ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
         {
           Effect: 'Allow',
           Action: ['sqs:SendMessage'],

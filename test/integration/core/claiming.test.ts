@@ -11,7 +11,7 @@ import { claimUntil, createTestStack, leasedTaskIds, startAgent, type TestStack 
 describe('claiming', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['order', 'concurrency'] });
+    stack = await createTestStack({ queues: ['order', 'concurrency', 'given-back'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -129,5 +129,56 @@ describe('claiming', () => {
       `[concurrency] at most ${maxHeld} of ${maxConcurrency} held under 10 parallel claimers; ${completed} completed`,
     );
     expect(maxHeld).toBe(maxConcurrency);
+  });
+
+  it('a hint as new as the lease an old read shows us holding is kept: the task was given back since', async () => {
+    // Prepare: the agent's attempt runs past its deadline and the supervisor puts the task back, but its notice
+    // to the session fails, so the session still lists the task. An eventually consistent read (DynamoDB Local
+    // never gives one, so it is replayed here) still shows the task leased to us.
+    const { scheduler, ctx, clock } = stack;
+    const { task } = await scheduler.submit({ queue: 'given-back', payload: {}, timeoutSeconds: 5 });
+    const agent = await startAgent(scheduler, { queues: ['given-back'], maxConcurrency: 2 });
+    const [claimed] = await claimUntil(scheduler, agent, 1);
+    if (!claimed) throw new Error('nothing claimed');
+    const oldView = await ctx.tasks.getMany([task.taskId]);
+    // The sweep looks at the task once its due time, later than its deadline, has come; the agent heartbeats.
+    for (let waited = 0; waited <= ctx.settings.reconcileAfterSeconds + 20; waited += 20) {
+      clock.advance(20_000);
+      await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    }
+    const notify = ctx.sessions.notify.bind(ctx.sessions);
+    ctx.sessions.notify = () => Promise.reject(new Error('the notice was lost'));
+    try {
+      expect((await scheduler.reclaim()).requeued).toContain(task.taskId);
+    } finally {
+      ctx.sessions.notify = notify;
+    }
+    expect(Object.keys((await ctx.sessions.get(agent.agentId))?.held ?? {})).toContain(task.taskId);
+    const getMany = ctx.tasks.getMany.bind(ctx.tasks);
+    const receive = ctx.queues.receive.bind(ctx.queues);
+    let received = 0;
+    ctx.queues.receive = async (...args) => {
+      const batch = await receive(...args);
+      received += batch.hints.filter((h) => h.taskId === task.taskId).length;
+      return batch;
+    };
+    ctx.tasks.getMany = async (ids, consistent) =>
+      consistent === false && ids.includes(task.taskId) ? oldView : getMany(ids, consistent);
+
+    // Act: claims receive the new hint (after its backoff) while the old view says the task is ours; then the
+    // view catches up.
+    let stale: unknown[];
+    try {
+      stale = await claimUntil(scheduler, agent, 1, 3_000);
+    } finally {
+      ctx.tasks.getMany = getMany;
+      ctx.queues.receive = receive;
+    }
+    const again = await claimUntil(scheduler, agent, 1, 6_000);
+
+    // Assess: the hint was not deleted as ours; it came back and the task was claimed.
+    expect(stale).toEqual([]);
+    expect(received).toBeGreaterThanOrEqual(1);
+    expect(again).toMatchObject([{ taskId: task.taskId, leaseEpoch: claimed.leaseEpoch + 1 }]);
   });
 });

@@ -3,13 +3,17 @@
  */
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HINT_MAX_RECEIVES } from '#adapters/task-queues';
+import { BACKLOG_PATIENCE } from '#core/reconcile';
 import { IdempotencyConflictError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('submission', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['idem', 'race', 'conflict', 'lost', 'late', 'legacy'] });
+    stack = await createTestStack({
+      queues: ['idem', 'race', 'conflict', 'lost', 'vanished', 'backlog', 'returned', 'late', 'legacy'],
+    });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -64,7 +68,7 @@ describe('submission', () => {
     expect(claimed).toMatchObject({ taskId: task.taskId, payload: { v: 'first' } });
   });
 
-  it('(g) a send lost after the write committed is sent again by reconcile', async () => {
+  it('(g) a send that failed after the write committed is sent again by the next reconcile', async () => {
     // Prepare: the send fails; the submission still succeeds because the task is committed.
     const { scheduler, faults, clock, ctx } = stack;
     faults.sqs.failNext('SendMessageCommand', 1, 'before');
@@ -74,21 +78,82 @@ describe('submission', () => {
     const early = await startAgent(scheduler, { queues: ['lost'] });
     expect(await claimUntil(scheduler, early, 1, 500)).toHaveLength(0);
 
-    // Act: nothing to do before the due time; after it, reconcile sends the task again.
-    const beforeDue = await scheduler.reconcile();
-    clock.advance(ctx.settings.reconcileAfterSeconds * 1_000 + 1_000);
-    const due = await scheduler.reconcile();
+    // Act: the failed send marked the task, so the very next pass sends it, without waiting for its due time.
+    const next = await scheduler.reconcile();
     const agent = await startAgent(scheduler, { queues: ['lost'] });
     const [claimed] = await claimUntil(scheduler, agent, 1);
 
     // Assess
-    expect(beforeDue.redispatched).not.toContain(task.taskId);
-    expect(due.redispatched).toContain(task.taskId);
+    expect(next.redispatched).toContain(task.taskId);
     expect(claimed).toMatchObject({ taskId: task.taskId, payload: { lost: true } });
     expect((await scheduler.getTask(task.taskId)).dispatchCount).toBe(2);
     // Once claimed, a further pass leaves it alone.
     clock.advance(ctx.settings.reconcileAfterSeconds * 4_000);
     expect((await scheduler.reconcile()).redispatched).not.toContain(task.taskId);
+  });
+
+  it('a hint gone without a trace is sent again once its due time passes and its queue has no backlog', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const { task } = await scheduler.submit({ queue: 'vanished', payload: {} });
+    await dropHints(stack, 'vanished', [task.taskId]);
+    expect((await scheduler.reconcile()).redispatched).not.toContain(task.taskId);
+
+    clock.advance(ctx.settings.reconcileAfterSeconds * 1_000 + 1_000);
+    expect((await scheduler.reconcile()).redispatched).toContain(task.taskId);
+    const agent = await startAgent(scheduler, { queues: ['vanished'] });
+    expect(await claimUntil(scheduler, agent, 1)).toMatchObject([{ taskId: task.taskId }]);
+  });
+
+  it('tasks whose hints may still be waiting behind a backlog are not sent again until patience runs out', async () => {
+    // Prepare: three tasks in one queue; the hint of the first is gone, the other two still wait in SQS.
+    const { scheduler, clock, ctx } = stack;
+    const tasks = [];
+    for (let i = 0; i < 3; i++)
+      tasks.push((await scheduler.submit({ queue: 'backlog', payload: { i } })).task);
+    const [gone] = tasks.map((t) => t.taskId);
+    await dropHints(stack, 'backlog', [gone ?? '']);
+    const afterMs = ctx.settings.reconcileAfterSeconds * 1_000;
+
+    // Act: a pass once they are overdue, and one when they have waited BACKLOG_PATIENCE looks.
+    clock.advance(afterMs + 1_000);
+    const overdue = await scheduler.reconcile();
+    const again = await scheduler.reconcile();
+    clock.advance(afterMs * BACKLOG_PATIENCE - afterMs);
+    const patient = await scheduler.reconcile();
+
+    // Assess: nothing was sent while the queue had hints ready, the next look was moved later, and then all were.
+    expect(overdue.redispatched).toEqual([]);
+    expect(overdue.deferred).toBeGreaterThanOrEqual(3);
+    expect(again).toMatchObject({ redispatched: [], deferred: 0 });
+    expect(patient.redispatched).toEqual(expect.arrayContaining(tasks.map((t) => t.taskId)));
+    const agent = await startAgent(scheduler, { queues: ['backlog'], maxConcurrency: 3 });
+    expect((await claimUntil(scheduler, agent, 3)).map((t) => t.taskId).sort()).toEqual(
+      tasks.map((t) => t.taskId).sort(),
+    );
+  });
+
+  it('a hint handed back again and again is sent anew before SQS would move it to the dead-letter queue', async () => {
+    const { scheduler, ctx } = stack;
+    const { task } = await scheduler.submit({ queue: 'returned', payload: {} });
+    const receiveOnce = async () =>
+      (
+        await ctx.queues.receive('returned', 'normal', {
+          max: 10,
+          visibilityTimeoutSeconds: 30,
+          waitTimeSeconds: 0,
+        })
+      ).hints.filter((h) => h.taskId === task.taskId);
+    const counts: number[] = [];
+    for (let i = 0; i < HINT_MAX_RECEIVES + 2; i++) {
+      const [hint, ...copies] = await receiveOnce();
+      expect(copies).toEqual([]);
+      if (!hint) throw new Error(`the hint was gone at receive ${i + 1}`);
+      counts.push(hint.receiveCount);
+      await ctx.queues.returnLater(hint, 0);
+    }
+    expect(Math.max(...counts)).toBeLessThan(HINT_MAX_RECEIVES);
+    const agent = await startAgent(scheduler, { queues: ['returned'] });
+    expect(await claimUntil(scheduler, agent, 1)).toMatchObject([{ taskId: task.taskId }]);
   });
 
   it('a delay longer than SQS can carry waits in the due index and is sent when it is nearly due', async () => {
@@ -126,3 +191,16 @@ describe('submission', () => {
     expect(claimed).toMatchObject({ taskId: task.taskId, payload: { kept: true } });
   });
 });
+
+/** Takes the hints of `taskIds` out of a queue, as a purge or a lost message would; the others are put back. */
+async function dropHints(stack: TestStack, queue: string, taskIds: readonly string[]): Promise<void> {
+  const { hints } = await stack.ctx.queues.receive(queue, 'normal', {
+    max: 10,
+    visibilityTimeoutSeconds: 30,
+    waitTimeSeconds: 0,
+  });
+  await stack.ctx.queues.delete(hints.filter((h) => taskIds.includes(h.taskId)));
+  await Promise.all(
+    hints.filter((h) => !taskIds.includes(h.taskId)).map((h) => stack.ctx.queues.returnLater(h, 0)),
+  );
+}

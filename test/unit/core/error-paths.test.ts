@@ -49,12 +49,13 @@ describe('error paths', () => {
     sqs.reset();
   });
 
-  it('a failed SQS send after the write still answers "created" and leaves the task to reconcile', async () => {
+  it('a failed SQS send after the write still answers "created" and marks the task for the next reconcile', async () => {
     // Prepare
     const { log, entries } = recordingLog();
     const scheduler = new Scheduler(mockContext(log));
     ddb.on(BatchWriteCommand).resolves({});
     ddb.on(PutCommand).resolves({});
+    ddb.on(UpdateCommand).resolves({ Attributes: stateItem() });
     sqs
       .on(SendMessageCommand)
       .rejects(Object.assign(new Error('socket hang up'), { name: 'NetworkingError' }));
@@ -74,11 +75,22 @@ describe('error paths', () => {
       status: 'queued',
       dueAt: NOW + 120_000,
     });
-    // The payload first: a visible state item always has its payload.
+    // The payload first: a visible state item always has its payload. Then the mark: no hint, due now, if the
+    // task is still queued at the epoch the hint was for.
     expect(ddb.calls().map((call) => call.args[0].constructor.name)).toEqual([
       'BatchWriteCommand',
       'PutCommand',
+      'UpdateCommand',
     ]);
+    const mark = ddb.commandCalls(UpdateCommand)[0]?.args[0].input;
+    expect(mark?.Key).toEqual({ taskId: result.task.taskId, part: 'state' });
+    expect(mark?.UpdateExpression).toMatch(/REMOVE #\w+/);
+    expect(Object.values(mark?.ExpressionAttributeNames ?? {})).toEqual(
+      expect.arrayContaining(['dueAt', 'dispatchedAt', 'status', 'leaseEpoch']),
+    );
+    expect(Object.values(mark?.ExpressionAttributeValues ?? {})).toEqual(
+      expect.arrayContaining([NOW, 'queued', 0]),
+    );
     expect(entries).toEqual([
       expect.objectContaining({ level: 'warn', message: expect.stringMatching(/reconcile/) }),
     ]);
@@ -102,6 +114,7 @@ describe('error paths', () => {
     const scheduler = new Scheduler(mockContext(log));
     ddb.on(BatchWriteCommand).resolves({});
     ddb.on(PutCommand).resolves({});
+    ddb.on(UpdateCommand).resolves({ Attributes: stateItem() });
     sqs.on(SendMessageBatchCommand).resolves({
       Successful: [{ Id: '0', MessageId: 'm0', MD5OfMessageBody: 'x' }],
       Failed: [{ Id: '1', Code: 'InternalError', SenderFault: false }],
@@ -116,6 +129,10 @@ describe('error paths', () => {
     expect(sqs).toHaveReceivedCommandTimes(SendMessageBatchCommand, 1);
     expect(sqs).not.toHaveReceivedCommand(SendMessageCommand);
     const refused = results[1]?.ok ? results[1].task.taskId : '';
+    // Only the refused one is marked for the next reconcile.
+    expect(ddb.commandCalls(UpdateCommand).map((call) => call.args[0].input.Key)).toEqual([
+      { taskId: refused, part: 'state' },
+    ]);
     expect(entries).toEqual([
       expect.objectContaining({
         level: 'warn',
