@@ -186,15 +186,16 @@ export class RoleTable {
 
   /**
    * Records the agent's declaration and counts it on the agent's item, in one transaction: refused if the agent
-   * is unknown or revoked, has declared `maxRoles` roles already (exact under parallel registrations: the count
-   * is checked in the write that raises it), or has declared this role already.
+   * is unknown or revoked, or has declared `maxRoles` roles already (`agentRefused`; exact under parallel
+   * registrations: the count is checked in the write that raises it), or if the role's item does not exist or
+   * the agent has declared this role already (`roleRefused`).
    */
   async register(
     role: string,
     agentId: string,
     maxRoles: number,
     now: number,
-  ): Promise<'registered' | 'alreadyRegistered' | 'agentRefused'> {
+  ): Promise<'registered' | 'roleRefused' | 'agentRefused'> {
     const a = new Expression();
     const r = new Expression();
     try {
@@ -226,8 +227,8 @@ export class RoleTable {
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
-      if (reasons[1]?.Code === 'ConditionalCheckFailed') return 'alreadyRegistered';
       if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'agentRefused';
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') return 'roleRefused';
       throw error;
     }
   }

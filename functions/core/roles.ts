@@ -97,24 +97,40 @@ export interface RoleView {
 
 export async function registerRole(ctx: SchedulerContext, agentId: string, role: string): Promise<RoleView> {
   const name = roleName(role);
-  const now = ctx.now();
-  await ctx.roles.getOrCreate(name, now);
-  const limit = ctx.settings.maxRolesPerAgent;
-  const outcome = await ctx.roles.register(name, agentId, limit, now);
-  if (outcome === 'alreadyRegistered') {
+  if ((await register(ctx, agentId, name)) === 'alreadyRegistered') {
     throw new RoleConflictError('RoleAlreadyRegistered', `this agent has already registered role ${name}`);
   }
-  if (outcome === 'agentRefused') {
-    const agent = await ctx.agents.get(agentId);
-    if (!agent) throw new AgentNotFoundError(agentId);
-    if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
-    throw new RoleConflictError(
-      'RoleLimitReached',
-      `this agent has registered ${limit} roles, the most one agent may (maxRolesPerAgent)`,
-      { context: { maxRolesPerAgent: limit } },
-    );
-  }
   return viewRole(ctx, await currentRole(ctx, name), new SessionReader(ctx));
+}
+
+/**
+ * Counts the role among the agent's (at most `maxRolesPerAgent`) and creates its item if need be: only for an
+ * agent under its bound, so no agent can fill the table with roles. Volunteering registers a role this way too.
+ */
+async function register(
+  ctx: SchedulerContext,
+  agentId: string,
+  name: string,
+): Promise<'registered' | 'alreadyRegistered'> {
+  const limit = ctx.settings.maxRolesPerAgent;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const now = ctx.now();
+    const outcome = await ctx.roles.register(name, agentId, limit, now);
+    if (outcome === 'registered') return outcome;
+    if (outcome === 'agentRefused') {
+      if ((await ctx.roles.get(name))?.registered[agentId] !== undefined) return 'alreadyRegistered';
+      await activeAgent(ctx, agentId);
+      throw new RoleConflictError(
+        'RoleLimitReached',
+        `this agent has registered ${limit} roles, the most one agent may (maxRolesPerAgent)`,
+        { context: { maxRolesPerAgent: limit } },
+      );
+    }
+    // The role has no item yet, or the agent is registered already.
+    if (await ctx.roles.get(name)) return 'alreadyRegistered';
+    await ctx.roles.getOrCreate(name, now);
+  }
+  throw new ServiceUnavailableError(`role ${name} is changing; retry`);
 }
 
 export interface VolunteerResult {
@@ -148,7 +164,11 @@ export async function volunteerForRole(
         context: { agentId },
       });
     }
-    const current = await ctx.roles.getOrCreate(name, now);
+    let current = await ctx.roles.get(name);
+    if (current?.registered[agentId] === undefined) {
+      await register(ctx, agentId, name);
+      current = await currentRole(ctx, name);
+    }
     const mine = current.volunteers.find((v) => v.agentId === agentId);
     if (mine?.sessionId === sessionId || current.holder?.sessionId === sessionId) {
       throw new RoleConflictError(

@@ -291,7 +291,7 @@ describe('roles', () => {
 describe('roles at scale', () => {
   let stack: TestStack;
   const ttlMs = 30_000;
-  const maxRolesPerAgent = 5;
+  const maxRolesPerAgent = 40;
 
   beforeAll(async () => {
     stack = await createTestStack({
@@ -339,7 +339,9 @@ describe('roles at scale', () => {
     const { scheduler } = stack;
     const a = await startAgent(scheduler);
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) => scheduler.registerRole(a.agentId, `bounded-${i}`)),
+      Array.from({ length: maxRolesPerAgent + 15 }, (_, i) =>
+        scheduler.registerRole(a.agentId, `bounded-${i}`),
+      ),
     );
     const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as RoleConflictError] : []));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(maxRolesPerAgent);
@@ -348,5 +350,27 @@ describe('roles at scale', () => {
     );
     const registered = (await scheduler.listRoles()).filter((r) => r.registered.includes(a.agentId));
     expect(registered).toHaveLength(maxRolesPerAgent);
+  });
+
+  it('volunteering registers the role, so it is bounded too, and an agent at its bound creates no role', async () => {
+    const { scheduler, ctx } = stack;
+    const c = await startAgent(scheduler);
+    for (let i = 0; i < maxRolesPerAgent; i++) {
+      await scheduler.volunteerForRole(c.agentId, c.sessionId, `volunteered-${i}`);
+    }
+
+    await expect(
+      scheduler.volunteerForRole(c.agentId, c.sessionId, 'volunteered-extra'),
+    ).rejects.toMatchObject({ statusCode: 409, code: 'RoleLimitReached' });
+    await expect(scheduler.registerRole(c.agentId, 'registered-extra')).rejects.toMatchObject({
+      statusCode: 409,
+      code: 'RoleLimitReached',
+    });
+    expect(await ctx.roles.get('volunteered-extra')).toBeUndefined();
+    expect(await ctx.roles.get('registered-extra')).toBeUndefined();
+    // A role it volunteered for counts as registered: registering it again is a conflict, not a new role.
+    await expect(scheduler.registerRole(c.agentId, 'volunteered-0')).rejects.toMatchObject({
+      code: 'RoleAlreadyRegistered',
+    });
   });
 });
