@@ -149,7 +149,7 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
     const done = this.client.volunteerForRole(this.role, { sessionId }).then(
       (result) => {
         if (result.picked && result.leaseEpoch !== undefined) this.gain(result.leaseEpoch, sessionId);
-        return result.picked;
+        return result.picked && this.haveRole();
       },
       (error: unknown) => {
         if (this.volunteering?.sessionId === sessionId) this.volunteering = undefined;
@@ -181,6 +181,9 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
 
   private gain(leaseEpoch: number, sessionId: string): void {
     if (leaseEpoch <= this.latestEpoch) return;
+    // A grant made under a session this agent has since given up (its answer came late): that session's roles
+    // pass on without it, and acting on it could overlap the next holder.
+    if (sessionId !== this.worker.sessionId) return;
     if (this.held) this.lose('lost');
     this.latestEpoch = leaseEpoch;
     this.held = { role: this.role, leaseEpoch, sessionId };

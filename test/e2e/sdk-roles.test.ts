@@ -253,6 +253,61 @@ describe('roles through the SDK', () => {
     await workerA.stop();
   });
 
+  it('a grant whose answer arrives after its session was given up is not acted on', async () => {
+    // Prepare: the first volunteer answer is held back while the Worker's network goes and its session ends on
+    // its side; the Worker opens a new session (replacing the one the grant was made under) before it arrives.
+    const { agent, token } = await operator.createAgent({ name: 'e2e-late-grant', queues: ['work'] });
+    const cut = { value: false };
+    const answers: ((value?: unknown) => void)[] = [];
+    const held = [0, 1].map((i) => new Promise((resolve) => answers.splice(i, 0, resolve)));
+    let volunteers = 0;
+    const client = new AgentSchedulerClient({
+      endpoint: server.url,
+      token,
+      retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
+      fetch: async (...[input, init]: Parameters<typeof fetch>) => {
+        if (cut.value) throw new TypeError('network cut');
+        const url = input instanceof Request ? input.url : String(input);
+        const response = await fetch(input, init);
+        if (url.endsWith('/roles/late-grant/volunteer')) await held[Math.min(volunteers++, 1)];
+        return response;
+      },
+    });
+    const runs: { leaseEpoch: number; sessionId: string | undefined }[] = [];
+    const worker = new Worker({
+      client,
+      roles: {
+        'late-grant': async ({ leaseEpoch, signal }) => {
+          runs.push({ leaseEpoch, sessionId: worker.sessionId });
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+        },
+      },
+    });
+    worker.on('error', () => undefined);
+    const sessions: string[] = [];
+    worker.on('session', (session) => sessions.push(session.sessionId));
+    await worker.start();
+    await waitFor(() => volunteers === 1);
+    const [role] = (await operator.listRoles()).filter((r) => r.role === 'late-grant');
+    expect(role).toMatchObject({ holder: agent.agentId, leaseEpoch: 1 });
+    cut.value = true;
+    await waitFor(() => worker.sessionId === undefined, (LEASE_TTL_SECONDS + 2) * 1_000);
+    cut.value = false;
+    await waitFor(() => sessions.length === 2, 5_000);
+
+    // Act: the old grant's answer arrives, then, a moment later, the answer under the new session.
+    answers[0]?.();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const beforeNewGrant = [...runs];
+    answers[1]?.();
+    await waitFor(() => runs.length > 0, 5_000);
+
+    // Assess: no handler ran for the grant of the session given up; the new session's grant runs it.
+    expect(beforeNewGrant).toEqual([]);
+    expect(runs).toEqual([{ leaseEpoch: 2, sessionId: sessions[1] }]);
+    await worker.stop();
+  });
+
   it('a non-interactive agent is refused with a 409', async () => {
     const batch = await agentClient({ interactive: false });
     const session = await batch.client.openSession();
