@@ -13,7 +13,9 @@ import type { Scheduler } from '#core/scheduler';
 import { bearerToken } from '#domain/agent-token';
 import { agentOperations } from '../functions/http/agent-operations';
 import {
+  type AgentRateLimit,
   createHttpApi,
+  DEFAULT_AGENT_RATE_LIMIT,
   type HttpApiEvent,
   type HttpApiResult,
   MAX_BODY_BYTES,
@@ -30,6 +32,11 @@ export interface LocalServerOptions {
   readonly port: number;
   readonly host?: string;
   readonly log: SchedulerLog;
+  /**
+   * The per-agent request rate the agent routes allow (429 past it), as the agent function enforces it; `false`
+   * for none. @default DEFAULT_AGENT_RATE_LIMIT, the construct's default
+   */
+  readonly agentRateLimit?: AgentRateLimit | false;
   /** Serves `GET /v1/events` from this feed. */
   readonly events?: LocalEventFeed;
   /**
@@ -106,7 +113,13 @@ export interface LocalRequest {
 export function localRequestHandler(
   options: Omit<LocalServerOptions, 'port' | 'host' | 'onRequest'>,
 ): (request: LocalRequest) => Promise<HttpApiResult> {
-  const agentApi = createHttpApi(routesServedBy('agent'), agentOperations(options.scheduler), options.log);
+  const agentRateLimit = options.agentRateLimit ?? DEFAULT_AGENT_RATE_LIMIT;
+  const agentApi = createHttpApi(
+    routesServedBy('agent'),
+    agentOperations(options.scheduler),
+    options.log,
+    agentRateLimit === false ? {} : { agentRateLimit },
+  );
   const operatorApi = createHttpApi(
     routesServedBy('operator'),
     operatorOperations(options.scheduler),

@@ -177,6 +177,7 @@ describe('fuzzing every route', () => {
       operatorToken: OPERATOR,
       log: { info() {}, warn() {}, error() {} },
       authorizerCacheTtlMs: 60_000,
+      agentRateLimit: false,
     });
   });
   afterAll(async () => {

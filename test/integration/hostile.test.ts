@@ -63,11 +63,13 @@ describe('hostile input', () => {
         sessionId: session.sessionId,
       });
     }
+    // These tests send many requests as one agent; the per-agent rate bound has a test of its own below.
     answer = localRequestHandler({
       scheduler: stack.scheduler,
       agents: stack.ctx.agents,
       operatorToken: OPERATOR,
       log: quiet,
+      agentRateLimit: false,
     });
   });
   afterAll(async () => {
@@ -215,11 +217,8 @@ describe('hostile input', () => {
         `{"name":"proto-keys","expression":"rate(1 hour)","task":{"queue":"work","payload":${payload}}}`,
       );
       expect(created.status).toBe(201);
-      const listed = await call('GET', '/v1/schedules');
-      const schedule = (listed.json.schedules as { name: string; task: { payload: unknown } }[]).find(
-        (s) => s.name === 'proto-keys',
-      );
-      expect(JSON.stringify(schedule?.task.payload)).toBe(payload);
+      const read = await call('GET', '/v1/schedules/proto-keys');
+      expect(JSON.stringify(read.json.schedule.task.payload)).toBe(payload);
       expect((await call('DELETE', '/v1/schedules/proto-keys')).status).toBeLessThan(300);
     });
   });
@@ -313,6 +312,36 @@ describe('hostile input', () => {
       expect((await call('GET', '/v1/agents?limit=0')).status).toBe(400);
       expect((await call('GET', '/v1/agents?cursor=abc')).status).toBe(400);
     });
+
+    it('schedules are listed a page at a time, without their payloads, which reading one by name gives', async () => {
+      const payload = { big: 's'.repeat(100_000) };
+      for (const name of ['list-a', 'list-b', 'list-c']) {
+        const body = JSON.stringify({ name, expression: 'rate(1 day)', task: { queue: 'work', payload } });
+        expect((await call('POST', '/v1/schedules', body)).status).toBe(201);
+      }
+      const names: string[] = [];
+      let cursor = '';
+      do {
+        const page = await call('GET', `/v1/schedules?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(page.status).toBe(200);
+        expect(page.json.schedules.length).toBeLessThanOrEqual(2);
+        expect(page.text.length).toBeLessThan(2_000);
+        for (const schedule of page.json.schedules) {
+          expect(schedule.task).not.toHaveProperty('payload');
+          expect(schedule.task.queue).toBe('work');
+          names.push(schedule.name);
+        }
+        cursor = page.json.nextCursor ?? '';
+      } while (cursor);
+      expect(names.filter((n) => n.startsWith('list-'))).toEqual(['list-a', 'list-b', 'list-c']);
+      expect(names).toEqual([...names].sort());
+      const one = await call('GET', '/v1/schedules/list-b');
+      expect(one.json.schedule).toMatchObject({ name: 'list-b', task: { queue: 'work', payload } });
+      expect((await call('GET', '/v1/schedules/list-none')).json.error.code).toBe('ScheduleNotFound');
+      expect((await call('GET', '/v1/schedules?limit=101')).status).toBe(400);
+      expect((await call('GET', '/v1/schedules?cursor=abc')).status).toBe(400);
+      for (const name of ['list-a', 'list-b', 'list-c']) await call('DELETE', `/v1/schedules/${name}`);
+    });
   });
 
   describe('9 and 10. the local server', () => {
@@ -391,5 +420,32 @@ describe('hostile input', () => {
       expect(typeof body.error.code).toBe('string');
       expect(typeof body.error.message).toBe('string');
     });
+  });
+
+  it('the local server bounds each agent’s request rate as the agent function does, one agent apart from another', async () => {
+    const limited = localRequestHandler({
+      scheduler: stack.scheduler,
+      agents: stack.ctx.agents,
+      operatorToken: OPERATOR,
+      log: quiet,
+      agentRateLimit: { ratePerSecond: 1, burst: 3 },
+    });
+    const [first, second] = agents;
+    const session = (agent: (typeof agents)[number]) =>
+      limited({
+        method: 'GET',
+        url: '/v1/agent/session',
+        headers: { authorization: `Bearer ${agent.token}` },
+        body: '',
+      });
+    if (!first || !second) throw new Error('no agents');
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await session(first));
+    const other = await session(second);
+
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 429, 429]);
+    expect(JSON.parse(answers[3]?.body ?? '{}')).toMatchObject({ error: { code: 'TooManyRequests' } });
+    expect(Number(answers[3]?.headers?.['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(other.statusCode).toBe(200);
   });
 });
