@@ -241,8 +241,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           startBeating();
           continue;
         }
-        if (faultsOn && draw < 0.1) {
-          // Pause past the lease: the agent wakes up believing it still holds the task.
+        if (faultsOn && draw < 0.13) {
+          // Pause past the lease: the agent wakes up believing it still holds the task, and its three late
+          // writes must each be refused.
           count('agentPause');
           clearInterval(beating);
           await sleep(LEASE_TTL_SECONDS * 1_000 + 1_000 + random() * 2_000);

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { createContext, type SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { scratchStack } from '#local/scratch-stack';
@@ -176,6 +177,17 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   };
   const scheduler = new Scheduler(ctx);
   options.mutateScheduler?.(scheduler);
+  if (process.env.CHAOS_DEBUG) {
+    const open = ctx.sessions.open.bind(ctx.sessions);
+    ctx.sessions.open = async (session) => {
+      const previous = await open(session);
+      if (previous && previous.expiresAt > Date.now() && previous.endedAt === undefined)
+        console.error(
+          `live session replaced: ${session.agentId} at ${Date.now()} roles ${JSON.stringify(previous.roles)}`,
+        );
+      return previous;
+    };
+  }
   const operatorToken = `op_${randomBytes(12).toString('base64url')}`;
   const server = await startLocalServer({
     scheduler,
@@ -521,6 +533,18 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       if (open.length > 0) await sleep(500);
     }
     mark('drained');
+    if (process.env.CHAOS_DEBUG && open.length > 0) {
+      const left = await ctx.tasks.getMany(open.slice(0, 20));
+      for (const task of left.values()) {
+        const { payload: _p, ...rest } = task as unknown as Record<string, unknown>;
+        console.error(`never ended: ${JSON.stringify(rest)}`);
+      }
+      const dlq = ctx.queues.directory.deadLetterUrlFor('chaos');
+      const attributes = await scratch.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      console.error(`dead letters: ${attributes.Attributes?.ApproximateNumberOfMessages}`);
+    }
     faultsOn = false;
     stopping = true;
     await Promise.all([supervisor.stop(), operators]);

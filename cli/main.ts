@@ -29,7 +29,7 @@ agents     agents create --name NAME --queue Q [--queue Q2] [--max-concurrency N
            agents list | agents revoke AGENT_ID
 roles      roles list
 schedules  schedules list | schedules create --name N --expression E --queue Q [--time-zone TZ] [--payload JSON]
-           schedules delete NAME | schedules occurrences NAME
+           schedules get NAME | schedules delete NAME | schedules occurrences NAME
 worker     worker --queue Q [--concurrency N] [--token AGENT_TOKEN] -- COMMAND [ARGS...]
            (payload on stdin, result from stdout; without an agent token, registers an agent with the operator token)
 
@@ -320,6 +320,11 @@ export async function main(
         );
         return 0;
       }
+      if (sub === 'get' && arg) {
+        const schedule = await client.getSchedule(arg);
+        print(schedule, () => record(schedule as unknown as Record<string, unknown>));
+        return 0;
+      }
       if (sub === 'occurrences' && arg) {
         const occurrences = await client.listOccurrences(arg);
         print(occurrences, () =>
@@ -337,7 +342,7 @@ export async function main(
         print({ deleted: arg }, () => `deleted schedule ${arg}`);
         return 0;
       }
-      throw new UsageError('schedules list | create | delete NAME | occurrences NAME');
+      throw new UsageError('schedules list | get NAME | create | delete NAME | occurrences NAME');
     }
     case 'worker':
       return runWorker(client, connection, values, command, out);

@@ -187,10 +187,32 @@ export class AgentSchedulerClient {
     await this.call({ method: 'DELETE', path: `/v1/agents/${segment(agentId)}` });
   }
 
-  /** Schedules created through the API and those declared in the infrastructure. */
+  /**
+   * Schedules created through the API and those declared in the infrastructure, by name, read a page at a time.
+   * Their task templates come without the payload; `getSchedule` has it.
+   */
   async listSchedules(): Promise<Schedule[]> {
-    const body = await this.call<{ schedules: object[] }>({ method: 'GET', path: '/v1/schedules' });
-    return body.schedules.map((schedule) => withIsoTimes<Schedule>(schedule, 'createdAt'));
+    const schedules: Schedule[] = [];
+    let cursor: string | undefined;
+    do {
+      const page: { schedules: object[]; nextCursor?: string } = await this.call({
+        method: 'GET',
+        path: '/v1/schedules',
+        query: { cursor },
+      });
+      schedules.push(...page.schedules.map((schedule) => withIsoTimes<Schedule>(schedule, 'createdAt')));
+      cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+    } while (cursor !== undefined);
+    return schedules;
+  }
+
+  /** One schedule with its whole task template; an unknown name is a `ScheduleNotFound`. */
+  async getSchedule(name: string): Promise<Schedule> {
+    const body = await this.call<{ schedule: object }>({
+      method: 'GET',
+      path: `/v1/schedules/${segment(name)}`,
+    });
+    return withIsoTimes<Schedule>(body.schedule, 'createdAt');
   }
 
   /** Creates a schedule; a name already taken is a `Conflict`. */

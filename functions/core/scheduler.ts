@@ -29,8 +29,11 @@ import { listRoles, registerRole, releaseRole, volunteerForRole, withdrawFromRol
 import {
   createSchedule,
   deleteSchedule,
+  findSchedule,
+  listSchedulePage,
   listSchedules,
   parseScheduleSpec,
+  SCHEDULE_NAME,
   type ScheduleBackend,
 } from './schedules';
 import { heartbeat, openSession, readSession, registerAgent } from './sessions';
@@ -188,11 +191,33 @@ export class Scheduler {
     return listSchedules(this.ctx).catch(translateAwsError);
   }
 
+  /** Schedules a page at a time, by name; `nextCursor` while more follow. */
+  async listSchedulePage(filter: { limit?: number; cursor?: string } = {}) {
+    const limit = filter.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ValidationError('limit: an integer from 1 to 100');
+    }
+    let startAfter: string | undefined;
+    if (filter.cursor !== undefined) {
+      startAfter = Buffer.from(filter.cursor, 'base64url').toString('utf8');
+      if (!SCHEDULE_NAME.test(startAfter) || Buffer.from(startAfter).toString('base64url') !== filter.cursor)
+        throw new ValidationError('cursor: not a cursor this API returned');
+    }
+    const page = await listSchedulePage(this.ctx, limit, startAfter).catch(translateAwsError);
+    return {
+      schedules: page.schedules,
+      ...(page.lastName ? { nextCursor: Buffer.from(page.lastName).toString('base64url') } : {}),
+    };
+  }
+
+  /** One schedule, declared or created through the API, with its whole task template. */
+  getSchedule(name: string) {
+    return findSchedule(this.ctx, name).catch(translateAwsError);
+  }
+
   /** Recent occurrences of a schedule, newest first: fired (with the task) or skipped (with why). */
   async listOccurrences(name: string) {
-    const schedules = await this.listSchedules();
-    if (!schedules.some((s) => s.name === name))
-      throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
+    await this.getSchedule(name);
     return readOccurrences(this.ctx, name).catch(translateAwsError);
   }
 

@@ -159,7 +159,30 @@ export async function listSchedules(ctx: SchedulerContext): Promise<ScheduleReco
     const record = recordFromItem(item);
     if (record) records.push(record);
   }
-  return records.sort((a, b) => a.name.localeCompare(b.name));
+  // By code unit, the order a cursor (the last name of a page) resumes in.
+  return records.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** One page of schedules by name, after `startAfter`; `lastName` is set when more follow. */
+export async function listSchedulePage(
+  ctx: SchedulerContext,
+  limit: number,
+  startAfter?: string,
+): Promise<{ schedules: ScheduleRecord[]; lastName?: string }> {
+  const all = await listSchedules(ctx);
+  const after = startAfter === undefined ? all : all.filter((s) => s.name > startAfter);
+  const schedules = after.slice(0, limit);
+  const last = schedules.at(-1);
+  return after.length > limit && last ? { schedules, lastName: last.name } : { schedules };
+}
+
+/** A schedule, declared or created through the API, by name. */
+export async function findSchedule(ctx: SchedulerContext, name: string): Promise<ScheduleRecord> {
+  const found = SCHEDULE_NAME.test(name)
+    ? (declaredSchedules(ctx).find((s) => s.name === name) ?? (await getSchedule(ctx, name)))
+    : undefined;
+  if (!found) throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
+  return found;
 }
 
 /**

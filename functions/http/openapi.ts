@@ -58,6 +58,10 @@ const QUERY_PARAMETERS: Readonly<Record<string, { name: string; schema: object }
     { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
     { name: 'cursor', schema: { type: 'string' } },
   ],
+  listSchedules: [
+    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+    { name: 'cursor', schema: { type: 'string' } },
+  ],
 };
 
 const errorSchema = {

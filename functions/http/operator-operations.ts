@@ -14,6 +14,7 @@ import {
   occurrenceView,
   queueControlView,
   roleView,
+  scheduleListView,
   scheduleView,
   taskListView,
   taskView,
@@ -89,9 +90,22 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
     }),
-    listSchedules: async () => ({
+    listSchedules: async (request) => {
+      const page = await scheduler.listSchedulePage({
+        ...optional('cursor', request.query.get('cursor')),
+        ...limitOf(request.query.get('limit')),
+      });
+      return {
+        status: 200,
+        body: {
+          schedules: page.schedules.map(scheduleListView),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        },
+      };
+    },
+    getSchedule: async (request) => ({
       status: 200,
-      body: { schedules: (await scheduler.listSchedules()).map(scheduleView) },
+      body: { schedule: scheduleView(await scheduler.getSchedule(request.params.name ?? '')) },
     }),
     createSchedule: async (request) => ({
       status: 201,

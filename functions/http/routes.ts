@@ -39,6 +39,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/agents', access: 'operator', operation: 'listAgents' },
   { method: 'DELETE', path: '/v1/agents/{agentId}', access: 'operator', operation: 'revokeAgent' },
   { method: 'GET', path: '/v1/schedules', access: 'operator', operation: 'listSchedules' },
+  { method: 'GET', path: '/v1/schedules/{name}', access: 'operator', operation: 'getSchedule' },
   { method: 'POST', path: '/v1/schedules', access: 'operator', operation: 'createSchedule' },
   { method: 'DELETE', path: '/v1/schedules/{name}', access: 'operator', operation: 'deleteSchedule' },
   {

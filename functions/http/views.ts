@@ -66,6 +66,15 @@ export function scheduleView(schedule: ScheduleRecord) {
   return { ...schedule, createdAt: schedule.source === 'declared' ? undefined : iso(schedule.createdAt) };
 }
 
+/**
+ * A schedule in a list: its task template without the payload (up to 256 KB each; `GET /v1/schedules/{name}`
+ * has it), so a page stays far below the 6 MB a Lambda may answer.
+ */
+export function scheduleListView(schedule: ScheduleRecord) {
+  const { payload: _payload, ...task } = schedule.task as { payload?: unknown };
+  return { ...scheduleView(schedule), task };
+}
+
 export function queueControlView(control: QueueControl) {
   return {
     name: control.queue,

@@ -51,6 +51,8 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   resumeQueue: 'operatorApi',
   setQueueLimits: 'operatorApi',
   listSchedules: 'operatorApi',
+  listSchedulePage: 'operatorApi',
+  getSchedule: 'operatorApi',
   listOccurrences: 'operatorApi',
   createSchedule: 'operatorApi',
   deleteSchedule: 'operatorApi',
