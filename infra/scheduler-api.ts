@@ -56,6 +56,8 @@ export class SchedulerApi extends Construct {
   readonly stage: HttpStage;
   readonly accessLogs: LogGroup;
   readonly routes: ReadonlyMap<string, HttpRoute>;
+  /** `$default`: requests that match no route, answered with a JSON 404 or 405. */
+  readonly catchAll: HttpRoute;
 
   constructor(scope: Construct, id: string, props: SchedulerApiProps) {
     super(scope, id);
@@ -121,6 +123,14 @@ export class SchedulerApi extends Construct {
       );
     }
     this.routes = routes;
+    // What matches no route reaches the operator function too, which answers it with the JSON 404 (or 405) every
+    // other error has, where API Gateway's own answer would be {"message":"Not Found"}. It runs no operation for
+    // such a request, so it needs no authorizer.
+    this.catchAll = new HttpRoute(this, 'RouteCatchAll', {
+      httpApi: this.httpApi,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration: operatorIntegration,
+    });
 
     // HTTP APIs have no usage plans: route settings are the way to give routes limits of their own. The stage
     // can only name routes that exist, so it is deployed after them.

@@ -24,6 +24,8 @@ import type { RouteDefinition } from './routes';
 export const MAX_BODY_BYTES = 300 * 1024;
 
 export interface HttpApiEvent {
+  /** `$default` when API Gateway matched none of the API's routes (see `SchedulerApi`). */
+  readonly routeKey?: string;
   readonly rawPath: string;
   readonly rawQueryString?: string;
   readonly headers?: Readonly<Record<string, string | undefined>>;
@@ -235,7 +237,8 @@ export function createHttpApi(
     try {
       const method = event.requestContext.http.method.toUpperCase();
       const matched = matchRoute(routes, method, event.rawPath);
-      if (!matched)
+      // API Gateway's catch-all route carries no authorization: it only ever explains why nothing matched.
+      if (!matched || (event.routeKey === '$default' && !('allowed' in matched)))
         throw new HttpError(404, 'RouteNotFound', `no route ${method} ${event.rawPath.slice(0, 100)}`);
       if ('allowed' in matched) {
         throw new HttpError(

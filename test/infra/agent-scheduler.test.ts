@@ -480,6 +480,10 @@ describe('AgentScheduler construct', () => {
   });
 
   describe('HTTP API', () => {
+    const routes = (key: string) =>
+      Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).filter(
+        (r) => r.Properties.RouteKey === key,
+      );
     it.each(ROUTES.map((r) => [r.method, r.path, r.access] as const))(
       '%s %s is %s',
       (method, path, access) => {
@@ -491,12 +495,22 @@ describe('AgentScheduler construct', () => {
       },
     );
 
-    it('has exactly the routes of the route table, and only health is open', () => {
+    it('has exactly the routes of the route table and the catch-all, and only health and the catch-all are open', () => {
       const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'));
-      expect(routes).toHaveLength(ROUTES.length);
+      expect(routes).toHaveLength(ROUTES.length + 1);
       expect(
-        routes.filter((r) => r.Properties.AuthorizationType === 'NONE').map((r) => r.Properties.RouteKey),
-      ).toEqual(['GET /v1/health']);
+        routes
+          .filter((r) => r.Properties.AuthorizationType === 'NONE')
+          .map((r) => r.Properties.RouteKey)
+          .sort(),
+      ).toEqual(['$default', 'GET /v1/health']);
+    });
+
+    it('the catch-all goes to the operator function, which runs nothing for it (unit-tested in createHttpApi)', () => {
+      const [catchAll] = routes('$default');
+      const [health] = routes('GET /v1/health');
+      // Health is served by the operator function too: both name the same integration.
+      expect(catchAll?.Properties.Target).toEqual(health?.Properties.Target);
     });
 
     it('the agent authorizer reads the bearer token, answers simply and caches briefly', () => {

@@ -69,6 +69,23 @@ describe('createHttpApi', () => {
     log,
   );
 
+  it('a request through API Gateway’s catch-all route runs nothing, even on a path a route has', async () => {
+    const viaDefault = (method: string, path: string, body?: string) =>
+      api(event(method, path, body, { routeKey: '$default' }));
+
+    const matching = await viaDefault('POST', '/v1/tasks', '{"a":1}');
+    const wrongMethod = await viaDefault('PUT', '/v1/tasks');
+    const unknown = await viaDefault('GET', '/v1/unknown');
+
+    expect([matching.statusCode, JSON.parse(matching.body).error.code]).toEqual([404, 'RouteNotFound']);
+    expect(matching.body).not.toContain('echo');
+    expect([wrongMethod.statusCode, JSON.parse(wrongMethod.body).error.code]).toEqual([
+      405,
+      'MethodNotAllowed',
+    ]);
+    expect([unknown.statusCode, JSON.parse(unknown.body).error.code]).toEqual([404, 'RouteNotFound']);
+  });
+
   it('routes and answers JSON', async () => {
     const result = await api(event('POST', '/v1/tasks', '{"a":1}'));
     expect(result).toEqual({
