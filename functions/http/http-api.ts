@@ -120,8 +120,13 @@ export class AgentRateLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Takes a token for `agentId`: undefined if granted, else the whole seconds until one is available. */
-  take(agentId: string): number | undefined {
+  /**
+   * Takes a token for `agentId`: undefined if granted, else the whole seconds until one is available. A request
+   * with a `reserve` is granted only while more than that many tokens are left: claims keep a quarter of the
+   * burst for the calls that keep or finish work already held (heartbeats, completions), so an agent polling
+   * for work as fast as it may cannot lose its leases to its own polling.
+   */
+  take(agentId: string, reserve = 0): number | undefined {
     const now = this.now();
     const bucket = this.buckets.get(agentId);
     const elapsed = bucket ? Math.max(0, now - bucket.at) / 1_000 : 0;
@@ -133,9 +138,9 @@ export class AgentRateLimiter {
       const oldest = this.buckets.keys().next().value;
       if (oldest !== undefined) this.buckets.delete(oldest);
     }
-    if (tokens < 1) {
+    if (tokens < 1 + reserve) {
       this.buckets.set(agentId, { tokens, at: now });
-      return Math.max(1, Math.ceil((1 - tokens) / this.limit.ratePerSecond));
+      return Math.max(1, Math.ceil((1 + reserve - tokens) / this.limit.ratePerSecond));
     }
     this.buckets.set(agentId, { tokens: tokens - 1, at: now });
     return undefined;
@@ -255,7 +260,9 @@ export function createHttpApi(
         throw new HttpError(401, 'Unauthorized', 'an agent token is required');
       }
       if (limiter && typeof agentId === 'string') {
-        const wait = limiter.take(agentId);
+        const reserve =
+          route.operation === 'claimTasks' ? Math.floor((options.agentRateLimit?.burst ?? 0) / 4) : 0;
+        const wait = limiter.take(agentId, reserve);
         if (wait !== undefined) {
           throw new HttpError(
             429,

@@ -21,6 +21,7 @@ describe('per-agent rate limit at the edge', () => {
       ROUTES,
       {
         heartbeat: async () => ({ status: 200, body: { ok: true } }),
+        claimTasks: async () => ({ status: 200, body: { tasks: [] } }),
         health: async () => ({ status: 200, body: { status: 'ok' } }),
       },
       recordingLog().log,
@@ -57,6 +58,23 @@ describe('per-agent rate limit at the edge', () => {
       (await handler({ rawPath: '/v1/health', requestContext: { requestId: 'r', http: { method: 'GET' } } }))
         .statusCode,
     ).toBe(200);
+  });
+
+  it('claims cannot spend the last quarter of the burst: heartbeats still pass when claims are refused', async () => {
+    // GIVEN an edge that allows bursts of 12, and one agent polling for work as fast as it can
+    const { handler } = api({ ratePerSecond: 5, burst: 12 });
+    const claim: HttpApiEvent = { ...heartbeat('a_poller'), rawPath: '/v1/agent/claim' };
+
+    // WHEN it claims until refused, then heartbeats
+    const claims = [];
+    for (let i = 0; i < 10; i++) claims.push((await handler(claim)).statusCode);
+    const beats = [];
+    for (let i = 0; i < 4; i++) beats.push((await handler(heartbeat('a_poller'))).statusCode);
+
+    // THEN nine claims passed (3 of 12 tokens kept back) and the kept tokens served the heartbeats
+    expect(claims.filter((s) => s !== 429)).toHaveLength(9);
+    expect(claims.at(-1)).toBe(429);
+    expect(beats).toEqual([200, 200, 200, 429]);
   });
 
   it('the default leaves a Worker room: 100 calls at once and 50 a second after', async () => {
