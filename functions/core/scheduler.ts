@@ -197,16 +197,19 @@ export class Scheduler {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
       throw new ValidationError('limit: an integer from 1 to 100');
     }
+    // The cursor is the last name of the page, marked so that a word that merely decodes to a name is refused.
+    const cursorOf = (name: string) => Buffer.from(`schedules-after:${name}`).toString('base64url');
     let startAfter: string | undefined;
     if (filter.cursor !== undefined) {
-      startAfter = Buffer.from(filter.cursor, 'base64url').toString('utf8');
-      if (!SCHEDULE_NAME.test(startAfter) || Buffer.from(startAfter).toString('base64url') !== filter.cursor)
+      const text = Buffer.from(filter.cursor, 'base64url').toString('utf8');
+      startAfter = text.startsWith('schedules-after:') ? text.slice('schedules-after:'.length) : '';
+      if (!SCHEDULE_NAME.test(startAfter) || cursorOf(startAfter) !== filter.cursor)
         throw new ValidationError('cursor: not a cursor this API returned');
     }
     const page = await listSchedulePage(this.ctx, limit, startAfter).catch(translateAwsError);
     return {
       schedules: page.schedules,
-      ...(page.lastName ? { nextCursor: Buffer.from(page.lastName).toString('base64url') } : {}),
+      ...(page.lastName ? { nextCursor: cursorOf(page.lastName) } : {}),
     };
   }
 

@@ -57,6 +57,7 @@ const paramsOf = (route: RouteDefinition) => [...route.path.matchAll(/\{(\w+)\}/
 const QUERIES: Record<string, readonly string[]> = {
   listTasks: ['cursor', 'queue', 'status'],
   listAgents: ['cursor'],
+  listSchedules: ['cursor'],
 };
 /** Batch routes answer 200 with one outcome per item; every item must then be refused. */
 const BATCHES = new Set(['submitTasks', 'completeTasks']);
