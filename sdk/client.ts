@@ -5,7 +5,7 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
-import { HttpTransport, type RequestSpec, type TransportOptions } from './transport';
+import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
 import type {
   Agent,
   BatchItemResult,
@@ -41,7 +41,7 @@ import type {
   VolunteerResult,
   WithdrawRoleInput,
   WithdrawRoleResult,
-} from './types';
+} from './types.js';
 
 export type AgentSchedulerClientOptions = TransportOptions;
 

@@ -2,7 +2,7 @@
  * The agent-scheduler SDK: a typed client of the v1 HTTP API, a Worker that runs tasks for an agent, and role
  * subscriptions for duties that must have exactly one holder.
  */
-export { AgentSchedulerClient, type AgentSchedulerClientOptions } from './client';
+export { AgentSchedulerClient, type AgentSchedulerClientOptions } from './client.js';
 export {
   AgentSchedulerError,
   type AgentSchedulerErrorInit,
@@ -11,17 +11,17 @@ export {
   NetworkError,
   NonRetryableError,
   SessionLostError,
-} from './errors';
-export type { PollInterval } from './poll-backoff';
-export type { RetryOptions } from './retry';
+} from './errors.js';
+export type { PollInterval } from './poll-backoff.js';
+export type { RetryOptions } from './retry.js';
 export {
   RoleSubscription,
   type RoleSubscriptionEvents,
   type RoleSubscriptionOptions,
-} from './role-subscription';
-export type { HttpMethod, TransportOptions } from './transport';
-export type * from './types';
-export { type StopOptions, Worker, type WorkerOptions } from './worker';
+} from './role-subscription.js';
+export type { HttpMethod, TransportOptions } from './transport.js';
+export type * from './types.js';
+export { type StopOptions, Worker, type WorkerOptions } from './worker.js';
 export {
   type AbortReason,
   type LostReason,
@@ -34,4 +34,4 @@ export {
   type TaskHandler,
   type WorkerEvents,
   type WorkerLog,
-} from './worker-events';
+} from './worker-events.js';

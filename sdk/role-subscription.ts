@@ -8,11 +8,11 @@
  * any other session of the same agent: an agent that also runs tasks gives its Worker `roles` instead.
  */
 import { EventEmitter } from 'node:events';
-import type { AgentSchedulerClient } from './client';
-import { isAgentSchedulerError, SessionLostError } from './errors';
-import type { HeartbeatResult, RoleLease, Session, SessionHoldings } from './types';
-import { Worker } from './worker';
-import type { RoleLostReason } from './worker-events';
+import type { AgentSchedulerClient } from './client.js';
+import { isAgentSchedulerError, SessionLostError } from './errors.js';
+import type { HeartbeatResult, RoleLease, Session, SessionHoldings } from './types.js';
+import { Worker } from './worker.js';
+import type { RoleLostReason } from './worker-events.js';
 
 export type { RoleLostReason };
 

@@ -6,8 +6,8 @@
  * `leaseDeadline`: the grant happened after the claim was sent, so the send time plus the attempt's length can only
  * come before the server's deadline, however far the two clocks are apart.
  */
-import type { ClaimedTask } from './types';
-import { type AbortReason, TaskAbortedError } from './worker-events';
+import type { ClaimedTask } from './types.js';
+import { type AbortReason, TaskAbortedError } from './worker-events.js';
 
 /** `running`: the handler has not settled; `finishing`: its outcome is being recorded. */
 export type TaskPhase = 'running' | 'finishing';

@@ -3,7 +3,7 @@
  * Every attempt builds and signs a fresh `Request`: a signature covers the time it was made, and a body can be
  * read only once.
  */
-import { AgentSchedulerError, errorForResponse, NetworkError } from './errors';
+import { AgentSchedulerError, errorForResponse, NetworkError } from './errors.js';
 import {
   backoffDelayMs,
   isRetryableStatus,
@@ -12,8 +12,8 @@ import {
   type RetryOptions,
   type RetryPolicy,
   resolveRetryPolicy,
-} from './retry';
-import { sleep } from './sleep';
+} from './retry.js';
+import { sleep } from './sleep.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 

@@ -1,7 +1,7 @@
 /**
  * What a task handler receives and what a Worker reports.
  */
-import type { ClaimedTask, HeartbeatResult, RoleLease, Session, SessionHoldings } from './types';
+import type { ClaimedTask, HeartbeatResult, RoleLease, Session, SessionHoldings } from './types.js';
 
 /** Why a task's lease ended before its handler could finish it. */
 export type LostReason =

@@ -16,7 +16,7 @@
  * until it lands or that reckoning runs out.
  */
 import { EventEmitter } from 'node:events';
-import { type AgentSchedulerClient, newClaimId } from './client';
+import { type AgentSchedulerClient, newClaimId } from './client.js';
 import {
   AgentSchedulerError,
   errorForResponse,
@@ -24,12 +24,12 @@ import {
   LeaseLostError,
   NonRetryableError,
   SessionLostError,
-} from './errors';
-import { PollBackoff, type PollInterval } from './poll-backoff';
-import { RoleSubscription } from './role-subscription';
-import { RunningTask } from './running-task';
-import { sleep } from './sleep';
-import type { ClaimedTask, ClaimResult, CompleteItem, FailInput, HeartbeatResult, Session } from './types';
+} from './errors.js';
+import { PollBackoff, type PollInterval } from './poll-backoff.js';
+import { RoleSubscription } from './role-subscription.js';
+import { RunningTask } from './running-task.js';
+import { sleep } from './sleep.js';
+import type { ClaimedTask, ClaimResult, CompleteItem, FailInput, HeartbeatResult, Session } from './types.js';
 import {
   type LostReason,
   RoleAbortedError,
@@ -40,7 +40,7 @@ import {
   type TaskHandler,
   type WorkerEvents,
   type WorkerLog,
-} from './worker-events';
+} from './worker-events.js';
 
 export interface WorkerOptions {
   readonly client: AgentSchedulerClient;
