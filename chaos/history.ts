@@ -266,9 +266,17 @@ export function checkHistory(history: History): Verdict {
   };
 }
 
-/** With `CHAOS_DEBUG` set, each violation is printed with the versions or intervals that make it one. */
+/**
+ * The first violations found in this process, each with the versions or intervals that make it one, for a
+ * report to carry (a run that fails in CI says why without a second run). With `CHAOS_DEBUG` set, each is
+ * also printed as found.
+ */
+export const violationDetails: string[] = [];
+
 function explain(violation: string, detail: unknown): void {
-  if (process.env.CHAOS_DEBUG) console.error(`violation: ${violation} ${JSON.stringify(detail)}`);
+  const line = `${violation} ${JSON.stringify(detail)}`;
+  if (violationDetails.length < 10) violationDetails.push(line.slice(0, 2_000));
+  if (process.env.CHAOS_DEBUG) console.error(`violation: ${line}`);
 }
 
 /** One run of a task's handler on an agent: from its start to its return or its abort. */
@@ -364,8 +372,10 @@ export function checkAgentSide(
   let claimGrantedTwiceCount = 0;
   for (const answers of groupBy(wire.claims ?? [], (c) => c.claimId).values()) {
     const sorted = answers.map((a) => new Set(a.granted)).sort((a, b) => a.size - b.size);
-    if (sorted.some((set, i) => i > 0 && [...(sorted[i - 1] ?? [])].some((lease) => !set.has(lease))))
+    if (sorted.some((set, i) => i > 0 && [...(sorted[i - 1] ?? [])].some((lease) => !set.has(lease)))) {
       claimGrantedTwiceCount++;
+      explain('claim granted twice', answers);
+    }
   }
   const staleCheckpointCount = (wire.checkpoints ?? []).filter((write) =>
     (byTask.get(write.taskId) ?? []).some((e) => e.leaseEpoch > write.writerEpoch && e.start < write.sentAt),

@@ -33,6 +33,7 @@ import {
   checkHistory,
   type Execution,
   type RoleHolding,
+  violationDetails,
 } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
 import { written } from './written';
@@ -108,6 +109,8 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly lostCount: number;
   readonly neverTerminalCount: number;
   readonly violations: number;
+  /** The first violations, each with what makes it one (absent when there are none). */
+  readonly violationDetails?: readonly string[];
 }
 
 const SUPERVISOR_TICK_MS = 250;
@@ -561,6 +564,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       history.finalStatus.set(taskId, final.get(taskId)?.status);
     }
     // The server's side: leases, epochs, stale writes accepted, terminals, phantom oks, lost and never ended.
+    violationDetails.length = 0;
     const {
       staleRejectedCount: _counted,
       reclaimLatencyMs: _latency,
@@ -608,6 +612,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
         server.phantomOkCount +
         server.lostCount +
         server.neverTerminalCount,
+      ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
     };
   } finally {
     stopping = true;
