@@ -168,18 +168,7 @@ export class AgentSchedulerClient {
 
   /** Every registered agent, read a page at a time. */
   async listAgents(): Promise<Agent[]> {
-    const agents: Agent[] = [];
-    let cursor: string | undefined;
-    do {
-      const page: { agents: Agent[]; nextCursor?: string } = await this.call({
-        method: 'GET',
-        path: '/v1/agents',
-        query: { cursor },
-      });
-      agents.push(...page.agents);
-      cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-    } while (cursor !== undefined);
-    return agents;
+    return this.everyPage<Agent>('/v1/agents', 'agents');
   }
 
   /** Revokes an agent: its token stops working. Revoking twice is harmless. */
@@ -192,18 +181,20 @@ export class AgentSchedulerClient {
    * Their task templates come without the payload; `getSchedule` has it.
    */
   async listSchedules(): Promise<Schedule[]> {
-    const schedules: Schedule[] = [];
+    const schedules = await this.everyPage<object>('/v1/schedules', 'schedules');
+    return schedules.map((schedule) => withIsoTimes<Schedule>(schedule, 'createdAt'));
+  }
+
+  /** The items of every page of a list route, following `nextCursor`. */
+  private async everyPage<T>(path: string, field: string): Promise<T[]> {
+    const items: T[] = [];
     let cursor: string | undefined;
     do {
-      const page: { schedules: object[]; nextCursor?: string } = await this.call({
-        method: 'GET',
-        path: '/v1/schedules',
-        query: { cursor },
-      });
-      schedules.push(...page.schedules.map((schedule) => withIsoTimes<Schedule>(schedule, 'createdAt')));
+      const page: Record<string, unknown> = await this.call({ method: 'GET', path, query: { cursor } });
+      items.push(...((page[field] ?? []) as T[]));
       cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
     } while (cursor !== undefined);
-    return schedules;
+    return items;
   }
 
   /** One schedule with its whole task template; an unknown name is a `ScheduleNotFound`. */
