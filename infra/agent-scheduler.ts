@@ -441,10 +441,11 @@ export class AgentScheduler extends Construct {
         }),
       );
       // cdk-nag names the finding by the ARN as written in the template, pseudo-parameters in angle brackets.
+      const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
       const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
       const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
       Validations.of(fn.role ?? fn).acknowledge({
-        id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:${region}:${account}:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:${partition}:scheduler:${region}:${account}:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
         reason:
           'Run-time schedules and early fires get their names after deployment; the grant is limited to this stack’s schedule group.',
       });

@@ -12,6 +12,13 @@ import type { AgentSchedulerProps } from '../../infra/agent-scheduler';
 import { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 
+/** The feature flags of `cdk.json`, so the tests synthesize what `cdk synth` does. */
+export const CDK_CONTEXT = (
+  JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
+    context: Record<string, unknown>;
+  }
+).context;
+
 export interface ValidationReport {
   readonly pluginReports: {
     readonly pluginName: string;
@@ -31,7 +38,7 @@ export function synthExample(
   extend?: (stack: AgentSchedulerStack) => void,
 ) {
   const outdir = mkdtempSync(join(tmpdir(), 'agent-scheduler-cdk-'));
-  const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ outdir, context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
   const stack = new AgentSchedulerStack(app, 'Test', {
     scheduler,
     env: { account: '123456789012', region: 'eu-west-1' },

@@ -5,9 +5,10 @@
 import { App, CfnParameter, Duration, Stack } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { AgentScheduler, type AgentSchedulerProps } from '../../infra/agent-scheduler';
+import { CDK_CONTEXT } from '../helpers/synth';
 
 function build(props: AgentSchedulerProps): void {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
   new AgentScheduler(new Stack(app, 'S'), 'Scheduler', props);
 }
 
@@ -189,7 +190,7 @@ describe('props', () => {
   });
 
   it('skips values that are only known at deploy time', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'S');
     const rate = new CfnParameter(stack, 'Rate', { type: 'Number' }).valueAsNumber;
     expect(
