@@ -14,6 +14,7 @@ import { AgentSchedulerClient } from '#sdk/client';
 import { AgentSchedulerError } from '#sdk/errors';
 import type { Priority, SubmitTaskInput, TaskStatus } from '#sdk/types';
 import { Worker } from '#sdk/worker';
+import { iamSigner } from './aws-signer';
 import { commandHandler } from './command-handler';
 import { resolveConnection } from './config';
 import { printable, record, table } from './format';
@@ -33,11 +34,15 @@ schedules  schedules list | schedules create --name N --expression E --queue Q [
 worker     worker --queue Q [--concurrency N] [--token AGENT_TOKEN] -- COMMAND [ARGS...]
            (payload on stdin, result from stdout; without an agent token, registers an agent with the operator token)
 
-global     --endpoint URL  --token TOKEN  --json  --help`;
+global     --endpoint URL  --token TOKEN  --auth iam|token  --region REGION  --json  --help
+           (--auth: how operator requests prove who sends them; iam signs them with AWS credentials from the
+           standard chain, and is the default for an execute-api endpoint)`;
 
 const OPTIONS = {
   endpoint: { type: 'string' },
   token: { type: 'string' },
+  auth: { type: 'string' },
+  region: { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
   queue: { type: 'string', multiple: true },
@@ -107,10 +112,16 @@ export async function main(
     out(USAGE);
     return verb ? 0 : 2;
   }
-  const connection = resolveConnection(defined({ endpoint: values.endpoint, token: values.token }));
+  const connection = resolveConnection(
+    defined({ endpoint: values.endpoint, token: values.token, auth: values.auth, region: values.region }),
+  );
   const client = new AgentSchedulerClient({
     endpoint: connection.endpoint,
-    ...(connection.token ? { token: connection.token } : {}),
+    ...(connection.auth === 'iam'
+      ? { signer: iamSigner(connection.region ?? '') }
+      : connection.token
+        ? { token: connection.token }
+        : {}),
   });
   const print = (value: unknown, human: () => string) =>
     out(values.json ? JSON.stringify(value, null, 2) : human());
@@ -363,7 +374,7 @@ async function runWorker(
   const concurrency = integer(values.concurrency, 'concurrency') ?? 1;
   let token = connection.token;
   if (!token?.startsWith('a_')) {
-    // No agent token: register one with the operator token, as a convenience for local use.
+    // No agent token: register an agent as the operator, as a convenience.
     const created = await operatorClient.createAgent({
       name: `worker-${hostname()}-${process.pid}`,
       queues: values.queue,

@@ -24,11 +24,17 @@ import {
 import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
 import { runAs } from './function-scope';
+import { type SigV4VerifierOptions, verifySigV4 } from './sigv4-verifier';
 
 export interface LocalServerOptions {
   readonly scheduler: Scheduler;
   readonly agents: Pick<AgentTable, 'get'>;
   readonly operatorToken: string;
+  /**
+   * Operator routes take AWS Signature Version 4 signed with one of these keys instead of the operator token, as
+   * API Gateway's IAM authorization does in AWS (the signature is checked; IAM policies are not played).
+   */
+  readonly operatorSigV4?: SigV4VerifierOptions;
   readonly port: number;
   readonly host?: string;
   readonly log: SchedulerLog;
@@ -161,6 +167,17 @@ export function localRequestHandler(
     if (route?.access === 'agent') {
       agentId = await authorize(headers.authorization);
       if (!agentId) return errorResult(401, 'Unauthorized', 'a valid agent token is required', requestId);
+    } else if (route?.access === 'operator' && options.operatorSigV4) {
+      const verdict = verifySigV4({ ...request, headers }, options.operatorSigV4);
+      if (!verdict.ok)
+        return headers.authorization
+          ? errorResult(403, 'Forbidden', verdict.reason, requestId)
+          : errorResult(
+              401,
+              'Unauthorized',
+              'a request signed with AWS Signature Version 4 is required',
+              requestId,
+            );
     } else if (route?.access === 'operator') {
       const token = bearerToken(headers.authorization);
       if (!token) return errorResult(401, 'Unauthorized', 'the operator token is required', requestId);

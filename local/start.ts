@@ -7,6 +7,9 @@
  *   npm start -- --in-memory   nothing kept
  *   PORT=4000 npm start        another port
  *   npm start -- --lease-ttl-seconds 10 --heartbeat-seconds 3   short leases, for a kill -9 run
+ *   npm start -- --iam         operator routes take AWS Signature V4 instead of the operator token, as a deployed
+ *                              stack's do: signed with the key in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, for
+ *                              AWS_REGION (default us-east-1)
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     'supervisor-seconds': { type: 'string', default: '5' },
     'lease-ttl-seconds': { type: 'string' },
     'heartbeat-seconds': { type: 'string' },
+    iam: { type: 'boolean', default: false },
   },
 });
 /** A setting given on the command line, in the bounds the construct and the functions accept. */
@@ -72,6 +76,17 @@ const log = {
   error: (message: string, ...extra: Record<string, unknown>[]) =>
     console.error(JSON.stringify({ level: 'ERROR', message, ...Object.assign({}, ...extra) })),
 };
+
+/** The key operators sign with under `--iam`, from the environment as the AWS SDKs read it. */
+function iamSettings() {
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = process.env;
+  if (!accessKeyId || !secretAccessKey) {
+    console.error('--iam checks signatures made with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: set both');
+    process.exit(2);
+  }
+  const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  return { region, credentials: { accessKeyId, secretAccessKey } };
+}
 
 const [dynamodbLocal, sqsEmulator] = await Promise.all([
   startDynamoDbLocal(inMemory ? { inMemory: true } : { dbPath: join(dataDir, 'dynamodb') }),
@@ -115,17 +130,20 @@ const previous =
     ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
     : {};
 const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
+const iam = values.iam ? iamSettings() : undefined;
 const server = await startLocalServer({
   scheduler,
   agents: scheduler.ctx.agents,
   operatorToken,
+  ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
   port,
   log,
   events,
 });
-writeFileSync(localFile, `${JSON.stringify({ endpoint: server.url, operatorToken }, null, 2)}\n`, {
-  mode: 0o600,
-});
+const connection = iam
+  ? { endpoint: server.url, auth: 'iam', region: iam.region }
+  : { endpoint: server.url, operatorToken };
+writeFileSync(localFile, `${JSON.stringify(connection, null, 2)}\n`, { mode: 0o600 });
 // The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run. Served while
 // this runs: Workers of a killed stack get their heartbeats in first (494 hints took some 20 s on two busy cores).
 const restoreStarted = performance.now();
@@ -166,14 +184,14 @@ scheduleBackend.start(
 console.log(`
 agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.now() - started)} ms)
   queues:          ${EXAMPLE_SCHEDULER.queues.join(', ')}
-  operator token:  ${operatorToken}
+  operators:       ${iam ? `AWS Signature V4 with ${iam.credentials.accessKeyId}, region ${iam.region}` : `operator token ${operatorToken}`}
   data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
   dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
   sqs emulator:    ${sqsEmulator.endpoint}
   restored hints:  ${restored.redispatched.length} (in ${restoreMs} ms, while serving)
   leases:          ${leaseTtlSeconds} s, heartbeat every ${heartbeatIntervalSeconds} s
   events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
-  endpoint and token are in ${localFile}
+  endpoint and operator credentials are in ${localFile}
 
 Next: npx agent-scheduler agents create --name worker-1 --queue research
 Ctrl-C stops everything.

@@ -19,6 +19,7 @@ export {
   type RoleSubscriptionEvents,
   type RoleSubscriptionOptions,
 } from './role-subscription.js';
+export { awsSigV4, type RequestSigner, type SignableRequest } from './sigv4.js';
 export type { HttpMethod, TransportOptions } from './transport.js';
 export type * from './types.js';
 export { type StopOptions, Worker, type WorkerOptions } from './worker.js';

@@ -15,7 +15,7 @@ import type { SchedulerEvent } from '#domain/events';
 import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emulators/clients';
 import { type FunctionName, runAs } from '#local/function-scope';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
-import { startLocalServer } from '#local/server';
+import { type LocalServerOptions, startLocalServer } from '#local/server';
 import { type FaultPlan, injectFaults } from './faults';
 import { recordAwsUsage, recordingPublisher, recordingScheduleBackend, startRecording } from './iam-usage';
 
@@ -271,13 +271,18 @@ export async function leasedTaskIds(
 }
 
 /** The local HTTP server over a test stack, on a free port, with a fixed operator token and no log output. */
-export function serveStack(stack: TestStack, operatorToken: string) {
+export function serveStack(
+  stack: TestStack,
+  operatorToken: string,
+  options: Partial<Pick<LocalServerOptions, 'operatorSigV4'>> = {},
+) {
   return startLocalServer({
     scheduler: stack.scheduler,
     agents: stack.ctx.agents,
     operatorToken,
     port: 0,
     log: { info() {}, warn() {}, error() {} },
+    ...options,
   });
 }
 

@@ -29,22 +29,67 @@ describe('connection', () => {
       'flags win',
       { endpoint: 'http://f', token: 't_f' },
       { AGENT_SCHEDULER_ENDPOINT: 'http://e' },
-      { endpoint: 'http://f', token: 't_f', source: 'flags' },
+      { endpoint: 'http://f', auth: 'token', token: 't_f', source: 'flags' },
     ],
     [
       'then the environment',
       {},
       { AGENT_SCHEDULER_ENDPOINT: 'http://e', AGENT_SCHEDULER_TOKEN: 't_e' },
-      { endpoint: 'http://e', token: 't_e', source: 'environment' },
+      { endpoint: 'http://e', auth: 'token', token: 't_e', source: 'environment' },
     ],
     [
       'then local.json',
       {},
       {},
-      { endpoint: 'http://127.0.0.1:3000', token: 'op_local', source: 'local.json' },
+      { endpoint: 'http://127.0.0.1:3000', auth: 'token', token: 'op_local', source: 'local.json' },
     ],
   ])('%s', (_, flags, env, expected) => {
     expect(resolveConnection(flags, env, dir)).toEqual(expected);
+  });
+
+  it('signs for an execute-api endpoint by default, in its region, and never sends the local operator token there', () => {
+    const endpoint = 'https://abc123xyz.execute-api.eu-central-1.amazonaws.com';
+    expect(resolveConnection({ endpoint }, { AWS_REGION: 'us-east-1' }, dir)).toEqual({
+      endpoint,
+      auth: 'iam',
+      region: 'eu-central-1',
+      source: 'flags',
+    });
+    expect(resolveConnection({ endpoint, auth: 'token', token: 'op_x' }, {}, dir)).toMatchObject({
+      auth: 'token',
+    });
+  });
+
+  it('a custom domain takes the token unless --auth iam, which then needs a region', () => {
+    const endpoint = 'https://scheduler.example.com';
+    expect(resolveConnection({ endpoint }, {}, dir)).toMatchObject({ auth: 'token' });
+    expect(() => resolveConnection({ endpoint, auth: 'iam' }, {}, dir)).toThrow(/--region or set AWS_REGION/);
+    expect(
+      resolveConnection({ endpoint }, { AGENT_SCHEDULER_AUTH: 'iam', AWS_REGION: 'us-west-2' }, dir),
+    ).toEqual({
+      endpoint,
+      auth: 'iam',
+      region: 'us-west-2',
+      source: 'flags',
+    });
+    expect(() => resolveConnection({ endpoint, auth: 'sigv4' }, {}, dir)).toThrow(
+      /--auth must be iam or token/,
+    );
+  });
+
+  it('a local stack started with --iam says so in local.json', () => {
+    const iamDir = mkdtempSync(join(tmpdir(), 'cli-'));
+    mkdirSync(join(iamDir, '.agent-scheduler'));
+    writeFileSync(
+      join(iamDir, '.agent-scheduler', 'local.json'),
+      JSON.stringify({ endpoint: 'http://127.0.0.1:3000', auth: 'iam', region: 'eu-west-3' }),
+    );
+    expect(resolveConnection({}, {}, iamDir)).toEqual({
+      endpoint: 'http://127.0.0.1:3000',
+      auth: 'iam',
+      region: 'eu-west-3',
+      source: 'local.json',
+    });
   });
 
   it('says how to get an endpoint when there is none', () => {
