@@ -23,6 +23,7 @@ import {
 } from '../functions/http/http-api';
 import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
+import { eventOperations } from './event-operations';
 import { runAs } from './function-scope';
 import { type SigV4VerifierOptions, verifySigV4 } from './sigv4-verifier';
 
@@ -127,8 +128,11 @@ export function localRequestHandler(
     agentRateLimit === false ? {} : { agentRateLimit },
   );
   const operatorApi = createHttpApi(
-    routesServedBy('operator'),
-    operatorOperations(options.scheduler),
+    routesServedBy('operator', options.events !== undefined),
+    {
+      ...operatorOperations(options.scheduler),
+      ...(options.events ? eventOperations(options.events) : {}),
+    },
     options.log,
   );
 

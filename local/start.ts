@@ -15,14 +15,15 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '#adapters/environment';
-import { LocalEventFeed } from '#adapters/event-publishers';
+import { type EventPublisher, LocalEventFeed } from '#adapters/event-publishers';
 import { createContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { EXAMPLE_SCHEDULER } from '../infra/example-config';
 import { localDynamoDbClient, localSqsClient } from './emulators/clients';
-import { startDynamoDbLocal } from './emulators/dynamodb-local';
+import { isPortFree, startDynamoDbLocal } from './emulators/dynamodb-local';
 import { startSqsEmulator } from './emulators/sqs';
 import { runAs } from './function-scope';
 import { LocalScheduleBackend } from './local-schedules';
@@ -68,14 +69,22 @@ const dataDir = values['data-dir'] ?? '.agent-scheduler';
 const inMemory = values['in-memory'] === true;
 mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
 
-const log = {
-  info: (message: string, ...extra: Record<string, unknown>[]) =>
-    console.log(JSON.stringify({ level: 'INFO', message, ...Object.assign({}, ...extra) })),
-  warn: (message: string, ...extra: Record<string, unknown>[]) =>
-    console.warn(JSON.stringify({ level: 'WARN', message, ...Object.assign({}, ...extra) })),
-  error: (message: string, ...extra: Record<string, unknown>[]) =>
-    console.error(JSON.stringify({ level: 'ERROR', message, ...Object.assign({}, ...extra) })),
-};
+// JSON lines with timestamps, as the functions log in AWS. POWERTOOLS_LOG_LEVEL=WARN shows less.
+const log = new Logger({ serviceName: 'agent-scheduler' });
+
+if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+  console.error(
+    `the port must be a number from 0 to 65535 (got "${String(values.port ?? process.env.PORT).slice(0, 20)}")`,
+  );
+  process.exit(2);
+}
+// Before any emulator starts: a port in use is one line, at once, not a stack trace after them.
+if (port !== 0 && !(await isPortFree(port))) {
+  console.error(
+    `port ${port} is in use: stop what listens there, or pick another, e.g. PORT=${port === 65_535 ? 3000 : port + 1} npm start`,
+  );
+  process.exit(2);
+}
 
 /** The key operators sign with under `--iam`, from the environment as the AWS SDKs read it. */
 function iamSettings() {
@@ -100,6 +109,13 @@ const queues = await provisionQueues(sqs, 'agent-scheduler', EXAMPLE_SCHEDULER.q
 
 const scheduleBackend = new LocalScheduleBackend(log);
 const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
+/** Every event also makes a log line: one per task transition, as it happens. */
+const loggedEvents: EventPublisher = {
+  publish: async (published) => {
+    for (const { type, time: _time, version: _version, ...fields } of published) log.info(type, fields);
+    await events.publish(published);
+  },
+};
 const scheduler = new Scheduler(
   createContext({
     dynamodb,
@@ -108,7 +124,7 @@ const scheduler = new Scheduler(
     queues,
     log,
     scheduleBackend,
-    events,
+    events: loggedEvents,
     // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
     // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
     // Events cost nothing here either: the feed shows every task's way.

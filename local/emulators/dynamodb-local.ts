@@ -288,14 +288,15 @@ async function launch(dir: string, port: number, dbPath: string | undefined): Pr
     '-XX:TieredStopAtLevel=1',
     '-XX:+UseSerialGC',
     `-Djava.library.path=${join(dir, NATIVE_LIB_DIR)}`,
-    ...(loopback ? ['-cp', JAR, LOOPBACK_LAUNCHER] : ['-jar', JAR]),
+    // The launcher exits when our end of its stdin closes, so the JVM never outlives this process (kill -9 too).
+    ...(loopback ? ['-DexitWhenStdinCloses=true', '-cp', JAR, LOOPBACK_LAUNCHER] : ['-jar', JAR]),
     ...(dbPath === undefined ? ['-inMemory'] : ['-dbPath', dbPath]),
     '-sharedDb',
     '-disableTelemetry',
     '-port',
     String(port),
   ];
-  const child = spawn('java', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('java', args, { cwd: dir, stdio: [loopback ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   const output = captureOutput(child);
   let spawnError: Error | undefined;
   const exited = new Promise<void>((resolveExit) => {
