@@ -1,7 +1,14 @@
 #!/usr/bin/env node
-// The CLI is TypeScript; tsx loads it without a build step.
-import { register } from 'tsx/esm/api';
+// Installed from npm, the CLI is prebuilt in dist/; in its own repository it runs from the TypeScript sources.
+import { existsSync } from 'node:fs';
 
-register();
-const { run } = await import('../cli/main.ts');
+const source = new URL('../cli/main.ts', import.meta.url);
+let run;
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ run } = await import(source.href));
+} else {
+  ({ run } = await import('../dist/cli.js'));
+}
 process.exitCode = await run(process.argv.slice(2));

@@ -1,18 +1,33 @@
 /**
- * The defaults every function of the scheduler shares: Node.js 22 on arm64, bundled by the local esbuild (no
- * Docker), minified with source maps, explicit memory and timeout, a log group with a retention period.
+ * The defaults every function of the scheduler shares: Node.js 22 on arm64, bundled by esbuild (no Docker),
+ * minified with source maps, explicit memory and timeout, a log group with a retention period.
+ *
+ * Where its code comes from:
+ * - installed from npm, the functions ship prebuilt next to the construct (`dist/functions/<entry>/index.mjs`,
+ *   bundled when the package was packed), so a user's synth needs no esbuild, no Docker and no lock file;
+ * - in this repository, they are bundled at synth from `functions/`, with the same options.
  */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  Architecture,
+  Code,
+  Function as LambdaFunction,
+  LoggingFormat,
+  Runtime,
+} from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Where the packed construct finds its prebuilt functions: beside itself. */
+const PREBUILT_ROOT = join(dirname(fileURLToPath(import.meta.url)), 'functions');
 
 /** The function entry points under `functions/`. */
 export const FUNCTION_ENTRIES = [
@@ -24,7 +39,7 @@ export const FUNCTION_ENTRIES = [
 ] as const;
 export type FunctionEntry = (typeof FUNCTION_ENTRIES)[number];
 
-/** esbuild options of every bundle; the size report builds with the same ones. */
+/** esbuild options of every bundle; the size report and the package build use the same ones. */
 export const BUNDLE_OPTIONS = {
   minify: true,
   sourcemap: true,
@@ -36,6 +51,43 @@ export const BUNDLE_OPTIONS = {
     js: "import { createRequire } from 'node:module';const require = createRequire(import.meta.url);",
   },
 } as const;
+
+/** The whole esbuild build of one function: `functions/<entry>.ts` to `<outdir>/index.mjs`. */
+export const bundleOptions = (entry: FunctionEntry, outdir: string) => ({
+  ...BUNDLE_OPTIONS,
+  mainFields: [...BUNDLE_OPTIONS.mainFields],
+  banner: { ...BUNDLE_OPTIONS.banner },
+  entryPoints: [join(REPO_ROOT, 'functions', `${entry}.ts`)],
+  outfile: join(outdir, 'index.mjs'),
+  absWorkingDir: REPO_ROOT,
+  bundle: true,
+  platform: 'node' as const,
+  logLevel: 'warning' as const,
+});
+
+/** The code of one function: prebuilt when installed from npm, else bundled here at synth. */
+function functionCode(entry: FunctionEntry): Code {
+  const prebuilt = join(PREBUILT_ROOT, entry);
+  if (existsSync(join(prebuilt, 'index.mjs'))) return Code.fromAsset(prebuilt);
+  return Code.fromAsset(join(REPO_ROOT, 'functions'), {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Never pulled: local bundling always succeeds, or throws.
+      image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:22-slim'),
+      // CDK keys its bundling cache on these options, not on `tryBundle`: the entry must be among them, or every
+      // function would get the first one's bundle.
+      environment: { FUNCTION_ENTRY: entry },
+      local: {
+        tryBundle(outputDir) {
+          // Loaded only here: installed from npm, the construct has no esbuild and needs none.
+          const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+          esbuild.buildSync(bundleOptions(entry, outputDir));
+          return true;
+        },
+      },
+    },
+  });
+}
 
 export interface SchedulerFunctionProps {
   /** The entry file under `functions/`, without extension. */
@@ -54,7 +106,7 @@ export interface SchedulerFunctionProps {
  * A function with a role of its own that starts empty: no managed policy, only the right to write its own log
  * group; every other permission is granted by intent where the function is wired up.
  */
-export class SchedulerFunction extends NodejsFunction {
+export class SchedulerFunction extends LambdaFunction {
   constructor(scope: Construct, id: string, props: SchedulerFunctionProps) {
     const logGroup = new LogGroup(scope, `${id}Logs`, {
       retention: props.logRetention,
@@ -65,9 +117,8 @@ export class SchedulerFunction extends NodejsFunction {
     super(scope, id, {
       role,
       ...(props.deadLetterQueue ? { deadLetterQueue: props.deadLetterQueue } : {}),
-      entry: join(REPO_ROOT, 'functions', `${props.entry}.ts`),
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      code: functionCode(props.entry),
+      handler: 'index.handler',
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
@@ -80,16 +131,6 @@ export class SchedulerFunction extends NodejsFunction {
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,
-      },
-      bundling: {
-        minify: BUNDLE_OPTIONS.minify,
-        sourceMap: BUNDLE_OPTIONS.sourcemap,
-        target: BUNDLE_OPTIONS.target,
-        format: OutputFormat.ESM,
-        mainFields: [...BUNDLE_OPTIONS.mainFields],
-        banner: BUNDLE_OPTIONS.banner.js,
-        forceDockerBundling: false,
-        metafile: true,
       },
     });
   }

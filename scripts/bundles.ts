@@ -1,5 +1,5 @@
 /**
- * Bundles every function as the construct does (esbuild, ESM, minified, node22) and measures each bundle: its
+ * Bundles every function as the construct and the package build do (esbuild, ESM, minified, node22) and measures each bundle: its
  * size, what takes the most room (from esbuild's metafile), and the time a fresh Node process takes to import it
  * (a local stand-in for the cold-start import cost).
  */
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { BUNDLE_OPTIONS, FUNCTION_ENTRIES, REPO_ROOT } from '../infra/scheduler-function';
+import { bundleOptions, FUNCTION_ENTRIES } from '../infra/scheduler-function';
 
 /** Environment a function reads at start-up; dummy values, nothing is called while importing. */
 const DUMMY_ENV = {
@@ -70,18 +70,9 @@ export async function measureBundles(importRuns = 5): Promise<BundleReport[]> {
   const rows: BundleReport[] = [];
   try {
     for (const entry of FUNCTION_ENTRIES) {
-      const outfile = join(dir, `${entry}.mjs`);
-      const result = await build({
-        ...BUNDLE_OPTIONS,
-        mainFields: [...BUNDLE_OPTIONS.mainFields],
-        entryPoints: [join(REPO_ROOT, 'functions', `${entry}.ts`)],
-        outfile,
-        absWorkingDir: REPO_ROOT,
-        bundle: true,
-        platform: 'node',
-        metafile: true,
-        logLevel: 'silent',
-      });
+      const options = bundleOptions(entry, join(dir, entry));
+      const outfile = options.outfile;
+      const result = await build({ ...options, metafile: true, logLevel: 'silent' });
       const metafile = result.metafile;
       const output = Object.keys(metafile.outputs).find((o) => o.endsWith('.mjs')) ?? '';
       rows.push({

@@ -3,9 +3,16 @@
  * only its environment: a missing dependency, a broken ESM/CommonJS interop or a failing start-up would show here,
  * not in Lambda.
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
+import { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
+import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 import { FUNCTION_ENTRIES } from '../../infra/scheduler-function';
 import { measureBundles } from '../../scripts/bundles';
+import { CDK_CONTEXT } from '../helpers/synth';
 
 describe('function bundles', () => {
   it('each function bundles and imports', async () => {
@@ -17,4 +24,28 @@ describe('function bundles', () => {
       expect(report.coldImportMs, report.function).toBeGreaterThan(0);
     }
   });
+});
+
+describe('function code in the synthesized stack', () => {
+  it('bundles each function from source at synth, each into an asset of its own', () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'agent-scheduler-bundled-'));
+    const app = new App({ outdir, context: CDK_CONTEXT });
+    new AgentSchedulerStack(app, 'Bundled', {
+      scheduler: EXAMPLE_SCHEDULER,
+      env: { account: '123456789012', region: 'eu-west-1' },
+    });
+    app.synth();
+    const template = JSON.parse(readFileSync(join(outdir, 'Bundled.template.json'), 'utf8')) as {
+      Resources: Record<
+        string,
+        { Type: string; Properties: { Handler?: string; Code?: { S3Key?: string } } }
+      >;
+    };
+    const code = Object.values(template.Resources)
+      .filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler')
+      .map((r) => r.Properties.Code?.S3Key);
+    expect(code).toHaveLength(FUNCTION_ENTRIES.length);
+    // CDK caches bundles by their options: the same bundle for every function would pass everything else.
+    expect(new Set(code).size).toBe(FUNCTION_ENTRIES.length);
+  }, 120_000);
 });

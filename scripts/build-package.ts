@@ -1,0 +1,70 @@
+/**
+ * `npm run build` (and `npm pack`, through `prepack`): the `agent-scheduler` package as users install it.
+ *
+ *   dist/index.js, index.d.ts     the AgentScheduler construct and its types (aws-cdk-lib and constructs are peers)
+ *   dist/functions/<entry>/       each Lambda function, prebuilt: a user's synth bundles nothing
+ *   dist/cli.js                   the CLI behind bin `agent-scheduler`
+ *   dist/sdk.js, sdk.d.ts         the SDK, at `agent-scheduler/sdk` (also published alone as @agent-scheduler/sdk)
+ *
+ * Everything is bundled by esbuild from this repository's sources and dependencies, so the package has no
+ * dependency of its own: only the peers stay imports. The same sources give the same bytes: no timestamps, paths
+ * relative to the repository.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateDtsBundle } from 'dts-bundle-generator';
+import { type BuildOptions, build } from 'esbuild';
+import { bundleOptions, FUNCTION_ENTRIES, REPO_ROOT } from '../infra/scheduler-function';
+
+const DIST = join(REPO_ROOT, 'dist');
+const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+  peerDependencies?: Record<string, string>;
+};
+/** Imports left to the user's install: the peers, with their subpaths, and the package's own dependencies. */
+const external = [
+  ...Object.keys(manifest.peerDependencies ?? {}),
+  ...Object.keys(manifest.dependencies ?? {}),
+].flatMap((name) => [name, `${name}/*`]);
+
+const library = (entry: string, outfile: string, extra: Partial<BuildOptions> = {}) =>
+  build({
+    entryPoints: [join(REPO_ROOT, entry)],
+    outfile: join(DIST, outfile),
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    external,
+    // Bundled CommonJS still calls require().
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+    ...extra,
+  });
+
+const started = performance.now();
+const step = (what: string) => console.log(`${what}: ${Math.round(performance.now() - started)} ms`);
+rmSync(DIST, { recursive: true, force: true });
+await Promise.all([
+  ...FUNCTION_ENTRIES.map((entry) => build(bundleOptions(entry, join(DIST, 'functions', entry)))),
+  // The construct reaches for esbuild only when it bundles from source, which a packed copy never does.
+  library('infra/index.ts', 'index.js', { external: [...external, 'esbuild'] }),
+  library('cli/main.ts', 'cli.js'),
+  library('sdk/index.ts', 'sdk.js', { banner: {} }),
+]);
+
+// One declaration file per entry, the peers' types imported. Each from a program of its entry alone: the whole
+// project, tests included, would take minutes.
+const typesOf = (entry: string, tsconfig: string) =>
+  generateDtsBundle([{ filePath: join(REPO_ROOT, entry), output: { noBanner: true } }], {
+    preferredConfigPath: join(REPO_ROOT, tsconfig),
+  })[0];
+const sdkTypes = typesOf('sdk/index.ts', 'sdk/tsconfig.build.json');
+step('sdk types');
+const constructTypes = typesOf('infra/index.ts', 'tsconfig.types.json');
+step('construct types');
+writeFileSync(join(DIST, 'index.d.ts'), constructTypes ?? '');
+writeFileSync(join(DIST, 'sdk.d.ts'), sdkTypes ?? '');
+console.log(`built dist/ in ${Math.round(performance.now() - started)} ms`);
