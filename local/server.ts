@@ -225,7 +225,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         });
         response.writeHead(500, { 'content-type': 'application/json' });
         response.end(
-          JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
+          JSON.stringify({
+            error: { code: 'InternalError', message: 'the request could not be completed' },
+            requestId: randomUUID(),
+          }),
         );
       });
   });
