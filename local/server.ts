@@ -21,6 +21,7 @@ import {
   MAX_BODY_BYTES,
   matchRoute,
 } from '../functions/http/http-api';
+import { openApiDocument } from '../functions/http/openapi';
 import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
 import { eventOperations } from './event-operations';
@@ -131,7 +132,12 @@ export function localRequestHandler(
     routesServedBy('operator', options.events !== undefined),
     {
       ...operatorOperations(options.scheduler),
-      ...(options.events ? eventOperations(options.events) : {}),
+      ...(options.events
+        ? {
+            ...eventOperations(options.events),
+            openApi: async () => ({ status: 200, body: openApiDocument({ local: true }) }),
+          }
+        : {}),
     },
     options.log,
   );
@@ -246,7 +252,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         });
         response.writeHead(500, { 'content-type': 'application/json' });
         response.end(
-          JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
+          JSON.stringify({
+            error: { code: 'InternalError', message: 'the request could not be completed' },
+            requestId: randomUUID(),
+          }),
         );
       });
   });

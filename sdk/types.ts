@@ -195,6 +195,8 @@ export interface Session {
   /** A session not heard from for this long is over, and its leases with it. */
   readonly leaseTtlSeconds: number;
   readonly heartbeatIntervalSeconds: number;
+  /** When the session ends unless a heartbeat or a claim extends it (the server's clock). */
+  readonly expiresAt: string;
 }
 
 export interface HeartbeatInput {
@@ -224,6 +226,8 @@ export interface HeartbeatResult {
    * grant whose answer it never got: `getSession` gives its epoch.
    */
   readonly held: readonly string[];
+  /** When the session now ends unless extended again (the server's clock). */
+  readonly expiresAt: string;
 }
 
 /** What the agent's live session holds, read from the tasks and roles themselves. */

@@ -1,6 +1,7 @@
 /**
- * The OpenAPI 3.1 description of the API, generated from the route table and the very zod schemas that validate
- * requests, so the document cannot drift from what the handlers accept.
+ * The OpenAPI 3.1 description of the API, generated from the route table, the very zod schemas that validate
+ * requests and the response schemas of `response-schemas.ts`, so the document cannot drift from what the
+ * handlers accept and answer.
  */
 import { z } from 'zod';
 import { BATCH_LIMITS } from '#core/batches';
@@ -8,6 +9,7 @@ import { queueLimitsSchema } from '#core/queue-controls';
 import { scheduleSpecSchema } from '#core/schedules';
 import { agentSpecSchema } from '#core/sessions';
 import { taskSpecSchema } from '#domain/task-spec';
+import { TASK_STATUSES } from '#domain/task-status';
 import {
   claimBody,
   completeBody,
@@ -19,139 +21,426 @@ import {
   volunteerBody,
   withdrawBody,
 } from './agent-operations';
+import {
+  agentPageSchema,
+  batchResultsSchema,
+  claimResultSchema,
+  createdAgentSchema,
+  deletedSchema,
+  eventPageSchema,
+  healthSchema,
+  heartbeatResultSchema,
+  occurrenceListSchema,
+  openApiDocumentSchema,
+  queueListSchema,
+  queueResponseSchema,
+  releaseRoleResultSchema,
+  responseRegistry,
+  revokedSchema,
+  roleListSchema,
+  roleResponseSchema,
+  schedulePageSchema,
+  scheduleResponseSchema,
+  sessionResponseSchema,
+  sessionSchema,
+  taskPageSchema,
+  taskResponseSchema,
+  volunteerResultSchema,
+  withdrawRoleResultSchema,
+} from './response-schemas';
 import { ROUTES, type RouteDefinition } from './routes';
 
-const REQUEST_BODIES: Readonly<Record<string, z.ZodType>> = {
-  submitTask: taskSpecSchema,
-  registerAgent: agentSpecSchema,
-  createSchedule: scheduleSpecSchema,
-  heartbeat: heartbeatBody,
-  claimTasks: claimBody,
-  completeTask: completeBody,
-  completeTasks: completeManyBody,
-  submitTasks: z.strictObject({ tasks: z.array(taskSpecSchema).min(1).max(BATCH_LIMITS.submit) }),
-  failTask: failBody,
-  releaseTask: releaseBody,
-  volunteerForRole: volunteerBody,
-  releaseRole: releaseRoleBody,
-  withdrawFromRole: withdrawBody,
-  setQueueLimits: queueLimitsSchema,
+export type JsonSchema = Record<string, unknown>;
+
+const COMPONENTS = '#/components/schemas/';
+
+interface QueryParameter {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: JsonSchema;
+}
+
+interface OperationDoc {
+  readonly summary: string;
+  /** The body it takes, published under `components/schemas` as `id`. */
+  readonly request?: { readonly id: string; readonly schema: z.ZodType };
+  readonly query?: readonly QueryParameter[];
+  /** Each success status it answers with, and the body that comes with it. */
+  readonly responses: Readonly<Record<string, { readonly description: string; readonly schema: z.ZodType }>>;
+}
+
+const ok = (schema: z.ZodType, description = 'Done') => ({ '200': { description, schema } });
+
+const limit: QueryParameter = {
+  name: 'limit',
+  description: 'Items on the page (50 when absent).',
+  schema: { type: 'integer', minimum: 1, maximum: 100 },
+};
+const cursor: QueryParameter = {
+  name: 'cursor',
+  description: 'The `nextCursor` of the previous page.',
+  schema: { type: 'string' },
 };
 
-const SUCCESS_STATUS: Readonly<Record<string, string>> = {
-  submitTask: '201',
-  registerAgent: '201',
-  createSchedule: '201',
-};
+/** What each operation of the route table takes and answers. */
+const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
+  health: { summary: 'Check that the API answers', responses: ok(healthSchema) },
+  openApi: { summary: 'Get this OpenAPI document', responses: ok(openApiDocumentSchema) },
 
-const QUERY_PARAMETERS: Readonly<Record<string, { name: string; schema: object }[]>> = {
-  listTasks: [
-    { name: 'queue', schema: { type: 'string' } },
-    {
-      name: 'status',
-      schema: { type: 'string', enum: ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] },
+  submitTask: {
+    summary: 'Submit a task',
+    request: { id: 'TaskSpec', schema: taskSpecSchema },
+    responses: {
+      '201': { description: 'Created and queued', schema: taskResponseSchema },
+      '200': { description: 'The idempotency key already named this task', schema: taskResponseSchema },
     },
-    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
-    { name: 'cursor', schema: { type: 'string' } },
-  ],
-  listAgents: [
-    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
-    { name: 'cursor', schema: { type: 'string' } },
-  ],
-  listSchedules: [
-    { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } },
-    { name: 'cursor', schema: { type: 'string' } },
-  ],
-};
-
-const errorSchema = {
-  type: 'object',
-  required: ['error', 'requestId'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string', maxLength: 300 } },
+  },
+  submitTasks: {
+    summary: 'Submit tasks in a batch',
+    request: {
+      id: 'SubmitTasksRequest',
+      schema: z.strictObject({ tasks: z.array(taskSpecSchema).min(1).max(BATCH_LIMITS.submit) }),
     },
-    requestId: { type: 'string' },
+    responses: ok(batchResultsSchema, 'One result per task, in order'),
+  },
+  listTasks: {
+    summary: 'List tasks',
+    query: [
+      { name: 'queue', description: 'Only the tasks of this queue.', schema: { type: 'string' } },
+      {
+        name: 'status',
+        description: 'Only the tasks in this status.',
+        schema: { type: 'string', enum: [...TASK_STATUSES] },
+      },
+      limit,
+      cursor,
+    ],
+    responses: ok(taskPageSchema, 'A page of tasks, without results and checkpoints'),
+  },
+  getTask: { summary: 'Get a task', responses: ok(taskResponseSchema) },
+  cancelTask: { summary: 'Cancel a queued or leased task', responses: ok(taskResponseSchema) },
+  redriveTask: { summary: 'Queue a dead task again', responses: ok(taskResponseSchema) },
+  listQueues: { summary: 'List queues with their depth', responses: ok(queueListSchema) },
+  pauseQueue: { summary: 'Pause a queue', responses: ok(queueResponseSchema) },
+  resumeQueue: { summary: 'Resume a queue', responses: ok(queueResponseSchema) },
+  setQueueLimits: {
+    summary: 'Set the limits of a queue',
+    request: { id: 'QueueLimits', schema: queueLimitsSchema },
+    responses: ok(queueResponseSchema),
+  },
+  registerAgent: {
+    summary: 'Register an agent',
+    request: { id: 'AgentSpec', schema: agentSpecSchema },
+    responses: { '201': { description: 'Registered, with its token', schema: createdAgentSchema } },
+  },
+  listAgents: { summary: 'List agents', query: [limit, cursor], responses: ok(agentPageSchema) },
+  revokeAgent: { summary: 'Revoke an agent', responses: ok(revokedSchema) },
+  listSchedules: {
+    summary: 'List schedules',
+    query: [limit, cursor],
+    responses: ok(schedulePageSchema, 'A page of schedules, without task payloads'),
+  },
+  getSchedule: { summary: 'Get a schedule', responses: ok(scheduleResponseSchema) },
+  createSchedule: {
+    summary: 'Create a schedule',
+    request: { id: 'ScheduleSpec', schema: scheduleSpecSchema },
+    responses: { '201': { description: 'Created', schema: scheduleResponseSchema } },
+  },
+  deleteSchedule: { summary: 'Delete a schedule', responses: ok(deletedSchema) },
+  listOccurrences: {
+    summary: "List a schedule's recent occurrences",
+    responses: ok(occurrenceListSchema, 'Newest first'),
+  },
+  listRoles: { summary: 'List roles and their holders', responses: ok(roleListSchema) },
+  listEvents: {
+    summary: 'Read lifecycle events (local mode; in AWS they go to the EventBridge bus)',
+    query: [
+      {
+        name: 'since',
+        description: 'Events after this sequence number (0 when absent).',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      {
+        name: 'limit',
+        description: 'Events on the page (100 when absent).',
+        schema: { type: 'integer', minimum: 1, maximum: 1000 },
+      },
+    ],
+    responses: ok(eventPageSchema, 'Events, oldest first'),
+  },
+
+  openSession: { summary: 'Open a session', responses: ok(sessionSchema) },
+  readSession: { summary: 'Read what the session holds', responses: ok(sessionResponseSchema) },
+  heartbeat: {
+    summary: 'Keep the session alive',
+    request: { id: 'HeartbeatRequest', schema: heartbeatBody },
+    responses: ok(heartbeatResultSchema),
+  },
+  claimTasks: {
+    summary: 'Claim tasks',
+    request: { id: 'ClaimRequest', schema: claimBody },
+    responses: ok(claimResultSchema, 'The tasks granted, possibly none'),
+  },
+  completeTasks: {
+    summary: 'Complete tasks in a batch',
+    request: { id: 'CompleteTasksRequest', schema: completeManyBody },
+    responses: ok(batchResultsSchema, 'One result per task, in order'),
+  },
+  completeTask: {
+    summary: 'Complete a task',
+    request: { id: 'CompleteRequest', schema: completeBody },
+    responses: ok(taskResponseSchema),
+  },
+  failTask: {
+    summary: 'Fail a task',
+    request: { id: 'FailRequest', schema: failBody },
+    responses: ok(taskResponseSchema),
+  },
+  releaseTask: {
+    summary: 'Give a task back unfinished',
+    request: { id: 'ReleaseRequest', schema: releaseBody },
+    responses: ok(taskResponseSchema),
+  },
+  registerRole: { summary: 'Register for a role', responses: ok(roleResponseSchema) },
+  volunteerForRole: {
+    summary: 'Volunteer to hold a role',
+    request: { id: 'VolunteerRequest', schema: volunteerBody },
+    responses: ok(volunteerResultSchema),
+  },
+  releaseRole: {
+    summary: 'Release a held role',
+    request: { id: 'ReleaseRoleRequest', schema: releaseRoleBody },
+    responses: ok(releaseRoleResultSchema),
+  },
+  withdrawFromRole: {
+    summary: "Withdraw from a role's candidates",
+    request: { id: 'WithdrawRequest', schema: withdrawBody },
+    responses: ok(withdrawRoleResultSchema),
   },
 };
 
-const toSchema = (schema: z.ZodType) =>
-  z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' });
+const PATH_PARAMETERS: Readonly<Record<string, string>> = {
+  taskId: 'A task id; one that cannot exist is not found.',
+  name: 'The name of the queue or the schedule.',
+  agentId: 'An agent id.',
+  role: 'A role name.',
+};
 
-function operation(route: RouteDefinition) {
-  const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
-    name: m[1],
+/**
+ * The schemas of a registry as JSON Schema for `components/schemas`. References between them point there. What
+ * zod pulls out on its own (a cycle, a schema given an id elsewhere) comes back in `__shared`'s `$defs`; each is
+ * hoisted to a component of its own, under a name no other component has, since a `#/$defs/…` pointer would be
+ * resolved against the document's root.
+ */
+export function componentSchemas(
+  registry: z.core.$ZodRegistry<{ readonly id: string }>,
+  io: 'input' | 'output',
+  taken: ReadonlySet<string> = new Set(),
+): Record<string, JsonSchema> {
+  const { schemas } = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `${COMPONENTS}${id}`,
+  });
+  const { __shared, ...named } = schemas as Record<string, JsonSchema>;
+  const shared = (__shared?.$defs ?? {}) as Record<string, JsonSchema>;
+  const clash = Object.keys(named).find((id) => taken.has(id));
+  if (clash) throw new Error(`two component schemas are named ${clash}`);
+  const used = new Set([...taken, ...Object.keys(named)]);
+  const hoisted = new Map<string, string>();
+  for (const id of Object.keys(shared)) {
+    const base = `Shared${io === 'input' ? 'Input' : 'Output'}${id.charAt(0).toUpperCase()}${id.slice(1)}`;
+    let name = base;
+    for (let n = 2; used.has(name); n++) name = `${base}${n}`;
+    used.add(name);
+    hoisted.set(id, name);
+  }
+  const sharedRef = `${COMPONENTS}__shared#/$defs/`;
+  const rewrite = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(rewrite);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => {
+        if (key === '$ref' && typeof inner === 'string' && inner.startsWith(sharedRef)) {
+          const id = inner.slice(sharedRef.length).replaceAll('~1', '/').replaceAll('~0', '~');
+          return [key, `${COMPONENTS}${hoisted.get(id) ?? id}`];
+        }
+        return [key, rewrite(inner)];
+      }),
+    );
+  };
+  const components: Record<string, JsonSchema> = {};
+  for (const [id, schema] of Object.entries(named)) {
+    // `$id` would be a fragment-only URI (not allowed), `$schema` is the document's dialect already.
+    const { $id: _id, $schema: _schema, ...rest } = schema;
+    components[id] = rewrite(rest) as JsonSchema;
+  }
+  for (const [id, schema] of Object.entries(shared))
+    components[hoisted.get(id) ?? id] = rewrite(schema) as JsonSchema;
+  return components;
+}
+
+const refTo = (registry: z.core.$ZodRegistry<{ readonly id: string }>, schema: z.ZodType) => {
+  const id = registry.get(schema)?.id;
+  if (!id) throw new Error('a schema of the document is not published in components/schemas');
+  return { $ref: `${COMPONENTS}${id}` };
+};
+
+/** Errors the handlers answer: `{ error: { code, message }, requestId }`. */
+const ERROR = { $ref: '#/components/responses/Error' };
+/** Refusals API Gateway may answer itself in AWS, with its own `{ message }`. */
+const REFUSED = { $ref: '#/components/responses/Refused' };
+
+function operation(route: RouteDefinition, requests: z.core.$ZodRegistry<{ readonly id: string }>) {
+  const doc = OPERATIONS[route.operation];
+  if (!doc) throw new Error(`the OpenAPI document does not describe ${route.operation}`);
+  const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map(([, name = '']) => ({
+    name,
     in: 'path',
     required: true,
+    description: PATH_PARAMETERS[name] ?? name,
     schema: { type: 'string' },
   }));
-  const query = (QUERY_PARAMETERS[route.operation] ?? []).map((p) => ({
-    ...p,
-    in: 'query',
-    required: false,
-  }));
-  const body = REQUEST_BODIES[route.operation];
-  const errors = Object.fromEntries(
-    ['400', '401', '403', '404', '409', '413', '415', '429', '503'].map((status) => [
-      status,
-      {
-        description: 'error',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      },
-    ]),
-  );
+  const query = (doc.query ?? []).map((p) => ({ ...p, in: 'query', required: false }));
+  const parameters = [...pathParameters, ...query];
   return {
     operationId: route.operation,
+    summary: doc.summary,
     security:
       route.access === 'agent'
         ? [{ agentToken: [] }]
         : route.access === 'operator'
           ? [{ awsSigV4: [] }, { operatorToken: [] }]
           : [],
-    ...(pathParameters.length + query.length > 0 ? { parameters: [...pathParameters, ...query] } : {}),
-    ...(body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(body) } } } }
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(doc.request
+      ? {
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: refTo(requests, doc.request.schema) } },
+          },
+        }
       : {}),
     responses: {
-      [SUCCESS_STATUS[route.operation] ?? '200']: {
-        description: 'success',
-        content: { 'application/json': {} },
-      },
-      ...errors,
+      ...Object.fromEntries(
+        Object.entries(doc.responses).map(([status, response]) => [
+          status,
+          {
+            description: response.description,
+            content: { 'application/json': { schema: refTo(responseRegistry, response.schema) } },
+          },
+        ]),
+      ),
+      '400': ERROR,
+      ...(route.access === 'public' ? {} : { '401': REFUSED, '403': REFUSED }),
+      '404': ERROR,
+      '409': ERROR,
+      '413': ERROR,
+      '415': ERROR,
+      '429': REFUSED,
+      '500': REFUSED,
+      '503': REFUSED,
     },
   };
 }
 
-export function openApiDocument(serverUrl?: string) {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of ROUTES) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
+export interface OpenApiOptions {
+  /**
+   * The API's base URL. @default '/': the root of the host that serves the document, which is the API's own in
+   * AWS (its stage is `$default`) and the local server's.
+   */
+  readonly serverUrl?: string;
+  /** The local server's document: its local-only routes too. @default false */
+  readonly local?: boolean;
+}
+
+/**
+ * The paths and schemas, converted once: some 40 ms of zod's conversion on a busy machine, for every request
+ * otherwise.
+ */
+let converted:
+  | {
+      paths: Record<string, Record<string, unknown>>;
+      localPaths: Record<string, Record<string, unknown>>;
+      schemas: Record<string, JsonSchema>;
+    }
+  | undefined;
+
+function convert() {
+  const requests = z.registry<{ readonly id: string }>();
+  for (const doc of Object.values(OPERATIONS)) {
+    if (doc.request && !requests.has(doc.request.schema)) {
+      doc.request.schema.register(requests, { id: doc.request.id });
+    }
   }
+  const responseComponents = componentSchemas(responseRegistry, 'output');
+  const schemas = {
+    ...componentSchemas(requests, 'input', new Set(Object.keys(responseComponents))),
+    ...responseComponents,
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  const localPaths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) {
+    const into = route.localOnly ? localPaths : paths;
+    into[route.path] = { ...into[route.path], [route.method.toLowerCase()]: operation(route, requests) };
+  }
+  converted = { paths, localPaths, schemas };
+  return converted;
+}
+
+/**
+ * The document, a copy of its own for each caller. It lists the routes served in AWS; the local server's
+ * (`local: true`) lists its local-only routes too (`GET /v1/events`).
+ */
+export function openApiDocument(options: OpenApiOptions = {}) {
+  const { paths: deployed, localPaths, schemas } = structuredClone(converted ?? convert());
+  const paths = options.local ? { ...deployed, ...localPaths } : deployed;
   return {
     openapi: '3.1.0',
     info: {
       title: 'agent-scheduler',
       version: '1.0.0',
       description: 'Task scheduling for fleets of worker agents.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    servers: [
+      {
+        url: options.serverUrl ?? '/',
+        description: options.serverUrl ? 'the API' : 'the host that serves this document',
+      },
+    ],
     paths,
     components: {
-      schemas: { Error: errorSchema },
+      schemas,
+      responses: {
+        Error: {
+          description: 'Refused: `error.code` says why (ValidationError, TaskNotFound, LeaseLost…)',
+          content: { 'application/json': { schema: { $ref: `${COMPONENTS}Error` } } },
+        },
+        Refused: {
+          description:
+            'Refused or failed. In AWS, API Gateway answers its own refusals (IAM, the authorizer, throttling, a function that failed) with `{ message }`; the handlers and the local server with the Error body.',
+          content: {
+            'application/json': {
+              schema: { anyOf: [{ $ref: `${COMPONENTS}Error` }, { $ref: `${COMPONENTS}GatewayError` }] },
+            },
+          },
+        },
+      },
       securitySchemes: {
-        agentToken: { type: 'http', scheme: 'bearer', description: 'an agent token from POST /v1/agents' },
+        agentToken: { type: 'http', scheme: 'bearer', description: 'An agent token from POST /v1/agents.' },
         operatorToken: {
           type: 'http',
           scheme: 'bearer',
-          description: 'local mode: the operator token in local.json',
+          description: 'Local mode: the operator token in .agent-scheduler/local.json.',
         },
         awsSigV4: {
           type: 'apiKey',
           in: 'header',
           name: 'Authorization',
-          description: 'AWS IAM (SigV4) in AWS',
+          description: 'In AWS: IAM, a request signed with Signature Version 4.',
+          'x-amazon-apigateway-authtype': 'awsSigv4',
         },
       },
     },

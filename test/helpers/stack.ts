@@ -274,7 +274,7 @@ export async function leasedTaskIds(
 export function serveStack(
   stack: TestStack,
   operatorToken: string,
-  options: Partial<Pick<LocalServerOptions, 'operatorSigV4'>> = {},
+  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events'>> = {},
 ) {
   return startLocalServer({
     scheduler: stack.scheduler,

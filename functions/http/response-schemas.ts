@@ -1,0 +1,376 @@
+/**
+ * What the API answers, as zod schemas: one per view of `views.ts`, and one per response body built from them.
+ * The OpenAPI document publishes them under `components/schemas` by their ids, converted the same way as the
+ * request bodies; the contract test checks real answers against them.
+ *
+ * Objects are open (`looseObject`): a client generated from the document keeps working when a field is added.
+ * Timestamps are ISO-8601 strings; a field a view may leave out is optional, one it sends as `null` is nullable.
+ */
+import { z } from 'zod';
+import { queueLimitsSchema } from '#core/queue-controls';
+import { ROLE_NAME_PATTERN } from '#core/roles';
+import { scheduleSpecSchema, taskTemplateSchema } from '#core/schedules';
+import { EVENT_TYPES } from '#domain/events';
+import { AGENT_ID_PATTERN, TASK_ID_PATTERN } from '#domain/ids';
+import { PRIORITIES } from '#domain/priority';
+import { jsonValueSchema, queueNameSchema } from '#domain/task-spec';
+import { TASK_STATUSES } from '#domain/task-status';
+
+/** Every schema published in `components/schemas`, by id. */
+export const responseRegistry = z.registry<{ readonly id: string }>();
+
+const published = <T extends z.ZodType>(id: string, schema: T): T => {
+  responseRegistry.add(schema, { id });
+  return schema;
+};
+
+const timestamp = z.iso.datetime();
+const count = z.int().nonnegative();
+const taskId = z.string().regex(TASK_ID_PATTERN);
+const agentId = z.string().regex(AGENT_ID_PATTERN);
+const roleName = z.string().regex(ROLE_NAME_PATTERN);
+const nextCursor = z
+  .string()
+  .min(1)
+  .optional()
+  .describe('Absent on the last page; otherwise pass it as `cursor` to read the next one.');
+
+export const errorSchema = published(
+  'Error',
+  z.looseObject({
+    error: z.looseObject({
+      code: z.string().describe('Stable, for programs: ValidationError, TaskNotFound, LeaseLost…'),
+      message: z.string().max(300),
+    }),
+    requestId: z.string(),
+  }),
+);
+
+/** API Gateway's own refusals (IAM, the authorizer, throttling, a function that failed) carry only a message. */
+export const gatewayErrorSchema = published('GatewayError', z.looseObject({ message: z.string() }));
+
+// --- views (views.ts) ---------------------------------------------------------------------------------------
+
+/** taskView */
+export const taskSchema = published(
+  'Task',
+  z.looseObject({
+    taskId,
+    queue: queueNameSchema,
+    priority: z.enum(PRIORITIES),
+    status: z.enum(TASK_STATUSES),
+    attempt: count,
+    maxAttempts: z.int().min(1),
+    timeoutSeconds: z.int().min(1),
+    leaseEpoch: count,
+    owner: agentId.optional(),
+    result: jsonValueSchema.optional(),
+    error: z.looseObject({ message: z.string(), retryable: z.boolean() }).optional(),
+    checkpoint: jsonValueSchema.optional(),
+    idempotencyKey: z.string().optional(),
+    payloadBytes: count,
+    notBefore: timestamp.optional(),
+    leaseDeadline: timestamp.optional().describe("Only while leased: the attempt's hard deadline."),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    finishedAt: timestamp.optional(),
+  }),
+);
+
+/** taskListView: a task in a list, without its result and checkpoint. */
+export const taskSummarySchema = published(
+  'TaskSummary',
+  taskSchema.omit({ result: true, checkpoint: true }),
+);
+
+/** claimedTaskView */
+export const claimedTaskSchema = published(
+  'ClaimedTask',
+  z.looseObject({
+    taskId,
+    queue: queueNameSchema,
+    priority: z.enum(PRIORITIES),
+    payload: jsonValueSchema,
+    attempt: z.int().min(1),
+    leaseEpoch: z.int().min(1),
+    leaseDeadline: timestamp,
+    timeoutSeconds: z.int().min(1),
+    checkpoint: jsonValueSchema.optional(),
+  }),
+);
+
+/** agentView */
+export const agentSchema = published(
+  'Agent',
+  z.looseObject({
+    agentId,
+    name: z.string(),
+    queues: z.array(queueNameSchema),
+    maxConcurrency: z.int().min(1),
+    interactive: z.boolean(),
+    createdAt: timestamp,
+    revokedAt: timestamp.optional(),
+  }),
+);
+
+const taskTemplate = z.looseObject(taskTemplateSchema.shape);
+
+/** scheduleView: the specification with its defaults filled in; `createdAt` is absent on a declared schedule. */
+export const scheduleSchema = published(
+  'Schedule',
+  z.looseObject({
+    ...scheduleSpecSchema.shape,
+    task: taskTemplate,
+    source: z.enum(['api', 'declared']),
+    createdAt: timestamp.optional(),
+  }),
+);
+
+/** scheduleListView: a schedule in a list, its task template without the payload. */
+export const scheduleSummarySchema = published(
+  'ScheduleSummary',
+  scheduleSchema.extend({ task: taskTemplate.omit({ payload: true }) }),
+);
+
+const queueLimits = z.looseObject(queueLimitsSchema.shape);
+
+/** queueControlView */
+export const queueControlSchema = published(
+  'QueueControl',
+  z.looseObject({
+    name: queueNameSchema,
+    paused: z.boolean(),
+    limits: queueLimits,
+    updatedAt: timestamp.optional(),
+  }),
+);
+
+/** A queue as `GET /v1/queues` counts it. */
+export const queueStatsSchema = published(
+  'QueueStats',
+  z.looseObject({
+    name: queueNameSchema,
+    paused: z.boolean(),
+    limits: queueLimits,
+    depth: z.looseObject(
+      Object.fromEntries(PRIORITIES.map((p) => [p, count])) as Record<
+        (typeof PRIORITIES)[number],
+        typeof count
+      >,
+    ),
+    running: count,
+    oldestAgeSeconds: z.number().nonnegative(),
+    truncated: z.boolean().describe('The count stopped at its bound: the figures are lower bounds.'),
+  }),
+);
+
+/** occurrenceView */
+export const occurrenceSchema = published(
+  'Occurrence',
+  z.looseObject({
+    scheduledTime: timestamp,
+    status: z.enum(['fired', 'skipped']),
+    taskId: taskId.optional(),
+    reason: z.string().optional(),
+    recordedAt: timestamp,
+  }),
+);
+
+/** roleView: `holder` and `since` are null while nobody holds the role. */
+export const roleSchema = published(
+  'Role',
+  z.looseObject({
+    role: roleName,
+    holder: agentId.nullable(),
+    leaseEpoch: count,
+    since: timestamp.nullable(),
+    volunteers: z.array(agentId),
+    registered: z.array(agentId),
+  }),
+);
+
+export const roleLeaseSchema = published(
+  'RoleLease',
+  z.looseObject({ role: roleName, leaseEpoch: z.int().min(1) }),
+);
+
+/** sessionHoldingsView */
+export const sessionHoldingsSchema = published(
+  'SessionHoldings',
+  z.looseObject({
+    sessionId: z.string(),
+    expiresAt: timestamp,
+    tasks: z.array(
+      z.looseObject({
+        taskId,
+        queue: queueNameSchema,
+        leaseEpoch: z.int().min(1),
+        attempt: z.int().min(1),
+        leaseDeadline: timestamp,
+      }),
+    ),
+    roles: z.array(roleLeaseSchema),
+  }),
+);
+
+/** itemView: one item of a batch, its task or the error the single call would have answered. */
+export const batchItemResultSchema = published(
+  'BatchItemResult',
+  z.discriminatedUnion('ok', [
+    z.looseObject({
+      ok: z.literal(true),
+      task: taskSchema,
+      created: z
+        .boolean()
+        .optional()
+        .describe('Submissions only: false when the idempotency key already named a task.'),
+    }),
+    z.looseObject({
+      ok: z.literal(false),
+      error: z.looseObject({ code: z.string(), message: z.string() }),
+      status: z.int().min(400).max(599),
+    }),
+  ]),
+);
+
+// --- response bodies ----------------------------------------------------------------------------------------
+
+export const healthSchema = published('Health', z.looseObject({ status: z.literal('ok') }));
+
+/** Only what a client needs to recognise the document; its shape is OpenAPI 3.1's own. */
+export const openApiDocumentSchema = published(
+  'OpenApiDocument',
+  z.looseObject({
+    openapi: z.string().regex(/^3\.1\.\d+$/),
+    info: z.looseObject({
+      title: z.string(),
+      version: z.string(),
+      description: z.string().optional(),
+      license: z.looseObject({ name: z.string(), identifier: z.string().optional() }).optional(),
+    }),
+    servers: z.array(z.looseObject({ url: z.string(), description: z.string().optional() })).optional(),
+    paths: z.record(z.string(), z.record(z.string(), z.unknown())),
+    components: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
+
+export const taskResponseSchema = published('TaskResponse', z.looseObject({ task: taskSchema }));
+export const taskPageSchema = published(
+  'TaskPage',
+  z.looseObject({ tasks: z.array(taskSummarySchema), nextCursor }),
+);
+export const batchResultsSchema = published(
+  'BatchResults',
+  z.looseObject({ results: z.array(batchItemResultSchema) }),
+);
+export const queueListSchema = published('QueueList', z.looseObject({ queues: z.array(queueStatsSchema) }));
+export const queueResponseSchema = published('QueueResponse', z.looseObject({ queue: queueControlSchema }));
+export const createdAgentSchema = published(
+  'CreatedAgent',
+  z.looseObject({
+    agent: agentSchema,
+    token: z.string().min(1).describe("The agent's bearer token: shown once, stored only as a hash."),
+  }),
+);
+export const agentPageSchema = published(
+  'AgentPage',
+  z.looseObject({ agents: z.array(agentSchema), nextCursor }),
+);
+export const revokedSchema = published('Revoked', z.looseObject({ revoked: z.literal(true) }));
+export const schedulePageSchema = published(
+  'SchedulePage',
+  z.looseObject({ schedules: z.array(scheduleSummarySchema), nextCursor }),
+);
+export const scheduleResponseSchema = published(
+  'ScheduleResponse',
+  z.looseObject({ schedule: scheduleSchema }),
+);
+export const deletedSchema = published('Deleted', z.looseObject({ deleted: z.literal(true) }));
+export const occurrenceListSchema = published(
+  'OccurrenceList',
+  z.looseObject({ occurrences: z.array(occurrenceSchema) }),
+);
+export const roleListSchema = published('RoleList', z.looseObject({ roles: z.array(roleSchema) }));
+
+export const sessionSchema = published(
+  'Session',
+  z.looseObject({
+    sessionId: z.string(),
+    leaseTtlSeconds: z.int().min(1),
+    heartbeatIntervalSeconds: z.int().min(1),
+    expiresAt: timestamp,
+  }),
+);
+export const sessionResponseSchema = published(
+  'SessionResponse',
+  z.looseObject({ session: sessionHoldingsSchema }),
+);
+export const heartbeatResultSchema = published(
+  'HeartbeatResult',
+  z.looseObject({
+    cancelled: z.array(taskId).describe('Tasks of this session an operator cancelled: stop working on them.'),
+    lost: z.array(taskId).describe('Tasks this session held and no longer does.'),
+    roles: z
+      .looseObject({ picked: z.array(roleLeaseSchema), lost: z.array(roleLeaseSchema) })
+      .describe('Roles granted to this session, and taken from it, since the last heartbeat.'),
+    held: z.array(taskId).describe('Task ids the session holds or is reserving: a superset of its leases.'),
+    expiresAt: timestamp,
+  }),
+);
+export const claimResultSchema = published(
+  'ClaimResult',
+  z.looseObject({
+    tasks: z.array(claimedTaskSchema),
+    retryAfterMs: count
+      .optional()
+      .describe('Sent when nothing was granted: how long to wait before claiming again.'),
+  }),
+);
+export const roleResponseSchema = published('RoleResponse', z.looseObject({ role: roleSchema }));
+export const volunteerResultSchema = published(
+  'VolunteerResult',
+  z.looseObject({
+    picked: z.boolean().describe('Whether the role was granted to this agent now; if not, it waits in line.'),
+    leaseEpoch: z.int().min(1).optional(),
+    role: roleSchema,
+  }),
+);
+export const releaseRoleResultSchema = published(
+  'ReleaseRoleResult',
+  z.looseObject({
+    released: z.literal(true),
+    nextHolder: agentId.optional().describe('The live volunteer granted the role in the same write.'),
+    role: roleSchema,
+  }),
+);
+export const withdrawRoleResultSchema = published(
+  'WithdrawRoleResult',
+  z.looseObject({
+    withdrawn: z.boolean(),
+    released: z.boolean(),
+    nextHolder: agentId.optional(),
+    role: roleSchema,
+  }),
+);
+
+/** `GET /v1/events` (local mode only): lifecycle events in the order they happened. */
+export const eventPageSchema = published(
+  'EventPage',
+  z.looseObject({
+    events: z.array(
+      z.looseObject({
+        sequence: z.int().positive(),
+        version: z.int(),
+        type: z.enum(EVENT_TYPES),
+        time: timestamp,
+        taskId: taskId.optional(),
+        agentId: agentId.optional(),
+        queue: z.string().optional(),
+        schedule: z.string().optional(),
+        role: roleName.optional(),
+        data: z.record(z.string(), z.unknown()).optional(),
+      }),
+    ),
+    next: count.describe('The sequence of the last event on the page: pass it as `since` to read on.'),
+  }),
+);
