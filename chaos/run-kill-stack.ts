@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '#local/emulators/dynamodb-local';
+import { isRunning } from '#local/processes';
 import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { Task } from '#sdk/types';
@@ -125,15 +126,6 @@ interface RunningStack {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;

@@ -9,16 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findFreePort } from '#local/emulators/dynamodb-local';
+import { isRunning } from '#local/processes';
 import { waitFor } from '#test/stack';
-
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 function start(
   port: number,

@@ -7,15 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findFreePort } from '#local/emulators/dynamodb-local';
-
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { isRunning } from '#local/processes';
 
 describe('npm start', () => {
   it('serves GET /v1/health within 15 s and stops everything on Ctrl-C', async () => {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { typeCheckConsumer } from '#test/packages';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -115,8 +116,8 @@ app.synth();
   });
 
   it('type-checks a consumer of the construct and the SDK under moduleResolution nodenext', async () => {
-    writeFileSync(
-      join(project, 'consumer.ts'),
+    const checked = await typeCheckConsumer(
+      project,
       `import { App, Duration, Stack } from 'aws-cdk-lib';
 import { AgentScheduler, type AgentSchedulerProps } from 'agent-scheduler';
 import { AgentSchedulerClient, type ClaimedTask, Worker } from 'agent-scheduler/sdk';
@@ -126,28 +127,6 @@ export const table: string = scheduler.tables.tasks.tableName;
 const client = new AgentSchedulerClient({ endpoint: 'http://localhost:3000', token: 'a_x' });
 export const worker = new Worker({ client, handler: async (task: ClaimedTask) => ({ ok: task.attempt > 0 }) });
 `,
-    );
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          strict: true,
-          noEmit: true,
-          skipLibCheck: true,
-          types: ['node'],
-          typeRoots: [join(ROOT, 'node_modules/@types')],
-        },
-        files: ['consumer.ts'],
-      }),
-    );
-    const checked = await run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], {
-      cwd: project,
-    }).then(
-      () => 'ok',
-      (error: { stdout?: string }) => error.stdout ?? String(error),
     );
     expect(checked).toBe('ok');
   }, 120_000);

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
+import { typeCheckConsumer } from '#test/packages';
 import { createTestStack, serveStack, type TestStack } from '#test/stack';
 
 const run = promisify(execFile);
@@ -98,34 +99,13 @@ console.log(JSON.stringify({ taskId: finished.taskId }));
   });
 
   it('type-checks a consumer under moduleResolution nodenext', async () => {
-    writeFileSync(
-      join(project, 'consumer.ts'),
+    const checked = await typeCheckConsumer(
+      project,
       `import { AgentSchedulerClient, type ClaimedTask, Worker } from '@agent-scheduler/sdk';
 const client = new AgentSchedulerClient({ endpoint: 'http://localhost:8787', token: 'a_x' });
 const handler = async (task: ClaimedTask): Promise<{ ok: boolean }> => ({ ok: task.attempt > 0 });
 export const worker = new Worker({ client, handler, concurrency: 2 });
 `,
-    );
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          strict: true,
-          noEmit: true,
-          types: ['node'],
-          typeRoots: [join(ROOT, 'node_modules/@types')],
-        },
-        files: ['consumer.ts'],
-      }),
-    );
-    const checked = await run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], {
-      cwd: project,
-    }).then(
-      () => 'ok',
-      (error: { stdout?: string }) => error.stdout ?? String(error),
     );
     expect(checked).toBe('ok');
   });
