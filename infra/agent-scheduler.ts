@@ -354,8 +354,10 @@ export class AgentScheduler extends Construct {
     ]);
     // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
     // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
+    // BatchGetItem: a page of agents reads their sessions (online, last heartbeat, tasks held) in one request.
     grantOnTable(operatorApi, leases, [
       'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
       'dynamodb:UpdateItem',
       'dynamodb:PutItem',
       'dynamodb:DeleteItem',

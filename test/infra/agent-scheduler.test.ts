@@ -412,6 +412,7 @@ describe('AgentScheduler construct', () => {
         table(
           'leases',
           'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
           'dynamodb:UpdateItem',
           'dynamodb:PutItem',
           'dynamodb:DeleteItem',
