@@ -5,7 +5,7 @@
  * their presence, schedule policies and errors that name the field, colour only where asked for.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -87,7 +87,7 @@ describe('the agent-scheduler command', () => {
       expect(submit.stdout).toContain('--priority <priority>');
       expect(submit.stdout).toContain('Examples:\n  $ agent-scheduler submit --queue research');
       expect(worker.code).toBe(0);
-      expect(worker.stdout).toContain('--concurrency <n>');
+      expect(worker.stdout).toContain('--name <name>');
     });
 
     it.each([
@@ -408,10 +408,57 @@ describe('the agent-scheduler command', () => {
 
     const named = async (name: string) => (await operator.listAgents()).filter((a) => a.name === name);
 
-    it('registers worker-<host> for the run and revokes it when it stops', async () => {
+    it('--name registers one agent on the first start, reuses it after, and registers anew once it is revoked', async () => {
+      const { task } = await operator.submitTask({ queue: 'work', payload: { for: 'named' } });
+
+      const first = await runWorker(
+        ['--name', 'cli-named', '--queue', 'work'],
+        new RegExp(`completed ${task.taskId}`),
+      );
+      const second = await runWorker(['--name', 'cli-named', '--queue', 'work']);
+
+      expect(first.code, first.stdout + first.stderr).toBe(0);
+      expect(first.stdout).toMatch(/registered agent a_\w+ as cli-named; its token is saved in /);
+      expect(second.code, second.stdout + second.stderr).toBe(0);
+      expect(second.stdout).toMatch(/running as agent a_\w+ \(cli-named\)/);
+      const agents = await named('cli-named');
+      expect(agents).toHaveLength(1);
+      expect(agents[0]?.revokedAt).toBeUndefined();
+      expect((await operator.getTask(task.taskId)).status).toBe('succeeded');
+      const file = join(config, 'agent-scheduler', 'agents.json');
+      expect(statSync(join(config, 'agent-scheduler')).mode & 0o777).toBe(0o700);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as {
+        agents: { name: string; agentId: string; endpoint: string }[];
+      };
+      expect(saved.agents).toEqual([
+        expect.objectContaining({ name: 'cli-named', agentId: agents[0]?.agentId, endpoint: server.url }),
+      ]);
+
+      await operator.revokeAgent(agents[0]?.agentId ?? '');
+      const third = await runWorker(['--name', 'cli-named', '--queue', 'work']);
+
+      expect(third.code, third.stdout + third.stderr).toBe(0);
+      expect(third.stdout).toContain(`the server refused the saved agent ${agents[0]?.agentId} (cli-named)`);
+      const after = await named('cli-named');
+      expect(after).toHaveLength(2);
+      const fresh = after.find((a) => a.revokedAt === undefined);
+      expect(fresh?.agentId).not.toBe(agents[0]?.agentId);
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+        agents: [expect.objectContaining({ name: 'cli-named', agentId: fresh?.agentId })],
+      });
+    });
+
+    it('a saved agent is not used for queues it does not serve', async () => {
+      const outcome = await cli(['worker', '--name', 'cli-named', '--queue', 'other', ...at(), '--', 'true']);
+      expect(outcome.code).toBe(2);
+      expect(outcome.stderr).toMatch(/the agent saved as cli-named \(a_\w+\) serves work, not other/);
+    });
+
+    it('without --name, registers worker-<host> for the run and revokes it when it stops', async () => {
       const outcome = await runWorker(['--queue', 'other']);
 
-      expect(outcome.code).toBe(0);
+      expect(outcome.code, outcome.stdout + outcome.stderr).toBe(0);
       const agents = await named(`worker-${hostname()}`);
       expect(agents).toHaveLength(1);
       expect(agents[0]?.revokedAt).toEqual(expect.any(String));

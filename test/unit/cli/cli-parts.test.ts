@@ -1,17 +1,19 @@
 /**
  * The pure parts of the CLI: reading JSON arguments, numbers, colour decisions, messages for a server out of
- * reach.
+ * reach, and the saved agents of `worker --name`.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '#sdk/errors';
 import { colours, colourWanted, paintStatus } from '../../../cli/colour';
+import { userConfigDir } from '../../../cli/config';
 import { networkCode, UsageError, unreachableMessage } from '../../../cli/errors';
 import { ago, table } from '../../../cli/format';
 import { jsonArgument, positiveNumber, wholeNumber } from '../../../cli/input';
+import { SavedAgents } from '../../../cli/saved-agents';
 
 const ESC = String.fromCharCode(0x1b);
 
@@ -162,5 +164,53 @@ describe('a server out of reach', () => {
 
   it('leaves answers from the server to their own message', () => {
     expect(unreachableMessage(new Error('boom'), local, 30)).toBeUndefined();
+  });
+});
+
+describe('saved agents', () => {
+  const agent = (name: string, endpoint = 'http://127.0.0.1:3000') => ({
+    endpoint,
+    name,
+    agentId: `a_${name}`,
+    token: `a_${name}.secret`,
+    queues: ['work'],
+    maxConcurrency: 1,
+    savedAt: '2026-05-01T00:00:00.000Z',
+  });
+
+  it('lives in the user configuration folder, XDG first', () => {
+    expect(userConfigDir({ XDG_CONFIG_HOME: '/x/config', HOME: '/home/u' })).toBe(
+      '/x/config/agent-scheduler',
+    );
+    expect(userConfigDir({ HOME: '/home/u' })).toBe('/home/u/.config/agent-scheduler');
+    expect(userConfigDir({ XDG_CONFIG_HOME: 'relative', HOME: '/home/u' })).toBe(
+      '/home/u/.config/agent-scheduler',
+    );
+  });
+
+  it('keeps one agent per endpoint and name, readable by the user only', () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'cli-saved-')), 'agent-scheduler');
+    const saved = new SavedAgents(dir);
+    saved.put(agent('one'));
+    saved.put(agent('one', 'https://elsewhere.example'));
+    saved.put({ ...agent('one'), agentId: 'a_replaced' });
+
+    expect(saved.get('http://127.0.0.1:3000/', 'one')?.agentId).toBe('a_replaced');
+    expect(saved.get('https://elsewhere.example', 'one')?.agentId).toBe('a_one');
+    expect(saved.get('http://127.0.0.1:3000', 'two')).toBeUndefined();
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(saved.file).mode & 0o777).toBe(0o600);
+  });
+
+  it('tightens a folder made too open, and never overwrites a file it cannot read', () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'cli-saved-')), 'agent-scheduler');
+    mkdirSync(dir, { mode: 0o755 });
+    const saved = new SavedAgents(dir);
+    saved.put(agent('one'));
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+
+    writeFileSync(saved.file, 'not json');
+    expect(() => saved.put(agent('two'))).toThrow(UsageError);
+    expect(readFileSync(saved.file, 'utf8')).toBe('not json');
   });
 });
