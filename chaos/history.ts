@@ -190,8 +190,18 @@ export function checkHistory(history: History): Verdict {
             .filter((s) => s.sessionId === grant.sessionId && s.at < until)
             .map((s) => s.at),
         ];
-        if (probes.some((t) => validAt(grant, t, sessions, finishedAt))) {
+        const overlapAt = probes.find((t) => validAt(grant, t, sessions, finishedAt));
+        if (overlapAt !== undefined) {
           overlapCount++;
+          const latest = sessions[lastAtOrBefore(sessions, overlapAt)];
+          explain('lease overlap', {
+            grant,
+            later,
+            overlapAt,
+            finishedAt,
+            sessionAtOverlap: latest,
+            versions: ordered,
+          });
           break;
         }
       }

@@ -15,7 +15,7 @@ import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '../functions/adapters/environment';
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
-import { DUE_INDEX } from '../functions/adapters/tables';
+import { DUE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
@@ -342,9 +342,10 @@ export class AgentScheduler extends Construct {
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
-      'dynamodb:Scan',
     ]);
     grantOnTable(operatorApi, tasks, ['dynamodb:Query'], DUE_INDEX);
+    // Listing tasks reads the `listed` index, then the tasks of a page with BatchGetItem.
+    grantOnTable(operatorApi, tasks, ['dynamodb:Query'], LISTED_INDEX);
     grantOnTable(operatorApi, agents, [
       'dynamodb:PutItem',
       'dynamodb:GetItem',
@@ -353,8 +354,10 @@ export class AgentScheduler extends Construct {
     ]);
     // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
     // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
+    // BatchGetItem: a page of agents reads their sessions (online, last heartbeat, tasks held) in one request.
     grantOnTable(operatorApi, leases, [
       'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
       'dynamodb:UpdateItem',
       'dynamodb:PutItem',
       'dynamodb:DeleteItem',

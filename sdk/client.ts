@@ -111,7 +111,7 @@ export class AgentSchedulerClient {
     return (await this.call<{ task: Task }>({ method: 'GET', path: `/v1/tasks/${segment(taskId)}` })).task;
   }
 
-  /** One page of tasks, in no particular order; pass `nextCursor` back as `cursor` for the next page. */
+  /** One page of tasks, newest first; pass `nextCursor` back as `cursor` for the next (older) page. */
   async listTasks(filter: ListTasksInput = {}): Promise<TaskPage> {
     const { queue, status, limit, cursor } = filter;
     const page = await this.call<{ tasks: Task[]; nextCursor?: string | null }>({

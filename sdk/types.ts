@@ -65,6 +65,12 @@ export interface Agent {
   readonly interactive: boolean;
   readonly createdAt: string;
   readonly revokedAt?: string;
+  /** In a list: whether the agent has a live session. */
+  readonly online?: boolean;
+  /** In a list: the last heartbeat (or claim) of its latest session; absent if it never opened one. */
+  readonly lastHeartbeatAt?: string;
+  /** In a list: tasks its live session holds (or is being granted) now. */
+  readonly tasksHeld?: number;
 }
 
 export interface SubmitTaskInput {

@@ -1,4 +1,11 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { AgentSession } from '#domain/task';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
@@ -177,6 +184,31 @@ export class SessionTable {
       }),
     );
     return output.Item ? sessionFromItem(output.Item) : undefined;
+  }
+
+  /**
+   * The session items of up to 100 agents in one `BatchGetItem`, eventually consistent (what an operator looks at,
+   * half the read units); unprocessed keys are asked for again. Agents without a session item are absent.
+   */
+  async getMany(agentIds: readonly string[]): Promise<Map<string, AgentSession>> {
+    const sessions = new Map<string, AgentSession>();
+    if (agentIds.length > 100) throw new RangeError('at most 100 sessions in one read');
+    let keys: Record<string, unknown>[] | undefined = [...new Set(agentIds)].map((agentId) => ({
+      leaseId: sessionLeaseId(agentId),
+    }));
+    for (let round = 0; keys && keys.length > 0; round++) {
+      if (round >= 10) throw new Error('BatchGetItem left sessions unread after retries');
+      if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
+      const output: BatchGetCommandOutput = await this.doc.send(
+        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys } } }),
+      );
+      for (const item of output.Responses?.[this.tableName] ?? []) {
+        const session = sessionFromItem(item);
+        sessions.set(session.agentId, session);
+      }
+      keys = output.UnprocessedKeys?.[this.tableName]?.Keys;
+    }
+    return sessions;
   }
 
   /** One conditional update of the agent's session item, returning the item as it is now either way. */

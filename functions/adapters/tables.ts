@@ -6,7 +6,7 @@
  *   `part = "payload#<specHash>"` is written once at submit. Splitting them keeps claims, heartbeats and completions at the
  *   same write units whether the payload is 1 KB or 200 KB. The sparse `due` index lists open tasks by the time
  *   the supervisor should next look at them, spread over `dueShard` partitions so no partition holds every
- *   task of one status.
+ *   task of one status. The sparse `listed` index lists tasks by queue, newest first, for operators.
  * - agents: one item per registered agent (identity, capabilities, token hash). Rarely written.
  * - leases: one item per agent session (its liveness and the tasks it holds); later also role leases and
  *   per-queue controls. Small items, one write per heartbeat.
@@ -42,6 +42,7 @@ export const TASK_PART = { state: 'state' } as const;
 export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 
 export const DUE_INDEX = 'due';
+export const LISTED_INDEX = 'listed';
 
 export const TASKS_TABLE: TableDefinition = {
   id: 'Tasks',
@@ -53,6 +54,25 @@ export const TASKS_TABLE: TableDefinition = {
       partitionKey: { name: 'dueShard', type: 'S' },
       sortKey: { name: 'dueAt', type: 'N' },
       // Keys only: updating a task's other attributes never writes to the index.
+      projection: 'KEYS_ONLY',
+    },
+    {
+      indexName: LISTED_INDEX,
+      // `<queue>#<nn>`, written once with the state item (payload items carry neither key: the index holds state
+      // items only). One partition per queue would take every submission of the queue: DynamoDB gives a partition
+      // 1,000 writes a second, and an index that cannot keep up throttles the table's writes too. Over
+      // `LISTED_SHARDS` partitions a queue takes 10,000 submissions a second, the busiest partition about 650
+      // of them (`key-distribution.test.ts`).
+      partitionKey: { name: 'listShard', type: 'S' },
+      sortKey: { name: 'createdAt', type: 'N' },
+      // Keys only. `listShard` and `createdAt` never change, so the index is written once when a task is created
+      // and once when it expires, whatever happens in between; projecting what a list shows (status, attempt,
+      // owner, updatedAt) would add an index write to every transition, three or more per task. A page reads its
+      // tasks from the table instead: one consistent read unit per task of the page (state items stay under
+      // 4 KB), plus one query per shard of each queue listed, of about 80 bytes a key: half a read unit for up to
+      // 50 keys. A page of 25 over 2 queues: 32 queries and one BatchGetItem, about 41 read units. Operators list
+      // rarely; tasks change all the time. (State items written before this index have no `listShard`: they are
+      // not listed.)
       projection: 'KEYS_ONLY',
     },
   ],
@@ -118,3 +138,6 @@ export function createTableInput(definition: TableDefinition, tableName: string)
 
 /** Partitions of the `due` index. Fixed: sweeps query every shard, so changing it strands entries. */
 export const DUE_SHARDS = 32;
+
+/** Partitions of the `listed` index per queue. Fixed: lists query every shard, so changing it strands entries. */
+export const LISTED_SHARDS = 16;

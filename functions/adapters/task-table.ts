@@ -17,7 +17,7 @@ import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
-import { DUE_INDEX, payloadPart, TASK_PART } from './tables';
+import { DUE_INDEX, LISTED_INDEX, payloadPart, TASK_PART } from './tables';
 
 type Item = Record<string, unknown>;
 
@@ -145,8 +145,12 @@ function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** The item for a newly submitted task. */
-export function itemFromNewTask(task: Task, due: { dueShard: string; dueAt: number }): Item {
+/** The item for a newly submitted task; `listShard` places it in the `listed` index, for good. */
+export function itemFromNewTask(
+  task: Task,
+  due: { dueShard: string; dueAt: number },
+  listShard: string,
+): Item {
   return definedOnly({
     ...stateKey(task.taskId),
     queue: task.queue,
@@ -169,6 +173,7 @@ export function itemFromNewTask(task: Task, due: { dueShard: string; dueAt: numb
     updatedAt: task.updatedAt,
     dueShard: due.dueShard,
     dueAt: due.dueAt,
+    listShard,
   });
 }
 
@@ -339,6 +344,38 @@ export class TaskTable {
       }),
     );
     return (output.Items ?? []).map((item) => String(item.taskId));
+  }
+
+  /**
+   * One page of a shard of the `listed` index, newest first: task ids with their creation times, from `startKey`
+   * (the `startKey` of the page before) or else from the newest task created at or before `atOrBefore`. Tasks
+   * created in the same millisecond come in no promised order.
+   */
+  async queryListed(
+    listShard: string,
+    from: { atOrBefore?: number; startKey?: Item; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: Item }> {
+    const e = new Expression();
+    const key = [`${e.n('listShard')} = ${e.v(listShard)}`];
+    if (from.atOrBefore !== undefined) key.push(`${e.n('createdAt')} <= ${e.v(from.atOrBefore)}`);
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: LISTED_INDEX,
+        KeyConditionExpression: key.join(' AND '),
+        ScanIndexForward: false,
+        Limit: from.limit,
+        ExclusiveStartKey: from.startKey,
+        ...e.attributes(),
+      }),
+    );
+    return {
+      entries: (output.Items ?? []).map((item) => ({
+        taskId: String(item.taskId),
+        createdAt: Number(item.createdAt),
+      })),
+      ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
+    };
   }
 
   private async batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {

@@ -11,7 +11,7 @@ import { type EventPublisher, noEvents } from '#adapters/event-publishers';
 import { PayloadObjects } from '#adapters/payload-objects';
 import { RoleTable } from '#adapters/role-table';
 import { SessionTable } from '#adapters/session-table';
-import { DUE_SHARDS, type TableNames } from '#adapters/tables';
+import { DUE_SHARDS, LISTED_SHARDS, type TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
 import { shardOf } from '#domain/ids';
@@ -189,6 +189,17 @@ export const dueShardFor = (ctx: Pick<SchedulerContext, 'dueShards'>, taskId: st
 /** Every partition of the `due` index, for sweeps. */
 export const allDueShards = (ctx: Pick<SchedulerContext, 'dueShards'>): string[] =>
   Array.from({ length: ctx.dueShards }, (_, shard) => dueShardName(shard));
+
+const listedShardName = (queue: string, shard: number): string =>
+  `${queue}#${String(shard).padStart(2, '0')}`;
+
+/** The `listed` index partition of a task: its queue, and a shard of it. */
+export const listedShardFor = (queue: string, taskId: string): string =>
+  listedShardName(queue, shardOf(taskId, LISTED_SHARDS));
+
+/** Every partition of the `listed` index that holds tasks of `queue`. */
+export const allListedShards = (queue: string): string[] =>
+  Array.from({ length: LISTED_SHARDS }, (_, shard) => listedShardName(queue, shard));
 
 /**
  * Starts the `due` query of every shard at once (a sweep would otherwise wait for them one by one); each shard's

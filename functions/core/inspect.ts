@@ -1,18 +1,19 @@
 /**
  * What operators look at: tasks by queue and status, and per-queue figures.
  *
- * Listing scans the state items (a page at a time, resumable with a cursor): operators list rarely, and an
- * index kept for it would cost a write on every transition of every task. Queue figures walk the `due` index,
- * which holds only open (queued or leased) tasks, up to a bound.
+ * Listing reads the `listed` index newest first (every shard of the queues listed, merged by time; see
+ * `NewestFirst`), then the page's tasks from the table in one consistent `BatchGetItem`. A status is a filter on
+ * the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
+ * says where to go on. Queue figures walk the `due` index, which holds only open (queued or leased) tasks, up to
+ * a bound.
  */
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { taskFromItem } from '#adapters/task-table';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES, type Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
-import { isTaskStatus, type TaskStatus } from '#domain/task-status';
-import { allDueShards, type SchedulerContext } from './context';
+import { isTaskStatus } from '#domain/task-status';
+import { allDueShards, allListedShards, type SchedulerContext } from './context';
+import { type ListPosition, NewestFirst } from './newest-first';
 import { listQueueControls, type QueueLimits } from './queue-controls';
 
 export interface TaskPage {
@@ -20,27 +21,36 @@ export interface TaskPage {
   readonly nextCursor?: string;
 }
 
-const encodeCursor = (key: Record<string, unknown>) => Buffer.from(JSON.stringify(key)).toString('base64url');
+/** Most rounds of `limit` tasks one page looks at when a status filter leaves it short. */
+const LIST_ROUNDS = 10;
 
-function decodeCursor(cursor: string): Record<string, unknown> {
+const encodeCursor = (position: ListPosition) =>
+  Buffer.from(JSON.stringify({ createdAt: position.createdAt, taskId: position.taskId })).toString(
+    'base64url',
+  );
+
+function decodeCursor(cursor: string): ListPosition {
   try {
-    const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      typeof key === 'object' &&
-      key !== null &&
-      // Only a key this API could have returned reaches DynamoDB: an empty or over-long part is its error (500).
-      TASK_ID_PATTERN.test(String((key as { taskId?: unknown }).taskId)) &&
-      (key as { part?: unknown }).part === 'state' &&
-      Object.keys(key).length === 2 &&
-      // base64url decoding skips what is not in its alphabet: only the exact text this API wrote is a cursor.
-      encodeCursor(key as Record<string, unknown>) === cursor
-    ) {
-      return key as Record<string, unknown>;
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (typeof value === 'object' && value !== null) {
+      const { createdAt, taskId } = value as { createdAt?: unknown; taskId?: unknown };
+      if (
+        Number.isSafeInteger(createdAt) &&
+        (createdAt as number) >= 0 &&
+        typeof taskId === 'string' &&
+        TASK_ID_PATTERN.test(taskId) &&
+        // base64url decoding skips what is not in its alphabet: only the exact text this API wrote is a cursor.
+        encodeCursor({ createdAt: createdAt as number, taskId }) === cursor
+      ) {
+        return { createdAt: createdAt as number, taskId };
+      }
     }
   } catch {
     // fall through
   }
-  throw new ValidationError('cursor: not a cursor this API returned');
+  throw new ValidationError(
+    'cursor: not a cursor this API returned (pass the nextCursor of a page as it is)',
+  );
 }
 
 export async function listTasks(
@@ -50,49 +60,46 @@ export async function listTasks(
   const limit = filter.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
     throw new ValidationError('limit: an integer from 1 to 100');
-  if (filter.status !== undefined && !isTaskStatus(filter.status)) {
+  const { status } = filter;
+  if (status !== undefined && !isTaskStatus(status)) {
     throw new ValidationError(`status: one of queued, leased, succeeded, dead, cancelled`);
   }
   if (filter.queue !== undefined && !ctx.queues.directory.has(filter.queue)) {
     throw new ValidationError(`queue: ${filter.queue.slice(0, 64)} does not exist`);
   }
-  const conditions = ['#part = :state'];
-  const values: Record<string, unknown> = { ':state': 'state' };
-  const names: Record<string, string> = { '#part': 'part' };
-  if (filter.queue) {
-    conditions.push('#queue = :queue');
-    names['#queue'] = 'queue';
-    values[':queue'] = filter.queue;
-  }
-  if (filter.status) {
-    conditions.push('#status = :status');
-    names['#status'] = 'status';
-    values[':status'] = filter.status as TaskStatus;
-  }
+  const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+  const queues = filter.queue === undefined ? ctx.queues.directory.names() : [filter.queue];
+  const listed = new NewestFirst(
+    queues.flatMap(allListedShards),
+    (shard, from) => ctx.tasks.queryListed(shard, from),
+    after,
+  );
   const tasks: Task[] = [];
-  let startKey = filter.cursor ? decodeCursor(filter.cursor) : undefined;
-  // Filters apply after each page is read, so keep reading until the page is full or the table ends.
-  for (let pages = 0; pages < 20 && tasks.length < limit; pages++) {
-    const output = await ctx.tasks.doc.send(
-      new ScanCommand({
-        TableName: ctx.tasks.tableName,
-        FilterExpression: conditions.join(' AND '),
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        Limit: limit * 4,
-        ExclusiveStartKey: startKey,
-      }),
+  let last: ListPosition | undefined;
+  let cut = false;
+  for (let round = 0; round < LIST_ROUNDS && tasks.length < limit && !cut; round++) {
+    // Without a filter every task read is listed: read no more than the page needs.
+    const positions = await listed.take(status === undefined ? limit - tasks.length : limit);
+    if (positions.length === 0) break;
+    const found = await ctx.tasks.getMany(
+      positions.map((p) => p.taskId),
+      true,
     );
-    for (const item of output.Items ?? []) tasks.push(taskFromItem(item));
-    startKey = output.LastEvaluatedKey;
-    if (!startKey) break;
+    for (const [i, position] of positions.entries()) {
+      last = position;
+      // Gone from the table since the index was read (expired): nothing to list.
+      const task = found.get(position.taskId);
+      if (task && (status === undefined || task.status === status)) tasks.push(task);
+      if (tasks.length === limit) {
+        cut = i < positions.length - 1;
+        break;
+      }
+    }
   }
-  const page = tasks.slice(0, limit);
-  const last = page.at(-1);
-  const more = tasks.length > limit || startKey !== undefined;
+  const more = cut || listed.hasMore();
   return {
-    tasks: page,
-    ...(more && last ? { nextCursor: encodeCursor({ taskId: last.taskId, part: 'state' }) } : {}),
+    tasks,
+    ...(more && last ? { nextCursor: encodeCursor(last) } : {}),
   };
 }
 

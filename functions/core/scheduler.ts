@@ -36,7 +36,7 @@ import {
   SCHEDULE_NAME,
   type ScheduleBackend,
 } from './schedules';
-import { heartbeat, openSession, readSession, registerAgent } from './sessions';
+import { agentPresence, heartbeat, openSession, readSession, registerAgent } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 
@@ -71,7 +71,10 @@ export class Scheduler {
     return this.ctx.agents.list(limit).catch(translateAwsError);
   }
 
-  /** A page of agents, as `GET /v1/tasks` pages tasks: `limit` 1-100 (50), `cursor` from the previous page. */
+  /**
+   * A page of agents, as `GET /v1/tasks` pages tasks: `limit` 1-100 (50), `cursor` from the previous page; each
+   * with its presence (online, last heartbeat, tasks held), read from the page's session items in one request.
+   */
   async listAgentPage(filter: { limit?: number; cursor?: string } = {}) {
     const limit = filter.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
@@ -87,8 +90,12 @@ export class Scheduler {
         throw new ValidationError('cursor: not a cursor this API returned');
     }
     const page = await this.ctx.agents.page(limit, startAfter).catch(translateAwsError);
+    const presence = await agentPresence(this.ctx, page.agents).catch(translateAwsError);
     return {
-      agents: page.agents,
+      agents: page.agents.map((agent) => ({
+        ...agent,
+        presence: presence.get(agent.agentId) ?? { online: false, tasksHeld: 0 },
+      })),
       ...(page.lastAgentId ? { nextCursor: Buffer.from(page.lastAgentId).toString('base64url') } : {}),
     };
   }

@@ -8,7 +8,11 @@ import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { ConflictError, ScheduleNotFoundError, ValidationError } from '#domain/errors';
 import { PRIORITIES } from '#domain/priority';
-import { ScheduleExpressionError, validateScheduleExpression } from '#domain/schedule-expression';
+import {
+  ScheduleExpressionError,
+  UnknownTimeZoneError,
+  validateScheduleExpression,
+} from '#domain/schedule-expression';
 import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 
@@ -72,6 +76,12 @@ export function parseScheduleSpec(ctx: SchedulerContext, input: unknown): Schedu
   try {
     validateScheduleExpression(spec.expression, spec.timeZone, spec.name);
   } catch (error) {
+    // The field is named: an unknown time zone is not the expression's fault.
+    if (error instanceof UnknownTimeZoneError) {
+      throw new ValidationError(
+        `timeZone: unknown time zone "${error.timeZone}" (expected an IANA name such as Europe/Paris)`,
+      );
+    }
     if (error instanceof ScheduleExpressionError || error instanceof RangeError) {
       throw new ValidationError(error.message.slice(0, 280));
     }

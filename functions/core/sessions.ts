@@ -286,3 +286,36 @@ export async function readSession(ctx: SchedulerContext, agentId: string): Promi
   }
   return { sessionId: session.sessionId, expiresAt: session.expiresAt, tasks: held, roles };
 }
+
+/** What an operator sees of an agent's session in a list of agents. */
+export interface AgentPresence {
+  /** A live session (and the agent not revoked). */
+  readonly online: boolean;
+  /** The last heartbeat (or claim, which counts as one) of its latest session; absent if it never opened one. */
+  readonly lastHeartbeatAt?: number;
+  /** Tasks its live session holds or is being granted right now; 0 when offline (its leases ended with it). */
+  readonly tasksHeld: number;
+}
+
+/** The presence of each agent of a page, from their session items in one read. */
+export async function agentPresence(
+  ctx: SchedulerContext,
+  agents: readonly Agent[],
+): Promise<Map<string, AgentPresence>> {
+  const sessions = agents.length === 0 ? new Map() : await ctx.sessions.getMany(agents.map((a) => a.agentId));
+  const now = ctx.now();
+  return new Map(
+    agents.map((agent) => {
+      const session = sessions.get(agent.agentId);
+      const online = session !== undefined && agent.revokedAt === undefined && isSessionLive(session, now);
+      return [
+        agent.agentId,
+        {
+          online,
+          ...(session ? { lastHeartbeatAt: session.heartbeatAt } : {}),
+          tasksHeld: online ? Object.keys(session.held).length : 0,
+        },
+      ];
+    }),
+  );
+}

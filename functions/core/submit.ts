@@ -10,7 +10,7 @@ import { IdempotencyConflictError, ValidationError } from '#domain/errors';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
-import { dueShardFor, type SchedulerContext } from './context';
+import { dueShardFor, listedShardFor, type SchedulerContext } from './context';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
 import { dueAtAfterDispatch } from './transitions';
@@ -121,7 +121,11 @@ export async function commitSubmission(
     else await dispatch(ctx, target, delaySeconds);
   };
   const outcome = await ctx.tasks.createState(
-    itemFromNewTask(task, { dueShard: dueShardFor(ctx, task.taskId), dueAt: prepared.dueAt }),
+    itemFromNewTask(
+      task,
+      { dueShard: dueShardFor(ctx, task.taskId), dueAt: prepared.dueAt },
+      listedShardFor(task.queue, task.taskId),
+    ),
   );
   if (!outcome.created) {
     const existing = outcome.existing;

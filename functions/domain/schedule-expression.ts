@@ -74,6 +74,18 @@ export class ScheduleExpressionError extends Error {
   }
 }
 
+/** A time zone that is not an IANA name: the expression may be fine, the zone it is read in is not. */
+export class UnknownTimeZoneError extends Error {
+  constructor(
+    readonly timeZone: string,
+    readonly scheduleName?: string,
+  ) {
+    const subject = scheduleName === undefined ? '' : `schedule ${scheduleName}: `;
+    super(`${subject}unknown time zone "${timeZone}" (expected an iana name such as Europe/Paris)`);
+    this.name = 'UnknownTimeZoneError';
+  }
+}
+
 export interface FireTimeOptions {
   /** IANA name of the zone the expression is evaluated in; UTC by default. */
   readonly timeZone?: string;
@@ -96,16 +108,17 @@ export function parseScheduleExpression(expression: string): ScheduleExpression 
   return naming(expression, undefined, () => parseOrThrowReason(expression));
 }
 
-/** Synth-time check of an expression and its time zone; `scheduleName` is put in front of the message. */
+/**
+ * Synth-time check of an expression and its time zone; `scheduleName` is put in front of the message. A bad
+ * expression is a `ScheduleExpressionError`, an unknown time zone an `UnknownTimeZoneError`.
+ */
 export function validateScheduleExpression(
   expression: string,
   timeZone?: string,
   scheduleName?: string,
 ): void {
-  naming(expression, scheduleName, () => {
-    parseOrThrowReason(expression);
-    if (timeZone !== undefined) assertTimeZone(timeZone);
-  });
+  naming(expression, scheduleName, () => parseOrThrowReason(expression));
+  if (timeZone !== undefined) assertTimeZone(timeZone, scheduleName);
 }
 
 /**
@@ -118,7 +131,7 @@ export function nextFireTimes(
 ): number[] {
   const schedule = typeof expression === 'string' ? parseScheduleExpression(expression) : expression;
   const timeZone = options.timeZone ?? DEFAULT_TIME_ZONE;
-  naming(schedule.expression, undefined, () => assertTimeZone(timeZone));
+  assertTimeZone(timeZone);
   assertInstant('after', options.after);
   if (options.startAt !== undefined) assertInstant('startAt', options.startAt);
   if (options.endAt !== undefined) assertInstant('endAt', options.endAt);
@@ -497,9 +510,9 @@ const IANA_NAME = /^[A-Z][A-Za-z0-9_+-]*(\/[A-Z][A-Za-z0-9_+-]*)*$/;
 
 const wallClockFormats = new Map<string, Intl.DateTimeFormat>();
 
-function assertTimeZone(timeZone: string): void {
+function assertTimeZone(timeZone: string, scheduleName?: string): void {
   if (!IANA_NAME.test(timeZone) || wallClockFormat(timeZone) === undefined) {
-    invalid(`unknown time zone "${timeZone}" (expected an iana name such as Europe/Paris)`);
+    throw new UnknownTimeZoneError(timeZone, scheduleName);
   }
 }
 

@@ -110,6 +110,10 @@ export const agentSchema = published(
     interactive: z.boolean(),
     createdAt: timestamp,
     revokedAt: timestamp.optional(),
+    // In a list only: the agent's presence.
+    online: z.boolean().optional().describe('A session of the agent is live (lists only)'),
+    lastHeartbeatAt: timestamp.optional().describe('When the agent was last heard from (lists only)'),
+    tasksHeld: count.optional().describe('Tasks its session holds (lists only)'),
   }),
 );
 

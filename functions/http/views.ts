@@ -8,7 +8,7 @@ import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
 import type { ScheduleRecord } from '#core/schedules';
-import type { SessionHoldings } from '#core/sessions';
+import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Task } from '#domain/task';
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -50,7 +50,9 @@ export function claimedTaskView(task: ClaimedTask) {
   return { ...task, leaseDeadline: iso(task.leaseDeadline) };
 }
 
-export function agentView(agent: Agent) {
+/** An agent; in a list, with its presence: online, last heartbeat, tasks held. */
+export function agentView(agent: Agent & { presence?: AgentPresence }) {
+  const { presence } = agent;
   return {
     agentId: agent.agentId,
     name: agent.name,
@@ -59,6 +61,13 @@ export function agentView(agent: Agent) {
     interactive: agent.interactive,
     createdAt: iso(agent.createdAt),
     revokedAt: iso(agent.revokedAt),
+    ...(presence
+      ? {
+          online: presence.online,
+          lastHeartbeatAt: iso(presence.lastHeartbeatAt),
+          tasksHeld: presence.tasksHeld,
+        }
+      : {}),
   };
 }
 

@@ -91,15 +91,12 @@ app.synth();
     expect(Object.keys(installed.peerDependencies ?? {}).sort()).toEqual(['aws-cdk-lib', 'constructs']);
   });
 
-  it('the CLI runs from the tarball: submit --help exits 0', async () => {
-    const { stdout } = await run(
-      join(project, 'node_modules', '.bin', 'agent-scheduler'),
-      ['submit', '--help'],
-      {
-        cwd: project,
-      },
-    );
-    expect(stdout).toMatch(/agent-scheduler/);
+  it('the CLI runs from the tarball: --version and submit --help exit 0', async () => {
+    const cli = join(project, 'node_modules', '.bin', 'agent-scheduler');
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect((await run(cli, ['--version'], { cwd: project })).stdout.trim()).toBe(version);
+    const { stdout } = await run(cli, ['submit', '--help'], { cwd: project });
+    expect(stdout).toMatch(/--queue/);
   });
 
   it('the SDK is at agent-scheduler/sdk, under plain node', async () => {

@@ -205,6 +205,7 @@ export function grantedUses(stack: AgentSchedulerStack, template: CloudFormation
     if (typeof table === 'object' && table && 'tableArn' in table) {
       kindOf(table.tableArn, `table:${name}`);
       kindOf(`${table.tableArn}/index/due`, `table:${name}/index/due`);
+      kindOf(`${table.tableArn}/index/listed`, `table:${name}/index/listed`);
     }
   }
   for (const queues of scheduler.queues.values()) {

@@ -58,7 +58,7 @@ describe('AgentScheduler construct', () => {
       },
     );
 
-    it('tasks and leases expire finished items with a TTL attribute; the due index is sharded and keys-only', () => {
+    it('tasks and leases expire finished items with a TTL attribute; the due and listed indexes are sharded and keys-only', () => {
       template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
         KeySchema: [
           { AttributeName: 'taskId', KeyType: 'HASH' },
@@ -71,6 +71,14 @@ describe('AgentScheduler construct', () => {
             KeySchema: [
               { AttributeName: 'dueShard', KeyType: 'HASH' },
               { AttributeName: 'dueAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+          {
+            IndexName: 'listed',
+            KeySchema: [
+              { AttributeName: 'listShard', KeyType: 'HASH' },
+              { AttributeName: 'createdAt', KeyType: 'RANGE' },
             ],
             Projection: { ProjectionType: 'KEYS_ONLY' },
           },
@@ -301,10 +309,10 @@ describe('AgentScheduler construct', () => {
       Action: actions.sort(),
       Resource: [resolve(stack.scheduler.tables[name].tableArn)],
     });
-    const index = (actions: string[]) => ({
+    const index = (actions: string[], name = 'due') => ({
       Effect: 'Allow',
       Action: actions.sort(),
-      Resource: [resolve(`${stack.scheduler.tables.tasks.tableArn}/index/due`)],
+      Resource: [resolve(`${stack.scheduler.tables.tasks.tableArn}/index/${name}`)],
     });
     const queues = (...actions: string[]) =>
       [...stack.scheduler.queues.values()].map((q) => ({
@@ -397,13 +405,14 @@ describe('AgentScheduler construct', () => {
           'dynamodb:GetItem',
           'dynamodb:UpdateItem',
           'dynamodb:BatchGetItem',
-          'dynamodb:Scan',
         ),
         index(['dynamodb:Query']),
+        index(['dynamodb:Query'], 'listed'),
         table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
         table(
           'leases',
           'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
           'dynamodb:UpdateItem',
           'dynamodb:PutItem',
           'dynamodb:DeleteItem',

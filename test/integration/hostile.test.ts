@@ -151,7 +151,7 @@ describe('hostile input', () => {
   });
 
   it('3. a cursor with characters outside base64url is refused, though it decodes', async () => {
-    const cursor = Buffer.from(JSON.stringify({ taskId: `t_${'q'.repeat(26)}`, part: 'state' })).toString(
+    const cursor = Buffer.from(JSON.stringify({ createdAt: 1, taskId: `t_${'q'.repeat(26)}` })).toString(
       'base64url',
     );
     expect((await call('GET', `/v1/tasks?cursor=${cursor}`)).status).toBe(200);

@@ -1,11 +1,11 @@
 /**
  * Hot partitions: DynamoDB gives each partition key at most 1,000 write units a second. A real workload on
- * DynamoDB Local records the partition key of every write, on the tables and on the `due` index, and the rates
- * are scaled to a fleet doing 10,000 claims a second: 200 agents at 50 claims a second each.
+ * DynamoDB Local records the partition key of every write, on the tables and on the `due` and `listed` indexes,
+ * and the rates are scaled to a fleet doing 10,000 claims a second: 200 agents at 50 claims a second each.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DUE_INDEX } from '#adapters/tables';
-import { dueShardFor } from '#core/context';
+import { DUE_INDEX, LISTED_INDEX } from '#adapters/tables';
+import { dueShardFor, listedShardFor } from '#core/context';
 import { newTaskId } from '#domain/ids';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
@@ -50,6 +50,11 @@ describe('write distribution over partition keys', () => {
             input.Item?.dueShard !== undefined || names.includes('dueShard') || names.includes('dueAt');
           if (table === ctx.tasks.tableName && touchesIndex && kind === '') {
             count(`${table}/${DUE_INDEX}:${dueShardFor(ctx, pk)}`);
+          }
+          // The `listed` index is written when a state item with its key is put (its keys never change after).
+          const listShard = input.Item?.listShard;
+          if (table === ctx.tasks.tableName && listShard !== undefined) {
+            count(`${table}/${LISTED_INDEX}:${String((listShard as { S?: string }).S ?? listShard)}`);
           }
         };
         const input = args.input as WriteInput & {
@@ -103,18 +108,25 @@ describe('write distribution over partition keys', () => {
     // share of one agent's 50 claims/s; a task's key is written a few times over its whole life. Index shards
     // take the index's writes in the proportion the hash gives them, measured on 100,000 task ids.
     const perAgentClaims = CLAIMS_PER_SECOND / FLEET;
-    const shardCounts = new Map<string, number>();
     const sampled = 100_000;
-    for (let i = 0; i < sampled; i++) {
-      const shard = dueShardFor(stack.ctx, newTaskId());
-      shardCounts.set(shard, (shardCounts.get(shard) ?? 0) + 1);
-    }
-    const busiestShardShare = Math.max(...shardCounts.values()) / sampled;
-    const indexWrites = [...writes]
-      .filter(([key]) => key.includes(`/${DUE_INDEX}:`))
-      .reduce((sum, [, n]) => sum + n, 0);
+    const busiestShare = (shardOf: (taskId: string) => string) => {
+      const counts = new Map<string, number>();
+      for (let i = 0; i < sampled; i++) {
+        const shard = shardOf(newTaskId());
+        counts.set(shard, (counts.get(shard) ?? 0) + 1);
+      }
+      return { shards: counts.size, share: Math.max(...counts.values()) / sampled };
+    };
+    const isIndexKey = (key: string) => key.includes(`/${DUE_INDEX}:`) || key.includes(`/${LISTED_INDEX}:`);
+    const indexWritesOf = (index: string) =>
+      [...writes].filter(([key]) => key.includes(`/${index}:`)).reduce((sum, [, n]) => sum + n, 0);
+    const indexWrites = indexWritesOf(DUE_INDEX);
+    const listedWrites = indexWritesOf(LISTED_INDEX);
+    const due = busiestShare((taskId) => dueShardFor(stack.ctx, taskId));
+    // Every task of this run is in one queue: its shards take all of the index's writes.
+    const listed = busiestShare((taskId) => listedShardFor('work', taskId));
     const rates = [...writes]
-      .filter(([key]) => !key.includes(`/${DUE_INDEX}:`))
+      .filter(([key]) => !isIndexKey(key))
       .map(([key, n]) => {
         const isSession = key.includes(':session#');
         const isTask = /:t_[a-z2-7]{26}$/.test(key);
@@ -126,14 +138,19 @@ describe('write distribution over partition keys', () => {
         return { key: key.replace(/^t\w+?-/, ''), rate: Math.round(rate) };
       });
     rates.push({
-      key: `tasks/${DUE_INDEX}: busiest of ${shardCounts.size} shards`,
-      rate: Math.round((indexWrites / claims) * CLAIMS_PER_SECOND * busiestShardShare),
+      key: `tasks/${DUE_INDEX}: busiest of ${due.shards} shards`,
+      rate: Math.round((indexWrites / claims) * CLAIMS_PER_SECOND * due.share),
+    });
+    rates.push({
+      key: `tasks/${LISTED_INDEX}: busiest of ${listed.shards} shards of one queue`,
+      rate: Math.round((listedWrites / claims) * CLAIMS_PER_SECOND * listed.share),
     });
     const hottest = rates.sort((a, b) => b.rate - a.rate).slice(0, 5);
     console.log(`hottest keys at ${CLAIMS_PER_SECOND} claims/s: ${JSON.stringify(hottest)}`);
     expect(claims).toBe(tasks);
-    // The index is written at submit and at completion.
+    // The `due` index is written at submit and at completion; the `listed` index once, at submit.
     expect(indexWrites / claims).toBeGreaterThanOrEqual(2);
+    expect(listedWrites).toBe(tasks);
     expect(hottest[0]?.rate ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(PER_KEY_LIMIT);
   });
 });

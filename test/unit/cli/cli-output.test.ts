@@ -29,6 +29,9 @@ describe('CLI output', () => {
                 maxConcurrency: 1,
                 interactive: true,
                 createdAt: '2026-01-01T00:00:00.000Z',
+                online: true,
+                lastHeartbeatAt: '2026-01-01T00:00:00.000Z',
+                tasksHeld: 2,
               },
             ],
           }),
@@ -60,6 +63,21 @@ describe('CLI output', () => {
       const [agent] = JSON.parse(printed) as { name: string }[];
       expect(agent?.name).toBe(HOSTILE);
     }
+  });
+
+  it('colours a terminal’s table with its own codes only, and keeps what the server sent escaped', async () => {
+    const lines: string[] = [];
+    const code = await main(
+      ['agents', 'list', '--endpoint', endpoint, '--token', 'op_x'],
+      (text) => lines.push(text),
+      { stdoutIsTTY: true, env: {} },
+    );
+    expect(code).toBe(0);
+    const printed = lines.join('\n');
+    expect(printed).toContain('\u001b[32myes\u001b[39m');
+    expect(printed).toContain('evil\\u001b[2J');
+    // The only raw escapes are the colour codes the CLI added.
+    expect(raw(printed.replaceAll('\u001b[32m', '').replaceAll('\u001b[39m', ''))).toBe(false);
   });
 
   it('prints an error message from the server escaped', async () => {

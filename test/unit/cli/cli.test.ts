@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CommandFailed, commandHandler, NOT_RETRYABLE_EXIT_CODE } from '../../../cli/command-handler';
-import { resolveConnection } from '../../../cli/config';
+import { findLocalFile, resolveConnection } from '../../../cli/config';
+import { UsageError } from '../../../cli/errors';
 import { record, table } from '../../../cli/format';
 
 const task = {
@@ -41,7 +42,13 @@ describe('connection', () => {
       'then local.json',
       {},
       {},
-      { endpoint: 'http://127.0.0.1:3000', auth: 'token', token: 'op_local', source: 'local.json' },
+      {
+        endpoint: 'http://127.0.0.1:3000',
+        auth: 'token',
+        token: 'op_local',
+        source: 'local.json',
+        localFile: join(dir, '.agent-scheduler', 'local.json'),
+      },
     ],
   ])('%s', (_, flags, env, expected) => {
     expect(resolveConnection(flags, env, dir)).toEqual(expected);
@@ -89,11 +96,63 @@ describe('connection', () => {
       auth: 'iam',
       region: 'eu-west-3',
       source: 'local.json',
+      localFile: join(iamDir, '.agent-scheduler', 'local.json'),
+    });
+  });
+
+  it('finds local.json in a folder above, the nearest first', () => {
+    // Prepare: local.json at the top and one level down; the command runs three levels below that
+    const top = mkdtempSync(join(tmpdir(), 'cli-walk-'));
+    const nearer = join(top, 'project');
+    const deep = join(nearer, 'src', 'lib', 'deep');
+    mkdirSync(deep, { recursive: true });
+    for (const [folder, port] of [
+      [top, 4001],
+      [nearer, 4002],
+    ] as const) {
+      mkdirSync(join(folder, '.agent-scheduler'));
+      writeFileSync(
+        join(folder, '.agent-scheduler', 'local.json'),
+        JSON.stringify({ endpoint: `http://127.0.0.1:${port}`, operatorToken: `op_${port}` }),
+      );
+    }
+
+    // Act
+    const found = resolveConnection({}, {}, deep);
+
+    // Assess
+    expect(found).toMatchObject({
+      endpoint: 'http://127.0.0.1:4002',
+      token: 'op_4002',
+      localFile: join(nearer, '.agent-scheduler', 'local.json'),
+    });
+    expect(findLocalFile(join(top, 'elsewhere'))).toBe(join(top, '.agent-scheduler', 'local.json'));
+  });
+
+  it('sends the operator token of local.json to its own endpoint only', () => {
+    expect(resolveConnection({ endpoint: 'http://127.0.0.1:3000/' }, {}, dir)).toMatchObject({
+      token: 'op_local',
+      source: 'flags',
+    });
+    expect(resolveConnection({ endpoint: 'http://other.example:3000' }, {}, dir)).not.toHaveProperty('token');
+  });
+
+  it('says which local.json cannot be read, and is not stopped by it when it is not needed', () => {
+    const broken = mkdtempSync(join(tmpdir(), 'cli-broken-'));
+    mkdirSync(join(broken, '.agent-scheduler'));
+    writeFileSync(join(broken, '.agent-scheduler', 'local.json'), '{"endpoint": ');
+    expect(() => resolveConnection({}, {}, broken)).toThrow(
+      `cannot read ${join(broken, '.agent-scheduler', 'local.json')}: it is not JSON`,
+    );
+    expect(resolveConnection({ endpoint: 'http://f', token: 'op_f' }, {}, broken)).toMatchObject({
+      token: 'op_f',
     });
   });
 
   it('says how to get an endpoint when there is none', () => {
-    expect(() => resolveConnection({}, {}, tmpdir())).toThrow(/npm start/);
+    const empty = mkdtempSync(join(tmpdir(), 'cli-none-'));
+    expect(() => resolveConnection({}, {}, empty)).toThrow(UsageError);
+    expect(() => resolveConnection({}, {}, empty)).toThrow(/npm start/);
   });
 });
 

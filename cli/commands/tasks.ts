@@ -1,0 +1,165 @@
+/**
+ * Tasks: submit, get, list, cancel, redrive.
+ */
+import { type Command, Option } from 'commander';
+import type { Priority, SubmitTaskInput, TaskStatus } from '#sdk/types';
+import { paintStatus } from '../colour';
+import { type Cli, SafeText } from '../context';
+import { UsageError } from '../errors';
+import { record, table } from '../format';
+import { jsonArgument, wholeNumber } from '../input';
+import { defined, examples } from './shared';
+
+export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
+export const STATUSES = ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] as const;
+
+const TASK_COLUMNS = [
+  'taskId',
+  'queue',
+  'priority',
+  'status',
+  'attempt',
+  'leaseEpoch',
+  'owner',
+  'createdAt',
+  'updatedAt',
+];
+
+export function taskCommands(program: Command, cli: Cli): void {
+  program
+    .command('submit')
+    .summary('submit a task (or a batch of up to 25)')
+    .description(
+      'Submits a task to a queue. The payload is JSON: inline, @file, or - for standard input. A key names the ' +
+        'task: submitting the same key again returns the same task.',
+    )
+    .option('--queue <queue>', 'the queue the task goes to')
+    .option('--payload <json>', 'the task payload: JSON, @file or - (default: {})')
+    .addOption(new Option('--priority <priority>', 'the task priority').choices(PRIORITIES))
+    .option('--max-attempts <n>', 'attempts before the task is dead (server default 3)', wholeNumber)
+    .option('--timeout <seconds>', 'how long one attempt may run (server default 900)', wholeNumber)
+    .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
+    .option('--key <key>', 'an idempotency key (default: a new one)')
+    .option('--batch <json>', 'an array of up to 25 task specifications: JSON, @file or -')
+    .addHelpText(
+      'after',
+      examples([
+        `agent-scheduler submit --queue research --payload '{"topic":"tides"}'`,
+        'agent-scheduler submit --queue research --payload @task.json --priority high --key tides-2026',
+        'agent-scheduler submit --batch @tasks.json --json',
+      ]),
+    )
+    .action(async (options: SubmitOptions) => {
+      cli.exitCode = await submit(cli, options);
+    });
+
+  program
+    .command('get')
+    .summary('show a task, with its payload size, result and error')
+    .argument('<task-id>', 'the task id (t_...)')
+    .addHelpText('after', examples(['agent-scheduler get t_abc...', 'agent-scheduler get t_abc... --json']))
+    .action(async (taskId: string) => {
+      const task = await cli.operator().getTask(taskId);
+      cli.print(task, () => {
+        const c = cli.colours;
+        const text = record(task as unknown as Record<string, unknown>);
+        return new SafeText(
+          text.replace(
+            /^(status\s+)(\S+)$/m,
+            (_, label: string, status: string) => label + paintStatus(c, status),
+          ),
+        );
+      });
+    });
+
+  program
+    .command('list')
+    .summary('list tasks, newest first, a page at a time')
+    .option('--queue <queue>', 'only this queue')
+    .addOption(new Option('--status <status>', 'only tasks with this status').choices(STATUSES))
+    .option('--limit <n>', 'tasks on the page, 1 to 100 (server default 50)', wholeNumber)
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor')
+    .addHelpText(
+      'after',
+      examples([
+        'agent-scheduler list',
+        'agent-scheduler list --queue research --status dead --limit 20',
+        'agent-scheduler list --cursor <the cursor printed under the previous page>',
+      ]),
+    )
+    .action(async (options: { queue?: string; status?: TaskStatus; limit?: number; cursor?: string }) => {
+      const page = await cli.operator().listTasks(defined(options));
+      cli.print(page, () => {
+        const c = cli.colours;
+        const rows = table(
+          page.tasks as unknown as Record<string, unknown>[],
+          TASK_COLUMNS,
+          (column, text) => (column === 'status' ? paintStatus(c, text) : text),
+        );
+        return new SafeText(
+          page.nextCursor ? `${rows}\n${c.dim(`older: --cursor ${page.nextCursor}`)}` : rows,
+        );
+      });
+    });
+
+  for (const [verb, summary] of [
+    ['cancel', 'cancel a queued or leased task'],
+    ['redrive', 'send a dead task back to its queue, with fresh attempts'],
+  ] as const) {
+    program
+      .command(verb)
+      .summary(summary)
+      .argument('<task-id>', 'the task id (t_...)')
+      .addHelpText('after', examples([`agent-scheduler ${verb} t_abc...`]))
+      .action(async (taskId: string) => {
+        const client = cli.operator();
+        const task = verb === 'cancel' ? await client.cancelTask(taskId) : await client.redriveTask(taskId);
+        cli.print(task, () => `${task.taskId} is ${task.status}`);
+      });
+  }
+}
+
+interface SubmitOptions {
+  readonly queue?: string;
+  readonly payload?: string;
+  readonly priority?: Priority;
+  readonly maxAttempts?: number;
+  readonly timeout?: number;
+  readonly delay?: number;
+  readonly key?: string;
+  readonly batch?: string;
+}
+
+async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
+  if (options.batch !== undefined) {
+    const specs = jsonArgument('batch', options.batch, cli.io.readStdin);
+    if (!Array.isArray(specs)) throw new UsageError('--batch must be a JSON array of task specifications');
+    const results = await cli.operator().submitTasks(specs as SubmitTaskInput[]);
+    cli.print(results, () =>
+      results
+        .map((r, i) =>
+          r.ok
+            ? `${i}  ${r.created ? 'submitted' : 'already submitted'} ${r.task.taskId}`
+            : `${i}  ${r.status} ${r.error.code}: ${r.error.message}`,
+        )
+        .join('\n'),
+    );
+    return results.every((r) => r.ok) ? 0 : 1;
+  }
+  if (!options.queue) throw new UsageError('submit needs --queue (or --batch)');
+  const payload =
+    options.payload === undefined ? {} : jsonArgument('payload', options.payload, cli.io.readStdin);
+  const result = await cli.operator().submitTask(
+    defined({
+      queue: options.queue,
+      payload,
+      priority: options.priority,
+      maxAttempts: options.maxAttempts,
+      timeoutSeconds: options.timeout,
+      delaySeconds: options.delay,
+      idempotencyKey: options.key,
+    }),
+  );
+  cli.print(result, () => `${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}`);
+  return 0;
+}
