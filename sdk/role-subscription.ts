@@ -34,6 +34,8 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
   /** The highest epoch this agent held: a late notice of an older grant is not news. */
   private latestEpoch = 0;
   private wanted = false;
+  /** The epoch of a grant given up here whose release failed: still this agent's on the server. */
+  private unreleased: number | undefined;
   private volunteering: { readonly sessionId: string; readonly done: Promise<boolean> } | undefined;
   private readonly detach: () => void;
 
@@ -109,19 +111,30 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
     // comes first (a grant it brings is then released below).
     if (volunteering) await volunteering.done.catch(() => false);
     this.volunteering = undefined;
-    const held = this.held;
+    const held = this.held ?? this.takeUnreleased();
     if (!held) {
       if (volunteering) await this.withdraw(volunteering.sessionId);
       return;
     }
+    // Stop acting in the role first: the release hands it to the next volunteer the moment it commits, before
+    // its answer is back here.
+    this.lose('released');
     try {
       await this.client.releaseRole(this.role, { leaseEpoch: held.leaseEpoch });
-      this.lose('released');
     } catch (error) {
       // Gone already: it was taken while this agent was away.
-      if (isAgentSchedulerError(error, 'RoleNotHeld')) this.lose('lost');
-      else throw error;
+      if (isAgentSchedulerError(error, 'RoleNotHeld')) return;
+      // Still ours on the server, and idle: the next `release()` (or `close()`) gives it back.
+      this.unreleased = held.leaseEpoch;
+      throw error;
     }
+  }
+
+  /** A grant whose release failed after the role was given up here, to release again. */
+  private takeUnreleased(): { readonly leaseEpoch: number } | undefined {
+    const leaseEpoch = this.unreleased;
+    this.unreleased = undefined;
+    return leaseEpoch === undefined ? undefined : { leaseEpoch };
   }
 
   /** Releases the role, stops following it and, if the subscription keeps its own session, ends it. */

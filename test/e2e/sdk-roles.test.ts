@@ -42,6 +42,8 @@ describe('roles through the SDK', () => {
       cut?: { value: boolean };
       /** Requests whose URL ends with `suffix` wait for `until` before they are sent. */
       hold?: { suffix: string; until: Promise<unknown> };
+      /** Answers to requests whose URL ends with `suffix` reach the client only after `until`. */
+      slowAnswer?: { suffix: string; until: Promise<unknown> };
     } = {},
   ) {
     const { agent, token } = await operator.createAgent({
@@ -49,18 +51,20 @@ describe('roles through the SDK', () => {
       queues: ['work'],
       ...(options.interactive === undefined ? {} : { interactive: options.interactive }),
     });
-    const { cut, hold } = options;
+    const { cut, hold, slowAnswer } = options;
     const client = new AgentSchedulerClient({
       endpoint: server.url,
       token,
       retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
-      ...(cut || hold
+      ...(cut || hold || slowAnswer
         ? {
             fetch: async (...[input, init]: Parameters<typeof fetch>) => {
               if (cut?.value) throw new TypeError('network cut');
               const url = input instanceof Request ? input.url : String(input);
               if (hold && url.endsWith(hold.suffix)) await hold.until;
-              return fetch(input, init);
+              const response = await fetch(input, init);
+              if (slowAnswer && url.endsWith(slowAnswer.suffix)) await slowAnswer.until;
+              return response;
             },
           }
         : {}),
@@ -85,6 +89,36 @@ describe('roles through the SDK', () => {
       expect(role?.leaseEpoch).toBe(2);
     } finally {
       await subscription.close();
+    }
+  });
+
+  it('a release stops acting in the role before the server can hand it on, not when its answer is back', async () => {
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const { client } = await agentClient({
+      slowAnswer: { suffix: '/roles/handover/release', until: answered },
+    });
+    const { client: nextClient } = await agentClient();
+    const holder = new RoleSubscription(client, 'handover');
+    const next = new RoleSubscription(nextClient, 'handover');
+    const order: string[] = [];
+    holder.on('lostRole', () => order.push('holder stopped'));
+    next.on('gotRole', () => order.push('next started'));
+    try {
+      expect(await holder.volunteer()).toBe(true);
+      expect(await next.volunteer()).toBe(false);
+      const released = holder.release();
+      // The release committed and handed the role on; its answer is still on its way to the holder.
+      await waitFor(() => next.haveRole(), 10_000);
+      expect(order).toEqual(['holder stopped', 'next started']);
+      answer();
+      await released;
+      expect(holder.haveRole()).toBe(false);
+    } finally {
+      answer();
+      await Promise.allSettled([holder.close(), next.close()]);
     }
   });
 
