@@ -84,15 +84,13 @@ export function resolveConnection(
         : 'no endpoint: pass --endpoint, set AGENT_SCHEDULER_ENDPOINT, or run `npm start` in this folder or one above',
     );
   }
+  const source = flags.endpoint ? 'flags' : env.AGENT_SCHEDULER_ENDPOINT ? 'environment' : 'local.json';
   if (!/^https?:\/\/[^/]/.test(endpoint) || !URL.canParse(endpoint)) {
-    const from = flags.endpoint
-      ? '--endpoint'
-      : env.AGENT_SCHEDULER_ENDPOINT
-        ? 'AGENT_SCHEDULER_ENDPOINT'
-        : localFile;
+    const from = { flags: '--endpoint', environment: 'AGENT_SCHEDULER_ENDPOINT', 'local.json': localFile }[
+      source
+    ];
     throw new UsageError(`the endpoint must be an http(s) URL, not ${endpoint} (from ${from})`);
   }
-  const source = flags.endpoint ? 'flags' : env.AGENT_SCHEDULER_ENDPOINT ? 'environment' : 'local.json';
   const apiRegion = executeApiRegion(endpoint);
   const fromLocal = source === 'local.json';
   const auth =
@@ -127,7 +125,8 @@ export function resolveConnection(
   };
 }
 
-const sameEndpoint = (a: string, b: string | undefined) =>
+/** Whether two endpoints are the same API, a trailing slash aside. */
+export const sameEndpoint = (a: string, b: string | undefined): boolean =>
   b !== undefined && a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 /**

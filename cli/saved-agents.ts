@@ -5,6 +5,7 @@
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sameEndpoint } from './config';
 import { UsageError } from './errors';
 
 export interface SavedAgent {
@@ -20,8 +21,6 @@ export interface SavedAgent {
 interface SavedFile {
   readonly agents: SavedAgent[];
 }
-
-const sameEndpoint = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 export class SavedAgents {
   readonly file: string;
