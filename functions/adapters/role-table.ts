@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { AgentSession } from '#domain/task';
 import { Expression, updateExpression } from './expression';
-import { endClauses, scanKind, sessionFromItem, sessionLeaseId } from './session-table';
+import { endClauses, liveClause, scanKind, sessionFromItem, sessionLeaseId } from './session-table';
 
 type Item = Record<string, unknown>;
 
@@ -331,7 +331,7 @@ export class RoleTable {
           TableName: this.tableName,
           Key: { leaseId: sessionLeaseId(to.agentId) },
           UpdateExpression: updateExpression({ set: notices }),
-          ConditionExpression: `${s.n('sessionId')} = ${s.v(to.sessionId)} AND ${s.n('expiresAt')} > ${s.v(now)} AND attribute_not_exists(${s.n('endedAt')})`,
+          ConditionExpression: liveClause(s, to.sessionId, now),
           ...s.attributes(),
         },
       });

@@ -85,6 +85,16 @@ export function endClauses(
   };
 }
 
+/** The condition of a write only a live session may make: this session, not expired, not ended. */
+export function liveClause(e: Expression, sessionId: string, now: number): string {
+  return `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('expiresAt')} > ${e.v(now)} AND attribute_not_exists(${e.n('endedAt')})`;
+}
+
+/** True when `session`, refused an extension to `expiresAt`, is alive and already runs at least that long. */
+function extendedLater(session: AgentSession, sessionId: string, expiresAt: number): boolean {
+  return session.sessionId === sessionId && session.endedAt === undefined && session.expiresAt > expiresAt;
+}
+
 /** A claim id to record in the session's reservation write, with the session's claims as read. */
 export interface ClaimRecord {
   readonly id: string;
@@ -227,16 +237,30 @@ export class SessionTable {
     return scanKind(this.doc, this.tableName, kind);
   }
 
-  /** Extends a live session. An expired session cannot be revived: the condition refuses it. */
-  heartbeat(agentId: string, sessionId: string, now: number, ttlMs: number): Promise<SessionWriteResult> {
-    return this.update(agentId, (e) => ({
+  /**
+   * Extends a live session. An expired session cannot be revived: the condition refuses it. Nor is an expiry ever
+   * moved back: a heartbeat decided before another that landed first (a retry overtook a stalled attempt) writes
+   * nothing and answers with the session as that one left it. Otherwise the session would end before the expiry
+   * its agent was last told of, while the agent, reckoning from that answer, still runs its tasks.
+   */
+  async heartbeat(
+    agentId: string,
+    sessionId: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<SessionWriteResult> {
+    const written = await this.update(agentId, (e) => ({
       set: [
         `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
         `${e.n('heartbeatAt')} = ${e.v(now)}`,
         `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
       ],
-      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('expiresAt')} > ${e.v(now)} AND attribute_not_exists(${e.n('endedAt')})`,
+      condition: `${liveClause(e, sessionId, now)} AND ${e.n('expiresAt')} <= ${e.v(now + ttlMs)}`,
     }));
+    const current = written.ok ? undefined : written.current;
+    return current && extendedLater(current, sessionId, now + ttlMs)
+      ? { ok: true, session: current }
+      : written;
   }
 
   /**
@@ -272,7 +296,8 @@ export class SessionTable {
    * Reserves slots in a live session and drops entries found stale, in one write. `add` maps each task id to
    * the stale entry it replaces, or undefined for a new entry. The session must then hold at most
    * `maxConcurrency` entries, a new entry must not exist yet, and every replaced or dropped entry must still
-   * carry the reservation time observed. All or nothing.
+   * carry the reservation time observed. All or nothing. The session is extended to `expiresAt`: refused if it
+   * already runs longer (see `heartbeat`), so the caller passes the later of its own reckoning and the expiry read.
    */
   reserve(
     agentId: string,
@@ -281,7 +306,7 @@ export class SessionTable {
     drop: ReadonlyMap<string, number>,
     maxConcurrency: number,
     now: number,
-    ttlMs: number,
+    expiresAt: number,
     claim?: ClaimRecord,
   ): Promise<SessionWriteResult> {
     const fresh = [...add.values()].filter((previous) => previous === undefined).length;
@@ -291,9 +316,9 @@ export class SessionTable {
         // A claim is as good as a heartbeat: the session is extended in the write the claim makes anyway.
         set: [
           ...[...add.keys()].map((id) => `${e.n('held', id)} = ${e.v(now)}`),
-          `${e.n('expiresAt')} = ${e.v(now + ttlMs)}`,
+          `${e.n('expiresAt')} = ${e.v(expiresAt)}`,
           `${e.n('heartbeatAt')} = ${e.v(now)}`,
-          `${e.n('purgeAt')} = ${e.v(Math.ceil((now + ttlMs) / 1_000) + this.purgeAfterSeconds)}`,
+          `${e.n('purgeAt')} = ${e.v(Math.ceil(expiresAt / 1_000) + this.purgeAfterSeconds)}`,
           ...(recorded?.set ?? []),
         ],
         remove: [...[...drop.keys()].map((id) => e.n('held', id)), ...(recorded?.remove ?? [])],
@@ -302,6 +327,7 @@ export class SessionTable {
           `attribute_not_exists(${e.n('endedAt')})`,
           // Live, or idle: expired holding nothing and owing no notices (see canClaimUnder).
           `(${e.n('expiresAt')} > ${e.v(now)} OR (size(${e.n('held')}) = ${e.v(0)} AND size(${e.n('roles')}) = ${e.v(0)} AND size(${e.n('lost')}) = ${e.v(0)}))`,
+          `${e.n('expiresAt')} <= ${e.v(expiresAt)}`,
           `size(${e.n('held')}) <= ${e.v(maxConcurrency - fresh + drop.size)}`,
           ...[...add].map(([id, previous]) =>
             previous === undefined

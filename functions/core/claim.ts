@@ -351,7 +351,8 @@ async function reserve(
       drop,
       current.maxConcurrency,
       now,
-      ctx.settings.leaseTtlSeconds * 1_000,
+      // Never shorter than it is: a heartbeat decided after this claim may have landed first.
+      Math.max(now + ctx.settings.leaseTtlSeconds * 1_000, current.expiresAt),
       claimId === undefined
         ? undefined
         : { id: claimId, seen: current.claims, ...(claimSeq === undefined ? {} : { seq: claimSeq }) },

@@ -60,6 +60,38 @@ describe('leases', () => {
     expect(session?.endedAt).toBeDefined();
   });
 
+  it('a heartbeat or claim that lands after a later-decided one never moves the session’s expiry back', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['late'], maxConcurrency: 2 });
+    await scheduler.submit({ queue: 'late', payload: {} });
+    const [held] = await claimUntil(scheduler, agent, 1);
+    if (!held) throw new Error('nothing claimed');
+    const ttlMs = ctx.settings.leaseTtlSeconds * 1_000;
+    // A first attempt is decided, then stalls (a slow instance); its retry is decided later and lands first.
+    const decidedFirst = clock.now();
+    clock.advance(2_000);
+    const { expiresAt: extended } = await scheduler.heartbeat(agent.agentId, agent.sessionId);
+    expect(extended).toBeGreaterThanOrEqual(decidedFirst + 2_000 + ttlMs);
+
+    // The stalled attempt lands now: it is answered as the live session it is, and shortens nothing.
+    const stalled = stack.sibling({ now: () => decidedFirst });
+    const answer = await stalled.heartbeat(agent.agentId, agent.sessionId);
+    expect(answer).toMatchObject({ expiresAt: extended, lost: [] });
+    expect((await ctx.sessions.get(agent.agentId))?.expiresAt).toBe(extended);
+    // Nor does a claim decided that early.
+    await scheduler.submit({ queue: 'late', payload: {} });
+    const claimed = await claimUntil(stalled, agent, 1);
+    expect(claimed).toHaveLength(1);
+    expect((await ctx.sessions.get(agent.agentId))?.expiresAt).toBe(extended);
+
+    // So the sweep, just before the expiry the agent was last told of, finds the lease alive.
+    clock.advance(ttlMs - 1_000);
+    expect((await scheduler.reclaim()).requeued).toEqual([]);
+    for (const { taskId, leaseEpoch } of [held, ...claimed]) {
+      await scheduler.complete({ agentId: agent.agentId, taskId, leaseEpoch });
+    }
+  });
+
   it('a heartbeat that lands between the sweep reading the session and acting on it keeps the lease', async () => {
     const { scheduler, clock, ctx } = stack;
     const agent = await startAgent(scheduler, { queues: ['between'] });
