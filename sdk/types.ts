@@ -289,12 +289,17 @@ export interface ReleaseRoleInput {
 
 export interface WithdrawRoleInput {
   readonly sessionId: string;
+  /**
+   * Give the role up too if this session holds it at this epoch. A holding at another epoch is kept (the answer's
+   * `role` shows it): a withdraw that lands late must not release a grant made since.
+   */
+  readonly leaseEpoch?: number;
 }
 
 export interface WithdrawRoleResult {
   /** Whether the agent was among the role's candidates. */
   readonly withdrawn: boolean;
-  /** Whether it held the role under that session, and gave it up in the same move. */
+  /** Whether it held the role under that session at the epoch named, and gave it up in the same move. */
   readonly released: boolean;
   readonly nextHolder?: string;
   readonly role: Role;

@@ -463,7 +463,7 @@ async function handOverEach(
 export interface WithdrawResult {
   /** Whether a candidacy of this session was removed. */
   readonly withdrawn: boolean;
-  /** Whether the session held the role and gave it up. */
+  /** Whether the session held the role at the epoch named, and gave it up. */
   readonly released: boolean;
   /** Who holds the role now, if a live volunteer took it. */
   readonly nextHolder?: string;
@@ -471,15 +471,18 @@ export interface WithdrawResult {
 }
 
 /**
- * The agent leaves the role's candidates, so it is never granted the role later. If its session holds the role,
- * the role passes to the earliest live volunteer in the same write, fenced by the role's epoch and holder as
- * read. Withdrawing a candidacy that does not exist changes nothing.
+ * The agent leaves the role's candidates, so it is never granted the role later. If its session holds the role at
+ * `leaseEpoch`, the role passes to the earliest live volunteer in the same write, fenced by the role's epoch and
+ * holder as read. A holding at another epoch (or with none named) is left as it is, and the answer's role shows
+ * it: the caller releases it by its epoch if it does not want it. Withdrawing a candidacy that does not exist
+ * changes nothing.
  */
 export async function withdrawFromRole(
   ctx: SchedulerContext,
   agentId: string,
   sessionId: string,
   role: string,
+  leaseEpoch?: number,
 ): Promise<WithdrawResult> {
   const name = roleName(role);
   const me = { agentId, sessionId };
@@ -500,7 +503,10 @@ export async function withdrawFromRole(
       };
     }
     const candidate = current.volunteers.some((v) => v.agentId === agentId && v.sessionId === sessionId);
-    if (current.holder?.agentId === agentId && current.holder.sessionId === sessionId) {
+    const holds = current.holder?.agentId === agentId && current.holder.sessionId === sessionId;
+    // A holding is given up only when the withdraw names its epoch: one sent before this session was granted the
+    // role again (and landing late) must not release a grant its agent now acts on.
+    if (holds && current.epoch === leaseEpoch) {
       const moved = await handOver(ctx, current, sessions, { releasedBy: agentId });
       if (moved === undefined) continue;
       await forgetRoleInSession(ctx, agentId, sessionId, name, current.epoch);

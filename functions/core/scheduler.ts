@@ -140,8 +140,8 @@ export class Scheduler {
   }
 
   /** Leaves a role's candidates; a holder gives the role to the next live volunteer in the same move. */
-  withdrawFromRole(agentId: string, sessionId: string, role: string) {
-    return withdrawFromRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
+  withdrawFromRole(agentId: string, sessionId: string, role: string, leaseEpoch?: number) {
+    return withdrawFromRole(this.ctx, agentId, sessionId, role, leaseEpoch).catch(translateAwsError);
   }
 
   listRoles() {

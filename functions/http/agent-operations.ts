@@ -57,7 +57,11 @@ export const failBody = z.strictObject({
 export const releaseBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
 export const volunteerBody = z.strictObject({ sessionId: sessionIdSchema });
 export const releaseRoleBody = z.strictObject({ leaseEpoch: leaseEpochSchema });
-export const withdrawBody = z.strictObject({ sessionId: sessionIdSchema });
+export const withdrawBody = z.strictObject({
+  sessionId: sessionIdSchema,
+  /** The holding to give up too, if the session holds the role at this epoch. */
+  leaseEpoch: leaseEpochSchema.optional(),
+});
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   // No body is an empty object; a body of `null` is a body, and not an object.
@@ -200,7 +204,12 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
     },
     withdrawFromRole: async (request) => {
       const body = parseBody(withdrawBody, request.body);
-      const result = await scheduler.withdrawFromRole(agentOf(request), body.sessionId, roleOf(request));
+      const result = await scheduler.withdrawFromRole(
+        agentOf(request),
+        body.sessionId,
+        roleOf(request),
+        body.leaseEpoch,
+      );
       return {
         status: 200,
         body: {

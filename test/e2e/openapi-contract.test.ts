@@ -264,7 +264,10 @@ describe('the OpenAPI document matches what the server answers', () => {
     );
     const released = await agentRole(agentA, 'leader', 'release', { leaseEpoch: picked.leaseEpoch });
     expect(released).toMatchObject({ released: true, nextHolder: agentB.agentId });
-    const withdrawn = await agentRole(agentB, 'leader', 'withdraw', { sessionId: agentB.sessionId });
+    const withdrawn = await agentRole(agentB, 'leader', 'withdraw', {
+      sessionId: agentB.sessionId,
+      leaseEpoch: (released as { role: { leaseEpoch: number } }).role.leaseEpoch,
+    });
     expect(withdrawn).toMatchObject({ withdrawn: true, released: true });
 
     await operator('DELETE', `/v1/agents/${agentB.agentId}`);

@@ -187,7 +187,10 @@ describe('roles through the SDK', () => {
       expect(volunteered.picked).toBe(true);
       expect(await next.volunteer()).toBe(false);
 
-      const withdrawn = await client.withdrawFromRole('handed', { sessionId });
+      const withdrawn = await client.withdrawFromRole('handed', {
+        sessionId,
+        leaseEpoch: volunteered.leaseEpoch ?? 0,
+      });
 
       expect(withdrawn).toMatchObject({ withdrawn: true, released: true, nextHolder: nextId });
       await waitFor(() => next.haveRole(), 5_000);

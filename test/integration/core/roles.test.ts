@@ -266,7 +266,7 @@ describe('roles', () => {
     await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
     await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
 
-    const withdrawn = await scheduler.withdrawFromRole(a.agentId, a.sessionId, role);
+    const withdrawn = await scheduler.withdrawFromRole(a.agentId, a.sessionId, role, 1);
 
     expect(withdrawn).toMatchObject({ withdrawn: true, released: true, nextHolder: b.agentId });
     expect(withdrawn.role).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
@@ -275,6 +275,27 @@ describe('roles', () => {
     ]);
     expect((await stack.ctx.sessions.get(a.agentId))?.roles).toEqual({});
     expect(await conflictCode(scheduler.releaseRole(a.agentId, role, 1))).toBe('RoleNotHeld');
+  });
+
+  it('a withdraw releases a holding only at the epoch it names: one landing late keeps a later grant', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const [a, b] = [await startAgent(scheduler), await startAgent(scheduler)];
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    // a gives the role up and takes it back later in the same session, at epoch 3.
+    await scheduler.releaseRole(a.agentId, role, 1);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.releaseRole(b.agentId, role, 2);
+
+    // A withdraw sent before the new grant arrives now: it names no epoch, or the one given up.
+    for (const leaseEpoch of [undefined, 1]) {
+      const late = await scheduler.withdrawFromRole(a.agentId, a.sessionId, role, leaseEpoch);
+      expect(late).toMatchObject({ released: false, role: { holder: a.agentId, leaseEpoch: 3 } });
+    }
+    expect((await scheduler.heartbeat(b.agentId, b.sessionId)).rolesPicked).toEqual([]);
+    // Named, the holding goes.
+    expect(await scheduler.withdrawFromRole(a.agentId, a.sessionId, role, 3)).toMatchObject({ released: true });
   });
 
   it('one heartbeat write keeps every role of the session, however many', async () => {
