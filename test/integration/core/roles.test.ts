@@ -295,7 +295,9 @@ describe('roles', () => {
     }
     expect((await scheduler.heartbeat(b.agentId, b.sessionId)).rolesPicked).toEqual([]);
     // Named, the holding goes.
-    expect(await scheduler.withdrawFromRole(a.agentId, a.sessionId, role, 3)).toMatchObject({ released: true });
+    expect(await scheduler.withdrawFromRole(a.agentId, a.sessionId, role, 3)).toMatchObject({
+      released: true,
+    });
   });
 
   it('one heartbeat write keeps every role of the session, however many', async () => {
