@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AgentSchedulerError } from '#sdk/errors';
 import { agentCommands } from './commands/agents';
+import { devCommand } from './commands/dev';
 import { queueCommands } from './commands/queues';
 import { scheduleCommands } from './commands/schedules';
 import { taskCommands } from './commands/tasks';
@@ -47,7 +48,7 @@ export function buildProgram(cli: Cli): Command {
     .description(
       'Serverless task scheduling for worker agents: submit and inspect tasks, run agents, manage queues and ' +
         'schedules.\n\nEndpoint and token come from --endpoint/--token, AGENT_SCHEDULER_ENDPOINT/AGENT_SCHEDULER_TOKEN, ' +
-        'or the nearest .agent-scheduler/local.json (written by `npm start`). Exit codes: 0 done, 1 refused or ' +
+        'or the nearest .agent-scheduler/local.json (written by `agent-scheduler dev` and `npm start`). Exit codes: 0 done, 1 refused or ' +
         'unreachable, 2 a wrong command line.',
     )
     .usage('<command> [options]')
@@ -83,6 +84,8 @@ export function buildProgram(cli: Cli): Command {
   workerCommand(program, cli);
   program.commandsGroup('Schedules:');
   scheduleCommands(program, cli);
+  program.commandsGroup('Local:');
+  devCommand(program, cli);
   program.commandsGroup('Help:');
   program.helpCommand('help [command]', 'show the help of a command');
 

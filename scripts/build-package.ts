@@ -3,14 +3,15 @@
  *
  *   dist/index.js, index.d.ts     the AgentScheduler construct and its types (aws-cdk-lib and constructs are peers)
  *   dist/functions/<entry>/       each Lambda function, prebuilt: a user's synth bundles nothing
- *   dist/cli.js                   the CLI behind bin `agent-scheduler`
+ *   dist/cli.js                   the CLI behind bin `agent-scheduler`; `agent-scheduler dev` loads the local stack
+ *                                 (emulators and their clients, most of the package) from a chunk beside it
  *   dist/sdk.js, sdk.d.ts         the SDK, at `agent-scheduler/sdk` (also published alone as @agent-scheduler/sdk)
  *
  * Everything is bundled by esbuild from this repository's sources and dependencies, so the package has no
  * dependency of its own: only the peers stay imports. The same sources give the same bytes: no timestamps, paths
  * relative to the repository.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateDtsBundle } from 'dts-bundle-generator';
 import { type BuildOptions, build } from 'esbuild';
@@ -51,7 +52,13 @@ await Promise.all([
   ...FUNCTION_ENTRIES.map((entry) => build(bundleOptions(entry, join(DIST, 'functions', entry)))),
   // The construct reaches for esbuild only when it bundles from source, which a packed copy never does.
   library('infra/index.ts', 'index.js', { external: [...external, 'esbuild'] }),
-  library('cli/main.ts', 'cli.js'),
+  library('cli/main.ts', 'cli.js', {
+    outfile: undefined,
+    outdir: DIST,
+    entryNames: 'cli',
+    chunkNames: 'cli-[name]-[hash]',
+    splitting: true,
+  }),
   library('sdk/index.ts', 'sdk.js', { banner: {} }),
 ]);
 
@@ -67,5 +74,10 @@ step('sdk types');
 const constructTypes = typesOf('infra/index.ts', 'tsconfig.types.json');
 step('construct types');
 writeFileSync(join(DIST, 'index.d.ts'), constructTypes ?? '');
+// Beside the chunk that starts DynamoDB Local, which runs it to bind the emulator to 127.0.0.1 only.
+copyFileSync(
+  join(REPO_ROOT, 'local/emulators/LoopbackDynamoDbLocal.java'),
+  join(DIST, 'LoopbackDynamoDbLocal.java'),
+);
 writeFileSync(join(DIST, 'sdk.d.ts'), sdkTypes ?? '');
 console.log(`built dist/ in ${Math.round(performance.now() - started)} ms`);

@@ -3,8 +3,8 @@
  *
  * The jar is not a dependency of this project: it is taken from the npm package
  * `amplify-dynamodb-simulator` (folder `package/emulator/`), fetched on first use with `npm pack`,
- * checked against the pinned registry integrity, and cached under
- * `<repo>/.agent-scheduler/emulators/dynamodb-local-<version>/`.
+ * checked against the pinned registry integrity, and cached under `<cache>/dynamodb-local-<version>/` (see
+ * `emulatorCacheRoot`).
  *
  * DynamoDB Local has no option to choose the listen address (see `java -jar DynamoDBLocal.jar -help`);
  * its Jetty server listens on all interfaces, with no authentication. Where the JDK can run a Java source file
@@ -17,7 +17,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -38,13 +38,25 @@ const READY_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 3_000;
 const OUTPUT_TAIL_CHARS = 16_384;
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Parent of every emulator cache directory: `<repo>/.agent-scheduler/emulators`. */
-export const EMULATOR_CACHE_ROOT = join(REPO_ROOT, '.agent-scheduler', 'emulators');
+/**
+ * Parent of every emulator cache directory: `AGENT_SCHEDULER_CACHE_DIR` if set; in this repository
+ * `<repo>/.agent-scheduler/emulators`; from the installed package (`agent-scheduler dev`), the user's cache folder,
+ * `$XDG_CACHE_HOME/agent-scheduler` or `~/.cache/agent-scheduler`, so every project shares one download.
+ */
+export function emulatorCacheRoot(
+  env: NodeJS.ProcessEnv = process.env,
+  // Run from source, this module is a .ts file two folders under the repository; bundled, it is part of dist/.
+  fromSource = import.meta.url.endsWith('.ts'),
+): string {
+  if (env.AGENT_SCHEDULER_CACHE_DIR) return resolve(env.AGENT_SCHEDULER_CACHE_DIR);
+  if (fromSource) {
+    return join(fileURLToPath(new URL('../../', import.meta.url)), '.agent-scheduler', 'emulators');
+  }
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'agent-scheduler');
+}
 
 export interface EnsureDynamoDbLocalOptions {
-  /** Directory that holds the versioned emulator folder. Defaults to `EMULATOR_CACHE_ROOT`. */
+  /** Directory that holds the versioned emulator folder. Defaults to `emulatorCacheRoot()`. */
   cacheRoot?: string;
   /** Progress messages (download, verification, extraction). Silent by default. */
   log?: (message: string) => void;
@@ -61,7 +73,7 @@ const inFlight = new Map<string, Promise<string>>();
  * discards its copy and uses the winner's.
  */
 export function ensureDynamoDbLocal(options: EnsureDynamoDbLocalOptions = {}): Promise<string> {
-  const cacheRoot = resolve(options.cacheRoot ?? EMULATOR_CACHE_ROOT);
+  const cacheRoot = resolve(options.cacheRoot ?? emulatorCacheRoot());
   const targetDir = join(cacheRoot, `dynamodb-local-${DYNAMODB_LOCAL_PACKAGE_VERSION}`);
   if (isComplete(targetDir)) return Promise.resolve(targetDir);
 

@@ -1,0 +1,276 @@
+/**
+ * The whole system on this machine, as `npm start` (in this repository) and `agent-scheduler dev` (in a user's
+ * project) run it: DynamoDB Local and the SQS emulator, the tables and queues created from the construct's own
+ * definitions, the same HTTP handlers, the supervisor every few seconds and the declared schedules.
+ *
+ * Data is kept under `dataDir` (the project's `.agent-scheduler/`), with the endpoint and operator credentials in
+ * `local.json` there, where the CLI finds them by walking up from the current folder.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '#adapters/environment';
+import { type EventPublisher, LocalEventFeed } from '#adapters/event-publishers';
+import { createContext } from '#core/context';
+import { fireSchedule } from '#core/fire-schedule';
+import { Scheduler } from '#core/scheduler';
+import { queueNameSchema } from '#domain/task-spec';
+import type { TaskScheduleProps } from '../infra/task-schedule';
+import { localDynamoDbClient, localSqsClient } from './emulators/clients';
+import { isPortFree, startDynamoDbLocal } from './emulators/dynamodb-local';
+import { startSqsEmulator } from './emulators/sqs';
+import { runAs } from './function-scope';
+import { LocalScheduleBackend } from './local-schedules';
+import { provisionQueues, provisionTables, tableNamesFor } from './provision';
+import { startLocalServer } from './server';
+
+/** What the command line gives, as text: each is checked here, in the bounds the construct accepts. */
+export interface DevStackArguments {
+  readonly port?: string;
+  readonly dataDir?: string;
+  readonly inMemory?: boolean;
+  readonly supervisorSeconds?: string;
+  readonly leaseTtlSeconds?: string;
+  readonly heartbeatSeconds?: string;
+  /** Operator routes take AWS Signature V4 (keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY), as in AWS. */
+  readonly iam?: boolean;
+}
+
+export interface DevStackDefinition {
+  /** How the user started it, for hints: `npm start`, `agent-scheduler dev`. */
+  readonly command: string;
+  readonly queues: readonly string[];
+  readonly schedules?: readonly TaskScheduleProps[];
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface DevStack {
+  readonly url: string;
+  /** What runs where, and what to do next: printed once it is up. */
+  readonly banner: string;
+  /** Stops the server, the supervisor, the schedules and the emulators. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** A command line the stack cannot start with; the message names the flag and is meant for the user as it is. */
+export class DevStackUsageError extends Error {}
+
+interface Settings {
+  readonly port: number;
+  readonly dataDir: string;
+  readonly inMemory: boolean;
+  readonly supervisorMs: number;
+  readonly leaseTtlSeconds: number;
+  readonly heartbeatIntervalSeconds: number;
+  readonly iam?: { region: string; credentials: { accessKeyId: string; secretAccessKey: string } };
+}
+
+/** A setting given on the command line, in the bounds the construct and the functions accept. */
+function boundedFlag(flag: string, setting: NumericSetting, raw: string | undefined): number {
+  if (raw === undefined) return setting.fallback;
+  const problem = outOfBounds(setting, Number(raw));
+  if (problem) throw new DevStackUsageError(`--${flag} must be ${problem} (got "${raw.slice(0, 40)}")`);
+  return Number(raw);
+}
+
+function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Settings {
+  const env = definition.env ?? process.env;
+  const rawPort = args.port ?? env.PORT;
+  const port = Number(rawPort ?? 3000);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new DevStackUsageError(
+      `the port must be a number from 0 to 65535 (got "${String(rawPort).slice(0, 20)}")`,
+    );
+  }
+  const supervisorSeconds = Number(args.supervisorSeconds ?? 5);
+  if (!(supervisorSeconds >= 1 && supervisorSeconds <= 3_600)) {
+    throw new DevStackUsageError(
+      `--supervisor-seconds must be from 1 to 3600 (got "${String(args.supervisorSeconds).slice(0, 20)}")`,
+    );
+  }
+  if (definition.queues.length === 0) throw new DevStackUsageError('give at least one queue');
+  for (const queue of definition.queues) {
+    const parsed = queueNameSchema.safeParse(queue);
+    if (!parsed.success) {
+      throw new DevStackUsageError(`queue "${queue.slice(0, 40)}": ${parsed.error.issues[0]?.message}`);
+    }
+  }
+  let iam: Settings['iam'];
+  if (args.iam) {
+    const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
+    if (!accessKeyId || !secretAccessKey) {
+      throw new DevStackUsageError(
+        '--iam checks signatures made with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: set both',
+      );
+    }
+    const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+    iam = { region, credentials: { accessKeyId, secretAccessKey } };
+  }
+  return {
+    port,
+    dataDir: args.dataDir ?? '.agent-scheduler',
+    inMemory: args.inMemory === true,
+    supervisorMs: supervisorSeconds * 1_000,
+    leaseTtlSeconds: boundedFlag(
+      'lease-ttl-seconds',
+      NUMERIC_SETTINGS.LEASE_TTL_SECONDS,
+      args.leaseTtlSeconds,
+    ),
+    heartbeatIntervalSeconds: boundedFlag(
+      'heartbeat-seconds',
+      NUMERIC_SETTINGS.HEARTBEAT_INTERVAL_SECONDS,
+      args.heartbeatSeconds,
+    ),
+    ...(iam ? { iam } : {}),
+  };
+}
+
+/**
+ * Checks the command line, then starts everything. Throws `DevStackUsageError` for a wrong command line or a port
+ * in use, before any emulator starts.
+ */
+export async function startDevStack(
+  args: DevStackArguments,
+  definition: DevStackDefinition,
+): Promise<DevStack> {
+  const started = performance.now();
+  const settings = settingsOf(args, definition);
+  const { port, dataDir, inMemory, iam } = settings;
+  // Before any emulator starts: a port in use is one line, at once, not a stack trace after them.
+  if (port !== 0 && !(await isPortFree(port))) {
+    const other = port === 65_535 ? 3000 : port + 1;
+    throw new DevStackUsageError(
+      `port ${port} is in use: stop what listens there, or pick another, e.g. PORT=${other} ${definition.command}`,
+    );
+  }
+  mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
+  // JSON lines with timestamps, as the functions log in AWS. POWERTOOLS_LOG_LEVEL=WARN shows less.
+  const log = new Logger({ serviceName: 'agent-scheduler' });
+
+  const [dynamodbLocal, sqsEmulator] = await Promise.all([
+    startDynamoDbLocal(inMemory ? { inMemory: true } : { dbPath: join(dataDir, 'dynamodb') }),
+    startSqsEmulator({}),
+  ]);
+  const dynamodb = localDynamoDbClient(dynamodbLocal.endpoint);
+  const sqs = localSqsClient(sqsEmulator.endpoint);
+  const tables = tableNamesFor('agent-scheduler');
+  await provisionTables(dynamodb, tables);
+  const queues = await provisionQueues(sqs, 'agent-scheduler', definition.queues);
+
+  const scheduleBackend = new LocalScheduleBackend(log);
+  const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
+  /** Every event also makes a log line: one per task transition, as it happens. */
+  const loggedEvents: EventPublisher = {
+    publish: async (published) => {
+      for (const { type, time: _time, version: _version, ...fields } of published) log.info(type, fields);
+      await events.publish(published);
+    },
+  };
+  const scheduler = new Scheduler(
+    createContext({
+      dynamodb,
+      sqs,
+      tables,
+      queues,
+      log,
+      scheduleBackend,
+      events: loggedEvents,
+      // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
+      // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
+      // Events cost nothing here either: the feed shows every task's way.
+      settings: {
+        missedRunGraceSeconds: 5,
+        idleRetryMaxMs: 2_000,
+        routineEvents: true,
+        leaseTtlSeconds: settings.leaseTtlSeconds,
+        heartbeatIntervalSeconds: settings.heartbeatIntervalSeconds,
+      },
+      declaredSchedules: definition.schedules ?? [],
+    }),
+  );
+
+  // Keep the operator token across restarts of a persistent store, so scripts and the CLI keep working.
+  const localFile = join(dataDir, 'local.json');
+  const previous =
+    !inMemory && existsSync(localFile)
+      ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
+      : {};
+  const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
+  const server = await startLocalServer({
+    scheduler,
+    agents: scheduler.ctx.agents,
+    operatorToken,
+    ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
+    port,
+    log,
+    events,
+  });
+  const connection = iam
+    ? { endpoint: server.url, auth: 'iam', region: iam.region }
+    : { endpoint: server.url, operatorToken };
+  writeFileSync(localFile, `${JSON.stringify(connection, null, 2)}\n`, { mode: 0o600 });
+  // The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run. Served while
+  // this runs: Workers of a killed stack get their heartbeats in first (494 hints took some 20 s on two busy cores).
+  const restoreStarted = performance.now();
+  const restored = await scheduler.reconcile({ everything: true });
+  const restoreMs = Math.round(performance.now() - restoreStarted);
+
+  const supervisor = setInterval(() => {
+    runAs('supervisor', () => scheduler.supervise())
+      .then((cycle) => {
+        const acted =
+          cycle.recoveredLeases +
+          cycle.reconciled +
+          cycle.promoted +
+          cycle.starved +
+          cycle.escalated +
+          cycle.errors;
+        if (acted > 0) log.info('supervisor pass', { cycle });
+      })
+      .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
+  }, settings.supervisorMs);
+  scheduleBackend.start(
+    async (record, scheduledTime) => {
+      const fired = await runAs('scheduleFire', () =>
+        fireSchedule(scheduler, {
+          schedule: record.name,
+          scheduledTime: new Date(scheduledTime).toISOString(),
+          overlap: record.overlap,
+          missedRuns: record.missedRuns,
+          task: record.task,
+        }),
+      );
+      log.info('schedule fired', { schedule: record.name, ...fired });
+    },
+    await scheduler.listSchedules(),
+  );
+
+  const banner = `
+agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.now() - started)} ms)
+  queues:          ${definition.queues.join(', ')}
+  operators:       ${iam ? `AWS Signature V4 with ${iam.credentials.accessKeyId}, region ${iam.region}` : `operator token ${operatorToken}`}
+  data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
+  dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
+  sqs emulator:    ${sqsEmulator.endpoint}
+  restored hints:  ${restored.redispatched.length} (in ${restoreMs} ms, while serving)
+  leases:          ${settings.leaseTtlSeconds} s, heartbeat every ${settings.heartbeatIntervalSeconds} s
+  events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
+  endpoint and operator credentials are in ${localFile}
+
+Next: npx agent-scheduler agents create --name worker-1 --queue ${definition.queues[0]}
+Ctrl-C stops everything.
+`;
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      clearInterval(supervisor);
+      scheduleBackend.stop();
+      await server.close();
+      await Promise.allSettled([dynamodbLocal.stop(), sqsEmulator.stop()]);
+    })();
+    return stopping;
+  };
+  return { url: server.url, banner, stop };
+}
