@@ -5,7 +5,7 @@ import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
-import { type ClientCall, checkHistory, type Verdict } from './history';
+import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
 
 export interface ChaosOptions {
@@ -43,6 +43,8 @@ export interface ChaosReport extends Verdict {
   readonly faults: Readonly<Record<string, number>>;
   readonly calls: number;
   readonly violations: number;
+  /** The first violations found, each with the versions that make it one. */
+  readonly violationDetails?: readonly string[];
 }
 
 const LEASE_TTL_SECONDS = 2;
@@ -333,6 +335,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const final = await ctx.tasks.getMany([...history.acknowledged]);
     for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
 
+    violationDetails.length = 0;
     const verdict = checkHistory(history);
     const violations =
       verdict.overlapCount +
@@ -352,6 +355,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       calls: history.calls.length,
       ...verdict,
       violations,
+      ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
     };
   } finally {
     await scratch.dispose();

@@ -1,7 +1,8 @@
 /**
  * Where the CLI sends its requests, and how it proves who it is: flags first, then the environment
  * (`AGENT_SCHEDULER_ENDPOINT`, `AGENT_SCHEDULER_TOKEN`, `AGENT_SCHEDULER_AUTH`), then the first
- * `.agent-scheduler/local.json` found from the current folder up to the filesystem root, written by `npm start`.
+ * `.agent-scheduler/local.json` found from the current folder up to the filesystem root, written by
+ * `agent-scheduler dev` (and `npm start` in this repository).
  *
  * Operator requests to a deployed stack are signed with AWS Signature Version 4 (`iam`); to the local stack they
  * carry the operator token (`token`). The default follows the endpoint: `iam` for an API Gateway host
@@ -55,10 +56,12 @@ function readLocalFile(file: string): LocalJson {
     value = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     const why = error instanceof SyntaxError ? 'it is not JSON' : (error as Error).message;
-    throw new UsageError(`cannot read ${file}: ${why} (npm start writes it again)`);
+    throw new UsageError(`cannot read ${file}: ${why} (agent-scheduler dev writes it again)`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new UsageError(`cannot read ${file}: it is not a JSON object (npm start writes it again)`);
+    throw new UsageError(
+      `cannot read ${file}: it is not a JSON object (agent-scheduler dev writes it again)`,
+    );
   }
   return value as LocalJson;
 }
@@ -80,8 +83,8 @@ export function resolveConnection(
   if (!endpoint) {
     throw new UsageError(
       localFile
-        ? `no endpoint in ${localFile}: pass --endpoint, set AGENT_SCHEDULER_ENDPOINT, or run \`npm start\` again`
-        : 'no endpoint: pass --endpoint, set AGENT_SCHEDULER_ENDPOINT, or run `npm start` in this folder or one above',
+        ? `no endpoint in ${localFile}: pass --endpoint, set AGENT_SCHEDULER_ENDPOINT, or run \`agent-scheduler dev\` again`
+        : 'no endpoint: pass --endpoint, set AGENT_SCHEDULER_ENDPOINT, or run `agent-scheduler dev` (`npm start` in its repository) in this folder or one above',
     );
   }
   const source = flags.endpoint ? 'flags' : env.AGENT_SCHEDULER_ENDPOINT ? 'environment' : 'local.json';

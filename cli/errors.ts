@@ -80,7 +80,7 @@ export function unreachableMessage(
           error.message;
   const local = connection.source === 'local.json' || isLoopback(connection.endpoint);
   const hint = local
-    ? 'Is `npm start` running?'
+    ? 'Is `agent-scheduler dev` (or `npm start`) running?'
     : error.code === 'Timeout'
       ? 'Is the endpoint right, and the network up? --request-timeout waits longer.'
       : 'Is the endpoint right, and the network up?';

@@ -92,8 +92,8 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (request.claimSeq !== undefined && request.claimId === undefined) {
     throw new ValidationError('claimSeq: numbers a claim that has a claimId');
   }
-  const now = ctx.now();
-  const session = await liveSession(ctx, request, now);
+  const readAt = ctx.now();
+  const session = await liveSession(ctx, request, readAt);
   const queues = request.queues ?? session.queues;
   const foreign = queues.filter((q) => !session.queues.includes(q));
   if (foreign.length > 0)
@@ -107,7 +107,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   let examined: Examined = { stale: new Map(), heldByUs: new Map() };
   // A paused queue gives nothing to claims; its hints stay where they are.
   const open = await unpausedQueues(ctx, queues);
-  if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), now);
+  if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), readAt);
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
   if (capacity <= 0 || open.length === 0) return [];
 
@@ -135,7 +135,7 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   const unexamined = [...byTask.keys()].filter(
     (id) => id in session.held && !examined.stale.has(id) && !examined.heldByUs.has(id),
   );
-  if (unexamined.length > 0) examined = merge(examined, await examine(ctx, session, unexamined, now));
+  if (unexamined.length > 0) examined = merge(examined, await examine(ctx, session, unexamined, readAt));
 
   const toDelete: ReceivedHint[] = [];
   const toReturn: { hint: ReceivedHint; seconds: number }[] = [];
@@ -158,6 +158,9 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     }
   }
 
+  // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
+  // from before the previous holder's ended, when the receive or the reads took long.
+  const now = ctx.now();
   const reserved = await reserve(ctx, session, candidates, examined.stale, now, request);
   if ('replayFrom' in reserved) {
     // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.

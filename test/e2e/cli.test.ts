@@ -179,7 +179,7 @@ describe('the agent-scheduler command', () => {
       const flagged = await cli(['queues', '--endpoint', `http://127.0.0.1:${port}`, '--token', OPERATOR]);
       expect(flagged.code).toBe(1);
       expect(flagged.stderr).toBe(
-        `error: cannot reach http://127.0.0.1:${port} (connection refused). Is \`npm start\` running?\n` +
+        `error: cannot reach http://127.0.0.1:${port} (connection refused). Is \`agent-scheduler dev\` (or \`npm start\`) running?\n` +
           'the endpoint comes from --endpoint\n',
       );
 

@@ -139,7 +139,7 @@ describe('a server out of reach', () => {
 
   it('names the endpoint, the reason, where the endpoint came from, and what to try', () => {
     expect(unreachableMessage(refused(), local, 30)).toBe(
-      'cannot reach http://127.0.0.1:3000 (connection refused). Is `npm start` running?\n' +
+      'cannot reach http://127.0.0.1:3000 (connection refused). Is `agent-scheduler dev` (or `npm start`) running?\n' +
         'the endpoint comes from /p/.agent-scheduler/local.json',
     );
   });
