@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { EXAMPLE_SCHEDULER } from '../infra/example-config';
-import { runDevStack } from './run-dev-stack';
+import { DevStackUsageError, runDevStack } from './run-dev-stack';
 
 const { values } = parseArgs({
   options: {
@@ -26,7 +26,7 @@ const { values } = parseArgs({
     iam: { type: 'boolean', default: false },
   },
 });
-process.exitCode = await runDevStack(
+await runDevStack(
   {
     port: values.port,
     dataDir: values['data-dir'],
@@ -37,4 +37,8 @@ process.exitCode = await runDevStack(
     iam: values.iam,
   },
   { command: 'npm start', queues: EXAMPLE_SCHEDULER.queues, schedules: EXAMPLE_SCHEDULER.schedules ?? [] },
-);
+).catch((error: unknown) => {
+  if (!(error instanceof DevStackUsageError)) throw error;
+  console.error(error.message);
+  process.exitCode = 2;
+});

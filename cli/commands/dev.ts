@@ -2,19 +2,14 @@
  * `dev`: the whole stack on this machine, from a user's project: what `npm start` runs in this repository.
  */
 import type { Command } from 'commander';
+import type { DevStackArguments } from '#local/dev-stack';
 import type { Cli } from '../context';
+import { UsageError } from '../errors';
 import { collect } from '../input';
 import { examples } from './shared';
 
-interface DevOptions {
+interface DevOptions extends DevStackArguments {
   readonly queue?: string[];
-  readonly port?: string;
-  readonly dataDir?: string;
-  readonly inMemory?: boolean;
-  readonly supervisorSeconds?: string;
-  readonly leaseTtlSeconds?: string;
-  readonly heartbeatSeconds?: string;
-  readonly iam?: boolean;
 }
 
 /** The queue served when none is named. */
@@ -54,20 +49,15 @@ export function devCommand(program: Command, cli: Cli): void {
         'agent-scheduler dev --in-memory --lease-ttl-seconds 10 --heartbeat-seconds 3',
       ]),
     )
-    .action(async (options: DevOptions) => {
+    .action(async ({ queue, ...args }: DevOptions) => {
       // Loaded only here: the emulators and their clients are most of the package, and no other command needs them.
-      const { runDevStack } = await import('#local/run-dev-stack');
-      cli.exitCode = await runDevStack(
-        {
-          port: options.port,
-          dataDir: options.dataDir,
-          inMemory: options.inMemory,
-          supervisorSeconds: options.supervisorSeconds,
-          leaseTtlSeconds: options.leaseTtlSeconds,
-          heartbeatSeconds: options.heartbeatSeconds,
-          iam: options.iam,
-        },
-        { command: 'agent-scheduler dev', queues: options.queue ?? [DEV_DEFAULT_QUEUE], env: cli.io.env },
-      );
+      const { DevStackUsageError, runDevStack } = await import('#local/run-dev-stack');
+      await runDevStack(args, {
+        command: 'agent-scheduler dev',
+        queues: queue ?? [DEV_DEFAULT_QUEUE],
+        env: cli.io.env,
+      }).catch((error: unknown) => {
+        throw error instanceof DevStackUsageError ? new UsageError(error.message) : error;
+      });
     });
 }

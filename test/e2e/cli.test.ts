@@ -5,7 +5,7 @@
  * their presence, schedule policies and errors that name the field, colour only where asked for.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -145,6 +145,22 @@ describe('the agent-scheduler command', () => {
         expect(lines.length).toBeLessThanOrEqual(4);
       },
     );
+  });
+
+  it('dev refuses a wrong command line in one line, before any emulator starts', async () => {
+    const [port, queue, lease] = await Promise.all([
+      cli(['dev', '--port', '70000']),
+      cli(['dev', '--queue', 'no spaces']),
+      cli(['dev', '--lease-ttl-seconds', '0']),
+    ]);
+    expect(port).toMatchObject({ code: 2, stdout: '' });
+    expect(port.stderr.trim()).toBe('error: the port must be a number from 0 to 65535 (got "70000")');
+    expect(queue).toMatchObject({ code: 2, stdout: '' });
+    expect(queue.stderr).toMatch(/^error: queue "no spaces": a queue name is 1 to 48 letters/);
+    expect(lease).toMatchObject({ code: 2, stdout: '' });
+    expect(lease.stderr).toMatch(/^error: --lease-ttl-seconds must be/);
+    // Nothing was started, so nothing was written.
+    expect(existsSync(join(work, '.agent-scheduler', 'local.json'))).toBe(false);
   });
 
   describe('the endpoint', () => {
