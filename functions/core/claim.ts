@@ -17,7 +17,7 @@ import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
-import { markDead } from './reclaim';
+import { markDead, reclaimTask } from './reclaim';
 
 export interface ClaimRequest {
   readonly agentId: string;
@@ -248,9 +248,10 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     ),
   ]);
 
+  const kept = await grantsOfLiveSession(ctx, request, granted, now);
   await emit(
     ctx,
-    granted.map((task) => ({
+    kept.map((task) => ({
       type: 'task.claimed' as const,
       fields: {
         taskId: task.taskId,
@@ -263,7 +264,40 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if (granted.length === 0 && grantErrors.length > 0) {
     throw new ServiceUnavailableError('could not take tasks right now; try again', { cause: grantErrors[0] });
   }
-  return withPayloads(ctx, granted);
+  return withPayloads(ctx, kept);
+}
+
+/** How far a claim's clock may be from the supervisor's: a grant landed this long before the expiry is safe. */
+const CLOCK_MARGIN_MS = 1_000;
+
+/**
+ * A grant lands on the task after its reservation landed on the session, in a write of its own. A claim slow
+ * enough for its session to run out in between may have seen the supervisor end the session and hand back what it
+ * held before the grant landed: the task is then leased to a session no sweep will look at again. Such a claim
+ * (rare: it took about a lease TTL) reads its session once more and takes back, fenced by the epoch, every grant
+ * the session does not hold any more. A faster claim reads nothing more.
+ */
+async function grantsOfLiveSession(
+  ctx: SchedulerContext,
+  request: Pick<ClaimRequest, 'agentId' | 'sessionId'>,
+  granted: readonly Task[],
+  reservedAt: number,
+): Promise<Task[]> {
+  const settings = ctx.settings;
+  const safeFor =
+    Math.min(settings.leaseTtlSeconds, settings.reservationGraceSeconds) * 1_000 - CLOCK_MARGIN_MS;
+  if (granted.length === 0 || ctx.now() < reservedAt + safeFor) return [...granted];
+  const session = await ctx.sessions.get(request.agentId);
+  const holds = (task: Task) =>
+    session?.sessionId === request.sessionId &&
+    session.endedAt === undefined &&
+    session.held[task.taskId] === reservedAt;
+  const orphans = granted.filter((task) => !holds(task));
+  for (const task of orphans) {
+    ctx.log.warn('a grant landed after its session ended; taking it back', { taskId: task.taskId });
+    await reclaimTask(ctx, task.taskId, { reason: 'session', task });
+  }
+  return granted.filter(holds);
 }
 
 /** A claim numbered at or below one that already reserved in the session: its agent has moved on. */

@@ -3,7 +3,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseLostError, SessionLostError } from '#domain/errors';
-import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, startAgent, type TestStack, waitFor } from '#test/stack';
 
 describe('leases', () => {
   let stack: TestStack;
@@ -11,7 +11,18 @@ describe('leases', () => {
     // random 0: backoff draws are zero, so a requeued task is claimable at once.
     stack = await createTestStack({
       random: () => 0,
-      queues: ['many', 'checkpoint', 'deadline', 'cancel', 'overlap', 'dead', 'late', 'between', 'reopen'],
+      queues: [
+        'many',
+        'checkpoint',
+        'deadline',
+        'cancel',
+        'overlap',
+        'dead',
+        'late',
+        'between',
+        'reopen',
+        'orphan',
+      ],
     });
   });
   afterAll(async () => {
@@ -90,6 +101,40 @@ describe('leases', () => {
     for (const { taskId, leaseEpoch } of [held, ...claimed]) {
       await scheduler.complete({ agentId: agent.agentId, taskId, leaseEpoch });
     }
+  });
+
+  it('a grant that lands after the sweep ended its session is taken back, not left leased to no one', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['orphan'] });
+    const { task } = await scheduler.submit({ queue: 'orphan', payload: {} });
+    // The claim stalls between its reservation and its grant for longer than a lease: meanwhile the sweep finds
+    // the session expired, ends it and hands back what it held (nothing is leased yet), then the grant lands.
+    let stalled = false;
+    stack.interleave(
+      (operation, input) =>
+        // The grant: the one write that records a lease's start.
+        operation === 'UpdateItemCommand' &&
+        Object.values(input.ExpressionAttributeNames ?? {}).includes('leasedAt'),
+      async () => {
+        stalled = true;
+        clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+        await scheduler.reclaim();
+      },
+    );
+    let answer: unknown[] = [];
+    await waitFor(async () => {
+      answer = await scheduler.claim({ agentId: agent.agentId, sessionId: agent.sessionId });
+      return stalled;
+    });
+
+    // The agent is not told of it, and the task is waiting again at once, not until a sweep stumbles on it.
+    expect(answer).toEqual([]);
+    expect((await ctx.sessions.get(agent.agentId))?.endedAt).toBeDefined();
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    const next = await startAgent(scheduler, { queues: ['orphan'] });
+    const [taken] = await claimUntil(scheduler, next, 1);
+    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2 });
+    await scheduler.complete({ agentId: next.agentId, taskId: task.taskId, leaseEpoch: 2 });
   });
 
   it('a heartbeat that lands between the sweep reading the session and acting on it keeps the lease', async () => {
