@@ -22,5 +22,13 @@ export function runAs<T>(name: FunctionName, work: () => T): T {
   return scope.getStore() === undefined ? scope.run(name, work) : work();
 }
 
+/**
+ * Runs `work` as the function `name`, whatever function the surrounding work stands for: for work another function
+ * does while this one is in the middle of its own (a test that interleaves a supervisor pass into a claim).
+ */
+export function runApart<T>(name: FunctionName, work: () => T): T {
+  return scope.run(name, work);
+}
+
 /** The function the current work stands for, if any. */
 export const currentFunction = (): FunctionName | undefined => scope.getStore();
