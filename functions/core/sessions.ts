@@ -79,6 +79,16 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
   const agent = await ctx.agents.get(agentId);
   if (!agent) throw new AgentNotFoundError(agentId);
   if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
+  // The old session's roles pass to other volunteers before the new session replaces its item: until they have,
+  // the ended item is what lets the role sweep find them.
+  const current = await ctx.sessions.get(agentId);
+  if (current && Object.keys(current.roles).length > 0) {
+    const ended = await ctx.sessions.endNow(current, ctx.now());
+    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
+      throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
+    }
+  }
+  // Dated once the hand-over is done: a slow one must not leave the new session with less than its TTL.
   const now = ctx.now();
   const session: AgentSession = {
     agentId,
@@ -95,15 +105,6 @@ export async function openSession(ctx: SchedulerContext, agentId: string): Promi
     rolesPicked: {},
     rolesLost: {},
   };
-  // The old session's roles pass to other volunteers before the new session replaces its item: until they have,
-  // the ended item is what lets the role sweep find them.
-  const current = await ctx.sessions.get(agentId);
-  if (current && Object.keys(current.roles).length > 0) {
-    const ended = await ctx.sessions.endNow(current, now);
-    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
-      throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
-    }
-  }
   const previous = await ctx.sessions.open(session);
   // A session opened meanwhile by a parallel call: its roles pass on now, as its leases do below.
   if (previous && Object.keys(previous.roles).length > 0) await handOverRolesOf(ctx, previous);

@@ -80,9 +80,10 @@ describe('role hand-over under random kills, pauses and restarts', () => {
 
     const start = async (agent: SimAgent) => {
       const previous = agent.sessionId;
+      // The agent gives up its old session when it asks for a new one; the server ends it within the call.
+      const replacing = clock.now();
       const opened = await scheduler.openSession(agent.agentId);
-      const startedAt = opened.expiresAt - TTL_MS;
-      if (previous) sessionReplacedAt.set(previous, startedAt);
+      if (previous) sessionReplacedAt.set(previous, replacing);
       agent.sessionId = opened.sessionId;
       sessionExpiry.set(opened.sessionId, opened.expiresAt);
       agent.state = 'alive';

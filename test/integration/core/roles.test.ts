@@ -197,6 +197,32 @@ describe('roles', () => {
     expect(again.role.volunteers).toEqual([b.agentId, a.agentId]);
   });
 
+  it('a new session dates its lease from when it is written, however long the old one’s hand-over took', async () => {
+    const { scheduler } = stack;
+    const role = newRole();
+    const a = await startAgent(scheduler);
+    const b = await startAgent(scheduler);
+    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
+    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    // The hand-over's transaction is slow: a whole lease TTL passes before it lands.
+    let handedOverAt = 0;
+    stack.interleave(
+      (operation, input) =>
+        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(a.agentId),
+      async () => {
+        stack.clock.advance(ttlMs);
+        handedOverAt = stack.clock.now();
+      },
+    );
+
+    const opened = await scheduler.openSession(a.agentId);
+
+    const written = await stack.ctx.sessions.get(a.agentId);
+    expect(written?.sessionId).toBe(opened.sessionId);
+    expect(opened.expiresAt).toBeGreaterThanOrEqual(handedOverAt + ttlMs);
+    expect(written?.expiresAt).toBe(opened.expiresAt);
+  });
+
   it('a replaced session whose hand-over failed stays for the sweep to find, and the new session waits for it', async () => {
     const { scheduler } = stack;
     const role = newRole();
