@@ -49,6 +49,7 @@ export interface Crash {
 
 export interface History {
   readonly tasks: TaskVersion[];
+  /** In the order their writes were answered: for one agent's item, the order they were committed. */
   readonly sessions: SessionVersion[];
   readonly calls: ClientCall[];
   readonly crashes: Crash[];
@@ -113,6 +114,20 @@ function lastAtOrBefore(versions: readonly { at: number }[], t: number): number 
   return found;
 }
 
+/**
+ * An agent's session versions in the order they were committed, each dated no earlier than the one it follows.
+ * They are recorded as their writes are answered, which for one item is the order they were committed; a version
+ * can be dated before the one it follows (a new session's unconditional put, decided before a claim's conditional
+ * update of the old session but landing after it), and it takes effect when it lands, not before.
+ */
+function inCommitOrder(versions: readonly SessionVersion[]): SessionVersion[] {
+  let latest = Number.NEGATIVE_INFINITY;
+  return versions.map((version) => {
+    latest = Math.max(latest, version.at);
+    return { ...version, at: latest };
+  });
+}
+
 export function checkHistory(history: History): Verdict {
   let overlapCount = 0;
   let nonMonotonicEpochCount = 0;
@@ -122,7 +137,7 @@ export function checkHistory(history: History): Verdict {
   const sessionsByAgent = new Map(
     [...groupBy(history.sessions, (s) => s.agentId)].map(([agentId, versions]) => [
       agentId,
-      [...versions].sort((a, b) => a.at - b.at),
+      inCommitOrder(versions),
     ]),
   );
 
@@ -320,8 +335,11 @@ export interface ClaimAnswer {
 /** A checkpoint the tasks table took: the epoch of the lease its handler ran under, and when it was sent. */
 export interface CheckpointWrite {
   readonly taskId: string;
+  /** The epoch of the lease whose handler took the checkpoint. */
   readonly writerEpoch: number;
   readonly sentAt: number;
+  /** The epoch of the lease the task was under when the checkpoint landed. */
+  readonly landedOnEpoch: number;
 }
 
 export interface AgentSideVerdict {
@@ -387,8 +405,13 @@ export function checkAgentSide(
       explain('claim granted twice', answers);
     }
   }
-  const staleCheckpointCount = (wire.checkpoints ?? []).filter((write) =>
-    (byTask.get(write.taskId) ?? []).some((e) => e.leaseEpoch > write.writerEpoch && e.start < write.sentAt),
+  // A checkpoint landed on a later lease than the one it was taken under, or after a later lease's handler began.
+  const staleCheckpointCount = (wire.checkpoints ?? []).filter(
+    (write) =>
+      write.landedOnEpoch > write.writerEpoch ||
+      (byTask.get(write.taskId) ?? []).some(
+        (e) => e.leaseEpoch > write.writerEpoch && e.start < write.sentAt,
+      ),
   ).length;
   return {
     executionOverlapCount: overlappingPairs(executions, (e) => e.taskId, until),

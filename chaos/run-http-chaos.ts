@@ -174,7 +174,8 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     });
     if (result.ok && typeof checkpoint === 'string') {
       const writerEpoch = (JSON.parse(checkpoint) as { leaseEpoch?: unknown }).leaseEpoch;
-      if (typeof writerEpoch === 'number') checkpointWrites.push({ taskId, writerEpoch, sentAt });
+      if (typeof writerEpoch === 'number')
+        checkpointWrites.push({ taskId, writerEpoch, sentAt, landedOnEpoch: result.task.leaseEpoch });
     }
     return result;
   };

@@ -1,0 +1,57 @@
+/**
+ * The history checker on hand-made histories: a lease is good while its session is the agent's latest, and a
+ * session version takes effect when it lands, even when it was decided before the version it replaced.
+ */
+import { describe, expect, it } from 'vitest';
+import { emptyHistory } from '../../../chaos/committed-writes';
+import { checkHistory, type History, type SessionVersion, type TaskVersion } from '../../../chaos/history';
+
+const ttl = 2_000;
+const taskId = 't_one';
+
+/** Task t_one granted to a (session s1) at 1,000, taken back at 1,300, granted to b at 1,400. */
+function regranted(aSessions: readonly SessionVersion[]): History {
+  const history = emptyHistory();
+  const task = (at: number, fields: Partial<TaskVersion>): TaskVersion => ({
+    at,
+    taskId,
+    status: 'queued',
+    leaseEpoch: 0,
+    ...fields,
+  });
+  history.tasks.push(
+    task(0, {}),
+    task(1_000, { status: 'leased', leaseEpoch: 1, owner: 'a', sessionId: 's1', leaseDeadline: 60_000 }),
+    task(1_300, { leaseEpoch: 1, sessionId: 's1' }),
+    task(1_400, { status: 'leased', leaseEpoch: 2, owner: 'b', sessionId: 'sb', leaseDeadline: 60_000 }),
+  );
+  history.sessions.push(
+    { at: 900, agentId: 'b', sessionId: 'sb', expiresAt: 900 + ttl, held: 0 },
+    ...aSessions,
+  );
+  return history;
+}
+
+const session = (at: number, sessionId: string, held: number): SessionVersion => ({
+  at,
+  agentId: 'a',
+  sessionId,
+  expiresAt: at + ttl,
+  held,
+});
+
+describe('checkHistory: lease overlap', () => {
+  it('finds a lease granted while the previous holder’s session was still its agent’s, unexpired', () => {
+    const verdict = checkHistory(regranted([session(500, 's1', 0), session(1_000, 's1', 1)]));
+    expect(verdict.overlapCount).toBe(1);
+  });
+
+  it('ends the previous lease when its agent’s new session lands, though the new one was decided earlier', () => {
+    // s2's put was decided at 950, before the claim's update of s1 at 1,000, and was answered after it: s1's
+    // leases ended when it landed, and the task was taken back and granted again after that.
+    const verdict = checkHistory(
+      regranted([session(500, 's1', 0), session(1_000, 's1', 1), session(950, 's2', 0)]),
+    );
+    expect(verdict.overlapCount).toBe(0);
+  });
+});
