@@ -68,6 +68,8 @@ export interface HttpChaosOptions {
   readonly reconcileAfterSeconds?: number;
   /** Share of agent requests held in the network and delivered late, after the attempt gave up. @default 0.01 */
   readonly lateShare?: number;
+  /** The routes (paths) whose requests may be delivered late. @default every agent route */
+  readonly lateRoutes?: readonly string[];
   /** How late such a request reaches the server, in ms. @default 500 to 6,000 */
   readonly lateDelayMs?: { readonly min: number; readonly max: number };
   /** Share of handlers that work for 3 s, checkpointing. @default 0.05 */
@@ -99,6 +101,8 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly checkpointWrites: number;
   /** Leases the Workers found their sessions holding without having heard of them, and gave back. */
   readonly grantsGivenBack: number;
+  /** The server's warnings, by message: the repairs it made (a grant taken back, a hand-over left to the sweep). */
+  readonly serverWarnings: Readonly<Record<string, number>>;
   /** What the tables committed, checked as in the in-process run: no two valid leases of a task overlap, … */
   readonly overlapCount: number;
   readonly nonMonotonicEpochCount: number;
@@ -142,7 +146,17 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   // (completions and failures the Workers heard of) must each be a committed transition.
   const history = emptyHistory();
   recordCommittedWrites(scratch.dynamodb, scratch.tables, history);
+  const serverWarnings: Record<string, number> = {};
   const ctx = createContext({
+    log: {
+      info() {},
+      warn(message) {
+        serverWarnings[message] = (serverWarnings[message] ?? 0) + 1;
+      },
+      error(message) {
+        serverWarnings[message] = (serverWarnings[message] ?? 0) + 1;
+      },
+    },
     dynamodb: scratch.dynamodb,
     sqs: scratch.sqs,
     tables: scratch.tables,
@@ -251,7 +265,9 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       }
       const lateShare = options.lateShare ?? 0.01;
       const lateDelay = options.lateDelayMs ?? { min: 500, max: 6_000 };
-      if (draw >= 0.07 && draw < 0.07 + lateShare) {
+      const url = input instanceof Request ? input.url : String(input);
+      const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
+      if (lateRoute && draw >= 0.07 && draw < 0.07 + lateShare) {
         // Held in the network: the attempt gives up, the server gets the request later all the same. What it
         // answers then reaches nobody (a late claim may lease what the agent never hears of: its session's held
         // tasks are reconciled).
@@ -597,6 +613,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       },
       claimAnswers: claimAnswers.length,
       checkpointWrites: checkpointWrites.length,
+      serverWarnings,
       grantsGivenBack,
       ...server,
       ...verdict,
