@@ -10,7 +10,9 @@
  * - lost: tasks never terminal;
  * - finished twice: tasks with more than one `task.completed` in the server's event feed (a success committed
  *   twice);
- * - finished handlers run again: a handler returned for the task, and a handler for the same task started later.
+ * - finished handlers run again: a handler returned for the task, and a handler for the same task started later;
+ * - overlapping runs: two runs of one task at once, each from its start to its return or to the abort of its
+ *   signal (the handlers here stop when the Worker aborts them, as the SDK asks of every handler).
  *
  * The SQS emulator keeps nothing across a restart: `local/start.ts` re-sends the hint of every queued task before
  * it serves (`reconcile({ everything: true })`), and the report gives how many and how long the start took.
@@ -20,6 +22,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '#local/emulators/dynamodb-local';
 import { isRunning } from '#local/processes';
@@ -97,11 +100,17 @@ export interface KillStackReport {
   readonly finishedTwice: number;
   /** Tasks whose handler returned more than once (the Worker's side of a re-run). */
   readonly handlerReturnedTwice: number;
+  /** Handlers stopped by their signal: the Worker reckoned their lease over (the stack was down too long). */
+  readonly handlerAborts: number;
+  /** Pairs of runs of one task that overlapped in time, each from its start to its return or abort. */
+  readonly overlappingRuns: number;
   /** `task.completed` events in the feed: one per task when nothing finished twice. */
   readonly completedEvents: number;
   readonly rerunAfterFinish: number;
   /** For each re-run: the task, and seconds from its handler's first return to the next start. */
   readonly reruns: readonly { taskId: string; afterSeconds: number }[];
+  /** The handler records (ms from the first start) of every task run twice at once or again after it finished. */
+  readonly twiceRun: Readonly<Record<string, readonly string[]>>;
   readonly handlerStarts: number;
   readonly handlerEnds: number;
   /** `error` events of the Workers: heartbeats, claims and completions that failed while the stack was down. */
@@ -111,7 +120,7 @@ export interface KillStackReport {
 
 interface HandlerRecord {
   readonly taskId: string;
-  readonly kind: 'start' | 'end';
+  readonly kind: 'start' | 'end' | 'abort';
   readonly attempt: number;
   readonly leaseEpoch: number;
   readonly at: number;
@@ -126,6 +135,26 @@ interface RunningStack {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Pairs of one task's runs that overlap in time: a run lasts from its start to its return or abort (the next
+ * record of the same lease), and one never ended lasts to the end.
+ */
+function overlapsOf(records: readonly HandlerRecord[]): number {
+  const runs = records
+    .filter((r) => r.kind === 'start')
+    .map((start) => ({
+      start: start.at,
+      end:
+        records.find((r) => r.kind !== 'start' && r.leaseEpoch === start.leaseEpoch && r.at >= start.at)
+          ?.at ?? Number.POSITIVE_INFINITY,
+    }));
+  let pairs = 0;
+  runs.forEach((run, i) => {
+    for (const other of runs.slice(i + 1)) if (run.start < other.end && other.start < run.end) pairs++;
+  });
+  return pairs;
+}
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
@@ -269,22 +298,24 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       client: new AgentSchedulerClient({ endpoint, token }),
       concurrency: options.concurrency,
       pollIntervalMs: { min: 100, max: 1_000 },
-      handler: async (task) => {
-        records.push({
-          taskId: task.taskId,
-          kind: 'start',
-          attempt: task.attempt,
-          leaseEpoch: task.leaseEpoch,
-          at: Date.now(),
-        });
-        await sleep((task.payload as { ms: number }).ms);
-        records.push({
-          taskId: task.taskId,
-          kind: 'end',
-          attempt: task.attempt,
-          leaseEpoch: task.leaseEpoch,
-          at: Date.now(),
-        });
+      // Works for the task's time, or until the Worker aborts it (its lease is over by the Worker's reckoning).
+      handler: async (task, { signal }) => {
+        const record = (kind: HandlerRecord['kind']) =>
+          records.push({
+            taskId: task.taskId,
+            kind,
+            attempt: task.attempt,
+            leaseEpoch: task.leaseEpoch,
+            at: Date.now(),
+          });
+        record('start');
+        try {
+          await delay((task.payload as { ms: number }).ms, undefined, { signal });
+        } catch (error) {
+          record('abort');
+          throw error;
+        }
+        record('end');
         finished.add(task.taskId);
         return { ok: true };
       },
@@ -378,8 +409,10 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
   const reruns: { taskId: string; afterSeconds: number }[] = [];
   let finishedTwice = 0;
   let handlerReturnedTwice = 0;
+  let overlappingRuns = 0;
   for (const taskId of taskIds) {
     const own = byTask.get(taskId) ?? [];
+    overlappingRuns += overlapsOf(own);
     const firstEnd = own.find((r) => r.kind === 'end');
     const startAfter = firstEnd && own.find((r) => r.kind === 'start' && r.at > firstEnd.at);
     if (firstEnd && startAfter)
@@ -395,7 +428,12 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
   const lost = taskIds.filter((id) => !terminal.has(id)).length;
   const outagesWithinBound = outages.every((o) => o.ms < outageBoundMs);
   const violations =
-    lost + finishedTwice + reruns.length + (byStatus.dead ?? 0) + (outagesWithinBound ? 0 : 1);
+    lost +
+    finishedTwice +
+    reruns.length +
+    overlappingRuns +
+    (byStatus.dead ?? 0) +
+    (outagesWithinBound ? 0 : 1);
   return {
     tasks: taskIds.length,
     workers: options.workers,
@@ -416,9 +454,23 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     lost,
     finishedTwice,
     handlerReturnedTwice,
+    handlerAborts: records.filter((r) => r.kind === 'abort').length,
+    overlappingRuns,
     completedEvents: [...completedEvents.values()].reduce((sum, n) => sum + n, 0),
     rerunAfterFinish: reruns.length,
     reruns,
+    twiceRun: Object.fromEntries(
+      taskIds
+        .filter((id) => overlapsOf(byTask.get(id) ?? []) > 0 || reruns.some((r) => r.taskId === id))
+        .map((id) => {
+          const own = byTask.get(id) ?? [];
+          const first = own[0]?.at ?? 0;
+          return [
+            id,
+            own.map((r) => `${r.kind} epoch ${r.leaseEpoch} attempt ${r.attempt} +${r.at - first} ms`),
+          ];
+        }),
+    ),
     handlerStarts: records.filter((r) => r.kind === 'start').length,
     handlerEnds: records.filter((r) => r.kind === 'end').length,
     workerErrors,
