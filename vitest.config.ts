@@ -3,6 +3,18 @@ import { defineConfig } from 'vitest/config';
 // Local tooling runs on Node 20; the functions themselves run on Node 22 in Lambda.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
+/**
+ * Files whose verdict depends on how fast this machine runs them: the chaos runs (faults timed against lease TTLs
+ * of a few seconds, every agent in one process) and the local start's 15 s readiness bound. They run last, one at
+ * a time, with both cores to themselves; everything else runs two files at a time.
+ */
+const timed = [
+  'test/integration/chaos.test.ts',
+  'test/integration/chaos-http.test.ts',
+  'test/e2e/npm-start.test.ts',
+];
+const emulators = ['test/setup/emulators.ts'];
+
 export default defineConfig({
   test: {
     reporters: ['default', './test/setup/summary-reporter.ts'],
@@ -13,6 +25,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           setupFiles: ['test/setup/sdk-matchers.ts'],
+          maxWorkers: 2,
         },
       },
       {
@@ -23,6 +36,7 @@ export default defineConfig({
           testTimeout: 60_000,
           // The whole stack is synthesized once per file, with cdk-nag: tens of seconds on two busy cores.
           hookTimeout: 60_000,
+          maxWorkers: 2,
         },
       },
       {
@@ -30,9 +44,23 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
-          globalSetup: ['test/setup/emulators.ts'],
+          exclude: timed,
+          globalSetup: emulators,
           testTimeout: 120_000,
           hookTimeout: 60_000,
+          maxWorkers: 2,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'timed',
+          include: timed,
+          globalSetup: emulators,
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

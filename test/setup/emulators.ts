@@ -1,7 +1,8 @@
 /**
- * Vitest globalSetup for the `integration` project: starts DynamoDB Local and the fauxqs SQS emulator once
- * per run and hands their endpoints to tests via `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`.
- * Build clients with `localDynamoDbClient` / `localSqsClient` from `local/emulators/clients`.
+ * Vitest globalSetup for the projects that need the emulators (`integration`, `timed`): starts DynamoDB Local and
+ * the fauxqs SQS emulator once per run, whichever projects ask, and hands their endpoints to tests via
+ * `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
+ * `localSqsClient` from `local/emulators/clients`. The last project to finish stops them and checks IAM.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,13 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup({ provide }: TestProject): Promise<() => Promise<void>> {
+interface Emulators {
+  readonly dynamodb: DynamoDbLocal;
+  readonly sqs: SqsEmulator;
+  readonly usageDir: string;
+}
+
+async function startEmulators(): Promise<Emulators> {
   const started = performance.now();
   const [dynamodb, sqs] = await Promise.allSettled([
     startDynamoDbLocal({ inMemory: true }),
@@ -34,17 +41,34 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     ]);
     throw dynamodb.status === 'rejected' ? dynamodb.reason : (sqs as PromiseRejectedResult).reason;
   }
-  const emulators: [DynamoDbLocal, SqsEmulator] = [dynamodb.value, sqs.value];
-  const usageDir = mkdtempSync(join(tmpdir(), 'agent-scheduler-iam-'));
-  provide('iamUsageDir', usageDir);
-  provide('dynamodbEndpoint', dynamodb.value.endpoint);
-  provide('sqsEndpoint', sqs.value.endpoint);
   console.log(
     `[emulators] dynamodb ${dynamodb.value.endpoint}, sqs ${sqs.value.endpoint} (started in ${Math.round(performance.now() - started)} ms)`,
   );
+  return {
+    dynamodb: dynamodb.value,
+    sqs: sqs.value,
+    usageDir: mkdtempSync(join(tmpdir(), 'agent-scheduler-iam-')),
+  };
+}
+
+/** One set of emulators for the run, shared by the projects of this process that use them. */
+const SHARED = Symbol.for('agent-scheduler.test-emulators');
+type Shared = { ready: Promise<Emulators>; users: number };
+const registry = globalThis as { [SHARED]?: Shared };
+
+export default async function setup({ provide }: TestProject): Promise<() => Promise<void>> {
+  registry[SHARED] ??= { ready: startEmulators(), users: 0 };
+  const shared = registry[SHARED];
+  shared.users++;
+  const { dynamodb, sqs, usageDir } = await shared.ready;
+  provide('iamUsageDir', usageDir);
+  provide('dynamodbEndpoint', dynamodb.endpoint);
+  provide('sqsEndpoint', sqs.endpoint);
 
   return async () => {
-    await Promise.all(emulators.map((emulator) => emulator.stop()));
+    if (--shared.users > 0) return;
+    delete registry[SHARED];
+    await Promise.all([dynamodb.stop(), sqs.stop()]);
     checkGrantsAgainstUse(usageDir);
   };
 }
