@@ -267,15 +267,13 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   return withPayloads(ctx, kept);
 }
 
-/** How far a claim's clock may be from the supervisor's: a grant landed this long before the expiry is safe. */
-const CLOCK_MARGIN_MS = 1_000;
-
 /**
- * A grant lands on the task after its reservation landed on the session, in a write of its own. A claim slow
- * enough for its session to run out in between may have seen the supervisor end the session and hand back what it
- * held before the grant landed: the task is then leased to a session no sweep will look at again. Such a claim
- * (rare: it took about a lease TTL) reads its session once more and takes back, fenced by the epoch, every grant
- * the session does not hold any more. A faster claim reads nothing more.
+ * A grant lands on the task after its reservation landed on the session, in a write of its own. In between, the
+ * session may have been replaced by the agent's next one, or ended by the sweep, each handing back what the session
+ * held while the task was not leased yet: the grant then leaves the task leased to a session nobody looks at again.
+ * So a claim that granted anything reads its session once more (one read, for a whole batch) and takes back,
+ * fenced by the epoch, every grant the session does not hold any more. Whatever replaces or ends the session after
+ * that read finds the grant landed and takes it back itself.
  */
 async function grantsOfLiveSession(
   ctx: SchedulerContext,
@@ -283,10 +281,7 @@ async function grantsOfLiveSession(
   granted: readonly Task[],
   reservedAt: number,
 ): Promise<Task[]> {
-  const settings = ctx.settings;
-  const safeFor =
-    Math.min(settings.leaseTtlSeconds, settings.reservationGraceSeconds) * 1_000 - CLOCK_MARGIN_MS;
-  if (granted.length === 0 || ctx.now() < reservedAt + safeFor) return [...granted];
+  if (granted.length === 0) return [];
   const session = await ctx.sessions.get(request.agentId);
   const holds = (task: Task) =>
     session?.sessionId === request.sessionId &&

@@ -23,6 +23,7 @@ describe('leases', () => {
         'between',
         'reopen',
         'orphan',
+        'replaced',
       ],
     });
   });
@@ -137,6 +138,38 @@ describe('leases', () => {
     const [taken] = await claimUntil(scheduler, next, 1);
     expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2 });
     await scheduler.complete({ agentId: next.agentId, taskId: task.taskId, leaseEpoch: 2 });
+  });
+
+  it('a grant that lands after its agent opened a new session is taken back at once, however fast the claim', async () => {
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['replaced'] });
+    const { task } = await scheduler.submit({ queue: 'replaced', payload: {} });
+    // Between the claim's reservation and its grant the agent opens a new session (its own reckoning gave the old
+    // one up): the new session hands back what the old one held, and nothing is leased yet. Then the grant lands.
+    let reopened: { sessionId: string } | undefined;
+    stack.interleave(
+      (operation, input) =>
+        operation === 'UpdateItemCommand' &&
+        Object.values(input.ExpressionAttributeNames ?? {}).includes('leasedAt'),
+      async () => {
+        reopened = await scheduler.openSession(agent.agentId);
+      },
+    );
+    let answer: unknown[] = [];
+    await waitFor(async () => {
+      answer = await scheduler.claim({ agentId: agent.agentId, sessionId: agent.sessionId });
+      return reopened !== undefined;
+    });
+
+    expect(answer).toEqual([]);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    const [taken] = await claimUntil(
+      scheduler,
+      { agentId: agent.agentId, sessionId: reopened?.sessionId ?? '' },
+      1,
+    );
+    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2 });
+    await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 2 });
   });
 
   it('a heartbeat that lands between the sweep reading the session and acting on it keeps the lease', async () => {
