@@ -181,13 +181,26 @@ describe('roles', () => {
     expect(events.filter((e) => e.role === role && e.type === 'role.lost')).toHaveLength(1);
   });
 
-  it('opening a new session hands the old session’s roles over without waiting for a sweep', async () => {
+  /** A new role held by `a`, with `b` next in line. */
+  const heldWithOneWaiting = async () => {
     const { scheduler } = stack;
     const role = newRole();
     const a = await startAgent(scheduler);
     const b = await startAgent(scheduler);
     await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
     await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    return { scheduler, role, a, b };
+  };
+  /** Runs `before` just before the transaction that hands `agentId`'s roles over. */
+  const beforeHandOverOf = (agentId: string, before: () => Promise<unknown>) =>
+    stack.interleave(
+      (operation, input) =>
+        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(agentId),
+      before,
+    );
+
+  it('opening a new session hands the old session’s roles over without waiting for a sweep', async () => {
+    const { scheduler, role, a, b } = await heldWithOneWaiting();
     const reopened = await scheduler.openSession(a.agentId);
     const [listed] = (await scheduler.listRoles()).filter((r) => r.role === role);
     expect(listed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
@@ -198,22 +211,13 @@ describe('roles', () => {
   });
 
   it('a new session dates its lease from when it is written, however long the old one’s hand-over took', async () => {
-    const { scheduler } = stack;
-    const role = newRole();
-    const a = await startAgent(scheduler);
-    const b = await startAgent(scheduler);
-    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
-    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
+    const { scheduler, a } = await heldWithOneWaiting();
     // The hand-over's transaction is slow: a whole lease TTL passes before it lands.
     let handedOverAt = 0;
-    stack.interleave(
-      (operation, input) =>
-        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(a.agentId),
-      async () => {
-        stack.clock.advance(ttlMs);
-        handedOverAt = stack.clock.now();
-      },
-    );
+    beforeHandOverOf(a.agentId, async () => {
+      stack.clock.advance(ttlMs);
+      handedOverAt = stack.clock.now();
+    });
 
     const opened = await scheduler.openSession(a.agentId);
 
@@ -224,17 +228,8 @@ describe('roles', () => {
   });
 
   it('a replaced session whose hand-over failed stays for the sweep to find, and the new session waits for it', async () => {
-    const { scheduler } = stack;
-    const role = newRole();
-    const a = await startAgent(scheduler);
-    const b = await startAgent(scheduler);
-    await scheduler.volunteerForRole(a.agentId, a.sessionId, role);
-    await scheduler.volunteerForRole(b.agentId, b.sessionId, role);
-    stack.interleave(
-      (operation, input) =>
-        operation === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(a.agentId),
-      () => Promise.reject(new Error('the hand-over failed')),
-    );
+    const { scheduler, role, a, b } = await heldWithOneWaiting();
+    beforeHandOverOf(a.agentId, () => Promise.reject(new Error('the hand-over failed')));
 
     const error = await scheduler.openSession(a.agentId).catch((e: unknown) => e);
 
