@@ -103,6 +103,8 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly grantsGivenBack: number;
   /** The server's warnings, by message: the repairs it made (a grant taken back, a hand-over left to the sweep). */
   readonly serverWarnings: Readonly<Record<string, number>>;
+  /** The Workers' warnings, by message and reason: sessions lost or over by their own reckoning, tasks lost. */
+  readonly workerWarnings: Readonly<Record<string, number>>;
   /** What the tables committed, checked as in the in-process run: no two valid leases of a task overlap, … */
   readonly overlapCount: number;
   readonly nonMonotonicEpochCount: number;
@@ -147,6 +149,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   const history = emptyHistory();
   recordCommittedWrites(scratch.dynamodb, scratch.tables, history);
   const serverWarnings: Record<string, number> = {};
+  const workerWarnings: Record<string, number> = {};
   const ctx = createContext({
     log: {
       info() {},
@@ -379,8 +382,11 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       log: {
         debug: () => undefined,
         info: () => undefined,
-        warn: (message) => {
+        warn: (message, fields) => {
           if (message.startsWith('giving back a task')) grantsGivenBack++;
+          const reason = (fields as { reason?: unknown } | undefined)?.reason;
+          const key = typeof reason === 'string' ? `${message} (${reason})` : message;
+          workerWarnings[key] = (workerWarnings[key] ?? 0) + 1;
         },
         error: () => undefined,
       },
@@ -614,6 +620,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       claimAnswers: claimAnswers.length,
       checkpointWrites: checkpointWrites.length,
       serverWarnings,
+      workerWarnings,
       grantsGivenBack,
       ...server,
       ...verdict,
