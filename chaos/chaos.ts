@@ -1,7 +1,8 @@
 /**
  * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--lease-ttl-seconds T]
- * [--reconcile-after-seconds R] [--json]`
- * (`--lease-ttl-seconds` and `--reconcile-after-seconds` are read in the HTTP mode).
+ * [--reconcile-after-seconds R] [--late-share F] [--json]`
+ * (`--lease-ttl-seconds`, `--reconcile-after-seconds` and `--late-share`, the share of requests delivered late,
+ * are read in the HTTP mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     'lease-ttl-seconds': { type: 'string', default: '2' },
     'reconcile-after-seconds': { type: 'string', default: '2' },
+    'late-share': { type: 'string', default: '0.01' },
   },
 });
 
@@ -34,6 +36,15 @@ const integer = (name: string, value: string | undefined, min: number, max: numb
   return n;
 };
 
+const share = (name: string, value: string | undefined, max: number): number => {
+  const n = Number(value);
+  if (!(n >= 0 && n <= max)) {
+    console.error(`--${name} must be a number from 0 to ${max}`);
+    process.exit(2);
+  }
+  return n;
+};
+
 if (values.mode === 'http') {
   const report = await runHttpChaos({
     tasks: integer('tasks', values.tasks, 1, 1_000_000),
@@ -41,6 +52,7 @@ if (values.mode === 'http') {
     seed: integer('seed', values.seed, 0, 2 ** 31),
     leaseTtlSeconds: integer('lease-ttl-seconds', values['lease-ttl-seconds'], 2, 3_600),
     reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
+    lateShare: share('late-share', values['late-share'], 0.5),
     drainTimeoutMs: 300_000,
   });
   console.log(values.json ? JSON.stringify(report) : JSON.stringify(report, null, 2));

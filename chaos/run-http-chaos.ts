@@ -93,6 +93,7 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly supervisorPasses: number;
   /** When the submissions were in, the faults stopped, every task had ended: ms from the start. */
   readonly phasesMs: Readonly<Record<string, number>>;
+  /** Owner writes the server refused as stale (see `refusedAsStale`), late-delivered ones included. */
   readonly staleRejectedCount: number;
   /** How late this process ran its timers (ms): the agents' leases are reckoned with them. */
   readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
@@ -126,6 +127,25 @@ const ROLE = 'chaos-leader';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as if it
+ * did not exist (TaskNotFound on an agent route). Counted whether or not the answer reaches its agent.
+ */
+const refusedAsStale = (status: number, text: string): boolean =>
+  (status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
+  (status === 404 && /"code":"TaskNotFound"/.test(text));
+
+/** Pairs of holdings of one role that overlap in time (one not ended lasts until `until`). */
+function overlappingHoldings(holdings: readonly RoleHolding[], until: number): [RoleHolding, RoleHolding][] {
+  const sorted = [...holdings].sort((a, b) => a.start - b.start);
+  const pairs: [RoleHolding, RoleHolding][] = [];
+  sorted.forEach((holding, i) => {
+    for (const later of sorted.slice(i + 1))
+      if (later.role === holding.role && later.start < (holding.end ?? until)) pairs.push([holding, later]);
+  });
+  return pairs;
+}
+
 /** Waits for the abort of an attempt's signal, then fails as fetch does. */
 const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: number) =>
   new Promise<never>((_, reject) => {
@@ -150,7 +170,18 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   recordCommittedWrites(scratch.dynamodb, scratch.tables, history);
   const serverWarnings: Record<string, number> = {};
   const workerWarnings: Record<string, number> = {};
+  // What the server said of the role and what the Workers said of their sessions, with times: the story of a role
+  // held twice, told in the report when it happens.
+  const roleEvents: { at: number; type: string; agentId?: string; data?: unknown }[] = [];
+  const workerNotes: { at: number; agent: string; message: string; fields?: unknown }[] = [];
   const ctx = createContext({
+    events: {
+      publish: async (events) => {
+        for (const e of events)
+          if (e.type.startsWith('role.'))
+            roleEvents.push({ at: Date.parse(e.time), type: e.type, agentId: e.agentId, data: e.data });
+      },
+    },
     log: {
       info() {},
       warn(message) {
@@ -283,6 +314,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
               .then(async (answer) => {
                 const text = await answer.text();
                 if (answer.ok) noteClaim(claimId, text);
+                if (refusedAsStale(answer.status, text)) staleRejectedCount++;
               })
               .catch(() => undefined),
           lateDelay.min + random() * (lateDelay.max - lateDelay.min),
@@ -293,13 +325,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       const response = await fetch(input, init);
       const text = await response.text();
       if (response.ok) noteClaim(claimId, text);
-      // A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as
-      // if it did not exist (TaskNotFound on an agent route).
-      if (
-        (response.status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
-        (response.status === 404 && /"code":"TaskNotFound"/.test(text))
-      )
-        staleRejectedCount++;
+      if (refusedAsStale(response.status, text)) staleRejectedCount++;
       if (draw < 0.07) {
         count('answerLost');
         throw new TypeError('fetch failed: injected loss of the answer');
@@ -387,6 +413,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
           const reason = (fields as { reason?: unknown } | undefined)?.reason;
           const key = typeof reason === 'string' ? `${message} (${reason})` : message;
           workerWarnings[key] = (workerWarnings[key] ?? 0) + 1;
+          if (roles) workerNotes.push({ at: Date.now(), agent: name, message, fields });
         },
         error: () => undefined,
       },
@@ -598,6 +625,20 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       claims: claimAnswers,
       checkpoints: checkpointWrites,
     });
+    for (const [first, second] of overlappingHoldings(holdings, until)) {
+      const from = first.start - 3_000;
+      const to = Math.max(first.end ?? until, second.end ?? until);
+      const agentIds = new Map(agents.map((a) => [a.name, a.agentId]));
+      violationDetails.push(
+        `role held twice: ${JSON.stringify({
+          holdings: [first, second].map((h) => ({ ...h, agentId: agentIds.get(h.agent) })),
+          serverRoleEvents: roleEvents.filter((e) => e.at >= from && e.at <= to),
+          workerNotes: workerNotes.filter(
+            (n) => n.at >= from && n.at <= to && (n.agent === first.agent || n.agent === second.agent),
+          ),
+        })}`,
+      );
+    }
     return {
       mode: 'http',
       tasks: options.tasks,
