@@ -130,6 +130,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** The number of the last new claim of the session: an attempt held in the network cannot grant after a later one. */
   private claimSeq = 0;
   private claiming = false;
+  /** Claims sent under the session (retries included): a session read with one sent meanwhile may be ahead of it. */
+  private claimsSent = 0;
+  /** Leases (`taskId:epoch`) this worker gave back without running them: a claim answer that brings one is ignored. */
+  private readonly givenBack = new Set<string>();
   /** Task ids the server says the session holds and this worker does not run: heartbeats in a row. */
   private readonly unknownHeld = new Map<string, number>();
   /** A heartbeat answer may have been lost (its notices with it): ask the server what the session holds. */
@@ -336,6 +340,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.pendingClaim = undefined;
     this.claimSeq = 0;
     this.unknownHeld.clear();
+    this.givenBack.clear();
     this.reconcileNeeded = false;
     this.acknowledged(session, sentAt);
     this.log.info('session opened', { sessionId: session.sessionId });
@@ -479,16 +484,27 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.reconcile(session).catch((error: unknown) => this.report(error));
   }
 
-  /** Reads what the session holds, and gives back the tasks this worker does not run. */
+  /**
+   * Reads what the session holds, and gives back the tasks this worker does not run. A grant of a claim still in
+   * flight shows in the read before its answer is back: while a claim is open, or one was sent during the read,
+   * nothing is given back and the next beat looks again. What is given back is never run, should its grant come
+   * after all.
+   */
   private async reconcile(session: Session): Promise<void> {
+    const claimsBefore = this.claimsSent;
     const holdings = await this.client.getSession({ signal: this.sessionAbort.signal });
     if (holdings.sessionId !== session.sessionId || this.session !== session) return;
     this.emitSafe('holdings', holdings, session);
+    if (this.claiming || this.pendingClaim !== undefined || this.claimsSent !== claimsBefore) {
+      this.reconcileNeeded = true;
+      return;
+    }
     const known = new Set([...this.tasks].map((entry) => entry.taskId));
     await Promise.all(
       holdings.tasks
         .filter((task) => !known.has(task.taskId))
         .map(async (task) => {
+          this.givenBack.add(`${task.taskId}:${task.leaseEpoch}`);
           this.log.warn('giving back a task whose grant was never heard of', { taskId: task.taskId });
           await this.client
             .release(task.taskId, { leaseEpoch: task.leaseEpoch }, { signal: this.sessionAbort.signal })
@@ -569,6 +585,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.pendingClaim = pending;
       let claimed: ClaimResult;
       this.claiming = true;
+      this.claimsSent++;
       try {
         claimed = await this.client.claim(
           {
@@ -604,7 +621,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
         await this.handBackClaimed(claimed.tasks, session);
         continue;
       }
-      for (const task of claimed.tasks) this.run(task, session, pending.sentAt);
+      for (const task of claimed.tasks)
+        if (!this.givenBack.delete(`${task.taskId}:${task.leaseEpoch}`))
+          this.run(task, session, pending.sentAt);
       if (claimed.tasks.length > 0) {
         idle.reset();
         idleClaims = 0;

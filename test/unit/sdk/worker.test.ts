@@ -183,6 +183,68 @@ describe('Worker', () => {
     expect(events.errors).toEqual([]);
   });
 
+  it('never gives back a grant whose claim answer is on its way, nor runs one it gave back', async () => {
+    const server = new FakeScheduler();
+    server.heartbeatIntervalSeconds = 0.01;
+    // Claim answers are held, once the server has granted, while `held` is set.
+    let held: Promise<void> | undefined;
+    const fetch: typeof server.fetch = async (input, init) => {
+      const answer = await server.fetch(input, init);
+      const url = input instanceof Request ? input.url : String(input);
+      if (held && url.endsWith('/v1/agent/claim')) await held;
+      return answer;
+    };
+    const client = new AgentSchedulerClient({
+      endpoint: 'http://fake',
+      token: 'tok',
+      fetch,
+      retries: { maxAttempts: 1 },
+    });
+    const first = deferred();
+    const runs: [string, number][] = [];
+    const worker = new Worker({
+      client,
+      concurrency: 2,
+      pollIntervalMs: { min: 5, max: 20 },
+      handler: async (task) => {
+        runs.push([task.taskId, task.leaseEpoch]);
+        if (task.payload === 'first') await first.promise;
+      },
+    });
+    workers.push(worker);
+    worker.on('error', () => undefined);
+    server.add('first');
+    await worker.start();
+    await vi.waitFor(() => expect(runs).toHaveLength(1));
+
+    // The second task is granted, its answer held; meanwhile a heartbeat fails, so the next one reads the session,
+    // which lists the second task.
+    const answer = deferred();
+    held = answer.promise;
+    const second = server.add('second');
+    await vi.waitFor(() => expect(server.task(second).status).toBe('leased'));
+    server.scripted.set('/heartbeat', [
+      { status: 503, body: { error: { code: 'ServiceUnavailable', message: 'down' } } },
+    ]);
+    await vi.waitFor(() =>
+      expect(server.calls.some((c) => c.method === 'GET' && c.path === '/v1/agent/session')).toBe(true),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    held = undefined;
+    answer.resolve();
+    first.resolve();
+    await vi.waitFor(() => expect(server.task(second).status).toBe('succeeded'));
+
+    const givenBack = server
+      .callsTo('/release')
+      .filter((c) => c.path.includes(second))
+      .map((c) => c.body.leaseEpoch);
+    const ranAt = runs.filter(([taskId]) => taskId === second).map(([, epoch]) => epoch);
+    // Each lease of the task was either run or given back, never both.
+    expect(ranAt.filter((epoch) => givenBack.includes(epoch))).toEqual([]);
+    expect(ranAt).toHaveLength(1);
+  });
+
   it('waits longer and longer while idle, and starts again from the minimum when work appears', async () => {
     vi.useFakeTimers();
     const { server, worker } = setup(async () => 'ok', { pollIntervalMs: { min: 10, max: 80 } });
