@@ -297,7 +297,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
               task: { queue: 'chaos', payload: { tick }, ...RETRYING },
             };
             const fired = await record({ op: 'submit' }, () =>
-              fireSchedule(scheduler, options.mutateFire ? options.mutateFire(delivery) : delivery),
+              fireSchedule(scheduler.ctx, options.mutateFire ? options.mutateFire(delivery) : delivery),
             );
             if (fired.ok && fired.value.taskId) history.acknowledged.add(fired.value.taskId);
           }),

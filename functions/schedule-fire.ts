@@ -18,7 +18,7 @@ export const handler = middy<unknown, FireOutcome>()
   .use(injectLambdaContext(logger))
   .handler(async (event, context) => {
     ownArn = context.invokedFunctionArn;
-    const fired = await fireSchedule(scheduler, event);
+    const fired = await fireSchedule(scheduler.ctx, event);
     logger.info('schedule fired', { ...fired });
     return fired;
   });

@@ -17,8 +17,8 @@ import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '../functions
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 import { DUE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
-import { queueLimitsSchema } from '../functions/core/queue-controls';
 import { PRIORITIES } from '../functions/domain/priority';
+import { queueLimitsSchema } from '../functions/domain/queue-limits';
 import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
 import { DEFAULT_AGENT_RATE_LIMIT } from '../functions/http/http-api';
 import { PayloadBucket } from './payload-bucket';

@@ -4,6 +4,7 @@
  * least once.
  */
 import type { Priority } from '../functions/domain/priority';
+import { SCHEDULE_NAME } from '../functions/domain/schedule';
 
 /** What happens when a fire comes while the previous run of the same schedule is still going. */
 export type OverlapPolicy = 'skip' | 'bufferOne' | 'allowAll' | 'cancelOther';
@@ -45,4 +46,5 @@ export interface TaskScheduleProps {
   readonly description?: string;
 }
 
-export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** A schedule's name: the same rule as the API's. */
+export const SCHEDULE_NAME_PATTERN = SCHEDULE_NAME;

@@ -233,7 +233,7 @@ export async function startDevStack(
   scheduleBackend.start(
     async (record, scheduledTime) => {
       const fired = await runAs('scheduleFire', () =>
-        fireSchedule(scheduler, {
+        fireSchedule(scheduler.ctx, {
           schedule: record.name,
           scheduledTime: new Date(scheduledTime).toISOString(),
           overlap: record.overlap,

@@ -4,7 +4,7 @@
  * per occurrence). Plays EventBridge Scheduler's part for declared and run-time schedules alike.
  */
 import type { SchedulerLog } from '#core/context';
-import type { ScheduleBackend, ScheduleRecord } from '#core/schedules';
+import type { ScheduleBackend, ScheduleRecord } from '#domain/schedule';
 import { nextFireTime, parseScheduleExpression } from '#domain/schedule-expression';
 
 /** setTimeout's limit; longer waits are taken in steps. */

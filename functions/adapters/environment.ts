@@ -2,7 +2,7 @@
  * Configuration of a function, read once at start-up from its environment. A missing variable fails the cold
  * start with a message naming it, instead of failing the first request in a confusing way.
  */
-import { queueLimitsSchema } from '#core/queue-controls';
+import { queueLimitsSchema } from '#domain/queue-limits';
 import type { TableNames } from './tables';
 import { QueueDirectory } from './task-queues';
 

@@ -15,8 +15,8 @@ import {
   UpdateScheduleCommand,
 } from '@aws-sdk/client-scheduler';
 import { scheduleFireInput } from '#core/fire-schedule';
-import type { EarlyFireSpec, ScheduleBackend, ScheduleRecord } from '#core/schedules';
 import { ConflictError } from '#domain/errors';
+import type { EarlyFireSpec, ScheduleBackend, ScheduleRecord } from '#domain/schedule';
 
 export interface EventBridgeSchedulesConfig {
   readonly groupName: string;

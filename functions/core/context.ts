@@ -16,8 +16,8 @@ import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
 import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
-import type { QueueLimits } from './queue-controls';
-import type { ScheduleBackend } from './schedules';
+import type { QueueLimits } from '#domain/queue-limits';
+import type { ScheduleBackend } from '#domain/schedule';
 
 export interface SchedulerSettings {
   /** A session (and every lease it holds) lives this long after its last heartbeat. */

@@ -7,14 +7,17 @@ import { z } from 'zod';
 import { errorName, ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
+import { SCHEDULE_NAME } from '#domain/schedule';
 import { nextFireTime } from '#domain/schedule-expression';
 import { describeIssues, jsonValueSchema, queueNameSchema } from '#domain/task-spec';
+import { cancelTask } from './cancel';
+import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { type Occurrence, readOccurrences, recordOccurrence } from './occurrences';
-import type { Scheduler } from './scheduler';
+import { submitTask } from './submit';
 
 export const scheduleFireSchema = z.object({
-  schedule: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  schedule: z.string().regex(SCHEDULE_NAME),
   scheduledTime: z.iso.datetime({ offset: true }),
   executionId: z.string().optional(),
   attempt: z.union([z.string(), z.number()]).optional(),
@@ -59,29 +62,28 @@ const isOpen = (status: string | undefined) => status === 'queued' || status ===
  * - `allowAll`: always run;
  * - `cancelOther`: cancel the open ones, then run.
  */
-export async function fireSchedule(scheduler: Scheduler, event: unknown): Promise<FireOutcome> {
+export async function fireSchedule(ctx: SchedulerContext, event: unknown): Promise<FireOutcome> {
   const parsed = scheduleFireSchema.safeParse(event);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
   const fire = parsed.data;
-  const ctx = scheduler.ctx;
   const scheduledTime = new Date(fire.scheduledTime).toISOString();
   const known = await readOccurrences(ctx, fire.schedule);
   const recorded = known.find((o) => o.scheduledTime === scheduledTime);
-  if (recorded) return settle(scheduler, fire, recorded, false);
+  if (recorded) return settle(ctx, fire, recorded, false);
 
   const overlap = fire.overlap ?? 'skip';
   const earlier = known
     .filter((o) => o.status === 'fired' && o.taskId && o.scheduledTime < scheduledTime)
     .slice(0, 10);
-  const open = (await Promise.all(earlier.map((o) => scheduler.ctx.tasks.get(o.taskId ?? '', true)))).filter(
-    (task) => isOpen(task?.status),
+  const open = (await Promise.all(earlier.map((o) => ctx.tasks.get(o.taskId ?? '', true)))).filter((task) =>
+    isOpen(task?.status),
   );
   let skipReason: string | undefined;
   if (open.length > 0) {
     if (overlap === 'skip') skipReason = 'overlap';
     if (overlap === 'bufferOne' && open.some((task) => task?.status === 'queued')) skipReason = 'overlap';
     if (overlap === 'cancelOther') {
-      for (const task of open) if (task) await scheduler.cancel(task.taskId).catch(() => undefined);
+      for (const task of open) if (task) await cancelTask(ctx, task.taskId).catch(() => undefined);
     }
   }
   const occurrence: Occurrence = skipReason
@@ -106,9 +108,7 @@ export async function fireSchedule(scheduler: Scheduler, event: unknown): Promis
       },
     ]);
   }
-  return outcome.recorded
-    ? settle(scheduler, fire, occurrence, true)
-    : settle(scheduler, fire, outcome.existing, false);
+  return outcome.recorded ? settle(ctx, fire, occurrence, true) : settle(ctx, fire, outcome.existing, false);
 }
 
 /**
@@ -116,19 +116,20 @@ export async function fireSchedule(scheduler: Scheduler, event: unknown): Promis
  * submit is idempotent by key) and answers with the occurrence.
  */
 async function settle(
-  scheduler: Scheduler,
+  ctx: SchedulerContext,
   fire: z.output<typeof scheduleFireSchema>,
   occurrence: Occurrence,
   created: boolean,
 ): Promise<FireOutcome> {
   if (occurrence.status === 'fired') {
     // A fire delivered ahead of its time holds the task until exactly then.
-    await scheduler.submit(
+    await submitTask(
+      ctx,
       { payload: {}, ...fire.task, idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime) },
       { notBefore: Date.parse(occurrence.scheduledTime) },
     );
   }
-  await armNextEarlyFire(scheduler, fire, Date.parse(occurrence.scheduledTime));
+  await armNextEarlyFire(ctx, fire, Date.parse(occurrence.scheduledTime));
   return {
     scheduledTime: occurrence.scheduledTime,
     status: occurrence.status,
@@ -146,16 +147,16 @@ const EARLY_FIRE_MIN_LEAD_MS = 30_000;
  * so the chain survives a lost link: the recurring schedule's own delivery, within its minute, arms it again.
  */
 async function armNextEarlyFire(
-  scheduler: Scheduler,
+  ctx: SchedulerContext,
   fire: z.output<typeof scheduleFireSchema>,
   after: number,
 ) {
-  const backend = scheduler.ctx.scheduleBackend;
+  const backend = ctx.scheduleBackend;
   if (!backend?.armEarlyFire || !fire.expression) return;
   try {
     const timeZone = fire.timeZone ?? 'UTC';
     const next = nextFireTime(fire.expression, { after, timeZone });
-    if (next === undefined || next - scheduler.ctx.now() < EARLY_FIRE_MIN_LEAD_MS) return;
+    if (next === undefined || next - ctx.now() < EARLY_FIRE_MIN_LEAD_MS) return;
     await backend.armEarlyFire(
       {
         name: fire.schedule,
@@ -168,7 +169,7 @@ async function armNextEarlyFire(
       next,
     );
   } catch (error) {
-    scheduler.ctx.log.warn('could not arm the next early fire; the recurring schedule still fires', {
+    ctx.log.warn('could not arm the next early fire; the recurring schedule still fires', {
       schedule: fire.schedule,
       error: errorName(error),
     });

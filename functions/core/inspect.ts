@@ -10,11 +10,12 @@
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES, type Priority } from '#domain/priority';
+import type { QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { allDueShards, allListedShards, type SchedulerContext } from './context';
 import { type ListPosition, NewestFirst } from './newest-first';
-import { listQueueControls, type QueueLimits } from './queue-controls';
+import { listQueueControls } from './queue-controls';
 
 export interface TaskPage {
   readonly tasks: Task[];

@@ -7,12 +7,13 @@
  * A schedule with no recorded occurrence has nothing to catch up. Running twice is harmless: each occurrence is
  * recorded once, by its scheduled time.
  */
+
+import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
 import type { SchedulerContext } from './context';
 import { fireSchedule } from './fire-schedule';
 import { readOccurrences, recordOccurrence } from './occurrences';
-import { Scheduler } from './scheduler';
-import { listSchedules, type ScheduleRecord } from './schedules';
+import { listSchedules } from './schedules';
 
 export const MISSED_RUN_LIMIT = 10;
 
@@ -23,7 +24,6 @@ export interface MissedRunSummary {
 
 export async function catchUpMissedRuns(ctx: SchedulerContext, graceMs: number): Promise<MissedRunSummary> {
   const now = ctx.now();
-  const scheduler = new Scheduler(ctx);
   let fired = 0;
   let skipped = 0;
   for (const schedule of await listSchedules(ctx)) {
@@ -57,7 +57,7 @@ export async function catchUpMissedRuns(ctx: SchedulerContext, graceMs: number):
       ledger = await readOccurrences(ctx, schedule.name);
     }
     for (const time of toRun) {
-      const outcome = await fireSchedule(scheduler, fireOf(schedule, time));
+      const outcome = await fireSchedule(ctx, fireOf(schedule, time));
       if (outcome.created && outcome.status === 'fired') fired++;
     }
   }

@@ -7,22 +7,11 @@
  * not pay a read per claim for a pause it rarely sees.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
 import { Expression, updateExpression } from '#adapters/expression';
 import { ValidationError } from '#domain/errors';
+import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
-
-export const queueLimitsSchema = z.strictObject({
-  /** Tasks of the queue leased at once, across all agents. */
-  maxConcurrency: z.int().min(1).max(100_000).optional(),
-  /** Claims per second, across all agents (a token bucket). */
-  ratePerSecond: z.number().min(0.001).max(10_000).optional(),
-  /** Claims the bucket can take at once. @default the rate, at least 1 */
-  burst: z.int().min(1).max(10_000).optional(),
-});
-
-export type QueueLimits = z.output<typeof queueLimitsSchema>;
 
 export interface QueueControl {
   readonly queue: string;

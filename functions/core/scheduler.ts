@@ -12,6 +12,7 @@ import {
   ValidationError,
 } from '#domain/errors';
 import { AGENT_ID_PATTERN } from '#domain/ids';
+import { SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
@@ -33,8 +34,6 @@ import {
   listSchedulePage,
   listSchedules,
   parseScheduleSpec,
-  SCHEDULE_NAME,
-  type ScheduleBackend,
 } from './schedules';
 import { agentPresence, heartbeat, openSession, readSession, registerAgent } from './sessions';
 import { submitTask } from './submit';

@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import { BATCH_LIMITS } from '#core/batches';
-import { queueLimitsSchema } from '#core/queue-controls';
-import { scheduleSpecSchema } from '#core/schedules';
 import { agentSpecSchema } from '#core/sessions';
+import { queueLimitsSchema } from '#domain/queue-limits';
+import { scheduleSpecSchema } from '#domain/schedule';
 import { taskSpecSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
 import {

@@ -7,12 +7,12 @@
  * Timestamps are ISO-8601 strings; a field a view may leave out is optional, one it sends as `null` is nullable.
  */
 import { z } from 'zod';
-import { queueLimitsSchema } from '#core/queue-controls';
 import { ROLE_NAME_PATTERN } from '#core/roles';
-import { scheduleSpecSchema, taskTemplateSchema } from '#core/schedules';
 import { EVENT_TYPES } from '#domain/events';
 import { AGENT_ID_PATTERN, TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
+import { queueLimitsSchema } from '#domain/queue-limits';
+import { scheduleSpecSchema, taskTemplateSchema } from '#domain/schedule';
 import { jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
 

@@ -7,8 +7,8 @@ import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
-import type { ScheduleRecord } from '#core/schedules';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
+import type { ScheduleRecord } from '#domain/schedule';
 import type { Task } from '#domain/task';
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());

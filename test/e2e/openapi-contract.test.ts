@@ -229,7 +229,7 @@ describe('the OpenAPI document matches what the server answers', () => {
       },
       201,
     );
-    await fireAsFunction(stack.scheduler, {
+    await fireAsFunction(stack.ctx, {
       schedule: 'contract-hourly',
       scheduledTime: '2026-01-01T10:00:00.000Z',
       task: { queue: SCHEDULE_QUEUE, payload: { s: 1 } },

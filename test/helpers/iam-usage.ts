@@ -12,8 +12,8 @@ import type { Stack } from 'aws-cdk-lib';
 import type { EventPublisher } from '#adapters/event-publishers';
 import type { TableNames } from '#adapters/tables';
 import type { QueueDirectory } from '#adapters/task-queues';
-import type { ScheduleBackend } from '#core/schedules';
 import { PRIORITIES } from '#domain/priority';
+import type { ScheduleBackend } from '#domain/schedule';
 import { currentFunction, FUNCTION_NAMES, type FunctionName } from '#local/function-scope';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
 

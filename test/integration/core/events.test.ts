@@ -95,9 +95,9 @@ describe('lifecycle events', () => {
       overlap: 'skip',
       task: { queue: 'work' },
     });
-    await fireSchedule(stack.scheduler, fire(0));
-    await fireSchedule(stack.scheduler, fire(0));
-    await fireSchedule(stack.scheduler, fire(1));
+    await fireSchedule(stack.ctx, fire(0));
+    await fireSchedule(stack.ctx, fire(0));
+    await fireSchedule(stack.ctx, fire(1));
 
     const events = next().filter((e) => e.type.startsWith('schedule.'));
     expect(events.map((e) => [e.type, e.data?.scheduledTime])).toEqual([

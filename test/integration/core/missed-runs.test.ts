@@ -29,7 +29,7 @@ describe('missed runs', () => {
   it('skip records them, runOnce runs the latest, runAll runs each', async () => {
     const { scheduler, clock, ctx } = stack;
     for (const schedule of declared) {
-      await fireAsFunction(scheduler, {
+      await fireAsFunction(ctx, {
         ...schedule,
         schedule: schedule.name,
         scheduledTime: new Date(START).toISOString(),

@@ -40,7 +40,7 @@ describe('schedules with large payloads', () => {
 
   it('a fire and a missed run each store the payload as an object, and a claim reads it back whole', async () => {
     const { scheduler, clock } = stack;
-    const fired = await fireAsFunction(scheduler, {
+    const fired = await fireAsFunction(stack.ctx, {
       ...schedule,
       schedule: schedule.name,
       scheduledTime: new Date(START).toISOString(),

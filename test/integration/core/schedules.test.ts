@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { occurrenceKey } from '#core/fire-schedule';
 import { readOccurrences } from '#core/occurrences';
-import type { ScheduleBackend, ScheduleRecord } from '#core/schedules';
 import {
   ConflictError,
   ScheduleNotFoundError,
@@ -13,6 +12,7 @@ import {
   ValidationError,
 } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
+import type { ScheduleBackend, ScheduleRecord } from '#domain/schedule';
 import { LocalScheduleBackend } from '#local/local-schedules';
 import { claimUntil, createTestStack, fireAsFunction, startAgent, type TestStack } from '#test/stack';
 
@@ -126,8 +126,8 @@ describe('schedules', () => {
       executionId: 'a',
       task: { queue: 'work' },
     };
-    const first = await fireAsFunction(stack.scheduler, fire);
-    const again = await fireAsFunction(stack.scheduler, { ...fire, executionId: 'b', attempt: 2 });
+    const first = await fireAsFunction(stack.ctx, fire);
+    const again = await fireAsFunction(stack.ctx, { ...fire, executionId: 'b', attempt: 2 });
     expect(first).toMatchObject({ status: 'fired', created: true });
     expect(again).toEqual({ ...first, created: false });
     expect(first.taskId).toBe(taskIdForIdempotencyKey(occurrenceKey('nightly', fire.scheduledTime)));
@@ -186,7 +186,7 @@ describe('occurrences and overlap', () => {
   it('records each scheduled time once, whatever the deliveries', async () => {
     const deliveries = await Promise.all(
       ['a', 'b', 'c', 'd'].map((executionId) =>
-        fireAsFunction(stack.scheduler, fireAt('dup', 0, 'allowAll', executionId)),
+        fireAsFunction(stack.ctx, fireAt('dup', 0, 'allowAll', executionId)),
       ),
     );
     expect(deliveries.filter((d) => d.created)).toHaveLength(1);
@@ -201,11 +201,11 @@ describe('occurrences and overlap', () => {
   });
 
   it('skip: a run still going suppresses the next occurrence, which is recorded as skipped', async () => {
-    const first = await fireAsFunction(stack.scheduler, fireAt('nightly', 0, 'skip'));
-    const second = await fireAsFunction(stack.scheduler, fireAt('nightly', 1, 'skip'));
+    const first = await fireAsFunction(stack.ctx, fireAt('nightly', 0, 'skip'));
+    const second = await fireAsFunction(stack.ctx, fireAt('nightly', 1, 'skip'));
     // Once the first run is over, the next occurrence runs again.
     await stack.scheduler.cancel(first.taskId ?? '');
-    const third = await fireAsFunction(stack.scheduler, fireAt('nightly', 2, 'skip'));
+    const third = await fireAsFunction(stack.ctx, fireAt('nightly', 2, 'skip'));
 
     expect(first).toMatchObject({ status: 'fired' });
     expect(second).toMatchObject({ status: 'skipped', reason: 'overlap' });
@@ -219,25 +219,25 @@ describe('occurrences and overlap', () => {
   });
 
   it('allowAll runs every occurrence; cancelOther cancels the run still going', async () => {
-    const a = await fireAsFunction(stack.scheduler, fireAt('all', 0, 'allowAll'));
-    const b = await fireAsFunction(stack.scheduler, fireAt('all', 1, 'allowAll'));
+    const a = await fireAsFunction(stack.ctx, fireAt('all', 0, 'allowAll'));
+    const b = await fireAsFunction(stack.ctx, fireAt('all', 1, 'allowAll'));
     expect([a.status, b.status]).toEqual(['fired', 'fired']);
 
-    const c = await fireAsFunction(stack.scheduler, fireAt('latest', 0, 'cancelOther'));
-    const d = await fireAsFunction(stack.scheduler, fireAt('latest', 1, 'cancelOther'));
+    const c = await fireAsFunction(stack.ctx, fireAt('latest', 0, 'cancelOther'));
+    const d = await fireAsFunction(stack.ctx, fireAt('latest', 1, 'cancelOther'));
     expect(d.status).toBe('fired');
     expect((await stack.scheduler.getTask(c.taskId ?? '')).status).toBe('cancelled');
     expect((await stack.scheduler.getTask(d.taskId ?? '')).status).toBe('queued');
   });
 
   it('bufferOne lets one wait behind a running one and skips a second waiting one', async () => {
-    const running = await fireAsFunction(stack.scheduler, fireAt('buffered', 0, 'bufferOne'));
+    const running = await fireAsFunction(stack.ctx, fireAt('buffered', 0, 'bufferOne'));
     const agent = await startAgent(stack.scheduler, { queues: ['buffer'], maxConcurrency: 10 });
     const claimed = await claimUntil(stack.scheduler, agent, 1, 5_000);
     expect(claimed.map((c) => c.taskId)).toContain(running.taskId);
 
-    const waiting = await fireAsFunction(stack.scheduler, fireAt('buffered', 1, 'bufferOne'));
-    const extra = await fireAsFunction(stack.scheduler, fireAt('buffered', 2, 'bufferOne'));
+    const waiting = await fireAsFunction(stack.ctx, fireAt('buffered', 1, 'bufferOne'));
+    const extra = await fireAsFunction(stack.ctx, fireAt('buffered', 2, 'bufferOne'));
 
     expect(waiting.status).toBe('fired');
     expect(extra).toMatchObject({ status: 'skipped', reason: 'overlap' });
@@ -257,7 +257,7 @@ describe('local fire timing', () => {
     const local = new LocalScheduleBackend({ info() {}, warn() {}, error() {} });
     const errorsMs: number[] = [];
     local.start(async (record, scheduledTime) => {
-      const fired = await fireAsFunction(stack.scheduler, {
+      const fired = await fireAsFunction(stack.ctx, {
         schedule: record.name,
         scheduledTime: new Date(scheduledTime).toISOString(),
         task: record.task,
@@ -317,7 +317,7 @@ describe('early fires', () => {
   it('a fire delivered ahead of its time holds the task until exactly then, and arms the next early fire', async () => {
     // An occurrence 3 s from now, delivered now (as an early fire is, a minute ahead in AWS).
     const scheduledTime = Math.ceil((Date.now() + 3_000) / 1_000) * 1_000;
-    const fired = await fireAsFunction(stack.scheduler, {
+    const fired = await fireAsFunction(stack.ctx, {
       schedule: 'minutely',
       scheduledTime: new Date(scheduledTime).toISOString(),
       expression: 'rate(1 minute)',
