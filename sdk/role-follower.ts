@@ -1,18 +1,13 @@
 /**
- * A RoleSubscription follows one role for an agent, as Fluid Framework's AgentScheduler does for a task:
- * `volunteer()` joins the role's candidates, `gotRole` fires when this agent is granted it, `lostRole` when the
- * grant ends (released, taken away, or the session lost), and `haveRole()` says whether it holds it now.
- *
- * A role lives as long as the agent's session: the subscription rides on a Worker's session and heartbeats (one
- * write keeps every task and role of the agent). Without a worker it keeps a session of its own, which replaces
- * any other session of the same agent: an agent that also runs tasks gives its Worker `roles` instead.
+ * The body of `RoleSubscription` (see there): one role followed for an agent on the session of a `RoleHost`, the
+ * Worker that keeps the session. Apart from `role-subscription.ts` so the Worker can follow its own `roles` without
+ * the two modules importing each other.
  */
 import { EventEmitter } from 'node:events';
 import type { AgentSchedulerClient } from './client.js';
 import { isAgentSchedulerError, SessionLostError } from './errors.js';
 import type { HeartbeatResult, RoleLease, Session, SessionHoldings } from './types.js';
-import { Worker } from './worker.js';
-import type { RoleLostReason } from './worker-events.js';
+import type { RoleHost, RoleLostReason } from './worker-events.js';
 
 export type { RoleLostReason };
 
@@ -22,14 +17,11 @@ export interface RoleSubscriptionEvents {
   error: [error: unknown];
 }
 
-export interface RoleSubscriptionOptions {
-  /** The worker whose session holds the role. @default a session of the subscription's own */
-  readonly worker?: Worker;
-}
-
-export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
-  private readonly worker: Worker;
-  private readonly ownsWorker: boolean;
+/**
+ * Follows a role on the session of `worker` (a `Worker`, which also creates one for its `roles`); `ownsWorker` when
+ * the follower started that worker for itself and stops it on `close()`.
+ */
+export class RoleFollower extends EventEmitter<RoleSubscriptionEvents> {
   private held: (RoleLease & { readonly sessionId: string }) | undefined;
   /** The highest epoch this agent held: a late notice of an older grant is not news. */
   private latestEpoch = 0;
@@ -42,11 +34,10 @@ export class RoleSubscription extends EventEmitter<RoleSubscriptionEvents> {
   constructor(
     private readonly client: AgentSchedulerClient,
     readonly role: string,
-    options: RoleSubscriptionOptions = {},
+    private readonly worker: RoleHost,
+    private readonly ownsWorker: boolean,
   ) {
     super();
-    this.ownsWorker = options.worker === undefined;
-    this.worker = options.worker ?? new Worker({ client });
     const onSession = (session: Session) => {
       if (this.wanted) this.volunteerUnder(session.sessionId).catch((error: unknown) => this.report(error));
     };

@@ -129,6 +129,19 @@ export interface WorkerEvents {
   error: [error: unknown];
 }
 
+/** The Worker events a role subscription follows. */
+type RoleHostEvent = 'session' | 'sessionLost' | 'heartbeat' | 'holdings';
+
+/** What a role subscription needs of the Worker whose session holds its role. */
+export interface RoleHost {
+  readonly sessionId: string | undefined;
+  readonly started: boolean;
+  start(): Promise<void>;
+  stop(options: { drain: boolean }): Promise<void>;
+  on<K extends RoleHostEvent>(event: K, listener: (...args: WorkerEvents[K]) => void): unknown;
+  off<K extends RoleHostEvent>(event: K, listener: (...args: WorkerEvents[K]) => void): unknown;
+}
+
 /** Compatible with the Powertools Logger and with `console`. */
 export interface WorkerLog {
   debug(message: string, ...extra: unknown[]): void;

@@ -26,7 +26,7 @@ import {
   SessionLostError,
 } from './errors.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
-import { RoleSubscription } from './role-subscription.js';
+import { RoleFollower } from './role-follower.js';
 import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
 import type { ClaimedTask, ClaimResult, CompleteItem, FailInput, HeartbeatResult, Session } from './types.js';
@@ -102,7 +102,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly heldRoles = new Map<
     string,
     {
-      readonly subscription: RoleSubscription;
+      readonly subscription: RoleFollower;
       running?: { controller: AbortController; done: Promise<void> };
     }
   >();
@@ -288,9 +288,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   // Roles
 
   private holdRole(role: string, handler: RoleHandler): void {
-    const subscription = new RoleSubscription(this.client, role, { worker: this });
+    const subscription = new RoleFollower(this.client, role, this, false);
     const held: {
-      subscription: RoleSubscription;
+      subscription: RoleFollower;
       running?: { controller: AbortController; done: Promise<void> };
     } = { subscription };
     this.heldRoles.set(role, held);
