@@ -11,21 +11,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { UsageError } from './errors';
+import { type EndpointOrigin, UsageError } from './errors';
 
 export type OperatorAuth = 'iam' | 'token';
 
-export interface CliConnection {
-  readonly endpoint: string;
+export interface CliConnection extends EndpointOrigin {
   readonly auth: OperatorAuth;
   /** The bearer token: the operator's with `token`, or an agent's. */
   readonly token?: string;
   /** The region requests are signed for, with `iam`. */
   readonly region?: string;
-  /** Where the endpoint came from, for error messages. */
-  readonly source: 'flags' | 'environment' | 'local.json';
-  /** The local.json the endpoint came from, with `source: 'local.json'`. */
-  readonly localFile?: string;
 }
 
 interface LocalJson {

@@ -3,7 +3,15 @@
  * refusal from the server or a server out of reach exits 1 and says which endpoint and where it came from.
  */
 import { AgentSchedulerError } from '#sdk/errors';
-import type { CliConnection } from './config';
+
+/** Where a connection's endpoint came from, for the messages that name it (a `CliConnection` is one). */
+export interface EndpointOrigin {
+  readonly endpoint: string;
+  /** Where the endpoint came from. */
+  readonly source: 'flags' | 'environment' | 'local.json';
+  /** The local.json the endpoint came from, with `source: 'local.json'`. */
+  readonly localFile?: string;
+}
 
 /** The command line itself is wrong (a flag, a value, a file it names): exit 2. */
 export class UsageError extends Error {
@@ -48,7 +56,7 @@ export function networkCode(error: unknown): string | undefined {
 }
 
 /** Where the endpoint came from, as a person would look for it. */
-export function describeSource(connection: Pick<CliConnection, 'source' | 'localFile'>): string {
+export function describeSource(connection: Pick<EndpointOrigin, 'source' | 'localFile'>): string {
   if (connection.source === 'flags') return '--endpoint';
   if (connection.source === 'environment') return 'AGENT_SCHEDULER_ENDPOINT';
   return connection.localFile ?? 'local.json';
@@ -65,7 +73,7 @@ const isLoopback = (endpoint: string) => {
  */
 export function unreachableMessage(
   error: unknown,
-  connection: Pick<CliConnection, 'endpoint' | 'source' | 'localFile'>,
+  connection: EndpointOrigin,
   timeoutSeconds: number,
 ): string | undefined {
   if (!(error instanceof AgentSchedulerError) || error.status !== 0) return undefined;
