@@ -358,28 +358,37 @@ export interface AgentSideVerdict {
   readonly staleCheckpointCount: number;
 }
 
-/** Pairs of intervals of one key overlapping in time; an interval not ended lasts until `until`. */
+/**
+ * The intervals of one key that begin while an earlier one of the same key is still on, each with those it
+ * overlaps; an interval not ended lasts until `until`.
+ */
+export function overlaps<T extends { start: number; end?: number }>(
+  items: readonly T[],
+  key: (item: T) => string,
+  until: number,
+): T[][] {
+  const found: T[][] = [];
+  for (const group of groupBy(items, key).values()) {
+    const sorted = [...group].sort((a, b) => a.start - b.start);
+    let reach = Number.NEGATIVE_INFINITY;
+    for (const item of sorted) {
+      if (item.start < reach)
+        found.push(sorted.filter((o) => o.start <= item.start && (o.end ?? until) > item.start));
+      reach = Math.max(reach, item.end ?? until);
+    }
+  }
+  return found;
+}
+
+/** How many intervals of one key begin while another is on, each explained. */
 function overlappingPairs<T extends { start: number; end?: number }>(
   items: readonly T[],
   key: (item: T) => string,
   until: number,
 ): number {
-  let pairs = 0;
-  for (const group of groupBy(items, key).values()) {
-    const sorted = [...group].sort((a, b) => a.start - b.start);
-    let reach = Number.NEGATIVE_INFINITY;
-    for (const item of sorted) {
-      if (item.start < reach) {
-        pairs++;
-        explain(
-          'overlap',
-          sorted.filter((o) => o.start <= item.start && (o.end ?? until) > item.start),
-        );
-      }
-      reach = Math.max(reach, item.end ?? until);
-    }
-  }
-  return pairs;
+  const found = overlaps(items, key, until);
+  for (const overlapping of found) explain('overlap', overlapping);
+  return found.length;
 }
 
 /** The agents' side: what handlers actually ran, whatever the server believed. */

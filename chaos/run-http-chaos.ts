@@ -32,6 +32,7 @@ import {
   checkAgentSide,
   checkHistory,
   type Execution,
+  overlaps,
   type RoleHolding,
   violationDetails,
 } from './history';
@@ -134,17 +135,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const refusedAsStale = (status: number, text: string): boolean =>
   (status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
   (status === 404 && /"code":"TaskNotFound"/.test(text));
-
-/** Pairs of holdings of one role that overlap in time (one not ended lasts until `until`). */
-function overlappingHoldings(holdings: readonly RoleHolding[], until: number): [RoleHolding, RoleHolding][] {
-  const sorted = [...holdings].sort((a, b) => a.start - b.start);
-  const pairs: [RoleHolding, RoleHolding][] = [];
-  sorted.forEach((holding, i) => {
-    for (const later of sorted.slice(i + 1))
-      if (later.role === holding.role && later.start < (holding.end ?? until)) pairs.push([holding, later]);
-  });
-  return pairs;
-}
 
 /** Waits for the abort of an attempt's signal, then fails as fetch does. */
 const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: number) =>
@@ -625,17 +615,16 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       claims: claimAnswers,
       checkpoints: checkpointWrites,
     });
-    for (const [first, second] of overlappingHoldings(holdings, until)) {
-      const from = first.start - 3_000;
-      const to = Math.max(first.end ?? until, second.end ?? until);
-      const agentIds = new Map(agents.map((a) => [a.name, a.agentId]));
+    const agentIds = new Map(agents.map((a) => [a.name, a.agentId]));
+    for (const overlapping of overlaps(holdings, (h) => h.role, until)) {
+      const from = Math.min(...overlapping.map((h) => h.start)) - 3_000;
+      const to = Math.max(...overlapping.map((h) => h.end ?? until));
+      const names = new Set(overlapping.map((h) => h.agent));
       violationDetails.push(
         `role held twice: ${JSON.stringify({
-          holdings: [first, second].map((h) => ({ ...h, agentId: agentIds.get(h.agent) })),
+          holdings: overlapping.map((h) => ({ ...h, agentId: agentIds.get(h.agent) })),
           serverRoleEvents: roleEvents.filter((e) => e.at >= from && e.at <= to),
-          workerNotes: workerNotes.filter(
-            (n) => n.at >= from && n.at <= to && (n.agent === first.agent || n.agent === second.agent),
-          ),
+          workerNotes: workerNotes.filter((n) => n.at >= from && n.at <= to && names.has(n.agent)),
         })}`,
       );
     }

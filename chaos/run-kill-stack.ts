@@ -410,13 +410,19 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
   let finishedTwice = 0;
   let handlerReturnedTwice = 0;
   let overlappingRuns = 0;
+  /** Tasks run twice at once or again after they finished: their records go into the report. */
+  const twice = new Set<string>();
   for (const taskId of taskIds) {
     const own = byTask.get(taskId) ?? [];
-    overlappingRuns += overlapsOf(own);
+    const atOnce = overlapsOf(own);
+    overlappingRuns += atOnce;
+    if (atOnce > 0) twice.add(taskId);
     const firstEnd = own.find((r) => r.kind === 'end');
     const startAfter = firstEnd && own.find((r) => r.kind === 'start' && r.at > firstEnd.at);
-    if (firstEnd && startAfter)
+    if (firstEnd && startAfter) {
       reruns.push({ taskId, afterSeconds: Math.round((startAfter.at - firstEnd.at) / 100) / 10 });
+      twice.add(taskId);
+    }
     if ((completedEvents.get(taskId) ?? 0) > 1) finishedTwice++;
     if (own.filter((r) => r.kind === 'end').length > 1) handlerReturnedTwice++;
   }
@@ -460,16 +466,14 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     rerunAfterFinish: reruns.length,
     reruns,
     twiceRun: Object.fromEntries(
-      taskIds
-        .filter((id) => overlapsOf(byTask.get(id) ?? []) > 0 || reruns.some((r) => r.taskId === id))
-        .map((id) => {
-          const own = byTask.get(id) ?? [];
-          const first = own[0]?.at ?? 0;
-          return [
-            id,
-            own.map((r) => `${r.kind} epoch ${r.leaseEpoch} attempt ${r.attempt} +${r.at - first} ms`),
-          ];
-        }),
+      [...twice].map((id) => {
+        const own = byTask.get(id) ?? [];
+        const first = own[0]?.at ?? 0;
+        return [
+          id,
+          own.map((r) => `${r.kind} epoch ${r.leaseEpoch} attempt ${r.attempt} +${r.at - first} ms`),
+        ];
+      }),
     ),
     handlerStarts: records.filter((r) => r.kind === 'start').length,
     handlerEnds: records.filter((r) => r.kind === 'end').length,

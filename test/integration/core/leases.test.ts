@@ -105,29 +105,42 @@ describe('leases', () => {
     }
   });
 
+  /**
+   * Claims for `agent` until a claim reaches a grant, running `between` just before that grant is written (the one
+   * write that records a lease's start); the claim's answer.
+   */
+  const claimAround = async (
+    agent: { agentId: string; sessionId: string },
+    between: () => Promise<unknown>,
+  ) => {
+    let reached = false;
+    stack.interleave(
+      (operation, input) =>
+        operation === 'UpdateItemCommand' &&
+        Object.values(input.ExpressionAttributeNames ?? {}).includes('leasedAt'),
+      async () => {
+        reached = true;
+        await between();
+      },
+    );
+    let answer: unknown[] = [];
+    await waitFor(async () => {
+      answer = await stack.scheduler.claim({ agentId: agent.agentId, sessionId: agent.sessionId });
+      return reached;
+    });
+    return answer;
+  };
+
   it('a grant that lands after the sweep ended its session is taken back, not left leased to no one', async () => {
     const { scheduler, clock, ctx } = stack;
     const agent = await startAgent(scheduler, { queues: ['orphan'] });
     const { task } = await scheduler.submit({ queue: 'orphan', payload: {} });
     // The claim stalls between its reservation and its grant for longer than a lease: meanwhile the sweep finds
     // the session expired, ends it and hands back what it held (nothing is leased yet), then the grant lands.
-    let stalled = false;
-    stack.interleave(
-      (operation, input) =>
-        // The grant: the one write that records a lease's start.
-        operation === 'UpdateItemCommand' &&
-        Object.values(input.ExpressionAttributeNames ?? {}).includes('leasedAt'),
-      async () => {
-        stalled = true;
-        clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
-        // The supervisor's own function, not the claim's: its actions are checked against its own role.
-        await runApart('supervisor', () => scheduler.reclaim());
-      },
-    );
-    let answer: unknown[] = [];
-    await waitFor(async () => {
-      answer = await scheduler.claim({ agentId: agent.agentId, sessionId: agent.sessionId });
-      return stalled;
+    const answer = await claimAround(agent, async () => {
+      clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
+      // The supervisor's own function, not the claim's: its actions are checked against its own role.
+      await runApart('supervisor', () => scheduler.reclaim());
     });
 
     // The agent is not told of it, and the task is waiting again at once, not until a sweep stumbles on it.
@@ -147,18 +160,8 @@ describe('leases', () => {
     // Between the claim's reservation and its grant the agent opens a new session (its own reckoning gave the old
     // one up): the new session hands back what the old one held, and nothing is leased yet. Then the grant lands.
     let reopened: { sessionId: string } | undefined;
-    stack.interleave(
-      (operation, input) =>
-        operation === 'UpdateItemCommand' &&
-        Object.values(input.ExpressionAttributeNames ?? {}).includes('leasedAt'),
-      async () => {
-        reopened = await scheduler.openSession(agent.agentId);
-      },
-    );
-    let answer: unknown[] = [];
-    await waitFor(async () => {
-      answer = await scheduler.claim({ agentId: agent.agentId, sessionId: agent.sessionId });
-      return reopened !== undefined;
+    const answer = await claimAround(agent, async () => {
+      reopened = await scheduler.openSession(agent.agentId);
     });
 
     expect(answer).toEqual([]);
