@@ -56,9 +56,12 @@ describe('revoking an agent', () => {
       scheduler.volunteerForRole(agent.agentId, agent.sessionId, 'another-role'),
     ).rejects.toMatchObject({ code: 'AgentRevoked' });
 
-    // Once the revoked session's lease has run out, the next volunteer (still live) holds the role.
+    // Once the revoked session's lease has run out, the next volunteer (still live) holds the role. The other
+    // agent's lease runs only as much longer than the revoked one's as the calls above took: it beats again once
+    // the clock has moved, so a slow sweep cannot outlast it.
     await scheduler.heartbeat(other.agentId, other.sessionId);
     stack.clock.advance((session?.expiresAt ?? 0) - stack.clock.now() + 1);
+    await scheduler.heartbeat(other.agentId, other.sessionId);
     await scheduler.supervise();
     const [handed] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
     expect(handed?.holder).toBe(other.agentId);
