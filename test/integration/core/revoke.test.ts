@@ -87,9 +87,11 @@ describe('revoking an agent', () => {
     expect(refusals.openSession).toMatchObject({ statusCode: 403, code: 'AgentRevoked' });
     expect((await scheduler.getTask(task.taskId)).status).toBe('queued');
 
-    // Once a's lease has run out by any reckoning, b (still live) holds the role and a's session holds none.
+    // Once a's lease has run out by any reckoning, b (still live) holds the role and a's session holds none. b
+    // beats again once the clock has moved: its lease outran a's only by the time the calls above took.
     await scheduler.heartbeat(b.agentId, b.sessionId);
     stack.clock.advance((session?.expiresAt ?? 0) - stack.clock.now() + 1);
+    await scheduler.heartbeat(b.agentId, b.sessionId);
     await scheduler.supervise();
     const [handed] = (await scheduler.listRoles()).filter((r) => r.role === 'revoked-role');
     expect(handed).toMatchObject({ holder: b.agentId, leaseEpoch: 2, volunteers: [b.agentId] });
