@@ -12,6 +12,28 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
+    {
+      name: 'core-speaks-no-aws',
+      severity: 'error',
+      comment:
+        'Operations speak in the scheduler terms: stores and queues come through the context, wired in functions/wiring.',
+      from: { path: '^functions/core/' },
+      to: { path: ['^functions/(adapters|wiring|http)/', '^node_modules/@aws-sdk/'] },
+    },
+    {
+      name: 'domain-stands-alone',
+      severity: 'error',
+      comment: 'The domain (states, rules, shapes) imports nothing of the operations, the stores or AWS.',
+      from: { path: '^functions/domain/' },
+      to: { path: ['^functions/(core|adapters|wiring|http)/', '^node_modules/@aws-sdk/'] },
+    },
+    {
+      name: 'sdk-stands-alone',
+      severity: 'error',
+      comment: 'The SDK is installed by agents: it depends on nothing but the platform.',
+      from: { path: '^sdk/' },
+      to: { path: ['^functions/', '^infra/', '^node_modules/'] },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

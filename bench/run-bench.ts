@@ -10,7 +10,7 @@
  */
 import { AwsMeter } from '#adapters/aws-meter';
 import type { EventPublisher } from '#adapters/event-publishers';
-import { createContext, DEFAULT_SETTINGS } from '#core/context';
+import { DEFAULT_SETTINGS } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { percentile } from '#local/percentile';
 import { scratchStack } from '#local/scratch-stack';
@@ -18,6 +18,7 @@ import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
+import { createContext } from '#wiring/context';
 import { API_FUNCTION_MEMORY_GB, PRICES } from './prices';
 
 export interface BenchOptions {

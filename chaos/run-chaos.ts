@@ -1,9 +1,10 @@
-import { createContext, type SchedulerContext } from '#core/context';
+import type { SchedulerContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
+import { createContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
 import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';

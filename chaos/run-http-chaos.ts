@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { createContext, type SchedulerContext } from '#core/context';
+import type { SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
@@ -24,6 +24,7 @@ import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker, type WorkerOptions } from '#sdk/worker';
+import { createContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites } from './committed-writes';
 import {
   type AgentSideVerdict,

@@ -5,7 +5,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { agentRateLimitFromEnv } from '#adapters/environment';
-import { schedulerFromEnvironment } from '#core/runtime';
+import { schedulerFromEnvironment } from '#wiring/runtime';
 import { agentOperations } from './http/agent-operations';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
 import { routesServedBy } from './http/routes';

@@ -4,7 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { schedulerFromEnvironment } from '#core/runtime';
+import { schedulerFromEnvironment } from '#wiring/runtime';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
 import { operatorOperations } from './http/operator-operations';
 import { routesServedBy } from './http/routes';

@@ -6,7 +6,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import { type FireOutcome, fireSchedule } from '#core/fire-schedule';
-import { schedulerFromEnvironment } from '#core/runtime';
+import { schedulerFromEnvironment } from '#wiring/runtime';
 
 const logger = new Logger();
 // With the schedules backend: each fire arms the early fire of the schedule's next occurrence, which targets this

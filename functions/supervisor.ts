@@ -7,7 +7,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { schedulerFromEnvironment } from '#core/runtime';
+import { schedulerFromEnvironment } from '#wiring/runtime';
 
 const logger = new Logger();
 const metrics = new Metrics();

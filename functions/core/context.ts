@@ -2,18 +2,13 @@
  * What every scheduler operation needs: the tables, the queues, the settings, a clock and a source of
  * randomness. Clock and randomness are injected so tests can move time and draw deterministic jitter.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AgentTable } from '#adapters/agent-table';
-import { type EventPublisher, noEvents } from '#adapters/event-publishers';
-import { PayloadObjects } from '#adapters/payload-objects';
-import { RoleTable } from '#adapters/role-table';
-import { SessionTable } from '#adapters/session-table';
-import { DUE_SHARDS, LISTED_SHARDS, type TableNames } from '#adapters/tables';
-import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
-import { TaskTable } from '#adapters/task-table';
+import type { AgentTable } from '#adapters/agent-table';
+import type { EventPublisher } from '#adapters/event-publishers';
+import type { RoleTable } from '#adapters/role-table';
+import type { SessionTable } from '#adapters/session-table';
+import { LISTED_SHARDS } from '#adapters/tables';
+import type { TaskQueues } from '#adapters/task-queues';
+import type { TaskTable } from '#adapters/task-table';
 import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
@@ -112,7 +107,7 @@ export interface SchedulerLog {
   error(message: string, ...extra: Record<string, unknown>[]): void;
 }
 
-const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
+export const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 
 export interface SchedulerContext {
   readonly tasks: TaskTable;
@@ -132,52 +127,6 @@ export interface SchedulerContext {
   now(): number;
   random(): number;
   readonly log: SchedulerLog;
-}
-
-export interface SchedulerDependencies {
-  readonly dynamodb: DynamoDBClient;
-  readonly sqs: SQSClient;
-  readonly tables: TableNames;
-  readonly queues: QueueDirectory;
-  readonly settings?: Partial<SchedulerSettings>;
-  readonly now?: () => number;
-  readonly random?: () => number;
-  readonly log?: SchedulerLog;
-  readonly declaredSchedules?: readonly unknown[];
-  readonly scheduleBackend?: ScheduleBackend;
-  /** @default none: events are dropped */
-  readonly events?: EventPublisher;
-  /** Where large payloads go. @default none: every payload stays in DynamoDB */
-  readonly payloadBucket?: { readonly s3: S3Client; readonly bucketName: string };
-}
-
-export function createContext(deps: SchedulerDependencies): SchedulerContext {
-  const settings = { ...DEFAULT_SETTINGS, ...deps.settings };
-  const doc = DynamoDBDocumentClient.from(deps.dynamodb, {
-    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
-  });
-  return {
-    tasks: new TaskTable(
-      doc,
-      deps.tables.tasks,
-      deps.payloadBucket && {
-        objects: new PayloadObjects(deps.payloadBucket.s3, deps.payloadBucket.bucketName),
-        fromBytes: settings.payloadObjectFromBytes,
-      },
-    ),
-    sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
-    roles: new RoleTable(doc, deps.tables.leases, deps.tables.agents),
-    agents: new AgentTable(doc, deps.tables.agents),
-    queues: new TaskQueues(deps.sqs, deps.queues),
-    settings,
-    dueShards: DUE_SHARDS,
-    declaredSchedules: deps.declaredSchedules ?? [],
-    events: deps.events ?? noEvents,
-    ...(deps.scheduleBackend ? { scheduleBackend: deps.scheduleBackend } : {}),
-    now: deps.now ?? Date.now,
-    random: deps.random ?? Math.random,
-    log: deps.log ?? silentLog,
-  };
 }
 
 const dueShardName = (shard: number): string => `due#${String(shard).padStart(2, '0')}`;

@@ -17,7 +17,7 @@ import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
 import { type ClaimRequest, claimTasks } from './claim';
-import { createContext, type SchedulerContext, type SchedulerDependencies } from './context';
+import type { SchedulerContext } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
 import { listTasks, queueStats } from './inspect';
 import { readOccurrences } from './occurrences';
@@ -42,8 +42,8 @@ import { runSupervisorPass } from './supervisor';
 export class Scheduler {
   readonly ctx: SchedulerContext;
 
-  constructor(deps: SchedulerDependencies | SchedulerContext) {
-    this.ctx = 'tasks' in deps ? deps : createContext(deps);
+  constructor(ctx: SchedulerContext) {
+    this.ctx = ctx;
   }
 
   submit(input: unknown, options?: { notBefore?: number }) {

@@ -4,7 +4,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { QueueDirectory } from '#adapters/task-queues';
-import { createContext, type SchedulerContext, type SchedulerLog } from '#core/context';
+import type { SchedulerContext, SchedulerLog } from '#core/context';
+import { createContext } from '#wiring/context';
 
 export const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 

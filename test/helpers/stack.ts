@@ -7,7 +7,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
 import { type EventPublisher, noEvents } from '#adapters/event-publishers';
-import { createContext, type SchedulerContext, type SchedulerSettings } from '#core/context';
+import type { SchedulerContext, SchedulerSettings } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import type { SchedulerEvent } from '#domain/events';
@@ -16,6 +16,7 @@ import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emula
 import { type FunctionName, runAs } from '#local/function-scope';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { type LocalServerOptions, startLocalServer } from '#local/server';
+import { createContext } from '#wiring/context';
 import { type FaultPlan, injectFaults } from './faults';
 import { recordAwsUsage, recordingPublisher, recordingScheduleBackend, startRecording } from './iam-usage';
 

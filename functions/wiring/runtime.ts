@@ -1,0 +1,69 @@
+/**
+ * The scheduler as a deployed function builds it: SDK clients created once per execution environment, and the
+ * configuration read once from the environment.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
+import { EventBridgePublisher } from '#adapters/event-publishers';
+import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
+import { withoutSdkLogging } from '#adapters/sdk-clients';
+import type { SchedulerLog } from '#core/context';
+import { Scheduler } from '#core/scheduler';
+import { createContext } from './context';
+
+/**
+ * `schedules`: this function also creates and deletes run-time schedules (the operator API), so it needs the
+ * schedule group, the fire function, the role and the dead-letter queue.
+ */
+export function schedulerFromEnvironment(
+  log: SchedulerLog,
+  env: NodeJS.ProcessEnv = process.env,
+  options: { schedules?: boolean; targetArn?: () => string } = {},
+): Scheduler {
+  const config = schedulerConfigFromEnv(env);
+  return new Scheduler(
+    createContext({
+      dynamodb: withoutSdkLogging(new DynamoDBClient({})),
+      sqs: withoutSdkLogging(new SQSClient({})),
+      tables: config.tables,
+      queues: config.queues,
+      settings: {
+        leaseTtlSeconds: config.leaseTtlSeconds,
+        heartbeatIntervalSeconds: config.heartbeatIntervalSeconds,
+        retentionSeconds: config.retentionSeconds,
+        starvation: config.starvation,
+        idleRetryMaxMs: config.idleRetryMaxSeconds * 1_000,
+        routineEvents: config.routineEvents,
+        maxRolesPerAgent: config.maxRolesPerAgent,
+        queueLimits: config.queueLimits,
+      },
+      log,
+      declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
+      ...(env.EVENT_BUS_NAME
+        ? {
+            events: new EventBridgePublisher(
+              withoutSdkLogging(new EventBridgeClient({})),
+              env.EVENT_BUS_NAME,
+            ),
+          }
+        : {}),
+      ...(env.PAYLOAD_BUCKET_NAME
+        ? { payloadBucket: { s3: withoutSdkLogging(new S3Client({})), bucketName: env.PAYLOAD_BUCKET_NAME } }
+        : {}),
+      ...(options.schedules
+        ? {
+            scheduleBackend: new EventBridgeScheduleBackend(withoutSdkLogging(new SchedulerClient({})), {
+              groupName: requiredEnv('SCHEDULE_GROUP_NAME', env),
+              targetArn: options.targetArn ?? requiredEnv('SCHEDULE_TARGET_ARN', env),
+              roleArn: requiredEnv('SCHEDULE_ROLE_ARN', env),
+              deadLetterArn: requiredEnv('SCHEDULE_DEAD_LETTER_ARN', env),
+            }),
+          }
+        : {}),
+    }),
+  );
+}
