@@ -29,3 +29,21 @@ export function translateAwsError(error: unknown): never {
   }
   throw error;
 }
+
+/**
+ * The adapter, its asynchronous methods answering retryable AWS errors as `ServiceUnavailableError`. The wiring
+ * wraps every store and queue it hands to the core with this, so the translation happens once, at the boundary,
+ * and the operations never see an AWS error type. Calls the adapter makes to itself are not wrapped again.
+ */
+export function translatingAwsErrors<Adapter extends object>(adapter: Adapter): Adapter {
+  return new Proxy(adapter, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const answer: unknown = value.apply(target, args);
+        return answer instanceof Promise ? answer.catch(translateAwsError) : answer;
+      };
+    },
+  });
+}

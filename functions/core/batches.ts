@@ -3,7 +3,6 @@
  * with its own outcome (DynamoDB has no conditional batch write short of a transaction, which costs double), so
  * a batch saves API calls and function invocations, and one bad item never fails the others.
  */
-import { translateAwsError } from '#adapters/aws-errors';
 import { isSchedulerError, ValidationError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
@@ -25,13 +24,7 @@ export type ItemOutcome<T> =
 async function outcomeOf<T>(work: Promise<T>): Promise<ItemOutcome<T>> {
   try {
     return { ok: true, ...(await work) };
-  } catch (raw) {
-    let error: unknown = raw;
-    try {
-      translateAwsError(raw);
-    } catch (translated) {
-      error = translated;
-    }
+  } catch (error) {
     if (isSchedulerError(error) && error.expose) {
       return { ok: false, error: { code: error.code, message: error.message, status: error.statusCode } };
     }

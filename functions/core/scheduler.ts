@@ -1,9 +1,8 @@
 /**
  * The scheduler's operations in one object, for handlers, the local runner and tests. Each method is a plain
  * function of `core/`; nothing here knows about HTTP or Lambda events. AWS throttling that outlasts the SDK's
- * retries leaves here as `ServiceUnavailableError`.
+ * retries reaches it already as `ServiceUnavailableError` (the wiring wraps every store and queue).
  */
-import { translateAwsError } from '#adapters/aws-errors';
 import {
   AgentNotFoundError,
   ScheduleNotFoundError,
@@ -47,27 +46,27 @@ export class Scheduler {
   }
 
   submit(input: unknown, options?: { notBefore?: number }) {
-    return submitTask(this.ctx, input, options).catch(translateAwsError);
+    return submitTask(this.ctx, input, options);
   }
 
   /** Several submissions in one call, each with its own outcome. */
   submitBatch(inputs: unknown) {
-    return submitBatch(this.ctx, inputs).catch(translateAwsError);
+    return submitBatch(this.ctx, inputs);
   }
 
   async getTask(taskId: string): Promise<Task> {
-    const task = await this.ctx.tasks.get(taskId).catch(translateAwsError);
+    const task = await this.ctx.tasks.get(taskId);
     if (!task) throw new TaskNotFoundError(taskId);
     return task;
   }
 
   /** Registers an agent; with `mintToken`, also gives it a bearer token (returned once). */
   registerAgent(input: unknown, mintToken?: (agentId: string) => { token: string; tokenHash: string }) {
-    return registerAgent(this.ctx, input, mintToken).catch(translateAwsError);
+    return registerAgent(this.ctx, input, mintToken);
   }
 
   listAgents(limit = 100) {
-    return this.ctx.agents.list(limit).catch(translateAwsError);
+    return this.ctx.agents.list(limit);
   }
 
   /**
@@ -88,8 +87,8 @@ export class Scheduler {
       )
         throw new ValidationError('cursor: not a cursor this API returned');
     }
-    const page = await this.ctx.agents.page(limit, startAfter).catch(translateAwsError);
-    const presence = await agentPresence(this.ctx, page.agents).catch(translateAwsError);
+    const page = await this.ctx.agents.page(limit, startAfter);
+    const presence = await agentPresence(this.ctx, page.agents);
     return {
       agents: page.agents.map((agent) => ({
         ...agent,
@@ -103,98 +102,98 @@ export class Scheduler {
   async revokeAgent(agentId: string) {
     // An id that cannot exist is not looked up: DynamoDB refuses keys over 2 KB with an error, not a miss.
     if (!AGENT_ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId.slice(0, 64));
-    return revokeAgent(this.ctx, agentId).catch(translateAwsError);
+    return revokeAgent(this.ctx, agentId);
   }
 
   openSession(agentId: string) {
-    return openSession(this.ctx, agentId).catch(translateAwsError);
+    return openSession(this.ctx, agentId);
   }
 
   heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {
-    return heartbeat(this.ctx, agentId, sessionId, checkpoints).catch(translateAwsError);
+    return heartbeat(this.ctx, agentId, sessionId, checkpoints);
   }
 
   /** What the agent's live session holds: tasks with their epochs, and roles. */
   readSession(agentId: string) {
-    return readSession(this.ctx, agentId).catch(translateAwsError);
+    return readSession(this.ctx, agentId);
   }
 
   claim(request: ClaimRequest) {
-    return claimTasks(this.ctx, request).catch(translateAwsError);
+    return claimTasks(this.ctx, request);
   }
 
   /** Declares a role without volunteering for it. */
   registerRole(agentId: string, role: string) {
-    return registerRole(this.ctx, agentId, role).catch(translateAwsError);
+    return registerRole(this.ctx, agentId, role);
   }
 
   /** Joins a role's candidates; granted at once if the role is free. */
   volunteerForRole(agentId: string, sessionId: string, role: string) {
-    return volunteerForRole(this.ctx, agentId, sessionId, role).catch(translateAwsError);
+    return volunteerForRole(this.ctx, agentId, sessionId, role);
   }
 
   /** The holder gives a role up; the next live volunteer gets it now. */
   releaseRole(agentId: string, role: string, leaseEpoch: number) {
-    return releaseRole(this.ctx, agentId, role, leaseEpoch).catch(translateAwsError);
+    return releaseRole(this.ctx, agentId, role, leaseEpoch);
   }
 
   /** Leaves a role's candidates; a holder gives the role to the next live volunteer in the same move. */
   withdrawFromRole(agentId: string, sessionId: string, role: string, leaseEpoch?: number) {
-    return withdrawFromRole(this.ctx, agentId, sessionId, role, leaseEpoch).catch(translateAwsError);
+    return withdrawFromRole(this.ctx, agentId, sessionId, role, leaseEpoch);
   }
 
   listRoles() {
-    return listRoles(this.ctx).catch(translateAwsError);
+    return listRoles(this.ctx);
   }
 
   complete(lease: LeaseRef, result?: unknown) {
-    return completeTask(this.ctx, lease, result).catch(translateAwsError);
+    return completeTask(this.ctx, lease, result);
   }
 
   /** Several completions by one agent in one call, each fenced by its own lease and with its own outcome. */
   completeBatch(agentId: string, completions: readonly Completion[]) {
-    return completeBatch(this.ctx, agentId, completions).catch(translateAwsError);
+    return completeBatch(this.ctx, agentId, completions);
   }
 
   fail(lease: LeaseRef, error: unknown) {
-    return failTask(this.ctx, lease, error).catch(translateAwsError);
+    return failTask(this.ctx, lease, error);
   }
 
   release(lease: LeaseRef) {
-    return releaseTask(this.ctx, lease).catch(translateAwsError);
+    return releaseTask(this.ctx, lease);
   }
 
   cancel(taskId: string) {
-    return cancelTask(this.ctx, taskId).catch(translateAwsError);
+    return cancelTask(this.ctx, taskId);
   }
 
   redrive(taskId: string) {
-    return redriveTask(this.ctx, taskId).catch(translateAwsError);
+    return redriveTask(this.ctx, taskId);
   }
 
   listTasks(filter: { queue?: string; status?: string; limit?: number; cursor?: string } = {}) {
-    return listTasks(this.ctx, filter).catch(translateAwsError);
+    return listTasks(this.ctx, filter);
   }
 
   queueStats() {
-    return queueStats(this.ctx).catch(translateAwsError);
+    return queueStats(this.ctx);
   }
 
   pauseQueue(queue: string) {
-    return setQueuePaused(this.ctx, queue, true).catch(translateAwsError);
+    return setQueuePaused(this.ctx, queue, true);
   }
 
   /** Sets a queue's concurrency and rate limits; an empty object removes them. */
   setQueueLimits(queue: string, limits: unknown) {
-    return setQueueLimits(this.ctx, queue, limits).catch(translateAwsError);
+    return setQueueLimits(this.ctx, queue, limits);
   }
 
   resumeQueue(queue: string) {
-    return setQueuePaused(this.ctx, queue, false).catch(translateAwsError);
+    return setQueuePaused(this.ctx, queue, false);
   }
 
   listSchedules() {
-    return listSchedules(this.ctx).catch(translateAwsError);
+    return listSchedules(this.ctx);
   }
 
   /** Schedules a page at a time, by name; `nextCursor` while more follow. */
@@ -212,7 +211,7 @@ export class Scheduler {
       if (!SCHEDULE_NAME.test(startAfter) || cursorOf(startAfter) !== filter.cursor)
         throw new ValidationError('cursor: not a cursor this API returned');
     }
-    const page = await listSchedulePage(this.ctx, limit, startAfter).catch(translateAwsError);
+    const page = await listSchedulePage(this.ctx, limit, startAfter);
     return {
       schedules: page.schedules,
       ...(page.lastName ? { nextCursor: cursorOf(page.lastName) } : {}),
@@ -221,26 +220,26 @@ export class Scheduler {
 
   /** One schedule, declared or created through the API, with its whole task template. */
   getSchedule(name: string) {
-    return findSchedule(this.ctx, name).catch(translateAwsError);
+    return findSchedule(this.ctx, name);
   }
 
   /** Recent occurrences of a schedule, newest first: fired (with the task) or skipped (with why). */
   async listOccurrences(name: string) {
     await this.getSchedule(name);
-    return readOccurrences(this.ctx, name).catch(translateAwsError);
+    return readOccurrences(this.ctx, name);
   }
 
   async createSchedule(input: unknown) {
     // What the caller got wrong is said first, whatever this deployment offers.
     if (!this.ctx.scheduleBackend) parseScheduleSpec(this.ctx, input);
-    return createSchedule(this.ctx, this.scheduleBackend(), input).catch(translateAwsError);
+    return createSchedule(this.ctx, this.scheduleBackend(), input);
   }
 
   async deleteSchedule(name: string) {
     if (!this.ctx.scheduleBackend && !(await this.listSchedules()).some((s) => s.name === name)) {
       throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
     }
-    return deleteSchedule(this.ctx, this.scheduleBackend(), name).catch(translateAwsError);
+    return deleteSchedule(this.ctx, this.scheduleBackend(), name);
   }
 
   private scheduleBackend(): ScheduleBackend {
@@ -252,15 +251,15 @@ export class Scheduler {
 
   /** One supervisor pass: reclaim, reconcile, starvation ladder. */
   supervise() {
-    return runSupervisorPass(this.ctx).catch(translateAwsError);
+    return runSupervisorPass(this.ctx);
   }
 
   reclaim() {
-    return reclaimExpiredLeases(this.ctx).catch(translateAwsError);
+    return reclaimExpiredLeases(this.ctx);
   }
 
   /** With `everything`, every queued task is sent again now (after SQS lost its messages, e.g. locally). */
   reconcile(options: { everything?: boolean } = {}) {
-    return reconcileDispatch(this.ctx, options).catch(translateAwsError);
+    return reconcileDispatch(this.ctx, options);
   }
 }

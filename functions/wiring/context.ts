@@ -8,6 +8,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
+import { translatingAwsErrors } from '#adapters/aws-errors';
 import { type EventPublisher, noEvents } from '#adapters/event-publishers';
 import { PayloadObjects } from '#adapters/payload-objects';
 import { RoleTable } from '#adapters/role-table';
@@ -47,23 +48,25 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   });
   return {
-    tasks: new TaskTable(
-      doc,
-      deps.tables.tasks,
-      deps.payloadBucket && {
-        objects: new PayloadObjects(deps.payloadBucket.s3, deps.payloadBucket.bucketName),
-        fromBytes: settings.payloadObjectFromBytes,
-      },
+    tasks: translatingAwsErrors(
+      new TaskTable(
+        doc,
+        deps.tables.tasks,
+        deps.payloadBucket && {
+          objects: new PayloadObjects(deps.payloadBucket.s3, deps.payloadBucket.bucketName),
+          fromBytes: settings.payloadObjectFromBytes,
+        },
+      ),
     ),
-    sessions: new SessionTable(doc, deps.tables.leases, settings.retentionSeconds),
-    roles: new RoleTable(doc, deps.tables.leases, deps.tables.agents),
-    agents: new AgentTable(doc, deps.tables.agents),
-    queues: new TaskQueues(deps.sqs, deps.queues),
+    sessions: translatingAwsErrors(new SessionTable(doc, deps.tables.leases, settings.retentionSeconds)),
+    roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
+    agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
+    queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),
     settings,
     dueShards: DUE_SHARDS,
     declaredSchedules: deps.declaredSchedules ?? [],
-    events: deps.events ?? noEvents,
-    ...(deps.scheduleBackend ? { scheduleBackend: deps.scheduleBackend } : {}),
+    events: translatingAwsErrors(deps.events ?? noEvents),
+    ...(deps.scheduleBackend ? { scheduleBackend: translatingAwsErrors(deps.scheduleBackend) } : {}),
     now: deps.now ?? Date.now,
     random: deps.random ?? Math.random,
     log: deps.log ?? silentLog,
