@@ -9,21 +9,8 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { Agent } from '#domain/agent';
 import { Expression } from './expression';
-
-export interface Agent {
-  readonly agentId: string;
-  readonly name: string;
-  /** The task queues this agent serves: its capabilities. */
-  readonly queues: readonly string[];
-  readonly maxConcurrency: number;
-  /** Interactive agents may hold roles (exclusive duties); batch agents only run tasks. */
-  readonly interactive: boolean;
-  readonly createdAt: number;
-  readonly revokedAt?: number;
-  /** SHA-256 of the agent's bearer token; the token itself is never stored. */
-  readonly tokenHash?: string;
-}
 
 function agentFromItem(item: Record<string, unknown>): Agent {
   return {

@@ -14,6 +14,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ValidationError } from '#domain/errors';
+import type { DispatchHint, ReceivedHint } from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
 
 export type PriorityQueueUrls = Readonly<Record<Priority, string>> & {
@@ -86,23 +87,6 @@ export class QueueDirectory {
   deadLetterUrlFor(queue: string): string | undefined {
     return this.queues.get(queue)?.deadLetter;
   }
-}
-
-export interface DispatchHint {
-  readonly taskId: string;
-  /** The task's lease epoch when it was dispatched; a later grant makes the hint stale. */
-  readonly leaseEpoch: number;
-}
-
-export interface ReceivedHint extends DispatchHint {
-  readonly queue: string;
-  readonly priority: Priority;
-  readonly receiptHandle: string;
-  readonly messageId: string;
-  /** When SQS first accepted the message (ms). */
-  readonly sentAt: number;
-  /** How many times SQS has handed this message out, this time included. */
-  readonly receiveCount: number;
 }
 
 /**

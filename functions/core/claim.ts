@@ -8,8 +8,8 @@
  * - A stale or duplicate hint is deleted; a hint the agent cannot take now goes back to its queue.
  */
 
-import type { ReceivedHint } from '#adapters/task-queues';
 import { errorName, ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
+import type { ReceivedHint } from '#domain/hint';
 import { claimOrder } from '#domain/priority';
 import { type AgentSession, canClaimUnder, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';

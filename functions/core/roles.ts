@@ -8,7 +8,6 @@
  * which the holder presents to release it and can use to fence what it does downstream.
  */
 import { z } from 'zod';
-import type { Role, SessionRef } from '#adapters/role-table';
 import {
   AgentNotFoundError,
   AgentRevokedError,
@@ -18,6 +17,7 @@ import {
   SessionLostError,
   ValidationError,
 } from '#domain/errors';
+import type { Role, SessionRef } from '#domain/role';
 import { type AgentSession, isSessionLive } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';

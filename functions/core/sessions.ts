@@ -6,7 +6,7 @@
  * old session's tasks are taken back at once.
  */
 import { z } from 'zod';
-import type { Agent } from '#adapters/agent-table';
+import type { Agent } from '#domain/agent';
 import {
   AgentNotFoundError,
   AgentRevokedError,

@@ -2,12 +2,13 @@
  * What the API returns: records as JSON with ISO timestamps. Internal bookkeeping (spec hashes, due times) stays
  * inside.
  */
-import type { Agent } from '#adapters/agent-table';
+
 import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
+import type { Agent } from '#domain/agent';
 import type { ScheduleRecord } from '#domain/schedule';
 import type { Task } from '#domain/task';
 
