@@ -12,33 +12,57 @@ import {
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type {
+  Ending,
+  Grant,
+  LadderClimb,
+  ListingCursor,
+  NewPayload,
+  Observed,
+  OwnerFence,
+  OwnerFinish,
+  Requeue,
+  TaskStore,
+  TaskWrite,
+  WrittenPayloads,
+} from '#core/ports/task-store';
+import { shardOf } from '#domain/ids';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
-import { DUE_INDEX, LISTED_INDEX, payloadPart, TASK_PART } from './tables';
+import { DUE_INDEX, DUE_SHARDS, LISTED_INDEX, LISTED_SHARDS, payloadPart, TASK_PART } from './tables';
+import {
+  destinationClauses,
+  endingClauses,
+  epochFence,
+  ownerFence,
+  requeueClauses,
+  statusCondition,
+  stillAsObserved,
+} from './task-writes';
 
 type Item = Record<string, unknown>;
+
+const shardName = (prefix: string, shard: number): string => `${prefix}#${String(shard).padStart(2, '0')}`;
+
+/** The `due` index partition of a task: a sweep queries every one. */
+export const dueShardOf = (taskId: string): string => shardName('due', shardOf(taskId, DUE_SHARDS));
+
+const ALL_DUE_SHARDS: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) =>
+  shardName('due', shard),
+);
+
+/** The `listed` index partition of a task: its queue, and a shard of it. */
+export const listedShardOf = (queue: string, taskId: string): string =>
+  shardName(queue, shardOf(taskId, LISTED_SHARDS));
 
 const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
 const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
 const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
 const payloadObjectKey = (taskId: string, specHash: string) =>
   `${PAYLOAD_OBJECT_PREFIX}${taskId}/${specHash}`;
-
-/** What `putPayloads` wrote: whether a payload went to S3. */
-export interface WrittenPayloads {
-  inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
-}
-
-/** A payload to write: the task's, with the hash of its specification and when it may be purged. */
-export interface NewPayload {
-  readonly taskId: string;
-  readonly payloadJson: string;
-  readonly specHash: string;
-  readonly purgeAt: number;
-}
 
 const optionalNumber = (value: unknown): number | undefined =>
   typeof value === 'number' ? value : undefined;
@@ -145,12 +169,8 @@ function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** The item for a newly submitted task; `listShard` places it in the `listed` index, for good. */
-export function itemFromNewTask(
-  task: Task,
-  due: { dueShard: string; dueAt: number },
-  listShard: string,
-): Item {
+/** The item for a newly submitted task, due at `dueAt`; its listing partition is its for good. */
+export function itemFromNewTask(task: Task, dueAt: number): Item {
   return definedOnly({
     ...stateKey(task.taskId),
     queue: task.queue,
@@ -171,20 +191,20 @@ export function itemFromNewTask(
     payloadInObject: task.payloadInObject,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
-    dueShard: due.dueShard,
-    dueAt: due.dueAt,
-    listShard,
+    dueShard: dueShardOf(task.taskId),
+    dueAt,
+    listShard: listedShardOf(task.queue, task.taskId),
   });
 }
 
-export type ConditionalResult =
-  | { readonly ok: true; readonly task: Task }
-  | { readonly ok: false; readonly current?: Task };
+export type ConditionalResult = TaskWrite;
 
 /** The clauses of one conditional update of a state item, written with placeholders from `e`. */
 export type StateUpdate = ConditionalClauses;
 
-export class TaskTable {
+export class TaskTable implements TaskStore {
+  readonly dueShards = ALL_DUE_SHARDS;
+
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
@@ -248,7 +268,8 @@ export class TaskTable {
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
-  async createState(item: Item): Promise<{ created: true } | { created: false; existing: Task }> {
+  async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
+    const item = itemFromNewTask(task, dueAt);
     const e = new Expression();
     try {
       await this.doc.send(
@@ -320,7 +341,10 @@ export class TaskTable {
     return bytes && decodePayload(bytes, item.payloadEncoding === 'deflate' ? 'deflate' : 'json');
   }
 
-  /** One conditional update of a state item; on a failed condition, the task as it is now. */
+  /**
+   * One conditional update of a state item; on a failed condition, the task as it is now. Every write below goes
+   * through here (the chaos run's deliberate bugs rewrite it).
+   */
   async update(taskId: string, build: (e: Expression) => StateUpdate): Promise<ConditionalResult> {
     const outcome = await conditionalUpdate(
       this.doc,
@@ -329,6 +353,146 @@ export class TaskTable {
       taskFromItem,
     );
     return outcome.ok ? { ok: true, task: outcome.value } : outcome;
+  }
+
+  grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite> {
+    return this.update(taskId, (e) => ({
+      set: [
+        ...(grant.claimId === undefined ? [] : [`${e.n('claimId')} = ${e.v(grant.claimId)}`]),
+        `${e.n('status')} = ${e.v('leased')}`,
+        `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
+        `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
+        `${e.n('owner')} = ${e.v(grant.agentId)}`,
+        `${e.n('sessionId')} = ${e.v(grant.sessionId)}`,
+        `${e.n('leasedAt')} = ${e.v(now)}`,
+        `${e.n('leaseDeadline')} = ${e.n('timeoutMs')} + ${e.v(now)}`,
+        `${e.n('updatedAt')} = ${e.v(now)}`,
+      ],
+      // A grant of another claim must not be taken for this one's by a retry.
+      ...(grant.claimId === undefined ? { remove: [e.n('claimId')] } : {}),
+      condition: [
+        statusCondition(e, 'claim', 'leased'),
+        `${e.n('queue')} = ${e.v(grant.queue)}`,
+        `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
+      ].join(' AND '),
+    }));
+  }
+
+  finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite> {
+    const record: FinishRecord = {
+      kind: finish.event,
+      leaseEpoch: lease.leaseEpoch,
+      agentId: lease.agentId,
+      status: finish.to.status,
+    };
+    return this.update(taskId, (e) => {
+      const clauses = destinationClauses(e, now, finish.to);
+      const set = [...clauses.set];
+      if (finish.event === 'complete' && finish.result !== undefined)
+        set.push(`${e.n('result')} = ${e.v(finish.result)}`);
+      if (finish.event === 'fail') set.push(`${e.n('error')} = ${e.v(finish.error)}`);
+      if (finish.event === 'release') set.push(`${e.n('attempt')} = ${e.n('attempt')} - ${e.v(1)}`);
+      set.push(`${e.n('lastFinish')} = ${e.v(record)}`);
+      return {
+        set,
+        remove: clauses.remove,
+        condition: [statusCondition(e, finish.event, finish.to.status), ...ownerFence(e, lease, now)].join(
+          ' AND ',
+        ),
+      };
+    });
+  }
+
+  takeBack(
+    observed: Observed,
+    event: 'reclaim' | 'fail',
+    to: Requeue | (Ending & { status: 'dead' }),
+    error: TaskError,
+    now: number,
+  ): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => {
+      const clauses = destinationClauses(e, now, to);
+      return {
+        set: [...clauses.set, `${e.n('error')} = ${e.v(error)}`],
+        remove: clauses.remove,
+        condition: `${statusCondition(e, event, to.status, observed)} AND ${epochFence(e, observed)}`,
+      };
+    });
+  }
+
+  cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      ...endingClauses(e, now, to),
+      condition: `${statusCondition(e, 'cancel', to.status, observed)} AND ${epochFence(e, observed)}`,
+    }));
+  }
+
+  redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => {
+      const clauses = requeueClauses(e, now, to);
+      return {
+        set: [
+          ...clauses.set,
+          `${e.n('attempt')} = ${e.v(0)}`,
+          `${e.n('dueShard')} = ${e.v(dueShardOf(observed.taskId))}`,
+        ],
+        remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt')],
+        condition: `${statusCondition(e, 'redrive', to.status, observed)} AND ${epochFence(e, observed)}`,
+      };
+    });
+  }
+
+  checkpoint(taskId: string, lease: OwnerFence, checkpointJson: string, now: number): Promise<TaskWrite> {
+    return this.update(taskId, (e) => ({
+      set: [`${e.n('checkpoint')} = ${e.v(checkpointJson)}`],
+      condition: [`${e.n('status')} = ${e.v('leased')}`, ...ownerFence(e, lease, now)].join(' AND '),
+    }));
+  }
+
+  lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: [`${e.n('dueAt')} = ${e.v(dueAt)}`],
+      condition: stillAsObserved(e, observed),
+    }));
+  }
+
+  recordDispatch(observed: Observed, dispatch: { dispatchedAt: number; dueAt: number }): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: [
+        `${e.n('dispatchedAt')} = ${e.v(dispatch.dispatchedAt)}`,
+        `${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`,
+        `${e.n('dueAt')} = ${e.v(dispatch.dueAt)}`,
+      ],
+      condition: stillAsObserved(e, observed),
+    }));
+  }
+
+  markUnsent(observed: Observed, now: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: [`${e.n('dueAt')} = ${e.v(now)}`],
+      remove: [e.n('dispatchedAt')],
+      condition: stillAsObserved(e, observed),
+    }));
+  }
+
+  climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: [
+        `${e.n('starvationLevel')} = ${e.v(climb.toLevel)}`,
+        ...(climb.priority ? [`${e.n('priority')} = ${e.v(climb.priority)}`] : []),
+        ...(climb.needsAttention ? [`${e.n('needsAttention')} = ${e.v(true)}`] : []),
+      ],
+      condition: [
+        stillAsObserved(e, observed),
+        climb.fromLevel === 0
+          ? `attribute_not_exists(${e.n('starvationLevel')})`
+          : `${e.n('starvationLevel')} = ${e.v(climb.fromLevel)}`,
+      ].join(' AND '),
+    }));
+  }
+
+  listedShards(queue: string): readonly string[] {
+    return Array.from({ length: LISTED_SHARDS }, (_, shard) => shardName(queue, shard));
   }
 
   /** Task ids in one shard of the `due` index whose time to be looked at has come. */
@@ -353,8 +517,8 @@ export class TaskTable {
    */
   async queryListed(
     listShard: string,
-    from: { atOrBefore?: number; startKey?: Item; limit: number },
-  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: Item }> {
+    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
     const e = new Expression();
     const key = [`${e.n('listShard')} = ${e.v(listShard)}`];
     if (from.atOrBefore !== undefined) key.push(`${e.n('createdAt')} <= ${e.v(from.atOrBefore)}`);

@@ -7,7 +7,7 @@ import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
-import { terminalClauses } from './transitions';
+import { ending } from './transitions';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.
@@ -17,14 +17,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     if (task.status === 'cancelled') return task;
     assertTransition(taskId, task.status, 'cancel');
     const now = ctx.now();
-    const written = await ctx.tasks.update(taskId, (e) => {
-      const clauses = terminalClauses(ctx, e, now, 'cancelled');
-      return {
-        set: clauses.set,
-        remove: clauses.remove,
-        condition: `${e.n('status')} = ${e.v(task.status)} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-      };
-    });
+    const written = await ctx.tasks.cancel(task, ending(ctx, now, 'cancelled'), now);
     if (!written.ok) continue;
     if (task.status === 'leased' && task.owner && task.sessionId) {
       await ctx.sessions

@@ -416,26 +416,16 @@ async function grant(
   now: number,
   claimId: string | undefined,
 ): Promise<GrantOutcome> {
-  const written = await ctx.tasks.update(taskId, (e) => ({
-    set: [
-      ...(claimId === undefined ? [] : [`${e.n('claimId')} = ${e.v(claimId)}`]),
-      `${e.n('status')} = ${e.v('leased')}`,
-      `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
-      `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
-      `${e.n('owner')} = ${e.v(session.agentId)}`,
-      `${e.n('sessionId')} = ${e.v(session.sessionId)}`,
-      `${e.n('leasedAt')} = ${e.v(now)}`,
-      `${e.n('leaseDeadline')} = ${e.n('timeoutMs')} + ${e.v(now)}`,
-      `${e.n('updatedAt')} = ${e.v(now)}`,
-    ],
-    // A grant of another claim must not be taken for this one's by a retry.
-    ...(claimId === undefined ? { remove: [e.n('claimId')] } : {}),
-    condition: [
-      `${e.n('status')} = ${e.v('queued')}`,
-      `${e.n('queue')} = ${e.v(queue)}`,
-      `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
-    ].join(' AND '),
-  }));
+  const written = await ctx.tasks.grant(
+    taskId,
+    {
+      queue,
+      agentId: session.agentId,
+      sessionId: session.sessionId,
+      ...(claimId === undefined ? {} : { claimId }),
+    },
+    now,
+  );
   if (written.ok) return { kind: 'granted', task: written.task };
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
   const current = written.current;

@@ -34,11 +34,7 @@ export async function dispatch(
 /** The task's hint is not in SQS: without `dispatchedAt`, and due now, the next `reconcile` sends it. */
 async function markUnsent(ctx: SchedulerContext, task: Pick<Task, 'taskId' | 'leaseEpoch'>): Promise<void> {
   await ctx.tasks
-    .update(task.taskId, (e) => ({
-      set: [`${e.n('dueAt')} = ${e.v(ctx.now())}`],
-      remove: [e.n('dispatchedAt')],
-      condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-    }))
+    .markUnsent({ taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch }, ctx.now())
     .catch((error: unknown) =>
       ctx.log.warn('marking an unsent task failed; reconcile finds it when it is due', {
         taskId: task.taskId,

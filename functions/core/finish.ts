@@ -5,17 +5,17 @@
  * task and gets the same outcome instead of an error.
  */
 import { z } from 'zod';
-import type { Expression } from '#adapters/expression';
 import { errorName, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
-import { type AgentSession, type FinishRecord, isSessionLive, type Task } from '#domain/task';
+import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
-import { type Clauses, ownerCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
+import type { OwnerFinish } from './ports/task-store';
+import { ending, requeueAfter } from './transitions';
 
 export interface LeaseRef {
   readonly agentId: string;
@@ -29,43 +29,38 @@ export interface FinishResult {
   readonly replayed: boolean;
 }
 
-type FinishKind = FinishRecord['kind'];
+/** How one of the owner's writes is made. */
+interface FinishPlan {
+  readonly event: OwnerFinish['event'];
+  /** Where the write leaves the task, and what it records; decided from the task as read when `needsTask`. */
+  readonly decide: (now: number, task: Task | undefined) => OwnerFinish;
+  /** Whether `decide` needs the task read first (a failure's retry depends on the attempts left). */
+  readonly needsTask?: boolean;
+  /** The owner's session, as a batch read it once for all its completions. */
+  readonly sessionRead?: Promise<AgentSession | undefined>;
+}
 
-/**
- * The shared path. `plan` sees the task as read (when it needs it) and returns the resulting status and the
- * clauses of the write.
- */
-async function finish(
-  ctx: SchedulerContext,
-  kind: FinishKind,
-  lease: LeaseRef,
-  plan: (e: Expression, now: number, task: Task | undefined) => { status: TaskStatus; clauses: Clauses },
-  needsTask: boolean,
-  sessionRead?: Promise<AgentSession | undefined>,
-): Promise<FinishResult & { status: TaskStatus }> {
+/** What the shared path answers: the status written (or replayed), and the requeue it wrote, if it did. */
+type Finished = FinishResult & { status: TaskStatus; requeued?: { delayMs: number; sentNow: boolean } };
+
+/** The shared path of the owner's writes. */
+async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan): Promise<Finished> {
+  const { event: kind, needsTask = false } = plan;
   const now = ctx.now();
-  const session = await (sessionRead ?? ctx.sessions.get(lease.agentId));
+  const session = await (plan.sessionRead ?? ctx.sessions.get(lease.agentId));
   let current: Task | undefined;
   if (session && isSessionLive(session, now)) {
     const known = needsTask ? await ctx.tasks.get(lease.taskId) : undefined;
     if (needsTask && !known) throw new TaskNotFoundError(lease.taskId);
     if (!needsTask || isOwnedBy(known, lease, session.sessionId)) {
-      let status = 'leased' as TaskStatus;
-      const written = await ctx.tasks.update(lease.taskId, (e) => {
-        const planned = plan(e, now, known);
-        status = planned.status;
-        const finishRecord: FinishRecord = {
-          kind,
-          leaseEpoch: lease.leaseEpoch,
-          agentId: lease.agentId,
-          status,
-        };
-        return {
-          set: [...planned.clauses.set, `${e.n('lastFinish')} = ${e.v(finishRecord)}`],
-          remove: planned.clauses.remove,
-          condition: ownerCondition(e, { ...lease, sessionId: session.sessionId }, now),
-        };
-      });
+      const decided = plan.decide(now, known);
+      const status = decided.to.status;
+      const written = await ctx.tasks.finish(
+        lease.taskId,
+        { agentId: lease.agentId, sessionId: session.sessionId, leaseEpoch: lease.leaseEpoch },
+        decided,
+        now,
+      );
       if (written.ok) {
         // A requeued task no longer names this session, so its slot must be freed here; a finished one is
         // recognised and freed by the next claim that needs the room.
@@ -101,7 +96,15 @@ async function finish(
             },
           ]);
         }
-        return { task: written.task, replayed: false, status };
+        const to = decided.to;
+        return {
+          task: written.task,
+          replayed: false,
+          status,
+          ...(to.status === 'queued'
+            ? { requeued: { delayMs: to.claimableAt - now, sentNow: to.sentNow } }
+            : {}),
+        };
       }
       current = written.current;
     } else {
@@ -167,26 +170,15 @@ export async function completeTask(
 ): Promise<FinishResult> {
   const resultJson =
     result === undefined ? undefined : encodeBoundedJson(result, LIMITS.resultBytes, 'result');
-  return finish(
-    ctx,
-    'complete',
-    lease,
-    (e, now) => {
-      const clauses = terminalClauses(ctx, e, now, 'succeeded');
-      return {
-        status: 'succeeded',
-        clauses: {
-          set:
-            resultJson === undefined
-              ? clauses.set
-              : [...clauses.set, `${e.n('result')} = ${e.v(resultJson)}`],
-          remove: clauses.remove,
-        },
-      };
-    },
-    false,
-    sessionRead,
-  );
+  return finish(ctx, lease, {
+    event: 'complete',
+    decide: (now) => ({
+      event: 'complete',
+      to: ending(ctx, now, 'succeeded'),
+      ...(resultJson === undefined ? {} : { result: resultJson }),
+    }),
+    ...(sessionRead ? { sessionRead } : {}),
+  });
 }
 
 export const taskErrorSchema = z.strictObject({
@@ -206,28 +198,20 @@ export async function failTask(
   const parsed = taskErrorSchema.safeParse(error);
   if (!parsed.success) throw new ValidationError(`error.${describeIssues(parsed.error)}`);
   const taskError = parsed.data;
-  let delayMs = 0;
-  const outcome = await finish(
-    ctx,
-    'fail',
-    lease,
-    (e, now, task) => {
+  const outcome = await finish(ctx, lease, {
+    event: 'fail',
+    needsTask: true,
+    decide: (now, task) => {
       if (!task) throw new Error('fail needs the task');
       const decision = decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random());
-      const clauses = decision.retry
-        ? requeueClauses(ctx, e, now, decision.delayMs)
-        : terminalClauses(ctx, e, now, 'dead');
-      delayMs = decision.retry ? decision.delayMs : 0;
       return {
-        status: decision.retry ? 'queued' : 'dead',
-        clauses: { set: [...clauses.set, `${e.n('error')} = ${e.v(taskError)}`], remove: clauses.remove },
+        event: 'fail',
+        to: decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
+        error: taskError,
       };
     },
-    true,
-  );
-  if (!outcome.replayed && outcome.status === 'queued' && sendsNow(delayMs)) {
-    await dispatch(ctx, outcome.task, delayMs / 1_000);
-  }
+  });
+  if (outcome.requeued?.sentNow) await dispatch(ctx, outcome.task, outcome.requeued.delayMs / 1_000);
   return outcome;
 }
 
@@ -236,22 +220,10 @@ export async function failTask(
  * AgentScheduler): it is queued again at once.
  */
 export async function releaseTask(ctx: SchedulerContext, lease: LeaseRef): Promise<FinishResult> {
-  const outcome = await finish(
-    ctx,
-    'release',
-    lease,
-    (e, now) => {
-      const clauses = requeueClauses(ctx, e, now, 0);
-      return {
-        status: 'queued',
-        clauses: {
-          set: [...clauses.set, `${e.n('attempt')} = ${e.n('attempt')} - ${e.v(1)}`],
-          remove: clauses.remove,
-        },
-      };
-    },
-    false,
-  );
+  const outcome = await finish(ctx, lease, {
+    event: 'release',
+    decide: (now) => ({ event: 'release', to: requeueAfter(ctx, now, 0) }),
+  });
   if (!outcome.replayed) await dispatch(ctx, outcome.task, 0);
   return outcome;
 }

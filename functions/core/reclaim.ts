@@ -12,7 +12,7 @@ import { allDueShards, queryEveryDueShard, type SchedulerContext } from './conte
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
-import { epochCondition, requeueClauses, sendsNow, terminalClauses } from './transitions';
+import { ending, requeueAfter, sendsNow } from './transitions';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
 export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';
@@ -37,19 +37,13 @@ export async function reclaimTask(
   // hands its tasks back at once: it is that agent's own restart.
   const heldUntil = options.reason === 'revoked' ? (options.session?.expiresAt ?? now) : now;
   const decision = retry.retry ? { ...retry, delayMs: Math.max(retry.delayMs, heldUntil - now) } : retry;
-  const written = await ctx.tasks.update(taskId, (e) => {
-    const clauses = decision.retry
-      ? requeueClauses(ctx, e, now, decision.delayMs)
-      : terminalClauses(ctx, e, now, 'dead');
-    return {
-      set: [
-        ...clauses.set,
-        `${e.n('error')} = ${e.v({ message: `lease expired (${options.reason})`, retryable: true })}`,
-      ],
-      remove: clauses.remove,
-      condition: epochCondition(e, task),
-    };
-  });
+  const written = await ctx.tasks.takeBack(
+    task,
+    'reclaim',
+    decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
+    { message: `lease expired (${options.reason})`, retryable: true },
+    now,
+  );
   if (!written.ok) return 'raced';
   if (task.owner && task.sessionId) {
     // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
@@ -110,14 +104,13 @@ export async function takeBackTasks(
 /** Gives up on a leased task that cannot run (e.g. its payload is gone), fenced by the epoch observed. */
 export async function markDead(ctx: SchedulerContext, task: Task, message: string): Promise<boolean> {
   const now = ctx.now();
-  const written = await ctx.tasks.update(task.taskId, (e) => {
-    const clauses = terminalClauses(ctx, e, now, 'dead');
-    return {
-      set: [...clauses.set, `${e.n('error')} = ${e.v({ message, retryable: false })}`],
-      remove: clauses.remove,
-      condition: epochCondition(e, task),
-    };
-  });
+  const written = await ctx.tasks.takeBack(
+    task,
+    'fail',
+    ending(ctx, now, 'dead'),
+    { message, retryable: false },
+    now,
+  );
   if (written.ok) await recordDeath(ctx, written.task, message, task.owner);
   return written.ok;
 }
@@ -201,10 +194,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
                 return;
               }
               // Still good: look again at its deadline (a session that dies first is found by the session scan).
-              const moved = await ctx.tasks.update(task.taskId, (e) => ({
-                set: [`${e.n('dueAt')} = ${e.v(task.leaseDeadline ?? now)}`],
-                condition: epochCondition(e, task),
-              }));
+              const moved = await ctx.tasks.lookAgainAt(task, task.leaseDeadline ?? now);
               if (moved.ok) summary.deferred++;
             },
             { taskId: task.taskId },

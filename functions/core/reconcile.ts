@@ -180,10 +180,10 @@ async function reconcileTask(
       resend ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000 : lookAt,
       nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
     );
-    await ctx.tasks.update(task.taskId, (e) => ({
-      set: [`${e.n('dueAt')} = ${e.v(Math.max(dueAt, now + 1))}`],
-      condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-    }));
+    await ctx.tasks.lookAgainAt(
+      { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
+      Math.max(dueAt, now + 1),
+    );
     return false;
   }
   // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale.
@@ -193,18 +193,15 @@ async function reconcileTask(
     { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
     delayMs / 1_000,
   );
-  await ctx.tasks.update(task.taskId, (e) => ({
-    set: [
-      `${e.n('dispatchedAt')} = ${e.v(now + delayMs)}`,
-      `${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`,
-      `${e.n('dueAt')} = ${e.v(
-        Math.min(
-          now + delayMs + nextLookMs(ctx, task.dispatchCount + 1),
-          nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
-        ),
-      )}`,
-    ],
-    condition: `${e.n('status')} = ${e.v('queued')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-  }));
+  await ctx.tasks.recordDispatch(
+    { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
+    {
+      dispatchedAt: now + delayMs,
+      dueAt: Math.min(
+        now + delayMs + nextLookMs(ctx, task.dispatchCount + 1),
+        nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
+      ),
+    },
+  );
   return true;
 }

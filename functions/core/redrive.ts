@@ -4,9 +4,9 @@
  */
 import { InvalidTransitionError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
-import { dueShardFor, type SchedulerContext } from './context';
+import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
-import { requeueClauses } from './transitions';
+import { requeueAfter } from './transitions';
 
 export async function redriveTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   const task = await ctx.tasks.get(taskId);
@@ -15,18 +15,7 @@ export async function redriveTask(ctx: SchedulerContext, taskId: string): Promis
     throw new InvalidTransitionError(`task ${taskId} is ${task.status}; only a dead task can be redriven`);
   }
   const now = ctx.now();
-  const written = await ctx.tasks.update(taskId, (e) => {
-    const clauses = requeueClauses(ctx, e, now, 0);
-    return {
-      set: [
-        ...clauses.set,
-        `${e.n('attempt')} = ${e.v(0)}`,
-        `${e.n('dueShard')} = ${e.v(dueShardFor(ctx, taskId))}`,
-      ],
-      remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt')],
-      condition: `${e.n('status')} = ${e.v('dead')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-    };
-  });
+  const written = await ctx.tasks.redrive(task, requeueAfter(ctx, now, 0), now);
   if (!written.ok) {
     if (written.current?.status === 'queued') return written.current;
     throw new InvalidTransitionError(`task ${taskId} changed while being redriven; look again`);

@@ -29,7 +29,6 @@ import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { reclaimTask } from './reclaim';
 import { handOverRolesOf, takeBackRoles } from './roles';
-import { ownerCondition } from './transitions';
 
 export const agentSpecSchema = z.strictObject({
   name: printableNameSchema(128),
@@ -215,10 +214,7 @@ export async function heartbeat(
   const lost = new Set(Object.keys(lostNotices));
   await Promise.all(
     encoded.map(async ({ taskId, leaseEpoch, json }) => {
-      const written = await ctx.tasks.update(taskId, (e) => ({
-        set: [`${e.n('checkpoint')} = ${e.v(json)}`],
-        condition: ownerCondition(e, { agentId, sessionId, leaseEpoch }, now),
-      }));
+      const written = await ctx.tasks.checkpoint(taskId, { agentId, sessionId, leaseEpoch }, json, now);
       // Refused: the lease it was taken under is over. Lost, unless this session holds the task again.
       if (!written.ok && !(written.current && holdsNow(written.current, agentId, sessionId, now))) {
         lost.add(taskId);

@@ -39,20 +39,15 @@ export async function climbLadder(
   if (reached <= level) return { steps: [], task };
   const promoting = level < 1 && reached >= 1 && task.priority !== 'critical';
   const priority = promoting ? promote(task.priority) : task.priority;
-  const written = await ctx.tasks.update(task.taskId, (e) => ({
-    set: [
-      `${e.n('starvationLevel')} = ${e.v(reached)}`,
-      ...(promoting ? [`${e.n('priority')} = ${e.v(priority)}`] : []),
-      ...(reached >= 3 ? [`${e.n('needsAttention')} = ${e.v(true)}`] : []),
-    ],
-    condition: [
-      `${e.n('status')} = ${e.v('queued')}`,
-      `${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`,
-      level === 0
-        ? `attribute_not_exists(${e.n('starvationLevel')})`
-        : `${e.n('starvationLevel')} = ${e.v(level)}`,
-    ].join(' AND '),
-  }));
+  const written = await ctx.tasks.climbLadder(
+    { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
+    {
+      fromLevel: level,
+      toLevel: reached,
+      ...(promoting ? { priority } : {}),
+      needsAttention: reached >= 3,
+    },
+  );
   if (!written.ok) return { steps: [], task: written.current ?? task };
   const steps: LadderStep[] = [];
   if (level < 1 && reached >= 1) {

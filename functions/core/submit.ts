@@ -5,14 +5,14 @@
  * index with a time at which `reconcile` sends it again, so a committed task is never lost.
  */
 
-import { itemFromNewTask, type NewPayload, type WrittenPayloads } from '#adapters/task-table';
 import { IdempotencyConflictError, ValidationError } from '#domain/errors';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
-import { dueShardFor, listedShardFor, type SchedulerContext } from './context';
+import type { SchedulerContext } from './context';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
+import type { NewPayload, WrittenPayloads } from './ports/task-store';
 import { dueAtAfterDispatch } from './transitions';
 
 export interface SubmitResult {
@@ -120,13 +120,7 @@ export async function commitSubmission(
     if (pending) pending.push({ task: target, delaySeconds });
     else await dispatch(ctx, target, delaySeconds);
   };
-  const outcome = await ctx.tasks.createState(
-    itemFromNewTask(
-      task,
-      { dueShard: dueShardFor(ctx, task.taskId), dueAt: prepared.dueAt },
-      listedShardFor(task.queue, task.taskId),
-    ),
-  );
+  const outcome = await ctx.tasks.create(task, prepared.dueAt);
   if (!outcome.created) {
     const existing = outcome.existing;
     if (existing.specHash !== task.specHash) {

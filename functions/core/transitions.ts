@@ -1,17 +1,10 @@
 /**
- * The update clauses of the transitions that several operations share: putting a task back in the queue
- * and finishing it. Every caller adds its own condition (the fence); these only say what the record becomes.
+ * Where a transition leaves a task, in time: when a requeued task may be claimed and looked at again, and when
+ * a finished one may be purged. The store turns these into the record's attributes.
  */
-import type { Expression } from '#adapters/expression';
-import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
-import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
-
-export interface Clauses {
-  readonly set: string[];
-  readonly remove: string[];
-}
+import type { Ending, Requeue } from './ports/task-store';
 
 /** Whether a hint for a task claimable after `delayMs` can ride on an SQS message now. */
 export const sendsNow = (delayMs: number): boolean => delayMs <= LIMITS.sqsMaxDelaySeconds * 1_000;
@@ -31,64 +24,21 @@ export function dueAtAfterDispatch(ctx: SchedulerContext, notBefore: number, now
  * Back to `queued`, claimable after `delayMs`. The due time is when `reconcile` should look again: a little
  * after the hint should have been claimed, or, for a delay longer than SQS can hold, when it is time to send.
  */
-export function requeueClauses(ctx: SchedulerContext, e: Expression, now: number, delayMs: number): Clauses {
-  const notBefore = now + delayMs;
-  const immediate = sendsNow(delayMs);
-  const set = [
-    `${e.n('status')} = ${e.v('queued')}`,
-    `${e.n('updatedAt')} = ${e.v(now)}`,
-    `${e.n('dueAt')} = ${e.v(dueAtAfterDispatch(ctx, notBefore, now))}`,
-  ];
-  // `sessionId` and `leasedAt` stay: with them the last holder's session sees that its slot is free.
-  const remove: string[] = [e.n('owner'), e.n('leaseDeadline')];
-  if (delayMs > 0) set.push(`${e.n('notBefore')} = ${e.v(notBefore)}`);
-  else remove.push(e.n('notBefore'));
-  if (immediate) {
-    set.push(`${e.n('dispatchedAt')} = ${e.v(notBefore)}`);
-    set.push(`${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`);
-  } else {
-    remove.push(e.n('dispatchedAt'));
-  }
-  return { set, remove };
-}
-
-/**
- * A terminal status: the task leaves the due index, and DynamoDB may purge it after the retention period.
- * The owner, its session and the grant time stay on the record, as the last lease it had.
- */
-export function terminalClauses(
-  ctx: SchedulerContext,
-  e: Expression,
-  now: number,
-  status: Extract<TaskStatus, 'succeeded' | 'dead' | 'cancelled'>,
-): Clauses {
+export function requeueAfter(ctx: SchedulerContext, now: number, delayMs: number): Requeue {
+  const claimableAt = now + delayMs;
   return {
-    set: [
-      `${e.n('status')} = ${e.v(status)}`,
-      `${e.n('updatedAt')} = ${e.v(now)}`,
-      `${e.n('finishedAt')} = ${e.v(now)}`,
-      `${e.n('purgeAt')} = ${e.v(Math.ceil(now / 1_000) + ctx.settings.retentionSeconds)}`,
-    ],
-    // `sessionId` and `leasedAt` stay: they let the holder's session see that its slot for this task is free.
-    remove: [e.n('dueShard'), e.n('dueAt'), e.n('notBefore'), e.n('leaseDeadline')],
+    status: 'queued',
+    claimableAt,
+    dueAt: dueAtAfterDispatch(ctx, claimableAt, now),
+    sentNow: sendsNow(delayMs),
   };
 }
 
-/** The fence of an owner's write: still leased to this agent's session, at this epoch, inside its deadline. */
-export function ownerCondition(
-  e: Expression,
-  lease: { agentId: string; sessionId: string; leaseEpoch: number },
+/** A terminal status, purged by DynamoDB's TTL once the retention period is over. */
+export function ending<Status extends Ending['status']>(
+  ctx: SchedulerContext,
   now: number,
-): string {
-  return [
-    `${e.n('status')} = ${e.v('leased')}`,
-    `${e.n('owner')} = ${e.v(lease.agentId)}`,
-    `${e.n('sessionId')} = ${e.v(lease.sessionId)}`,
-    `${e.n('leaseEpoch')} = ${e.v(lease.leaseEpoch)}`,
-    `${e.n('leaseDeadline')} > ${e.v(now)}`,
-  ].join(' AND ');
+  status: Status,
+): Ending & { status: Status } {
+  return { status, purgeAt: Math.ceil(now / 1_000) + ctx.settings.retentionSeconds };
 }
-
-/** The fence of the supervisor's write: still leased at the epoch it observed. */
-export const epochCondition = (e: Expression, task: Pick<Task, 'leaseEpoch'>): string =>
-  `${e.n('status')} = ${e.v('leased')} AND ${e.n('leaseEpoch')} = ${e.v(task.leaseEpoch)}`;

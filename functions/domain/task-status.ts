@@ -60,7 +60,10 @@ export function assertTransition(taskId: string, from: TaskStatus, event: TaskEv
   }
 }
 
-/** The statuses from which `event` is allowed: the store turns this into a condition expression. */
-export function statusesAccepting(event: TaskEvent): readonly TaskStatus[] {
-  return TASK_STATUSES.filter((status) => TRANSITIONS[status][event] !== undefined);
+/**
+ * The statuses a write of `event` may start from to reach `to`: the store turns this into the status part of the
+ * write's condition, so no write can move a task along an arrow this table does not have.
+ */
+export function statusesFrom(event: TaskEvent, to: TaskStatus): readonly TaskStatus[] {
+  return TASK_STATUSES.filter((status) => canTransition(status, event, to));
 }

@@ -4,7 +4,7 @@ import {
   assertTransition,
   canTransition,
   isTerminal,
-  statusesAccepting,
+  statusesFrom,
   TASK_STATUSES,
   type TaskEvent,
   type TaskStatus,
@@ -55,9 +55,11 @@ describe('task state machine', () => {
     }
   });
 
-  it('lists the statuses an event is accepted from', () => {
-    expect(statusesAccepting('cancel')).toEqual(['queued', 'leased']);
-    expect(statusesAccepting('claim')).toEqual(['queued']);
-    expect(statusesAccepting('complete')).toEqual(['leased']);
+  it('names, for each event and destination, the statuses a write may start from', () => {
+    expect(statusesFrom('cancel', 'cancelled')).toEqual(['queued', 'leased']);
+    expect(statusesFrom('claim', 'leased')).toEqual(['queued']);
+    expect(statusesFrom('reclaim', 'dead')).toEqual(['leased']);
+    expect(statusesFrom('redrive', 'queued')).toEqual(['dead']);
+    expect(statusesFrom('complete', 'queued')).toEqual([]);
   });
 });

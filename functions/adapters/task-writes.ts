@@ -1,0 +1,97 @@
+/**
+ * The clauses of the writes to a task's state item: the status condition of each transition, taken from the
+ * domain's transition table, the fences, and what the record becomes on the way back to the queue or to an end.
+ * The status clause always comes first in a condition.
+ */
+import type { Ending, Observed, OwnerFence, Requeue } from '#core/ports/task-store';
+import { InvalidTransitionError } from '#domain/errors';
+import { statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
+import type { Expression } from './expression';
+
+export interface Clauses {
+  readonly set: string[];
+  readonly remove: string[];
+}
+
+/**
+ * The status part of the condition of a write of `event` that leads to `to`: the task must be in one of the
+ * statuses the transition table allows it from; with `observed`, in that one, which the table must allow.
+ */
+export function statusCondition(
+  e: Expression,
+  event: TaskEvent,
+  to: TaskStatus,
+  observed?: Pick<Observed, 'taskId' | 'status'>,
+): string {
+  const from = statusesFrom(event, to);
+  const allowed = observed ? from.filter((status) => status === observed.status) : from;
+  if (allowed.length === 0) {
+    const what = observed ? `task ${observed.taskId} is ${observed.status}; ` : '';
+    throw new InvalidTransitionError(`${what}${event} cannot lead to ${to}`, {
+      context: { event, to, ...(observed ? { taskId: observed.taskId, from: observed.status } : {}) },
+    });
+  }
+  const [only] = allowed;
+  return allowed.length === 1 && only
+    ? `${e.n('status')} = ${e.v(only)}`
+    : `${e.n('status')} IN (${allowed.map((status) => e.v(status)).join(', ')})`;
+}
+
+/** The fence of an owner's write: still leased to this agent's session, at this epoch, inside its deadline. */
+export function ownerFence(e: Expression, lease: OwnerFence, now: number): string[] {
+  return [
+    `${e.n('owner')} = ${e.v(lease.agentId)}`,
+    `${e.n('sessionId')} = ${e.v(lease.sessionId)}`,
+    `${e.n('leaseEpoch')} = ${e.v(lease.leaseEpoch)}`,
+    `${e.n('leaseDeadline')} > ${e.v(now)}`,
+  ];
+}
+
+/** The fence of a write by someone who read the task: still at the epoch observed. */
+export const epochFence = (e: Expression, observed: Pick<Observed, 'leaseEpoch'>): string =>
+  `${e.n('leaseEpoch')} = ${e.v(observed.leaseEpoch)}`;
+
+/** A write that keeps the status: the task is still at the status and epoch observed. */
+export const stillAsObserved = (e: Expression, observed: Pick<Observed, 'status' | 'leaseEpoch'>): string =>
+  `${e.n('status')} = ${e.v(observed.status)} AND ${epochFence(e, observed)}`;
+
+/**
+ * Back to `queued`. `sessionId` and `leasedAt` stay: with them the last holder's session sees that its slot is
+ * free.
+ */
+export function requeueClauses(e: Expression, now: number, requeue: Requeue): Clauses {
+  const set = [
+    `${e.n('status')} = ${e.v('queued')}`,
+    `${e.n('updatedAt')} = ${e.v(now)}`,
+    `${e.n('dueAt')} = ${e.v(requeue.dueAt)}`,
+  ];
+  const remove: string[] = [e.n('owner'), e.n('leaseDeadline')];
+  if (requeue.claimableAt > now) set.push(`${e.n('notBefore')} = ${e.v(requeue.claimableAt)}`);
+  else remove.push(e.n('notBefore'));
+  if (requeue.sentNow) {
+    set.push(`${e.n('dispatchedAt')} = ${e.v(requeue.claimableAt)}`);
+    set.push(`${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`);
+  } else {
+    remove.push(e.n('dispatchedAt'));
+  }
+  return { set, remove };
+}
+
+/**
+ * A terminal status: the task leaves the due index, and DynamoDB may purge it after the retention period. The
+ * owner, its session and the grant time stay on the record, as the last lease it had.
+ */
+export function endingClauses(e: Expression, now: number, ending: Ending): Clauses {
+  return {
+    set: [
+      `${e.n('status')} = ${e.v(ending.status)}`,
+      `${e.n('updatedAt')} = ${e.v(now)}`,
+      `${e.n('finishedAt')} = ${e.v(now)}`,
+      `${e.n('purgeAt')} = ${e.v(ending.purgeAt)}`,
+    ],
+    remove: [e.n('dueShard'), e.n('dueAt'), e.n('notBefore'), e.n('leaseDeadline')],
+  };
+}
+
+export const destinationClauses = (e: Expression, now: number, to: Requeue | Ending): Clauses =>
+  to.status === 'queued' ? requeueClauses(e, now, to) : endingClauses(e, now, to);

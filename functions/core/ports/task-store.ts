@@ -1,0 +1,152 @@
+/**
+ * Where tasks are kept: a state record that every transition rewrites, and a payload written once.
+ *
+ * Every write here is one conditional write. A write that changes a task's status is allowed from the statuses the
+ * domain's transition table (`TRANSITIONS` in `task-status.ts`) lists for its event and destination, and from no
+ * other: the store derives that part of the condition from the table. The rest of the condition, the fence, comes
+ * with the call: the lease an owner presents, or the status and epoch the supervisor or an operator observed.
+ * A refused write changes nothing and answers the task as it is now, so the caller can tell why.
+ */
+import type { Priority } from '#domain/priority';
+import type { Task, TaskError } from '#domain/task';
+
+/** What a conditional write answers: the task as written, or as found when the condition failed. */
+export type TaskWrite =
+  | { readonly ok: true; readonly task: Task }
+  | { readonly ok: false; readonly current?: Task };
+
+/** The lease an owner presents: its write lands only while that lease is the task's and has not run out. */
+export interface OwnerFence {
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly leaseEpoch: number;
+}
+
+/** What the supervisor or an operator read: its write lands only if the task is still at that status and epoch. */
+export type Observed = Pick<Task, 'taskId' | 'status' | 'leaseEpoch'>;
+
+/** Back to `queued`. */
+export interface Requeue {
+  readonly status: 'queued';
+  /** When it may be claimed again; at or before the write's `now`, at once. */
+  readonly claimableAt: number;
+  /** When the supervisor should next look at it. */
+  readonly dueAt: number;
+  /** Its hint is sent now (SQS can carry the delay), so the record says it was dispatched. */
+  readonly sentNow: boolean;
+}
+
+/** To a terminal status: the task leaves the due index, and may be purged after the retention period. */
+export interface Ending {
+  readonly status: 'succeeded' | 'dead' | 'cancelled';
+  /** When DynamoDB may purge it (seconds since the epoch, as its TTL attribute). */
+  readonly purgeAt: number;
+}
+
+/** Where a finish, a reclaim or a cancellation leaves the task. */
+export type Destination = Requeue | Ending;
+
+/** The owner's writes (`complete`, `fail`, `release`), with what each records. */
+export type OwnerFinish =
+  | { readonly event: 'complete'; readonly to: Ending & { status: 'succeeded' }; readonly result?: string }
+  | {
+      readonly event: 'fail';
+      readonly to: Requeue | (Ending & { status: 'dead' });
+      readonly error: TaskError;
+    }
+  /** A release gives back the attempt it took: the task runs again with as many attempts left as before. */
+  | { readonly event: 'release'; readonly to: Requeue };
+
+/** A claim's grant: the owner, and the claim it answers (recorded so that a retried claim finds it). */
+export interface Grant {
+  readonly queue: string;
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly claimId?: string;
+}
+
+/** The starvation ladder's step, from the level observed. */
+export interface LadderClimb {
+  readonly fromLevel: number;
+  readonly toLevel: number;
+  /** The more urgent priority it is promoted to, if it is. */
+  readonly priority?: Priority;
+  readonly needsAttention: boolean;
+}
+
+/** A payload to write: the task's, with the hash of its specification and when it may be purged. */
+export interface NewPayload {
+  readonly taskId: string;
+  readonly payloadJson: string;
+  readonly specHash: string;
+  readonly purgeAt: number;
+}
+
+/** What `putPayloads` wrote: whether a payload went to an object of its own rather than into its item. */
+export interface WrittenPayloads {
+  inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
+}
+
+/** Where a page of a listing continues; opaque to the caller. */
+export type ListingCursor = Record<string, unknown>;
+
+export interface TaskStore {
+  // Reads.
+  /** The task; `consistent` (the default) reads it after every write that committed. */
+  get(taskId: string, consistent?: boolean): Promise<Task | undefined>;
+  getMany(taskIds: readonly string[], consistent?: boolean): Promise<Map<string, Task>>;
+  /** Payload JSON by task id; a task whose payload is gone (past its retention) is missing. */
+  getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
+  /** The partitions of the due index: a sweep queries each. */
+  readonly dueShards: readonly string[];
+  /** Task ids in one due partition whose time to be looked at has come. */
+  queryDue(dueShard: string, dueBy: number, limit: number): Promise<string[]>;
+  /** The partitions of the listing of `queue`. */
+  listedShards(queue: string): readonly string[];
+  /** One page of a listing partition, newest first, from `startKey` (where the page before ended) or from the newest created at or before. */
+  queryListed(
+    listShard: string,
+    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }>;
+
+  // Submission.
+  /** Writes payloads (no condition: a payload's key names its specification, so a retry writes the same). */
+  putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads>;
+  /** Lets go of a payload's object once its task can never run again. */
+  deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
+  /** Creates the task's record, due at `dueAt`, unless one exists; then answers the existing task. */
+  create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }>;
+
+  // Status changes, each allowed from the statuses the transition table lists.
+  /** `claim`: queued → leased in `grant.queue`, if claimable at `now`; the epoch and the attempt grow by one. */
+  grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite>;
+  /** The owner's `complete`, `fail` or `release`, fenced by its lease; records the finish for a retried call. */
+  finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite>;
+  /**
+   * `reclaim` (the lease ran out or was taken back) or, when the task cannot run, `fail` without its owner:
+   * fenced by the epoch observed, and recording why.
+   */
+  takeBack(
+    observed: Observed,
+    event: 'reclaim' | 'fail',
+    to: Requeue | (Ending & { status: 'dead' }),
+    error: TaskError,
+    now: number,
+  ): Promise<TaskWrite>;
+  /** An operator's `cancel`, fenced by the status and epoch observed. */
+  cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite>;
+  /** An operator's `redrive` of a dead task: queued again with a fresh set of attempts. */
+  redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite>;
+
+  // Writes that keep the status, fenced the same way.
+  /** The owner's progress, kept on the task for the next holder; fenced by its lease. */
+  checkpoint(taskId: string, lease: OwnerFence, checkpointJson: string, now: number): Promise<TaskWrite>;
+  /** When the supervisor should next look at the task. */
+  lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite>;
+  /** A hint was sent for the queued task: when it becomes visible, and when to look again. */
+  recordDispatch(observed: Observed, dispatch: { dispatchedAt: number; dueAt: number }): Promise<TaskWrite>;
+  /** The queued task's hint is not in SQS: due at `now`, so the next reconcile sends it. */
+  markUnsent(observed: Observed, now: number): Promise<TaskWrite>;
+  /** The starvation ladder's step, from the level observed. */
+  climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
+}
