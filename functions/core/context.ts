@@ -13,6 +13,9 @@ import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
+import type { OccurrenceStore } from './ports/occurrence-store';
+import type { QueueControlStore } from './ports/queue-control-store';
+import type { ScheduleStore } from './ports/schedule-store';
 
 export interface SchedulerSettings {
   /** A session (and every lease it holds) lives this long after its last heartbeat. */
@@ -114,6 +117,12 @@ export interface SchedulerContext {
   readonly sessions: SessionTable;
   /** Roles share the leases table with the sessions that keep them. */
   readonly roles: RoleTable;
+  /** What happened at each scheduled time of each schedule. */
+  readonly occurrences: OccurrenceStore;
+  /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
+  readonly queueControls: QueueControlStore;
+  /** Schedules created at run time (declared ones are in `declaredSchedules`). */
+  readonly schedules: ScheduleStore;
   readonly agents: AgentTable;
   readonly queues: TaskQueues;
   readonly settings: SchedulerSettings;

@@ -1,17 +1,16 @@
 /**
- * Per-queue controls, kept in the leases table as `queue#<name>`:
+ * Per-queue controls, one record per queue:
  * - pause: claims get nothing from a paused queue, while sweeps and retries go on;
  * - limits: at most N tasks of the queue leased at once across all agents, and at most R claims a second with a
  *   burst, enforced in `queue-limits.ts`.
  * Claims read the controls of the agent's queues, cached for a few seconds per process, so a busy agent does
  * not pay a read per claim for a pause it rarely sees.
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { Expression, updateExpression } from '#adapters/expression';
 import { ValidationError } from '#domain/errors';
 import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import type { StoredQueueControl } from './ports/queue-control-store';
 
 export interface QueueControl {
   readonly queue: string;
@@ -20,7 +19,6 @@ export interface QueueControl {
   readonly updatedAt?: number;
 }
 
-export const queueControlId = (queue: string) => `queue#${queue}`;
 const CACHE_MS = 2_000;
 const cache = new WeakMap<SchedulerContext, Map<string, { control: QueueControl; readAt: number }>>();
 
@@ -33,55 +31,45 @@ function cacheOf(ctx: SchedulerContext) {
   return entries;
 }
 
-/** A queue's control as its item says, its limits defaulting to `defaults` when the item sets none. */
-export function controlFromItem(
+/** A queue's control as stored, its limits defaulting to the queue's declared ones when the record sets none. */
+function controlOf(
+  ctx: SchedulerContext,
   queue: string,
-  item: Record<string, unknown> | undefined,
-  defaults: QueueLimits = {},
+  stored: StoredQueueControl | undefined,
 ): QueueControl {
-  const limits = queueLimitsSchema.safeParse(item?.limits ?? defaults);
   return {
     queue,
-    paused: item?.paused === true,
-    limits: limits.success ? limits.data : {},
-    ...(typeof item?.updatedAt === 'number' ? { updatedAt: item.updatedAt } : {}),
+    paused: stored?.paused === true,
+    limits: stored?.limits ?? declaredLimits(ctx.settings.queueLimits[queue]),
+    ...(stored?.updatedAt === undefined ? {} : { updatedAt: stored.updatedAt }),
   };
 }
 
-/** Sets fields of a queue's control item, creating it if needed, and leaves its other fields alone. */
+function declaredLimits(limits: QueueLimits = {}): QueueLimits {
+  const parsed = queueLimitsSchema.safeParse(limits);
+  return parsed.success ? parsed.data : {};
+}
+
+/** Changes a queue's control through `write`, and keeps what it returns as the cached control. */
 async function updateControl(
   ctx: SchedulerContext,
   queue: string,
-  fields: Record<string, unknown>,
+  write: (now: number) => Promise<StoredQueueControl>,
 ): Promise<QueueControl> {
   if (!ctx.queues.directory.has(queue)) throw new ValidationError(`queue ${queue} does not exist`);
-  const e = new Expression();
-  const output = await ctx.sessions.doc.send(
-    new UpdateCommand({
-      TableName: ctx.sessions.tableName,
-      Key: { leaseId: queueControlId(queue) },
-      UpdateExpression: updateExpression({
-        set: Object.entries({ kind: 'queue', queue, ...fields, updatedAt: ctx.now() }).map(
-          ([name, value]) => `${e.n(name)} = ${e.v(value)}`,
-        ),
-      }),
-      ReturnValues: 'ALL_NEW',
-      ...e.attributes(),
-    }),
-  );
-  const control = controlFromItem(queue, output.Attributes, ctx.settings.queueLimits[queue]);
+  const control = controlOf(ctx, queue, await write(ctx.now()));
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }
 
 export const setQueuePaused = (ctx: SchedulerContext, queue: string, paused: boolean) =>
-  updateControl(ctx, queue, { paused });
+  updateControl(ctx, queue, (now) => ctx.queueControls.setPaused(queue, paused, now));
 
 export function setQueueLimits(ctx: SchedulerContext, queue: string, input: unknown): Promise<QueueControl> {
   // Limits are removed with `{}`, never by a body that is missing or `null`: a request cut short clears nothing.
   const parsed = queueLimitsSchema.safeParse(input);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
-  return updateControl(ctx, queue, { limits: parsed.data });
+  return updateControl(ctx, queue, (now) => ctx.queueControls.setLimits(queue, parsed.data, now));
 }
 
 export async function getQueueControl(
@@ -91,14 +79,7 @@ export async function getQueueControl(
 ): Promise<QueueControl> {
   const cached = cacheOf(ctx).get(queue);
   if (!fresh && cached && ctx.now() - cached.readAt < CACHE_MS) return cached.control;
-  const output = await ctx.sessions.doc.send(
-    new GetCommand({
-      TableName: ctx.sessions.tableName,
-      Key: { leaseId: queueControlId(queue) },
-      ConsistentRead: fresh,
-    }),
-  );
-  const control = controlFromItem(queue, output.Item, ctx.settings.queueLimits[queue]);
+  const control = controlOf(ctx, queue, await ctx.queueControls.get(queue, fresh));
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }
@@ -114,16 +95,10 @@ export async function unpausedQueues(
 
 /** Every queue's control, for the operator view. */
 export async function listQueueControls(ctx: SchedulerContext): Promise<Map<string, QueueControl>> {
-  const items = await ctx.sessions.scanKind('queue');
+  const stored = await ctx.queueControls.list();
   const controls = new Map(
-    Object.entries(ctx.settings.queueLimits).map(([queue, limits]) => [
-      queue,
-      controlFromItem(queue, undefined, limits),
-    ]),
+    Object.keys(ctx.settings.queueLimits).map((queue) => [queue, controlOf(ctx, queue, undefined)]),
   );
-  for (const item of items) {
-    const queue = String(item.queue);
-    controls.set(queue, controlFromItem(queue, item, ctx.settings.queueLimits[queue]));
-  }
+  for (const control of stored) controls.set(control.queue, controlOf(ctx, control.queue, control));
   return controls;
 }

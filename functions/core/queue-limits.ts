@@ -1,30 +1,23 @@
 /**
- * Per-queue limits, enforced at claim time with conditional writes on the queue's control item, so they hold
+ * Per-queue limits, enforced at claim time with conditional writes on the queue's control record, so they hold
  * exactly under parallel claims from many agents:
- * - concurrency: the item's `held` map lists the queue's tasks leased or about to be; a claim adds its tasks with
- *   a condition on the map's size (the same superset bookkeeping as an agent session's slots);
- * - rate: a token bucket (`tokens`, `tokensAt`) refilled at `ratePerSecond` up to `burst`, taken from with a
- *   condition on its version, so two claims cannot spend the same tokens.
+ * - concurrency: the record lists the queue's tasks leased or about to be; a claim adds its tasks on condition
+ *   that the list stays within the limit (the same superset bookkeeping as an agent session's slots);
+ * - rate: a token bucket refilled at `ratePerSecond` up to `burst`, taken from on condition that no other claim
+ *   took since it was read, so two claims cannot spend the same tokens.
  * Only queues with a limit pay for this: one read and one write per claim.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { conditionalUpdate } from '#adapters/expression';
 import type { SchedulerContext } from './context';
-import { type QueueControl, queueControlId } from './queue-controls';
+import type { QueueControl } from './queue-controls';
 
 export const hasLimits = (control: QueueControl): boolean =>
   control.limits.maxConcurrency !== undefined || control.limits.ratePerSecond !== undefined;
 
-const numberMap = (value: unknown): Record<string, number> =>
-  typeof value === 'object' && value !== null
-    ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Number(v)]))
-    : {};
-
 /**
- * Entries of the queue's `held` map that stand for no lease any more: the grant made for the reservation has
+ * Entries of the queue's reserved slots that stand for no lease any more: the grant made for the reservation has
  * landed and ended (the task still carries that grant time), or the reservation is past the grace period.
  */
-async function staleEntries(ctx: SchedulerContext, held: Record<string, number>, now: number) {
+async function staleEntries(ctx: SchedulerContext, held: Readonly<Record<string, number>>, now: number) {
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
   const tasks = await ctx.tasks.getMany(Object.keys(held), false);
   const stale = new Map<string, number>();
@@ -50,15 +43,9 @@ export async function admit(
 ): Promise<Set<string>> {
   const { maxConcurrency, ratePerSecond } = control.limits;
   if (!hasLimits(control) || taskIds.length === 0) return new Set(taskIds);
-  const key = { leaseId: queueControlId(control.queue) };
   for (let round = 0; round < 4; round++) {
-    const item =
-      (
-        await ctx.sessions.doc.send(
-          new GetCommand({ TableName: ctx.sessions.tableName, Key: key, ConsistentRead: true }),
-        )
-      ).Item ?? {};
-    const held = numberMap(item.held);
+    const seen = await ctx.queueControls.readAdmission(control.queue);
+    const held = seen.held ?? {};
     const wanted = taskIds.filter((id) => !(id in held));
     const size = Object.keys(held).length;
     const stale =
@@ -67,13 +54,11 @@ export async function admit(
         : new Map<string, number>();
     let room = maxConcurrency === undefined ? wanted.length : maxConcurrency - size + stale.size;
 
-    const lastTakenAt = typeof item.tokensAt === 'number' ? item.tokensAt : undefined;
-    // The bucket's version, not its time, is what two claims compare: within one millisecond the time is equal.
-    const version = typeof item.tokensVersion === 'number' ? item.tokensVersion : undefined;
+    const lastTakenAt = seen.tokensAt;
     let tokens = 0;
     if (ratePerSecond !== undefined) {
       const burst = control.limits.burst ?? Math.max(1, Math.ceil(ratePerSecond));
-      const previous = typeof item.tokens === 'number' ? item.tokens : burst;
+      const previous = seen.tokens ?? burst;
       const elapsedMs = lastTakenAt === undefined ? 0 : Math.max(0, now - lastTakenAt);
       tokens = Math.min(burst, previous + (elapsedMs / 1_000) * ratePerSecond);
       room = Math.min(room, Math.floor(tokens));
@@ -81,40 +66,16 @@ export async function admit(
     const admitted = wanted.slice(0, Math.max(0, room));
     if (admitted.length === 0) return new Set();
 
-    const written = await conditionalUpdate(
-      ctx.sessions.doc,
-      { TableName: ctx.sessions.tableName, Key: key },
-      (e) => {
-        const set: string[] = [`${e.n('kind')} = ${e.v('queue')}`, `${e.n('queue')} = ${e.v(control.queue)}`];
-        const remove: string[] = [];
-        const conditions: string[] = [];
-        if (maxConcurrency !== undefined) {
-          if (item.held === undefined) {
-            set.push(`${e.n('held')} = ${e.v(Object.fromEntries(admitted.map((id) => [id, now])))}`);
-            conditions.push(`attribute_not_exists(${e.n('held')})`);
-          } else {
-            set.push(...admitted.map((id) => `${e.n('held', id)} = ${e.v(now)}`));
-            remove.push(...[...stale.keys()].map((id) => e.n('held', id)));
-            conditions.push(`size(${e.n('held')}) <= ${e.v(maxConcurrency - admitted.length + stale.size)}`);
-            conditions.push(...admitted.map((id) => `attribute_not_exists(${e.n('held', id)})`));
-            conditions.push(...[...stale].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`));
-          }
-        }
-        if (ratePerSecond !== undefined) {
-          set.push(`${e.n('tokens')} = ${e.v(tokens - admitted.length)}`);
-          set.push(`${e.n('tokensAt')} = ${e.v(Math.max(now, lastTakenAt ?? now))}`);
-          set.push(`${e.n('tokensVersion')} = ${e.v((version ?? 0) + 1)}`);
-          conditions.push(
-            version === undefined
-              ? `attribute_not_exists(${e.n('tokensVersion')})`
-              : `${e.n('tokensVersion')} = ${e.v(version)}`,
-          );
-        }
-        return { set, remove, condition: conditions.join(' AND ') };
-      },
-      (value) => value,
-    );
-    if (written.ok) return new Set(admitted);
+    const reserved = await ctx.queueControls.reserve(control.queue, seen, {
+      taskIds: admitted,
+      at: now,
+      ...(maxConcurrency === undefined ? {} : { concurrency: { max: maxConcurrency, stale } }),
+      ...(ratePerSecond === undefined
+        ? {}
+        : { tokens: { left: tokens - admitted.length, at: Math.max(now, lastTakenAt ?? now) } }),
+    });
+    if (reserved) return new Set(admitted);
+    // Refused: another claim changed the slots or the bucket since they were read. Look again.
   }
   return new Set();
 }
@@ -126,13 +87,5 @@ export async function releaseQueueSlots(
   entries: ReadonlyMap<string, number>,
 ): Promise<void> {
   if (entries.size === 0) return;
-  await conditionalUpdate(
-    ctx.sessions.doc,
-    { TableName: ctx.sessions.tableName, Key: { leaseId: queueControlId(queue) } },
-    (e) => ({
-      remove: [...entries.keys()].map((id) => e.n('held', id)),
-      condition: [...entries].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`).join(' AND '),
-    }),
-    (value) => value,
-  );
+  await ctx.queueControls.release(queue, entries);
 }

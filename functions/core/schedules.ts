@@ -1,10 +1,8 @@
 /**
- * Schedules created at run time through the API. Each is recorded in the leases table (`schedule#<name>`) and
- * handed to a backend that makes it fire: EventBridge Scheduler in AWS, the local scheduler on this machine.
- * Schedules declared in the construct are infrastructure: listed, never deleted through the API.
+ * Schedules created at run time through the API. Each is recorded in the schedule store and handed to a backend
+ * that makes it fire: EventBridge Scheduler in AWS, the local scheduler on this machine. Schedules declared in the
+ * construct are infrastructure: listed, never deleted through the API.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConflictError, ScheduleNotFoundError, ValidationError } from '#domain/errors';
 import {
   SCHEDULE_NAME,
@@ -20,8 +18,6 @@ import {
 } from '#domain/schedule-expression';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
-
-const recordId = (name: string) => `schedule#${name}`;
 
 export function parseScheduleSpec(ctx: SchedulerContext, input: unknown): ScheduleSpec {
   const parsed = scheduleSpecSchema.safeParse(input);
@@ -53,42 +49,19 @@ export async function createSchedule(ctx: SchedulerContext, backend: ScheduleBac
     throw new ConflictError(`a schedule named ${spec.name} is declared in the infrastructure`);
   }
   const record: ScheduleRecord = { ...spec, createdAt: ctx.now(), source: 'api' };
-  try {
-    await ctx.sessions.doc.send(
-      new PutCommand({
-        TableName: ctx.sessions.tableName,
-        Item: itemOf(record),
-        ConditionExpression: 'attribute_not_exists(leaseId)',
-      }),
-    );
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) {
-      throw new ConflictError(`a schedule named ${spec.name} exists`);
-    }
-    throw error;
-  }
+  if (!(await ctx.schedules.create(record))) throw new ConflictError(`a schedule named ${spec.name} exists`);
   try {
     await backend.put(record);
   } catch (error) {
     // Without a way to fire, the record would be a lie: take it back.
-    await ctx.sessions.doc.send(
-      new DeleteCommand({ TableName: ctx.sessions.tableName, Key: { leaseId: recordId(spec.name) } }),
-    );
+    await ctx.schedules.delete(spec.name);
     throw error;
   }
   return record;
 }
 
-export async function getSchedule(ctx: SchedulerContext, name: string): Promise<ScheduleRecord | undefined> {
-  const output = await ctx.sessions.doc.send(
-    new GetCommand({
-      TableName: ctx.sessions.tableName,
-      Key: { leaseId: recordId(name) },
-      ConsistentRead: true,
-    }),
-  );
-  return output.Item ? (recordFromItem(output.Item) ?? undefined) : undefined;
-}
+export const getSchedule = (ctx: SchedulerContext, name: string): Promise<ScheduleRecord | undefined> =>
+  ctx.schedules.get(name);
 
 export async function deleteSchedule(
   ctx: SchedulerContext,
@@ -103,9 +76,7 @@ export async function deleteSchedule(
   const record = await getSchedule(ctx, name);
   if (!record) throw new ScheduleNotFoundError(`schedule ${name} does not exist`);
   await backend.remove(name);
-  await ctx.sessions.doc.send(
-    new DeleteCommand({ TableName: ctx.sessions.tableName, Key: { leaseId: recordId(name) } }),
-  );
+  await ctx.schedules.delete(name);
 }
 
 /** The schedules declared in the infrastructure, as records (they are listed, never stored). */
@@ -118,11 +89,7 @@ export function declaredSchedules(ctx: SchedulerContext): ScheduleRecord[] {
 }
 
 export async function listSchedules(ctx: SchedulerContext): Promise<ScheduleRecord[]> {
-  const records: ScheduleRecord[] = declaredSchedules(ctx);
-  for (const item of await ctx.sessions.scanKind('schedule')) {
-    const record = recordFromItem(item);
-    if (record) records.push(record);
-  }
+  const records = [...declaredSchedules(ctx), ...(await ctx.schedules.list())];
   // By code unit, the order a cursor (the last name of a page) resumes in.
   return records.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -147,29 +114,4 @@ export async function findSchedule(ctx: SchedulerContext, name: string): Promise
     : undefined;
   if (!found) throw new ScheduleNotFoundError(`schedule ${name.slice(0, 64)} does not exist`);
   return found;
-}
-
-/**
- * The stored item. The task template is kept as JSON text, as a task's payload is: DynamoDB's map conversion
- * cannot carry every key JSON can (`__proto__` is dropped or refused), and the template is sent as it was given.
- */
-function itemOf(record: ScheduleRecord): Record<string, unknown> {
-  const { task, ...rest } = record;
-  return { leaseId: recordId(record.name), kind: 'schedule', ...rest, taskJson: JSON.stringify(task) };
-}
-
-function recordFromItem(item: Record<string, unknown>): ScheduleRecord | null {
-  const parsed = scheduleSpecSchema.safeParse({
-    name: item.name,
-    expression: item.expression,
-    timeZone: item.timeZone,
-    // Records written before the template was kept as text hold it as a map.
-    task: typeof item.taskJson === 'string' ? JSON.parse(item.taskJson) : item.task,
-    overlap: item.overlap,
-    missedRuns: item.missedRuns,
-    enabled: item.enabled,
-    ...(item.description === undefined ? {} : { description: item.description }),
-  });
-  if (!parsed.success) return null;
-  return { ...parsed.data, createdAt: Number(item.createdAt), source: 'api' };
 }

@@ -10,8 +10,11 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { type EventPublisher, noEvents } from '#adapters/event-publishers';
+import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
+import { QueueControlTable } from '#adapters/queue-control-table';
 import { RoleTable } from '#adapters/role-table';
+import { ScheduleTable } from '#adapters/schedule-table';
 import { SessionTable } from '#adapters/session-table';
 import { DUE_SHARDS, type TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
@@ -60,6 +63,9 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     ),
     sessions: translatingAwsErrors(new SessionTable(doc, deps.tables.leases, settings.retentionSeconds)),
     roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
+    occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
+    queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
+    schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),
     settings,
