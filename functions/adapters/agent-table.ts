@@ -9,6 +9,7 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { AgentStore } from '#core/ports/agent-store';
 import type { Agent } from '#domain/agent';
 import { Expression } from './expression';
 
@@ -25,7 +26,7 @@ function agentFromItem(item: Record<string, unknown>): Agent {
   };
 }
 
-export class AgentTable {
+export class AgentTable implements AgentStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,

@@ -4,11 +4,10 @@
  */
 import { appendFile } from 'node:fs/promises';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import type { EventPublisher } from '#core/ports/event-publisher';
 import { EVENT_SOURCE, type SchedulerEvent } from '#domain/events';
 
-export interface EventPublisher {
-  publish(events: readonly SchedulerEvent[]): Promise<void>;
-}
+export type { EventPublisher };
 
 export const noEvents: EventPublisher = { publish: async () => undefined };
 

@@ -7,6 +7,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { RoleStore, Transfer, TransferOutcome } from '#core/ports/role-store';
 import type { Role, SessionRef } from '#domain/role';
 import type { AgentSession } from '#domain/task';
 import { Expression, updateExpression } from './expression';
@@ -42,35 +43,12 @@ export function roleFromItem(item: Item): Role {
   };
 }
 
-/** How a hand-over went: done, or which of its conditions no longer held. */
-export type TransferOutcome = 'transferred' | 'roleChanged' | 'candidateGone' | 'holderAlive';
-
-export interface Transfer {
-  /** The role as read; the write is refused if its epoch or holder has changed since. */
-  readonly role: Role;
-  /** The next holder, whose session must be live; none leaves the role free. */
-  readonly to?: SessionRef;
-  /** The current holder is taken over only if its session is over (expired, replaced or gone). */
-  readonly holderMustBeOver?: boolean;
-  /**
-   * The holder's session item as read, if any. When it is the holder's session (expired), the take-over ends it
-   * in the same transaction, refused if the session has changed since: a heartbeat that lands late cannot keep a
-   * role that has a new holder.
-   */
-  readonly holderSession?: Pick<AgentSession, 'sessionId' | 'expiresAt'>;
-  /** Join the candidates. */
-  readonly addVolunteer?: SessionRef;
-  /** Leave the candidates (the releasing holder, volunteers whose sessions are over). */
-  readonly dropVolunteers?: readonly string[];
-  readonly now: number;
-}
-
 /**
  * Roles in the leases table, beside the sessions whose heartbeats keep them: `role#<name>` items. Ownership moves
  * only in transactions that check the role's epoch and holder as read and the next holder's session, so two
  * sweeps or a sweep and a release cannot both grant a role.
  */
-export class RoleTable {
+export class RoleTable implements RoleStore {
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,

@@ -6,6 +6,7 @@ import {
   PutCommand,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { ClaimRecord, SessionNotice, SessionStore, SessionWriteResult } from '#core/ports/session-store';
 import type { AgentSession } from '#domain/task';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
@@ -39,9 +40,6 @@ export function sessionFromItem(item: Item): AgentSession {
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
   };
 }
-
-/** The maps of a session that hold notices for the agent's next heartbeat. */
-export type SessionNotice = 'cancelled' | 'lost' | 'rolesPicked' | 'rolesLost';
 
 /** Every item of one kind in the leases table, page by page. */
 export async function scanKind(
@@ -95,15 +93,6 @@ function extendedLater(session: AgentSession, sessionId: string, expiresAt: numb
   return session.sessionId === sessionId && session.endedAt === undefined && session.expiresAt > expiresAt;
 }
 
-/** A claim id to record in the session's reservation write, with the session's claims as read. */
-export interface ClaimRecord {
-  readonly id: string;
-  /** The session's `claims` map as read; undefined when the item has none yet. */
-  readonly seen: Readonly<Record<string, number>> | undefined;
-  /** The claim's number, if the agent numbers its claims: recorded, and it must be above the session's. */
-  readonly seq?: number;
-}
-
 /**
  * How many recent claim ids a session remembers. A Worker claims one call at a time and sends a claim again only
  * while it has no answer, so the last few cover every retry; more would make every heartbeat of the session
@@ -146,11 +135,7 @@ function claimClauses(
   };
 }
 
-export type SessionWriteResult =
-  | { readonly ok: true; readonly session: AgentSession }
-  | { readonly ok: false; readonly current?: AgentSession };
-
-export class SessionTable {
+export class SessionTable implements SessionStore {
   constructor(
     /** Shared with the other records of the leases table (queue controls). */
     readonly doc: DynamoDBDocumentClient,
@@ -233,8 +218,22 @@ export class SessionTable {
   }
 
   /** Every item of one kind in the leases table (queue controls, schedules), page by page. */
-  scanKind(kind: string): Promise<Record<string, unknown>[]> {
-    return scanKind(this.doc, this.tableName, kind);
+  async listLive(now: number): Promise<AgentSession[]> {
+    const items = await scanKind(this.doc, this.tableName, 'session');
+    return items.filter((item) => Number(item.expiresAt) > now).map(sessionFromItem);
+  }
+
+  /** A role given up no longer stands in its holder's session (best effort: the role item is the truth). */
+  forgetRole(
+    agentId: string,
+    sessionId: string,
+    role: string,
+    leaseEpoch: number,
+  ): Promise<SessionWriteResult> {
+    return this.update(agentId, (e) => ({
+      remove: [e.n('roles', role), e.n('rolesPicked', role)],
+      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('roles', role)} = ${e.v(leaseEpoch)}`,
+    }));
   }
 
   /**

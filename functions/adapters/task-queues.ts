@@ -13,6 +13,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import type { PoisonMessage, ReceiveOptions, TaskQueuePort } from '#core/ports/task-queues';
 import { ValidationError } from '#domain/errors';
 import type { DispatchHint, ReceivedHint } from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
@@ -95,22 +96,6 @@ export class QueueDirectory {
  */
 export const HINT_MAX_RECEIVES = 10;
 
-/** A message that does not parse as a hint; it can never lead to a task and is deleted. */
-export interface PoisonMessage {
-  readonly queue: string;
-  readonly priority: Priority;
-  readonly receiptHandle: string;
-  readonly messageId: string;
-}
-
-export interface ReceiveOptions {
-  readonly max: number;
-  /** How long a received hint stays invisible to other claims while this claim decides on it. */
-  readonly visibilityTimeoutSeconds: number;
-  /** 0 returns at once (no Lambda is held open); up to 20 long-polls. */
-  readonly waitTimeSeconds: number;
-}
-
 const encodeHint = (hint: DispatchHint): string =>
   JSON.stringify({ v: 1, taskId: hint.taskId, leaseEpoch: hint.leaseEpoch });
 
@@ -129,7 +114,7 @@ function decodeHint(body: string | undefined): DispatchHint | undefined {
 /** SQS takes whole seconds of delay, up to 15 minutes. */
 const sqsDelaySeconds = (seconds: number): number => Math.max(0, Math.min(900, Math.ceil(seconds)));
 
-export class TaskQueues {
+export class TaskQueues implements TaskQueuePort {
   constructor(
     readonly sqs: SQSClient,
     readonly directory: QueueDirectory,

@@ -82,11 +82,7 @@ export async function reconcileDispatch(
   };
   let servedQueues: Set<string> | undefined;
   const isServed = async (queue: string) => {
-    servedQueues ??= new Set(
-      (await ctx.sessions.scanKind('session'))
-        .filter((item) => Number(item.expiresAt) > now)
-        .flatMap((item) => (Array.isArray(item.queues) ? item.queues.map(String) : [])),
-    );
+    servedQueues ??= new Set((await ctx.sessions.listLive(now)).flatMap((session) => session.queues));
     return servedQueues.has(queue);
   };
   const now = ctx.now();

@@ -255,12 +255,7 @@ async function forgetRoleInSession(
   name: string,
   leaseEpoch: number,
 ): Promise<void> {
-  await ctx.sessions
-    .update(agentId, (e) => ({
-      remove: [e.n('roles', name), e.n('rolesPicked', name)],
-      condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('roles', name)} = ${e.v(leaseEpoch)}`,
-    }))
-    .catch(() => undefined);
+  await ctx.sessions.forgetRole(agentId, sessionId, name, leaseEpoch).catch(() => undefined);
 }
 
 /**
