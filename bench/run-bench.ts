@@ -9,8 +9,8 @@
  * per interval, not per task, and are reported as their own figure, as is an idle agent's month.
  */
 import { AwsMeter } from '#adapters/aws-meter';
-import type { EventPublisher } from '#adapters/event-publishers';
 import { DEFAULT_SETTINGS } from '#core/context';
+import type { EventPublisher } from '#core/ports/event-publisher';
 import { Scheduler } from '#core/scheduler';
 import { percentile } from '#local/percentile';
 import { scratchStack } from '#local/scratch-stack';

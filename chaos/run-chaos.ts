@@ -1,10 +1,9 @@
-import type { SchedulerContext } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
-import { createContext } from '#wiring/context';
+import { createContext, type WiredContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
 import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
@@ -15,7 +14,7 @@ export interface ChaosOptions {
   readonly seed: number;
   readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
   /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
-  readonly mutate?: (ctx: SchedulerContext) => void;
+  readonly mutate?: (ctx: WiredContext) => void;
   /**
    * Changes each schedule delivery before it is handled: how a test makes occurrences be told apart by something
    * other than their scheduled time (the schedule mutant).

@@ -16,7 +16,6 @@
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SchedulerContext } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
@@ -24,7 +23,7 @@ import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker, type WorkerOptions } from '#sdk/worker';
-import { createContext } from '#wiring/context';
+import { createContext, type WiredContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites } from './committed-writes';
 import {
   type AgentSideVerdict,
@@ -50,7 +49,7 @@ export interface HttpChaosOptions {
   /** Changes the scheduler under test (server-side mutants). Not reachable from any configuration. */
   readonly mutateScheduler?: (scheduler: Scheduler) => void;
   /** Changes the scheduler's context, its tables (server-side mutants). */
-  readonly mutateContext?: (ctx: SchedulerContext) => void;
+  readonly mutateContext?: (ctx: WiredContext) => void;
   /** Changes each Worker's options (SDK mutants). */
   readonly mutateWorker?: (options: WorkerOptions) => WorkerOptions;
   /** Changes each Worker once made, before it starts (SDK mutants). */

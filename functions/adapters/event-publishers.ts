@@ -7,8 +7,6 @@ import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventb
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { EVENT_SOURCE, type SchedulerEvent } from '#domain/events';
 
-export type { EventPublisher };
-
 export const noEvents: EventPublisher = { publish: async () => undefined };
 
 /** PutEvents in batches of ten, the API's limit. */

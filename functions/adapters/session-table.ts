@@ -137,7 +137,7 @@ function claimClauses(
 
 export class SessionTable implements SessionStore {
   constructor(
-    /** Shared with the other records of the leases table (queue controls). */
+    /** The client of the leases table; the other record kinds there have adapters of their own. */
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
     /** How long an ended or expired session item is kept before DynamoDB may purge it. */
@@ -217,7 +217,7 @@ export class SessionTable implements SessionStore {
     return outcome.ok ? { ok: true, session: outcome.value } : outcome;
   }
 
-  /** Every item of one kind in the leases table (queue controls, schedules), page by page. */
+  /** Every session live at `now`: a scan of the session items, which are few (one per agent). */
   async listLive(now: number): Promise<AgentSession[]> {
     const items = await scanKind(this.doc, this.tableName, 'session');
     return items.filter((item) => Number(item.expiresAt) > now).map(sessionFromItem);

@@ -1,11 +1,12 @@
 /**
  * Who is calling: an agent presenting its bearer token. Revoked and unknown agents are refused alike.
  */
-import type { AgentTable } from '#adapters/agent-table';
+
 import { bearerToken, parseAgentToken, tokenMatches } from '#domain/agent-token';
+import type { AgentStore } from './ports/agent-store';
 
 export async function authenticateAgent(
-  agents: Pick<AgentTable, 'get'>,
+  agents: Pick<AgentStore, 'get'>,
   authorization: string | undefined,
 ): Promise<string | undefined> {
   const token = bearerToken(authorization);

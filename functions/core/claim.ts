@@ -328,15 +328,15 @@ async function receiveHints(ctx: SchedulerContext, queues: readonly string[], ca
   const offset = Math.floor(ctx.random() * queues.length);
   const rotated = [...queues.slice(offset), ...queues.slice(0, offset)];
   const tiers = claimOrder(ctx.random(), ctx.settings.priorityWeights).flatMap((priority) =>
-    rotated.map((queue) => ({ queue, priority, url: ctx.queues.directory.urlFor(queue, priority) })),
+    rotated.map((queue) => ({ queue, priority, key: `${queue}/${priority}` })),
   );
   const empty = foundEmpty.get(ctx) ?? new Map<string, number>();
   foundEmpty.set(ctx, empty);
   const now = ctx.now();
-  const recentlyEmpty = (url: string) =>
-    (empty.get(url) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;
-  const skipped = tiers.filter((tier) => recentlyEmpty(tier.url));
-  for (const tier of [...tiers.filter((t) => !recentlyEmpty(t.url)), ...skipped]) {
+  const recentlyEmpty = (key: string) =>
+    (empty.get(key) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;
+  const skipped = tiers.filter((tier) => recentlyEmpty(tier.key));
+  for (const tier of [...tiers.filter((t) => !recentlyEmpty(t.key)), ...skipped]) {
     const wanted = capacity - hints.length;
     if (wanted <= 0) break;
     const batch = await ctx.queues.receive(tier.queue, tier.priority, {
@@ -344,8 +344,8 @@ async function receiveHints(ctx: SchedulerContext, queues: readonly string[], ca
       visibilityTimeoutSeconds: ctx.settings.claimVisibilityTimeoutSeconds,
       waitTimeSeconds: ctx.settings.receiveWaitSeconds,
     });
-    if (batch.hints.length === 0 && batch.poison.length === 0) empty.set(tier.url, now);
-    else empty.delete(tier.url);
+    if (batch.hints.length === 0 && batch.poison.length === 0) empty.set(tier.key, now);
+    else empty.delete(tier.key);
     hints.push(...batch.hints);
     poison.push(...batch.poison);
   }

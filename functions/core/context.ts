@@ -2,20 +2,18 @@
  * What every scheduler operation needs: the tables, the queues, the settings, a clock and a source of
  * randomness. Clock and randomness are injected so tests can move time and draw deterministic jitter.
  */
-import type { AgentTable } from '#adapters/agent-table';
-import type { EventPublisher } from '#adapters/event-publishers';
-import type { RoleTable } from '#adapters/role-table';
-import type { SessionTable } from '#adapters/session-table';
-import { LISTED_SHARDS } from '#adapters/tables';
-import type { TaskQueues } from '#adapters/task-queues';
-import type { TaskTable } from '#adapters/task-table';
-import { shardOf } from '#domain/ids';
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
+import type { AgentStore } from './ports/agent-store';
+import type { EventPublisher } from './ports/event-publisher';
 import type { OccurrenceStore } from './ports/occurrence-store';
 import type { QueueControlStore } from './ports/queue-control-store';
+import type { RoleStore } from './ports/role-store';
 import type { ScheduleStore } from './ports/schedule-store';
+import type { SessionStore } from './ports/session-store';
+import type { TaskQueuePort } from './ports/task-queues';
+import type { TaskStore } from './ports/task-store';
 
 export interface SchedulerSettings {
   /** A session (and every lease it holds) lives this long after its last heartbeat. */
@@ -113,20 +111,19 @@ export interface SchedulerLog {
 export const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 
 export interface SchedulerContext {
-  readonly tasks: TaskTable;
-  readonly sessions: SessionTable;
+  readonly tasks: TaskStore;
+  readonly sessions: SessionStore;
   /** Roles share the leases table with the sessions that keep them. */
-  readonly roles: RoleTable;
+  readonly roles: RoleStore;
   /** What happened at each scheduled time of each schedule. */
   readonly occurrences: OccurrenceStore;
   /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
   readonly queueControls: QueueControlStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
-  readonly agents: AgentTable;
-  readonly queues: TaskQueues;
+  readonly agents: AgentStore;
+  readonly queues: TaskQueuePort;
   readonly settings: SchedulerSettings;
-  readonly dueShards: number;
   /** Schedules declared in the infrastructure (their specifications, as declared). */
   readonly declaredSchedules: readonly unknown[];
   /** What makes run-time schedules fire; absent where they are not offered. */
@@ -138,38 +135,17 @@ export interface SchedulerContext {
   readonly log: SchedulerLog;
 }
 
-const dueShardName = (shard: number): string => `due#${String(shard).padStart(2, '0')}`;
-
-/** The `due` index partition of a task. */
-export const dueShardFor = (ctx: Pick<SchedulerContext, 'dueShards'>, taskId: string): string =>
-  dueShardName(shardOf(taskId, ctx.dueShards));
-
-/** Every partition of the `due` index, for sweeps. */
-export const allDueShards = (ctx: Pick<SchedulerContext, 'dueShards'>): string[] =>
-  Array.from({ length: ctx.dueShards }, (_, shard) => dueShardName(shard));
-
-const listedShardName = (queue: string, shard: number): string =>
-  `${queue}#${String(shard).padStart(2, '0')}`;
-
-/** The `listed` index partition of a task: its queue, and a shard of it. */
-export const listedShardFor = (queue: string, taskId: string): string =>
-  listedShardName(queue, shardOf(taskId, LISTED_SHARDS));
-
-/** Every partition of the `listed` index that holds tasks of `queue`. */
-export const allListedShards = (queue: string): string[] =>
-  Array.from({ length: LISTED_SHARDS }, (_, shard) => listedShardName(queue, shard));
-
 /**
  * Starts the `due` query of every shard at once (a sweep would otherwise wait for them one by one); each shard's
  * answer is taken where it is used, and a failed query throws there.
  */
 export function queryEveryDueShard(
-  ctx: Pick<SchedulerContext, 'dueShards' | 'tasks'>,
+  ctx: Pick<SchedulerContext, 'tasks'>,
   dueBy: number,
   limit: number,
 ): (shard: string) => Promise<string[]> {
   const answers = new Map(
-    allDueShards(ctx).map((shard) => [
+    ctx.tasks.dueShards.map((shard) => [
       shard,
       ctx.tasks.queryDue(shard, dueBy, limit).then(
         (ids) => ({ ids }),

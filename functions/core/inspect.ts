@@ -13,7 +13,7 @@ import { PRIORITIES, type Priority } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
-import { allDueShards, allListedShards, type SchedulerContext } from './context';
+import type { SchedulerContext } from './context';
 import { type ListPosition, NewestFirst } from './newest-first';
 import { listQueueControls } from './queue-controls';
 
@@ -71,7 +71,7 @@ export async function listTasks(
   const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
   const queues = filter.queue === undefined ? ctx.queues.directory.names() : [filter.queue];
   const listed = new NewestFirst(
-    queues.flatMap(allListedShards),
+    queues.flatMap((queue) => ctx.tasks.listedShards(queue)),
     (shard, from) => ctx.tasks.queryListed(shard, from),
     after,
   );
@@ -136,7 +136,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
     ]),
   );
   let seen = 0;
-  for (const shard of allDueShards(ctx)) {
+  for (const shard of ctx.tasks.dueShards) {
     const ids = await ctx.tasks.queryDue(shard, Number.MAX_SAFE_INTEGER, OPEN_TASK_WALK_LIMIT - seen);
     seen += ids.length;
     for (const task of (await ctx.tasks.getMany(ids, false)).values()) {

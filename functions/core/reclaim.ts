@@ -8,7 +8,7 @@
 import { errorName } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
-import { allDueShards, queryEveryDueShard, type SchedulerContext } from './context';
+import { queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
@@ -171,7 +171,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
     return sessions.get(agentId);
   };
   const dueIn = queryEveryDueShard(ctx, now, ctx.settings.sweepLimit);
-  for (const shard of allDueShards(ctx)) {
+  for (const shard of ctx.tasks.dueShards) {
     await attempt(
       async () => {
         const ids = await dueIn(shard);

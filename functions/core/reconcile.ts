@@ -13,7 +13,7 @@ import { errorName } from '#domain/errors';
 import type { Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
-import { allDueShards, queryEveryDueShard, type SchedulerContext } from './context';
+import { queryEveryDueShard, type SchedulerContext } from './context';
 import { emit } from './events';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
@@ -92,7 +92,7 @@ export async function reconcileDispatch(
     options.everything ? Number.MAX_SAFE_INTEGER : now,
     ctx.settings.sweepLimit,
   );
-  for (const shard of allDueShards(ctx)) {
+  for (const shard of ctx.tasks.dueShards) {
     try {
       const ids = await dueIn(shard);
       if (ids.length === 0) continue;

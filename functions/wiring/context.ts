@@ -9,14 +9,14 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
-import { type EventPublisher, noEvents } from '#adapters/event-publishers';
+import { noEvents } from '#adapters/event-publishers';
 import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
 import { QueueControlTable } from '#adapters/queue-control-table';
 import { RoleTable } from '#adapters/role-table';
 import { ScheduleTable } from '#adapters/schedule-table';
 import { SessionTable } from '#adapters/session-table';
-import { DUE_SHARDS, type TableNames } from '#adapters/tables';
+import type { TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
 import {
@@ -26,6 +26,7 @@ import {
   type SchedulerSettings,
   silentLog,
 } from '#core/context';
+import type { EventPublisher } from '#core/ports/event-publisher';
 import type { ScheduleBackend } from '#domain/schedule';
 
 export interface SchedulerDependencies {
@@ -45,7 +46,19 @@ export interface SchedulerDependencies {
   readonly payloadBucket?: { readonly s3: S3Client; readonly bucketName: string };
 }
 
-export function createContext(deps: SchedulerDependencies): SchedulerContext {
+/**
+ * The context as the wiring builds it: its stores and queues are the DynamoDB and SQS adapters. Tools that look
+ * beneath the ports (the tests, the chaos run's deliberate bugs) use this type; the operations see only the ports.
+ */
+export interface WiredContext extends SchedulerContext {
+  readonly tasks: TaskTable;
+  readonly sessions: SessionTable;
+  readonly roles: RoleTable;
+  readonly agents: AgentTable;
+  readonly queues: TaskQueues;
+}
+
+export function createContext(deps: SchedulerDependencies): WiredContext {
   const settings = { ...DEFAULT_SETTINGS, ...deps.settings };
   const doc = DynamoDBDocumentClient.from(deps.dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
@@ -69,7 +82,6 @@ export function createContext(deps: SchedulerDependencies): SchedulerContext {
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),
     settings,
-    dueShards: DUE_SHARDS,
     declaredSchedules: deps.declaredSchedules ?? [],
     events: translatingAwsErrors(deps.events ?? noEvents),
     ...(deps.scheduleBackend ? { scheduleBackend: translatingAwsErrors(deps.scheduleBackend) } : {}),

@@ -9,9 +9,9 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stack } from 'aws-cdk-lib';
-import type { EventPublisher } from '#adapters/event-publishers';
 import type { TableNames } from '#adapters/tables';
 import type { QueueDirectory } from '#adapters/task-queues';
+import type { EventPublisher } from '#core/ports/event-publisher';
 import { PRIORITIES } from '#domain/priority';
 import type { ScheduleBackend } from '#domain/schedule';
 import { currentFunction, FUNCTION_NAMES, type FunctionName } from '#local/function-scope';

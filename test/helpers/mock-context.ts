@@ -4,8 +4,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { QueueDirectory } from '#adapters/task-queues';
-import type { SchedulerContext, SchedulerLog } from '#core/context';
-import { createContext } from '#wiring/context';
+import type { SchedulerLog } from '#core/context';
+import { createContext, type WiredContext } from '#wiring/context';
 
 export const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 
@@ -28,7 +28,7 @@ export function recordingLog() {
   return { log, entries };
 }
 
-export function mockContext(log?: SchedulerLog): SchedulerContext {
+export function mockContext(log?: SchedulerLog): WiredContext {
   return createContext({
     dynamodb: new DynamoDBClient({
       region: 'us-east-1',

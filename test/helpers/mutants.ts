@@ -4,9 +4,9 @@
  * deployed functions or of `npm start` can reach them.
  */
 import type { Expression } from '#adapters/expression';
-import type { SchedulerContext } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
 import type { Worker } from '#sdk/worker';
+import type { WiredContext } from '#wiring/context';
 import { written } from '../../chaos/written';
 
 export type Mutant =
@@ -22,17 +22,14 @@ export { written };
 /** The first clause of a condition: for the fences here, `status = leased`. */
 const firstClause = (condition: string) => condition.split(' AND ')[0] ?? condition;
 
-type TaskUpdate = SchedulerContext['tasks']['update'];
+type TaskUpdate = WiredContext['tasks']['update'];
 
-function rewriteTaskUpdates(
-  ctx: SchedulerContext,
-  rewrite: (e: Expression, clauses: Clauses) => Clauses,
-): void {
+function rewriteTaskUpdates(ctx: WiredContext, rewrite: (e: Expression, clauses: Clauses) => Clauses): void {
   const update: TaskUpdate = ctx.tasks.update.bind(ctx.tasks);
   ctx.tasks.update = (taskId, build) => update(taskId, (e) => rewrite(e, build(e) as Clauses));
 }
 
-export function applyMutant(ctx: SchedulerContext, mutant: Mutant): void {
+export function applyMutant(ctx: WiredContext, mutant: Mutant): void {
   switch (mutant) {
     case 'completeWithoutEpoch':
       // A completion checks only that the task is leased, not whose lease it is.
@@ -93,7 +90,7 @@ export function applyMutant(ctx: SchedulerContext, mutant: Mutant): void {
  * overwrites the progress of the lease that holds the task. The clauses are kept, joined by OR, because DynamoDB
  * refuses a request whose placeholders are not all used.
  */
-export function checkpointWithoutFence(ctx: SchedulerContext): void {
+export function checkpointWithoutFence(ctx: WiredContext): void {
   rewriteTaskUpdates(ctx, (e, clauses) => {
     if (written(e, clauses.set, 'checkpoint') === undefined) return clauses;
     const [leased, ...fences] = clauses.condition.split(' AND ');

@@ -6,9 +6,10 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
-import { type EventPublisher, noEvents } from '#adapters/event-publishers';
-import type { SchedulerContext, SchedulerSettings } from '#core/context';
+import { noEvents } from '#adapters/event-publishers';
+import type { SchedulerSettings } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
+import type { EventPublisher } from '#core/ports/event-publisher';
 import { Scheduler } from '#core/scheduler';
 import type { SchedulerEvent } from '#domain/events';
 import type { ScheduleBackend } from '#domain/schedule';
@@ -16,7 +17,7 @@ import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emula
 import { type FunctionName, runAs } from '#local/function-scope';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { type LocalServerOptions, startLocalServer } from '#local/server';
-import { createContext } from '#wiring/context';
+import { createContext, type WiredContext } from '#wiring/context';
 import { type FaultPlan, injectFaults } from './faults';
 import { recordAwsUsage, recordingPublisher, recordingScheduleBackend, startRecording } from './iam-usage';
 
@@ -102,7 +103,7 @@ export interface TestStackOptions {
 
 export interface TestStack {
   readonly scheduler: Scheduler;
-  readonly ctx: SchedulerContext;
+  readonly ctx: WiredContext;
   readonly clock: TestClock;
   readonly meter: AwsMeter;
   /** Faults to inject into this stack's own clients (not its siblings'). */

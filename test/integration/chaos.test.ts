@@ -4,14 +4,14 @@
  */
 import { describe, expect, inject, it } from 'vitest';
 import { Expression } from '#adapters/expression';
-import type { SchedulerContext } from '#core/context';
 import { applyMutant, type Mutant, written } from '#test/mutants';
+import type { WiredContext } from '#wiring/context';
 import { type ChaosOptions, runChaos } from '../../chaos/run-chaos';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
 /** A supervisor that is slow between reading a lease and taking it back, as a paused function would be. */
-function slowSweeps(ctx: SchedulerContext): void {
+function slowSweeps(ctx: WiredContext): void {
   const update = ctx.tasks.update.bind(ctx.tasks);
   ctx.tasks.update = async (taskId, build) => {
     // A dry build tells a take-back (its error says the lease expired) from the other writes.

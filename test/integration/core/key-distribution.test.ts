@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DUE_INDEX, LISTED_INDEX } from '#adapters/tables';
-import { dueShardFor, listedShardFor } from '#core/context';
+import { dueShardOf, listedShardOf } from '#adapters/task-table';
 import { newTaskId } from '#domain/ids';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
@@ -49,7 +49,7 @@ describe('write distribution over partition keys', () => {
           const touchesIndex =
             input.Item?.dueShard !== undefined || names.includes('dueShard') || names.includes('dueAt');
           if (table === ctx.tasks.tableName && touchesIndex && kind === '') {
-            count(`${table}/${DUE_INDEX}:${dueShardFor(ctx, pk)}`);
+            count(`${table}/${DUE_INDEX}:${dueShardOf(pk)}`);
           }
           // The `listed` index is written when a state item with its key is put (its keys never change after).
           const listShard = input.Item?.listShard;
@@ -122,9 +122,9 @@ describe('write distribution over partition keys', () => {
       [...writes].filter(([key]) => key.includes(`/${index}:`)).reduce((sum, [, n]) => sum + n, 0);
     const indexWrites = indexWritesOf(DUE_INDEX);
     const listedWrites = indexWritesOf(LISTED_INDEX);
-    const due = busiestShare((taskId) => dueShardFor(stack.ctx, taskId));
+    const due = busiestShare((taskId) => dueShardOf(taskId));
     // Every task of this run is in one queue: its shards take all of the index's writes.
-    const listed = busiestShare((taskId) => listedShardFor('work', taskId));
+    const listed = busiestShare((taskId) => listedShardOf('work', taskId));
     const rates = [...writes]
       .filter(([key]) => !isIndexKey(key))
       .map(([key, n]) => {
