@@ -1,0 +1,130 @@
+/**
+ * Each deliberate bug of the chaos run changes what the adapters send, and only the write it is about: a mutant
+ * that changed nothing would leave the chaos checker's negative controls proving nothing.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ending, requeueAfter } from '#core/transitions';
+import { mockContext, NOW, sessionItem, stateItem } from '#test/mock-context';
+import { applyMutant, checkpointWithoutFence, type Mutant } from '#test/mutants';
+import type { WiredContext } from '#wiring/context';
+
+const ddb = mockClient(DynamoDBDocumentClient);
+mockClient(SQSClient);
+
+const TASK = 't_aaaaaaaaaaaaaaaaaaaaaaaaaa';
+const LEASE = { agentId: 'a_agent', sessionId: 's_session', leaseEpoch: 1 };
+
+/** The updates a write sends, with their attribute names and values put back in place. */
+async function updatesSent(
+  write: (ctx: WiredContext) => Promise<unknown>,
+  mutate?: (ctx: WiredContext) => void,
+) {
+  ddb.reset();
+  ddb.on(UpdateCommand).resolves({ Attributes: stateItem({ status: 'queued' }) });
+  ddb.on(UpdateCommand, { Key: { leaseId: 'session#a_agent' } }).resolves({ Attributes: sessionItem() });
+  const ctx = mockContext();
+  mutate?.(ctx);
+  await write(ctx);
+  return ddb.commandCalls(UpdateCommand).map((call) => readable(call.args[0].input));
+}
+
+/** `#n0 = :v1` as `status = "leased"`, so two writes can be compared whatever their placeholders. */
+function readable(input: UpdateCommandInput): { update: string; condition: string } {
+  const names = input.ExpressionAttributeNames ?? {};
+  const values = input.ExpressionAttributeValues ?? {};
+  const fill = (text = '') =>
+    text.replace(/#n\d+/g, (n) => names[n] ?? n).replace(/:v\d+/g, (v) => JSON.stringify(values[v]));
+  return { update: fill(input.UpdateExpression), condition: fill(input.ConditionExpression) };
+}
+
+const complete = (ctx: WiredContext) =>
+  ctx.tasks.finish(TASK, LEASE, { event: 'complete', to: ending(ctx, NOW, 'succeeded') }, NOW);
+const failRetried = (ctx: WiredContext) =>
+  ctx.tasks.finish(
+    TASK,
+    LEASE,
+    { event: 'fail', to: requeueAfter(ctx, NOW, 1_000), error: { message: 'x', retryable: true } },
+    NOW,
+  );
+const reclaim = (ctx: WiredContext) =>
+  ctx.tasks.takeBack(
+    { taskId: TASK, status: 'leased', leaseEpoch: 1 },
+    'reclaim',
+    requeueAfter(ctx, NOW, 0),
+    { message: 'lease expired (session)', retryable: true },
+    NOW,
+  );
+const heartbeat = (ctx: WiredContext) => ctx.sessions.heartbeat('a_agent', 's_session', NOW, 30_000);
+const checkpoint = (ctx: WiredContext) => ctx.tasks.checkpoint(TASK, LEASE, '{"at":1}', NOW);
+
+const writes = { complete, failRetried, reclaim, heartbeat, checkpoint };
+
+describe('the chaos mutants', () => {
+  afterEach(() => ddb.reset());
+
+  it('completeWithoutEpoch: a completion is fenced by nothing but the status', async () => {
+    const [right] = await updatesSent(complete);
+    const [mutated] = await updatesSent(complete, (ctx) => applyMutant(ctx, 'completeWithoutEpoch'));
+    expect(right?.condition).toMatch(/owner = "a_agent" AND sessionId = "s_session" AND leaseEpoch = 1/);
+    expect(mutated).toEqual({ update: right?.update, condition: 'status = "leased"' });
+  });
+
+  it('sweepWithoutEpoch: a reclaim takes whatever lease is there', async () => {
+    const [right] = await updatesSent(reclaim);
+    const [mutated] = await updatesSent(reclaim, (ctx) => applyMutant(ctx, 'sweepWithoutEpoch'));
+    expect(right?.condition).toBe('status = "leased" AND leaseEpoch = 1');
+    expect(mutated).toEqual({ update: right?.update, condition: 'status = "leased"' });
+  });
+
+  it('terminalThenRequeueInTwoWrites: a retried failure is written dead, then queued from dead', async () => {
+    const [right, ...none] = await updatesSent(failRetried);
+    const [first, second] = await updatesSent(failRetried, (ctx) =>
+      applyMutant(ctx, 'terminalThenRequeueInTwoWrites'),
+    );
+    expect(none).toEqual([]);
+    expect(first?.update).toMatch(/^SET status = "dead", updatedAt = \d+$/);
+    expect(first?.condition).toBe(right?.condition);
+    expect(second).toEqual({ update: right?.update, condition: 'status = "dead"' });
+  });
+
+  it('heartbeatRevivesExpiredLease: a heartbeat extends a session that has expired or ended', async () => {
+    const [right] = await updatesSent(heartbeat);
+    const [mutated] = await updatesSent(heartbeat, (ctx) => applyMutant(ctx, 'heartbeatRevivesExpiredLease'));
+    expect(right?.condition).toMatch(/expiresAt > \d+ AND attribute_not_exists\(endedAt\)/);
+    expect(mutated?.condition).toBe('sessionId = "s_session"');
+  });
+
+  it('checkpointWithoutFence: any one clause of the lease will do', async () => {
+    const [right] = await updatesSent(checkpoint);
+    const [mutated] = await updatesSent(checkpoint, checkpointWithoutFence);
+    expect(right?.condition).toBe(
+      `status = "leased" AND owner = "a_agent" AND sessionId = "s_session" AND leaseEpoch = 1 AND leaseDeadline > ${NOW}`,
+    );
+    expect(mutated?.condition).toBe(
+      `status = "leased" AND (owner = "a_agent" OR sessionId = "s_session" OR leaseEpoch = 1 OR leaseDeadline > ${NOW})`,
+    );
+  });
+
+  const mutants: Mutant[] = [
+    'completeWithoutEpoch',
+    'sweepWithoutEpoch',
+    'terminalThenRequeueInTwoWrites',
+    'heartbeatRevivesExpiredLease',
+  ];
+  it.each(mutants)('%s leaves every other write as it was', async (mutant) => {
+    // Every fenced requeue is split in two by the third, a reclaim's as much as a failure's.
+    const touched: Record<Mutant, (keyof typeof writes)[]> = {
+      completeWithoutEpoch: ['complete'],
+      sweepWithoutEpoch: ['reclaim'],
+      terminalThenRequeueInTwoWrites: ['failRetried', 'reclaim'],
+      heartbeatRevivesExpiredLease: ['heartbeat'],
+    };
+    for (const [name, write] of Object.entries(writes)) {
+      if (touched[mutant].includes(name as keyof typeof writes)) continue;
+      expect(await updatesSent(write, (ctx) => applyMutant(ctx, mutant))).toEqual(await updatesSent(write));
+    }
+  });
+});
