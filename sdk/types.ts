@@ -117,7 +117,8 @@ export interface TaskPage {
 export interface QueueStats {
   readonly name: string;
   readonly paused: boolean;
-  readonly limits?: QueueLimits;
+  /** Empty when the queue has none. */
+  readonly limits: QueueLimits;
   /** Claimable tasks waiting, by priority. */
   readonly depth: Readonly<Record<Priority, number>>;
   /** Tasks leased now. */
@@ -142,7 +143,8 @@ export interface QueueLimits {
 export interface QueueControl {
   readonly name: string;
   readonly paused: boolean;
-  readonly limits?: QueueLimits;
+  /** Empty when the queue has none. */
+  readonly limits: QueueLimits;
   readonly updatedAt?: string;
 }
 
@@ -186,9 +188,15 @@ export interface ScheduleSpec {
   readonly description?: string;
 }
 
+/** A schedule as the server has it: the defaults of its specification filled in. */
 export interface Schedule extends ScheduleSpec {
+  readonly timeZone: string;
+  readonly overlap: OverlapPolicy;
+  readonly missedRuns: MissedRunPolicy;
+  readonly enabled: boolean;
   /** `api`: created through the API; `declared`: part of the deployed infrastructure, never deleted here. */
-  readonly source?: 'api' | 'declared';
+  readonly source: 'api' | 'declared';
+  /** When it was created through the API; absent for a declared one. */
   readonly createdAt?: string;
 }
 

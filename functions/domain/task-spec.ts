@@ -30,7 +30,7 @@ export const LIMITS = {
  */
 export const MAX_JSON_DEPTH = 64;
 
-type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 function isJsonValue(value: unknown, depth: number): value is JsonValue {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return true;

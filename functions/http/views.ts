@@ -12,7 +12,11 @@ import type { Agent } from '#domain/agent';
 import type { ScheduleRecord } from '#domain/schedule';
 import type { Task } from '#domain/task';
 
-const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+function iso(ms: number): string;
+function iso(ms: number | undefined): string | undefined;
+function iso(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : new Date(ms).toISOString();
+}
 
 export function taskView(task: Task) {
   return {

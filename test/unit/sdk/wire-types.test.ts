@@ -1,0 +1,77 @@
+/**
+ * The SDK declares the API's records itself, so it can be installed without the server. These assertions hold
+ * those declarations to what the server's views return, field by field and type by type: `npm run typecheck`
+ * (part of `npm test`) fails the moment one side drifts from the other. The runtime checks below only say which
+ * pairs are compared.
+ */
+import { describe, expect, it } from 'vitest';
+import type { JsonValue } from '#domain/task-spec';
+import type * as Sdk from '#sdk/types';
+import type {
+  agentView,
+  claimedTaskView,
+  occurrenceView,
+  queueControlView,
+  roleView,
+  scheduleView,
+  sessionHoldingsView,
+  taskView,
+} from '../../../functions/http/views';
+
+/**
+ * A record as JSON carries it: fields that may be undefined become optional, since JSON drops them; a field that
+ * holds any JSON value is as unknown to a client as one typed `unknown`.
+ */
+type OnTheWire<T> = unknown extends T
+  ? T
+  : [JsonValue] extends [T]
+    ? unknown
+    : T extends readonly (infer E)[]
+      ? readonly OnTheWire<E>[]
+      : T extends object
+        ? Flat<
+            { [K in keyof T as undefined extends T[K] ? never : K]: OnTheWire<T[K]> } & {
+              [K in keyof T as undefined extends T[K] ? K : never]?: OnTheWire<Exclude<T[K], undefined>>;
+            }
+          >
+        : T;
+
+type Flat<T> = { [K in keyof T]: T[K] };
+
+/** The keys of fields of any type: JSON cannot say whether such a field is optional, so neither side does. */
+type AnyKeys<T> = { [K in keyof T]-?: unknown extends T[K] ? K : never }[keyof T];
+
+/** Readonly or not, the same record. */
+type Plain<T> = unknown extends T
+  ? T
+  : T extends readonly (infer E)[]
+    ? Plain<E>[]
+    : T extends object
+      ? Flat<
+          { -readonly [K in keyof T as K extends AnyKeys<T> ? never : K]: Plain<T[K]> } & {
+            -readonly [K in keyof T as K extends AnyKeys<T> ? K : never]-?: unknown;
+          }
+        >
+      : T;
+
+/** True only when each type is assignable to the other: the same fields, optional alike, of the same types. */
+type Same<A, B> = [Plain<A>] extends [Plain<B>] ? ([Plain<B>] extends [Plain<A>] ? true : false) : false;
+
+type Server<View extends (...args: never[]) => unknown> = OnTheWire<ReturnType<View>>;
+
+const pairs = {
+  task: true satisfies Same<Server<typeof taskView>, Sdk.Task>,
+  claimedTask: true satisfies Same<Server<typeof claimedTaskView>, Sdk.ClaimedTask>,
+  agent: true satisfies Same<Server<typeof agentView>, Sdk.Agent>,
+  queueControl: true satisfies Same<Server<typeof queueControlView>, Sdk.QueueControl>,
+  occurrence: true satisfies Same<Server<typeof occurrenceView>, Sdk.Occurrence>,
+  role: true satisfies Same<Server<typeof roleView>, Sdk.Role>,
+  sessionHoldings: true satisfies Same<Server<typeof sessionHoldingsView>, Sdk.SessionHoldings>,
+  schedule: true satisfies Same<Server<typeof scheduleView>, Sdk.Schedule>,
+};
+
+describe('the SDK’s records', () => {
+  it('are compared with the server’s views at compile time', () => {
+    expect(Object.keys(pairs)).toHaveLength(8);
+  });
+});
