@@ -78,20 +78,14 @@ const IN_FLIGHT_RETRY_SECONDS = 2;
 /** Seconds a hint is hidden when its queue's concurrency or rate limit refused it. */
 const LIMITED_RETRY_SECONDS = 1;
 
+/**
+ * A claim, in phases: read the agent's session; **receive** hints from its open queues; **sort** them (one per
+ * task, stale or in-flight ones set aside); **reserve** slots in the session; **admit** what the queues' limits
+ * allow; **grant** each task with its conditional write; then **settle** the hints and slots (housekeeping that
+ * must not lose a grant), keep only grants the session still holds, and hand the tasks over with their payloads.
+ */
 export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): Promise<ClaimedTask[]> {
-  const max = request.max ?? 1;
-  if (!Number.isInteger(max) || max < 1 || max > LIMITS.claimMax) {
-    throw new ValidationError(`max: must be an integer from 1 to ${LIMITS.claimMax}`);
-  }
-  if (request.claimId !== undefined && !CLAIM_ID_PATTERN.test(request.claimId)) {
-    throw new ValidationError('claimId: 8 to 64 letters, digits, "-" or "_"');
-  }
-  if (request.claimSeq !== undefined && !(Number.isSafeInteger(request.claimSeq) && request.claimSeq >= 1)) {
-    throw new ValidationError('claimSeq: a whole number from 1');
-  }
-  if (request.claimSeq !== undefined && request.claimId === undefined) {
-    throw new ValidationError('claimSeq: numbers a claim that has a claimId');
-  }
+  const max = checkClaimRequest(request);
   const readAt = ctx.now();
   const session = await liveSession(ctx, request, readAt);
   const queues = request.queues ?? session.queues;
@@ -126,129 +120,25 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
     return [];
   }
 
-  // One hint per task; extra copies share its fate.
-  const byTask = new Map<string, ReceivedHint[]>();
-  for (const hint of received) byTask.set(hint.taskId, [...(byTask.get(hint.taskId) ?? []), hint]);
-
-  // A hint for a task already in `held`: one we hold (the hint is stale), a leftover entry, or a task a
-  // parallel claim of ours is deciding on.
-  const unexamined = [...byTask.keys()].filter(
-    (id) => id in session.held && !examined.stale.has(id) && !examined.heldByUs.has(id),
-  );
-  if (unexamined.length > 0) examined = merge(examined, await examine(ctx, session, unexamined, readAt));
-
-  const toDelete: ReceivedHint[] = [];
-  const toReturn: { hint: ReceivedHint; seconds: number }[] = [];
-  const candidates: string[] = [];
-  for (const [taskId, hints] of byTask) {
-    const heldAt = examined.heldByUs.get(taskId);
-    if (heldAt !== undefined) {
-      // A hint older than our lease is stale. One as new (the task was given back since; the read was eventually
-      // consistent) stands for the task waiting again: it goes back for a moment.
-      for (const hint of hints) {
-        if (hint.leaseEpoch < heldAt) toDelete.push(hint);
-        else toReturn.push({ hint, seconds: IN_FLIGHT_RETRY_SECONDS });
-      }
-    } else if (taskId in session.held && !examined.stale.has(taskId)) {
-      const [first, ...copies] = hints;
-      toDelete.push(...copies);
-      if (first) toReturn.push({ hint: first, seconds: IN_FLIGHT_RETRY_SECONDS });
-    } else {
-      candidates.push(taskId);
-    }
-  }
+  const hints = new HintFates();
+  const sorted = await sortHints(ctx, session, received, examined, readAt, hints);
 
   // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
   // from before the previous holder's ended, when the receive or the reads took long.
   const now = ctx.now();
-  const reserved = await reserve(ctx, session, candidates, examined.stale, now, request);
+  const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
   if ('replayFrom' in reserved) {
     // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
     await Promise.all(
-      [...byTask.values()]
-        .flat()
-        .map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+      received.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
     );
     return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
   }
-  // Queue limits (concurrency, rate) admit some of what the session reserved; the rest waits a moment.
-  const limited = new Map<string, string[]>();
-  for (const taskId of candidates) {
-    const control = open.find((c) => c.queue === byTask.get(taskId)?.[0]?.queue);
-    if (reserved.has(taskId) && control && hasLimits(control)) {
-      limited.set(control.queue, [...(limited.get(control.queue) ?? []), taskId]);
-    }
-  }
-  const refused = new Set<string>();
-  const queueSlots = new Map<string, Map<string, number>>();
-  for (const [queue, taskIds] of limited) {
-    const control = open.find((c) => c.queue === queue);
-    const admitted = control ? await admit(ctx, control, taskIds, now) : new Set<string>();
-    queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
-    for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
-  }
-  const granted: Task[] = [];
-  const grantErrors: unknown[] = [];
-  const released = new Map<string, number>();
-  await Promise.all(
-    candidates.map(async (taskId) => {
-      const hints = byTask.get(taskId) ?? [];
-      if (!reserved.has(taskId)) {
-        for (const hint of hints) toReturn.push({ hint, seconds: 0 });
-        return;
-      }
-      if (refused.has(taskId)) {
-        released.set(taskId, now);
-        for (const hint of hints) toReturn.push({ hint, seconds: LIMITED_RETRY_SECONDS });
-        return;
-      }
-      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now, request.claimId).catch(
-        (error: unknown) => {
-          grantErrors.push(error);
-          return { kind: 'error' } as const;
-        },
-      );
-      if (outcome.kind === 'error') {
-        // The write may have committed (a timeout after the commit): keep the slot, which the grace period
-        // frees if the task is not ours, and let another claim look at the hint.
-        for (const hint of hints) toReturn.push({ hint, seconds: 0 });
-        return;
-      }
-      if (outcome.kind === 'granted') {
-        granted.push(outcome.task);
-        toDelete.push(...hints);
-        return;
-      }
-      released.set(taskId, now);
-      if (outcome.kind === 'later') {
-        const [first, ...copies] = hints;
-        toDelete.push(...copies);
-        if (first) toReturn.push({ hint: first, seconds: outcome.seconds });
-      } else {
-        toDelete.push(...hints);
-      }
-    }),
-  );
+  const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, now);
+  const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
+  await settle(ctx, request, hints, admission, grants);
 
-  const grantedIds = new Set(granted.map((t) => t.taskId));
-  const unusedQueueSlots = [...queueSlots].map(
-    ([queue, slots]) =>
-      [queue, new Map([...slots].filter(([id]) => !grantedIds.has(id) && released.has(id)))] as const,
-  );
-
-  // Housekeeping that must not lose the grants: failures here only delay a hint or a slot.
-  await Promise.all([
-    ...unusedQueueSlots.map(([queue, slots]) => releaseQueueSlots(ctx, queue, slots).catch(() => undefined)),
-    released.size > 0
-      ? ctx.sessions.release(request.agentId, request.sessionId, released).catch(() => undefined)
-      : undefined,
-    toDelete.length > 0 ? ctx.queues.delete(toDelete).catch(logged(ctx, 'delete hints')) : undefined,
-    ...toReturn.map(({ hint, seconds }) =>
-      ctx.queues.returnLater(hint, seconds).catch(logged(ctx, 'return hint')),
-    ),
-  ]);
-
-  const kept = await grantsOfLiveSession(ctx, request, granted, now);
+  const kept = await grantsOfLiveSession(ctx, request, grants.granted, now);
   await emit(
     ctx,
     kept.map((task) => ({
@@ -261,10 +151,220 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
       },
     })),
   );
-  if (granted.length === 0 && grantErrors.length > 0) {
-    throw new ServiceUnavailableError('could not take tasks right now; try again', { cause: grantErrors[0] });
+  if (grants.granted.length === 0 && grants.errors.length > 0) {
+    throw new ServiceUnavailableError('could not take tasks right now; try again', {
+      cause: grants.errors[0],
+    });
   }
   return withPayloads(ctx, kept);
+}
+
+/** The claim's `max`, once every field of the request is known to be well formed. */
+function checkClaimRequest(request: ClaimRequest): number {
+  const max = request.max ?? 1;
+  if (!Number.isInteger(max) || max < 1 || max > LIMITS.claimMax) {
+    throw new ValidationError(`max: must be an integer from 1 to ${LIMITS.claimMax}`);
+  }
+  if (request.claimId !== undefined && !CLAIM_ID_PATTERN.test(request.claimId)) {
+    throw new ValidationError('claimId: 8 to 64 letters, digits, "-" or "_"');
+  }
+  if (request.claimSeq !== undefined && !(Number.isSafeInteger(request.claimSeq) && request.claimSeq >= 1)) {
+    throw new ValidationError('claimSeq: a whole number from 1');
+  }
+  if (request.claimSeq !== undefined && request.claimId === undefined) {
+    throw new ValidationError('claimSeq: numbers a claim that has a claimId');
+  }
+  return max;
+}
+
+/** What becomes of the hints a claim received: deleted (done with), or handed back to be seen again later. */
+class HintFates {
+  readonly toDelete: ReceivedHint[] = [];
+  readonly toReturn: { hint: ReceivedHint; seconds: number }[] = [];
+
+  delete(...hints: ReceivedHint[]): void {
+    this.toDelete.push(...hints);
+  }
+
+  returnLater(seconds: number, ...hints: ReceivedHint[]): void {
+    for (const hint of hints) this.toReturn.push({ hint, seconds });
+  }
+}
+
+interface SortedHints {
+  /** The hints of each task; extra copies share the first one's fate. */
+  readonly byTask: ReadonlyMap<string, ReceivedHint[]>;
+  /** Tasks the claim may try to take. */
+  readonly candidates: string[];
+  readonly examined: Examined;
+}
+
+/**
+ * One hint per task. A hint for a task already in the session's `held` map stands for one we hold (the hint is
+ * stale), a leftover entry, or a task a parallel claim of ours is deciding on: it is set aside, and the rest are
+ * the candidates.
+ */
+async function sortHints(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  received: readonly ReceivedHint[],
+  seen: Examined,
+  readAt: number,
+  fates: HintFates,
+): Promise<SortedHints> {
+  const byTask = new Map<string, ReceivedHint[]>();
+  for (const hint of received) byTask.set(hint.taskId, [...(byTask.get(hint.taskId) ?? []), hint]);
+
+  let examined = seen;
+  const unexamined = [...byTask.keys()].filter(
+    (id) => id in session.held && !examined.stale.has(id) && !examined.heldByUs.has(id),
+  );
+  if (unexamined.length > 0) examined = merge(examined, await examine(ctx, session, unexamined, readAt));
+
+  const candidates: string[] = [];
+  for (const [taskId, hints] of byTask) {
+    const heldAt = examined.heldByUs.get(taskId);
+    if (heldAt !== undefined) {
+      // A hint older than our lease is stale. One as new (the task was given back since; the read was eventually
+      // consistent) stands for the task waiting again: it goes back for a moment.
+      for (const hint of hints) {
+        if (hint.leaseEpoch < heldAt) fates.delete(hint);
+        else fates.returnLater(IN_FLIGHT_RETRY_SECONDS, hint);
+      }
+    } else if (taskId in session.held && !examined.stale.has(taskId)) {
+      const [first, ...copies] = hints;
+      fates.delete(...copies);
+      if (first) fates.returnLater(IN_FLIGHT_RETRY_SECONDS, first);
+    } else {
+      candidates.push(taskId);
+    }
+  }
+  return { byTask, candidates, examined };
+}
+
+interface Admission {
+  /** Reserved tasks a queue's concurrency or rate limit refused now. */
+  readonly refused: ReadonlySet<string>;
+  /** The queue slots taken for each limited queue, by task, with their reservation time. */
+  readonly queueSlots: ReadonlyMap<string, ReadonlyMap<string, number>>;
+}
+
+/** Queue limits (concurrency, rate) admit some of what the session reserved; the rest waits a moment. */
+async function admitUnderQueueLimits(
+  ctx: SchedulerContext,
+  open: Awaited<ReturnType<typeof unpausedQueues>>,
+  sorted: SortedHints,
+  reserved: { has(taskId: string): boolean },
+  now: number,
+): Promise<Admission> {
+  const limited = new Map<string, string[]>();
+  for (const taskId of sorted.candidates) {
+    const control = open.find((c) => c.queue === sorted.byTask.get(taskId)?.[0]?.queue);
+    if (reserved.has(taskId) && control && hasLimits(control)) {
+      limited.set(control.queue, [...(limited.get(control.queue) ?? []), taskId]);
+    }
+  }
+  const refused = new Set<string>();
+  const queueSlots = new Map<string, Map<string, number>>();
+  for (const [queue, taskIds] of limited) {
+    const control = open.find((c) => c.queue === queue);
+    const admitted = control ? await admit(ctx, control, taskIds, now) : new Set<string>();
+    queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
+    for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
+  }
+  return { refused, queueSlots };
+}
+
+interface Grants {
+  readonly granted: Task[];
+  /** Errors of grants whose outcome is unknown (they may have committed). */
+  readonly errors: unknown[];
+  /** Session slots to free: reserved, but no task of ours came of them. */
+  readonly released: Map<string, number>;
+}
+
+/** Each admitted task's grant, all at once; the hints of each get the fate its outcome calls for. */
+async function grantAll(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  request: ClaimRequest,
+  sorted: SortedHints,
+  reserved: { has(taskId: string): boolean },
+  admission: Admission,
+  now: number,
+  fates: HintFates,
+): Promise<Grants> {
+  const grants: Grants = { granted: [], errors: [], released: new Map() };
+  await Promise.all(
+    sorted.candidates.map(async (taskId) => {
+      const hints = sorted.byTask.get(taskId) ?? [];
+      if (!reserved.has(taskId)) {
+        fates.returnLater(0, ...hints);
+        return;
+      }
+      if (admission.refused.has(taskId)) {
+        grants.released.set(taskId, now);
+        fates.returnLater(LIMITED_RETRY_SECONDS, ...hints);
+        return;
+      }
+      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now, request.claimId).catch(
+        (error: unknown) => {
+          grants.errors.push(error);
+          return { kind: 'error' } as const;
+        },
+      );
+      if (outcome.kind === 'error') {
+        // The write may have committed (a timeout after the commit): keep the slot, which the grace period
+        // frees if the task is not ours, and let another claim look at the hint.
+        fates.returnLater(0, ...hints);
+        return;
+      }
+      if (outcome.kind === 'granted') {
+        grants.granted.push(outcome.task);
+        fates.delete(...hints);
+        return;
+      }
+      grants.released.set(taskId, now);
+      if (outcome.kind === 'later') {
+        const [first, ...copies] = hints;
+        fates.delete(...copies);
+        if (first) fates.returnLater(outcome.seconds, first);
+      } else {
+        fates.delete(...hints);
+      }
+    }),
+  );
+  return grants;
+}
+
+/**
+ * Housekeeping that must not lose the grants: failures here only delay a hint or a slot. Queue slots and session
+ * slots no grant came of are freed; hints are deleted or handed back.
+ */
+async function settle(
+  ctx: SchedulerContext,
+  request: ClaimRequest,
+  fates: HintFates,
+  admission: Admission,
+  grants: Grants,
+): Promise<void> {
+  const grantedIds = new Set(grants.granted.map((t) => t.taskId));
+  const unusedQueueSlots = [...admission.queueSlots].map(
+    ([queue, slots]) =>
+      [queue, new Map([...slots].filter(([id]) => !grantedIds.has(id) && grants.released.has(id)))] as const,
+  );
+  await Promise.all([
+    ...unusedQueueSlots.map(([queue, slots]) => releaseQueueSlots(ctx, queue, slots).catch(() => undefined)),
+    grants.released.size > 0
+      ? ctx.sessions.release(request.agentId, request.sessionId, grants.released).catch(() => undefined)
+      : undefined,
+    fates.toDelete.length > 0
+      ? ctx.queues.delete(fates.toDelete).catch(logged(ctx, 'delete hints'))
+      : undefined,
+    ...fates.toReturn.map(({ hint, seconds }) =>
+      ctx.queues.returnLater(hint, seconds).catch(logged(ctx, 'return hint')),
+    ),
+  ]);
 }
 
 /**
