@@ -13,14 +13,13 @@ import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '../functions/adapters/environment';
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 import { DUE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { PRIORITIES } from '../functions/domain/priority';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
+import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '../functions/domain/settings';
 import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
-import { DEFAULT_AGENT_RATE_LIMIT } from '../functions/http/http-api';
 import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
@@ -142,11 +141,9 @@ export class AgentScheduler extends Construct {
   constructor(scope: Construct, id: string, props: AgentSchedulerProps) {
     super(scope, id);
     validateProps(props);
-    const leaseTtl = props.leaseTtl ?? Duration.seconds(30);
-    const heartbeatInterval =
-      props.heartbeatInterval ?? Duration.seconds(Math.max(1, Math.floor(leaseTtl.toSeconds() / 3)));
+    const settings = chosenSettings(props);
     const supervisorPeriod = props.supervisorPeriod ?? Duration.minutes(1);
-    const retention = props.taskRetention ?? Duration.days(7);
+    const retention = Duration.seconds(settings.taskRetention);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     const metricsNamespace = props.metricsNamespace ?? 'AgentScheduler';
@@ -181,23 +178,10 @@ export class AgentScheduler extends Construct {
       AGENTS_TABLE_NAME: this.tables.agents.tableName,
       LEASES_TABLE_NAME: this.tables.leases.tableName,
       QUEUE_DIRECTORY: this.queueDirectoryJson(),
-      LEASE_TTL_SECONDS: String(leaseTtl.toSeconds()),
-      HEARTBEAT_INTERVAL_SECONDS: String(heartbeatInterval.toSeconds()),
-      TASK_RETENTION_SECONDS: String(retention.toSeconds()),
+      ...settingsEnvironment(settings, FUNCTION_SETTINGS),
       EVENT_BUS_NAME: this.eventBus.eventBusName,
       PAYLOAD_BUCKET_NAME: this.payloads.bucket.bucketName,
-      STARVATION_PROMOTE_AFTER_SECONDS: String(
-        (props.starvation?.promoteAfter ?? Duration.minutes(5)).toSeconds(),
-      ),
-      STARVATION_ANNOUNCE_AFTER_SECONDS: String(
-        (props.starvation?.announceAfter ?? Duration.minutes(15)).toSeconds(),
-      ),
-      STARVATION_ATTENTION_AFTER_SECONDS: String(
-        (props.starvation?.attentionAfter ?? Duration.minutes(60)).toSeconds(),
-      ),
-      IDLE_RETRY_MAX_SECONDS: String((props.idleClaimRetryMax ?? Duration.seconds(90)).toSeconds()),
       ROUTINE_EVENTS: String(props.routineEvents ?? false),
-      MAX_ROLES_PER_AGENT: String(props.maxRolesPerAgent ?? DEFAULT_SETTINGS.maxRolesPerAgent),
       // Declared limits hold from the first claim, before any operator has set a queue's control item.
       ...(props.queueLimits && Object.keys(props.queueLimits).length > 0
         ? { QUEUE_LIMITS: JSON.stringify(props.queueLimits) }
@@ -224,10 +208,7 @@ export class AgentScheduler extends Construct {
     this.functions = {
       agentApi: fn('AgentApi', 'agent-api', 512, Duration.seconds(10), {
         ...environment,
-        AGENT_RATE_PER_SECOND: String(
-          props.agentRateLimit?.ratePerSecond ?? DEFAULT_AGENT_RATE_LIMIT.ratePerSecond,
-        ),
-        AGENT_BURST: String(props.agentRateLimit?.burst ?? DEFAULT_AGENT_RATE_LIMIT.burst),
+        ...settingsEnvironment(settings, ['agentRatePerSecond', 'agentBurst']),
       }),
       operatorApi: fn('OperatorApi', 'operator-api', 512, Duration.seconds(10), environment),
       authorizer: fn('Authorizer', 'authorizer', 256, Duration.seconds(5), {
@@ -573,96 +554,114 @@ function validateProps(props: AgentSchedulerProps): void {
       );
     }
   }
-  const durations: [string, Duration | undefined, NumericSetting][] = [
-    ['leaseTtl', props.leaseTtl, NUMERIC_SETTINGS.LEASE_TTL_SECONDS],
-    ['heartbeatInterval', props.heartbeatInterval, NUMERIC_SETTINGS.HEARTBEAT_INTERVAL_SECONDS],
-    ['taskRetention', props.taskRetention, NUMERIC_SETTINGS.TASK_RETENTION_SECONDS],
-    ['idleClaimRetryMax', props.idleClaimRetryMax, NUMERIC_SETTINGS.IDLE_RETRY_MAX_SECONDS],
-    [
-      'starvation.promoteAfter',
-      props.starvation?.promoteAfter,
-      NUMERIC_SETTINGS.STARVATION_PROMOTE_AFTER_SECONDS,
-    ],
-    [
-      'starvation.announceAfter',
-      props.starvation?.announceAfter,
-      NUMERIC_SETTINGS.STARVATION_ANNOUNCE_AFTER_SECONDS,
-    ],
-    [
-      'starvation.attentionAfter',
-      props.starvation?.attentionAfter,
-      NUMERIC_SETTINGS.STARVATION_ATTENTION_AFTER_SECONDS,
-    ],
-    // SQS reports ages up to its longest retention, 14 days.
-    [
-      'oldestMessageAlarmAge',
-      props.oldestMessageAlarmAge,
-      { fallback: 900, min: 1, max: 14 * 86_400, integer: true },
-    ],
-  ];
-  for (const [name, duration, setting] of durations) {
-    if (duration === undefined || duration.isUnresolved()) continue;
-    const problem = outOfBounds(setting, duration.toSeconds({ integral: false }));
-    if (problem) throw new Error(`${name} must be ${problem} seconds (got ${duration.toHumanString()})`);
+  for (const [name, given] of Object.entries(settingsInProps(props)) as [SettingName, Given][]) {
+    const setting: NumberSetting = SETTINGS[name];
+    const problem = outOfBounds(setting, given.value);
+    if (problem) {
+      const unit = setting.unit === 'seconds' ? ' seconds' : '';
+      throw new Error(`${setting.prop} must be ${problem}${unit} (got ${given.shown})`);
+    }
   }
-  const numbers: [string, number | undefined, NumericSetting][] = [
+  // SQS reports ages up to its longest retention, 14 days.
+  const alarmAge = props.oldestMessageAlarmAge;
+  if (alarmAge !== undefined && !alarmAge.isUnresolved()) {
+    const problem = outOfBounds(
+      { min: 1, max: 14 * 86_400, integer: true },
+      alarmAge.toSeconds({ integral: false }),
+    );
+    if (problem)
+      throw new Error(`oldestMessageAlarmAge must be ${problem} seconds (got ${alarmAge.toHumanString()})`);
+  }
+  type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
+  const throttles: [string, number | undefined, Bounds][] = [
     // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
-    [
-      'apiThrottle.rateLimit',
-      props.apiThrottle?.rateLimit,
-      { fallback: 100, min: 1, max: 10_000, integer: false },
-    ],
-    [
-      'apiThrottle.burstLimit',
-      props.apiThrottle?.burstLimit,
-      { fallback: 200, min: 1, max: 5_000, integer: true },
-    ],
-
-    ...(['agentRouteThrottle', 'operatorRouteThrottle'] as const).flatMap(
-      (name): [string, number | undefined, NumericSetting][] => [
-        [`${name}.rateLimit`, props[name]?.rateLimit, { fallback: 100, min: 1, max: 10_000, integer: false }],
-        [`${name}.burstLimit`, props[name]?.burstLimit, { fallback: 200, min: 1, max: 5_000, integer: true }],
+    ...(['apiThrottle', 'agentRouteThrottle', 'operatorRouteThrottle'] as const).flatMap(
+      (name): [string, number | undefined, Bounds][] => [
+        [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
+        [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],
       ],
     ),
-    [
-      'agentRateLimit.ratePerSecond',
-      props.agentRateLimit?.ratePerSecond,
-      NUMERIC_SETTINGS.AGENT_RATE_PER_SECOND,
-    ],
-    ['agentRateLimit.burst', props.agentRateLimit?.burst, NUMERIC_SETTINGS.AGENT_BURST],
   ];
-  for (const [name, value, setting] of numbers) {
+  for (const [name, value, bounds] of throttles) {
     if (value === undefined || Token.isUnresolved(value)) continue;
-    const problem = outOfBounds(setting, value);
+    const problem = outOfBounds(bounds, value);
     if (problem) throw new Error(`${name} must be ${problem} (got ${value})`);
   }
-  const ladder = [
-    props.starvation?.promoteAfter,
-    props.starvation?.announceAfter,
-    props.starvation?.attentionAfter,
-  ].map((d, i) => d?.toSeconds() ?? [300, 900, 3_600][i] ?? 0);
-  if (
-    !(
-      ladder[0] !== undefined &&
-      ladder[1] !== undefined &&
-      ladder[2] !== undefined &&
-      ladder[0] < ladder[1] &&
-      ladder[1] < ladder[2]
-    )
-  ) {
+  const chosen = chosenSettings(props);
+  const promote = chosen.starvationPromoteAfter;
+  const announce = chosen.starvationAnnounceAfter;
+  const attention = chosen.starvationAttentionAfter;
+  if (!(promote < announce && announce < attention)) {
     throw new Error(
-      `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${ladder.join(', ')} s)`,
+      `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${promote}, ${announce}, ${attention} s)`,
     );
   }
-  const maxRoles = props.maxRolesPerAgent;
-  const rolesProblem =
-    maxRoles === undefined || Token.isUnresolved(maxRoles)
-      ? undefined
-      : outOfBounds(NUMERIC_SETTINGS.MAX_ROLES_PER_AGENT, maxRoles);
-  if (rolesProblem) throw new Error(`maxRolesPerAgent must be ${rolesProblem} (got ${maxRoles})`);
-  const ttl = props.leaseTtl?.toSeconds() ?? NUMERIC_SETTINGS.LEASE_TTL_SECONDS.fallback;
-  const heartbeat = props.heartbeatInterval?.toSeconds();
-  if (heartbeat !== undefined && heartbeat >= ttl) {
-    throw new Error(`heartbeatInterval (${heartbeat} s) must be shorter than leaseTtl (${ttl} s)`);
+  if (props.heartbeatInterval !== undefined && chosen.heartbeatInterval >= chosen.leaseTtl) {
+    throw new Error(
+      `heartbeatInterval (${chosen.heartbeatInterval} s) must be shorter than leaseTtl (${chosen.leaseTtl} s)`,
+    );
   }
+}
+
+/** A setting of the contract as the props give it: its value in the contract's unit, and as the caller wrote it. */
+interface Given {
+  readonly value: number;
+  readonly shown: string;
+}
+
+/** The settings of the contract (`#domain/settings`) the props set; unresolved tokens are left to CloudFormation. */
+function settingsInProps(props: AgentSchedulerProps): Partial<Record<SettingName, Given>> {
+  const duration = (d: Duration | undefined): Given | undefined =>
+    d === undefined || d.isUnresolved()
+      ? undefined
+      : { value: d.toSeconds({ integral: false }), shown: d.toHumanString() };
+  const count = (n: number | undefined): Given | undefined =>
+    n === undefined || Token.isUnresolved(n) ? undefined : { value: n, shown: String(n) };
+  const given: Record<SettingName, Given | undefined> = {
+    leaseTtl: duration(props.leaseTtl),
+    heartbeatInterval: duration(props.heartbeatInterval),
+    taskRetention: duration(props.taskRetention),
+    starvationPromoteAfter: duration(props.starvation?.promoteAfter),
+    starvationAnnounceAfter: duration(props.starvation?.announceAfter),
+    starvationAttentionAfter: duration(props.starvation?.attentionAfter),
+    idleClaimRetryMax: duration(props.idleClaimRetryMax),
+    maxRolesPerAgent: count(props.maxRolesPerAgent),
+    agentRatePerSecond: count(props.agentRateLimit?.ratePerSecond),
+    agentBurst: count(props.agentRateLimit?.burst),
+  };
+  return Object.fromEntries(Object.entries(given).filter(([, g]) => g !== undefined));
+}
+
+/** Every setting of the contract as this deployment has it: given, or its default. */
+function chosenSettings(props: AgentSchedulerProps): Record<SettingName, number> {
+  const given = settingsInProps(props);
+  const chosen = Object.fromEntries(
+    (Object.keys(SETTINGS) as SettingName[]).map((name) => [
+      name,
+      given[name]?.value ?? SETTINGS[name].default,
+    ]),
+  ) as Record<SettingName, number>;
+  // Unless given, agents beat three times per lease.
+  if (given.heartbeatInterval === undefined)
+    chosen.heartbeatInterval = Math.max(1, Math.floor(chosen.leaseTtl / 3));
+  return chosen;
+}
+
+/** The settings every function reads; the agent API also reads the per-agent rate limit. */
+const FUNCTION_SETTINGS: readonly SettingName[] = [
+  'leaseTtl',
+  'heartbeatInterval',
+  'taskRetention',
+  'starvationPromoteAfter',
+  'starvationAnnounceAfter',
+  'starvationAttentionAfter',
+  'idleClaimRetryMax',
+  'maxRolesPerAgent',
+];
+
+function settingsEnvironment(
+  chosen: Record<SettingName, number>,
+  names: readonly SettingName[],
+): Record<string, string> {
+  return Object.fromEntries(names.map((name) => [SETTINGS[name].env, String(chosen[name])]));
 }

@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { NUMERIC_SETTINGS, type NumericSetting, outOfBounds } from '#adapters/environment';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { Scheduler } from '#core/scheduler';
+import { type NumberSetting, outOfBounds, SETTINGS } from '#domain/settings';
 import { queueNameSchema } from '#domain/task-spec';
 import { createContext } from '#wiring/context';
 import type { TaskScheduleProps } from '../infra/task-schedule';
@@ -68,8 +68,8 @@ interface Settings {
 }
 
 /** A setting given on the command line, in the bounds the construct and the functions accept. */
-function boundedFlag(flag: string, setting: NumericSetting, raw: string | undefined): number {
-  if (raw === undefined) return setting.fallback;
+function boundedFlag(flag: string, setting: NumberSetting, raw: string | undefined): number {
+  if (raw === undefined) return setting.default;
   const problem = outOfBounds(setting, Number(raw));
   if (problem) throw new DevStackUsageError(`--${flag} must be ${problem} (got "${raw.slice(0, 40)}")`);
   return Number(raw);
@@ -113,14 +113,10 @@ function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Se
     dataDir: args.dataDir ?? '.agent-scheduler',
     inMemory: args.inMemory === true,
     supervisorMs: supervisorSeconds * 1_000,
-    leaseTtlSeconds: boundedFlag(
-      'lease-ttl-seconds',
-      NUMERIC_SETTINGS.LEASE_TTL_SECONDS,
-      args.leaseTtlSeconds,
-    ),
+    leaseTtlSeconds: boundedFlag('lease-ttl-seconds', SETTINGS.leaseTtl, args.leaseTtlSeconds),
     heartbeatIntervalSeconds: boundedFlag(
       'heartbeat-seconds',
-      NUMERIC_SETTINGS.HEARTBEAT_INTERVAL_SECONDS,
+      SETTINGS.heartbeatInterval,
       args.heartbeatSeconds,
     ),
     ...(iam ? { iam } : {}),

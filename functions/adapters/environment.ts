@@ -3,6 +3,7 @@
  * start with a message naming it, instead of failing the first request in a confusing way.
  */
 import { queueLimitsSchema } from '#domain/queue-limits';
+import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '#domain/settings';
 import type { TableNames } from './tables';
 import { QueueDirectory } from './task-queues';
 
@@ -12,50 +13,15 @@ export function requiredEnv(name: string, env: NodeJS.ProcessEnv = process.env):
   return value;
 }
 
-/**
- * The numeric settings the construct passes to the functions, each declared once with its bounds: the construct
- * refuses a prop out of these bounds at synth, and a function refuses such a value at its cold start.
- */
-export const NUMERIC_SETTINGS = {
-  LEASE_TTL_SECONDS: { fallback: 30, min: 1, max: 86_400, integer: true },
-  HEARTBEAT_INTERVAL_SECONDS: { fallback: 10, min: 1, max: 86_400, integer: true },
-  TASK_RETENTION_SECONDS: { fallback: 7 * 86_400, min: 60, max: 365 * 86_400, integer: true },
-  STARVATION_PROMOTE_AFTER_SECONDS: { fallback: 300, min: 1, max: 30 * 86_400, integer: true },
-  STARVATION_ANNOUNCE_AFTER_SECONDS: { fallback: 900, min: 1, max: 30 * 86_400, integer: true },
-  STARVATION_ATTENTION_AFTER_SECONDS: { fallback: 3_600, min: 1, max: 30 * 86_400, integer: true },
-  IDLE_RETRY_MAX_SECONDS: { fallback: 90, min: 1, max: 900, integer: true },
-  MAX_ROLES_PER_AGENT: { fallback: 100, min: 1, max: 10_000, integer: true },
-  // Per agent, per agent API instance (see `AgentRateLimiter`).
-  AGENT_RATE_PER_SECOND: { fallback: 50, min: 0.1, max: 10_000, integer: false },
-  AGENT_BURST: { fallback: 100, min: 1, max: 10_000, integer: true },
-} as const satisfies Record<string, NumericSetting>;
-
-export interface NumericSetting {
-  readonly fallback: number;
-  readonly min: number;
-  readonly max: number;
-  readonly integer: boolean;
-}
-
-/** Why `value` is out of `setting`'s bounds ("a whole number from 1 to 900"), or undefined when it is in. */
-export function outOfBounds(setting: NumericSetting, value: number): string | undefined {
-  const inBounds =
-    Number.isFinite(value) &&
-    value >= setting.min &&
-    value <= setting.max &&
-    (!setting.integer || Number.isInteger(value));
-  return inBounds
-    ? undefined
-    : `${setting.integer ? 'a whole number' : 'a number'} from ${setting.min} to ${setting.max}`;
-}
-
-function numberEnv(name: keyof typeof NUMERIC_SETTINGS, env: NodeJS.ProcessEnv): number {
-  const setting: NumericSetting = NUMERIC_SETTINGS[name];
-  const raw = env[name];
-  if (raw === undefined || raw === '') return setting.fallback;
+/** A setting of the contract (`#domain/settings`) from its environment variable; its default when unset. */
+function numberEnv(name: SettingName, env: NodeJS.ProcessEnv): number {
+  const setting: NumberSetting = SETTINGS[name];
+  const raw = env[setting.env];
+  if (raw === undefined || raw === '') return setting.default;
   const value = Number(raw);
   const problem = outOfBounds(setting, value);
-  if (problem) throw new Error(`environment variable ${name} must be ${problem} (got "${raw.slice(0, 40)}")`);
+  if (problem)
+    throw new Error(`environment variable ${setting.env} must be ${problem} (got "${raw.slice(0, 40)}")`);
   return value;
 }
 
@@ -121,17 +87,17 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
       leases: requiredEnv('LEASES_TABLE_NAME', env),
     },
     queues: QueueDirectory.fromJson(requiredEnv('QUEUE_DIRECTORY', env)),
-    leaseTtlSeconds: numberEnv('LEASE_TTL_SECONDS', env),
-    heartbeatIntervalSeconds: numberEnv('HEARTBEAT_INTERVAL_SECONDS', env),
-    retentionSeconds: numberEnv('TASK_RETENTION_SECONDS', env),
+    leaseTtlSeconds: numberEnv('leaseTtl', env),
+    heartbeatIntervalSeconds: numberEnv('heartbeatInterval', env),
+    retentionSeconds: numberEnv('taskRetention', env),
     starvation: {
-      promoteAfterSeconds: numberEnv('STARVATION_PROMOTE_AFTER_SECONDS', env),
-      announceAfterSeconds: numberEnv('STARVATION_ANNOUNCE_AFTER_SECONDS', env),
-      attentionAfterSeconds: numberEnv('STARVATION_ATTENTION_AFTER_SECONDS', env),
+      promoteAfterSeconds: numberEnv('starvationPromoteAfter', env),
+      announceAfterSeconds: numberEnv('starvationAnnounceAfter', env),
+      attentionAfterSeconds: numberEnv('starvationAttentionAfter', env),
     },
-    idleRetryMaxSeconds: numberEnv('IDLE_RETRY_MAX_SECONDS', env),
+    idleRetryMaxSeconds: numberEnv('idleClaimRetryMax', env),
     routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
-    maxRolesPerAgent: numberEnv('MAX_ROLES_PER_AGENT', env),
+    maxRolesPerAgent: numberEnv('maxRolesPerAgent', env),
     queueLimits: queueLimitsEnv(env),
   };
 }
@@ -141,5 +107,5 @@ export function agentRateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): {
   ratePerSecond: number;
   burst: number;
 } {
-  return { ratePerSecond: numberEnv('AGENT_RATE_PER_SECOND', env), burst: numberEnv('AGENT_BURST', env) };
+  return { ratePerSecond: numberEnv('agentRatePerSecond', env), burst: numberEnv('agentBurst', env) };
 }

@@ -5,6 +5,7 @@
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
+import { SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { OccurrenceStore } from './ports/occurrence-store';
@@ -80,22 +81,26 @@ export interface SchedulerSettings {
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
-  leaseTtlSeconds: 30,
-  heartbeatIntervalSeconds: 10,
+  leaseTtlSeconds: SETTINGS.leaseTtl.default,
+  heartbeatIntervalSeconds: SETTINGS.heartbeatInterval.default,
   reconcileAfterSeconds: 120,
-  retentionSeconds: 7 * 24 * 60 * 60,
+  retentionSeconds: SETTINGS.taskRetention.default,
   maxQueueAgeSeconds: 14 * 24 * 60 * 60,
   claimVisibilityTimeoutSeconds: 30,
   receiveWaitSeconds: 0,
   reservationGraceSeconds: 60,
   priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
   sweepLimit: 200,
-  maxRolesPerAgent: 100,
-  starvation: { promoteAfterSeconds: 300, announceAfterSeconds: 900, attentionAfterSeconds: 3_600 },
+  maxRolesPerAgent: SETTINGS.maxRolesPerAgent.default,
+  starvation: {
+    promoteAfterSeconds: SETTINGS.starvationPromoteAfter.default,
+    announceAfterSeconds: SETTINGS.starvationAnnounceAfter.default,
+    attentionAfterSeconds: SETTINGS.starvationAttentionAfter.default,
+  },
   missedRunGraceSeconds: 120,
   queueLimits: {},
   idleRetryBaseMs: 500,
-  idleRetryMaxMs: 90_000,
+  idleRetryMaxMs: SETTINGS.idleClaimRetryMax.default * 1_000,
   routineEvents: false,
   emptyTierRecheckMs: 1_000,
   payloadObjectFromBytes: 10 * 1024,

@@ -17,6 +17,7 @@ import {
 } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { jsonTextProblem } from '#domain/json-text';
+import { SETTINGS } from '#domain/settings';
 import { MAX_JSON_DEPTH } from '#domain/task-spec';
 import type { RouteDefinition } from './routes';
 
@@ -102,7 +103,10 @@ export interface AgentRateLimit {
 }
 
 /** 50 a second, bursts of 100: a Worker sends about one call per task and a heartbeat every few seconds. */
-export const DEFAULT_AGENT_RATE_LIMIT: AgentRateLimit = { ratePerSecond: 50, burst: 100 };
+export const DEFAULT_AGENT_RATE_LIMIT: AgentRateLimit = {
+  ratePerSecond: SETTINGS.agentRatePerSecond.default,
+  burst: SETTINGS.agentBurst.default,
+};
 
 /** Buckets kept at most; past this, the least recently refilled go first (a full bucket is the default). */
 const MAX_AGENT_BUCKETS = 10_000;
