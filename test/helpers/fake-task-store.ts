@@ -1,0 +1,300 @@
+/**
+ * A task store in memory, for fast tests of the core against its port. It enforces what the DynamoDB adapter's
+ * conditions enforce, from the same transition table; `task-store-contract.ts` runs one suite against both, so
+ * the two cannot drift apart unnoticed.
+ */
+import type {
+  Ending,
+  Grant,
+  LadderClimb,
+  ListingCursor,
+  NewPayload,
+  Observed,
+  OwnerFence,
+  OwnerFinish,
+  Requeue,
+  TaskStore,
+  TaskWrite,
+  WrittenPayloads,
+} from '#core/ports/task-store';
+import { InvalidTransitionError } from '#domain/errors';
+import type { Task } from '#domain/task';
+import { statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
+
+/** A stored record: the task, and what the adapter keeps beside it (its due time, the purge time). */
+interface StoredTask {
+  task: Task;
+  dueAt?: number;
+  purgeAt?: number;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+export class FakeTaskStore implements TaskStore {
+  readonly dueShards = ['due#00'];
+  private readonly records = new Map<string, StoredTask>();
+  private readonly payloads = new Map<string, string>();
+  /** Every write attempted, landed or not: what a test counts. */
+  readonly writes: { readonly kind: string; readonly taskId: string; readonly ok: boolean }[] = [];
+
+  async get(taskId: string): Promise<Task | undefined> {
+    const stored = this.records.get(taskId);
+    return stored && structuredClone(stored.task);
+  }
+
+  async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
+    const found = new Map<string, Task>();
+    for (const id of taskIds) {
+      const task = await this.get(id);
+      if (task) found.set(id, task);
+    }
+    return found;
+  }
+
+  async getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>> {
+    return new Map(
+      tasks.flatMap((t) => {
+        const json = this.payloads.get(`${t.taskId}#${t.specHash}`);
+        return json === undefined ? [] : [[t.taskId, json] as const];
+      }),
+    );
+  }
+
+  async queryDue(_shard: string, dueBy: number, limit: number): Promise<string[]> {
+    return [...this.records.values()]
+      .filter((r) => r.dueAt !== undefined && r.dueAt <= dueBy)
+      .slice(0, limit)
+      .map((r) => r.task.taskId);
+  }
+
+  listedShards(queue: string): readonly string[] {
+    return [queue];
+  }
+
+  async queryListed(
+    listShard: string,
+    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
+    const all = [...this.records.values()]
+      .map((r) => r.task)
+      .filter((t) => t.queue === listShard && t.createdAt <= (from.atOrBefore ?? Number.MAX_SAFE_INTEGER))
+      .sort((a, b) => b.createdAt - a.createdAt || b.taskId.localeCompare(a.taskId));
+    const start = typeof from.startKey?.index === 'number' ? from.startKey.index : 0;
+    const page = all.slice(start, start + from.limit);
+    return {
+      entries: page.map((t) => ({ taskId: t.taskId, createdAt: t.createdAt })),
+      ...(start + from.limit < all.length ? { startKey: { index: start + from.limit } } : {}),
+    };
+  }
+
+  async putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads> {
+    for (const p of payloads) this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
+    return { inObject: () => false };
+  }
+
+  async deletePayloadObject(): Promise<void> {}
+
+  async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
+    const existing = this.records.get(task.taskId);
+    this.writes.push({ kind: 'create', taskId: task.taskId, ok: !existing });
+    if (existing) return { created: false, existing: structuredClone(existing.task) };
+    this.records.set(task.taskId, { task: structuredClone(task), dueAt });
+    return { created: true };
+  }
+
+  async grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite> {
+    return this.write('grant', taskId, (r) => {
+      const t = r.task;
+      if (!statusIn(t, 'claim', 'leased') || t.queue !== grant.queue || (t.notBefore ?? 0) > now)
+        return false;
+      const next: Mutable<Task> = {
+        ...t,
+        status: 'leased',
+        leaseEpoch: t.leaseEpoch + 1,
+        attempt: t.attempt + 1,
+        owner: grant.agentId,
+        sessionId: grant.sessionId,
+        leasedAt: now,
+        leaseDeadline: t.timeoutSeconds * 1_000 + now,
+        updatedAt: now,
+      };
+      if (grant.claimId === undefined) delete next.claimId;
+      else next.claimId = grant.claimId;
+      r.task = next;
+      return true;
+    });
+  }
+
+  async finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite> {
+    return this.write('finish', taskId, (r) => {
+      if (!statusIn(r.task, finish.event, finish.to.status) || !ownedBy(r.task, lease, now)) return false;
+      const attempt = r.task.attempt;
+      arrive(r, finish.to, now);
+      const next = r.task as Mutable<Task>;
+      if (finish.event === 'complete' && finish.result !== undefined) next.result = JSON.parse(finish.result);
+      if (finish.event === 'fail') next.error = { ...finish.error };
+      if (finish.event === 'release') next.attempt = attempt - 1;
+      next.lastFinish = {
+        kind: finish.event,
+        leaseEpoch: lease.leaseEpoch,
+        agentId: lease.agentId,
+        status: finish.to.status,
+      };
+      return true;
+    });
+  }
+
+  async takeBack(
+    observed: Observed,
+    event: 'reclaim' | 'fail',
+    to: Requeue | (Ending & { status: 'dead' }),
+    error: { message: string; retryable: boolean },
+    now: number,
+  ): Promise<TaskWrite> {
+    allowedFrom(observed, event, to.status);
+    return this.write('takeBack', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      arrive(r, to, now);
+      (r.task as Mutable<Task>).error = { ...error };
+      return true;
+    });
+  }
+
+  async cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite> {
+    allowedFrom(observed, 'cancel', to.status);
+    return this.write('cancel', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      arrive(r, to, now);
+      return true;
+    });
+  }
+
+  async redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
+    allowedFrom(observed, 'redrive', to.status);
+    return this.write('redrive', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      arrive(r, to, now);
+      const next = r.task as Mutable<Task>;
+      next.attempt = 0;
+      delete next.finishedAt;
+      delete r.purgeAt;
+      return true;
+    });
+  }
+
+  async checkpoint(
+    taskId: string,
+    lease: OwnerFence,
+    checkpointJson: string,
+    now: number,
+  ): Promise<TaskWrite> {
+    return this.write('checkpoint', taskId, (r) => {
+      if (r.task.status !== 'leased' || !ownedBy(r.task, lease, now)) return false;
+      r.task = { ...r.task, checkpoint: JSON.parse(checkpointJson) };
+      return true;
+    });
+  }
+
+  async lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
+    return this.write('lookAgainAt', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      r.dueAt = dueAt;
+      return true;
+    });
+  }
+
+  async recordDispatch(
+    observed: Observed,
+    dispatch: { dispatchedAt: number; dueAt: number },
+  ): Promise<TaskWrite> {
+    return this.write('recordDispatch', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      r.task = { ...r.task, dispatchedAt: dispatch.dispatchedAt, dispatchCount: r.task.dispatchCount + 1 };
+      r.dueAt = dispatch.dueAt;
+      return true;
+    });
+  }
+
+  async markUnsent(observed: Observed, now: number): Promise<TaskWrite> {
+    return this.write('markUnsent', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      const next: Mutable<Task> = { ...r.task };
+      delete next.dispatchedAt;
+      r.task = next;
+      r.dueAt = now;
+      return true;
+    });
+  }
+
+  async climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite> {
+    return this.write('climbLadder', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed) || (r.task.starvationLevel ?? 0) !== climb.fromLevel) return false;
+      r.task = {
+        ...r.task,
+        starvationLevel: climb.toLevel,
+        ...(climb.priority ? { priority: climb.priority } : {}),
+        ...(climb.needsAttention ? { needsAttention: true } : {}),
+      };
+      return true;
+    });
+  }
+
+  /** One conditional write: `apply` changes the record and says whether its condition held. */
+  private async write(kind: string, taskId: string, apply: (r: StoredTask) => boolean): Promise<TaskWrite> {
+    const stored = this.records.get(taskId);
+    if (!stored) {
+      this.writes.push({ kind, taskId, ok: false });
+      return { ok: false };
+    }
+    const draft: StoredTask = structuredClone(stored);
+    const ok = apply(draft);
+    this.writes.push({ kind, taskId, ok });
+    if (!ok) return { ok: false, current: structuredClone(stored.task) };
+    this.records.set(taskId, draft);
+    return { ok: true, task: structuredClone(draft.task) };
+  }
+}
+
+const statusIn = (task: Task, event: TaskEvent, to: TaskStatus): boolean =>
+  statusesFrom(event, to).includes(task.status);
+
+const ownedBy = (task: Task, lease: OwnerFence, now: number): boolean =>
+  task.owner === lease.agentId &&
+  task.sessionId === lease.sessionId &&
+  task.leaseEpoch === lease.leaseEpoch &&
+  (task.leaseDeadline ?? 0) > now;
+
+const asObserved = (task: Task, observed: Observed): boolean =>
+  task.status === observed.status && task.leaseEpoch === observed.leaseEpoch;
+
+/** As the adapter does, before anything is written: the table must have the arrow from the status observed. */
+function allowedFrom(observed: Observed, event: TaskEvent, to: TaskStatus): void {
+  if (!statusesFrom(event, to).includes(observed.status)) {
+    throw new InvalidTransitionError(
+      `task ${observed.taskId} is ${observed.status}; ${event} cannot lead to ${to}`,
+    );
+  }
+}
+
+/** The record as a requeue or an ending leaves it. */
+function arrive(r: StoredTask, to: Requeue | Ending, now: number): void {
+  const next: Mutable<Task> = { ...r.task, status: to.status, updatedAt: now };
+  delete next.leaseDeadline;
+  delete next.notBefore;
+  if (to.status === 'queued') {
+    delete next.owner;
+    if (to.claimableAt > now) next.notBefore = to.claimableAt;
+    if (to.sentNow) {
+      next.dispatchedAt = to.claimableAt;
+      next.dispatchCount = r.task.dispatchCount + 1;
+    } else {
+      delete next.dispatchedAt;
+    }
+    r.dueAt = to.dueAt;
+  } else {
+    next.finishedAt = now;
+    r.purgeAt = to.purgeAt;
+    delete r.dueAt;
+  }
+  r.task = next;
+}

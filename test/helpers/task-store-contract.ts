@@ -1,0 +1,355 @@
+/**
+ * What every task store promises (the port `TaskStore`), as one suite: run against the DynamoDB adapter on
+ * DynamoDB Local and against the fake store the core's unit tests use, so the fake cannot drift from the real one.
+ * Tasks reach each status through the store's own writes.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Ending, Observed, OwnerFence, Requeue, TaskStore, TaskWrite } from '#core/ports/task-store';
+import { InvalidTransitionError } from '#domain/errors';
+import type { Task } from '#domain/task';
+import { canTransition, TASK_STATUSES, type TaskEvent, type TaskStatus } from '#domain/task-status';
+
+export interface StoreUnderTest {
+  readonly store: TaskStore;
+  now(): number;
+}
+
+const QUEUE = 'contract';
+const AGENT = 'a_contractagentcontractagent';
+const SESSION = 's_contract';
+const LEASE_MS = 60_000;
+
+let counter = 0;
+const newTaskId = () =>
+  `t_${process.pid.toString(36)}${Date.now().toString(36)}${(counter++).toString(36)}`
+    .padEnd(28, 'x')
+    .slice(0, 28);
+
+function newTask(now: number): Task {
+  return {
+    taskId: newTaskId(),
+    queue: QUEUE,
+    priority: 'normal',
+    status: 'queued',
+    attempt: 0,
+    retryPolicy: { maxAttempts: 3, backoffBaseSeconds: 2, backoffMaxSeconds: 60 },
+    timeoutSeconds: LEASE_MS / 1_000,
+    leaseEpoch: 0,
+    dispatchCount: 1,
+    specHash: 'contract',
+    payloadBytes: 2,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+const requeue = (now: number, delayMs = 0): Requeue => ({
+  status: 'queued',
+  claimableAt: now + delayMs,
+  dueAt: now + delayMs + 120_000,
+  sentNow: true,
+});
+const ending = <S extends Ending['status']>(status: S, now: number): Ending & { status: S } => ({
+  status,
+  purgeAt: Math.ceil(now / 1_000) + 3_600,
+});
+const leaseOf = (task: Task): OwnerFence => ({
+  agentId: task.owner ?? AGENT,
+  sessionId: task.sessionId ?? SESSION,
+  leaseEpoch: task.leaseEpoch,
+});
+const observed = (task: Task, status: TaskStatus = task.status): Observed => ({
+  taskId: task.taskId,
+  status,
+  leaseEpoch: task.leaseEpoch,
+});
+
+function landed(write: TaskWrite): Task {
+  if (!write.ok) throw new Error(`a write that should have landed was refused (${write.current?.status})`);
+  return write.task;
+}
+
+export function taskStoreContract(name: string, subject: () => StoreUnderTest): void {
+  describe(`the task store contract: ${name}`, () => {
+    /** A task of its own in `status`, reached through the store's writes. */
+    async function taskIn(status: TaskStatus): Promise<Task> {
+      const { store, now } = subject();
+      const task = newTask(now());
+      expect(await store.create(task, now())).toEqual({ created: true });
+      if (status === 'queued') return task;
+      if (status === 'cancelled')
+        return landed(await store.cancel(observed(task), ending('cancelled', now()), now()));
+      const leased = landed(
+        await store.grant(task.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
+      );
+      if (status === 'leased') return leased;
+      if (status === 'succeeded')
+        return landed(
+          await store.finish(
+            task.taskId,
+            leaseOf(leased),
+            { event: 'complete', to: ending('succeeded', now()) },
+            now(),
+          ),
+        );
+      return landed(
+        await store.takeBack(
+          observed(leased),
+          'fail',
+          ending('dead', now()),
+          { message: 'x', retryable: false },
+          now(),
+        ),
+      );
+    }
+
+    interface Write {
+      readonly name: string;
+      readonly event: TaskEvent;
+      readonly to: TaskStatus;
+      /** The status the writer believes the task is in (writes fenced by what was read). */
+      readonly believed?: TaskStatus;
+      readonly write: (store: TaskStore, task: Task, now: number) => Promise<TaskWrite>;
+    }
+    const agentGrant = { queue: QUEUE, agentId: AGENT, sessionId: SESSION };
+    const retryable = { message: 'x', retryable: true };
+    const WRITES: Write[] = [
+      {
+        name: 'grant',
+        event: 'claim',
+        to: 'leased',
+        write: (s, t, now) => s.grant(t.taskId, agentGrant, now),
+      },
+      {
+        name: 'complete',
+        event: 'complete',
+        to: 'succeeded',
+        write: (s, t, now) =>
+          s.finish(t.taskId, leaseOf(t), { event: 'complete', to: ending('succeeded', now) }, now),
+      },
+      {
+        name: 'fail, retried',
+        event: 'fail',
+        to: 'queued',
+        write: (s, t, now) =>
+          s.finish(t.taskId, leaseOf(t), { event: 'fail', to: requeue(now), error: retryable }, now),
+      },
+      {
+        name: 'fail, dead',
+        event: 'fail',
+        to: 'dead',
+        write: (s, t, now) =>
+          s.finish(t.taskId, leaseOf(t), { event: 'fail', to: ending('dead', now), error: retryable }, now),
+      },
+      {
+        name: 'release',
+        event: 'release',
+        to: 'queued',
+        write: (s, t, now) => s.finish(t.taskId, leaseOf(t), { event: 'release', to: requeue(now) }, now),
+      },
+      {
+        name: 'reclaim to queued',
+        event: 'reclaim',
+        to: 'queued',
+        believed: 'leased',
+        write: (s, t, now) => s.takeBack(observed(t, 'leased'), 'reclaim', requeue(now), retryable, now),
+      },
+      {
+        name: 'reclaim to dead',
+        event: 'reclaim',
+        to: 'dead',
+        believed: 'leased',
+        write: (s, t, now) =>
+          s.takeBack(observed(t, 'leased'), 'reclaim', ending('dead', now), retryable, now),
+      },
+      ...(['queued', 'leased'] as const).map(
+        (believed): Write => ({
+          name: `cancel, believed ${believed}`,
+          event: 'cancel',
+          to: 'cancelled',
+          believed,
+          write: (s, t, now) => s.cancel(observed(t, believed), ending('cancelled', now), now),
+        }),
+      ),
+      {
+        name: 'redrive',
+        event: 'redrive',
+        to: 'queued',
+        believed: 'dead',
+        write: (s, t, now) => s.redrive(observed(t, 'dead'), requeue(now), now),
+      },
+    ];
+    const cases = WRITES.flatMap((write) => TASK_STATUSES.map((status) => ({ ...write, status })));
+
+    it.each(cases)(
+      '$name on a $status task lands only where the transition table has the arrow',
+      async (c) => {
+        const { store, now } = subject();
+        const task = await taskIn(c.status);
+        const allowed =
+          canTransition(c.status, c.event, c.to) && (c.believed === undefined || c.believed === c.status);
+
+        const written = await c.write(store, task, now());
+
+        expect(written.ok).toBe(allowed);
+        const after = await store.get(task.taskId);
+        expect(after?.status).toBe(allowed ? c.to : c.status);
+        if (!written.ok) expect(written.current).toEqual(after);
+      },
+    );
+
+    it('refuses, before writing, a write from a status the table has no arrow from', async () => {
+      const { store, now } = subject();
+      const task = await taskIn('succeeded');
+      await expect(store.cancel(observed(task), ending('cancelled', now()), now())).rejects.toBeInstanceOf(
+        InvalidTransitionError,
+      );
+      await expect(store.redrive(observed(task), requeue(now()), now())).rejects.toBeInstanceOf(
+        InvalidTransitionError,
+      );
+      await expect(
+        store.takeBack(observed(task), 'reclaim', requeue(now()), { message: 'x', retryable: true }, now()),
+      ).rejects.toBeInstanceOf(InvalidTransitionError);
+      expect(await store.get(task.taskId)).toEqual(task);
+    });
+
+    it('fences an owner’s writes by its agent, session, epoch and deadline', async () => {
+      const { store, now } = subject();
+      const task = await taskIn('leased');
+      const lease = leaseOf(task);
+      const complete = (fence: OwnerFence, at = now()) =>
+        store.finish(task.taskId, fence, { event: 'complete', to: ending('succeeded', at) }, at);
+
+      expect((await complete({ ...lease, agentId: 'a_someoneelsesomeoneelsesome' })).ok).toBe(false);
+      expect((await complete({ ...lease, sessionId: 's_other' })).ok).toBe(false);
+      expect((await complete({ ...lease, leaseEpoch: lease.leaseEpoch - 1 })).ok).toBe(false);
+      expect((await complete(lease, (task.leaseDeadline ?? 0) + 1)).ok).toBe(false);
+      expect((await store.checkpoint(task.taskId, { ...lease, leaseEpoch: 0 }, '{"n":1}', now())).ok).toBe(
+        false,
+      );
+      expect(await store.get(task.taskId)).toEqual(task);
+
+      const checkpointed = landed(await store.checkpoint(task.taskId, lease, '{"n":2}', now()));
+      expect(checkpointed.checkpoint).toEqual({ n: 2 });
+      const done = landed(
+        await store.finish(
+          task.taskId,
+          lease,
+          { event: 'complete', to: ending('succeeded', now()), result: '{"ok":true}' },
+          now(),
+        ),
+      );
+      expect(done).toMatchObject({ status: 'succeeded', result: { ok: true }, owner: AGENT });
+      expect(done.lastFinish).toEqual({
+        kind: 'complete',
+        leaseEpoch: lease.leaseEpoch,
+        agentId: AGENT,
+        status: 'succeeded',
+      });
+      expect(done.finishedAt).toBeDefined();
+    });
+
+    it('grants at a new epoch and attempt; a release gives the attempt back; a delay holds the next grant off', async () => {
+      const { store, now } = subject();
+      const queued = await taskIn('queued');
+      const grant = { queue: QUEUE, agentId: AGENT, sessionId: SESSION, claimId: 'claim-contract-1' };
+      expect((await store.grant(queued.taskId, { ...grant, queue: 'another' }, now())).ok).toBe(false);
+      const first = landed(await store.grant(queued.taskId, grant, now()));
+      expect(first).toMatchObject({
+        status: 'leased',
+        leaseEpoch: 1,
+        attempt: 1,
+        owner: AGENT,
+        claimId: grant.claimId,
+      });
+      expect((await store.grant(queued.taskId, grant, now())).ok).toBe(false);
+
+      const released = landed(
+        await store.finish(
+          queued.taskId,
+          leaseOf(first),
+          { event: 'release', to: requeue(now(), 60_000) },
+          now(),
+        ),
+      );
+      expect(released).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: 1 });
+      expect(released.owner).toBeUndefined();
+      expect(released.notBefore).toBeGreaterThan(now());
+      expect((await store.grant(queued.taskId, { ...grant, claimId: 'claim-contract-2' }, now())).ok).toBe(
+        false,
+      );
+      const later = (released.notBefore ?? 0) + 1;
+      const second = landed(
+        await store.grant(queued.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, later),
+      );
+      expect(second).toMatchObject({ leaseEpoch: 2, attempt: 1 });
+      expect(second.claimId).toBeUndefined();
+    });
+
+    it('fences the writes of whoever read the task by the status and epoch read', async () => {
+      const { store, now } = subject();
+      const task = await taskIn('leased');
+      const stale = { ...observed(task), leaseEpoch: task.leaseEpoch - 1 };
+      expect(
+        (await store.takeBack(stale, 'reclaim', requeue(now()), { message: 'x', retryable: true }, now())).ok,
+      ).toBe(false);
+      expect((await store.lookAgainAt(stale, now() + 1_000)).ok).toBe(false);
+      expect((await store.lookAgainAt({ ...observed(task), status: 'queued' }, now() + 1_000)).ok).toBe(
+        false,
+      );
+      expect((await store.lookAgainAt(observed(task), now() + 1_000)).ok).toBe(true);
+
+      const back = landed(
+        await store.takeBack(
+          observed(task),
+          'reclaim',
+          requeue(now()),
+          { message: 'lease expired', retryable: true },
+          now(),
+        ),
+      );
+      expect(back).toMatchObject({ status: 'queued', error: { message: 'lease expired', retryable: true } });
+      expect(
+        (
+          await store.recordDispatch(
+            { ...observed(back), leaseEpoch: back.leaseEpoch + 1 },
+            { dispatchedAt: now(), dueAt: now() },
+          )
+        ).ok,
+      ).toBe(false);
+      const dispatchedAt = now() + 5;
+      const sent = landed(await store.recordDispatch(observed(back), { dispatchedAt, dueAt: now() }));
+      expect(sent).toMatchObject({ dispatchedAt, dispatchCount: back.dispatchCount + 1 });
+      const unsent = landed(await store.markUnsent(observed(sent), now()));
+      expect(unsent.dispatchedAt).toBeUndefined();
+    });
+
+    it('climbs the starvation ladder only from the level read', async () => {
+      const { store } = subject();
+      const task = await taskIn('queued');
+      const climb = { fromLevel: 0, toLevel: 1, priority: 'high' as const, needsAttention: false };
+      const promoted = landed(await store.climbLadder(observed(task), climb));
+      expect(promoted).toMatchObject({ starvationLevel: 1, priority: 'high' });
+      expect((await store.climbLadder(observed(task), climb)).ok).toBe(false);
+      const flagged = landed(
+        await store.climbLadder(observed(task), { fromLevel: 1, toLevel: 3, needsAttention: true }),
+      );
+      expect(flagged).toMatchObject({ starvationLevel: 3, priority: 'high', needsAttention: true });
+    });
+
+    it('creates a task once: a second create answers the task already there', async () => {
+      const { store, now } = subject();
+      const task = await taskIn('queued');
+      const again = await store.create({ ...task, specHash: 'another' }, now());
+      expect(again).toEqual({ created: false, existing: task });
+    });
+
+    it('redrives a dead task with a fresh set of attempts', async () => {
+      const { store, now } = subject();
+      const dead = await taskIn('dead');
+      const back = landed(await store.redrive(observed(dead), requeue(now()), now()));
+      expect(back).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: dead.leaseEpoch });
+      expect(back.finishedAt).toBeUndefined();
+    });
+  });
+}
