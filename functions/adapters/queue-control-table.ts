@@ -13,6 +13,7 @@ import type {
   QueueReservation,
   StoredQueueControl,
 } from '#core/ports/queue-control-store';
+import type { ReadOptions } from '#core/ports/task-store';
 import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
 import { conditionalUpdate, Expression, updateExpression } from './expression';
 import { scanKind } from './session-table';
@@ -43,7 +44,7 @@ export class QueueControlTable implements QueueControlStore {
     readonly tableName: string,
   ) {}
 
-  async get(queue: string, consistent: boolean): Promise<StoredQueueControl | undefined> {
+  async get(queue: string, { consistent = true }: ReadOptions = {}): Promise<StoredQueueControl | undefined> {
     const output = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: controlKey(queue), ConsistentRead: consistent }),
     );

@@ -21,6 +21,7 @@ import type {
   Observed,
   OwnerFence,
   OwnerFinish,
+  ReadOptions,
   Requeue,
   TaskStore,
   TaskWrite,
@@ -290,7 +291,7 @@ export class TaskTable implements TaskStore {
     }
   }
 
-  async get(taskId: string, consistent = true): Promise<Task | undefined> {
+  async get(taskId: string, { consistent = true }: ReadOptions = {}): Promise<Task | undefined> {
     const output = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: stateKey(taskId), ConsistentRead: consistent }),
     );
@@ -298,7 +299,10 @@ export class TaskTable implements TaskStore {
   }
 
   /** Reads many state items, 100 keys per request, retrying unprocessed keys. */
-  async getMany(taskIds: readonly string[], consistent = true): Promise<Map<string, Task>> {
+  async getMany(
+    taskIds: readonly string[],
+    { consistent = true }: ReadOptions = {},
+  ): Promise<Map<string, Task>> {
     const items = await this.batchGet(taskIds.map(stateKey), consistent);
     return new Map(items.map((item) => [String(item.taskId), taskFromItem(item)]));
   }

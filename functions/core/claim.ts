@@ -618,7 +618,7 @@ async function examine(
   const examined: Examined = { stale: new Map(), heldByUs: new Map() };
   if (taskIds.length === 0) return examined;
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
-  const tasks = await ctx.tasks.getMany(taskIds, false);
+  const tasks = await ctx.tasks.getMany(taskIds, { consistent: false });
   for (const id of taskIds) {
     const reservedAt = session.held[id];
     if (reservedAt === undefined) continue;

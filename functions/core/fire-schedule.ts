@@ -69,13 +69,13 @@ export async function fireSchedule(ctx: SchedulerContext, event: unknown): Promi
   const scheduledTime = new Date(fire.scheduledTime).toISOString();
   const known = await readOccurrences(ctx, fire.schedule);
   const recorded = known.find((o) => o.scheduledTime === scheduledTime);
-  if (recorded) return settle(ctx, fire, recorded, false);
+  if (recorded) return settle(ctx, fire, recorded, { recordedNow: false });
 
   const overlap = fire.overlap ?? 'skip';
   const earlier = known
     .filter((o) => o.status === 'fired' && o.taskId && o.scheduledTime < scheduledTime)
     .slice(0, 10);
-  const open = (await Promise.all(earlier.map((o) => ctx.tasks.get(o.taskId ?? '', true)))).filter((task) =>
+  const open = (await Promise.all(earlier.map((o) => ctx.tasks.get(o.taskId ?? '')))).filter((task) =>
     isOpen(task?.status),
   );
   let skipReason: string | undefined;
@@ -108,7 +108,9 @@ export async function fireSchedule(ctx: SchedulerContext, event: unknown): Promi
       },
     ]);
   }
-  return outcome.recorded ? settle(ctx, fire, occurrence, true) : settle(ctx, fire, outcome.existing, false);
+  return outcome.recorded
+    ? settle(ctx, fire, occurrence, { recordedNow: true })
+    : settle(ctx, fire, outcome.existing, { recordedNow: false });
 }
 
 /**
@@ -119,7 +121,7 @@ async function settle(
   ctx: SchedulerContext,
   fire: z.output<typeof scheduleFireSchema>,
   occurrence: Occurrence,
-  created: boolean,
+  { recordedNow }: { readonly recordedNow: boolean },
 ): Promise<FireOutcome> {
   if (occurrence.status === 'fired') {
     // A fire delivered ahead of its time holds the task until exactly then.
@@ -135,7 +137,7 @@ async function settle(
     status: occurrence.status,
     ...(occurrence.taskId ? { taskId: occurrence.taskId } : {}),
     ...(occurrence.reason ? { reason: occurrence.reason } : {}),
-    created,
+    created: recordedNow,
   };
 }
 

@@ -82,10 +82,7 @@ export async function listTasks(
     // Without a filter every task read is listed: read no more than the page needs.
     const positions = await listed.take(status === undefined ? limit - tasks.length : limit);
     if (positions.length === 0) break;
-    const found = await ctx.tasks.getMany(
-      positions.map((p) => p.taskId),
-      true,
-    );
+    const found = await ctx.tasks.getMany(positions.map((p) => p.taskId));
     for (const [i, position] of positions.entries()) {
       last = position;
       // Gone from the table since the index was read (expired): nothing to list.
@@ -139,7 +136,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
   for (const shard of ctx.tasks.dueShards) {
     const ids = await ctx.tasks.queryDue(shard, Number.MAX_SAFE_INTEGER, OPEN_TASK_WALK_LIMIT - seen);
     seen += ids.length;
-    for (const task of (await ctx.tasks.getMany(ids, false)).values()) {
+    for (const task of (await ctx.tasks.getMany(ids, { consistent: false })).values()) {
       const entry = stats.get(task.queue);
       if (!entry) continue;
       if (task.status === 'queued') {

@@ -79,7 +79,7 @@ export async function getQueueControl(
 ): Promise<QueueControl> {
   const cached = cacheOf(ctx).get(queue);
   if (!fresh && cached && ctx.now() - cached.readAt < CACHE_MS) return cached.control;
-  const control = controlOf(ctx, queue, await ctx.queueControls.get(queue, fresh));
+  const control = controlOf(ctx, queue, await ctx.queueControls.get(queue, { consistent: fresh }));
   cacheOf(ctx).set(queue, { control, readAt: ctx.now() });
   return control;
 }

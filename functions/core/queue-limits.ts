@@ -19,7 +19,7 @@ export const hasLimits = (control: QueueControl): boolean =>
  */
 async function staleEntries(ctx: SchedulerContext, held: Readonly<Record<string, number>>, now: number) {
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
-  const tasks = await ctx.tasks.getMany(Object.keys(held), false);
+  const tasks = await ctx.tasks.getMany(Object.keys(held), { consistent: false });
   const stale = new Map<string, number>();
   for (const [taskId, reservedAt] of Object.entries(held)) {
     const task = tasks.get(taskId);

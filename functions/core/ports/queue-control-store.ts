@@ -3,6 +3,7 @@
  * reserved by claims and the token bucket), in one record per queue so that a claim's admission is one write.
  */
 import type { QueueLimits } from '#domain/queue-limits';
+import type { ReadOptions } from './task-store';
 
 /** A queue's control as stored. */
 export interface StoredQueueControl {
@@ -40,8 +41,8 @@ export interface QueueReservation {
 }
 
 export interface QueueControlStore {
-  /** The queue's control; `consistent` reads it after every write that committed. Absent when none was set. */
-  get(queue: string, consistent: boolean): Promise<StoredQueueControl | undefined>;
+  /** The queue's control; absent when none was set. */
+  get(queue: string, options?: ReadOptions): Promise<StoredQueueControl | undefined>;
   /** Every queue control that was set. */
   list(): Promise<StoredQueueControl[]>;
   /** Pauses or resumes the queue at `now`, leaving its other settings alone; returns the control as it is now. */

@@ -87,14 +87,18 @@ export interface WrittenPayloads {
   inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
 }
 
+export interface ReadOptions {
+  /** Read after every write that committed (the default); `false` may miss the latest, at half the cost. */
+  readonly consistent?: boolean;
+}
+
 /** Where a page of a listing continues; opaque to the caller. */
 export type ListingCursor = Record<string, unknown>;
 
 export interface TaskStore {
   // Reads.
-  /** The task; `consistent` (the default) reads it after every write that committed. */
-  get(taskId: string, consistent?: boolean): Promise<Task | undefined>;
-  getMany(taskIds: readonly string[], consistent?: boolean): Promise<Map<string, Task>>;
+  get(taskId: string, options?: ReadOptions): Promise<Task | undefined>;
+  getMany(taskIds: readonly string[], options?: ReadOptions): Promise<Map<string, Task>>;
   /** Payload JSON by task id; a task whose payload is gone (past its retention) is missing. */
   getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
   /** The partitions of the due index: a sweep queries each. */

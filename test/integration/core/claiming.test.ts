@@ -162,8 +162,8 @@ describe('claiming', () => {
       received += batch.hints.filter((h) => h.taskId === task.taskId).length;
       return batch;
     };
-    ctx.tasks.getMany = async (ids, consistent) =>
-      consistent === false && ids.includes(task.taskId) ? oldView : getMany(ids, consistent);
+    ctx.tasks.getMany = async (ids, options) =>
+      options?.consistent === false && ids.includes(task.taskId) ? oldView : getMany(ids, options);
 
     // Act: claims receive the new hint (after its backoff) while the old view says the task is ours; then the
     // view catches up.
