@@ -57,12 +57,9 @@ export interface ClaimedTask {
   readonly checkpoint?: unknown;
 }
 
-export interface Agent {
+/** A registered agent: what it was registered with, every default filled in, and what the server gave it. */
+export interface Agent extends Required<CreateAgentInput> {
   readonly agentId: string;
-  readonly name: string;
-  readonly queues: readonly string[];
-  readonly maxConcurrency: number;
-  readonly interactive: boolean;
   readonly createdAt: string;
   readonly revokedAt?: string;
   /** In a list: whether the agent has a live session. */

@@ -6,7 +6,14 @@ import {
   PutCommand,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { ClaimRecord, SessionNotice, SessionStore, SessionWriteResult } from '#core/ports/session-store';
+import type {
+  ClaimRecord,
+  SessionNotice,
+  SessionStore,
+  SessionWriteResult,
+  SlotReservation,
+  TaskNotice,
+} from '#core/ports/session-store';
 import type { AgentSession } from '#domain/task';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
@@ -298,16 +305,8 @@ export class SessionTable implements SessionStore {
    * carry the reservation time observed. All or nothing. The session is extended to `expiresAt`: refused if it
    * already runs longer (see `heartbeat`), so the caller passes the later of its own reckoning and the expiry read.
    */
-  reserve(
-    agentId: string,
-    sessionId: string,
-    add: ReadonlyMap<string, number | undefined>,
-    drop: ReadonlyMap<string, number>,
-    maxConcurrency: number,
-    now: number,
-    expiresAt: number,
-    claim?: ClaimRecord,
-  ): Promise<SessionWriteResult> {
+  reserve(agentId: string, sessionId: string, reservation: SlotReservation): Promise<SessionWriteResult> {
+    const { add, drop, maxConcurrency, now, expiresAt, claim } = reservation;
     const fresh = [...add.values()].filter((previous) => previous === undefined).length;
     return this.update(agentId, (e) => {
       const recorded = claim ? claimClauses(e, claim, now) : undefined;
@@ -383,9 +382,7 @@ export class SessionTable implements SessionStore {
   notify(
     agentId: string,
     sessionId: string,
-    kind: 'cancelled' | 'lost',
-    taskId: string,
-    leaseEpoch: number,
+    { kind, taskId, leaseEpoch }: TaskNotice,
   ): Promise<SessionWriteResult> {
     return this.update(agentId, (e) => ({
       set: [`${e.n(kind, taskId)} = ${e.v(leaseEpoch)}`],

@@ -23,6 +23,7 @@ import type {
   OwnerFinish,
   ReadOptions,
   Requeue,
+  TakingBack,
   TaskStore,
   TaskWrite,
   WrittenPayloads,
@@ -407,13 +408,7 @@ export class TaskTable implements TaskStore {
     });
   }
 
-  takeBack(
-    observed: Observed,
-    event: 'reclaim' | 'fail',
-    to: Requeue | (Ending & { status: 'dead' }),
-    error: TaskError,
-    now: number,
-  ): Promise<TaskWrite> {
+  takeBack(observed: Observed, { event, to, error }: TakingBack, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => {
       const clauses = destinationClauses(e, now, to);
       return {

@@ -21,7 +21,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     if (!written.ok) continue;
     if (task.status === 'leased' && task.owner && task.sessionId) {
       await ctx.sessions
-        .notify(task.owner, task.sessionId, 'cancelled', taskId, task.leaseEpoch)
+        .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
         .catch(() => undefined);
     }
     await emit(ctx, [

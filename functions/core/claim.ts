@@ -476,19 +476,23 @@ async function reserve(
     if (fitting.length === 0) break;
     const add = new Map(fitting.map((id) => [id, drop.get(id)]));
     for (const id of fitting) drop.delete(id);
-    const written = await ctx.sessions.reserve(
-      current.agentId,
-      current.sessionId,
+    const written = await ctx.sessions.reserve(current.agentId, current.sessionId, {
       add,
       drop,
-      current.maxConcurrency,
+      maxConcurrency: current.maxConcurrency,
       now,
       // Never shorter than it is: a heartbeat decided after this claim may have landed first.
-      Math.max(now + ctx.settings.leaseTtlSeconds * 1_000, current.expiresAt),
-      claimId === undefined
-        ? undefined
-        : { id: claimId, seen: current.claims, ...(claimSeq === undefined ? {} : { seq: claimSeq }) },
-    );
+      expiresAt: Math.max(now + ctx.settings.leaseTtlSeconds * 1_000, current.expiresAt),
+      ...(claimId === undefined
+        ? {}
+        : {
+            claim: {
+              id: claimId,
+              seen: current.claims,
+              ...(claimSeq === undefined ? {} : { seq: claimSeq }),
+            },
+          }),
+    });
     if (written.ok) return { has: (id) => add.has(id) };
     if (
       !written.current ||

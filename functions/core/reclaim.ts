@@ -39,16 +39,18 @@ export async function reclaimTask(
   const decision = retry.retry ? { ...retry, delayMs: Math.max(retry.delayMs, heldUntil - now) } : retry;
   const written = await ctx.tasks.takeBack(
     task,
-    'reclaim',
-    decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
-    { message: `lease expired (${options.reason})`, retryable: true },
+    {
+      event: 'reclaim',
+      to: decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
+      error: { message: `lease expired (${options.reason})`, retryable: true },
+    },
     now,
   );
   if (!written.ok) return 'raced';
   if (task.owner && task.sessionId) {
     // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
     await ctx.sessions
-      .notify(task.owner, task.sessionId, 'lost', taskId, task.leaseEpoch)
+      .notify(task.owner, task.sessionId, { kind: 'lost', taskId, leaseEpoch: task.leaseEpoch })
       .catch(() => undefined);
   }
   if (decision.retry && sendsNow(decision.delayMs)) {
@@ -106,9 +108,7 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
   const now = ctx.now();
   const written = await ctx.tasks.takeBack(
     task,
-    'fail',
-    ending(ctx, now, 'dead'),
-    { message, retryable: false },
+    { event: 'fail', to: ending(ctx, now, 'dead'), error: { message, retryable: false } },
     now,
   );
   if (written.ok) await recordDeath(ctx, written.task, message, task.owner);

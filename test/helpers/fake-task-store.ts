@@ -3,20 +3,7 @@
  * conditions enforce, from the same transition table; `task-store-contract.ts` runs one suite against both, so
  * the two cannot drift apart unnoticed.
  */
-import type {
-  Ending,
-  Grant,
-  LadderClimb,
-  ListingCursor,
-  NewPayload,
-  Observed,
-  OwnerFence,
-  OwnerFinish,
-  Requeue,
-  TaskStore,
-  TaskWrite,
-  WrittenPayloads,
-} from '#core/ports/task-store';
+import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
@@ -30,7 +17,7 @@ interface StoredTask {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-export class FakeTaskStore implements TaskStore {
+export class FakeTaskStore implements Port.TaskStore {
   readonly dueShards = ['due#00'];
   private readonly records = new Map<string, StoredTask>();
   private readonly payloads = new Map<string, string>();
@@ -73,8 +60,8 @@ export class FakeTaskStore implements TaskStore {
 
   async queryListed(
     listShard: string,
-    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
-  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
+    from: { atOrBefore?: number; startKey?: Port.ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: Port.ListingCursor }> {
     const all = [...this.records.values()]
       .map((r) => r.task)
       .filter((t) => t.queue === listShard && t.createdAt <= (from.atOrBefore ?? Number.MAX_SAFE_INTEGER))
@@ -87,7 +74,7 @@ export class FakeTaskStore implements TaskStore {
     };
   }
 
-  async putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads> {
+  async putPayloads(payloads: readonly Port.NewPayload[]): Promise<Port.WrittenPayloads> {
     for (const p of payloads) this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
     return { inObject: () => false };
   }
@@ -102,7 +89,7 @@ export class FakeTaskStore implements TaskStore {
     return { created: true };
   }
 
-  async grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite> {
+  async grant(taskId: string, grant: Port.Grant, now: number): Promise<Port.TaskWrite> {
     return this.write('grant', taskId, (r) => {
       const t = r.task;
       if (!statusIn(t, 'claim', 'leased') || t.queue !== grant.queue || (t.notBefore ?? 0) > now)
@@ -125,7 +112,12 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite> {
+  async finish(
+    taskId: string,
+    lease: Port.OwnerFence,
+    finish: Port.OwnerFinish,
+    now: number,
+  ): Promise<Port.TaskWrite> {
     return this.write('finish', taskId, (r) => {
       if (!statusIn(r.task, finish.event, finish.to.status) || !ownedBy(r.task, lease, now)) return false;
       const attempt = r.task.attempt;
@@ -145,12 +137,10 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async takeBack(
-    observed: Observed,
-    event: 'reclaim' | 'fail',
-    to: Requeue | (Ending & { status: 'dead' }),
-    error: { message: string; retryable: boolean },
+    observed: Port.Observed,
+    { event, to, error }: Port.TakingBack,
     now: number,
-  ): Promise<TaskWrite> {
+  ): Promise<Port.TaskWrite> {
     allowedFrom(observed, event, to.status);
     return this.write('takeBack', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
@@ -160,7 +150,11 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite> {
+  async cancel(
+    observed: Port.Observed,
+    to: Port.Ending & { status: 'cancelled' },
+    now: number,
+  ): Promise<Port.TaskWrite> {
     allowedFrom(observed, 'cancel', to.status);
     return this.write('cancel', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
@@ -169,7 +163,7 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
+  async redrive(observed: Port.Observed, to: Port.Requeue, now: number): Promise<Port.TaskWrite> {
     allowedFrom(observed, 'redrive', to.status);
     return this.write('redrive', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
@@ -184,10 +178,10 @@ export class FakeTaskStore implements TaskStore {
 
   async checkpoint(
     taskId: string,
-    lease: OwnerFence,
+    lease: Port.OwnerFence,
     checkpointJson: string,
     now: number,
-  ): Promise<TaskWrite> {
+  ): Promise<Port.TaskWrite> {
     return this.write('checkpoint', taskId, (r) => {
       if (r.task.status !== 'leased' || !ownedBy(r.task, lease, now)) return false;
       r.task = { ...r.task, checkpoint: JSON.parse(checkpointJson) };
@@ -195,7 +189,7 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
+  async lookAgainAt(observed: Port.Observed, dueAt: number): Promise<Port.TaskWrite> {
     return this.write('lookAgainAt', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
       r.dueAt = dueAt;
@@ -204,9 +198,9 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async recordDispatch(
-    observed: Observed,
+    observed: Port.Observed,
     dispatch: { dispatchedAt: number; dueAt: number },
-  ): Promise<TaskWrite> {
+  ): Promise<Port.TaskWrite> {
     return this.write('recordDispatch', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
       r.task = { ...r.task, dispatchedAt: dispatch.dispatchedAt, dispatchCount: r.task.dispatchCount + 1 };
@@ -215,7 +209,7 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async markUnsent(observed: Observed, now: number): Promise<TaskWrite> {
+  async markUnsent(observed: Port.Observed, now: number): Promise<Port.TaskWrite> {
     return this.write('markUnsent', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
       const next: Mutable<Task> = { ...r.task };
@@ -226,7 +220,7 @@ export class FakeTaskStore implements TaskStore {
     });
   }
 
-  async climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite> {
+  async climbLadder(observed: Port.Observed, climb: Port.LadderClimb): Promise<Port.TaskWrite> {
     return this.write('climbLadder', observed.taskId, (r) => {
       if (!asObserved(r.task, observed) || (r.task.starvationLevel ?? 0) !== climb.fromLevel) return false;
       r.task = {
@@ -240,7 +234,11 @@ export class FakeTaskStore implements TaskStore {
   }
 
   /** One conditional write: `apply` changes the record and says whether its condition held. */
-  private async write(kind: string, taskId: string, apply: (r: StoredTask) => boolean): Promise<TaskWrite> {
+  private async write(
+    kind: string,
+    taskId: string,
+    apply: (r: StoredTask) => boolean,
+  ): Promise<Port.TaskWrite> {
     const stored = this.records.get(taskId);
     if (!stored) {
       this.writes.push({ kind, taskId, ok: false });
@@ -258,17 +256,17 @@ export class FakeTaskStore implements TaskStore {
 const statusIn = (task: Task, event: TaskEvent, to: TaskStatus): boolean =>
   statusesFrom(event, to).includes(task.status);
 
-const ownedBy = (task: Task, lease: OwnerFence, now: number): boolean =>
+const ownedBy = (task: Task, lease: Port.OwnerFence, now: number): boolean =>
   task.owner === lease.agentId &&
   task.sessionId === lease.sessionId &&
   task.leaseEpoch === lease.leaseEpoch &&
   (task.leaseDeadline ?? 0) > now;
 
-const asObserved = (task: Task, observed: Observed): boolean =>
+const asObserved = (task: Task, observed: Port.Observed): boolean =>
   task.status === observed.status && task.leaseEpoch === observed.leaseEpoch;
 
 /** As the adapter does, before anything is written: the table must have the arrow from the status observed. */
-function allowedFrom(observed: Observed, event: TaskEvent, to: TaskStatus): void {
+function allowedFrom(observed: Port.Observed, event: TaskEvent, to: TaskStatus): void {
   if (!statusesFrom(event, to).includes(observed.status)) {
     throw new InvalidTransitionError(
       `task ${observed.taskId} is ${observed.status}; ${event} cannot lead to ${to}`,
@@ -277,7 +275,7 @@ function allowedFrom(observed: Observed, event: TaskEvent, to: TaskStatus): void
 }
 
 /** The record as a requeue or an ending leaves it. */
-function arrive(r: StoredTask, to: Requeue | Ending, now: number): void {
+function arrive(r: StoredTask, to: Port.Requeue | Port.Ending, now: number): void {
   const next: Mutable<Task> = { ...r.task, status: to.status, updatedAt: now };
   delete next.leaseDeadline;
   delete next.notBefore;

@@ -95,9 +95,7 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       return landed(
         await store.takeBack(
           observed(leased),
-          'fail',
-          ending('dead', now()),
-          { message: 'x', retryable: false },
+          { event: 'fail', to: ending('dead', now()), error: { message: 'x', retryable: false } },
           now(),
         ),
       );
@@ -152,7 +150,8 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
         event: 'reclaim',
         to: 'queued',
         believed: 'leased',
-        write: (s, t, now) => s.takeBack(observed(t, 'leased'), 'reclaim', requeue(now), retryable, now),
+        write: (s, t, now) =>
+          s.takeBack(observed(t, 'leased'), { event: 'reclaim', to: requeue(now), error: retryable }, now),
       },
       {
         name: 'reclaim to dead',
@@ -160,7 +159,11 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
         to: 'dead',
         believed: 'leased',
         write: (s, t, now) =>
-          s.takeBack(observed(t, 'leased'), 'reclaim', ending('dead', now), retryable, now),
+          s.takeBack(
+            observed(t, 'leased'),
+            { event: 'reclaim', to: ending('dead', now), error: retryable },
+            now,
+          ),
       },
       ...(['queued', 'leased'] as const).map(
         (believed): Write => ({
@@ -208,7 +211,11 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
         InvalidTransitionError,
       );
       await expect(
-        store.takeBack(observed(task), 'reclaim', requeue(now()), { message: 'x', retryable: true }, now()),
+        store.takeBack(
+          observed(task),
+          { event: 'reclaim', to: requeue(now()), error: { message: 'x', retryable: true } },
+          now(),
+        ),
       ).rejects.toBeInstanceOf(InvalidTransitionError);
       expect(await store.get(task.taskId)).toEqual(task);
     });
@@ -291,7 +298,13 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const task = await taskIn('leased');
       const stale = { ...observed(task), leaseEpoch: task.leaseEpoch - 1 };
       expect(
-        (await store.takeBack(stale, 'reclaim', requeue(now()), { message: 'x', retryable: true }, now())).ok,
+        (
+          await store.takeBack(
+            stale,
+            { event: 'reclaim', to: requeue(now()), error: { message: 'x', retryable: true } },
+            now(),
+          )
+        ).ok,
       ).toBe(false);
       expect((await store.lookAgainAt(stale, now() + 1_000)).ok).toBe(false);
       expect((await store.lookAgainAt({ ...observed(task), status: 'queued' }, now() + 1_000)).ok).toBe(
@@ -302,9 +315,7 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const back = landed(
         await store.takeBack(
           observed(task),
-          'reclaim',
-          requeue(now()),
-          { message: 'lease expired', retryable: true },
+          { event: 'reclaim', to: requeue(now()), error: { message: 'lease expired', retryable: true } },
           now(),
         ),
       );

@@ -22,6 +22,28 @@ export interface ClaimRecord {
   readonly seq?: number;
 }
 
+/** What an agent hears of a task at its next heartbeat: cancelled, or lost at the lease it held. */
+export interface TaskNotice {
+  readonly kind: 'cancelled' | 'lost';
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+}
+
+/** One claim's reservation in its agent's session. */
+export interface SlotReservation {
+  /** Task id → the stale entry it replaces (its reservation time as read), or undefined for a new entry. */
+  readonly add: ReadonlyMap<string, number | undefined>;
+  /** Stale entries to remove, each by the reservation time read. */
+  readonly drop: ReadonlyMap<string, number>;
+  /** The session holds at most this many entries after the write. */
+  readonly maxConcurrency: number;
+  readonly now: number;
+  /** The session is extended to this (a claim is as good as a heartbeat). */
+  readonly expiresAt: number;
+  /** The claim's id, recorded so that a retry finds what it granted. */
+  readonly claim?: ClaimRecord;
+}
+
 export interface SessionStore {
   /** Starts a new session for the agent, replacing any previous one; answers the one it replaced. */
   open(session: AgentSession): Promise<AgentSession | undefined>;
@@ -41,21 +63,8 @@ export interface SessionStore {
     now: number,
     options?: { readonly revoked?: boolean },
   ): Promise<SessionWriteResult>;
-  /**
-   * Reserves slots in a live session and drops entries found stale, in one write: `add` maps each task id to the
-   * stale entry it replaces (or undefined), `drop` the stale entries to remove, each by the reservation time read.
-   * The session then holds at most `maxConcurrency` entries, and is extended to `expiresAt`.
-   */
-  reserve(
-    agentId: string,
-    sessionId: string,
-    add: ReadonlyMap<string, number | undefined>,
-    drop: ReadonlyMap<string, number>,
-    maxConcurrency: number,
-    now: number,
-    expiresAt: number,
-    claim?: ClaimRecord,
-  ): Promise<SessionWriteResult>;
+  /** Reserves slots in a live session and drops entries found stale, in one write (see `SlotReservation`). */
+  reserve(agentId: string, sessionId: string, reservation: SlotReservation): Promise<SessionWriteResult>;
   /** Frees slots, each only if still reserved at the time read. */
   release(
     agentId: string,
@@ -69,13 +78,7 @@ export interface SessionStore {
     notices: Partial<Record<SessionNotice, Readonly<Record<string, number>>>>,
   ): Promise<SessionWriteResult>;
   /** Tells the session's agent, at its next heartbeat, that a task was cancelled or lost. */
-  notify(
-    agentId: string,
-    sessionId: string,
-    kind: 'cancelled' | 'lost',
-    taskId: string,
-    leaseEpoch: number,
-  ): Promise<SessionWriteResult>;
+  notify(agentId: string, sessionId: string, notice: TaskNotice): Promise<SessionWriteResult>;
   /** Turns an ended session's held tasks into `lost` notices, so later sweeps skip it. */
   retire(session: AgentSession, now: number): Promise<SessionWriteResult>;
   /** Turns an ended session's roles, handed over, into `rolesLost` notices. */

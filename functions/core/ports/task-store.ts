@@ -57,6 +57,13 @@ export type OwnerFinish =
   /** A release gives back the attempt it took: the task runs again with as many attempts left as before. */
   | { readonly event: 'release'; readonly to: Requeue };
 
+/** A task taken from its lease by the scheduler, not its owner: why, where it goes, and the error it records. */
+export interface TakingBack {
+  readonly event: 'reclaim' | 'fail';
+  readonly to: Requeue | (Ending & { status: 'dead' });
+  readonly error: TaskError;
+}
+
 /** A claim's grant: the owner, and the claim it answers (recorded so that a retried claim finds it). */
 export interface Grant {
   readonly queue: string;
@@ -130,13 +137,7 @@ export interface TaskStore {
    * `reclaim` (the lease ran out or was taken back) or, when the task cannot run, `fail` without its owner:
    * fenced by the epoch observed, and recording why.
    */
-  takeBack(
-    observed: Observed,
-    event: 'reclaim' | 'fail',
-    to: Requeue | (Ending & { status: 'dead' }),
-    error: TaskError,
-    now: number,
-  ): Promise<TaskWrite>;
+  takeBack(observed: Observed, taking: TakingBack, now: number): Promise<TaskWrite>;
   /** An operator's `cancel`, fenced by the status and epoch observed. */
   cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite>;
   /** An operator's `redrive` of a dead task: queued again with a fresh set of attempts. */

@@ -52,9 +52,11 @@ const failRetried = (ctx: WiredContext) =>
 const reclaim = (ctx: WiredContext) =>
   ctx.tasks.takeBack(
     { taskId: TASK, status: 'leased', leaseEpoch: 1 },
-    'reclaim',
-    requeueAfter(ctx, NOW, 0),
-    { message: 'lease expired (session)', retryable: true },
+    {
+      event: 'reclaim',
+      to: requeueAfter(ctx, NOW, 0),
+      error: { message: 'lease expired (session)', retryable: true },
+    },
     NOW,
   );
 const heartbeat = (ctx: WiredContext) => ctx.sessions.heartbeat('a_agent', 's_session', NOW, 30_000);

@@ -22,7 +22,11 @@ function fakeContext() {
   const ctx = {
     tasks,
     sessions: {
-      notify: async (agentId: string, _session: string, kind: string, taskId: string) => {
+      notify: async (
+        agentId: string,
+        _session: string,
+        { kind, taskId }: { kind: string; taskId: string },
+      ) => {
         notices.push(`${agentId} ${kind} ${taskId}`);
         return { ok: true };
       },
@@ -111,9 +115,7 @@ describe('core operations on the fake task store', () => {
     if (!leased.ok) throw new Error('not granted');
     await tasks.takeBack(
       leased.task,
-      'fail',
-      { status: 'dead', purgeAt: 1 },
-      { message: 'no', retryable: false },
+      { event: 'fail', to: { status: 'dead', purgeAt: 1 }, error: { message: 'no', retryable: false } },
       NOW,
     );
 
