@@ -161,27 +161,48 @@ export interface CreatedAgent {
   readonly token: string;
 }
 
+/** What happens when a fire comes while the previous run of the same schedule is still going. */
 export type OverlapPolicy = 'skip' | 'bufferOne' | 'allowAll' | 'cancelOther';
+
+/** What happens to fires missed while the scheduler was down. */
 export type MissedRunPolicy = 'skip' | 'runOnce' | 'runAll';
 
+/** The task a schedule submits at each fire. */
 export interface TaskTemplate {
+  /** The task queue the task goes to; must be one of the scheduler's queues. */
   readonly queue: string;
+  /** @default 'normal' */
   readonly priority?: Priority;
+  /** @default {} */
   readonly payload?: unknown;
+  /** @default 3 */
   readonly maxAttempts?: number;
+  /** @default 900 */
   readonly timeoutSeconds?: number;
 }
 
+/**
+ * A schedule: created through the API (`createSchedule`), or declared in the `AgentScheduler` construct's props,
+ * which take this same shape.
+ */
 export interface ScheduleSpec {
+  /** Unique among the scheduler's schedules: letters, digits, '-' and '_', up to 64. */
   readonly name: string;
-  /** EventBridge Scheduler syntax: `cron(...)`, `rate(...)` or `at(...)`. */
+  /**
+   * An EventBridge Scheduler expression: `cron(min hour day-of-month month day-of-week year)`,
+   * `rate(n unit)` or `at(yyyy-mm-ddThh:mm:ss)`.
+   */
   readonly expression: string;
-  /** IANA time zone. @default 'UTC' */
+  /** IANA time zone the expression is read in. @default 'UTC' */
   readonly timeZone?: string;
   readonly task: TaskTemplate;
+  /** @default 'skip' - a run still going suppresses the next one */
   readonly overlap?: OverlapPolicy;
+  /** @default 'skip' - fires missed during downtime are not made up */
   readonly missedRuns?: MissedRunPolicy;
+  /** @default true */
   readonly enabled?: boolean;
+  /** @default - none */
   readonly description?: string;
 }
 

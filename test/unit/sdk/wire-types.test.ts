@@ -5,6 +5,8 @@
  * pairs are compared.
  */
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { scheduleSpecSchema } from '#domain/schedule';
 import type { JsonValue } from '#domain/task-spec';
 import type * as Sdk from '#sdk/types';
 import type {
@@ -68,10 +70,12 @@ const pairs = {
   role: true satisfies Same<Server<typeof roleView>, Sdk.Role>,
   sessionHoldings: true satisfies Same<Server<typeof sessionHoldingsView>, Sdk.SessionHoldings>,
   schedule: true satisfies Same<Server<typeof scheduleView>, Sdk.Schedule>,
+  // What a client sends (and the construct's props declare): the server's schema, before its defaults.
+  scheduleSpec: true satisfies Same<OnTheWire<z.input<typeof scheduleSpecSchema>>, Sdk.ScheduleSpec>,
 };
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(8);
+    expect(Object.keys(pairs)).toHaveLength(9);
   });
 });
