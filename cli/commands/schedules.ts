@@ -9,7 +9,7 @@ import { jsonArgument } from '../input';
 import { defined, examples } from './shared';
 import { PRIORITIES } from './tasks';
 
-/** What the server accepts (`functions/core/schedules.ts`). */
+/** What the server accepts (`scheduleSpecSchema` in `functions/domain/schedule.ts`). */
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'bufferOne', 'allowAll', 'cancelOther'];
 const MISSED_RUN_POLICIES: readonly MissedRunPolicy[] = ['skip', 'runOnce', 'runAll'];
 

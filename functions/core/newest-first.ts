@@ -24,7 +24,7 @@ export const listedBefore = (a: ListPosition, b: ListPosition): boolean =>
 
 type Key = Record<string, unknown>;
 
-/** Reads one page of one partition, as `TaskTable.queryListed` does. */
+/** Reads one page of one partition, as `TaskStore.queryListed` does. */
 export type ReadPartition = (
   partition: string,
   from: { atOrBefore?: number; startKey?: Key; limit: number },

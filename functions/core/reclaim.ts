@@ -68,7 +68,7 @@ export async function reclaimTask(
 }
 
 /**
- * Ends a session found over before anything it holds is taken back (see `SessionTable.end`), so that an agent's
+ * Ends a session found over before anything it holds is taken back (see `SessionStore.end`), so that an agent's
  * heartbeat or claim decided before the expiry but landing after it cannot revive the session once its leases
  * or roles are someone else's. False when the session turned out to be alive: a write of the agent's changed it
  * since it was read.
@@ -83,7 +83,7 @@ async function endSession(ctx: SchedulerContext, session: AgentSession, now: num
 
 /**
  * Takes back every task of a session already ended, then turns its `held` entries into `lost` notices so later
- * sweeps skip it (`SessionTable.retire`), and announces the agent offline.
+ * sweeps skip it (`SessionStore.retire`), and announces the agent offline.
  */
 export async function takeBackTasks(
   ctx: SchedulerContext,

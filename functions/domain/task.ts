@@ -103,7 +103,7 @@ export interface AgentSession {
   /**
    * When the supervisor ended the session, having found it expired. Set before anything the session held is
    * taken back, and no heartbeat or claim passes it: a write the agent decided on before its expiry but that
-   * lands after this cannot revive the session (see `SessionTable.end`).
+   * lands after this cannot revive the session (see `SessionStore.end`).
    */
   readonly endedAt?: number;
 }
