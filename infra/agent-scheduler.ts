@@ -20,6 +20,7 @@ import { PRIORITIES } from '../functions/domain/priority';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
 import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '../functions/domain/settings';
 import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import type { QueueLimits } from '../sdk/types';
 import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import { SchedulerAlarms } from './scheduler-alarms';
@@ -107,12 +108,7 @@ export interface AgentSchedulerProps {
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
    * @default - no limits
    */
-  readonly queueLimits?: Readonly<
-    Record<
-      string,
-      { readonly maxConcurrency?: number; readonly ratePerSecond?: number; readonly burst?: number }
-    >
-  >;
+  readonly queueLimits?: Readonly<Record<string, QueueLimits>>;
 }
 
 export class AgentScheduler extends Construct {

@@ -6,8 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
+import type { queueLimitsSchema } from '#domain/queue-limits';
 import type { scheduleSpecSchema } from '#domain/schedule';
-import type { JsonValue } from '#domain/task-spec';
+import type { JsonValue, taskSpecSchema } from '#domain/task-spec';
 import type * as Sdk from '#sdk/types';
 import type {
   agentView,
@@ -72,10 +73,12 @@ const pairs = {
   schedule: true satisfies Same<Server<typeof scheduleView>, Sdk.Schedule>,
   // What a client sends (and the construct's props declare): the server's schema, before its defaults.
   scheduleSpec: true satisfies Same<OnTheWire<z.input<typeof scheduleSpecSchema>>, Sdk.ScheduleSpec>,
+  submitTask: true satisfies Same<OnTheWire<z.input<typeof taskSpecSchema>>, Sdk.SubmitTaskInput>,
+  queueLimits: true satisfies Same<OnTheWire<z.input<typeof queueLimitsSchema>>, Sdk.QueueLimits>,
 };
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(9);
+    expect(Object.keys(pairs)).toHaveLength(11);
   });
 });
