@@ -136,8 +136,7 @@ export class AgentScheduler extends Construct {
 
   constructor(scope: Construct, id: string, props: AgentSchedulerProps) {
     super(scope, id);
-    validateProps(props);
-    const settings = chosenSettings(props);
+    const settings = validateProps(props);
     const supervisorPeriod = props.supervisorPeriod ?? Duration.minutes(1);
     const retention = Duration.seconds(settings.taskRetention);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
@@ -524,7 +523,8 @@ function grantOnTable(grantee: IGrantable, table: TableV2, actions: string[], in
   );
 }
 
-function validateProps(props: AgentSchedulerProps): void {
+/** Refuses props a deployment cannot run with; answers the settings of the contract as they are chosen. */
+function validateProps(props: AgentSchedulerProps): Record<SettingName, number> {
   if (props.queues.length === 0) throw new Error('queues must name at least one task queue');
   const seen = new Set<string>();
   for (const name of props.queues) {
@@ -597,6 +597,7 @@ function validateProps(props: AgentSchedulerProps): void {
       `heartbeatInterval (${chosen.heartbeatInterval} s) must be shorter than leaseTtl (${chosen.leaseTtl} s)`,
     );
   }
+  return chosen;
 }
 
 /** A setting of the contract as the props give it: its value in the contract's unit, and as the caller wrote it. */

@@ -36,14 +36,21 @@ export function translateAwsError(error: unknown): never {
  * and the operations never see an AWS error type. Calls the adapter makes to itself are not wrapped again.
  */
 export function translatingAwsErrors<Adapter extends object>(adapter: Adapter): Adapter {
+  // One wrapper per method, made on first use: every call on the hot path reuses it.
+  const wrapped = new Map<PropertyKey, { readonly of: unknown; readonly call: unknown }>();
   return new Proxy(adapter, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
+      const known = wrapped.get(property);
+      // A method replaced on the adapter since (a test's deliberate bug) gets a wrapper of its own.
+      if (known?.of === value) return known.call;
+      const call = (...args: unknown[]) => {
         const answer: unknown = value.apply(target, args);
         return answer instanceof Promise ? answer.catch(translateAwsError) : answer;
       };
+      wrapped.set(property, { of: value, call });
+      return call;
     },
   });
 }

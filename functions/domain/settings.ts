@@ -3,7 +3,7 @@
  * variable that carries it to the functions, its unit, default and bounds. The construct refuses a prop out of
  * bounds at synth and builds the functions' environment from this; a function refuses an out-of-bounds value at
  * its cold start; the local runner and the bench start from the same defaults; the README's settings table is
- * checked against it.
+ * checked against it (`test/infra/settings.test.ts`).
  */
 
 export interface NumberSetting {
@@ -140,18 +140,4 @@ export function outOfBounds(
   return inBounds
     ? undefined
     : `${setting.integer ? 'a whole number' : 'a number'} from ${setting.min} to ${setting.max}`;
-}
-
-/** The README's table of these settings, one row each. */
-export function settingsTable(): string {
-  const number = (n: number) => n.toLocaleString('en-US');
-  const rows = Object.values(SETTINGS).map((s: NumberSetting) => {
-    const unit = s.unit === 'count' ? '' : ` ${s.unit === 'seconds' ? 's' : '/s'}`;
-    return `| \`${s.prop}\` | \`${s.env}\` | ${number(s.default)}${unit} | ${number(s.min)} to ${number(s.max)}${unit} | ${s.meaning} |`;
-  });
-  return [
-    '| prop | environment variable | default | bounds | what it does |',
-    '|------|----------------------|---------|--------|--------------|',
-    ...rows,
-  ].join('\n');
 }

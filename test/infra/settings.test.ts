@@ -9,8 +9,22 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { agentRateLimitFromEnv, schedulerConfigFromEnv } from '#adapters/environment';
 import { DEFAULT_SETTINGS } from '#core/context';
-import { type NumberSetting, outOfBounds, SETTINGS, type SettingName, settingsTable } from '#domain/settings';
+import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '#domain/settings';
 import { synthExample } from '#test/synth';
+
+/** The README's table of these settings, one row each. */
+function settingsTable(): string {
+  const number = (n: number) => n.toLocaleString('en-US');
+  const rows = Object.values(SETTINGS).map((s: NumberSetting) => {
+    const unit = s.unit === 'count' ? '' : ` ${s.unit === 'seconds' ? 's' : '/s'}`;
+    return `| \`${s.prop}\` | \`${s.env}\` | ${number(s.default)}${unit} | ${number(s.min)} to ${number(s.max)}${unit} | ${s.meaning} |`;
+  });
+  return [
+    '| prop | environment variable | default | bounds | what it does |',
+    '|------|----------------------|---------|--------|--------------|',
+    ...rows,
+  ].join('\n');
+}
 
 /** A function's environment as the template has it, references replaced by what the functions would read. */
 function environmentOf(
