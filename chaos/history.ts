@@ -78,7 +78,11 @@ const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
 
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>();
-  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
   return groups;
 }
 
@@ -116,11 +120,28 @@ function lastAtOrBefore(versions: readonly { at: number }[], t: number): number 
 
 /**
  * An agent's session versions in the order they were committed, each dated no earlier than the one it follows.
- * They are recorded as their writes are answered, which for one item is the order they were committed; a version
+ * They are recorded as their writes are answered, which is mostly the order they were committed; a version
  * can be dated before the one it follows (a new session's unconditional put, decided before a claim's conditional
  * update of the old session but landing after it), and it takes effect when it lands, not before.
  */
-function inCommitOrder(versions: readonly SessionVersion[]): SessionVersion[] {
+function inCommitOrder(answered: readonly SessionVersion[]): SessionVersion[] {
+  // Within one session, every write keeps `expiresAt` or raises it (each is conditional on it), so the versions
+  // of one session are committed in the order of their `expiresAt`. Two writes of one item can be answered in
+  // the other order under load (answers came back swapped when the emulator took 600 ms a request); each
+  // session's versions are put back in `expiresAt` order, in the places that session's versions took.
+  const bySession = groupBy(answered, (version) => version.sessionId);
+  const sorted = new Map(
+    [...bySession].map(([sessionId, list]) => [
+      sessionId,
+      [...list].sort((a, b) => a.expiresAt - b.expiresAt),
+    ]),
+  );
+  const taken = new Map<string, number>();
+  const versions = answered.map((version) => {
+    const index = taken.get(version.sessionId) ?? 0;
+    taken.set(version.sessionId, index + 1);
+    return sorted.get(version.sessionId)?.[index] ?? version;
+  });
   let latest = Number.NEGATIVE_INFINITY;
   return versions.map((version) => {
     latest = Math.max(latest, version.at);

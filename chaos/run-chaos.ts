@@ -102,6 +102,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     },
     { step: 'finalizeRequest', name: 'chaosDynamoDbFaults', priority: 'low' },
   );
+  const latency = new Map<string, { n: number; ms: number }>();
+  if (process.env.CHAOS_DEBUG) {
+    for (const client of [dynamodb, sqs])
+      stackOf(client).add(
+        (next, context) => async (args) => {
+          const t = performance.now();
+          try {
+            return await next(args);
+          } finally {
+            const key = context.commandName ?? '?';
+            const entry = latency.get(key) ?? { n: 0, ms: 0 };
+            entry.n++;
+            entry.ms += performance.now() - t;
+            latency.set(key, entry);
+          }
+        },
+        { step: 'finalizeRequest', name: 'chaosLatency', priority: 'low' },
+      );
+  }
   // Added after the faults, so it runs inside them: closest to the wire.
   recordCommittedWrites(dynamodb, tables, history);
   stackOf(sqs).add(
@@ -190,6 +209,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
+    const idlePollMs = Math.max(20, options.agents * 10);
     const agentLoop = async (index: number) => {
       let agentId = '';
       while (!agentId) {
@@ -211,9 +231,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         }
       };
       const beat = () => record({ op: 'heartbeat', agentId }, () => scheduler.heartbeat(agentId, sessionId));
+      // As the SDK's worker beats: one heartbeat at a time, and only while holding a task (an idle session needs
+      // none; the claim that gives it work extends it). Beats piling up behind a slow store, or sent by idle
+      // agents, would be load no fleet makes, and a large one would spend the emulator on them.
+      let beatInFlight = false;
+      let holding = false;
+      const beatOnce = () => {
+        if (beatInFlight || !holding) return;
+        beatInFlight = true;
+        void beat().finally(() => {
+          beatInFlight = false;
+        });
+      };
       const startBeating = () => {
         clearInterval(beating);
-        beating = setInterval(() => void beat(), HEARTBEAT_MS);
+        beating = setInterval(beatOnce, HEARTBEAT_MS);
       };
       await open();
       startBeating();
@@ -228,9 +260,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         }
         const [task] = claim.value;
         if (!task) {
-          await sleep(20);
+          // An idle agent looks again soon, but the fleet's empty claims stay near a hundred a second: a large
+          // fleet polling every 20 ms spent the emulator on empty claims, and the sweeps starved behind them.
+          await sleep(idlePollMs * (0.5 + random()));
           continue;
         }
+        holding = true;
         const lease = { agentId, taskId: task.taskId, leaseEpoch: task.leaseEpoch };
         const draw = random();
         if (faultsOn && draw < 0.05) {
@@ -238,6 +273,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           count('agentCrash');
           history.crashes.push({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, at: Date.now() });
           clearInterval(beating);
+          holding = false;
           await sleep(LEASE_TTL_SECONDS * 1_000 + 500 + random() * 1_000);
           await open();
           startBeating();
@@ -248,6 +284,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           // writes must each be refused.
           count('agentPause');
           clearInterval(beating);
+          holding = false;
           await sleep(LEASE_TTL_SECONDS * 1_000 + 1_000 + random() * 2_000);
           await beat();
           await record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { late: true }));
@@ -266,14 +303,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
                 scheduler.fail(lease, { message: 'chaos says no', retryable: true }),
               )
             : await record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { n: task.taskId }));
+        holding = false;
         if (finished.ok && draw >= 0.2) completed++;
       }
       clearInterval(beating);
     };
 
+    let lastPassMs = 0;
     // A tick in ten (or the share asked for) runs two passes at once, counted in time rather than in passes.
     const supervisor = superviseUnderChaos({
-      pass: () => scheduler.supervise(),
+      pass: async () => {
+        const result = await scheduler.supervise();
+        lastPassMs = result.durationMs;
+        return result;
+      },
       tickMs: SUPERVISOR_TICK_MS,
       doublingShare: options.supervisorDoubling ?? 0.1,
       faultsOn: () => faultsOn,
@@ -311,7 +354,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ? setInterval(
           () =>
             console.error(
-              `submitted ${history.acknowledged.size} completed ${completed} calls ${history.calls.length} faultsOn ${faultsOn}`,
+              `submitted ${history.acknowledged.size} completed ${completed} calls ${history.calls.length} faultsOn ${faultsOn} last pass ${lastPassMs} ms ${[...latency].map(([k, v]) => `${k} ${v.n}/${Math.round(v.ms / v.n)}ms`).join(' ')}`,
             ),
           2_000,
         )
@@ -330,13 +373,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     stopping = true;
     clearInterval(progress);
+    const debug = (what: string) => {
+      if (process.env.CHAOS_DEBUG) console.error(`${new Date().toISOString()} ${what}`);
+    };
+    debug(`draining over, ${open.length} open`);
     await Promise.all([...agents, supervisor.stop(), ticker]);
+    debug('stopped');
     faults.supervisorDoubled = supervisor.doubled;
     const final = await ctx.tasks.getMany([...history.acknowledged]);
     for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
+    debug(
+      `read back; ${history.tasks.length} task versions, ${history.sessions.length} session versions, ${history.calls.length} calls`,
+    );
 
     violationDetails.length = 0;
     const verdict = checkHistory(history);
+    debug('checked');
     const violations =
       verdict.overlapCount +
       verdict.nonMonotonicEpochCount +

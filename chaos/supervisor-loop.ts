@@ -37,7 +37,9 @@ export function superviseUnderChaos(options: {
   const doubling =
     options.doublingShare > 0
       ? setInterval(() => {
-          if (stopping || !options.faultsOn()) return;
+          // At most one doubled pair at a time: a pass slower than the doubling period would otherwise pile
+          // passes up without bound, where a deployed supervisor's passes are bounded by its function's timeout.
+          if (stopping || !options.faultsOn() || inFlight.size > 0) return;
           doubled++;
           const both = Promise.all([pass(), pass()]);
           inFlight.add(both);

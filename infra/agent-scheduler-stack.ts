@@ -18,9 +18,14 @@ export class AgentSchedulerStack extends Stack {
     this.scheduler = new AgentScheduler(this, 'AgentScheduler', props.scheduler);
 
     new CfnOutput(this, 'ApiUrl', { value: this.scheduler.api.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'PushUrl', {
+      value: this.scheduler.pushUrl,
+      description: 'WebSocket URL of the push channel; connect with a ticket from POST /v1/push-ticket',
+    });
     new CfnOutput(this, 'TasksTableName', { value: this.scheduler.tables.tasks.tableName });
     new CfnOutput(this, 'AgentsTableName', { value: this.scheduler.tables.agents.tableName });
     new CfnOutput(this, 'LeasesTableName', { value: this.scheduler.tables.leases.tableName });
+    new CfnOutput(this, 'ConnectionsTableName', { value: this.scheduler.tables.connections.tableName });
     new CfnOutput(this, 'ScheduleGroupName', { value: this.scheduler.scheduleGroup.scheduleGroupName });
     new CfnOutput(this, 'EventBusName', { value: this.scheduler.eventBus.eventBusName });
     for (const [name, queues] of this.scheduler.queues) {

@@ -1,9 +1,11 @@
 /**
- * `AgentScheduler`: serverless task scheduling for fleets of worker agents. Tables for tasks, agents and leases,
- * four SQS priority queues per task queue, EventBridge Scheduler schedules, a supervisor, the HTTP API agents
- * and operators call, alarms and a dashboard. Secure by default; every resource it creates is reachable.
+ * `AgentScheduler`: serverless task scheduling for fleets of worker agents. Tables for tasks, agents, leases and
+ * push connections, four SQS priority queues per task queue, EventBridge Scheduler schedules, a supervisor, the
+ * HTTP API agents and operators call, the WebSocket push channel that wakes idle agents and announces task
+ * endings, alarms and a dashboard. Secure by default; every resource it creates is reachable.
  */
 import { Aws, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import type { CfnApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -23,6 +25,7 @@ import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
 import type { QueueLimits } from '../sdk/types';
 import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
+import { PushChannel } from './push-channel';
 import { SchedulerAlarms } from './scheduler-alarms';
 import { SchedulerApi } from './scheduler-api';
 import { type FunctionEntry, SchedulerFunction } from './scheduler-function';
@@ -64,6 +67,18 @@ export interface AgentSchedulerProps {
    * @default 50 requests per second, bursts of 100
    */
   readonly operatorRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of the push channel's WebSocket stage: connects and client frames (keep-alives included,
+   * about one per connection every five minutes) across all connections.
+   * @default 100 requests per second, bursts of 200
+   */
+  readonly pushThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * Sets the account's API Gateway CloudWatch role (one per account and region), which the push channel's access
+   * logs need: without it the WebSocket stage cannot be created. `false` when the account already has one.
+   * @default true
+   */
+  readonly apiGatewayAccountLogRole?: boolean;
   /**
    * Requests a second one agent may make, enforced by each agent API instance (with N instances the bound is N
    * times this); past it the agent gets 429 with `Retry-After`. A Worker makes about one call per task.
@@ -121,8 +136,14 @@ export class AgentScheduler extends Construct {
     readonly authorizer: SchedulerFunction;
     readonly supervisor: SchedulerFunction;
     readonly scheduleFire: SchedulerFunction;
+    /** The push channel's `$connect` authorizer: uses up a connect ticket and names its caller. */
+    readonly pushAuthorizer: SchedulerFunction;
+    /** The push channel's `$connect`, `$disconnect` and `$default` routes. */
+    readonly pushApi: SchedulerFunction;
   };
   readonly api: SchedulerApi;
+  /** The WebSocket API over which agents are woken and told of role grants, and operators of task endings. */
+  readonly push: PushChannel;
   /** Schedule fires and supervisor passes that could not be delivered, and failed asynchronous invocations. */
   readonly deadLetterQueue: Queue;
   /** Lifecycle events (`source: agent-scheduler`): task, agent, schedule and queue events, schema version 1. */
@@ -168,12 +189,16 @@ export class AgentScheduler extends Construct {
       removalPolicy,
     });
 
-    const environment = {
+    // What every function that builds a scheduler reads (`schedulerFromEnvironment`).
+    const base = {
       TASKS_TABLE_NAME: this.tables.tasks.tableName,
       AGENTS_TABLE_NAME: this.tables.agents.tableName,
       LEASES_TABLE_NAME: this.tables.leases.tableName,
       QUEUE_DIRECTORY: this.queueDirectoryJson(),
       ...settingsEnvironment(settings, FUNCTION_SETTINGS),
+    };
+    const environment = {
+      ...base,
       EVENT_BUS_NAME: this.eventBus.eventBusName,
       PAYLOAD_BUCKET_NAME: this.payloads.bucket.bucketName,
       ROUTINE_EVENTS: String(props.routineEvents ?? false),
@@ -211,7 +236,24 @@ export class AgentScheduler extends Construct {
       }),
       supervisor: fn('Supervisor', 'supervisor', 512, Duration.seconds(60), environment, true),
       scheduleFire: fn('ScheduleFire', 'schedule-fire', 256, Duration.seconds(10), environment, true),
+      // The push functions publish no events and touch no payloads: neither the bus nor the bucket is named.
+      pushAuthorizer: fn('PushAuthorizer', 'push-authorizer', 256, Duration.seconds(5), base),
+      pushApi: fn('PushApi', 'push-api', 256, Duration.seconds(10), base),
     };
+
+    this.push = new PushChannel(this, 'Push', {
+      pushApi: this.functions.pushApi,
+      authorizer: this.functions.pushAuthorizer,
+      throttle: props.pushThrottle ?? { rateLimit: 100, burstLimit: 200 },
+      logRetention,
+      accountLogRole: props.apiGatewayAccountLogRole ?? true,
+    });
+    // The channel is on in a function when all three are set (`pushConfigFromEnv`).
+    for (const pushing of this.pushFunctions()) {
+      pushing.addEnvironment('CONNECTIONS_TABLE_NAME', this.tables.connections.tableName);
+      pushing.addEnvironment('PUSH_URL', this.push.url);
+      pushing.addEnvironment('PUSH_CALLBACK_URL', this.push.callbackUrl);
+    }
     this.grantLeastPrivilege();
 
     this.api = new SchedulerApi(this, 'Api', {
@@ -244,6 +286,9 @@ export class AgentScheduler extends Construct {
       supervisor: this.functions.supervisor,
       apiFunctions: [this.functions.agentApi, this.functions.operatorApi, this.functions.authorizer],
       apiStage: this.api.stage,
+      pushApi: this.functions.pushApi,
+      pushAuthorizer: this.functions.pushAuthorizer,
+      pushStage: this.push.stage,
       functions: Object.values(this.functions),
       metricsNamespace,
       oldestMessageAge: props.oldestMessageAlarmAge ?? Duration.minutes(15),
@@ -251,6 +296,11 @@ export class AgentScheduler extends Construct {
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
     });
     this.acknowledgeNagFindings();
+  }
+
+  /** The URL push connections open (`wss://…`), with a ticket from `POST /v1/push-ticket` or `/v1/agent/push-ticket`. */
+  get pushUrl(): string {
+    return this.push.url;
   }
 
   /** Lets an IAM principal submit tasks through the API (`POST /v1/tasks`). */
@@ -284,10 +334,17 @@ export class AgentScheduler extends Construct {
     });
   }
 
+  /** The functions that use the push channel, and are told where it is. */
+  private pushFunctions(): SchedulerFunction[] {
+    const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi } = this.functions;
+    return [agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi];
+  }
+
   /** Each function gets the actions it uses on the resources it uses, nothing else. */
   private grantLeastPrivilege(): void {
-    const { tasks, agents, leases } = this.tables;
-    const { agentApi, operatorApi, authorizer, supervisor, scheduleFire } = this.functions;
+    const { tasks, agents, leases, connections } = this.tables;
+    const { agentApi, operatorApi, authorizer, supervisor, scheduleFire, pushAuthorizer, pushApi } =
+      this.functions;
     const queues = [...this.queues.values()];
     const onQueues = (grantee: IGrantable, ...actions: string[]) => {
       for (const q of queues) q.grant(grantee, ...actions);
@@ -372,6 +429,49 @@ export class AgentScheduler extends Construct {
     grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
 
+    // The push channel (`connection-table.ts`). Whoever makes a task claimable wakes idle listeners of its queue
+    // (Query a queue's listeners, UpdateItem to take one and mark it busy in its other queues); whoever ends a task
+    // tells the connections watching it (Query); whoever hands a role over looks up the new holder's connection
+    // (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
+    grantOnTable(agentApi, connections, [
+      // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle.
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:GetItem',
+      'dynamodb:DeleteItem',
+    ]);
+    grantOnTable(operatorApi, connections, [
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:GetItem',
+      'dynamodb:DeleteItem',
+    ]);
+    for (const fn of [supervisor, scheduleFire])
+      grantOnTable(fn, connections, [
+        'dynamodb:UpdateItem',
+        'dynamodb:Query',
+        'dynamodb:GetItem',
+        'dynamodb:DeleteItem',
+      ]);
+    // The connect ticket is used up with a conditional DeleteItem; a ticket of an agent revoked since is refused.
+    grantOnTable(pushAuthorizer, connections, ['dynamodb:DeleteItem']);
+    grantOnTable(pushAuthorizer, agents, ['dynamodb:GetItem']);
+    // $connect: the agent's queues, then its connection and listener records in a BatchWriteItem. $disconnect:
+    // read the connection, delete its records. $default: an operator's watch (PutItem) marks the task watched
+    // and reads its status in one UpdateItem.
+    grantOnTable(pushApi, connections, [
+      'dynamodb:BatchWriteItem',
+      'dynamodb:PutItem',
+      'dynamodb:GetItem',
+      'dynamodb:DeleteItem',
+    ]);
+    grantOnTable(pushApi, agents, ['dynamodb:GetItem']);
+    grantOnTable(pushApi, tasks, ['dynamodb:UpdateItem']);
+    // Every function that sends frames; the authorizer sends none.
+    for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, pushApi]) this.push.grantSend(fn);
+
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
     // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
     for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
@@ -451,7 +551,13 @@ export class AgentScheduler extends Construct {
         },
       );
     }
-    for (const fn of [this.functions.agentApi, this.functions.operatorApi, this.functions.authorizer]) {
+    for (const fn of [
+      this.functions.agentApi,
+      this.functions.operatorApi,
+      this.functions.authorizer,
+      this.functions.pushAuthorizer,
+      this.functions.pushApi,
+    ]) {
       Validations.of(fn).acknowledge({
         id: 'Serverless::Serverless-LambdaDLQ',
         reason:
@@ -510,6 +616,36 @@ export class AgentScheduler extends Construct {
       reason:
         'The $default route only answers requests that match no route with a JSON 404 or 405; the function runs no operation for it.',
     });
+    this.acknowledgePushFindings();
+  }
+
+  /** The push channel's deliberate findings: routes past `$connect`, and sending to connections named at run time. */
+  private acknowledgePushFindings(): void {
+    for (const [routeKey, route] of this.push.routes) {
+      if (routeKey === '$connect') continue;
+      Validations.of(route).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-APIG4',
+        reason: `API Gateway authorizes a WebSocket connection once, on $connect (with the ticket authorizer); ${routeKey} cannot have an authorizer and only runs on a connection that was authorized.`,
+      });
+    }
+    const stack = Stack.of(this);
+    const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
+    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    const api = stack.getLogicalId(this.push.webSocketApi.node.defaultChild as CfnApi);
+    for (const fn of [
+      this.functions.agentApi,
+      this.functions.operatorApi,
+      this.functions.supervisor,
+      this.functions.scheduleFire,
+      this.functions.pushApi,
+    ]) {
+      Validations.of(fn.role ?? fn).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:${partition}:execute-api:${region}:${account}:<${api}>/${PushChannel.STAGE_NAME}/POST/@connections/*]`,
+        reason:
+          'Connection ids are given by API Gateway at run time; the grant is PostToConnection (POST) on this API’s stage only.',
+      });
+    }
   }
 }
 
@@ -571,7 +707,7 @@ function validateProps(props: AgentSchedulerProps): Record<SettingName, number> 
   type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
   const throttles: [string, number | undefined, Bounds][] = [
     // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
-    ...(['apiThrottle', 'agentRouteThrottle', 'operatorRouteThrottle'] as const).flatMap(
+    ...(['apiThrottle', 'agentRouteThrottle', 'operatorRouteThrottle', 'pushThrottle'] as const).flatMap(
       (name): [string, number | undefined, Bounds][] => [
         [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
         [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],

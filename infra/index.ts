@@ -1,6 +1,7 @@
 export * from './agent-scheduler';
 export * from './example-config';
 export * from './priority-queues';
+export * from './push-channel';
 export * from './scheduler-alarms';
 export * from './scheduler-api';
 export * from './scheduler-function';

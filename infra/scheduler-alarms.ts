@@ -1,9 +1,10 @@
 /**
  * Alarms that need a person (dead letters, work waiting too long, a failing supervisor, starved tasks, an API
- * answering 5xx, failing API functions) and one dashboard with the alarms, the queues, the API and the functions.
+ * answering 5xx, failing API functions, a push channel that cannot reach its function) and one dashboard with the
+ * alarms, the queues, the API, the push channel and the functions.
  */
 import { Duration } from 'aws-cdk-lib';
-import type { IHttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
+import type { IHttpStage, IWebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   Alarm,
   AlarmStatusWidget,
@@ -29,6 +30,12 @@ export interface SchedulerAlarmsProps {
   readonly apiFunctions: readonly SchedulerFunction[];
   /** The API's stage, whose 5xx answers are alarmed. */
   readonly apiStage: IHttpStage;
+  /** The push channel's function: an error of its fails a connect, a disconnect's clean-up or a client frame. */
+  readonly pushApi: SchedulerFunction;
+  /** The push channel's ticket authorizer, which also fails (throws `Unauthorized`) to refuse a ticket. */
+  readonly pushAuthorizer: SchedulerFunction;
+  /** The push channel's stage, whose failures to run its integration are alarmed. */
+  readonly pushStage: IWebSocketStage;
   readonly functions: readonly SchedulerFunction[];
   readonly metricsNamespace: string;
   /** A hint older than this in a priority queue means work is not being taken. */
@@ -110,6 +117,30 @@ export class SchedulerAlarms extends Construct {
         `the ${fn.node.id} function failed`,
       );
     }
+    // Pushes are hints (agents keep a safety poll, watchers can read the task), but a failing push function means
+    // agents fall back to polling and operators to reading: someone should look.
+    alarm(
+      `${props.pushApi.node.id}Errors`,
+      props.pushApi.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      1,
+      `the ${props.pushApi.node.id} function failed`,
+    );
+    // API Gateway's way for an authorizer to answer 401 is to throw `Unauthorized`, so a ticket refused (expired,
+    // used, of an agent revoked since) is an error to Lambda: one is a client's mistake, a stream is not.
+    alarm(
+      `${props.pushAuthorizer.node.id}Errors`,
+      props.pushAuthorizer.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      5,
+      `the ${props.pushAuthorizer.node.id} function failed or refused 5 or more tickets in 5 minutes`,
+    );
+    // The stage could not run an integration (the function throttled, timed out or could not be invoked): connects
+    // fail, and agents poll until they connect again.
+    alarm(
+      'PushExecutionErrors',
+      props.pushStage.metric('ExecutionError', { period: Duration.minutes(5), statistic: 'Sum' }),
+      5,
+      'the push channel failed to run its integration 5 or more times in 5 minutes',
+    );
     alarm(
       'StarvedTasks',
       new Metric({
@@ -165,6 +196,15 @@ export class SchedulerAlarms extends Construct {
             width: 12,
             left: props.functions.map((fn) => fn.metricErrors({ label: fn.node.id })),
             right: props.functions.map((fn) => fn.metricDuration({ label: fn.node.id, statistic: 'p99' })),
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Push channel connects, frames and errors',
+            width: 12,
+            left: ['ConnectCount', 'MessageCount', 'ClientError', 'ExecutionError'].map((metricName) =>
+              props.pushStage.metric(metricName, { statistic: 'Sum' }),
+            ),
           }),
         ],
       ],

@@ -36,6 +36,8 @@ export const FUNCTION_ENTRIES = [
   'authorizer',
   'supervisor',
   'schedule-fire',
+  'push-authorizer',
+  'push-api',
 ] as const;
 export type FunctionEntry = (typeof FUNCTION_ENTRIES)[number];
 

@@ -1,11 +1,14 @@
 /**
- * The tasks, agents and leases tables, built from the definitions the functions and the local runner share.
+ * The tasks, agents, leases and connections tables, built from the definitions the functions and the local runner
+ * share. Every one is encrypted, recoverable to any point of the last 35 days, protected from deletion and
+ * retained by default; those whose items expire have DynamoDB's TTL on.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import {
   AGENTS_TABLE,
+  CONNECTIONS_TABLE,
   type KeyDefinition,
   LEASES_TABLE,
   TASKS_TABLE,
@@ -26,6 +29,8 @@ export class SchedulerTables extends Construct {
   readonly tasks: TableV2;
   readonly agents: TableV2;
   readonly leases: TableV2;
+  /** The push channel's connect tickets, connections and listeners, all short-lived. */
+  readonly connections: TableV2;
 
   constructor(scope: Construct, id: string, props: SchedulerTablesProps = {}) {
     super(scope, id);
@@ -33,6 +38,7 @@ export class SchedulerTables extends Construct {
     this.tasks = this.table(TASKS_TABLE, removalPolicy);
     this.agents = this.table(AGENTS_TABLE, removalPolicy);
     this.leases = this.table(LEASES_TABLE, removalPolicy);
+    this.connections = this.table(CONNECTIONS_TABLE, removalPolicy);
   }
 
   private table(definition: TableDefinition, removalPolicy: RemovalPolicy): TableV2 {

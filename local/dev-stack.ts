@@ -24,6 +24,7 @@ import { startSqsEmulator } from './emulators/sqs';
 import { runAs } from './function-scope';
 import { LocalScheduleBackend } from './local-schedules';
 import { provisionQueues, provisionTables, tableNamesFor } from './provision';
+import { LOCAL_PUSH_PATH, LocalPushSender } from './push-server';
 import { startLocalServer } from './server';
 
 /** What the command line gives, as text: each is checked here, in the bounds the construct accepts. */
@@ -164,6 +165,9 @@ export async function startDevStack(
       await events.publish(published);
     },
   };
+  // The push channel at /v1/push of the same server: its URL is known once the server listens.
+  const push = new LocalPushSender();
+  let pushUrl = '';
   const scheduler = new Scheduler(
     createContext({
       dynamodb,
@@ -172,6 +176,7 @@ export async function startDevStack(
       queues,
       log,
       scheduleBackend,
+      push: { sender: push, url: () => pushUrl },
       events: loggedEvents,
       // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
       // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
@@ -202,7 +207,9 @@ export async function startDevStack(
     port,
     log,
     events,
+    push,
   });
+  pushUrl = `${server.url.replace(/^http/, 'ws')}${LOCAL_PUSH_PATH}`;
   const connection = iam
     ? { endpoint: server.url, auth: 'iam', region: iam.region }
     : { endpoint: server.url, operatorToken };

@@ -12,6 +12,8 @@ export const FUNCTION_NAMES = [
   'authorizer',
   'supervisor',
   'scheduleFire',
+  'pushAuthorizer',
+  'pushApi',
 ] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 

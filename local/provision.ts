@@ -20,14 +20,25 @@ export const HINT_VISIBILITY_SECONDS = 30;
 const RETENTION_SECONDS = 14 * 24 * 60 * 60;
 
 export function tableNamesFor(prefix: string): TableNames {
-  return { tasks: `${prefix}-tasks`, agents: `${prefix}-agents`, leases: `${prefix}-leases` };
+  return {
+    tasks: `${prefix}-tasks`,
+    agents: `${prefix}-agents`,
+    leases: `${prefix}-leases`,
+    connections: `${prefix}-connections`,
+  };
 }
 
 export async function provisionTables(dynamodb: DynamoDBClient, names: TableNames): Promise<void> {
-  const byId = { Tasks: names.tasks, Agents: names.agents, Leases: names.leases } as const;
+  const byId = {
+    Tasks: names.tasks,
+    Agents: names.agents,
+    Leases: names.leases,
+    Connections: names.connections,
+  } as const;
   await Promise.all(
     TABLE_DEFINITIONS.map(async (definition) => {
       const TableName = byId[definition.id];
+      if (TableName === undefined) return;
       try {
         await dynamodb.send(new CreateTableCommand(createTableInput(definition, TableName)));
       } catch (error) {

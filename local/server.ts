@@ -26,6 +26,7 @@ import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
 import { eventOperations } from './event-operations';
 import { runAs } from './function-scope';
+import { attachPushChannel, type LocalPushSender } from './push-server';
 import { type SigV4VerifierOptions, verifySigV4 } from './sigv4-verifier';
 
 export interface LocalServerOptions {
@@ -52,6 +53,8 @@ export interface LocalServerOptions {
    * revoked token then works until its answer expires. @default 0: every request is checked
    */
   readonly authorizerCacheTtlMs?: number;
+  /** Serves the push channel at `/v1/push` with this sender (the scheduler's context must use it too). */
+  readonly push?: LocalPushSender;
   /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
   readonly onRequest?: (request: { operation: string; statusCode: number; durationMs: number }) => void;
 }
@@ -291,6 +294,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     });
     response.end(body);
   });
+  if (options.push)
+    attachPushChannel(server, { scheduler: options.scheduler, sender: options.push, log: options.log });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -58,6 +58,19 @@ function booleanEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): bo
   return raw === 'true';
 }
 
+/**
+ * The push channel as a function reaches it: the WebSocket URL clients open (`PUSH_URL`) and the management
+ * endpoint frames are posted to (`PUSH_CALLBACK_URL`). Absent unless both are set with the connections table.
+ */
+export function pushConfigFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): { readonly url: string; readonly callbackUrl: string } | undefined {
+  const url = env.PUSH_URL;
+  const callbackUrl = env.PUSH_CALLBACK_URL;
+  if (!url || !callbackUrl || !env.CONNECTIONS_TABLE_NAME) return undefined;
+  return { url, callbackUrl };
+}
+
 export interface FunctionConfig {
   readonly tables: TableNames;
   readonly queues: QueueDirectory;
@@ -85,6 +98,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
       tasks: requiredEnv('TASKS_TABLE_NAME', env),
       agents: requiredEnv('AGENTS_TABLE_NAME', env),
       leases: requiredEnv('LEASES_TABLE_NAME', env),
+      ...(env.CONNECTIONS_TABLE_NAME ? { connections: env.CONNECTIONS_TABLE_NAME } : {}),
     },
     queues: QueueDirectory.fromJson(requiredEnv('QUEUE_DIRECTORY', env)),
     leaseTtlSeconds: numberEnv('leaseTtl', env),

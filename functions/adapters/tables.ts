@@ -1,5 +1,5 @@
 /**
- * The three DynamoDB tables, defined once. The CDK construct, the local runner and the tests all build their
+ * The four DynamoDB tables, defined once. The CDK construct, the local runner and the tests all build their
  * tables from these definitions, so what runs locally is what deploys.
  *
  * - tasks: two items per task. `part = "state"` is the small mutable record every transition rewrites;
@@ -10,6 +10,8 @@
  * - agents: one item per registered agent (identity, capabilities, token hash). Rarely written.
  * - leases: one item per agent session (its liveness and the tasks it holds); later also role leases and
  *   per-queue controls. Small items, one write per heartbeat.
+ * - connections: the push channel's tickets, connections and per-queue listeners (`connection-table.ts`), all
+ *   short-lived.
  */
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
@@ -29,7 +31,7 @@ export interface IndexDefinition {
 
 export interface TableDefinition {
   /** Used for CDK construct ids and environment variable names. */
-  readonly id: 'Tasks' | 'Agents' | 'Leases';
+  readonly id: 'Tasks' | 'Agents' | 'Leases' | 'Connections';
   readonly partitionKey: KeyDefinition;
   readonly sortKey?: KeyDefinition;
   readonly globalSecondaryIndexes: readonly IndexDefinition[];
@@ -92,12 +94,22 @@ export const LEASES_TABLE: TableDefinition = {
   timeToLiveAttribute: 'purgeAt',
 };
 
-export const TABLE_DEFINITIONS = [TASKS_TABLE, AGENTS_TABLE, LEASES_TABLE] as const;
+export const CONNECTIONS_TABLE: TableDefinition = {
+  id: 'Connections',
+  partitionKey: { name: 'pk', type: 'S' },
+  sortKey: { name: 'sk', type: 'S' },
+  globalSecondaryIndexes: [],
+  timeToLiveAttribute: 'purgeAt',
+};
+
+export const TABLE_DEFINITIONS = [TASKS_TABLE, AGENTS_TABLE, LEASES_TABLE, CONNECTIONS_TABLE] as const;
 
 export interface TableNames {
   readonly tasks: string;
   readonly agents: string;
   readonly leases: string;
+  /** The push channel's table; without it the deployment offers no push channel. */
+  readonly connections?: string;
 }
 
 /** A `CreateTable` request for a definition, on-demand billing, as the local runner and the tests use it. */

@@ -163,6 +163,7 @@ export function taskFromItem(item: Item): Task {
       idempotencyKey: optionalString(item.idempotencyKey),
       finishedAt: optionalNumber(item.finishedAt),
       payloadInObject: item.payloadInObject === true ? true : undefined,
+      watched: item.watched === true ? true : undefined,
     }),
   );
 }
@@ -453,6 +454,14 @@ export class TaskTable implements TaskStore {
       set: [`${e.n('dueAt')} = ${e.v(dueAt)}`],
       condition: stillAsObserved(e, observed),
     }));
+  }
+
+  async watch(taskId: string): Promise<Task | undefined> {
+    const written = await this.update(taskId, (e) => ({
+      set: [`${e.n('watched')} = ${e.v(true)}`],
+      condition: `attribute_exists(${e.n('taskId')})`,
+    }));
+    return written.ok ? written.task : undefined;
   }
 
   recordDispatch(observed: Observed, dispatch: { dispatchedAt: number; dueAt: number }): Promise<TaskWrite> {

@@ -56,7 +56,7 @@ export async function submitBatch(
   );
   // Each hint is sent after its task is written, as for a single submission, and the hints share requests;
   // the tasks written are hinted even when another item fails the call.
-  await dispatchMany(ctx, pending);
+  await dispatchMany(ctx, pending, 'submitted');
   return settled.map((outcome) => {
     if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;

@@ -7,6 +7,7 @@ import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { announceEnd } from './push';
 import { ending } from './transitions';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
@@ -24,6 +25,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
         .catch(() => undefined);
     }
+    await announceEnd(ctx, written.task);
     await emit(ctx, [
       {
         type: 'task.cancelled',

@@ -9,6 +9,7 @@ import { SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { OccurrenceStore } from './ports/occurrence-store';
+import type { PushChannel } from './ports/push-channel';
 import type { QueueControlStore } from './ports/queue-control-store';
 import type { RoleStore } from './ports/role-store';
 import type { ScheduleStore } from './ports/schedule-store';
@@ -78,6 +79,15 @@ export interface SchedulerSettings {
    * about ten kilobytes a PUT ($5 per million) costs less than the write units the item would take.
    */
   readonly payloadObjectFromBytes: number;
+  /** With a push channel: an agent woken is not woken again for this long (the starvation rung excepted). */
+  readonly wakeCooldownMs: number;
+  /** With a push channel: idle agents woken for each task made claimable (rounded up per queue and batch). */
+  readonly wakesPerTask: number;
+  /**
+   * With a push channel: what a claim that found nothing tells an agent listening on it to wait before its next
+   * look, unless woken first. Its safety poll: what a lost wake costs at most.
+   */
+  readonly pushSafetyPollMs: number;
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -104,6 +114,9 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   routineEvents: false,
   emptyTierRecheckMs: 1_000,
   payloadObjectFromBytes: 10 * 1024,
+  wakeCooldownMs: 1_000,
+  wakesPerTask: 1,
+  pushSafetyPollMs: 15 * 60 * 1_000,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */
@@ -135,6 +148,8 @@ export interface SchedulerContext {
   readonly scheduleBackend?: ScheduleBackend;
   /** Where lifecycle events go. */
   readonly events: EventPublisher;
+  /** The push channel (wakes, role grants, results); absent where it is not offered, and agents poll. */
+  readonly push?: PushChannel;
   now(): number;
   random(): number;
   readonly log: SchedulerLog;

@@ -7,6 +7,7 @@ import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { announceEnd } from './push';
 
 export async function recordDeath(
   ctx: SchedulerContext,
@@ -23,6 +24,7 @@ export async function recordDeath(
     diedAt: new Date(ctx.now()).toISOString(),
   };
   await Promise.all([
+    announceEnd(ctx, task),
     ctx.queues.sendDeadLetter(task.queue, record).catch((error: unknown) =>
       ctx.log.warn('could not record a dead task in its dead-letter queue', {
         taskId: task.taskId,

@@ -1,16 +1,20 @@
 /**
- * Sending a task's hint to SQS after its state was committed. A failure here is logged, not thrown: the task
+ * Sending a task's hint to SQS after its state was committed, and, for a task claimable now, waking idle agents
+ * of its queue (with a push channel). A failure here is logged, not thrown: the task
  * is safe in DynamoDB, and is marked so that the supervisor's next `reconcile` sends it again (if that mark
  * fails too, `reconcile` finds it when its due time passes).
  */
 import { errorName } from '#domain/errors';
+import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
+import { wakeFor } from './push';
 
 export async function dispatch(
   ctx: SchedulerContext,
   task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch'>,
   delaySeconds: number,
+  reason: WakeReason,
 ): Promise<boolean> {
   try {
     await ctx.queues.send(
@@ -19,6 +23,7 @@ export async function dispatch(
       { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
       delaySeconds,
     );
+    if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
     return true;
   } catch (error) {
     ctx.log.warn('dispatch failed; reconcile will send the task again', {
@@ -53,6 +58,7 @@ export interface PendingDispatch {
 export async function dispatchMany(
   ctx: SchedulerContext,
   pending: readonly PendingDispatch[],
+  reason: WakeReason,
 ): Promise<void> {
   if (pending.length === 0) return;
   const failed = await ctx.queues.sendMany(
@@ -66,5 +72,15 @@ export async function dispatchMany(
   for (const hint of failed) {
     ctx.log.warn('dispatch failed; reconcile will send the task again', { taskId: hint.taskId });
   }
-  await Promise.all(failed.map((hint) => markUnsent(ctx, hint)));
+  const unsent = new Set(failed.map((hint) => hint.taskId));
+  await Promise.all([
+    ...failed.map((hint) => markUnsent(ctx, hint)),
+    wakeFor(
+      ctx,
+      pending
+        .filter(({ task, delaySeconds }) => delaySeconds <= 0 && !unsent.has(task.taskId))
+        .map((p) => p.task),
+      reason,
+    ),
+  ]);
 }

@@ -15,6 +15,7 @@ import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import type { OwnerFinish } from './ports/task-store';
+import { announceEnd } from './push';
 import { ending, requeueAfter } from './transitions';
 
 export interface LeaseRef {
@@ -73,6 +74,7 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
         if (status === 'dead') {
           await recordDeath(ctx, written.task, written.task.error?.message ?? 'failed', lease.agentId);
         }
+        if (status === 'succeeded') await announceEnd(ctx, written.task);
         // A task that succeeded never runs again: its S3 payload can go now rather than at the bucket's expiry.
         if (status === 'succeeded' && written.task.payloadInObject) {
           await ctx.tasks.deletePayloadObject(written.task).catch((error: unknown) =>
@@ -211,7 +213,7 @@ export async function failTask(
       };
     },
   });
-  if (outcome.requeued?.sentNow) await dispatch(ctx, outcome.task, outcome.requeued.delayMs / 1_000);
+  if (outcome.requeued?.sentNow) await dispatch(ctx, outcome.task, outcome.requeued.delayMs / 1_000, 'retry');
   return outcome;
 }
 
@@ -224,6 +226,6 @@ export async function releaseTask(ctx: SchedulerContext, lease: LeaseRef): Promi
     event: 'release',
     decide: (now) => ({ event: 'release', to: requeueAfter(ctx, now, 0) }),
   });
-  if (!outcome.replayed) await dispatch(ctx, outcome.task, 0);
+  if (!outcome.replayed) await dispatch(ctx, outcome.task, 0, 'released');
   return outcome;
 }

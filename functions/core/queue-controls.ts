@@ -11,6 +11,7 @@ import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { StoredQueueControl } from './ports/queue-control-store';
+import { wake } from './push';
 
 export interface QueueControl {
   readonly queue: string;
@@ -62,8 +63,16 @@ async function updateControl(
   return control;
 }
 
-export const setQueuePaused = (ctx: SchedulerContext, queue: string, paused: boolean) =>
-  updateControl(ctx, queue, (now) => ctx.queueControls.setPaused(queue, paused, now));
+/** Pauses or resumes a queue; resuming wakes the queue's idle agents, since its waiting work is claimable again. */
+export async function setQueuePaused(
+  ctx: SchedulerContext,
+  queue: string,
+  paused: boolean,
+): Promise<QueueControl> {
+  const control = await updateControl(ctx, queue, (now) => ctx.queueControls.setPaused(queue, paused, now));
+  if (!paused) await wake(ctx, queue, { reason: 'resumed', count: Number.POSITIVE_INFINITY });
+  return control;
+}
 
 export function setQueueLimits(ctx: SchedulerContext, queue: string, input: unknown): Promise<QueueControl> {
   // Limits are removed with `{}`, never by a body that is missing or `null`: a request cut short clears nothing.

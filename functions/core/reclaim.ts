@@ -8,6 +8,7 @@
 import { errorName } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
+import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import { queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
@@ -54,7 +55,7 @@ export async function reclaimTask(
       .catch(() => undefined);
   }
   if (decision.retry && sendsNow(decision.delayMs)) {
-    await dispatch(ctx, written.task, decision.delayMs / 1_000);
+    await dispatch(ctx, written.task, decision.delayMs / 1_000, 'reclaimed');
   }
   const fields = {
     taskId,
@@ -153,8 +154,9 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
   };
 
   const now = ctx.now();
-  for (const session of await ctx.sessions.findExpiredHolding(now, ctx.settings.sweepLimit)) {
-    await attempt(
+  const expired = await ctx.sessions.findExpiredHolding(now, ctx.settings.sweepLimit);
+  await eachConcurrently(expired, SWEEP_CONCURRENCY, (session) =>
+    attempt(
       async () => {
         if (!(await endSession(ctx, session, now))) return;
         const taken = await takeBackTasks(ctx, session);
@@ -162,13 +164,18 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
         if (taken.retired) summary.expiredSessions++;
       },
       { agentId: session.agentId },
-    );
-  }
+    ),
+  );
 
-  const sessions = new Map<string, AgentSession | undefined>();
-  const sessionOf = async (agentId: string) => {
-    if (!sessions.has(agentId)) sessions.set(agentId, await ctx.sessions.get(agentId));
-    return sessions.get(agentId);
+  // One read per owner, shared by the owner's tasks looked at together.
+  const sessions = new Map<string, Promise<AgentSession | undefined>>();
+  const sessionOf = (agentId: string) => {
+    let session = sessions.get(agentId);
+    if (!session) {
+      session = ctx.sessions.get(agentId);
+      sessions.set(agentId, session);
+    }
+    return session;
   };
   const dueIn = queryEveryDueShard(ctx, now, ctx.settings.sweepLimit);
   for (const shard of ctx.tasks.dueShards) {
@@ -176,9 +183,11 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
       async () => {
         const ids = await dueIn(shard);
         if (ids.length === 0) return;
-        for (const task of (await ctx.tasks.getMany(ids)).values()) {
-          if (task.status !== 'leased' || !task.owner) continue;
-          await attempt(
+        const leased = [...(await ctx.tasks.getMany(ids)).values()].filter(
+          (task) => task.status === 'leased' && task.owner,
+        );
+        await eachConcurrently(leased, SWEEP_CONCURRENCY, (task) =>
+          attempt(
             async () => {
               const session = await sessionOf(task.owner ?? '');
               const reason = leaseExpiry(task, session, now);
@@ -198,8 +207,8 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
               if (moved.ok) summary.deferred++;
             },
             { taskId: task.taskId },
-          );
-        }
+          ),
+        );
       },
       { shard },
     );

@@ -13,8 +13,10 @@ import { errorName } from '#domain/errors';
 import type { Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
+import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import { queryEveryDueShard, type SchedulerContext } from './context';
 import { emit } from './events';
+import { wake, wakeFor } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
 
@@ -80,13 +82,17 @@ export async function reconcileDispatch(
     deferred: 0,
     errors: 0,
   };
-  let servedQueues: Set<string> | undefined;
+  let servedQueues: Promise<Set<string>> | undefined;
   const isServed = async (queue: string) => {
-    servedQueues ??= new Set((await ctx.sessions.listLive(now)).flatMap((session) => session.queues));
-    return servedQueues.has(queue);
+    servedQueues ??= ctx.sessions
+      .listLive(now)
+      .then((sessions) => new Set(sessions.flatMap((session) => session.queues)));
+    return (await servedQueues).has(queue);
   };
   const now = ctx.now();
   const backlogged = backlogReader(ctx);
+  const fannedOut = new Set<string>();
+  const servedChecked = new Set<string>();
   const dueIn = queryEveryDueShard(
     ctx,
     options.everything ? Number.MAX_SAFE_INTEGER : now,
@@ -96,8 +102,8 @@ export async function reconcileDispatch(
     try {
       const ids = await dueIn(shard);
       if (ids.length === 0) continue;
-      for (const task of (await ctx.tasks.getMany(ids)).values()) {
-        if (task.status !== 'queued') continue;
+      const queued = [...(await ctx.tasks.getMany(ids)).values()].filter((task) => task.status === 'queued');
+      await eachConcurrently(queued, SWEEP_CONCURRENCY, async (task) => {
         try {
           let current = task;
           if ((await getQueueControl(ctx, task.queue)).paused) summary.pausedSkipped++;
@@ -105,13 +111,27 @@ export async function reconcileDispatch(
             const climbed = await climbLadder(ctx, task, now);
             const steps = climbed.steps;
             current = climbed.task;
-            if (steps.includes('promoted')) summary.promoted.push(task.taskId);
+            if (steps.includes('promoted')) {
+              summary.promoted.push(task.taskId);
+              // The ladder's first rung wakes every idle agent of the queue once, cooldown or not.
+              if (!fannedOut.has(task.queue)) {
+                fannedOut.add(task.queue);
+                await wake(ctx, task.queue, {
+                  reason: 'starving',
+                  count: Number.POSITIVE_INFINITY,
+                  ignoreCooldown: true,
+                });
+              }
+            }
             if (steps.includes('attention')) summary.needsAttention.push(task.taskId);
             if (steps.includes('starved')) {
               summary.starved.push(task.taskId);
-              if (!summary.noCapableAgent.includes(task.queue) && !(await isServed(task.queue))) {
-                summary.noCapableAgent.push(task.queue);
-                await emit(ctx, [{ type: 'queue.noCapableAgent', fields: { queue: task.queue } }]);
+              if (!servedChecked.has(task.queue)) {
+                servedChecked.add(task.queue);
+                if (!(await isServed(task.queue))) {
+                  summary.noCapableAgent.push(task.queue);
+                  await emit(ctx, [{ type: 'queue.noCapableAgent', fields: { queue: task.queue } }]);
+                }
               }
             }
           }
@@ -125,7 +145,7 @@ export async function reconcileDispatch(
             error: errorName(error),
           });
         }
-      }
+      });
     } catch (error) {
       summary.errors++;
       ctx.log.error('reconcile failed for a shard', {
@@ -171,6 +191,15 @@ async function reconcileTask(
   const claimableAt = task.notBefore ?? 0;
   const delayMs = Math.max(0, claimableAt - now);
   const { resend, lookAt } = await whenToSend(ctx, task, now, everything, backlogged);
+  // Held back until now, its hint just became visible: nothing woke anyone for it (see `dueAtAfterDispatch`).
+  if (
+    !resend &&
+    task.notBefore !== undefined &&
+    task.notBefore <= now &&
+    task.dispatchedAt !== undefined &&
+    now - task.dispatchedAt < ctx.settings.reconcileAfterSeconds * 1_000
+  )
+    await wakeFor(ctx, [task], 'due');
   if (!resend || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
     const dueAt = Math.min(
       resend ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000 : lookAt,
@@ -189,6 +218,7 @@ async function reconcileTask(
     { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
     delayMs / 1_000,
   );
+  if (delayMs <= 0) await wakeFor(ctx, [task], 'resent');
   await ctx.tasks.recordDispatch(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
     {

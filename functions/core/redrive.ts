@@ -20,6 +20,6 @@ export async function redriveTask(ctx: SchedulerContext, taskId: string): Promis
     if (written.current?.status === 'queued') return written.current;
     throw new InvalidTransitionError(`task ${taskId} changed while being redriven; look again`);
   }
-  await dispatch(ctx, written.task, 0);
+  await dispatch(ctx, written.task, 0, 'redriven');
   return written.task;
 }

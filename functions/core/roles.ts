@@ -21,6 +21,7 @@ import type { Role, SessionRef } from '#domain/role';
 import { type AgentSession, isSessionLive } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { pushRoleGrant } from './push';
 
 export const ROLE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -199,7 +200,8 @@ export async function volunteerForRole(
       });
     }
     if (outcome !== 'transferred') continue;
-    await announceTransfer(ctx, current, me, 'taken', now);
+    // The volunteer learns of its grant from this answer: nothing to push.
+    await announceTransfer(ctx, current, me, 'taken', now, { answered: true });
     const granted = await currentRole(ctx, name);
     return { picked: true, leaseEpoch: current.epoch + 1, role: await viewRole(ctx, granted, sessions) };
   }
@@ -313,6 +315,7 @@ async function announceTransfer(
   to: SessionRef | null,
   how: 'released' | 'taken',
   since: number,
+  options: { answered?: boolean } = {},
 ): Promise<void> {
   const events: Parameters<typeof emit>[1][number][] = [];
   if (role.holder) {
@@ -335,7 +338,11 @@ async function announceTransfer(
       },
     });
   }
-  await emit(ctx, events);
+  // The new holder hears of its grant now on its push connection, rather than at its next heartbeat.
+  await Promise.all([
+    emit(ctx, events),
+    to && !options.answered ? pushRoleGrant(ctx, to.agentId, role.role, role.epoch + 1) : undefined,
+  ]);
 }
 
 export interface RoleSweep {

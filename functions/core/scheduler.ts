@@ -5,12 +5,14 @@
  */
 import {
   AgentNotFoundError,
+  PushUnavailableError,
   ScheduleNotFoundError,
   ServiceUnavailableError,
   TaskNotFoundError,
   ValidationError,
 } from '#domain/errors';
 import { AGENT_ID_PATTERN } from '#domain/ids';
+import type { PushPrincipal } from '#domain/push';
 import { SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
@@ -19,7 +21,10 @@ import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
 import { listTasks, queueStats } from './inspect';
+import { claimOrListen } from './listen';
 import { readOccurrences } from './occurrences';
+import type { PushChannel } from './ports/push-channel';
+import { answerFrame, closeConnection, issueTicket, openConnection, pushTo, redeemTicket } from './push';
 import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
@@ -120,6 +125,44 @@ export class Scheduler {
 
   claim(request: ClaimRequest) {
     return claimTasks(this.ctx, request);
+  }
+
+  /**
+   * A claim by an agent listening on the push channel: when it finds nothing, the agent is left idle, to be woken,
+   * and told how long it may wait (`retryAfterMs`). Without a channel, or with the agent not connected, a claim.
+   */
+  claimOrListen(request: ClaimRequest) {
+    return claimOrListen(this.ctx, request);
+  }
+
+  /** A single-use ticket to open a push connection as `principal`, and the URL to open. */
+  pushTicket(principal: PushPrincipal) {
+    return issueTicket(this.ctx, this.push(), principal);
+  }
+
+  /** Who a connect ticket was issued to (using it up); undefined for any ticket not good now. */
+  redeemPushTicket(ticket: string | undefined) {
+    return redeemTicket(this.ctx, this.push(), ticket);
+  }
+
+  openPushConnection(connectionId: string, principal: PushPrincipal) {
+    return openConnection(this.ctx, this.push(), connectionId, principal);
+  }
+
+  closePushConnection(connectionId: string) {
+    return closeConnection(this.push(), connectionId);
+  }
+
+  /** Answers a frame a client sent on its connection, on that connection, if it gets an answer. */
+  async answerPushFrame(connectionId: string, raw: string): Promise<void> {
+    const push = this.push();
+    const answer = await answerFrame(this.ctx, connectionId, raw);
+    if (answer) await pushTo(this.ctx, push, connectionId, answer);
+  }
+
+  private push(): PushChannel {
+    if (!this.ctx.push) throw new PushUnavailableError();
+    return this.ctx.push;
   }
 
   /** Declares a role without volunteering for it. */

@@ -118,7 +118,7 @@ export async function commitSubmission(
     : prepared.task;
   const send = async (target: Task, delaySeconds: number) => {
     if (pending) pending.push({ task: target, delaySeconds });
-    else await dispatch(ctx, target, delaySeconds);
+    else await dispatch(ctx, target, delaySeconds, 'submitted');
   };
   const outcome = await ctx.tasks.create(task, prepared.dueAt);
   if (!outcome.created) {

@@ -109,6 +109,15 @@ export class ServiceUnavailableError extends SchedulerError {
 
 export const isSchedulerError = (error: unknown): error is SchedulerError => error instanceof SchedulerError;
 
+/** This deployment offers no push channel: its clients poll. */
+export class PushUnavailableError extends SchedulerError {
+  readonly code = 'PushUnavailable';
+  readonly statusCode = 404;
+  constructor() {
+    super('this deployment offers no push channel; poll instead');
+  }
+}
+
 export class ScheduleNotFoundError extends SchedulerError {
   readonly code = 'ScheduleNotFound';
   readonly statusCode = 404;

@@ -60,6 +60,8 @@ export interface Task {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly finishedAt?: number;
+  /** A push connection asked to hear when the task ends. */
+  readonly watched?: boolean;
 }
 
 /** An agent's session: one per agent at a time; its heartbeat keeps every lease of the session alive. */

@@ -11,7 +11,7 @@ import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
-import { claimedTaskView, roleView, sessionHoldingsView, taskView } from './views';
+import { claimedTaskView, pushTicketView, roleView, sessionHoldingsView, taskView } from './views';
 
 const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
 const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
@@ -30,6 +30,8 @@ export const claimBody = z.strictObject({
   queues: z.array(queueNameSchema).min(1).max(32).optional(),
   /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
   idleClaims: z.int().min(0).max(1_000_000).optional(),
+  /** The agent listens on the push channel: if the claim finds nothing, it waits to be woken. */
+  listening: z.boolean().optional(),
 });
 export const completeBody = z.strictObject({
   leaseEpoch: leaseEpochSchema,
@@ -125,19 +127,29 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         },
       };
     },
+    createAgentPushTicket: async (request) => {
+      noBody(request);
+      const ticket = await scheduler.pushTicket({ kind: 'agent', agentId: agentOf(request) });
+      return { status: 201, body: pushTicketView(ticket) };
+    },
     claimTasks: async (request) => {
       const body = parseBody(claimBody, request.body);
-      const tasks = await scheduler.claim({
+      const claim = {
         agentId: agentOf(request),
         sessionId: body.sessionId,
         ...(body.max === undefined ? {} : { max: body.max }),
         ...(body.queues === undefined ? {} : { queues: body.queues }),
         ...(body.claimId === undefined ? {} : { claimId: body.claimId }),
         ...(body.claimSeq === undefined ? {} : { claimSeq: body.claimSeq }),
-      });
-      // Nothing to do: say how long to wait, longer the longer the agent has been idle.
+      };
+      const { tasks, retryAfterMs: listening } = body.listening
+        ? await scheduler.claimOrListen(claim)
+        : { tasks: await scheduler.claim(claim), retryAfterMs: undefined };
+      // Nothing to do: say how long to wait, longer the longer the agent has been idle (a listener: until woken).
       const retryAfterMs =
-        tasks.length === 0 ? idleRetryAfterMs(scheduler.ctx.settings, body.idleClaims ?? 0) : undefined;
+        tasks.length === 0
+          ? (listening ?? idleRetryAfterMs(scheduler.ctx.settings, body.idleClaims ?? 0))
+          : undefined;
       return {
         status: 200,
         body: { tasks: tasks.map(claimedTaskView), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },

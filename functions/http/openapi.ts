@@ -32,6 +32,7 @@ import {
   heartbeatResultSchema,
   occurrenceListSchema,
   openApiDocumentSchema,
+  pushTicketSchema,
   queueListSchema,
   queueResponseSchema,
   releaseRoleResultSchema,
@@ -152,6 +153,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     responses: ok(occurrenceListSchema, 'Newest first'),
   },
   listRoles: { summary: 'List roles and their holders', responses: ok(roleListSchema) },
+  createPushTicket: {
+    summary: 'Get a ticket to open a push connection (task results)',
+    responses: {
+      '201': { description: 'A single-use ticket and the URL to open', schema: pushTicketSchema },
+    },
+  },
   listEvents: {
     summary: 'Read lifecycle events (local mode; in AWS they go to the EventBridge bus)',
     query: [
@@ -175,6 +182,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     summary: 'Keep the session alive',
     request: { id: 'HeartbeatRequest', schema: heartbeatBody },
     responses: ok(heartbeatResultSchema),
+  },
+  createAgentPushTicket: {
+    summary: 'Get a ticket to open a push connection (wakes, role grants)',
+    responses: {
+      '201': { description: 'A single-use ticket and the URL to open', schema: pushTicketSchema },
+    },
   },
   claimTasks: {
     summary: 'Claim tasks',

@@ -12,6 +12,7 @@ import { openApiDocument } from './openapi';
 import {
   agentView,
   occurrenceView,
+  pushTicketView,
   queueControlView,
   roleView,
   scheduleListView,
@@ -146,6 +147,10 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         },
       };
+    },
+    createPushTicket: async (request) => {
+      noBody(request);
+      return { status: 201, body: pushTicketView(await scheduler.pushTicket({ kind: 'operator' })) };
     },
     listRoles: async () => ({
       status: 200,

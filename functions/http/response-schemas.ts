@@ -321,13 +321,24 @@ export const heartbeatResultSchema = published(
     expiresAt: timestamp,
   }),
 );
+export const pushTicketSchema = published(
+  'PushTicket',
+  z.looseObject({
+    ticket: z.string().describe('Good once, for 60 seconds.'),
+    url: z.string().describe('The WebSocket URL to open, ticket included.'),
+    expiresAt: timestamp,
+  }),
+);
+
 export const claimResultSchema = published(
   'ClaimResult',
   z.looseObject({
     tasks: z.array(claimedTaskSchema),
     retryAfterMs: count
       .optional()
-      .describe('Sent when nothing was granted: how long to wait before claiming again.'),
+      .describe(
+        'Sent when nothing was granted: how long to wait before claiming again. To an agent listening on the push channel, its safety poll: a wake comes first.',
+      ),
   }),
 );
 export const roleResponseSchema = published('RoleResponse', z.looseObject({ role: roleSchema }));

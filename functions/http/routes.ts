@@ -50,6 +50,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
 
   { method: 'GET', path: '/v1/roles', access: 'operator', operation: 'listRoles' },
+  { method: 'POST', path: '/v1/push-ticket', access: 'operator', operation: 'createPushTicket' },
 
   { method: 'GET', path: '/v1/events', access: 'operator', operation: 'listEvents', localOnly: true },
 
@@ -57,6 +58,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/v1/agent/session', access: 'agent', operation: 'readSession' },
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
   { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
+  { method: 'POST', path: '/v1/agent/push-ticket', access: 'agent', operation: 'createAgentPushTicket' },
   { method: 'POST', path: '/v1/agent/tasks/complete', access: 'agent', operation: 'completeTasks' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/complete', access: 'agent', operation: 'completeTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/fail', access: 'agent', operation: 'failTask' },

@@ -121,3 +121,10 @@ export function sessionHoldingsView(holdings: SessionHoldings) {
     roles: holdings.roles,
   };
 }
+
+/** A push connect ticket as the API answers it. */
+export const pushTicketView = (ticket: { ticket: string; url: string; expiresAt: number }) => ({
+  ticket: ticket.ticket,
+  url: ticket.url,
+  expiresAt: iso(ticket.expiresAt),
+});

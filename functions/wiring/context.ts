@@ -9,6 +9,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
+import { ConnectionTable } from '#adapters/connection-table';
 import { noEvents } from '#adapters/event-publishers';
 import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
@@ -27,6 +28,7 @@ import {
   silentLog,
 } from '#core/context';
 import type { EventPublisher } from '#core/ports/event-publisher';
+import type { PushChannel, PushSender } from '#core/ports/push-channel';
 import type { ScheduleBackend } from '#domain/schedule';
 
 export interface SchedulerDependencies {
@@ -44,6 +46,11 @@ export interface SchedulerDependencies {
   readonly events?: EventPublisher;
   /** Where large payloads go. @default none: every payload stays in DynamoDB */
   readonly payloadBucket?: { readonly s3: S3Client; readonly bucketName: string };
+  /**
+   * The push channel: how frames reach connections, and the URL clients open (a function when it is known only
+   * once a server listens). Needs `tables.connections`. @default none: agents poll
+   */
+  readonly push?: { readonly sender: PushSender; readonly url: string | (() => string) };
 }
 
 /**
@@ -63,6 +70,18 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
   const doc = DynamoDBDocumentClient.from(deps.dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   });
+  const now = deps.now ?? Date.now;
+  let push: PushChannel | undefined;
+  if (deps.push && deps.tables.connections) {
+    const { sender, url } = deps.push;
+    push = {
+      connections: translatingAwsErrors(new ConnectionTable(doc, deps.tables.connections, now)),
+      sender: translatingAwsErrors(sender),
+      get url() {
+        return typeof url === 'string' ? url : url();
+      },
+    };
+  }
   return {
     tasks: translatingAwsErrors(
       new TaskTable(
@@ -85,7 +104,8 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     declaredSchedules: deps.declaredSchedules ?? [],
     events: translatingAwsErrors(deps.events ?? noEvents),
     ...(deps.scheduleBackend ? { scheduleBackend: translatingAwsErrors(deps.scheduleBackend) } : {}),
-    now: deps.now ?? Date.now,
+    ...(push ? { push } : {}),
+    now,
     random: deps.random ?? Math.random,
     log: deps.log ?? silentLog,
   };

@@ -2,12 +2,14 @@
  * The scheduler as a deployed function builds it: SDK clients created once per execution environment, and the
  * configuration read once from the environment.
  */
+import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
+import { ApiGatewayPushSender } from '#adapters/api-gateway-push';
+import { pushConfigFromEnv, requiredEnv, schedulerConfigFromEnv } from '#adapters/environment';
 import { EventBridgePublisher } from '#adapters/event-publishers';
 import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
 import { withoutSdkLogging } from '#adapters/sdk-clients';
@@ -25,6 +27,7 @@ export function schedulerFromEnvironment(
   options: { schedules?: boolean; targetArn?: () => string } = {},
 ): Scheduler {
   const config = schedulerConfigFromEnv(env);
+  const push = pushConfigFromEnv(env);
   return new Scheduler(
     createContext({
       dynamodb: withoutSdkLogging(new DynamoDBClient({})),
@@ -53,6 +56,16 @@ export function schedulerFromEnvironment(
         : {}),
       ...(env.PAYLOAD_BUCKET_NAME
         ? { payloadBucket: { s3: withoutSdkLogging(new S3Client({})), bucketName: env.PAYLOAD_BUCKET_NAME } }
+        : {}),
+      ...(push
+        ? {
+            push: {
+              url: push.url,
+              sender: new ApiGatewayPushSender(
+                withoutSdkLogging(new ApiGatewayManagementApiClient({ endpoint: push.callbackUrl })),
+              ),
+            },
+          }
         : {}),
       ...(options.schedules
         ? {

@@ -233,6 +233,14 @@ export class FakeTaskStore implements Port.TaskStore {
     });
   }
 
+  async watch(taskId: string): Promise<Task | undefined> {
+    const written = await this.write('watch', taskId, (r) => {
+      r.task = { ...r.task, watched: true };
+      return true;
+    });
+    return written.ok ? written.task : undefined;
+  }
+
   /** One conditional write: `apply` changes the record and says whether its condition held. */
   private async write(
     kind: string,

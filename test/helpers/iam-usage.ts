@@ -1,7 +1,8 @@
 /**
  * Granted = used. While the integration and e2e suites run, every AWS action a function performs is recorded with
  * the kind of resource it touches (a table, an index, a queue, the payload objects, the event bus, the schedule
- * group, the schedules' role), attributed to the function that would make it in AWS (see `local/function-scope`).
+ * group, the schedules' role, the push channel's connections), attributed to the function that would make it in
+ * AWS (see `local/function-scope`).
  * At the end of the run the records are checked against the roles of the synthesized example stack: every action
  * used must be granted to that function, and, when the whole suite ran, every action granted must have been used
  * or be on the allowlist below with its reason.
@@ -40,6 +41,8 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'A volunteer taking a role from a holder whose session item was replaced checks that the old session is gone instead of ending it; an open hands its roles over before it replaces the item, so only a volunteer racing that open reaches it.',
   'operatorApi|dynamodb:ConditionCheckItem|table:leases':
     'The same hand-over check, reached only when a revocation races a session open that read the agent before it was marked revoked.',
+  '*|execute-api:ManageConnections|pushConnections':
+    'Frames reach connections through API Gateway’s management API (PostToConnection) only in AWS; locally the push server writes to its sockets itself, and tests record frames with a sender of their own.',
   'scheduleFire|scheduler:UpdateSchedule|scheduleGroup':
     'Replaces an early fire that already exists (EventBridge answers ConflictException); the local stand-in never conflicts. The request is asserted with the SDK mock in the adapter’s unit test.',
 };
@@ -217,6 +220,7 @@ export function grantedUses(stack: AgentSchedulerStack, template: CloudFormation
   kindOf(scheduler.payloads.bucket.bucketArn, 'bucket');
   kindOf(scheduler.eventBus.eventBusArn, 'bus');
   kindOf(scheduler.schedules.role.roleArn, 'schedulesRole');
+  kindOf(scheduler.push.connectionsArn, 'pushConnections');
   kindOf(
     (stack as Stack).formatArn({
       service: 'scheduler',

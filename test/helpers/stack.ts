@@ -10,8 +10,10 @@ import { noEvents } from '#adapters/event-publishers';
 import type { SchedulerSettings } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
+import type { PushSender } from '#core/ports/push-channel';
 import { Scheduler } from '#core/scheduler';
 import type { SchedulerEvent } from '#domain/events';
+import type { PushFrame } from '#domain/push';
 import type { ScheduleBackend } from '#domain/schedule';
 import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emulators/clients';
 import { type FunctionName, runAs } from '#local/function-scope';
@@ -30,6 +32,11 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   readSession: 'agentApi',
   heartbeat: 'agentApi',
   claim: 'agentApi',
+  claimOrListen: 'agentApi',
+  redeemPushTicket: 'pushAuthorizer',
+  openPushConnection: 'pushApi',
+  closePushConnection: 'pushApi',
+  answerPushFrame: 'pushApi',
   complete: 'agentApi',
   completeBatch: 'agentApi',
   fail: 'agentApi',
@@ -68,10 +75,18 @@ function asFunctions(scheduler: Scheduler): Scheduler {
   return new Proxy(scheduler, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      const fn = typeof property === 'string' ? FUNCTION_OF[property] : undefined;
-      if (typeof value !== 'function' || !fn) return value;
+      // A connect ticket is issued by the API its caller reaches: agents', or operators'.
+      const fnOf = (args: unknown[]): FunctionName | undefined =>
+        property === 'pushTicket'
+          ? (args[0] as { kind?: string } | undefined)?.kind === 'agent'
+            ? 'agentApi'
+            : 'operatorApi'
+          : typeof property === 'string'
+            ? FUNCTION_OF[property]
+            : undefined;
+      if (typeof value !== 'function' || (property !== 'pushTicket' && !fnOf([]))) return value;
       return (...args: unknown[]) =>
-        runAs(fn, () => (value as (...a: unknown[]) => unknown).apply(target, args));
+        runAs(fnOf(args) ?? 'operatorApi', () => (value as (...a: unknown[]) => unknown).apply(target, args));
     },
   });
 }
@@ -99,6 +114,27 @@ export interface TestStackOptions {
   readonly events?: EventPublisher;
   /** Large payloads go to an S3 bucket of the stack's own (on the SQS emulator's S3). */
   readonly payloadBucket?: boolean;
+  /**
+   * A push channel whose frames go to this sender (a `RecordingPushSender`, or the local server's), at this URL.
+   * @default none: the stack offers no push channel
+   */
+  readonly push?: { readonly sender: PushSender; readonly url: string | (() => string) };
+}
+
+/** A push sender that keeps every frame, by connection; connections in `gone` are answered as gone. */
+export class RecordingPushSender implements PushSender {
+  readonly frames: { connectionId: string; frame: PushFrame; at: number }[] = [];
+  readonly gone = new Set<string>();
+
+  async send(connectionId: string, frame: PushFrame): Promise<'sent' | 'gone'> {
+    if (this.gone.has(connectionId)) return 'gone';
+    this.frames.push({ connectionId, frame, at: Date.now() });
+    return 'sent';
+  }
+
+  to(connectionId: string): PushFrame[] {
+    return this.frames.filter((f) => f.connectionId === connectionId).map((f) => f.frame);
+  }
 }
 
 export interface TestStack {
@@ -165,6 +201,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
       events: recordingPublisher(options.events ?? noEvents),
       ...(payloadBucket ? { payloadBucket } : {}),
+      ...(options.push ? { push: options.push } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   meter.reset();
@@ -192,6 +229,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         random: sibling.random ?? Math.random,
         settings,
         events: recordingPublisher(noEvents),
+        ...(options.push ? { push: options.push } : {}),
       });
       return asFunctions(new Scheduler(other));
     },
@@ -276,7 +314,7 @@ export async function leasedTaskIds(
 export function serveStack(
   stack: TestStack,
   operatorToken: string,
-  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events'>> = {},
+  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events' | 'push'>> = {},
 ) {
   return startLocalServer({
     scheduler: stack.scheduler,

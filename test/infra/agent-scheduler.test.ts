@@ -38,7 +38,7 @@ describe('AgentScheduler construct', () => {
   });
 
   describe('tables', () => {
-    it.each(['Tasks', 'Agents', 'Leases'])(
+    it.each(['Tasks', 'Agents', 'Leases', 'Connections'])(
       '%s: PITR, deletion protection, KMS encryption, retained',
       (id) => {
         const tables = resourcesOf(template, 'AWS::DynamoDB::GlobalTable');
@@ -195,6 +195,8 @@ describe('AgentScheduler construct', () => {
       ['Authorizer', 256, 5],
       ['Supervisor', 512, 60],
       ['ScheduleFire', 256, 10],
+      ['PushAuthorizer', 256, 5],
+      ['PushApi', 256, 10],
     ])('%s: nodejs22.x on arm64, %i MB, %i s, JSON logs, Powertools settings', (id, memory, timeout) => {
       const fn = stack.scheduler.functions[(id[0]?.toLowerCase() + id.slice(1)) as 'agentApi'];
       const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
@@ -249,7 +251,16 @@ describe('AgentScheduler construct', () => {
       for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
         expect(group.Properties.RetentionInDays).toBe(30);
       }
-      expect(Object.keys(resourcesOf(template, 'AWS::Logs::LogGroup'))).toHaveLength(6);
+      // Seven functions, and the access logs of the HTTP API and of the push channel.
+      const functions = Object.values(stack.scheduler.functions);
+      expect(functions).toHaveLength(7);
+      expect(Object.keys(resourcesOf(template, 'AWS::Logs::LogGroup'))).toHaveLength(functions.length + 2);
+      for (const fn of functions) {
+        const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
+        expect(resource.Properties.LoggingConfig.LogGroup, fn.node.id).toEqual({
+          Ref: stack.getLogicalId(fn.logGroup.node.defaultChild as never),
+        });
+      }
     });
 
     it('functions invoked asynchronously keep failed events in the dead-letter queue', () => {
@@ -304,7 +315,7 @@ describe('AgentScheduler construct', () => {
       ].sort();
 
     const resolve = (value: unknown) => Stack.of(stack).resolve(value);
-    const table = (name: 'tasks' | 'agents' | 'leases', ...actions: string[]) => ({
+    const table = (name: 'tasks' | 'agents' | 'leases' | 'connections', ...actions: string[]) => ({
       Effect: 'Allow',
       Action: actions.sort(),
       Resource: [resolve(stack.scheduler.tables[name].tableArn)],
@@ -320,7 +331,7 @@ describe('AgentScheduler construct', () => {
         Action: actions.sort(),
         Resource: q.queues.map((queue) => resolve(queue.queueArn)),
       }));
-    const logs = (fn: 'agentApi' | 'operatorApi' | 'authorizer' | 'supervisor' | 'scheduleFire') => ({
+    const logs = (fn: keyof AgentScheduler['functions']) => ({
       Effect: 'Allow',
       Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
       Resource: [resolve(stack.scheduler.functions[fn].logGroup.logGroupArn)],
@@ -348,6 +359,28 @@ describe('AgentScheduler construct', () => {
         Resource: [resolve(stack.scheduler.schedules.role.roleArn)],
         Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
       },
+    ];
+    /** Frames to connections: PostToConnection on this push channel's stage, nothing else of its management API. */
+    const sendFrames = () => ({
+      Effect: 'Allow',
+      Action: ['execute-api:ManageConnections'],
+      Resource: [
+        resolve(
+          `arn:${Stack.of(stack).partition}:execute-api:eu-west-1:123456789012:${stack.scheduler.push.webSocketApi.apiId}/v1/POST/@connections/*`,
+        ),
+      ],
+    });
+    /** Waking idle listeners, telling watchers a task ended, a role's new holder, and forgetting gone connections. */
+    const pushes = (...actions: string[]) => [
+      sendFrames(),
+      table(
+        'connections',
+        'dynamodb:UpdateItem',
+        'dynamodb:Query',
+        'dynamodb:GetItem',
+        'dynamodb:DeleteItem',
+        ...actions,
+      ),
     ];
     const putEvents = () => ({
       Effect: 'Allow',
@@ -387,6 +420,8 @@ describe('AgentScheduler construct', () => {
           'dynamodb:ConditionCheckItem',
         ),
         table('agents', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        // PutItem: connect tickets.
+        ...pushes('dynamodb:PutItem'),
         ...queues(
           'sqs:ReceiveMessage',
           'sqs:DeleteMessage',
@@ -422,6 +457,7 @@ describe('AgentScheduler construct', () => {
         ...queues('sqs:SendMessage'),
         ...deadLetters(),
         ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:DeleteSchedule'),
+        ...pushes('dynamodb:PutItem'),
       ]),
       authorizer: grantsOf([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: grantsOf([
@@ -446,6 +482,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:ConditionCheckItem',
         ),
         ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
+        ...pushes(),
         {
           Effect: 'Allow',
           Action: ['sqs:SendMessage'],
@@ -466,23 +503,49 @@ describe('AgentScheduler construct', () => {
         ),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
+        ...pushes(),
         {
           Effect: 'Allow',
           Action: ['sqs:SendMessage'],
           Resource: [resolve(stack.scheduler.deadLetterQueue.queueArn)],
         },
       ]),
+      // Uses a ticket up; refuses one of an agent revoked since. Sends nothing.
+      pushAuthorizer: grantsOf([
+        logs('pushAuthorizer'),
+        table('connections', 'dynamodb:DeleteItem'),
+        table('agents', 'dynamodb:GetItem'),
+      ]),
+      pushApi: grantsOf([
+        logs('pushApi'),
+        sendFrames(),
+        table(
+          'connections',
+          'dynamodb:BatchWriteItem',
+          'dynamodb:PutItem',
+          'dynamodb:GetItem',
+          'dynamodb:DeleteItem',
+        ),
+        table('agents', 'dynamodb:GetItem'),
+        // An operator's watch marks the task watched and reads its status in one write.
+        table('tasks', 'dynamodb:UpdateItem'),
+      ]),
     });
 
-    it.each(['agentApi', 'operatorApi', 'authorizer', 'supervisor', 'scheduleFire'] as const)(
-      '%s has exactly the statements it needs',
-      (name) => {
-        const role = stack.scheduler.functions[name].role;
-        if (!role) throw new Error('no role');
-        const roleId = stack.getLogicalId(role.node.defaultChild as never);
-        expect(grantsOf(statementsOf(roleId))).toEqual(expected()[name]);
-      },
-    );
+    it.each([
+      'agentApi',
+      'operatorApi',
+      'authorizer',
+      'supervisor',
+      'scheduleFire',
+      'pushAuthorizer',
+      'pushApi',
+    ] as const)('%s has exactly the statements it needs', (name) => {
+      const role = stack.scheduler.functions[name].role;
+      if (!role) throw new Error('no role');
+      const roleId = stack.getLogicalId(role.node.defaultChild as never);
+      expect(grantsOf(statementsOf(roleId))).toEqual(expected()[name]);
+    });
 
     it('no function role has a managed policy or a "*" resource', () => {
       for (const fn of Object.values(stack.scheduler.functions)) {
@@ -502,10 +565,15 @@ describe('AgentScheduler construct', () => {
   });
 
   describe('HTTP API', () => {
-    const routes = (key: string) =>
-      Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).filter(
-        (r) => r.Properties.RouteKey === key,
+    /** Resources of the HTTP API only (the push channel's WebSocket API has routes and a stage too). */
+    const ofHttpApi = (type: string) =>
+      Object.values(resourcesOf(template, type)).filter(
+        (r) =>
+          (r.Properties.ApiId as { Ref?: string } | undefined)?.Ref ===
+          stack.getLogicalId(stack.scheduler.api.httpApi.node.defaultChild as never),
       );
+    const routes = (key: string) =>
+      ofHttpApi('AWS::ApiGatewayV2::Route').filter((r) => r.Properties.RouteKey === key);
     it.each(ROUTES.map((r) => [r.method, r.path, r.access] as const))(
       '%s %s is %s',
       (method, path, access) => {
@@ -518,7 +586,7 @@ describe('AgentScheduler construct', () => {
     );
 
     it('has exactly the routes of the route table and the catch-all, and only health and the catch-all are open', () => {
-      const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'));
+      const routes = ofHttpApi('AWS::ApiGatewayV2::Route');
       expect(routes).toHaveLength(ROUTES.length + 1);
       expect(
         routes
@@ -546,7 +614,7 @@ describe('AgentScheduler construct', () => {
     });
 
     it('agent and operator routes have limits of their own (100/200 and 50/100 by default), health the stage default', () => {
-      const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Stage'));
+      const [stage] = ofHttpApi('AWS::ApiGatewayV2::Stage');
       const settings = stage?.Properties.RouteSettings as Record<string, unknown>;
       const expected = Object.fromEntries(
         ROUTES.filter((r) => r.access !== 'public').map((r) => [
@@ -560,9 +628,7 @@ describe('AgentScheduler construct', () => {
     });
 
     it('the stage is deployed after the routes its settings name', () => {
-      const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Stage')) as unknown as {
-        DependsOn?: string[];
-      }[];
+      const [stage] = ofHttpApi('AWS::ApiGatewayV2::Stage') as unknown as { DependsOn?: string[] }[];
       for (const route of stack.scheduler.api.routes.values()) {
         if (route.node.id === 'RouteHealth') continue;
         expect(stage?.DependsOn).toContain(stack.getLogicalId(route.node.defaultChild as never));
@@ -650,6 +716,9 @@ describe('AgentScheduler construct', () => {
         /the (AgentApi|OperatorApi|Authorizer) function failed/,
         3,
       ],
+      ['errors of the push function', /the PushApi function failed/, 1],
+      ['errors and refusals of the push authorizer', /the PushAuthorizer function failed or refused/, 1],
+      ['push integration failures', /the push channel failed to run its integration/, 1],
     ])('%s', (_, description, count) => {
       const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).filter((a) =>
         description.test(String(a.Properties.AlarmDescription)),
@@ -707,6 +776,8 @@ describe('AgentScheduler construct', () => {
         'TasksTableName',
         'AgentsTableName',
         'LeasesTableName',
+        'ConnectionsTableName',
+        'PushUrl',
         'ScheduleGroupName',
       ]),
     );

@@ -149,6 +149,11 @@ describe('props', () => {
       /operatorRouteThrottle.burstLimit must be a whole number from 1 to 5000 \(got 0\)/,
     ],
     [
+      'a push channel burst over the account limit',
+      { queues: ['a'], pushThrottle: { rateLimit: 10, burstLimit: 5_001 } },
+      /pushThrottle.burstLimit must be a whole number from 1 to 5000 \(got 5001\)/,
+    ],
+    [
       'a per-agent rate of zero',
       { queues: ['a'], agentRateLimit: { ratePerSecond: 0, burst: 10 } },
       /agentRateLimit.ratePerSecond must be a number from 0.1 to 10000 \(got 0\)/,

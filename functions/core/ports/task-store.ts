@@ -154,4 +154,9 @@ export interface TaskStore {
   markUnsent(observed: Observed, now: number): Promise<TaskWrite>;
   /** The starvation ladder's step, from the level observed. */
   climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
+  /**
+   * Marks the task as watched by a push connection, whatever its state, and answers it as it is after the mark:
+   * an ending written later sees the mark, one written before is in the answer. Undefined if there is no task.
+   */
+  watch(taskId: string): Promise<Task | undefined>;
 }

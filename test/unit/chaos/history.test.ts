@@ -55,3 +55,27 @@ describe('checkHistory: lease overlap', () => {
     expect(verdict.overlapCount).toBe(0);
   });
 });
+
+describe('checkHistory: expired sessions stay expired', () => {
+  const revivals = (versions: readonly SessionVersion[]) => {
+    const history = emptyHistory();
+    history.sessions.push(...versions);
+    return checkHistory(history).staleAcceptedCount;
+  };
+
+  it('finds a session extended by a write decided after it expired holding a task', () => {
+    expect(revivals([session(1_000, 's1', 1), session(3_100, 's1', 1)])).toBe(1);
+  });
+
+  it('reads the versions of one session in the order of their expiry, whatever order their answers came in', () => {
+    // Decided at 1,000 (expires 3,000), 2,900 (4,900) and 3,050 (5,050); the last two answered swapped: the
+    // write decided at 3,050 landed after the one that extended the session to 4,900, which was no revival.
+    expect(
+      revivals([
+        session(1_000, 's1', 1),
+        session(3_050, 's1', 2),
+        { ...session(2_900, 's1', 1), expiresAt: 4_900 },
+      ]),
+    ).toBe(0);
+  });
+});

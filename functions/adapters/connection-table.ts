@@ -1,0 +1,328 @@
+/**
+ * The push channel's records in the connections table (`pk`, `sk`, expiring through `purgeAt`):
+ * - `ticket#<hash>`: a connect ticket, deleted by the one connect that uses it;
+ * - `connection#<id>`: an open connection and its caller;
+ * - `agent#<agentId>`: the connection an agent listens on (the newest);
+ * - `queue#<name>` / `agent#<agentId>`: an agent listening to a queue, with `idle` and `wokenAt`. A wake reads a
+ *   queue's partition (small items, one request for a fleet of hundreds) and takes a listener with a conditional
+ *   write, so two wakes never take the same idle agent, and the cooldown holds under parallel wakes;
+ * - `task#<taskId>` / `connection#<id>`: a connection watching a task, to hear when it ends.
+ *
+ * Every record carries `purgeAt` (seconds) for DynamoDB's TTL, which deletes late: reads check `expiresAt` too.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
+import type { PushPrincipal } from '#domain/push';
+
+type Item = Record<string, unknown>;
+
+const ONE = '-';
+const ticketKey = (hash: string) => ({ pk: `ticket#${hash}`, sk: ONE });
+const connectionKey = (connectionId: string) => ({ pk: `connection#${connectionId}`, sk: ONE });
+const agentKey = (agentId: string) => ({ pk: `agent#${agentId}`, sk: ONE });
+const listenerKey = (queue: string, agentId: string) => ({ pk: `queue#${queue}`, sk: `agent#${agentId}` });
+
+const purgeAt = (expiresAt: number) => Math.ceil(expiresAt / 1_000);
+
+function principalOf(item: Item): PushPrincipal | undefined {
+  if (item.principal === 'operator') return { kind: 'operator' };
+  if (item.principal === 'agent' && typeof item.agentId === 'string')
+    return { kind: 'agent', agentId: item.agentId };
+  return undefined;
+}
+
+const principalItem = (principal: PushPrincipal) =>
+  principal.kind === 'agent' ? { principal: 'agent', agentId: principal.agentId } : { principal: 'operator' };
+
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+
+function listenerOf(item: Item): Listener {
+  return {
+    agentId: String(item.sk).slice('agent#'.length),
+    connectionId: String(item.connectionId),
+    queues: strings(item.queues),
+  };
+}
+
+const failedCondition = (error: unknown) => error instanceof ConditionalCheckFailedException;
+
+export class ConnectionTable implements ConnectionStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async putTicket(hash: string, principal: PushPrincipal, expiresAt: number): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...ticketKey(hash), ...principalItem(principal), expiresAt, purgeAt: purgeAt(expiresAt) },
+      }),
+    );
+  }
+
+  async takeTicket(hash: string, now: number): Promise<PushPrincipal | undefined> {
+    try {
+      const output = await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: ticketKey(hash),
+          ConditionExpression: 'attribute_exists(pk) AND expiresAt > :now',
+          ExpressionAttributeValues: { ':now': now },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return output.Attributes ? principalOf(output.Attributes) : undefined;
+    } catch (error) {
+      if (failedCondition(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async open(connection: PushConnection, expiresAt: number): Promise<void> {
+    const common = { expiresAt, purgeAt: purgeAt(expiresAt) };
+    const items: Item[] = [
+      {
+        ...connectionKey(connection.connectionId),
+        ...principalItem(connection.principal),
+        queues: [...connection.queues],
+        connectedAt: connection.connectedAt,
+        ...common,
+      },
+    ];
+    if (connection.principal.kind === 'agent') {
+      const { agentId } = connection.principal;
+      items.push({ ...agentKey(agentId), connectionId: connection.connectionId, ...common });
+      for (const queue of connection.queues)
+        items.push({
+          ...listenerKey(queue, agentId),
+          connectionId: connection.connectionId,
+          queues: [...connection.queues],
+          idle: false,
+          wokenAt: 0,
+          ...common,
+        });
+    }
+    // At most 1 + 1 + 32 items: two batches at most; unprocessed items are sent again.
+    for (let i = 0; i < items.length; i += 25) {
+      let pending = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        if (attempt === 5) throw new Error('the connection records could not all be written');
+        const output = await this.doc.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
+        );
+        pending = (output.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+        if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+      }
+    }
+  }
+
+  async get(connectionId: string): Promise<PushConnection | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: connectionKey(connectionId), ConsistentRead: true }),
+    );
+    const item = output.Item;
+    const principal = item && principalOf(item);
+    if (!item || !principal || Number(item.expiresAt) <= this.now()) return undefined;
+    return {
+      connectionId,
+      principal,
+      queues: strings(item.queues),
+      connectedAt: Number(item.connectedAt),
+    };
+  }
+
+  async close(connection: PushConnection): Promise<void> {
+    const { connectionId } = connection;
+    await this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: connectionKey(connectionId) }));
+    if (connection.principal.kind !== 'agent') return;
+    const { agentId } = connection.principal;
+    // Records a newer connection of the same agent wrote are its own: deleted only while they name this one.
+    const mine = (Key: Item) =>
+      this.doc
+        .send(
+          new DeleteCommand({
+            TableName: this.tableName,
+            Key,
+            ConditionExpression: 'connectionId = :c',
+            ExpressionAttributeValues: { ':c': connectionId },
+          }),
+        )
+        .catch((error: unknown) => {
+          if (!failedCondition(error)) throw error;
+        });
+    await Promise.all([
+      mine(agentKey(agentId)),
+      ...connection.queues.map((queue) => mine(listenerKey(queue, agentId))),
+    ]);
+  }
+
+  async connectionOf(agentId: string): Promise<string | undefined> {
+    const output = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: agentKey(agentId) }));
+    const item = output.Item;
+    return item && Number(item.expiresAt) > this.now() && typeof item.connectionId === 'string'
+      ? item.connectionId
+      : undefined;
+  }
+
+  async markIdle(
+    agentId: string,
+    queues: readonly string[],
+  ): Promise<{ readonly wokenAt: number } | undefined> {
+    const marked = await Promise.all(
+      queues.map((queue) =>
+        this.doc
+          .send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: listenerKey(queue, agentId),
+              UpdateExpression: 'SET #idle = :true',
+              ConditionExpression: 'attribute_exists(pk) AND expiresAt > :now',
+              ExpressionAttributeNames: { '#idle': 'idle' },
+              ExpressionAttributeValues: { ':true': true, ':now': this.now() },
+              ReturnValues: 'ALL_NEW',
+            }),
+          )
+          .then(
+            (output) => Number(output.Attributes?.wokenAt ?? 0),
+            (error: unknown) => {
+              if (failedCondition(error)) return undefined;
+              throw error;
+            },
+          ),
+      ),
+    );
+    const listening = marked.filter((wokenAt): wokenAt is number => wokenAt !== undefined);
+    return listening.length > 0 ? { wokenAt: Math.max(...listening) } : undefined;
+  }
+
+  findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
+    return this.query(queue, limit, {
+      FilterExpression: '#idle = :true AND wokenAt <= :before AND expiresAt > :now',
+      ExpressionAttributeNames: { '#idle': 'idle' },
+      ExpressionAttributeValues: { ':true': true, ':before': wokenBefore, ':now': this.now() },
+    });
+  }
+
+  async takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: listenerKey(queue, listener.agentId),
+          UpdateExpression: 'SET #idle = :false, wokenAt = :now',
+          ConditionExpression: 'connectionId = :c AND #idle = :true AND wokenAt <= :before',
+          ExpressionAttributeNames: { '#idle': 'idle' },
+          ExpressionAttributeValues: {
+            ':false': false,
+            ':true': true,
+            ':now': now,
+            ':c': listener.connectionId,
+            ':before': wokenBefore,
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (failedCondition(error)) return false;
+      throw error;
+    }
+  }
+
+  async markBusy(listener: Listener, queues: readonly string[]): Promise<void> {
+    await Promise.all(
+      queues.map((queue) =>
+        this.doc
+          .send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: listenerKey(queue, listener.agentId),
+              UpdateExpression: 'SET #idle = :false',
+              ConditionExpression: 'connectionId = :c',
+              ExpressionAttributeNames: { '#idle': 'idle' },
+              ExpressionAttributeValues: { ':false': false, ':c': listener.connectionId },
+            }),
+          )
+          .catch((error: unknown) => {
+            if (!failedCondition(error)) throw error;
+          }),
+      ),
+    );
+  }
+
+  async watch(taskId: string, connectionId: string, expiresAt: number): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          pk: `task#${taskId}`,
+          sk: `connection#${connectionId}`,
+          connectionId,
+          expiresAt,
+          purgeAt: purgeAt(expiresAt),
+        },
+      }),
+    );
+  }
+
+  async watchers(taskId: string): Promise<string[]> {
+    const watchers: string[] = [];
+    let startKey: Item | undefined;
+    do {
+      const output = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: 'expiresAt > :now',
+          ExpressionAttributeValues: { ':pk': `task#${taskId}`, ':now': this.now() },
+          // The task was marked watched after the watch was written: a strong read sees every such watch.
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of output.Items ?? []) watchers.push(String(item.connectionId));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey);
+    return watchers;
+  }
+
+  /** A queue's listeners passing `filter`, read page by page until `limit` are found or the partition ends. */
+  private async query(
+    queue: string,
+    limit: number,
+    filter: {
+      FilterExpression: string;
+      ExpressionAttributeNames: Record<string, string>;
+      ExpressionAttributeValues: Item;
+    },
+  ): Promise<Listener[]> {
+    const found: Listener[] = [];
+    let startKey: Item | undefined;
+    do {
+      const output = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: filter.FilterExpression,
+          ExpressionAttributeNames: filter.ExpressionAttributeNames,
+          ExpressionAttributeValues: { ':pk': `queue#${queue}`, ...filter.ExpressionAttributeValues },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of output.Items ?? []) found.push(listenerOf(item));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey && found.length < limit);
+    return found.slice(0, limit);
+  }
+}

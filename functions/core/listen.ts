@@ -1,0 +1,24 @@
+/**
+ * Claims of agents listening on the push channel: an empty one leaves the agent idle, to be woken.
+ */
+import { type ClaimedTask, type ClaimRequest, claimTasks } from './claim';
+import type { SchedulerContext } from './context';
+import { markIdle } from './push';
+
+/**
+ * A claim by an agent listening on the push channel. When it finds nothing, the agent is marked idle (it hears the
+ * next wake) and its queues are looked at once more: a task made claimable between the first look and the mark
+ * woke nobody, and would otherwise wait for the safety poll. `retryAfterMs` is set when the agent listens.
+ */
+export async function claimOrListen(
+  ctx: SchedulerContext,
+  request: ClaimRequest,
+): Promise<{ readonly tasks: ClaimedTask[]; readonly retryAfterMs?: number }> {
+  const tasks = await claimTasks(ctx, request);
+  if (tasks.length > 0 || !ctx.push) return { tasks };
+  const queues = request.queues ?? (await ctx.agents.get(request.agentId))?.queues ?? [];
+  const listening = await markIdle(ctx, request.agentId, queues);
+  if (!listening) return { tasks };
+  const again = await claimTasks(ctx, request);
+  return again.length > 0 ? { tasks: again } : { tasks: again, retryAfterMs: listening.retryAfterMs };
+}

@@ -1,0 +1,309 @@
+/**
+ * The push channel's operations: connect tickets, connections, wakes and role grants pushed.
+ *
+ * A wake goes to idle agents listening to the task's queue: at most `wakesPerTask` per task made claimable, each
+ * agent at most once per `wakeCooldownMs` (the starvation ladder's first rung excepted), taken with a conditional
+ * write so parallel wakes never pick the same agent. Pushes are hints: a failure is logged and the operation that
+ * caused it goes on; agents keep a slow safety poll.
+ */
+import { errorName } from '#domain/errors';
+import {
+  CONNECTION_TTL_SECONDS,
+  clientFrameSchema,
+  type ErrorFrame,
+  frame,
+  MAX_CLIENT_FRAME_BYTES,
+  MAX_PUSHED_RESULT_BYTES,
+  newTicket,
+  type PushFrame,
+  type PushPrincipal,
+  type RoleFrame,
+  type SubscribedFrame,
+  type TaskFrame,
+  TICKET_PATTERN,
+  TICKET_TTL_SECONDS,
+  ticketHash,
+  type WakeFrame,
+  type WakeReason,
+} from '#domain/push';
+import type { Task } from '#domain/task';
+import { describeIssues } from '#domain/task-spec';
+import type { SchedulerContext } from './context';
+import type { Listener, PushConnection } from './ports/connection-store';
+import type { PushChannel } from './ports/push-channel';
+
+export interface PushTicket {
+  readonly ticket: string;
+  /** The URL to open, ticket included. */
+  readonly url: string;
+  readonly expiresAt: number;
+}
+
+/** A ticket for one connection, good for `TICKET_TTL_SECONDS`. */
+export async function issueTicket(
+  ctx: SchedulerContext,
+  push: PushChannel,
+  principal: PushPrincipal,
+): Promise<PushTicket> {
+  const { ticket, hash } = newTicket();
+  const expiresAt = ctx.now() + TICKET_TTL_SECONDS * 1_000;
+  await push.connections.putTicket(hash, principal, expiresAt);
+  const url = new URL(push.url);
+  url.searchParams.set('ticket', ticket);
+  return { ticket, url: url.toString(), expiresAt };
+}
+
+/**
+ * The caller a ticket was issued to, using the ticket up; undefined for a ticket malformed, unknown, used or
+ * expired, and for an agent revoked since.
+ */
+export async function redeemTicket(
+  ctx: SchedulerContext,
+  push: PushChannel,
+  ticket: string | undefined,
+): Promise<PushPrincipal | undefined> {
+  if (!ticket || !TICKET_PATTERN.test(ticket)) return undefined;
+  const principal = await push.connections.takeTicket(ticketHash(ticket), ctx.now());
+  if (principal?.kind !== 'agent') return principal;
+  const agent = await ctx.agents.get(principal.agentId);
+  return agent && agent.revokedAt === undefined ? principal : undefined;
+}
+
+/** Records a connection of a caller its ticket named; an agent's listens to the agent's queues. */
+export async function openConnection(
+  ctx: SchedulerContext,
+  push: PushChannel,
+  connectionId: string,
+  principal: PushPrincipal,
+): Promise<PushConnection> {
+  let queues: readonly string[] = [];
+  if (principal.kind === 'agent') {
+    const agent = await ctx.agents.get(principal.agentId);
+    queues = agent?.queues ?? [];
+  }
+  const connectedAt = ctx.now();
+  const connection = { connectionId, principal, queues, connectedAt };
+  await push.connections.open(connection, connectedAt + CONNECTION_TTL_SECONDS * 1_000);
+  return connection;
+}
+
+export async function closeConnection(push: PushChannel, connectionId: string): Promise<void> {
+  const connection = await push.connections.get(connectionId);
+  if (connection) await push.connections.close(connection);
+}
+
+/** Sends a frame; a connection found gone is forgotten. True if sent. */
+export async function pushTo(
+  ctx: SchedulerContext,
+  push: PushChannel,
+  connectionId: string,
+  message: PushFrame,
+): Promise<boolean> {
+  const outcome = await push.sender.send(connectionId, message);
+  if (outcome === 'sent') return true;
+  await closeConnection(push, connectionId).catch((error: unknown) =>
+    ctx.log.warn('forgetting a gone connection failed', { error: errorName(error) }),
+  );
+  return false;
+}
+
+/**
+ * An agent that found nothing to claim is idle in these queues, and hears the next wake. Undefined if it listens
+ * on no connection (its socket is down: it polls as without one); otherwise how long it may wait before its next
+ * look: its safety poll, or, when it was woken less than a cooldown ago, the rest of the cooldown (a task made
+ * claimable meanwhile could not wake it again, so it looks once the cooldown is over).
+ */
+export async function markIdle(
+  ctx: SchedulerContext,
+  agentId: string,
+  queues: readonly string[],
+): Promise<{ readonly retryAfterMs: number } | undefined> {
+  if (!ctx.push || queues.length === 0) return undefined;
+  const marked = await ctx.push.connections.markIdle(agentId, queues);
+  if (!marked) return undefined;
+  const coolingFor = marked.wokenAt + ctx.settings.wakeCooldownMs - ctx.now();
+  return { retryAfterMs: coolingFor > 0 ? coolingFor + 50 : ctx.settings.pushSafetyPollMs };
+}
+
+export interface WakeOptions {
+  readonly reason: WakeReason;
+  /** Agents to wake at most; `Infinity` with `ignoreCooldown` wakes every idle listener (the ladder's rung). */
+  readonly count: number;
+  readonly ignoreCooldown?: boolean;
+}
+
+/** Wakes idle agents listening to `queue`; the number woken. Never throws: a wake is a hint. */
+export async function wake(ctx: SchedulerContext, queue: string, options: WakeOptions): Promise<number> {
+  const push = ctx.push;
+  if (!push || options.count <= 0) return 0;
+  const now = ctx.now();
+  const wokenBefore = options.ignoreCooldown ? now : now - ctx.settings.wakeCooldownMs;
+  const message = frame<WakeFrame>({ type: 'wake', queue, reason: options.reason });
+  let woken = 0;
+  try {
+    // A few more than needed: some may be taken by a parallel wake between the read and the write.
+    const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
+    const found = shuffled(
+      ctx,
+      await push.connections.findIdle(queue, wokenBefore, Math.min(want * 2, 1_000)),
+    );
+    for (const listener of found) {
+      if (woken >= want) break;
+      if (!(await push.connections.takeForWake(queue, listener, now, wokenBefore))) continue;
+      const others = listener.queues.filter((q) => q !== queue);
+      const [sent] = await Promise.all([
+        pushTo(ctx, push, listener.connectionId, message),
+        others.length > 0 ? push.connections.markBusy(listener, others) : undefined,
+      ]);
+      if (sent) woken++;
+    }
+  } catch (error) {
+    ctx.log.warn('waking agents failed; they find the work at their next poll', {
+      queue,
+      error: errorName(error),
+    });
+  }
+  return woken;
+}
+
+/** Wakes for tasks made claimable now: `wakesPerTask` agents per task, for each queue. */
+export async function wakeFor(
+  ctx: SchedulerContext,
+  tasks: readonly { readonly queue: string }[],
+  reason: WakeReason,
+): Promise<void> {
+  if (!ctx.push || tasks.length === 0) return;
+  const perQueue = new Map<string, number>();
+  for (const task of tasks) perQueue.set(task.queue, (perQueue.get(task.queue) ?? 0) + 1);
+  await Promise.all(
+    [...perQueue].map(([queue, n]) =>
+      wake(ctx, queue, { reason, count: Math.ceil(n * ctx.settings.wakesPerTask) }),
+    ),
+  );
+}
+
+/** Tells an agent, on its connection if it has one, that a role is now its. Never throws. */
+export async function pushRoleGrant(
+  ctx: SchedulerContext,
+  agentId: string,
+  role: string,
+  leaseEpoch: number,
+): Promise<void> {
+  const push = ctx.push;
+  if (!push) return;
+  try {
+    const connectionId = await push.connections.connectionOf(agentId);
+    if (connectionId)
+      await pushTo(
+        ctx,
+        push,
+        connectionId,
+        frame<RoleFrame>({ type: 'role', role, event: 'granted', leaseEpoch }),
+      );
+  } catch (error) {
+    ctx.log.warn('pushing a role grant failed; the holder learns it at its next heartbeat', {
+      role,
+      error: errorName(error),
+    });
+  }
+}
+
+function shuffled(ctx: SchedulerContext, listeners: Listener[]): Listener[] {
+  for (let i = listeners.length - 1; i > 0; i--) {
+    const j = Math.floor(ctx.random() * (i + 1));
+    const a = listeners[i] as Listener;
+    listeners[i] = listeners[j] as Listener;
+    listeners[j] = a;
+  }
+  return listeners;
+}
+
+/**
+ * The answer to a frame a client sent, if any: `ping` is answered by nothing; a frame that is not JSON, too large,
+ * of an unknown type or malformed gets an error frame and changes nothing.
+ */
+export async function answerFrame(
+  ctx: SchedulerContext,
+  connectionId: string,
+  raw: string,
+): Promise<PushFrame | undefined> {
+  const refuse = (code: string, message: string, id?: string) =>
+    frame<ErrorFrame>({ type: 'error', code, message, ...(id === undefined ? {} : { id }) });
+  if (Buffer.byteLength(raw) > MAX_CLIENT_FRAME_BYTES)
+    return refuse('FrameTooLarge', `frames are at most ${MAX_CLIENT_FRAME_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return refuse('BadFrame', 'a frame is a JSON object with a "type"');
+  }
+  const checked = clientFrameSchema.safeParse(parsed);
+  if (!checked.success) {
+    const id = (parsed as { id?: unknown } | null)?.id;
+    return refuse(
+      'BadFrame',
+      describeIssues(checked.error),
+      typeof id === 'string' ? id.slice(0, 64) : undefined,
+    );
+  }
+  const message = checked.data;
+  if (message.type === 'ping') return undefined;
+  const push = ctx.push;
+  const connection = push && (await push.connections.get(connectionId));
+  if (!connection)
+    return refuse('ConnectionUnknown', 'this connection is not open; connect again', message.id);
+  return subscribe(ctx, connection, message);
+}
+
+/**
+ * An operator's connection watches tasks: each watch is recorded, then the task is marked watched and read in
+ * the same write, so an ending either sees the mark (and is pushed) or is in the answer. Agents read no tasks.
+ */
+async function subscribe(
+  ctx: SchedulerContext,
+  connection: PushConnection,
+  request: { readonly id: string; readonly taskIds: readonly string[] },
+): Promise<PushFrame> {
+  const push = ctx.push as PushChannel;
+  if (connection.principal.kind !== 'operator')
+    return frame<ErrorFrame>({
+      type: 'error',
+      code: 'Forbidden',
+      message: 'agents cannot watch tasks; an operator connection can',
+      id: request.id,
+    });
+  const until = connection.connectedAt + CONNECTION_TTL_SECONDS * 1_000;
+  const tasks = await Promise.all(
+    [...new Set(request.taskIds)].map(async (taskId) => {
+      await push.connections.watch(taskId, connection.connectionId, until);
+      const task = await ctx.tasks.watch(taskId);
+      return { taskId, status: task?.status ?? null };
+    }),
+  );
+  return frame<SubscribedFrame>({ type: 'subscribed', id: request.id, tasks });
+}
+
+/** Tells the connections watching a task that it ended. Never throws: a watcher falls back to reading the task. */
+export async function announceEnd(ctx: SchedulerContext, task: Task): Promise<void> {
+  const push = ctx.push;
+  if (!push || !task.watched) return;
+  if (task.status !== 'succeeded' && task.status !== 'dead' && task.status !== 'cancelled') return;
+  try {
+    const resultJson = task.result === undefined ? undefined : JSON.stringify(task.result);
+    const fits = resultJson === undefined || Buffer.byteLength(resultJson) <= MAX_PUSHED_RESULT_BYTES;
+    const message = frame<TaskFrame>({
+      type: 'task',
+      taskId: task.taskId,
+      status: task.status,
+      ...(task.result === undefined ? {} : fits ? { result: task.result } : { resultOmitted: true }),
+      ...(task.error ? { error: { message: task.error.message } } : {}),
+    });
+    const watchers = await push.connections.watchers(task.taskId);
+    await Promise.all(watchers.map((connectionId) => pushTo(ctx, push, connectionId, message)));
+  } catch (error) {
+    ctx.log.warn('pushing a task ending failed; its watchers read it instead', {
+      taskId: task.taskId,
+      error: errorName(error),
+    });
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The push channel's protocol: small, versioned JSON frames over one WebSocket per client. Pushes are hints,
+ * like SQS messages: a wake says work may be waiting, a role frame says a grant committed, a task frame says a
+ * task ended. Nothing depends on their delivery; the HTTP API stays the truth, and a client whose socket is down
+ * polls as it would without one.
+ *
+ * A caller gets a ticket over HTTP (as itself: agent token or operator credentials), then presents it once, in the
+ * connect URL, within `TICKET_TTL_SECONDS`. Only a hash of the ticket is stored.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { TASK_ID_PATTERN } from './ids';
+
+export const PUSH_VERSION = 1;
+
+/** A ticket is good for this long, and once. */
+export const TICKET_TTL_SECONDS = 60;
+
+/**
+ * API Gateway closes a WebSocket idle for 10 minutes and any after 2 hours. Clients send a keep-alive frame this
+ * often (it reaches no function), and reconnect this long after connecting, before the server would cut them off.
+ */
+export const KEEP_ALIVE_SECONDS = 5 * 60;
+export const RECONNECT_AFTER_SECONDS = 110 * 60;
+/** How long connection records live unless renewed: a little past the 2-hour limit. */
+export const CONNECTION_TTL_SECONDS = 2 * 60 * 60 + 5 * 60;
+
+/** Who holds a connection: an agent (hears wakes for its own queues, and its role grants) or an operator. */
+export type PushPrincipal =
+  | { readonly kind: 'agent'; readonly agentId: string }
+  | { readonly kind: 'operator' };
+
+/** Why an agent was woken. */
+export type WakeReason =
+  | 'submitted'
+  | 'released'
+  | 'retry'
+  | 'reclaimed'
+  | 'redriven'
+  | 'resumed'
+  | 'due'
+  | 'resent'
+  | 'starving';
+
+/** Work may be waiting in `queue`: claim over HTTP. */
+export interface WakeFrame {
+  readonly type: 'wake';
+  readonly version: typeof PUSH_VERSION;
+  readonly queue: string;
+  readonly reason: WakeReason;
+}
+
+/** A role was granted to this agent (its lease epoch names the grant). */
+export interface RoleFrame {
+  readonly type: 'role';
+  readonly version: typeof PUSH_VERSION;
+  readonly role: string;
+  readonly event: 'granted';
+  readonly leaseEpoch: number;
+}
+
+/** A task this connection watches ended. `result` is left out (`resultOmitted`) when it would not fit a frame. */
+export interface TaskFrame {
+  readonly type: 'task';
+  readonly version: typeof PUSH_VERSION;
+  readonly taskId: string;
+  readonly status: 'succeeded' | 'dead' | 'cancelled';
+  readonly result?: unknown;
+  readonly resultOmitted?: true;
+  readonly error?: { readonly message: string };
+}
+
+/** The answer to a `subscribe` frame: each task's state as read after the subscription was recorded. */
+export interface SubscribedFrame {
+  readonly type: 'subscribed';
+  readonly version: typeof PUSH_VERSION;
+  readonly id: string;
+  readonly tasks: readonly { readonly taskId: string; readonly status: string | null }[];
+}
+
+export interface ErrorFrame {
+  readonly type: 'error';
+  readonly version: typeof PUSH_VERSION;
+  readonly code: string;
+  readonly message: string;
+  /** The `id` of the frame refused, when it had one. */
+  readonly id?: string;
+}
+
+export type PushFrame = WakeFrame | RoleFrame | TaskFrame | SubscribedFrame | ErrorFrame;
+
+/** Frames a client sends. `ping` keeps the socket open and is answered by nothing. */
+export const clientFrameSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('ping') }),
+  z.strictObject({
+    type: z.literal('subscribe'),
+    version: z.literal(PUSH_VERSION),
+    id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'an id of 1 to 64 letters, digits, "-" or "_"'),
+    taskIds: z.array(z.string().regex(TASK_ID_PATTERN, 'a task id')).min(1).max(25),
+  }),
+]);
+export type ClientFrame = z.infer<typeof clientFrameSchema>;
+
+/** The largest frame API Gateway delivers is 128 KB; pushes stay far below, results beyond this are fetched. */
+export const MAX_PUSHED_RESULT_BYTES = 24 * 1024;
+/** The largest frame a client may send. */
+export const MAX_CLIENT_FRAME_BYTES = 8 * 1024;
+
+/** A new ticket, and the hash under which it is stored. */
+export function newTicket(): { ticket: string; hash: string } {
+  const ticket = `pt_${randomBytes(24).toString('base64url')}`;
+  return { ticket, hash: ticketHash(ticket) };
+}
+
+export const TICKET_PATTERN = /^pt_[A-Za-z0-9_-]{32}$/;
+
+export const ticketHash = (ticket: string): string => createHash('sha256').update(ticket).digest('base64url');
+
+export const frame = <T extends PushFrame>(body: Omit<T, 'version'>): T =>
+  ({ ...body, version: PUSH_VERSION }) as T;
