@@ -2,7 +2,8 @@
  * What every command shares: the global options, the connection (resolved when a command first needs it, so help
  * and usage errors need no endpoint), and output that is escaped, coloured only for people, and JSON with --json.
  */
-import { AgentSchedulerClient } from '#sdk/client';
+import { AgentSchedulerClient, type AgentSchedulerClientOptions } from '#sdk/client';
+import type { PushOptions, WebSocketConstructor } from '#sdk/push-channel';
 import { iamSigner } from './aws-signer';
 import { type Colours, colours, colourWanted } from './colour';
 import { type CliConnection, resolveConnection } from './config';
@@ -71,9 +72,10 @@ export class Cli {
   }
 
   /** A client for operator requests (or, with an agent token, for that agent). */
-  operator(): AgentSchedulerClient {
+  operator(extra: Pick<AgentSchedulerClientOptions, 'push'> = {}): AgentSchedulerClient {
     const connection = this.connect();
     return new AgentSchedulerClient({
+      ...extra,
       endpoint: connection.endpoint,
       timeoutMs: this.timeoutSeconds * 1_000,
       ...(connection.auth === 'iam'
@@ -91,6 +93,25 @@ export class Cli {
       token,
       timeoutMs: this.timeoutSeconds * 1_000,
     });
+  }
+
+  /**
+   * The push channel for waits: the global WebSocket where there is one (Node.js 22), else `ws`, which the CLI
+   * ships with (the SDK alone would look for it among the user's packages). None at all: the waits poll.
+   */
+  async pushOptions(): Promise<PushOptions> {
+    if (typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function') return {};
+    try {
+      const { WebSocket } = await import('ws');
+      return { WebSocket: WebSocket as WebSocketConstructor };
+    } catch {
+      return {};
+    }
+  }
+
+  /** An error line to standard error, escaped, as the CLI's own errors are. */
+  complain(message: string): void {
+    this.io.writeErr(`${this.errorColours.red('error:')} ${printable(message)}`);
   }
 
   /** Colours for standard output: only on a terminal, never with --json or NO_COLOR. */

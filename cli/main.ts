@@ -9,7 +9,8 @@
  * (see `config.ts`). Tables for people, --json for scripts.
  *
  * Exit codes: 0 done; 1 the server refused or could not be reached; 2 the command line is wrong (the message
- * comes with the command's usage line, not the whole manual).
+ * comes with the command's usage line, not the whole manual). `submit --wait` also exits 3 when the task ended
+ * dead or cancelled, 4 when --wait-timeout ran out first.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
@@ -49,7 +50,7 @@ export function buildProgram(cli: Cli): Command {
       'Serverless task scheduling for worker agents: submit and inspect tasks, run agents, manage queues and ' +
         'schedules.\n\nEndpoint and token come from --endpoint/--token, AGENT_SCHEDULER_ENDPOINT/AGENT_SCHEDULER_TOKEN, ' +
         'or the nearest .agent-scheduler/local.json (written by `agent-scheduler dev` and `npm start`). Exit codes: 0 done, 1 refused or ' +
-        'unreachable, 2 a wrong command line.',
+        'unreachable, 2 a wrong command line; submit --wait: 3 the task ended dead or cancelled, 4 it had not ended in time.',
     )
     .usage('<command> [options]')
     .version(VERSION, '-V, --version', 'print the version')

@@ -5,6 +5,8 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
+import type { PushOptions } from './push-channel.js';
+import { TaskWaiter, type WaitOptions } from './task-waiter.js';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
 import type {
   Agent,
@@ -22,6 +24,7 @@ import type {
   HeartbeatResult,
   ListTasksInput,
   Occurrence,
+  PushTicket,
   QueueControl,
   QueueLimits,
   QueueStats,
@@ -43,7 +46,20 @@ import type {
   WithdrawRoleResult,
 } from './types.js';
 
-export type AgentSchedulerClientOptions = TransportOptions;
+export interface AgentSchedulerClientOptions extends TransportOptions {
+  /**
+   * The push channel `waitForTask` listens on (one operator connection per client, open while waits are): `false`
+   * reads the task with backoff instead. @default on when a WebSocket constructor is available (the global one,
+   * or the optional peer `ws` on Node.js 20)
+   */
+  readonly push?: false | PushOptions;
+}
+
+/** Who a push ticket is for: the agent whose token the client holds, or an operator. */
+export type PushTicketFor = 'agent' | 'operator';
+
+/** An agent's bearer token: `<agentId>.<secret>`. */
+const AGENT_TOKEN = /^a_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$/;
 
 /** Per call: a timeout for each attempt, and a signal that abandons the call (see `RequestSpec`). */
 export interface CallOptions {
@@ -71,9 +87,14 @@ function withIsoTimes<T extends object>(record: object, ...keys: (keyof T & stri
 
 export class AgentSchedulerClient {
   private readonly transport: HttpTransport;
+  private readonly token: string | undefined;
+  private readonly push: false | PushOptions;
+  private waiter: TaskWaiter | undefined;
 
   constructor(options: AgentSchedulerClientOptions) {
     this.transport = new HttpTransport(options);
+    this.token = options.token;
+    this.push = options.push ?? {};
   }
 
   // Operators
@@ -136,6 +157,46 @@ export class AgentSchedulerClient {
   async redriveTask(taskId: string): Promise<Task> {
     return (await this.call<{ task: Task }>({ method: 'POST', path: `/v1/tasks/${segment(taskId)}/redrive` }))
       .task;
+  }
+
+  /**
+   * Resolves with the task (as `getTask` returns it) once it has ended: `succeeded`, `dead` or `cancelled`.
+   * Listens on the push channel while it is up (the task is watched, its end pushed, then read once); reads the task
+   * with backoff (250 ms doubling to 5 s) while the channel is down or unavailable. Rejects with a
+   * `TaskWaitTimeoutError` after `timeoutMs`, with the server's error for a task that does not exist.
+   */
+  waitForTask(taskId: string, options: WaitOptions = {}): Promise<Task> {
+    this.waiter ??= new TaskWaiter(
+      { getTask: (id) => this.getTask(id), pushTicket: () => this.pushTicket('operator') },
+      this.push,
+    );
+    return this.waiter.wait(taskId, options);
+  }
+
+  /** Submits a task, then waits for it to end (`timeoutMs` counts from the call). */
+  async submitAndWait(input: SubmitTaskInput, options: WaitOptions = {}): Promise<Task> {
+    const started = Date.now();
+    const { task } = await this.submitTask(input);
+    const { timeoutMs } = options;
+    return this.waitForTask(task.taskId, {
+      ...options,
+      ...(timeoutMs === undefined ? {} : { timeoutMs: Math.max(0, timeoutMs - (Date.now() - started)) }),
+    });
+  }
+
+  /**
+   * A ticket to open one push connection, good once within 60 seconds: an agent's (it hears wakes for its queues
+   * and its role grants) or an operator's (it can watch tasks). @param as default: `agent` when the client holds an
+   * agent token, `operator` otherwise
+   */
+  async pushTicket(as?: PushTicketFor, options: CallOptions = {}): Promise<PushTicket> {
+    const agent =
+      as === undefined ? this.token !== undefined && AGENT_TOKEN.test(this.token) : as === 'agent';
+    return this.call<PushTicket>({
+      method: 'POST',
+      path: agent ? '/v1/agent/push-ticket' : '/v1/push-ticket',
+      ...options,
+    });
   }
 
   async listQueues(): Promise<QueueStats[]> {

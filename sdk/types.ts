@@ -357,6 +357,12 @@ export interface ClaimInput {
    * agent moved on). The `Worker` numbers its claims.
    */
   readonly claimSeq?: number;
+  /**
+   * The agent listens on the push channel: when the claim finds nothing, the server marks it idle (a `wake` frame
+   * comes when work arrives) and answers with its slow safety poll as `retryAfterMs`. Without a live connection
+   * the answer is the usual idle backoff. The `Worker` sets it while its socket is up.
+   */
+  readonly listening?: boolean;
 }
 
 export interface ClaimResult {
@@ -402,4 +408,12 @@ export interface CompleteItem {
   readonly taskId: string;
   readonly leaseEpoch: number;
   readonly result?: unknown;
+}
+
+/** A ticket to open one push connection: `url` is the WebSocket URL to open (ticket included), good once. */
+export interface PushTicket {
+  readonly ticket: string;
+  readonly url: string;
+  /** The ticket is no good after this (60 seconds after it was issued). */
+  readonly expiresAt: string;
 }

@@ -26,6 +26,7 @@ import {
   SessionLostError,
 } from './errors.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
+import { PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
 import { RoleFollower } from './role-follower.js';
 import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
@@ -59,6 +60,12 @@ export interface WorkerOptions {
    * give their work to another agent. @default 1000 ms, or a fifth of the lease TTL when that is shorter
    */
   readonly leaseMarginMs?: number;
+  /**
+   * The push channel: while its socket is up, an idle worker waits for a `wake` (or its slow safety poll) instead
+   * of polling, and hears role grants at once. `false` polls only; `{ WebSocket }` gives the constructor to use.
+   * @default on when a WebSocket constructor is available (the global one, or the optional peer `ws` on Node.js 20)
+   */
+  readonly push?: boolean | PushOptions;
   /** @default silent */
   readonly log?: WorkerLog;
 }
@@ -149,6 +156,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private starting: Promise<void> = Promise.resolve();
   private claimLoop: Promise<void> = Promise.resolve();
   private wakeClaimLoop: (() => void) | undefined;
+  private readonly pushOptions: PushOptions | undefined;
+  private channel: PushChannel | undefined;
+  /**
+   * A wake for one of this worker's queues (or a change of the channel) came since the last claim was sent: the
+   * next idle wait ends at once. Cleared as a claim is sent, so a wake that arrives while it is in flight counts.
+   */
+  private nudged = false;
+  private endIdleWait: (() => void) | undefined;
   /** Completions that finished while a completion call was in flight: they go together in the next call. */
   private readonly completionQueue: {
     readonly item: CompleteItem;
@@ -177,6 +192,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       throw new RangeError('leaseMarginMs must be 0 or more');
     }
     this.leaseMarginMs = options.leaseMarginMs;
+    this.pushOptions = options.push === false ? undefined : options.push === true ? {} : (options.push ?? {});
+  }
+
+  /** Whether the push channel's socket is up now: claims say `listening`, and an idle wait ends at a wake. */
+  get listening(): boolean {
+    return this.channel?.connected === true;
   }
 
   /**
@@ -235,6 +256,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     this.state = 'stopping';
     this.stopSignal.abort();
+    this.closePushChannel();
     if (!drain) this.forceSignal.abort();
     this.wake();
     this.stopping = this.shutdown(timeoutMs);
@@ -281,8 +303,83 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // A stop that came while the session was opening wins: nothing starts.
     if (this.state !== 'running') return;
     this.useSession(session, sentAt);
+    this.openPushChannel();
     for (const [role, handler] of Object.entries(this.roleHandlers)) this.holdRole(role, handler);
     if (this.handler) this.claimLoop = this.runClaimLoop().catch((error: unknown) => this.report(error));
+  }
+
+  // Push channel
+
+  private openPushChannel(): void {
+    if (!this.pushOptions || this.channel) return;
+    const channel = new PushChannel({
+      ...this.pushOptions,
+      ticket: () => this.client.pushTicket('agent', { signal: this.stopSignal.signal }),
+    });
+    this.channel = channel;
+    channel.on('frame', (frame) => this.heardPush(frame));
+    // A new connection listens but is not idle yet, and a lost one hears nothing: either way, claim now (saying
+    // whether it listens) rather than at the end of a wait set for the other case.
+    channel.on('connected', () => {
+      this.log.debug('push channel connected', {});
+      this.nudge();
+    });
+    channel.on('disconnected', () => {
+      if (this.channel !== channel) return;
+      this.log.info('push channel down; polling until it is back', {});
+      this.nudge();
+    });
+    channel.on('unavailable', (reason) => {
+      this.log.info('no push channel; polling', {
+        reason: reason instanceof Error ? reason.message : String(reason),
+      });
+    });
+    channel.on('failure', (error) => {
+      this.log.debug('push channel connect failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
+    channel.start();
+  }
+
+  private closePushChannel(): void {
+    const channel = this.channel;
+    this.channel = undefined;
+    channel?.close();
+  }
+
+  private heardPush(frame: PushFrame): void {
+    if (this.state !== 'running') return;
+    if (frame.type === 'wake') {
+      if (!this.queues || this.queues.includes(frame.queue)) this.nudge();
+    } else if (frame.type === 'role' && this.session) {
+      // The grant is in the session's notices: a heartbeat now brings it (and starts the role's handler).
+      this.beat().catch(() => undefined);
+    }
+  }
+
+  /** Ends the claim loop's idle wait now, or the next one if it is not waiting. */
+  private nudge(): void {
+    this.nudged = true;
+    this.endIdleWait?.();
+  }
+
+  /** The wait between an empty claim and the next: `ms`, or less when nudged (a wake, the channel changing). */
+  private idleWait(ms: number): Promise<void> {
+    if (ms <= 0 || this.nudged || this.state !== 'running') return Promise.resolve();
+    return new Promise((resolve) => {
+      const signal = this.stopSignal.signal;
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        if (this.endIdleWait === done) this.endIdleWait = undefined;
+        resolve();
+      };
+      // setTimeout overflows past 2^31 - 1 ms and would fire at once.
+      const timer = setTimeout(done, Math.min(ms, 2_147_483_647));
+      signal.addEventListener('abort', done, { once: true });
+      this.endIdleWait = done;
+    });
   }
 
   // Roles
@@ -586,6 +683,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       let claimed: ClaimResult;
       this.claiming = true;
       this.claimsSent++;
+      // A wake from now on is news this claim may not have seen.
+      this.nudged = false;
+      const listening = this.listening;
       try {
         claimed = await this.client.claim(
           {
@@ -595,6 +695,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
             idleClaims,
             claimId: pending.id,
             claimSeq: pending.seq,
+            ...(listening ? { listening: true } : {}),
           },
           {
             timeoutMs: Math.min(CLAIM_ATTEMPT_MS, (session.leaseTtlSeconds * 1_000) / 2),
@@ -632,9 +733,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
         // A claim first sent longer ago than the lease lasts cannot vouch for the session: nothing else did.
         if (Date.now() >= this.sessionValidUntil) this.sessionLapsed(session);
       } else idleClaims++;
-      // The server's suggestion wins: its operator sets what idle polling may cost.
+      // The server's suggestion wins: its operator sets what idle polling may cost. To a listening agent it is its
+      // slow safety poll, and a wake ends the wait first.
       const wait = claimed.tasks.length > 0 ? 0 : (claimed.retryAfterMs ?? idle.next());
-      await sleep(wait, this.stopSignal.signal);
+      await this.idleWait(wait);
     }
   }
 

@@ -2,13 +2,19 @@
  * Tasks: submit, get, list, cancel, redrive.
  */
 import { type Command, Option } from 'commander';
-import type { Priority, SubmitTaskInput, TaskStatus } from '#sdk/types';
+import { TaskWaitTimeoutError } from '#sdk/task-waiter';
+import type { Priority, SubmitTaskInput, Task, TaskStatus } from '#sdk/types';
 import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
 import { UsageError } from '../errors';
 import { record, table } from '../format';
-import { jsonArgument, wholeNumber } from '../input';
+import { jsonArgument, positiveNumber, wholeNumber } from '../input';
 import { defined, examples } from './shared';
+
+/** `submit --wait`: the task ended, but not in success (dead or cancelled). */
+export const EXIT_TASK_FAILED = 3;
+/** `submit --wait`: the task had not ended when --wait-timeout ran out (it may still end). */
+export const EXIT_WAIT_TIMEOUT = 4;
 
 export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
 export const STATUSES = ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] as const;
@@ -41,12 +47,23 @@ export function taskCommands(program: Command, cli: Cli): void {
     .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
     .option('--key <key>', 'an idempotency key (default: a new one)')
     .option('--batch <json>', 'an array of up to 25 task specifications: JSON, @file or -')
+    .option(
+      '--wait',
+      `wait for the task to end and print it: exit 0 if it succeeded, ${EXIT_TASK_FAILED} if it ended dead or ` +
+        `cancelled, ${EXIT_WAIT_TIMEOUT} if --wait-timeout ran out first`,
+    )
+    .option(
+      '--wait-timeout <seconds>',
+      'with --wait: stop waiting after this long (default: no limit)',
+      positiveNumber,
+    )
     .addHelpText(
       'after',
       examples([
         `agent-scheduler submit --queue research --payload '{"topic":"tides"}'`,
         'agent-scheduler submit --queue research --payload @task.json --priority high --key tides-2026',
         'agent-scheduler submit --batch @tasks.json --json',
+        'agent-scheduler submit --queue research --payload @task.json --wait --wait-timeout 600 --json',
       ]),
     )
     .action(async (options: SubmitOptions) => {
@@ -59,17 +76,7 @@ export function taskCommands(program: Command, cli: Cli): void {
     .argument('<task-id>', 'the task id (t_...)')
     .addHelpText('after', examples(['agent-scheduler get t_abc...', 'agent-scheduler get t_abc... --json']))
     .action(async (taskId: string) => {
-      const task = await cli.operator().getTask(taskId);
-      cli.print(task, () => {
-        const c = cli.colours;
-        const text = record(task as unknown as Record<string, unknown>);
-        return new SafeText(
-          text.replace(
-            /^(status\s+)(\S+)$/m,
-            (_, label: string, status: string) => label + paintStatus(c, status),
-          ),
-        );
-      });
+      printTask(cli, await cli.operator().getTask(taskId));
     });
 
   program
@@ -128,9 +135,29 @@ interface SubmitOptions {
   readonly delay?: number;
   readonly key?: string;
   readonly batch?: string;
+  readonly wait?: boolean;
+  readonly waitTimeout?: number;
+}
+
+/** A task as a record, its status coloured; its JSON with --json. */
+function printTask(cli: Cli, task: Task): void {
+  cli.print(task, () => {
+    const c = cli.colours;
+    const text = record(task as unknown as Record<string, unknown>);
+    return new SafeText(
+      text.replace(
+        /^(status\s+)(\S+)$/m,
+        (_, label: string, status: string) => label + paintStatus(c, status),
+      ),
+    );
+  });
 }
 
 async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
+  if (options.waitTimeout !== undefined && !options.wait)
+    throw new UsageError('--wait-timeout goes with --wait');
+  if (options.batch !== undefined && options.wait)
+    throw new UsageError('--wait waits for one task; submit a batch without it');
   if (options.batch !== undefined) {
     const specs = jsonArgument('batch', options.batch, cli.io.readStdin);
     if (!Array.isArray(specs)) throw new UsageError('--batch must be a JSON array of task specifications');
@@ -149,7 +176,8 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
   if (!options.queue) throw new UsageError('submit needs --queue (or --batch)');
   const payload =
     options.payload === undefined ? {} : jsonArgument('payload', options.payload, cli.io.readStdin);
-  const result = await cli.operator().submitTask(
+  const client = options.wait ? cli.operator({ push: await cli.pushOptions() }) : cli.operator();
+  const result = await client.submitTask(
     defined({
       queue: options.queue,
       payload,
@@ -160,6 +188,30 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       idempotencyKey: options.key,
     }),
   );
-  cli.print(result, () => `${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}`);
-  return 0;
+  if (!options.wait) {
+    cli.print(result, () => `${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}`);
+    return 0;
+  }
+  // With --json, the one document printed is the task as it ended.
+  if (!cli.globals.json)
+    cli.say(`${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}, waiting`);
+  const taskId = result.task.taskId;
+  let task: Task;
+  try {
+    task = await client.waitForTask(
+      taskId,
+      options.waitTimeout === undefined ? {} : { timeoutMs: options.waitTimeout * 1_000 },
+    );
+  } catch (error) {
+    if (!(error instanceof TaskWaitTimeoutError)) throw error;
+    const last = error.lastStatus ? `; it was ${error.lastStatus}` : '';
+    cli.complain(
+      `task ${taskId} did not end within ${options.waitTimeout} s${last}. It may still end: agent-scheduler get ${taskId}`,
+    );
+    return EXIT_WAIT_TIMEOUT;
+  }
+  printTask(cli, task);
+  if (task.status === 'succeeded') return 0;
+  cli.complain(`task ${taskId} ended ${task.status}${task.error ? `: ${task.error.message}` : ''}`);
+  return EXIT_TASK_FAILED;
 }

@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { AgentSchedulerClient } from '#sdk/client';
 import { AgentSchedulerError, isAgentSchedulerError } from '#sdk/errors';
+import type { PushOptions } from '#sdk/push-channel';
 import { Worker } from '#sdk/worker';
 import { commandHandler } from '../command-handler';
 import { userConfigDir } from '../config';
@@ -121,7 +122,9 @@ async function runWorker(cli: Cli, options: WorkerOptions, command: readonly str
     agent = await register(`worker-${hostname()}`, true);
   }
 
-  let worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues);
+  // Woken by pushes where the deployment has a push channel; polling otherwise.
+  const push = await cli.pushOptions();
+  let worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push);
   try {
     await worker.start();
   } catch (error) {
@@ -131,7 +134,7 @@ async function runWorker(cli: Cli, options: WorkerOptions, command: readonly str
       `the server refused the saved agent ${agent.agentId} (${options.name}): ${error.code}, ${error.message}; registering a new one`,
     );
     agent = await register(options.name, false);
-    worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues);
+    worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push);
     await worker.start();
   }
   const running = worker;
@@ -173,8 +176,15 @@ function newWorker(
   command: readonly string[],
   concurrency: number,
   queues: readonly string[],
+  push: PushOptions,
 ): Worker {
-  const worker = new Worker({ client, handler: commandHandler(command), concurrency, queues: [...queues] });
+  const worker = new Worker({
+    client,
+    handler: commandHandler(command),
+    concurrency,
+    queues: [...queues],
+    push,
+  });
   const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
   worker.on('picked', (task) => cli.say(`picked    ${task.taskId} (attempt ${task.attempt})`));
   worker.on('completed', (task) => cli.say(`completed ${task.taskId}`));

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
+import { LOCAL_PUSH_PATH, LocalPushSender } from '#local/push-server';
 import type { LocalServer } from '#local/server';
 import { type CheckedResponse, type OpenApiDocument, responseChecker } from '#test/openapi-contract';
 import { createTestStack, fireAsFunction, serveStack, type TestStack } from '#test/stack';
@@ -20,6 +21,7 @@ const IDLE_QUEUE = 'idle';
 type Body = Record<string, unknown>;
 
 describe('the OpenAPI document matches what the server answers', () => {
+  const push = new LocalPushSender();
   let stack: TestStack;
   let server: LocalServer;
   let doc: OpenApiDocument;
@@ -98,9 +100,11 @@ describe('the OpenAPI document matches what the server answers', () => {
       declaredSchedules: [
         { name: 'declared-daily', expression: 'rate(1 day)', task: { queue: SCHEDULE_QUEUE, payload: {} } },
       ],
+      push: { sender: push, url: () => `${server.url.replace(/^http/, 'ws')}${LOCAL_PUSH_PATH}` },
     });
-    // The local server as `npm start` runs it: with the event feed, so GET /v1/events is served and documented.
-    server = await serveStack(stack, OPERATOR, { events: feed });
+    // The local server as `npm start` runs it: with the event feed, so GET /v1/events is served and documented,
+    // and the push channel, whose tickets are.
+    server = await serveStack(stack, OPERATOR, { events: feed, push });
     // The document under test is the one the server serves.
     const served = await fetch(`${server.url}/v1/openapi.json`, {
       headers: { authorization: `Bearer ${OPERATOR}` },
@@ -297,6 +301,14 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { sessionId: `s_${'a'.repeat(26)}` },
       expect: 409,
     });
+  });
+
+  it('push tickets are answered as documented, for agents and operators', async () => {
+    const forAgent = await call('POST', '/v1/agent/push-ticket', { token: agentA.token, expect: 201 });
+    expect(String(forAgent.url)).toContain('ticket=');
+    const forOperator = await operator('POST', '/v1/push-ticket', undefined, 201);
+    expect(forOperator.ticket).not.toBe(forAgent.ticket);
+    await call('POST', '/v1/push-ticket', { token: agentA.token, expect: 403 });
   });
 
   it('the local event feed answers what the document says, after the tasks above moved', async () => {

@@ -99,9 +99,9 @@ app.synth();
     const functions = Object.values(template.Resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler',
     );
-    expect(functions).toHaveLength(5);
+    expect(functions).toHaveLength(7);
     const keys = new Set(functions.map((f) => f.Properties.Code?.S3Key));
-    expect(keys.size).toBe(5);
+    expect(keys.size).toBe(7);
     const assets = readdirSync(join(project, 'cdk.out')).filter((name) => name.startsWith('asset.'));
     for (const asset of assets) {
       if (existsSync(join(project, 'cdk.out', asset, 'index.mjs'))) {

@@ -39,6 +39,12 @@ export class FakeScheduler {
   leaseTtlSeconds = 30;
   /** How far the server's clock runs ahead of the agent's: its absolute deadlines look that much later. */
   clockAheadMs = 0;
+  /**
+   * Serve push tickets, and answer an empty claim that says `listening` with this wait (the safety poll).
+   * @default undefined: no push channel (tickets are refused 404 `PushUnavailable`, as by a deployment without one)
+   */
+  pushSafetyPollMs: number | undefined;
+  pushTickets = 0;
   /** Replies to serve before the real behaviour of a path, one per call. */
   readonly scripted = new Map<string, Reply[]>();
   private sessionId: string | undefined;
@@ -130,6 +136,7 @@ export class FakeScheduler {
     if (method === 'POST' && path === '/v1/agent/heartbeat') return this.heartbeat(body);
     if (method === 'GET' && path === '/v1/agent/session') return this.readSession();
     if (method === 'POST' && path === '/v1/agent/claim') return this.claim(body);
+    if (method === 'POST' && path === '/v1/agent/push-ticket') return this.pushTicket();
     if (method === 'POST' && path === '/v1/agent/tasks/complete') return this.completeMany(body);
     const finish = /^\/v1\/agent\/tasks\/([^/]+)\/(complete|fail|release)$/.exec(path);
     if (method === 'POST' && finish?.[1] && finish[2]) return this.finish(finish[1], finish[2], body);
@@ -191,7 +198,21 @@ export class FakeScheduler {
       task.sessionId = this.sessionId;
     }
     if (claimId !== undefined && taken.length > 0) this.claims.set(claimId, taken);
-    return ok({ tasks: taken.map((task) => this.claimedView(task)) });
+    const listening = taken.length === 0 && body.listening === true && this.pushSafetyPollMs !== undefined;
+    return ok({
+      tasks: taken.map((task) => this.claimedView(task)),
+      ...(listening ? { retryAfterMs: this.pushSafetyPollMs } : {}),
+    });
+  }
+
+  private pushTicket(): Reply {
+    if (this.pushSafetyPollMs === undefined)
+      return { status: 404, body: { error: { code: 'PushUnavailable', message: 'poll instead' } } };
+    const ticket = `pt_${++this.pushTickets}`;
+    return {
+      status: 201,
+      body: { ticket, url: `ws://fake/v1/push?ticket=${ticket}`, expiresAt: new Date().toISOString() },
+    };
   }
 
   private claimedView(task: FakeTask) {

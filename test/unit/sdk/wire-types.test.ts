@@ -14,6 +14,7 @@ import type {
   agentView,
   claimedTaskView,
   occurrenceView,
+  pushTicketView,
   queueControlView,
   roleView,
   scheduleView,
@@ -71,6 +72,7 @@ const pairs = {
   role: true satisfies Same<Server<typeof roleView>, Sdk.Role>,
   sessionHoldings: true satisfies Same<Server<typeof sessionHoldingsView>, Sdk.SessionHoldings>,
   schedule: true satisfies Same<Server<typeof scheduleView>, Sdk.Schedule>,
+  pushTicket: true satisfies Same<Server<typeof pushTicketView>, Sdk.PushTicket>,
   // What a client sends (and the construct's props declare): the server's schema, before its defaults.
   scheduleSpec: true satisfies Same<OnTheWire<z.input<typeof scheduleSpecSchema>>, Sdk.ScheduleSpec>,
   submitTask: true satisfies Same<OnTheWire<z.input<typeof taskSpecSchema>>, Sdk.SubmitTaskInput>,
@@ -79,6 +81,6 @@ const pairs = {
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(11);
+    expect(Object.keys(pairs)).toHaveLength(12);
   });
 });

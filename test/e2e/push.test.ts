@@ -1,0 +1,317 @@
+/**
+ * The push channel end to end: the SDK's Worker and client on real `ws` sockets to the local server on the
+ * emulators. An idle worker is woken instead of polling; a wait for a task hears its end instead of reading it; a
+ * socket dropped every two seconds costs nothing but a little latency (the SDK polls until it is back); a role
+ * grant reaches its new holder on its socket, not at its next heartbeat.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { LocalPushSender } from '#local/push-server';
+import type { LocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import type { WebSocketConstructor } from '#sdk/push-channel';
+import type { Task } from '#sdk/types';
+import { Worker } from '#sdk/worker';
+import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { main } from '../../cli/main';
+
+const OPERATOR = 'op_e2e-push-operator';
+const SAFETY_POLL_MS = 60_000;
+
+/** `ws`'s client, counted: how many sockets the SDK opened. */
+let socketsOpened = 0;
+class CountedWebSocket extends WebSocket {
+  constructor(url: string) {
+    super(url);
+    socketsOpened++;
+  }
+}
+// The SDK's structural type accepts `ws`'s class as it is.
+const Injected: WebSocketConstructor = CountedWebSocket;
+
+interface Call {
+  readonly method: string;
+  readonly path: string;
+  readonly at: number;
+  readonly body?: Record<string, unknown>;
+}
+
+/** A fetch that records every request's method, path, send time and JSON body. */
+function recordingFetch(calls: Call[]): typeof fetch {
+  return async (input, init) => {
+    const request = input instanceof Request ? input : new Request(input, init);
+    const text = request.body ? await request.clone().text() : '';
+    calls.push({
+      method: request.method,
+      path: new URL(request.url).pathname,
+      at: performance.now(),
+      ...(text ? { body: JSON.parse(text) as Record<string, unknown> } : {}),
+    });
+    return fetch(request);
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('push channel through the SDK', () => {
+  const sender = new LocalPushSender();
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+  const workers: Worker[] = [];
+  const figures: Record<string, unknown> = {};
+
+  beforeAll(async () => {
+    let serverUrl = '';
+    stack = await createTestStack({
+      queues: ['wake', 'watch', 'stream', 'idle', 'cli'],
+      push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
+      settings: { pushSafetyPollMs: SAFETY_POLL_MS, leaseTtlSeconds: 30, heartbeatIntervalSeconds: 10 },
+    });
+    server = await serveStack(stack, OPERATOR, { push: sender });
+    serverUrl = server.url;
+    operator = new AgentSchedulerClient({
+      endpoint: server.url,
+      token: OPERATOR,
+      push: { WebSocket: Injected },
+    });
+  });
+  afterAll(async () => {
+    await Promise.allSettled(workers.map((worker) => worker.stop({ drain: false })));
+    sender.dropAll();
+    await server?.close();
+    await stack?.destroy();
+    console.info('push e2e figures', JSON.stringify(figures));
+  });
+
+  async function agent(queues: string[], calls?: Call[]) {
+    const { token, agent: created } = await operator.createAgent({
+      name: 'e2e-push',
+      queues,
+      maxConcurrency: 4,
+    });
+    const client = new AgentSchedulerClient({
+      endpoint: server.url,
+      token,
+      ...(calls ? { fetch: recordingFetch(calls) } : {}),
+    });
+    return { client, agentId: created.agentId };
+  }
+
+  it('an idle worker is woken for a new task at once, though its safety poll is a minute', async () => {
+    const calls: Call[] = [];
+    const { client } = await agent(['wake'], calls);
+    const picked: { taskId: string; at: number }[] = [];
+    // No WebSocket given: on Node.js 20 the SDK finds the optional peer `ws` itself.
+    const worker = new Worker({ client, handler: async () => 'ok' });
+    workers.push(worker);
+    worker.on('picked', (task) => picked.push({ taskId: task.taskId, at: performance.now() }));
+    await worker.start();
+    const claims = () => calls.filter((c) => c.path === '/v1/agent/claim');
+    await waitFor(() => claims().some((c) => c.body?.listening === true), 10_000);
+    // The listening claim was answered: the worker is idle, for up to its safety poll.
+    await sleep(300);
+    const claimsWhileIdle = claims().length;
+
+    const submittedAt = performance.now();
+    const { task } = await operator.submitTask({ queue: 'wake', payload: {} });
+    const submitAnsweredAt = performance.now();
+    await waitFor(() => picked.some((p) => p.taskId === task.taskId), 5_000);
+
+    const pickedAt = picked[0]?.at ?? Number.POSITIVE_INFINITY;
+    figures.submitSentToPickedMs = Math.round(pickedAt - submittedAt);
+    figures.submitAnsweredToPickedMs = Math.round(pickedAt - submitAnsweredAt);
+    expect(pickedAt - submittedAt).toBeLessThan(500);
+    // One claim after the wake took it; none while idle.
+    expect(claims().length - claimsWhileIdle).toBeLessThanOrEqual(2);
+    expect(worker.listening).toBe(true);
+  });
+
+  it('waitForTask hears the end on the socket: no read while waiting, resolved soon after the completion', async () => {
+    const { client } = await agent(['watch']);
+    let finish = () => {};
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let handlerReturnedAt = 0;
+    const worker = new Worker({
+      client,
+      push: { WebSocket: Injected },
+      handler: async () => {
+        await finished;
+        handlerReturnedAt = performance.now();
+        return { answer: 42 };
+      },
+    });
+    workers.push(worker);
+    let completedAt = 0;
+    worker.on('completed', () => {
+      completedAt = performance.now();
+    });
+    await worker.start();
+
+    const calls: Call[] = [];
+    const watcher = new AgentSchedulerClient({
+      endpoint: server.url,
+      token: OPERATOR,
+      fetch: recordingFetch(calls),
+      push: { WebSocket: Injected },
+    });
+    const { task } = await operator.submitTask({ queue: 'watch', payload: {} });
+    let resolvedAt = 0;
+    const waiting = watcher.waitForTask(task.taskId, { timeoutMs: 20_000 }).then((ended) => {
+      resolvedAt = performance.now();
+      return ended;
+    });
+    // Leased and subscribed: then let the handler finish.
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'leased', 10_000);
+    await waitFor(() => calls.some((c) => c.path === '/v1/push-ticket'), 5_000);
+    await sleep(500);
+    finish();
+    const ended: Task = await waiting;
+
+    expect(ended).toMatchObject({ taskId: task.taskId, status: 'succeeded', result: { answer: 42 } });
+    const reads = calls.filter((c) => c.method === 'GET' && c.path === `/v1/tasks/${task.taskId}`);
+    expect(reads.filter((c) => c.at < handlerReturnedAt)).toEqual([]);
+    // The end is pushed, then the task read once for its whole record.
+    expect(reads).toHaveLength(1);
+    figures.completionToWaitResolvedMs = Math.round(resolvedAt - handlerReturnedAt);
+    figures.completeAnsweredToWaitResolvedMs = Math.round(resolvedAt - completedAt);
+    expect(resolvedAt - handlerReturnedAt).toBeLessThan(400);
+  });
+
+  it('with every socket dropped every two seconds, a stream of tasks all complete and every wait resolves', async () => {
+    const before = socketsOpened;
+    const fleet = await Promise.all([agent(['stream']), agent(['stream'])]);
+    for (const { client } of fleet) {
+      const worker = new Worker({
+        client,
+        concurrency: 2,
+        push: { WebSocket: Injected },
+        handler: async (task) => {
+          // Long enough that waits span the drops.
+          await sleep(700);
+          return { n: (task.payload as { n: number }).n };
+        },
+      });
+      workers.push(worker);
+      await worker.start();
+    }
+    const calls: Call[] = [];
+    const watcher = new AgentSchedulerClient({
+      endpoint: server.url,
+      token: OPERATOR,
+      fetch: recordingFetch(calls),
+      push: { WebSocket: Injected },
+    });
+    let drops = 0;
+    const dropper = setInterval(() => {
+      drops++;
+      sender.dropAll();
+    }, 2_000);
+    const started = performance.now();
+    const waits: Promise<Task>[] = [];
+    try {
+      for (let n = 0; n < 24; n++) {
+        const { task } = await operator.submitTask({ queue: 'stream', payload: { n } });
+        waits.push(watcher.waitForTask(task.taskId, { timeoutMs: 30_000 }));
+        await sleep(300);
+      }
+      const ended = await Promise.all(waits);
+      expect(ended.map((t) => t.status)).toEqual(ended.map(() => 'succeeded'));
+      expect(ended.map((t) => (t.result as { n: number }).n)).toEqual(ended.map((_, n) => n));
+    } finally {
+      clearInterval(dropper);
+    }
+    figures.streamSeconds = Math.round((performance.now() - started) / 100) / 10;
+    figures.streamDrops = drops;
+    // Three clients (two workers, one waiter), each connecting again after every drop.
+    figures.streamSocketsOpened = socketsOpened - before;
+    figures.streamTicketsForWaits = calls.filter((c) => c.path === '/v1/push-ticket').length;
+    figures.streamReadsFor24Waits = calls.filter((c) => c.method === 'GET').length;
+    expect(drops).toBeGreaterThanOrEqual(3);
+    expect(socketsOpened - before).toBeGreaterThan(3 * drops);
+    // The waits read while their socket was down, and subscribed again once it was back.
+    expect(calls.filter((c) => c.path === '/v1/push-ticket').length).toBeGreaterThan(drops);
+    await waitFor(() => workers.slice(-2).every((worker) => worker.listening), 5_000);
+  });
+
+  it('a role grant reaches the next holder’s worker on its socket, not at its next heartbeat', async () => {
+    const holderCalls: Call[] = [];
+    const { client: holderClient } = await agent(['idle'], holderCalls);
+    const { client: nextClient } = await agent(['idle']);
+    let giveUp = () => {};
+    const givenUp = new Promise<void>((resolve) => {
+      giveUp = resolve;
+    });
+    const holder = new Worker({
+      client: holderClient,
+      push: { WebSocket: Injected },
+      roles: {
+        leader: async () => {
+          await givenUp;
+        },
+      },
+    });
+    const next = new Worker({
+      client: nextClient,
+      push: { WebSocket: Injected },
+      roles: {
+        leader: async ({ signal }) =>
+          new Promise((resolve) => signal.addEventListener('abort', () => resolve())),
+      },
+    });
+    workers.push(holder, next);
+    let holderGot = false;
+    let nextGotAt = 0;
+    holder.on('gotRole', () => {
+      holderGot = true;
+    });
+    next.on('gotRole', () => {
+      nextGotAt = performance.now();
+    });
+    await holder.start();
+    await waitFor(() => holderGot, 10_000);
+    await next.start();
+    await waitFor(() => next.listening, 10_000);
+    // The next volunteer is in line (its volunteer call answered) before the holder lets go.
+    await waitFor(async () => {
+      const [role] = (await operator.listRoles()).filter((r) => r.role === 'leader');
+      return (role?.volunteers.length ?? 0) >= 2;
+    }, 10_000);
+
+    giveUp();
+    await waitFor(() => nextGotAt > 0, 5_000);
+    const release = holderCalls.find((c) => c.path === '/v1/agent/roles/leader/release');
+    const latency = nextGotAt - (release?.at ?? Number.POSITIVE_INFINITY);
+    figures.releaseToGrantHeardMs = Math.round(latency);
+    expect(latency).toBeLessThan(200);
+  });
+
+  it('submit --wait prints the task as it ended and exits 0', async () => {
+    const { client } = await agent(['cli']);
+    const worker = new Worker({
+      client,
+      push: { WebSocket: Injected },
+      handler: async (task) => {
+        await sleep(200);
+        return { echoed: task.payload };
+      },
+    });
+    workers.push(worker);
+    await worker.start();
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(
+      ['submit', '--queue', 'cli', '--payload', '{"n":7}', '--wait', '--wait-timeout', '20', '--json'],
+      (line) => out.push(line),
+      {
+        writeErr: (line) => err.push(line),
+        env: { AGENT_SCHEDULER_ENDPOINT: server.url, AGENT_SCHEDULER_TOKEN: OPERATOR },
+      },
+    );
+    expect(err).toEqual([]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join('\n'))).toMatchObject({ status: 'succeeded', result: { echoed: { n: 7 } } });
+  });
+});
