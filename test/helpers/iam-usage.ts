@@ -43,6 +43,16 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'The same hand-over check, reached only when a revocation races a session open that read the agent before it was marked revoked.',
   '*|execute-api:ManageConnections|pushConnections':
     'Frames reach connections through API Gateway’s management API (PostToConnection) only in AWS; locally the push server writes to its sockets itself, and tests record frames with a sender of their own.',
+  'agentApi|dynamodb:DeleteItem|table:connections':
+    'Forgets a connection API Gateway answered 410 for, after a wake; the same code as the operator API’s, which the push suite runs (a gone listener woken by a submission).',
+  'supervisor|dynamodb:GetItem|table:connections':
+    'Reads a connection found gone after a wake, or the connection a role’s new holder listens on after a sweep’s hand-over; the suites run both through the agent and operator APIs.',
+  'supervisor|dynamodb:DeleteItem|table:connections':
+    'Forgets a connection found gone after a wake; the same code as the operator API’s, which the push suite runs.',
+  'scheduleFire|dynamodb:GetItem|table:connections':
+    'Reads a connection found gone after a fire’s wake; the same code as the operator API’s, which the push suite runs.',
+  'scheduleFire|dynamodb:DeleteItem|table:connections':
+    'Forgets a connection found gone after a fire’s wake; the same code as the operator API’s, which the push suite runs.',
   'scheduleFire|scheduler:UpdateSchedule|scheduleGroup':
     'Replaces an early fire that already exists (EventBridge answers ConflictException); the local stand-in never conflicts. The request is asserted with the SDK mock in the adapter’s unit test.',
 };
