@@ -1,26 +1,35 @@
 /**
- * `npm run bench -- [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N] [--json]`
+ * `npm run bench -- [--scenario throughput|idle] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
+ * [--seed S] [--json]`
  *
- * Runs the local stack under load and reports throughput, latency, the AWS requests and capacity one task costs,
- * and dollars per million tasks at the list prices of `bench/prices.ts`. Figures, not a pass or fail.
+ * `throughput` (the default) runs the local stack under load and reports throughput, latency, the AWS requests and
+ * capacity one task costs, and dollars per million tasks at the list prices of `bench/prices.ts`. Figures, not a
+ * pass or fail.
  *
  * By default 1,000 tasks run first and are not measured: in its first seconds DynamoDB Local (a JVM) is still
  * compiling its hot paths, so a cold run measures the emulator's start as much as the scheduler. `--warmup 0`
  * measures from cold. Requests and capacity per task are the same either way; speed, latency and the measured
  * function durations (so Lambda's share of the dollars) are not.
+ *
+ * `idle` (`bench/run-idle.ts`; `--agents` default 50, `--tasks` default 50, `--seed` default 1) has idle Workers on
+ * the push channel picked up by wakes, tasks submitted one at a time 0.2 to 2 s apart: pickup latency, wakes and
+ * claims per task, and what an idle agent costs a month in AWS, with the push channel and polling as today.
  */
 import { parseArgs } from 'node:util';
 import { runBench } from './run-bench';
+import { type AgentMonth, runIdle } from './run-idle';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const { values } = parseArgs({
   options: {
-    tasks: { type: 'string', default: '2000' },
-    agents: { type: 'string', default: '10' },
+    scenario: { type: 'string', default: 'throughput' },
+    tasks: { type: 'string' },
+    agents: { type: 'string' },
     batch: { type: 'string', default: '1' },
     payload: { type: 'string', default: '1024' },
     warmup: { type: 'string', default: '1000' },
+    seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -34,33 +43,110 @@ const positive = (name: string, value: string | undefined, max: number): number 
   return n;
 };
 
-const report = await runBench({
-  tasks: positive('tasks', values.tasks, 1_000_000),
-  agents: positive('agents', values.agents, 1_000),
-  batch: positive('batch', values.batch, 10),
-  payloadBytes: positive('payload', values.payload, 250_000),
-  warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
-});
+if (values.scenario === 'idle') await idleScenario();
+else if (values.scenario === 'throughput') await throughputScenario();
+else {
+  console.error('--scenario must be throughput or idle');
+  process.exit(2);
+}
 
-if (values.json) {
-  console.log(JSON.stringify(report));
-} else {
-  const t = report.perTask;
+async function throughputScenario(): Promise<void> {
+  const report = await runBench({
+    tasks: positive('tasks', values.tasks ?? '2000', 1_000_000),
+    agents: positive('agents', values.agents ?? '10', 1_000),
+    batch: positive('batch', values.batch, 10),
+    payloadBytes: positive('payload', values.payload, 250_000),
+    warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
+  });
+
+  if (values.json) {
+    console.log(JSON.stringify(report));
+  } else {
+    const t = report.perTask;
+    console.log(
+      [
+        `${report.tasks} tasks, ${report.agents} agents, batch ${report.batch}, payload ${report.payloadBytes} B, after ${report.warmupTasks} warm-up tasks`,
+        `throughput      ${report.tasksPerSecond} tasks/s (${report.durationMs} ms)`,
+        `dispatch        p50 ${report.dispatchLatencyMs.p50} ms, p99 ${report.dispatchLatencyMs.p99} ms (submit → claimed)`,
+        `completion      p50 ${report.completionLatencyMs.p50} ms, p99 ${report.completionLatencyMs.p99} ms (submit → completed)`,
+        `per task        ${t.dynamodbWriteUnits} WCU (${t.dynamodbIndexWriteUnits} on indexes), ${t.dynamodbReadUnits} RCU, ${t.sqsRequests} SQS requests, ${t.apiCalls} API calls, ${t.lambdaInvocations} invocations, ${t.lambdaMs} ms, ${t.events} events`,
+        `requests        ${Object.entries(t.requests)
+          .map(([operation, n]) => `${operation} ${n}`)
+          .join(', ')}`,
+        `$ per million   ${report.usdPerMillionTasks} (${Object.entries(report.usdPerMillionTasksByService)
+          .map(([service, usd]) => `${service} ${usd}`)
+          .join(', ')})`,
+        `heartbeat       ${report.heartbeat.dynamodbWriteUnits} WCU, $${report.heartbeatUsdPerAgentHour} per agent-hour`,
+        `idle agent      $${report.idleAgentUsdPerMonth} per month (${report.idleClaim.awsRequests} AWS requests per poll)`,
+        `prices          ${report.prices}`,
+      ].join('\n'),
+    );
+  }
+}
+
+async function idleScenario(): Promise<void> {
+  const report = await runIdle({
+    agents: positive('agents', values.agents ?? '50', 1_000),
+    tasks: positive('tasks', values.tasks ?? '50', 100_000),
+    seed: positive('seed', values.seed, 2 ** 31),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  const s = (ms: number) => `${(ms / 1_000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const m = report.measured;
+  const step = (usage: {
+    requests: Readonly<Record<string, number>>;
+    dynamodbReadUnits: number;
+    dynamodbWriteUnits: number;
+    lambdaMs: number;
+  }) =>
+    `${
+      Object.entries(usage.requests)
+        .map(([operation, n]) => `${operation} ${n}`)
+        .join(', ') || 'no requests'
+    }; ${usage.dynamodbWriteUnits} WCU, ${usage.dynamodbReadUnits} RCU; ${usage.lambdaMs} ms`;
+  const usd = (value: number) => `$${value.toFixed(5)}`;
+  const itemized = (agentMonth: AgentMonth) => [
+    ...agentMonth.items.map(
+      (i) =>
+        `  ${i.item.padEnd(62)} ${String(i.perMonth).padStart(9)} × ${i.usdEach.toExponential(3)} = ${usd(i.usd)}`,
+    ),
+    `  ${'by service'.padEnd(62)} ${Object.entries(agentMonth.byService)
+      .filter(([, v]) => v > 0)
+      .map(([service, v]) => `${service} ${usd(v)}`)
+      .join(', ')}`,
+  ];
+  const p = report.pollingPickupMs;
   console.log(
     [
-      `${report.tasks} tasks, ${report.agents} agents, batch ${report.batch}, payload ${report.payloadBytes} B, after ${report.warmupTasks} warm-up tasks`,
-      `throughput      ${report.tasksPerSecond} tasks/s (${report.durationMs} ms)`,
-      `dispatch        p50 ${report.dispatchLatencyMs.p50} ms, p99 ${report.dispatchLatencyMs.p99} ms (submit → claimed)`,
-      `completion      p50 ${report.completionLatencyMs.p50} ms, p99 ${report.completionLatencyMs.p99} ms (submit → completed)`,
-      `per task        ${t.dynamodbWriteUnits} WCU (${t.dynamodbIndexWriteUnits} on indexes), ${t.dynamodbReadUnits} RCU, ${t.sqsRequests} SQS requests, ${t.apiCalls} API calls, ${t.lambdaInvocations} invocations, ${t.lambdaMs} ms, ${t.events} events`,
-      `requests        ${Object.entries(t.requests)
-        .map(([operation, n]) => `${operation} ${n}`)
-        .join(', ')}`,
-      `$ per million   ${report.usdPerMillionTasks} (${Object.entries(report.usdPerMillionTasksByService)
-        .map(([service, usd]) => `${service} ${usd}`)
-        .join(', ')})`,
-      `heartbeat       ${report.heartbeat.dynamodbWriteUnits} WCU, $${report.heartbeatUsdPerAgentHour} per agent-hour`,
-      `idle agent      $${report.idleAgentUsdPerMonth} per month (${report.idleClaim.awsRequests} AWS requests per poll)`,
+      `idle: ${report.agents} idle Workers (push on, one queue), ${report.tasks} tasks one at a time ${report.spacingMs.min}–${report.spacingMs.max} ms apart (seed ${report.seed}); server defaults: safety poll ${s(report.settings.pushSafetyPollMs)}, ${report.settings.wakesPerTask} wake per task, cooldown ${report.settings.wakeCooldownMs} ms`,
+      `load average    ${report.loadAverage.start} at start, ${report.loadAverage.end} at end; ${s(report.durationMs)} in all`,
+      `idle fleet      all idle ${report.idle.readyMs} ms after start; ${report.idle.claimsInQuietWindow} claims in a ${report.idle.quietWindowMs} ms quiet window`,
+      `pickup (push)   p50 ${report.pickupMs.p50} ms, p99 ${report.pickupMs.p99} ms, max ${report.pickupMs.max} ms, mean ${report.pickupMs.mean} ms (submit sent → handler start); ${report.pickupMs.missed} not picked up in 30 s`,
+      `pickup (poll)   computed for push: false at the ${s(report.settings.idleRetryMaxMs)} idle wait, not run: in step (one agent, or Workers started together) p50 ${s(p.inStep.p50)}, p99 ${s(p.inStep.p99)}, max ${s(p.inStep.max)}; ${report.agents} at random phases p50 ${s(p.independentPhases.p50)}, p99 ${s(p.independentPhases.p99)}, max ${s(p.independentPhases.max)}`,
+      `per task        ${report.perTask.wakes} wakes, ${report.perTask.claims} claims; frames ${Object.entries(
+        report.perTask.frames,
+      )
+        .map(([type, n]) => `${type} ${n}`)
+        .join(
+          ', ',
+        )}; ${report.agentsWoken} agents woken (at most ${report.mostWakesOneAgent} wakes each), ${report.wokenTwiceWithinCooldown} woken twice within the cooldown`,
+      'measured steps  (requests; DynamoDB units, a failed conditional write billed 1 WCU; handler ms on this machine)',
+      `  first listening claim    ${step(m.listeningFirstClaim)} (marks idle, looks twice)`,
+      `  safety poll, idle        ${step(m.listeningEmptyClaim)}; retryAfterMs ${m.listeningEmptyClaim.retryAfterMs}`,
+      `  polling empty claim      ${step(m.pollingEmptyClaim)}; retryAfterMs ${m.pollingEmptyClaim.retryAfterMs}`,
+      `  HTTP authorizer, cold    ${step(m.httpAuthorizer)}`,
+      `  push ticket              ${step(m.ticket)}`,
+      `  $connect authorizer      ${step(m.connectAuthorizer)}`,
+      `  $connect (push-api)      ${step(m.connect)}`,
+      `  $disconnect, replaced    ${step(m.disconnectReplaced)}`,
+      `  keep-alive ping          ${m.keepAliveRequests} AWS requests`,
+      `idle agent-month, push channel: ${usd(report.idleAgentMonth.push.usd)}`,
+      ...itemized(report.idleAgentMonth.push),
+      `idle agent-month, polling (today): ${usd(report.idleAgentMonth.polling.usd)} (${usd(report.idleAgentMonth.pollingWithoutAuthorizerUsd)} without the authorizer, as the throughput report prices it)`,
+      ...itemized(report.idleAgentMonth.polling),
       `prices          ${report.prices}`,
     ].join('\n'),
   );

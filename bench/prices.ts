@@ -25,6 +25,12 @@ export const PRICES = {
   apiGateway: {
     /** HTTP APIs, first 300 million requests a month, per request of up to 512 KB. */
     httpRequest: 1.0 / 1e6,
+    /**
+     * WebSocket APIs (the push channel), first billion a month: per connection minute, and per message sent or
+     * received, metered in 32 KB units (a frame of 33 KB is two).
+     */
+    webSocketConnectionMinute: 0.25 / 1e6,
+    webSocketMessage: 1.0 / 1e6,
     source: 'https://aws.amazon.com/api-gateway/pricing/',
   },
   lambda: {
@@ -43,3 +49,15 @@ export const PRICES = {
 
 /** Memory of the API functions in the construct (`infra/agent-scheduler.ts`): duration is billed at this size. */
 export const API_FUNCTION_MEMORY_GB = 512 / 1024;
+
+/** Memory of each function an idle agent reaches, as the construct sizes them (`infra/agent-scheduler.ts`). */
+export const FUNCTION_MEMORY_GB = {
+  agentApi: 512 / 1024,
+  operatorApi: 512 / 1024,
+  /** The HTTP API's agent-token authorizer (its answer cached 60 s per token). */
+  authorizer: 256 / 1024,
+  /** The WebSocket API's `$connect` ticket authorizer. */
+  pushAuthorizer: 256 / 1024,
+  /** `$connect`, `$disconnect` and `$default` of the WebSocket API. */
+  pushApi: 256 / 1024,
+} as const;

@@ -17,7 +17,7 @@ import type { PushTicket } from './types.js';
 /** The version of the frames this client reads and writes; frames of any other version are ignored. */
 export const PUSH_VERSION = 1;
 /** API Gateway closes a WebSocket idle for 10 minutes: a `ping` goes out this often. */
-export const KEEP_ALIVE_MS = 5 * 60 * 1_000;
+export const KEEP_ALIVE_MS = 9 * 60 * 1_000;
 /** API Gateway closes any WebSocket after 2 hours: a new one is opened this long after each connect. */
 export const RECONNECT_AFTER_MS = 110 * 60 * 1_000;
 /** A connect (ticket and handshake) that takes longer than this is abandoned and tried again. */
@@ -48,7 +48,7 @@ export type WebSocketConstructor = new (url: string) => PushSocket;
 export interface PushOptions {
   /** @default the global `WebSocket`, else the optional peer dependency `ws` if installed, else none (polling) */
   readonly WebSocket?: WebSocketConstructor;
-  /** How often a `ping` frame keeps the socket open. @default 300000 (5 minutes) */
+  /** How often a `ping` frame keeps the socket open. @default 540000 (9 minutes) */
   readonly keepAliveMs?: number;
   /** How long after connecting a new socket replaces the old one. @default 6600000 (110 minutes) */
   readonly reconnectAfterMs?: number;

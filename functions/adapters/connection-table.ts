@@ -179,7 +179,7 @@ export class ConnectionTable implements ConnectionStore {
   async markIdle(
     agentId: string,
     queues: readonly string[],
-  ): Promise<{ readonly wokenAt: number } | undefined> {
+  ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
     const marked = await Promise.all(
       queues.map((queue) =>
         this.doc
@@ -191,11 +191,15 @@ export class ConnectionTable implements ConnectionStore {
               ConditionExpression: 'attribute_exists(pk) AND expiresAt > :now',
               ExpressionAttributeNames: { '#idle': 'idle' },
               ExpressionAttributeValues: { ':true': true, ':now': this.now() },
-              ReturnValues: 'ALL_NEW',
+              // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
+              ReturnValues: 'ALL_OLD',
             }),
           )
           .then(
-            (output) => Number(output.Attributes?.wokenAt ?? 0),
+            (output) => ({
+              wokenAt: Number(output.Attributes?.wokenAt ?? 0),
+              wasIdle: output.Attributes?.idle === true,
+            }),
             (error: unknown) => {
               if (failedCondition(error)) return undefined;
               throw error;
@@ -203,8 +207,13 @@ export class ConnectionTable implements ConnectionStore {
           ),
       ),
     );
-    const listening = marked.filter((wokenAt): wokenAt is number => wokenAt !== undefined);
-    return listening.length > 0 ? { wokenAt: Math.max(...listening) } : undefined;
+    const listening = marked.filter((mark) => mark !== undefined);
+    return listening.length > 0
+      ? {
+          wokenAt: Math.max(...listening.map((mark) => mark.wokenAt)),
+          wasIdle: listening.every((mark) => mark.wasIdle),
+        }
+      : undefined;
   }
 
   findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {

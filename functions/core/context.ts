@@ -116,7 +116,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   payloadObjectFromBytes: 10 * 1024,
   wakeCooldownMs: 1_000,
   wakesPerTask: 1,
-  pushSafetyPollMs: 15 * 60 * 1_000,
+  pushSafetyPollMs: 20 * 60 * 1_000,
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

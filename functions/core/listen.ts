@@ -19,6 +19,9 @@ export async function claimOrListen(
   const queues = request.queues ?? (await ctx.agents.get(request.agentId))?.queues ?? [];
   const listening = await markIdle(ctx, request.agentId, queues);
   if (!listening) return { tasks };
+  // Idle already (a safety poll): a task made claimable since its last mark found it idle and woke it, or woke
+  // another idle agent; there is no gap between the look and the mark to cover.
+  if (listening.wasIdle) return { tasks, retryAfterMs: listening.retryAfterMs };
   const again = await claimTasks(ctx, request);
   return again.length > 0 ? { tasks: again } : { tasks: again, retryAfterMs: listening.retryAfterMs };
 }

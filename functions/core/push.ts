@@ -117,12 +117,15 @@ export async function markIdle(
   ctx: SchedulerContext,
   agentId: string,
   queues: readonly string[],
-): Promise<{ readonly retryAfterMs: number } | undefined> {
+): Promise<{ readonly retryAfterMs: number; readonly wasIdle: boolean } | undefined> {
   if (!ctx.push || queues.length === 0) return undefined;
   const marked = await ctx.push.connections.markIdle(agentId, queues);
   if (!marked) return undefined;
   const coolingFor = marked.wokenAt + ctx.settings.wakeCooldownMs - ctx.now();
-  return { retryAfterMs: coolingFor > 0 ? coolingFor + 50 : ctx.settings.pushSafetyPollMs };
+  return {
+    retryAfterMs: coolingFor > 0 ? coolingFor + 50 : ctx.settings.pushSafetyPollMs,
+    wasIdle: marked.wasIdle,
+  };
 }
 
 export interface WakeOptions {
@@ -141,12 +144,10 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
   const message = frame<WakeFrame>({ type: 'wake', queue, reason: options.reason });
   let woken = 0;
   try {
-    // A few more than needed: some may be taken by a parallel wake between the read and the write.
+    // Every idle listener the read finds (one request reads a fleet of hundreds), in random order: the wakes are
+    // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
-    const found = shuffled(
-      ctx,
-      await push.connections.findIdle(queue, wokenBefore, Math.min(want * 2, 1_000)),
-    );
+    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, 1_000));
     for (const listener of found) {
       if (woken >= want) break;
       if (!(await push.connections.takeForWake(queue, listener, now, wokenBefore))) continue;

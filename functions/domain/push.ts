@@ -18,9 +18,10 @@ export const TICKET_TTL_SECONDS = 60;
 
 /**
  * API Gateway closes a WebSocket idle for 10 minutes and any after 2 hours. Clients send a keep-alive frame this
- * often (it reaches no function), and reconnect this long after connecting, before the server would cut them off.
+ * often (it reaches no function; each is a billed message, so as seldom as the idle limit allows with a minute to
+ * spare), and reconnect this long after connecting, before the server would cut them off.
  */
-export const KEEP_ALIVE_SECONDS = 5 * 60;
+export const KEEP_ALIVE_SECONDS = 9 * 60;
 export const RECONNECT_AFTER_SECONDS = 110 * 60;
 /** How long connection records live unless renewed: a little past the 2-hour limit. */
 export const CONNECTION_TTL_SECONDS = 2 * 60 * 60 + 5 * 60;

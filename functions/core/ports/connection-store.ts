@@ -36,10 +36,13 @@ export interface ConnectionStore {
   /** The connection an agent listens on, if any. */
   connectionOf(agentId: string): Promise<string | undefined>;
   /**
-   * Marks an agent idle in the given queues it listens to, and says when it was last woken through them;
-   * undefined if it listens to none of them.
+   * Marks an agent idle in the given queues it listens to, and says when it was last woken through them and
+   * whether it was idle in all of them already; undefined if it listens to none of them.
    */
-  markIdle(agentId: string, queues: readonly string[]): Promise<{ readonly wokenAt: number } | undefined>;
+  markIdle(
+    agentId: string,
+    queues: readonly string[],
+  ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined>;
   /** Idle listeners of a queue not woken since `wokenBefore`, at most `limit`, in no set order. */
   findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]>;
   /**

@@ -104,7 +104,13 @@ describe('push channel', () => {
   describe('wakes', () => {
     it('an empty claim leaves a listening agent idle, told to wait for its safety poll', async () => {
       const agent = await connectedAgent(['quiet']);
+      stack.meter.reset();
       expect((await idle(agent)).retryAfterMs).toBe(SAFETY_POLL_MS);
+      const first = stack.meter.totals((r) => r.service === 'dynamodb').requests;
+      // Its next claim, a safety poll of an agent idle already, looks once: no gap to cover.
+      stack.meter.reset();
+      expect((await idle(agent)).retryAfterMs).toBe(SAFETY_POLL_MS);
+      expect(stack.meter.totals((r) => r.service === 'dynamodb').requests).toBeLessThan(first);
       // Without a connection, a claim is a claim: no wait of the channel's.
       const polling = await startAgent(stack.scheduler, { queues: ['quiet'] });
       expect((await stack.scheduler.claimOrListen(polling)).retryAfterMs).toBeUndefined();
