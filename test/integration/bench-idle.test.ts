@@ -1,7 +1,7 @@
 /**
- * A small run of `npm run bench -- --scenario idle` on the test emulators: idle Workers are picked up by wakes (one
- * per task, none twice within the cooldown, no claims while idle), and the steps the cost model prices are the
- * requests the push channel's code implies.
+ * A short run of `npm run bench -- --scenario idle` on the test emulators, with an idle fleet of 50 Workers: tasks
+ * are picked up by wakes (one per task, none twice within the cooldown, no claims while the fleet is idle), and the
+ * steps the cost model prices are the requests the push channel's code implies.
  */
 import { describe, expect, inject, it } from 'vitest';
 import { runIdle } from '../../bench/run-idle';
@@ -11,13 +11,13 @@ describe('the idle benchmark', () => {
 
   it('reports pickups by wake, wakes and claims per task, and an idle agent-month for push and polling', async () => {
     const report = await runIdle({
-      agents: 3,
-      tasks: 3,
+      agents: 50,
+      tasks: 5,
       spacingMs: { min: 200, max: 400 },
       probeClaims: 1,
       endpoints,
     });
-    expect(report).toMatchObject({ scenario: 'idle', agents: 3, tasks: 3 });
+    expect(report).toMatchObject({ scenario: 'idle', agents: 50, tasks: 5 });
     expect(report.settings.pushSafetyPollMs).toBe(20 * 60 * 1_000);
     expect(report.idle.claimsInQuietWindow).toBe(0);
     // Every task was picked up, and by a wake: the safety poll is 20 minutes.
@@ -31,6 +31,10 @@ describe('the idle benchmark', () => {
     expect(m.listeningEmptyClaim.retryAfterMs).toBe(20 * 60 * 1_000);
     expect(m.pollingEmptyClaim.retryAfterMs).toBe(90_000);
     expect(m.listeningEmptyClaim.requests['dynamodb:UpdateItem']).toBe(1);
+    // A safety poll of an agent idle already looks once; the first listening claim of a socket looks twice.
+    expect(m.listeningEmptyClaim.requests['sqs:ReceiveMessage'] ?? 0).toBeLessThan(
+      m.listeningFirstClaim.requests['sqs:ReceiveMessage'] ?? 0,
+    );
     expect(m.keepAliveRequests).toBe(0);
     expect(m.ticket.requests).toEqual({ 'dynamodb:PutItem': 1 });
     expect(m.connectAuthorizer.requests).toEqual({ 'dynamodb:DeleteItem': 1, 'dynamodb:GetItem': 1 });
