@@ -216,12 +216,13 @@ export class ConnectionTable implements ConnectionStore {
       : undefined;
   }
 
-  findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
-    return this.query(queue, limit, {
+  async findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
+    const items = await this.query(`queue#${queue}`, limit, {
       FilterExpression: '#idle = :true AND wokenAt <= :before AND expiresAt > :now',
       ExpressionAttributeNames: { '#idle': 'idle' },
       ExpressionAttributeValues: { ':true': true, ':before': wokenBefore, ':now': this.now() },
     });
+    return items.map(listenerOf);
   }
 
   async takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean> {
@@ -286,50 +287,39 @@ export class ConnectionTable implements ConnectionStore {
   }
 
   async watchers(taskId: string): Promise<string[]> {
-    const watchers: string[] = [];
-    let startKey: Item | undefined;
-    do {
-      const output = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          FilterExpression: 'expiresAt > :now',
-          ExpressionAttributeValues: { ':pk': `task#${taskId}`, ':now': this.now() },
-          // The task was marked watched after the watch was written: a strong read sees every such watch.
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of output.Items ?? []) watchers.push(String(item.connectionId));
-      startKey = output.LastEvaluatedKey;
-    } while (startKey);
-    return watchers;
+    // The task was marked watched after the watch was written: a strong read sees every such watch.
+    const items = await this.query(`task#${taskId}`, Number.POSITIVE_INFINITY, {
+      FilterExpression: 'expiresAt > :now',
+      ExpressionAttributeValues: { ':now': this.now() },
+      ConsistentRead: true,
+    });
+    return items.map((item) => String(item.connectionId));
   }
 
-  /** A queue's listeners passing `filter`, read page by page until `limit` are found or the partition ends. */
+  /** Items of a partition passing `filter`, read page by page until `limit` are found or the partition ends. */
   private async query(
-    queue: string,
+    pk: string,
     limit: number,
     filter: {
-      FilterExpression: string;
-      ExpressionAttributeNames: Record<string, string>;
-      ExpressionAttributeValues: Item;
+      readonly FilterExpression: string;
+      readonly ExpressionAttributeNames?: Record<string, string>;
+      readonly ExpressionAttributeValues: Item;
+      readonly ConsistentRead?: boolean;
     },
-  ): Promise<Listener[]> {
-    const found: Listener[] = [];
+  ): Promise<Item[]> {
+    const found: Item[] = [];
     let startKey: Item | undefined;
     do {
       const output = await this.doc.send(
         new QueryCommand({
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk',
-          FilterExpression: filter.FilterExpression,
-          ExpressionAttributeNames: filter.ExpressionAttributeNames,
-          ExpressionAttributeValues: { ':pk': `queue#${queue}`, ...filter.ExpressionAttributeValues },
+          ...filter,
+          ExpressionAttributeValues: { ':pk': pk, ...filter.ExpressionAttributeValues },
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
       );
-      for (const item of output.Items ?? []) found.push(listenerOf(item));
+      found.push(...(output.Items ?? []));
       startKey = output.LastEvaluatedKey;
     } while (startKey && found.length < limit);
     return found.slice(0, limit);

@@ -9,6 +9,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type {
+  PushErrorFrame as ErrorFrame,
+  RoleFrame,
+  WakeFrame as SdkWakeFrame,
+  SubscribedFrame,
+  TaskFrame,
+  WakeReason,
+} from '#sdk/push-channel';
 import { TASK_ID_PATTERN } from './ids';
 
 export const PUSH_VERSION = 1;
@@ -31,64 +39,14 @@ export type PushPrincipal =
   | { readonly kind: 'agent'; readonly agentId: string }
   | { readonly kind: 'operator' };
 
-/** Why an agent was woken. */
-export type WakeReason =
-  | 'submitted'
-  | 'released'
-  | 'retry'
-  | 'reclaimed'
-  | 'redriven'
-  | 'resumed'
-  | 'due'
-  | 'resent'
-  | 'starving';
-
-/** Work may be waiting in `queue`: claim over HTTP. */
-export interface WakeFrame {
-  readonly type: 'wake';
-  readonly version: typeof PUSH_VERSION;
-  readonly queue: string;
+/** Work may be waiting in `queue`: claim over HTTP. The server sends only the reasons it knows. */
+export interface WakeFrame extends SdkWakeFrame {
   readonly reason: WakeReason;
 }
 
-/** A role was granted to this agent (its lease epoch names the grant). */
-export interface RoleFrame {
-  readonly type: 'role';
-  readonly version: typeof PUSH_VERSION;
-  readonly role: string;
-  readonly event: 'granted';
-  readonly leaseEpoch: number;
-}
-
-/** A task this connection watches ended. `result` is left out (`resultOmitted`) when it would not fit a frame. */
-export interface TaskFrame {
-  readonly type: 'task';
-  readonly version: typeof PUSH_VERSION;
-  readonly taskId: string;
-  readonly status: 'succeeded' | 'dead' | 'cancelled';
-  readonly result?: unknown;
-  readonly resultOmitted?: true;
-  readonly error?: { readonly message: string };
-}
-
-/** The answer to a `subscribe` frame: each task's state as read after the subscription was recorded. */
-export interface SubscribedFrame {
-  readonly type: 'subscribed';
-  readonly version: typeof PUSH_VERSION;
-  readonly id: string;
-  readonly tasks: readonly { readonly taskId: string; readonly status: string | null }[];
-}
-
-export interface ErrorFrame {
-  readonly type: 'error';
-  readonly version: typeof PUSH_VERSION;
-  readonly code: string;
-  readonly message: string;
-  /** The `id` of the frame refused, when it had one. */
-  readonly id?: string;
-}
-
+/** A frame the server sends; the SDK declares each shape, as its clients read them. */
 export type PushFrame = WakeFrame | RoleFrame | TaskFrame | SubscribedFrame | ErrorFrame;
+export type { ErrorFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
 
 /** Frames a client sends. `ping` keeps the socket open and is answered by nothing. */
 export const clientFrameSchema = z.discriminatedUnion('type', [

@@ -6,9 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
+import type { clientFrameSchema } from '#domain/push';
 import type { queueLimitsSchema } from '#domain/queue-limits';
 import type { scheduleSpecSchema } from '#domain/schedule';
 import type { JsonValue, taskSpecSchema } from '#domain/task-spec';
+import type { ClientFrame } from '#sdk/push-channel';
 import type * as Sdk from '#sdk/types';
 import type {
   agentView,
@@ -77,10 +79,12 @@ const pairs = {
   scheduleSpec: true satisfies Same<OnTheWire<z.input<typeof scheduleSpecSchema>>, Sdk.ScheduleSpec>,
   submitTask: true satisfies Same<OnTheWire<z.input<typeof taskSpecSchema>>, Sdk.SubmitTaskInput>,
   queueLimits: true satisfies Same<OnTheWire<z.input<typeof queueLimitsSchema>>, Sdk.QueueLimits>,
+  // The frames a push client sends (the frames it receives are the SDK's own types, which the server uses).
+  clientFrame: true satisfies Same<OnTheWire<z.input<typeof clientFrameSchema>>, ClientFrame>,
 };
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(12);
+    expect(Object.keys(pairs)).toHaveLength(13);
   });
 });
