@@ -185,10 +185,13 @@ describe('leases', () => {
 
     clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
     const late = stack.sibling({ now: () => expiresAt - 1 });
-    // The sweep has found the session expired; the agent's heartbeat, sent before the expiry, lands first.
+    // The sweep has found the session expired; the agent's heartbeat, sent before the expiry, lands first. The
+    // sweep ends sessions several at a time: the write to wait for is the end of this agent's session.
     stack.interleave(
       (operation, input) =>
-        operation === 'UpdateItemCommand' && String(input.UpdateExpression).includes('if_not_exists'),
+        operation === 'UpdateItemCommand' &&
+        String(input.UpdateExpression).includes('if_not_exists') &&
+        JSON.stringify(input.Key).includes(agent.agentId),
       () => late.heartbeat(agent.agentId, agent.sessionId),
     );
     const swept = await scheduler.reclaim();
