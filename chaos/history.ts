@@ -74,7 +74,7 @@ export interface Verdict {
   readonly reclaimLatencyMs: { readonly p50: number; readonly p99: number };
 }
 
-const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
+const TERMINAL = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>();

@@ -368,7 +368,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let open = [...history.acknowledged];
     while (open.length > 0 && Date.now() <= deadline) {
       const states = await ctx.tasks.getMany(open);
-      open = open.filter((id) => !['succeeded', 'dead', 'cancelled'].includes(states.get(id)?.status ?? ''));
+      open = open.filter(
+        (id) => !['succeeded', 'dead', 'cancelled', 'expired'].includes(states.get(id)?.status ?? ''),
+      );
       if (open.length > 0) await sleep(500);
     }
     stopping = true;

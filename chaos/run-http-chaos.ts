@@ -123,7 +123,7 @@ export interface HttpChaosReport extends AgentSideVerdict {
 
 const SUPERVISOR_TICK_MS = 250;
 const ATTEMPT_TIMEOUT_MS = 1_000;
-const TERMINAL = new Set(['succeeded', 'dead', 'cancelled']);
+const TERMINAL = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 const ROLE = 'chaos-leader';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -48,6 +48,7 @@ export function paintStatus(c: Colours, status: string, text: string = status): 
     case 'leased':
       return c.cyan(text);
     case 'cancelled':
+    case 'expired':
       return c.yellow(text);
     default:
       return text;

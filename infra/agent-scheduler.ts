@@ -350,7 +350,14 @@ export class AgentScheduler extends Construct {
       for (const q of queues) q.grant(grantee, ...actions);
     };
 
-    grantOnTable(agentApi, tasks, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem']);
+    // PutItem, BatchWriteItem: a task that dies under its agent has its `onFailure` submitted by that call.
+    grantOnTable(agentApi, tasks, [
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
+    ]);
     // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
     grantOnTable(agentApi, leases, [
       'dynamodb:GetItem',
@@ -474,7 +481,7 @@ export class AgentScheduler extends Construct {
 
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
     // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
-    for (const fn of [operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
+    for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
     this.payloads.grantRead(agentApi);
     this.payloads.grantDelete(agentApi);
     // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent can end a task's last

@@ -90,7 +90,7 @@ export interface TaskFrame {
   readonly type: 'task';
   readonly version: typeof PUSH_VERSION;
   readonly taskId: string;
-  readonly status: 'succeeded' | 'dead' | 'cancelled';
+  readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   readonly result?: unknown;
   readonly resultOmitted?: true;
   readonly error?: { readonly message: string };
@@ -455,7 +455,7 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
   }
 }
 
-const TASK_END = new Set(['succeeded', 'dead', 'cancelled']);
+const TASK_END = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

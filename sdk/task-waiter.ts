@@ -44,7 +44,7 @@ export interface WaiterClient {
 }
 
 /** The statuses a task ends in. */
-export const TASK_ENDS: readonly TaskStatus[] = ['succeeded', 'dead', 'cancelled'];
+export const TASK_ENDS: readonly TaskStatus[] = ['succeeded', 'dead', 'cancelled', 'expired'];
 const ended = (status: string | null | undefined): boolean =>
   status !== null && status !== undefined && (TASK_ENDS as readonly string[]).includes(status);
 

@@ -5,7 +5,8 @@
 
 export type Priority = 'critical' | 'high' | 'normal' | 'low';
 
-export type TaskStatus = 'queued' | 'leased' | 'succeeded' | 'dead' | 'cancelled';
+/** `waiting`: for its dependencies; `expired`: not started by its deadline. */
+export type TaskStatus = 'waiting' | 'queued' | 'leased' | 'succeeded' | 'dead' | 'cancelled' | 'expired';
 
 export interface TaskError {
   readonly message: string;
@@ -32,6 +33,12 @@ export interface Task {
   readonly notBefore?: string;
   /** Only while leased: the attempt's hard deadline. */
   readonly leaseDeadline?: string;
+  /** Not claimed after this: still waiting then, the task ends `expired`. */
+  readonly expiresAt?: string;
+  /** This task is the `onFailure` of that dead task. */
+  readonly failureOf?: FailureOf;
+  /** It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). */
+  readonly onFailureTaskId?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -55,6 +62,14 @@ export interface ClaimedTask {
   readonly timeoutSeconds: number;
   /** The last checkpoint a previous holder saved, if any. */
   readonly checkpoint?: unknown;
+  /** This task is the `onFailure` of that dead task: which, and its last error. */
+  readonly failureOf?: FailureOf;
+}
+
+/** The dead task an `onFailure` task was submitted for, and its last error. */
+export interface FailureOf {
+  readonly taskId: string;
+  readonly error?: TaskError;
 }
 
 /** A registered agent: what it was registered with, every default filled in, and what the server gave it. */
@@ -85,7 +100,16 @@ export interface SubmitTaskInput {
   readonly backoffMaxSeconds?: number;
   /** Names the task: submitting the same key again returns the same task. Generated when omitted. */
   readonly idempotencyKey?: string;
+  /** Seconds from when it may first be claimed (the submit, or the end of its delay) to start, or it expires. */
+  readonly ttlSeconds?: number;
+  /** The moment by which it must start, or it expires (ISO 8601 with offset). Not with `ttlSeconds`. */
+  readonly expiresAt?: string;
+  /** Submitted once when this task ends `dead`; its claim carries `failureOf` (this task's id and last error). */
+  readonly onFailure?: FollowUpTaskInput;
 }
+
+/** A task submitted on another's behalf: the scheduler names it. */
+export type FollowUpTaskInput = Omit<SubmitTaskInput, 'idempotencyKey' | 'onFailure'>;
 
 export interface SubmitTaskResult {
   readonly task: Task;

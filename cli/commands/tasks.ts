@@ -3,7 +3,7 @@
  */
 import { type Command, Option } from 'commander';
 import { TaskWaitTimeoutError } from '#sdk/task-waiter';
-import type { Priority, SubmitTaskInput, Task, TaskStatus } from '#sdk/types';
+import type { FollowUpTaskInput, Priority, SubmitTaskInput, Task, TaskStatus } from '#sdk/types';
 import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
 import { UsageError } from '../errors';
@@ -17,7 +17,7 @@ export const EXIT_TASK_FAILED = 3;
 export const EXIT_WAIT_TIMEOUT = 4;
 
 export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
-export const STATUSES = ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] as const;
+export const STATUSES = ['waiting', 'queued', 'leased', 'succeeded', 'dead', 'cancelled', 'expired'] as const;
 
 const TASK_COLUMNS = [
   'taskId',
@@ -46,11 +46,17 @@ export function taskCommands(program: Command, cli: Cli): void {
     .option('--timeout <seconds>', 'how long one attempt may run (server default 900)', wholeNumber)
     .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
     .option('--key <key>', 'an idempotency key (default: a new one)')
+    .option('--ttl <seconds>', 'expire if not started this long after it may first be claimed', wholeNumber)
+    .option('--expires-at <time>', 'expire if not started by this time (ISO 8601 with offset)')
+    .option(
+      '--on-failure <json>',
+      'a task specification to submit once if this task ends dead: JSON, @file or -',
+    )
     .option('--batch <json>', 'an array of up to 25 task specifications: JSON, @file or -')
     .option(
       '--wait',
-      `wait for the task to end and print it: exit 0 if it succeeded, ${EXIT_TASK_FAILED} if it ended dead or ` +
-        `cancelled, ${EXIT_WAIT_TIMEOUT} if --wait-timeout ran out first`,
+      `wait for the task to end and print it: exit 0 if it succeeded, ${EXIT_TASK_FAILED} if it ended dead, ` +
+        `cancelled or expired, ${EXIT_WAIT_TIMEOUT} if --wait-timeout ran out first`,
     )
     .option(
       '--wait-timeout <seconds>',
@@ -134,6 +140,9 @@ interface SubmitOptions {
   readonly timeout?: number;
   readonly delay?: number;
   readonly key?: string;
+  readonly ttl?: number;
+  readonly expiresAt?: string;
+  readonly onFailure?: string;
   readonly batch?: string;
   readonly wait?: boolean;
   readonly waitTimeout?: number;
@@ -186,6 +195,12 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       timeoutSeconds: options.timeout,
       delaySeconds: options.delay,
       idempotencyKey: options.key,
+      ttlSeconds: options.ttl,
+      expiresAt: options.expiresAt,
+      onFailure:
+        options.onFailure === undefined
+          ? undefined
+          : (jsonArgument('on-failure', options.onFailure, cli.io.readStdin) as FollowUpTaskInput),
     }),
   );
   if (!options.wait) {

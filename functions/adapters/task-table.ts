@@ -31,7 +31,7 @@ import type {
 import { shardOf } from '#domain/ids';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
-import { isTaskStatus } from '#domain/task-status';
+import { isTaskStatus, isTerminal } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
 import { DUE_INDEX, DUE_SHARDS, LISTED_INDEX, LISTED_SHARDS, payloadPart, TASK_PART } from './tables';
@@ -164,8 +164,21 @@ export function taskFromItem(item: Item): Task {
       finishedAt: optionalNumber(item.finishedAt),
       payloadInObject: item.payloadInObject === true ? true : undefined,
       watched: item.watched === true ? true : undefined,
+      expiresAt: optionalNumber(item.expiresAt),
+      hasOnFailure: item.hasOnFailure === true ? true : undefined,
+      failureOf: failureOfItem(item.failureOf),
+      followUpPending: item.followUp === true ? true : undefined,
     }),
   );
+}
+
+function failureOfItem(value: unknown): Task['failureOf'] {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { taskId, error } = value as { taskId?: unknown; error?: TaskError };
+  return {
+    taskId: String(taskId),
+    ...(error ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } } : {}),
+  };
 }
 
 function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
@@ -192,6 +205,9 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     specHash: task.specHash,
     payloadBytes: task.payloadBytes,
     payloadInObject: task.payloadInObject,
+    expiresAt: task.expiresAt,
+    hasOnFailure: task.hasOnFailure,
+    failureOf: task.failureOf,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
     dueShard: dueShardOf(task.taskId),
@@ -247,13 +263,21 @@ export class TaskTable implements TaskStore {
     await this.payloadObjects?.objects.delete(payloadObjectKey(task.taskId, task.specHash));
   }
 
-  private async payloadItem({ taskId, payloadJson, specHash, purgeAt }: NewPayload): Promise<Item> {
+  private async payloadItem({
+    taskId,
+    payloadJson,
+    specHash,
+    purgeAt,
+    onFailureJson,
+  }: NewPayload): Promise<Item> {
     const encoded = encodePayload(payloadJson);
     const store = this.payloadObjects;
+    const followUps = onFailureJson === undefined ? {} : { onFailure: onFailureJson };
     if (!store || encoded.bytes.length <= store.fromBytes) {
       return {
         ...payloadKey(taskId, specHash),
         ...inlineAttributes(payloadJson, encoded),
+        ...followUps,
         specHash,
         purgeAt,
       };
@@ -265,9 +289,23 @@ export class TaskTable implements TaskStore {
       payloadObject: key,
       payloadEncoding: encoded.encoding,
       payloadObjectBytes: encoded.bytes.length,
+      ...followUps,
       specHash,
       purgeAt,
     };
+  }
+
+  async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: payloadKey(task.taskId, task.specHash),
+        ProjectionExpression: 'onFailure',
+        ConsistentRead: true,
+      }),
+    );
+    const json = output.Item?.onFailure;
+    return typeof json === 'string' ? json : undefined;
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
@@ -380,6 +418,7 @@ export class TaskTable implements TaskStore {
         statusCondition(e, 'claim', 'leased'),
         `${e.n('queue')} = ${e.v(grant.queue)}`,
         `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
+        `(attribute_not_exists(${e.n('expiresAt')}) OR ${e.n('expiresAt')} > ${e.v(now)})`,
       ].join(' AND '),
     }));
   }
@@ -424,6 +463,25 @@ export class TaskTable implements TaskStore {
     return this.update(observed.taskId, (e) => ({
       ...endingClauses(e, now, to),
       condition: `${statusCondition(e, 'cancel', to.status, observed)} AND ${epochFence(e, observed)}`,
+    }));
+  }
+
+  expire(observed: Observed, to: Ending & { status: 'expired' }, now: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      ...endingClauses(e, now, to),
+      condition: [
+        statusCondition(e, 'expire', to.status, observed),
+        epochFence(e, observed),
+        `${e.n('expiresAt')} <= ${e.v(now)}`,
+      ].join(' AND '),
+    }));
+  }
+
+  settleEnd(observed: Observed): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: [],
+      remove: [e.n('followUp'), ...(isTerminal(observed.status) ? [e.n('dueShard'), e.n('dueAt')] : [])],
+      condition: stillAsObserved(e, observed),
     }));
   }
 

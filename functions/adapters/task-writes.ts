@@ -78,19 +78,21 @@ export function requeueClauses(e: Expression, now: number, requeue: Requeue): Cl
 }
 
 /**
- * A terminal status: the task leaves the due index, and DynamoDB may purge it after the retention period. The
- * owner, its session and the grant time stay on the record, as the last lease it had.
+ * A terminal status: the task leaves the due index (unless something is to follow from its end), and DynamoDB may
+ * purge it after the retention period. The owner, its session and the grant time stay on the record, as the last
+ * lease it had.
  */
 export function endingClauses(e: Expression, now: number, ending: Ending): Clauses {
-  return {
-    set: [
-      `${e.n('status')} = ${e.v(ending.status)}`,
-      `${e.n('updatedAt')} = ${e.v(now)}`,
-      `${e.n('finishedAt')} = ${e.v(now)}`,
-      `${e.n('purgeAt')} = ${e.v(ending.purgeAt)}`,
-    ],
-    remove: [e.n('dueShard'), e.n('dueAt'), e.n('notBefore'), e.n('leaseDeadline')],
-  };
+  const set = [
+    `${e.n('status')} = ${e.v(ending.status)}`,
+    `${e.n('updatedAt')} = ${e.v(now)}`,
+    `${e.n('finishedAt')} = ${e.v(now)}`,
+    `${e.n('purgeAt')} = ${e.v(ending.purgeAt)}`,
+  ];
+  const remove = [e.n('notBefore'), e.n('leaseDeadline')];
+  if (ending.followUpAt === undefined) remove.push(e.n('dueShard'), e.n('dueAt'));
+  else set.push(`${e.n('dueAt')} = ${e.v(ending.followUpAt)}`, `${e.n('followUp')} = ${e.v(true)}`);
+  return { set, remove };
 }
 
 export const destinationClauses = (e: Expression, now: number, to: Requeue | Ending): Clauses =>

@@ -15,6 +15,7 @@ import { type AgentSession, canClaimUnder, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { expireTask } from './follow-ups';
 import { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
 import { markDead, reclaimTask } from './reclaim';
@@ -57,6 +58,8 @@ export interface ClaimedTask {
   readonly timeoutSeconds: number;
   /** The last checkpoint a previous holder saved, if any. */
   readonly checkpoint?: unknown;
+  /** The task is the `onFailure` of this dead task. */
+  readonly failureOf?: Task['failureOf'];
 }
 
 /**
@@ -534,6 +537,11 @@ async function grant(
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
   const current = written.current;
   if (!current) return { kind: 'stale' };
+  if (current.status === 'queued' && current.expiresAt !== undefined && current.expiresAt <= now) {
+    // Its deadline to start passed in line: it ends now rather than at the supervisor's next pass.
+    await expireTask(ctx, current).catch(logged(ctx, 'expire a task'));
+    return { kind: 'stale' };
+  }
   if (current.status === 'queued' && current.queue === queue && current.notBefore !== undefined) {
     const waitMs = current.notBefore - now;
     // Early hint: hide it until the task is due, or drop it when reconcile will send one later anyway.
@@ -565,6 +573,7 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
       leaseDeadline: task.leaseDeadline ?? 0,
       timeoutSeconds: task.timeoutSeconds,
       ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
+      ...(task.failureOf === undefined ? {} : { failureOf: task.failureOf }),
     });
   }
   return claimed;

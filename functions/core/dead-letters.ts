@@ -1,12 +1,14 @@
 /**
  * A task that died (attempts used up, a permanent error, or no payload) leaves a record in its queue's
  * dead-letter queue beside the `task.dead` event, so the DLQ alarm calls a person and the record can be
- * redriven. Best effort: the task's own record already says it is dead.
+ * redriven, and its `onFailure`, if it has one, is submitted. Best effort: the task's own record already says it
+ * is dead, and stays in the due index until its `onFailure` is submitted.
  */
 import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { followUpEnd } from './follow-ups';
 import { announceEnd } from './push';
 
 export async function recordDeath(
@@ -43,4 +45,10 @@ export async function recordDeath(
       },
     ]),
   ]);
+  await followUpEnd(ctx, task).catch((error: unknown) =>
+    ctx.log.warn('following up a death failed; the supervisor does it', {
+      taskId: task.taskId,
+      error: errorName(error),
+    }),
+  );
 }

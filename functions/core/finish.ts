@@ -208,13 +208,28 @@ export async function failTask(
       const decision = decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random());
       return {
         event: 'fail',
-        to: decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
+        to: decision.retry ? requeueAfter(ctx, now, decision.delayMs, task) : ending(ctx, now, 'dead', task),
         error: taskError,
       };
     },
   });
   if (outcome.requeued?.sentNow) await dispatch(ctx, outcome.task, outcome.requeued.delayMs / 1_000, 'retry');
   return outcome;
+}
+
+/**
+ * A release writes without reading the task first, so its due time may fall after the task's deadline to start:
+ * the supervisor is asked to look by then, so that it expires on time.
+ */
+async function lookByExpiry(ctx: SchedulerContext, task: Task): Promise<void> {
+  if (task.expiresAt === undefined || task.status !== 'queued') return;
+  const dueAt = requeueAfter(ctx, task.updatedAt, 0).dueAt;
+  if (dueAt <= task.expiresAt) return;
+  await ctx.tasks
+    .lookAgainAt(task, task.expiresAt)
+    .catch((error: unknown) =>
+      ctx.log.warn('could not move the look at a released task', { error: errorName(error) }),
+    );
 }
 
 /**
@@ -226,6 +241,9 @@ export async function releaseTask(ctx: SchedulerContext, lease: LeaseRef): Promi
     event: 'release',
     decide: (now) => ({ event: 'release', to: requeueAfter(ctx, now, 0) }),
   });
-  if (!outcome.replayed) await dispatch(ctx, outcome.task, 0, 'released');
+  if (!outcome.replayed) {
+    await dispatch(ctx, outcome.task, 0, 'released');
+    await lookByExpiry(ctx, outcome.task);
+  }
   return outcome;
 }

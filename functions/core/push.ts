@@ -288,14 +288,15 @@ async function subscribe(
 export async function announceEnd(ctx: SchedulerContext, task: Task): Promise<void> {
   const push = ctx.push;
   if (!push || !task.watched) return;
-  if (task.status !== 'succeeded' && task.status !== 'dead' && task.status !== 'cancelled') return;
+  const status = task.status;
+  if (status === 'waiting' || status === 'queued' || status === 'leased') return;
   try {
     const resultJson = task.result === undefined ? undefined : JSON.stringify(task.result);
     const fits = resultJson === undefined || Buffer.byteLength(resultJson) <= MAX_PUSHED_RESULT_BYTES;
     const message = frame<TaskFrame>({
       type: 'task',
       taskId: task.taskId,
-      status: task.status,
+      status,
       ...(task.result === undefined ? {} : fits ? { result: task.result } : { resultOmitted: true }),
       ...(task.error ? { error: { message: task.error.message } } : {}),
     });

@@ -42,7 +42,7 @@ export async function reclaimTask(
     task,
     {
       event: 'reclaim',
-      to: decision.retry ? requeueAfter(ctx, now, decision.delayMs) : ending(ctx, now, 'dead'),
+      to: decision.retry ? requeueAfter(ctx, now, decision.delayMs, task) : ending(ctx, now, 'dead', task),
       error: { message: `lease expired (${options.reason})`, retryable: true },
     },
     now,
@@ -109,7 +109,7 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
   const now = ctx.now();
   const written = await ctx.tasks.takeBack(
     task,
-    { event: 'fail', to: ending(ctx, now, 'dead'), error: { message, retryable: false } },
+    { event: 'fail', to: ending(ctx, now, 'dead', task), error: { message, retryable: false } },
     now,
   );
   if (written.ok) await recordDeath(ctx, written.task, message, task.owner);

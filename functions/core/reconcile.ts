@@ -16,9 +16,11 @@ import { LIMITS } from '#domain/task-spec';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import { queryEveryDueShard, type SchedulerContext } from './context';
 import { emit } from './events';
+import { expireTask, followUpEnd } from './follow-ups';
 import { wake, wakeFor } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
+import { dueNoLaterThanExpiry } from './transitions';
 
 export interface ReconcileSummary {
   readonly redispatched: string[];
@@ -32,6 +34,10 @@ export interface ReconcileSummary {
   readonly pausedSkipped: number;
   /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
   readonly deferred: number;
+  /** Tasks that ended `expired`, not claimed by their deadline to start. */
+  readonly expired: string[];
+  /** Ended tasks whose follow-up (an `onFailure`) was made by this pass. */
+  readonly followedUp: string[];
   readonly errors: number;
 }
 
@@ -80,6 +86,8 @@ export async function reconcileDispatch(
     noCapableAgent: [] as string[],
     pausedSkipped: 0,
     deferred: 0,
+    expired: [] as string[],
+    followedUp: [] as string[],
     errors: 0,
   };
   let servedQueues: Promise<Set<string>> | undefined;
@@ -102,9 +110,18 @@ export async function reconcileDispatch(
     try {
       const ids = await dueIn(shard);
       if (ids.length === 0) continue;
-      const queued = [...(await ctx.tasks.getMany(ids)).values()].filter((task) => task.status === 'queued');
-      await eachConcurrently(queued, SWEEP_CONCURRENCY, async (task) => {
+      const found = [...(await ctx.tasks.getMany(ids)).values()];
+      await eachConcurrently(found, SWEEP_CONCURRENCY, async (task) => {
         try {
+          if (task.followUpPending) {
+            await followUpEnd(ctx, task);
+            summary.followedUp.push(task.taskId);
+          }
+          if (task.status !== 'queued') return;
+          if (task.expiresAt !== undefined && task.expiresAt <= now) {
+            if (await expireTask(ctx, task)) summary.expired.push(task.taskId);
+            return;
+          }
           let current = task;
           if ((await getQueueControl(ctx, task.queue)).paused) summary.pausedSkipped++;
           else {
@@ -207,7 +224,7 @@ async function reconcileTask(
     );
     await ctx.tasks.lookAgainAt(
       { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
-      Math.max(dueAt, now + 1),
+      Math.max(dueNoLaterThanExpiry(dueAt, task), now + 1),
     );
     return false;
   }
@@ -223,9 +240,12 @@ async function reconcileTask(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
     {
       dispatchedAt: now + delayMs,
-      dueAt: Math.min(
-        now + delayMs + nextLookMs(ctx, task.dispatchCount + 1),
-        nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
+      dueAt: dueNoLaterThanExpiry(
+        Math.min(
+          now + delayMs + nextLookMs(ctx, task.dispatchCount + 1),
+          nextStepAt(ctx, task) ?? Number.MAX_SAFE_INTEGER,
+        ),
+        task,
       ),
     },
   );

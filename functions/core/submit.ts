@@ -13,7 +13,7 @@ import type { SchedulerContext } from './context';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
 import type { NewPayload, WrittenPayloads } from './ports/task-store';
-import { dueAtAfterDispatch } from './transitions';
+import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './transitions';
 
 export interface SubmitResult {
   readonly task: Task;
@@ -33,6 +33,9 @@ const specHashOf = (spec: TaskSpec): string =>
       spec.retryPolicy.backoffMaxSeconds,
       spec.timeoutSeconds,
       spec.delaySeconds,
+      // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes.
+      ...(spec.expiry ? [spec.expiry] : []),
+      ...(spec.onFailureJson ? [{ onFailure: spec.onFailureJson }] : []),
     ]),
   );
 
@@ -46,18 +49,28 @@ export interface PreparedSubmission {
   readonly delaySeconds: number;
 }
 
-/**
- * Checks a submission and shapes its records; writes nothing. `notBefore`: for internal callers (a schedule
- * fired ahead of its time), the exact moment the task may be claimed, in place of the whole-second `delaySeconds`.
- */
+/** What internal callers add to a submission. */
+export interface SubmitOptions {
+  /** The exact moment the task may be claimed (a schedule fired ahead of its time), in place of `delaySeconds`. */
+  readonly notBefore?: number;
+  /** The task is the `onFailure` of this dead task. */
+  readonly failureOf?: Task['failureOf'];
+}
+
+/** Checks a submission and shapes its records; writes nothing. */
 export function prepareSubmission(
   ctx: SchedulerContext,
   input: unknown,
-  options: { notBefore?: number } = {},
+  options: SubmitOptions = {},
 ): PreparedSubmission {
   const spec = parseTaskSpec(input);
-  if (!ctx.queues.directory.has(spec.queue)) {
-    throw new ValidationError(`queue: ${spec.queue} does not exist`, { context: { queue: spec.queue } });
+  for (const [field, queue] of [
+    ['queue', spec.queue],
+    ['onFailure.queue', spec.onFailureJson && (JSON.parse(spec.onFailureJson) as { queue: string }).queue],
+  ] as const) {
+    if (queue && !ctx.queues.directory.has(queue)) {
+      throw new ValidationError(`${field}: ${queue} does not exist`, { context: { queue } });
+    }
   }
   const now = ctx.now();
   const taskId = spec.idempotencyKey ? taskIdForIdempotencyKey(spec.idempotencyKey) : newTaskId();
@@ -67,6 +80,13 @@ export function prepareSubmission(
       ? options.notBefore
       : now + spec.delaySeconds * 1_000;
   const delaySeconds = (visibleAt - now) / 1_000;
+  const expiresAt =
+    spec.expiry && ('at' in spec.expiry ? spec.expiry.at : visibleAt + spec.expiry.ttlSeconds * 1_000);
+  if (expiresAt !== undefined && expiresAt <= visibleAt) {
+    throw new ValidationError(
+      `expiresAt: ${new Date(expiresAt).toISOString()} is not after the time the task may first be claimed (${new Date(visibleAt).toISOString()})`,
+    );
+  }
   // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them.
   const sendsNow = delaySeconds <= LIMITS.sqsMaxDelaySeconds;
   const task: Task = {
@@ -86,16 +106,20 @@ export function prepareSubmission(
     ...(visibleAt > now ? { notBefore: visibleAt } : {}),
     ...(sendsNow ? { dispatchedAt: visibleAt } : {}),
     ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+    ...(spec.onFailureJson === undefined ? {} : { hasOnFailure: true }),
+    ...(options.failureOf ? { failureOf: options.failureOf } : {}),
   };
   return {
     task,
     payload: {
       taskId,
       payloadJson: spec.payloadJson,
+      ...(spec.onFailureJson === undefined ? {} : { onFailureJson: spec.onFailureJson }),
       specHash,
       purgeAt: Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds,
     },
-    dueAt: dueAtAfterDispatch(ctx, visibleAt, now),
+    dueAt: dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
     sendsNow,
     // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (notBefore is exact).
     delaySeconds: Math.ceil(delaySeconds),
@@ -151,7 +175,7 @@ export async function commitSubmission(
 export async function submitTask(
   ctx: SchedulerContext,
   input: unknown,
-  options: { notBefore?: number } = {},
+  options: SubmitOptions = {},
 ): Promise<SubmitResult> {
   const prepared = prepareSubmission(ctx, input, options);
   return commitSubmission(ctx, prepared, await ctx.tasks.putPayloads([prepared.payload]));

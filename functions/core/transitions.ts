@@ -2,6 +2,7 @@
  * Where a transition leaves a task, in time: when a requeued task may be claimed and looked at again, and when
  * a finished one may be purged. The store turns these into the record's attributes.
  */
+import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { Ending, Requeue } from './ports/task-store';
@@ -26,21 +27,35 @@ export function dueAtAfterDispatch(ctx: SchedulerContext, notBefore: number, now
  * Back to `queued`, claimable after `delayMs`. The due time is when `reconcile` should look again: a little
  * after the hint should have been claimed, or, for a delay longer than SQS can hold, when it is time to send.
  */
-export function requeueAfter(ctx: SchedulerContext, now: number, delayMs: number): Requeue {
+export function requeueAfter(
+  ctx: SchedulerContext,
+  now: number,
+  delayMs: number,
+  task?: Pick<Task, 'expiresAt'>,
+): Requeue {
   const claimableAt = now + delayMs;
   return {
     status: 'queued',
     claimableAt,
-    dueAt: dueAtAfterDispatch(ctx, claimableAt, now),
+    dueAt: dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, claimableAt, now), task),
     sentNow: sendsNow(delayMs),
   };
 }
+
+/** A task with a deadline to start is looked at by then at the latest, so that it expires on time. */
+export const dueNoLaterThanExpiry = (dueAt: number, task?: Pick<Task, 'expiresAt'>): number =>
+  task?.expiresAt === undefined ? dueAt : Math.min(dueAt, task.expiresAt);
 
 /** A terminal status, purged by DynamoDB's TTL once the retention period is over. */
 export function ending<Status extends Ending['status']>(
   ctx: SchedulerContext,
   now: number,
   status: Status,
+  task?: Pick<Task, 'hasOnFailure'>,
 ): Ending & { status: Status } {
-  return { status, purgeAt: Math.ceil(now / 1_000) + ctx.settings.retentionSeconds };
+  const purgeAt = Math.ceil(now / 1_000) + ctx.settings.retentionSeconds;
+  // A death with an `onFailure` to submit stays due: the supervisor submits it if this caller's attempt is lost.
+  return status === 'dead' && task?.hasOnFailure
+    ? { status, purgeAt, followUpAt: now + ctx.settings.reconcileAfterSeconds * 1_000 }
+    : { status, purgeAt };
 }

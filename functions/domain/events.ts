@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'task.dead',
   'task.lost',
   'task.cancelled',
+  'task.expired',
   'task.starved',
   'agent.online',
   'agent.offline',

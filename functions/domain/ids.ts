@@ -33,6 +33,12 @@ export const newSessionId = (): string => randomId('s');
 export const taskIdForIdempotencyKey = (key: string): string =>
   `t_${base32(createHash('sha256').update(`idempotency-key:${key}`).digest().subarray(0, 16))}`;
 
+/** The idempotency key of the `onFailure` task of `taskId`: one per dead task, whoever submits it. */
+export const onFailureKeyOf = (taskId: string): string => `on-failure:${taskId}`;
+
+/** The id the `onFailure` task of `taskId` has (or will have, once it dies). */
+export const onFailureTaskIdOf = (taskId: string): string => taskIdForIdempotencyKey(onFailureKeyOf(taskId));
+
 /** Ids as the API accepts them: a one-letter kind, "_", 26 base32 characters. */
 export const ID_PATTERN = /^[tas]_[a-z2-7]{26}$/;
 export const TASK_ID_PATTERN = /^t_[a-z2-7]{26}$/;

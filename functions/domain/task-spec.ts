@@ -22,6 +22,10 @@ export const LIMITS = {
   sqsMaxDelaySeconds: 15 * 60,
   backoffSeconds: 7 * 24 * 60 * 60,
   claimMax: 10,
+  /** Longest `ttlSeconds`: a task waits to start at most this long, as long as its payload is kept for. */
+  ttlSeconds: 14 * 24 * 60 * 60,
+  /** An `onFailure` specification, serialised: kept beside the payload until the task can no longer die. */
+  onFailureBytes: 64 * 1024,
 } as const;
 
 /**
@@ -77,7 +81,8 @@ export const idempotencyKeySchema = z
   .max(LIMITS.idempotencyKeyChars)
   .regex(/^[\x21-\x7e]+$/, 'an idempotency key is printable ASCII without spaces');
 
-export const taskSpecSchema = z.strictObject({
+/** What every task specification has: what runs, where, and how it is retried. */
+const runShape = {
   queue: queueNameSchema,
   payload: jsonValueSchema,
   priority: z.enum(PRIORITIES).default(DEFAULT_PRIORITY),
@@ -98,7 +103,20 @@ export const taskSpecSchema = z.strictObject({
     .min(1)
     .max(LIMITS.backoffSeconds)
     .default(DEFAULT_RETRY_POLICY.backoffMaxSeconds),
+  /** Seconds from when it may first be claimed (the submit, or the end of its delay) to start, or it expires. */
+  ttlSeconds: z.int().min(1).max(LIMITS.ttlSeconds).optional(),
+  /** The moment by which the task must start, or it expires (ISO 8601, with its offset). */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+};
+
+/** A task submitted on another's behalf (its `onFailure`): its own name and follow-ups are the scheduler's. */
+export const followUpSpecSchema = z.strictObject(runShape);
+
+export const taskSpecSchema = z.strictObject({
+  ...runShape,
   idempotencyKey: idempotencyKeySchema.optional(),
+  /** Submitted once, when this task ends `dead`: the new task names this one and carries its last error. */
+  onFailure: followUpSpecSchema.optional(),
 });
 
 export type TaskSpecInput = z.input<typeof taskSpecSchema>;
@@ -113,6 +131,10 @@ export interface TaskSpec {
   readonly timeoutSeconds: number;
   readonly delaySeconds: number;
   readonly idempotencyKey?: string;
+  /** When it must start by: seconds from the submit, or a moment. */
+  readonly expiry?: { readonly ttlSeconds: number } | { readonly at: number };
+  /** The `onFailure` specification as JSON, checked but not yet resolved against the queues. */
+  readonly onFailureJson?: string;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -138,6 +160,22 @@ export function parseTaskSpec(input: unknown): TaskSpec {
   if (spec.backoffMaxSeconds < spec.backoffBaseSeconds) {
     throw new ValidationError('backoffMaxSeconds: must be at least backoffBaseSeconds');
   }
+  if (spec.ttlSeconds !== undefined && spec.expiresAt !== undefined) {
+    throw new ValidationError('expiresAt: give expiresAt or ttlSeconds, not both');
+  }
+  if (spec.onFailure && spec.onFailure.backoffMaxSeconds < spec.onFailure.backoffBaseSeconds) {
+    throw new ValidationError('onFailure.backoffMaxSeconds: must be at least backoffBaseSeconds');
+  }
+  if (spec.onFailure && spec.onFailure.ttlSeconds !== undefined && spec.onFailure.expiresAt !== undefined) {
+    throw new ValidationError('onFailure.expiresAt: give expiresAt or ttlSeconds, not both');
+  }
+  const onFailureJson = spec.onFailure === undefined ? undefined : JSON.stringify(spec.onFailure);
+  if (onFailureJson !== undefined && jsonByteLength(onFailureJson) > LIMITS.onFailureBytes) {
+    throw new PayloadTooLargeError(
+      `onFailure is ${jsonByteLength(onFailureJson)} bytes; the limit is ${LIMITS.onFailureBytes}`,
+      { context: { limit: LIMITS.onFailureBytes } },
+    );
+  }
   const payloadJson = JSON.stringify(spec.payload);
   const payloadBytes = jsonByteLength(payloadJson);
   if (payloadBytes > LIMITS.payloadBytes) {
@@ -158,6 +196,9 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     timeoutSeconds: spec.timeoutSeconds,
     delaySeconds: spec.delaySeconds,
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+    ...(spec.ttlSeconds === undefined ? {} : { expiry: { ttlSeconds: spec.ttlSeconds } }),
+    ...(spec.expiresAt === undefined ? {} : { expiry: { at: Date.parse(spec.expiresAt) } }),
+    ...(onFailureJson === undefined ? {} : { onFailureJson }),
   };
 }
 

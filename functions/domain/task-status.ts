@@ -1,38 +1,65 @@
 /**
  * The task state machine.
  *
+ *   waiting ── unblock, once every dependency succeeded ──▶ queued
+ *     (a task submitted with `dependsOn`; cancel and expire leave it as they leave `queued`)
+ *
  *            claim                complete
  *   queued ─────────▶ leased ─────────────▶ succeeded
  *     ▲  ▲              │ │ │
  *     │  └─── release ──┘ │ └── fail / reclaim, attempts left ──▶ queued (after a backoff)
  *     │                   └──── fail / reclaim, none left ─────▶ dead ── redrive ──▶ queued
- *     └── cancel from queued or leased ──▶ cancelled
+ *     ├── cancel from queued or leased ──▶ cancelled
+ *     └── expire from queued, once its deadline to start passed ──▶ expired
  *
- * `succeeded`, `cancelled` and `dead` are terminal; only `redrive` leaves `dead`, on an operator's word.
+ * `succeeded`, `cancelled`, `expired` and `dead` are terminal; only `redrive` leaves `dead`, on an operator's word.
  * A `leased` task always has an owner (agent + session) and a lease epoch, the fencing token every write of
  * that owner must present. The store enforces each arrow with a conditional write; this module only says
  * which arrows exist, so the rules can be read and tested in one place.
  */
 import { InvalidTransitionError } from './errors';
 
-export const TASK_STATUSES = ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] as const;
+export const TASK_STATUSES = [
+  'waiting',
+  'queued',
+  'leased',
+  'succeeded',
+  'dead',
+  'cancelled',
+  'expired',
+] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['succeeded', 'dead', 'cancelled']);
+export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set([
+  'succeeded',
+  'dead',
+  'cancelled',
+  'expired',
+]);
 
 export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
 
 export const isTaskStatus = (value: unknown): value is TaskStatus =>
   typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
 
-export type TaskEvent = 'claim' | 'complete' | 'fail' | 'release' | 'reclaim' | 'cancel' | 'redrive';
+export type TaskEvent =
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'release'
+  | 'reclaim'
+  | 'cancel'
+  | 'redrive'
+  | 'expire'
+  | 'unblock';
 
 /**
  * For each status, the events it accepts and the statuses each may lead to. `fail` and `reclaim` lead to
  * `queued` or `dead` depending on the retry policy (see `retry-policy.ts`).
  */
 export const TRANSITIONS: Readonly<Record<TaskStatus, Partial<Record<TaskEvent, readonly TaskStatus[]>>>> = {
-  queued: { claim: ['leased'], cancel: ['cancelled'] },
+  waiting: { unblock: ['queued'], cancel: ['cancelled'], expire: ['expired'] },
+  queued: { claim: ['leased'], cancel: ['cancelled'], expire: ['expired'] },
   leased: {
     complete: ['succeeded'],
     fail: ['queued', 'dead'],
@@ -43,6 +70,7 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, Partial<Record<TaskEvent, 
   dead: { redrive: ['queued'] },
   succeeded: {},
   cancelled: {},
+  expired: {},
 };
 
 export function canTransition(from: TaskStatus, event: TaskEvent, to?: TaskStatus): boolean {

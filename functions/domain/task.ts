@@ -62,6 +62,17 @@ export interface Task {
   readonly finishedAt?: number;
   /** A push connection asked to hear when the task ends. */
   readonly watched?: boolean;
+  /** Not claimed after this time: still queued then, it ends `expired`. */
+  readonly expiresAt?: number;
+  /** A task to submit when this one ends `dead` was given (kept with the payload). */
+  readonly hasOnFailure?: boolean;
+  /** Submitted as the `onFailure` of a task that died: which, and its last error. */
+  readonly failureOf?: { readonly taskId: string; readonly error?: TaskError };
+  /**
+   * When the task ended and something still has to follow from its end (its `onFailure`), the end is also in the
+   * due index: the follow-up is made at once, and by the supervisor if that was lost.
+   */
+  readonly followUpPending?: boolean;
 }
 
 /** An agent's session: one per agent at a time; its heartbeat keeps every lease of the session alive. */

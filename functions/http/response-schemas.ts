@@ -35,6 +35,9 @@ const nextCursor = z
   .optional()
   .describe('Absent on the last page; otherwise pass it as `cursor` to read the next one.');
 
+const taskError = z.looseObject({ message: z.string(), retryable: z.boolean() });
+const failureOf = z.looseObject({ taskId, error: taskError.optional() });
+
 export const errorSchema = published(
   'Error',
   z.looseObject({
@@ -65,12 +68,19 @@ export const taskSchema = published(
     leaseEpoch: count,
     owner: agentId.optional(),
     result: jsonValueSchema.optional(),
-    error: z.looseObject({ message: z.string(), retryable: z.boolean() }).optional(),
+    error: taskError.optional(),
     checkpoint: jsonValueSchema.optional(),
     idempotencyKey: z.string().optional(),
     payloadBytes: count,
     notBefore: timestamp.optional(),
     leaseDeadline: timestamp.optional().describe("Only while leased: the attempt's hard deadline."),
+    expiresAt: timestamp
+      .optional()
+      .describe('Not claimed after this: still waiting then, the task ends `expired`.'),
+    failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
+    onFailureTaskId: taskId
+      .optional()
+      .describe('It has an `onFailure`: the id that task has once submitted (when this one ends `dead`).'),
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: timestamp.optional(),
@@ -96,6 +106,7 @@ export const claimedTaskSchema = published(
     leaseDeadline: timestamp,
     timeoutSeconds: z.int().min(1),
     checkpoint: jsonValueSchema.optional(),
+    failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
   }),
 );
 

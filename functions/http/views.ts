@@ -9,6 +9,7 @@ import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
+import { onFailureTaskIdOf } from '#domain/ids';
 import type { ScheduleRecord } from '#domain/schedule';
 import type { Task } from '#domain/task';
 
@@ -36,6 +37,9 @@ export function taskView(task: Task) {
     payloadBytes: task.payloadBytes,
     notBefore: iso(task.notBefore),
     leaseDeadline: task.status === 'leased' ? iso(task.leaseDeadline) : undefined,
+    expiresAt: iso(task.expiresAt),
+    failureOf: task.failureOf,
+    onFailureTaskId: task.hasOnFailure ? onFailureTaskIdOf(task.taskId) : undefined,
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),

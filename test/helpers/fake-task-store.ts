@@ -6,7 +6,7 @@
 import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
 import type { Task } from '#domain/task';
-import { statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
+import { isTerminal, statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 
 /** A stored record: the task, and what the adapter keeps beside it (its due time, the purge time). */
 interface StoredTask {
@@ -21,6 +21,7 @@ export class FakeTaskStore implements Port.TaskStore {
   readonly dueShards = ['due#00'];
   private readonly records = new Map<string, StoredTask>();
   private readonly payloads = new Map<string, string>();
+  private readonly onFailures = new Map<string, string>();
   /** Every write attempted, landed or not: what a test counts. */
   readonly writes: { readonly kind: string; readonly taskId: string; readonly ok: boolean }[] = [];
 
@@ -75,8 +76,15 @@ export class FakeTaskStore implements Port.TaskStore {
   }
 
   async putPayloads(payloads: readonly Port.NewPayload[]): Promise<Port.WrittenPayloads> {
-    for (const p of payloads) this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
+    for (const p of payloads) {
+      this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
+      if (p.onFailureJson !== undefined) this.onFailures.set(`${p.taskId}#${p.specHash}`, p.onFailureJson);
+    }
     return { inObject: () => false };
+  }
+
+  async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
+    return this.onFailures.get(`${task.taskId}#${task.specHash}`);
   }
 
   async deletePayloadObject(): Promise<void> {}
@@ -92,7 +100,12 @@ export class FakeTaskStore implements Port.TaskStore {
   async grant(taskId: string, grant: Port.Grant, now: number): Promise<Port.TaskWrite> {
     return this.write('grant', taskId, (r) => {
       const t = r.task;
-      if (!statusIn(t, 'claim', 'leased') || t.queue !== grant.queue || (t.notBefore ?? 0) > now)
+      if (
+        !statusIn(t, 'claim', 'leased') ||
+        t.queue !== grant.queue ||
+        (t.notBefore ?? 0) > now ||
+        (t.expiresAt ?? Number.POSITIVE_INFINITY) <= now
+      )
         return false;
       const next: Mutable<Task> = {
         ...t,
@@ -159,6 +172,30 @@ export class FakeTaskStore implements Port.TaskStore {
     return this.write('cancel', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
       arrive(r, to, now);
+      return true;
+    });
+  }
+
+  async expire(
+    observed: Port.Observed,
+    to: Port.Ending & { status: 'expired' },
+    now: number,
+  ): Promise<Port.TaskWrite> {
+    allowedFrom(observed, 'expire', to.status);
+    return this.write('expire', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed) || (r.task.expiresAt ?? Number.POSITIVE_INFINITY) > now) return false;
+      arrive(r, to, now);
+      return true;
+    });
+  }
+
+  async settleEnd(observed: Port.Observed): Promise<Port.TaskWrite> {
+    return this.write('settleEnd', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed)) return false;
+      const next: Mutable<Task> = { ...r.task };
+      delete next.followUpPending;
+      r.task = next;
+      if (isTerminal(observed.status)) delete r.dueAt;
       return true;
     });
   }
@@ -300,7 +337,11 @@ function arrive(r: StoredTask, to: Port.Requeue | Port.Ending, now: number): voi
   } else {
     next.finishedAt = now;
     r.purgeAt = to.purgeAt;
-    delete r.dueAt;
+    if (to.followUpAt === undefined) delete r.dueAt;
+    else {
+      r.dueAt = to.followUpAt;
+      next.followUpPending = true;
+    }
   }
   r.task = next;
 }

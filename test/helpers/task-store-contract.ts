@@ -74,9 +74,16 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
     /** A task of its own in `status`, reached through the store's writes. */
     async function taskIn(status: TaskStatus): Promise<Task> {
       const { store, now } = subject();
-      const task = newTask(now());
+      const task: Task =
+        status === 'waiting'
+          ? { ...newTask(now()), status: 'waiting' }
+          : status === 'expired'
+            ? { ...newTask(now()), expiresAt: now() }
+            : newTask(now());
       expect(await store.create(task, now())).toEqual({ created: true });
-      if (status === 'queued') return task;
+      if (status === 'queued' || status === 'waiting') return task;
+      if (status === 'expired')
+        return landed(await store.expire(observed(task), ending('expired', now()), now()));
       if (status === 'cancelled')
         return landed(await store.cancel(observed(task), ending('cancelled', now()), now()));
       const leased = landed(
@@ -183,6 +190,58 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       },
     ];
     const cases = WRITES.flatMap((write) => TASK_STATUSES.map((status) => ({ ...write, status })));
+
+    it('expire lands once the deadline has passed, on a task not yet claimed, and no grant lands after it', async () => {
+      const { store, now } = subject();
+      const task: Task = { ...newTask(now()), expiresAt: now() + 1_000 };
+      await store.create(task, now());
+      expect((await store.expire(observed(task), ending('expired', now()), now())).ok).toBe(false);
+      expect(
+        (await store.grant(task.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now() + 1_000))
+          .ok,
+      ).toBe(false);
+      const expired = landed(
+        await store.expire(observed(task), ending('expired', now() + 1_000), now() + 1_000),
+      );
+      expect(expired.status).toBe('expired');
+
+      const claimed: Task = { ...newTask(now()), expiresAt: now() + 1_000 };
+      await store.create(claimed, now());
+      const leased = landed(
+        await store.grant(claimed.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
+      );
+      // Claimed in time, it is no longer the deadline's: an expiry believing it queued is refused.
+      expect(
+        (await store.expire(observed(leased, 'queued'), ending('expired', now() + 2_000), now() + 2_000)).ok,
+      ).toBe(false);
+    });
+
+    it('an ending with a follow-up stays due, flagged, until settled', async () => {
+      const { store, now } = subject();
+      const task = newTask(now());
+      await store.create(task, now());
+      const leased = landed(
+        await store.grant(task.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
+      );
+      const dead = landed(
+        await store.takeBack(
+          observed(leased),
+          {
+            event: 'fail',
+            to: { ...ending('dead', now()), followUpAt: now() },
+            error: { message: 'x', retryable: false },
+          },
+          now(),
+        ),
+      );
+      expect(dead.followUpPending).toBe(true);
+      const dueNow = async () =>
+        (await Promise.all(store.dueShards.map((shard) => store.queryDue(shard, now() + 1, 1_000)))).flat();
+      expect(await dueNow()).toContain(task.taskId);
+      const settled = landed(await store.settleEnd(observed(dead)));
+      expect(settled.followUpPending).toBeUndefined();
+      expect(await dueNow()).not.toContain(task.taskId);
+    });
 
     it.each(cases)(
       '$name on a $status task lands only where the transition table has the arrow',

@@ -409,9 +409,18 @@ describe('AgentScheduler construct', () => {
         logs('agentApi'),
         ...readPayloads(),
         payloadObjects('s3:DeleteObject'),
+        // A task that dies under its agent has its onFailure submitted by that call.
+        payloadObjects('s3:PutObject'),
         putEvents(),
         ...deadLetters(),
-        table('tasks', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'),
+        table(
+          'tasks',
+          'dynamodb:GetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:PutItem',
+          'dynamodb:BatchWriteItem',
+        ),
         table(
           'leases',
           'dynamodb:GetItem',

@@ -38,9 +38,14 @@ export interface Requeue {
 
 /** To a terminal status: the task leaves the due index, and may be purged after the retention period. */
 export interface Ending {
-  readonly status: 'succeeded' | 'dead' | 'cancelled';
+  readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   /** When DynamoDB may purge it (seconds since the epoch, as its TTL attribute). */
   readonly purgeAt: number;
+  /**
+   * Something follows from this end (an `onFailure` to submit): the task stays in the due index, due then, so
+   * that the supervisor makes the follow-up if the caller's own attempt is lost. `settleEnd` takes it out.
+   */
+  readonly followUpAt?: number;
 }
 
 /** Where a finish, a reclaim or a cancellation leaves the task. */
@@ -85,6 +90,8 @@ export interface LadderClimb {
 export interface NewPayload {
   readonly taskId: string;
   readonly payloadJson: string;
+  /** The task's `onFailure` specification (JSON), kept beside its payload. */
+  readonly onFailureJson?: string;
   readonly specHash: string;
   readonly purgeAt: number;
 }
@@ -108,6 +115,8 @@ export interface TaskStore {
   getMany(taskIds: readonly string[], options?: ReadOptions): Promise<Map<string, Task>>;
   /** Payload JSON by task id; a task whose payload is gone (past its retention) is missing. */
   getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
+  /** The `onFailure` specification (JSON) kept beside the task's payload; undefined if it has none (or is gone). */
+  getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined>;
   /** The partitions of the due index: a sweep queries each. */
   readonly dueShards: readonly string[];
   /** Task ids in one due partition whose time to be looked at has come. */
@@ -140,6 +149,10 @@ export interface TaskStore {
   takeBack(observed: Observed, taking: TakingBack, now: number): Promise<TaskWrite>;
   /** An operator's `cancel`, fenced by the status and epoch observed. */
   cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite>;
+  /** `expire`: the task was not claimed by its deadline; fenced by the status and epoch observed. */
+  expire(observed: Observed, to: Ending & { status: 'expired' }, now: number): Promise<TaskWrite>;
+  /** What followed from the task's end was done: it leaves the due index (fenced by the status and epoch). */
+  settleEnd(observed: Observed): Promise<TaskWrite>;
   /** An operator's `redrive` of a dead task: queued again with a fresh set of attempts. */
   redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite>;
 

@@ -41,9 +41,28 @@ describe('parseTaskSpec', () => {
       /backoffMaxSeconds/,
     ],
     ['not an object', 'hello', /body|expected object/i],
+    ['ttl zero', { ...valid, ttlSeconds: 0 }, /ttlSeconds/],
+    ['ttl over 14 days', { ...valid, ttlSeconds: LIMITS.ttlSeconds + 1 }, /ttlSeconds/],
+    ['expiry without an offset', { ...valid, expiresAt: '2030-01-01T00:00:00' }, /expiresAt/],
+    ['expiry as a number', { ...valid, expiresAt: 1_900_000_000_000 }, /expiresAt/],
+    ['both expiry forms', { ...valid, ttlSeconds: 5, expiresAt: '2030-01-01T00:00:00Z' }, /not both/],
+    ['an onFailure naming itself', { ...valid, onFailure: { ...valid, idempotencyKey: 'k' } }, /onFailure/],
+    ['a nested onFailure', { ...valid, onFailure: { ...valid, onFailure: valid } }, /onFailure/],
+    ['an onFailure without a queue', { ...valid, onFailure: { payload: 1 } }, /onFailure.queue/],
   ])('rejects %s', (_, input, message) => {
     expect(() => parseTaskSpec(input)).toThrow(ValidationError);
     expect(() => parseTaskSpec(input)).toThrow(message);
+  });
+
+  it('takes a deadline to start in either form, and an onFailure as JSON', () => {
+    expect(parseTaskSpec({ ...valid, ttlSeconds: 60 }).expiry).toEqual({ ttlSeconds: 60 });
+    expect(parseTaskSpec({ ...valid, expiresAt: '2030-01-01T01:00:00+01:00' }).expiry).toEqual({
+      at: Date.parse('2030-01-01T00:00:00Z'),
+    });
+    const spec = parseTaskSpec({ ...valid, onFailure: { queue: 'undo', payload: { x: 1 } } });
+    expect(JSON.parse(spec.onFailureJson ?? '')).toMatchObject({ queue: 'undo', payload: { x: 1 } });
+    const big = { ...valid, onFailure: { queue: 'undo', payload: 'x'.repeat(LIMITS.onFailureBytes) } };
+    expect(() => parseTaskSpec(big)).toThrow(PayloadTooLargeError);
   });
 
   it('accepts a payload of exactly the limit and rejects one byte more with 413', () => {

@@ -10,11 +10,22 @@ import {
   type TaskStatus,
 } from '#domain/task-status';
 
-const EVENTS: TaskEvent[] = ['claim', 'complete', 'fail', 'release', 'reclaim', 'cancel', 'redrive'];
+const EVENTS: TaskEvent[] = [
+  'claim',
+  'complete',
+  'fail',
+  'release',
+  'reclaim',
+  'cancel',
+  'redrive',
+  'expire',
+  'unblock',
+];
 
 /** The whole machine, spelled out: every (status, event) pair and where it may lead; absent means refused. */
 const EXPECTED: Record<TaskStatus, Partial<Record<TaskEvent, TaskStatus[]>>> = {
-  queued: { claim: ['leased'], cancel: ['cancelled'] },
+  waiting: { unblock: ['queued'], cancel: ['cancelled'], expire: ['expired'] },
+  queued: { claim: ['leased'], cancel: ['cancelled'], expire: ['expired'] },
   leased: {
     complete: ['succeeded'],
     fail: ['queued', 'dead'],
@@ -25,6 +36,7 @@ const EXPECTED: Record<TaskStatus, Partial<Record<TaskEvent, TaskStatus[]>>> = {
   dead: { redrive: ['queued'] },
   succeeded: {},
   cancelled: {},
+  expired: {},
 };
 
 const pairs = TASK_STATUSES.flatMap((from) => EVENTS.map((event) => ({ from, event })));
@@ -48,7 +60,7 @@ describe('task state machine', () => {
   );
 
   it('terminal statuses accept nothing but redrive from dead', () => {
-    expect(TASK_STATUSES.filter(isTerminal)).toEqual(['succeeded', 'dead', 'cancelled']);
+    expect(TASK_STATUSES.filter(isTerminal)).toEqual(['succeeded', 'dead', 'cancelled', 'expired']);
     for (const status of TASK_STATUSES.filter(isTerminal)) {
       const accepted = EVENTS.filter((event) => canTransition(status, event));
       expect(accepted).toEqual(status === 'dead' ? ['redrive'] : []);
@@ -56,7 +68,9 @@ describe('task state machine', () => {
   });
 
   it('names, for each event and destination, the statuses a write may start from', () => {
-    expect(statusesFrom('cancel', 'cancelled')).toEqual(['queued', 'leased']);
+    expect(statusesFrom('cancel', 'cancelled')).toEqual(['waiting', 'queued', 'leased']);
+    expect(statusesFrom('expire', 'expired')).toEqual(['waiting', 'queued']);
+    expect(statusesFrom('unblock', 'queued')).toEqual(['waiting']);
     expect(statusesFrom('claim', 'leased')).toEqual(['queued']);
     expect(statusesFrom('reclaim', 'dead')).toEqual(['leased']);
     expect(statusesFrom('redrive', 'queued')).toEqual(['dead']);

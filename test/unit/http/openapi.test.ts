@@ -91,7 +91,9 @@ describe('OpenAPI document', () => {
       required: expect.arrayContaining(['taskId', 'status', 'createdAt']),
       properties: expect.objectContaining({
         createdAt: expect.objectContaining({ type: 'string', format: 'date-time' }),
-        status: expect.objectContaining({ enum: ['queued', 'leased', 'succeeded', 'dead', 'cancelled'] }),
+        status: expect.objectContaining({
+          enum: ['waiting', 'queued', 'leased', 'succeeded', 'dead', 'cancelled', 'expired'],
+        }),
       }),
     });
     expect(schemas.Task?.additionalProperties).not.toBe(false);

@@ -1,0 +1,81 @@
+/**
+ * What follows from a task's end, and the end that comes from waiting too long:
+ * - `expireTask`: a task not claimed by its deadline to start ends `expired` (a conditional write: a claim that
+ *   got in first wins, and no grant can land after the deadline, the grant's own condition says so);
+ * - `followUpEnd`: a task that died with an `onFailure` has it submitted, once: the submission's idempotency key
+ *   names the dead task, so the caller's attempt and the supervisor's, should both run, make one task.
+ */
+import { errorName, IdempotencyConflictError, ValidationError } from '#domain/errors';
+import { onFailureKeyOf } from '#domain/ids';
+import type { Task } from '#domain/task';
+import type { SchedulerContext } from './context';
+import { emit } from './events';
+import { announceEnd } from './push';
+import { submitTask } from './submit';
+import { ending } from './transitions';
+
+/** Ends a task whose deadline to start passed while it waited. True if this call ended it. */
+export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boolean> {
+  const now = ctx.now();
+  if (task.expiresAt === undefined || task.expiresAt > now) return false;
+  if (task.status !== 'queued' && task.status !== 'waiting') return false;
+  const written = await ctx.tasks.expire(task, ending(ctx, now, 'expired'), now);
+  if (!written.ok) return false;
+  await announceEnd(ctx, written.task);
+  await emit(ctx, [
+    {
+      type: 'task.expired',
+      fields: {
+        taskId: task.taskId,
+        queue: task.queue,
+        data: { expiresAt: new Date(task.expiresAt).toISOString(), from: task.status },
+      },
+    },
+  ]);
+  return true;
+}
+
+/**
+ * Makes what follows from the task's end, if anything is pending (its `onFailure`), then takes the task out of the
+ * due index. A failure throws and leaves the task due: the supervisor's next pass tries again.
+ */
+export async function followUpEnd(ctx: SchedulerContext, task: Task): Promise<void> {
+  if (!task.followUpPending) return;
+  if (task.hasOnFailure) await submitOnFailure(ctx, task);
+  await ctx.tasks.settleEnd(task);
+}
+
+async function submitOnFailure(ctx: SchedulerContext, task: Task): Promise<void> {
+  const json = await ctx.tasks.getOnFailure(task);
+  if (json === undefined) {
+    ctx.log.warn('the onFailure of a dead task is gone (past its retention); nothing submitted', {
+      taskId: task.taskId,
+    });
+    return;
+  }
+  const spec = JSON.parse(json) as Record<string, unknown>;
+  try {
+    const submitted = await submitTask(
+      ctx,
+      { ...spec, idempotencyKey: onFailureKeyOf(task.taskId) },
+      { failureOf: { taskId: task.taskId, ...(task.error ? { error: task.error } : {}) } },
+    );
+    if (submitted.created) {
+      ctx.log.info('submitted the onFailure of a dead task', {
+        taskId: task.taskId,
+        onFailureTaskId: submitted.task.taskId,
+      });
+    }
+  } catch (error) {
+    // What can never be submitted (its queue was removed since; its deadline passed) is given up, loudly.
+    if (error instanceof ValidationError || error instanceof IdempotencyConflictError) {
+      ctx.log.error('the onFailure of a dead task cannot be submitted', {
+        taskId: task.taskId,
+        error: errorName(error),
+        reason: error.message,
+      });
+      return;
+    }
+    throw error;
+  }
+}
