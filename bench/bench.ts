@@ -14,10 +14,14 @@
  * `idle` (`bench/run-idle.ts`; `--agents` default 50, `--tasks` default 50, `--seed` default 1) has idle Workers on
  * the push channel picked up by wakes, tasks submitted one at a time 0.2 to 2 s apart: pickup latency, wakes and
  * claims per task, and what an idle agent costs a month in AWS, with the push channel and polling as today.
+ *
+ * `workflow` (`bench/run-workflow.ts`; `--tasks` joins, default 50, `--agents` dependencies per join, default 4)
+ * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
  */
 import { parseArgs } from 'node:util';
 import { runBench } from './run-bench';
 import { type AgentMonth, runIdle } from './run-idle';
+import { type Cost, runWorkflow } from './run-workflow';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -45,8 +49,9 @@ const positive = (name: string, value: string | undefined, max: number): number 
 
 if (values.scenario === 'idle') await idleScenario();
 else if (values.scenario === 'throughput') await throughputScenario();
+else if (values.scenario === 'workflow') await workflowScenario();
 else {
-  console.error('--scenario must be throughput or idle');
+  console.error('--scenario must be throughput, idle or workflow');
   process.exit(2);
 }
 
@@ -82,6 +87,27 @@ async function throughputScenario(): Promise<void> {
       ].join('\n'),
     );
   }
+}
+
+async function workflowScenario(): Promise<void> {
+  const report = await runWorkflow({
+    groups: positive('tasks', values.tasks ?? '50', 10_000),
+    fanIn: positive('agents', values.agents ?? '4', 100),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  const line = (name: string, c: Cost) =>
+    `${name.padEnd(18)} ${c.requests} requests (${c.sqsRequests} SQS), ${c.writeUnits} WCU, ${c.readUnits} RCU, $${c.usdPerMillion} per million`;
+  console.log(
+    [
+      `${report.groups} joins of ${report.fanIn} dependencies; ${report.groups} parents with one child each`,
+      line('plain task', report.plainTask),
+      line('dependency edge', report.dependencyEdge),
+      line('follow-up submit', report.followUpSubmit),
+    ].join('\n'),
+  );
 }
 
 async function idleScenario(): Promise<void> {

@@ -124,6 +124,12 @@ export interface AgentSchedulerProps {
    * @default - no limits
    */
   readonly queueLimits?: Readonly<Record<string, QueueLimits>>;
+  /**
+   * The queues agents may submit follow-up tasks to (`POST /v1/agent/tasks`), each fenced by the agent's lease on
+   * the task it runs. Agents submit nothing unless named here.
+   * @default - none
+   */
+  readonly agentSubmitQueues?: readonly string[];
 }
 
 export class AgentScheduler extends Construct {
@@ -205,6 +211,9 @@ export class AgentScheduler extends Construct {
       // Declared limits hold from the first claim, before any operator has set a queue's control item.
       ...(props.queueLimits && Object.keys(props.queueLimits).length > 0
         ? { QUEUE_LIMITS: JSON.stringify(props.queueLimits) }
+        : {}),
+      ...(props.agentSubmitQueues && props.agentSubmitQueues.length > 0
+        ? { AGENT_SUBMIT_QUEUES: JSON.stringify(props.agentSubmitQueues) }
         : {}),
     };
     const fn = (
@@ -351,12 +360,16 @@ export class AgentScheduler extends Construct {
     };
 
     // PutItem, BatchWriteItem: a task that dies under its agent has its `onFailure` submitted by that call.
+    // Query (the table's own key): a task's dependents when it ends, and its dependencies' outcomes at its claim.
+    // ConditionCheckItem: a follow-up task is created in a transaction that checks the lease on its parent.
     grantOnTable(agentApi, tasks, [
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
       'dynamodb:BatchWriteItem',
+      'dynamodb:Query',
+      'dynamodb:ConditionCheckItem',
     ]);
     // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
     grantOnTable(agentApi, leases, [
@@ -376,12 +389,14 @@ export class AgentScheduler extends Construct {
     );
 
     // BatchWriteItem: payload items, written without a condition (their key names the specification).
+    // Query (the table's own key): a cancelled task's dependents are told.
     grantOnTable(operatorApi, tasks, [
       'dynamodb:PutItem',
       'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
+      'dynamodb:Query',
     ]);
     grantOnTable(operatorApi, tasks, ['dynamodb:Query'], DUE_INDEX);
     // Listing tasks reads the `listed` index, then the tasks of a page with BatchGetItem.
@@ -409,12 +424,14 @@ export class AgentScheduler extends Construct {
     grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
 
     // PutItem: a missed schedule occurrence that its policy runs is submitted by the supervisor.
+    // Query (the table's own key): the dependents of a task that died or expired are told.
     grantOnTable(supervisor, tasks, [
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
       'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
       'dynamodb:BatchWriteItem',
+      'dynamodb:Query',
     ]);
     grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
     grantOnTable(supervisor, leases, [
@@ -427,11 +444,13 @@ export class AgentScheduler extends Construct {
     onQueues(supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
 
     // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
+    // Query (the table's own key): a task cancelled by `cancelOther` has its dependents told.
     grantOnTable(scheduleFire, tasks, [
       'dynamodb:PutItem',
       'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
+      'dynamodb:Query',
     ]);
     grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     onQueues(scheduleFire, 'sqs:SendMessage');
@@ -679,6 +698,10 @@ function validateProps(props: AgentSchedulerProps): Record<SettingName, number> 
   const period = props.supervisorPeriod;
   if (period && !Token.isUnresolved(period) && (period.toSeconds() < 60 || period.toSeconds() % 60 !== 0)) {
     throw new Error(`supervisorPeriod must be whole minutes, at least one (got ${period.toHumanString()})`);
+  }
+  for (const queue of props.agentSubmitQueues ?? []) {
+    if (!props.queues.includes(queue))
+      throw new Error(`agentSubmitQueues names queue "${queue}", which is not declared`);
   }
   for (const [queue, limits] of Object.entries(props.queueLimits ?? {})) {
     if (!props.queues.includes(queue))

@@ -180,8 +180,10 @@ export async function startDevStack(
       events: loggedEvents,
       // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
       // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
-      // Events cost nothing here either: the feed shows every task's way.
+      // Events cost nothing here either: the feed shows every task's way. Agents may submit follow-up tasks to
+      // every queue of the local stack.
       settings: {
+        agentSubmitQueues: definition.queues,
         missedRunGraceSeconds: 5,
         idleRetryMaxMs: 2_000,
         routineEvents: true,

@@ -11,6 +11,7 @@ import { HttpTransport, type RequestSpec, type TransportOptions } from './transp
 import type {
   Agent,
   BatchItemResult,
+  ChildTaskInput,
   ClaimedTask,
   ClaimInput,
   ClaimResult,
@@ -381,6 +382,26 @@ export class AgentSchedulerClient {
         ...options,
       })
     ).task;
+  }
+
+  /**
+   * Submits follow-up tasks of a task this agent holds (its parent), fenced by the lease: refused (`LeaseLost`)
+   * once it is gone. Each child is named by its key among the parent's, so a retry, or the parent run again,
+   * gets the same tasks back. Up to 25 at once; each item has its own outcome.
+   */
+  async submitChildren(
+    parentTaskId: string,
+    input: { readonly leaseEpoch: number; readonly tasks: readonly ChildTaskInput[] },
+    options: CallOptions = {},
+  ): Promise<BatchItemResult[]> {
+    return (
+      await this.call<{ results: BatchItemResult[] }>({
+        method: 'POST',
+        path: '/v1/agent/tasks/batch',
+        body: { parentTaskId, leaseEpoch: input.leaseEpoch, tasks: input.tasks },
+        ...options,
+      })
+    ).results;
   }
 
   /** Gives the task back without it counting as an attempt. */

@@ -39,6 +39,16 @@ export interface Task {
   readonly failureOf?: FailureOf;
   /** It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). */
   readonly onFailureTaskId?: string;
+  /** Submitted with `dependsOn`: how many tasks it depends on, and what a failed one does to it. */
+  readonly dependencyCount?: number;
+  readonly onDependencyFailure?: 'cancel' | 'run';
+  /** While `waiting`: the dependencies not ended yet. */
+  readonly waitingOn?: readonly string[];
+  /** Cancelled because this dependency did not succeed. */
+  readonly failedDependency?: string;
+  /** Submitted by the agent running `parentTaskId`, in the tree `rootTaskId` began. */
+  readonly parentTaskId?: string;
+  readonly rootTaskId?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -64,6 +74,18 @@ export interface ClaimedTask {
   readonly checkpoint?: unknown;
   /** This task is the `onFailure` of that dead task: which, and its last error. */
   readonly failureOf?: FailureOf;
+  /** Submitted with `dependsOn`: how each dependency ended, by task id, results included. */
+  readonly dependencies?: Readonly<Record<string, DependencyOutcome>>;
+  /** Submitted by the agent running `parentTaskId`, in the tree `rootTaskId` began. */
+  readonly parentTaskId?: string;
+  readonly rootTaskId?: string;
+}
+
+/** How a dependency ended, as its dependent's claim hands it over. */
+export interface DependencyOutcome {
+  readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
+  readonly result?: unknown;
+  readonly error?: TaskError;
 }
 
 /** The dead task an `onFailure` task was submitted for, and its last error. */
@@ -106,10 +128,28 @@ export interface SubmitTaskInput {
   readonly expiresAt?: string;
   /** Submitted once when this task ends `dead`; its claim carries `failureOf` (this task's id and last error). */
   readonly onFailure?: FollowUpTaskInput;
+  /**
+   * Tasks (1 to 100, submitted before this one) that must all succeed first: until then it is `waiting`, and its
+   * claim carries how each ended.
+   */
+  readonly dependsOn?: readonly string[];
+  /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
+  readonly onDependencyFailure?: 'cancel' | 'run';
+}
+
+/**
+ * A follow-up task an agent submits while it runs its parent: named by `key` among the parent's children (the
+ * same key again gives back the same task), to a queue the deployment lets agents submit to.
+ */
+export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey'> {
+  readonly key: string;
 }
 
 /** A task submitted on another's behalf: the scheduler names it. */
-export type FollowUpTaskInput = Omit<SubmitTaskInput, 'idempotencyKey' | 'onFailure'>;
+export type FollowUpTaskInput = Omit<
+  SubmitTaskInput,
+  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure'
+>;
 
 export interface SubmitTaskResult {
   readonly task: Task;

@@ -1,7 +1,15 @@
 /**
  * What a task handler receives and what a Worker reports.
  */
-import type { ClaimedTask, HeartbeatResult, RoleLease, Session, SessionHoldings } from './types.js';
+import type {
+  BatchItemResult,
+  ChildTaskInput,
+  ClaimedTask,
+  HeartbeatResult,
+  RoleLease,
+  Session,
+  SessionHoldings,
+} from './types.js';
 
 /** Why a task's lease ended before its handler could finish it. */
 export type LostReason =
@@ -44,6 +52,12 @@ export interface TaskContext {
   checkpoint(value: unknown): void;
   /** Sends a heartbeat now, with the latest checkpoint; resolves once the server has it. */
   heartbeatNow(): Promise<void>;
+  /**
+   * Submits follow-up tasks of this one (up to 25), fenced by its lease: refused once the lease is gone. Each is
+   * named by its `key` among this task's children, so an attempt run again after a crash gets the same tasks back.
+   * A fan-in is a child whose `dependsOn` names its siblings.
+   */
+  submit(children: readonly ChildTaskInput[]): Promise<BatchItemResult[]>;
 }
 
 /**

@@ -798,6 +798,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       signal: entry.signal,
       checkpoint: (value) => entry.setCheckpoint(value),
       heartbeatNow: () => this.beat(),
+      submit: (children) =>
+        this.client.submitChildren(
+          entry.taskId,
+          { leaseEpoch: entry.task.leaseEpoch, tasks: children },
+          { signal: entry.signal },
+        ),
     };
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {

@@ -48,6 +48,15 @@ export function taskCommands(program: Command, cli: Cli): void {
     .option('--key <key>', 'an idempotency key (default: a new one)')
     .option('--ttl <seconds>', 'expire if not started this long after it may first be claimed', wholeNumber)
     .option('--expires-at <time>', 'expire if not started by this time (ISO 8601 with offset)')
+    .option('--depends-on <ids>', 'task ids (comma-separated) that must all succeed before this one runs')
+    .addOption(
+      new Option(
+        '--on-dependency-failure <policy>',
+        'when a dependency fails: cancel this task, or run it anyway',
+      )
+        .choices(['cancel', 'run'])
+        .default(undefined),
+    )
     .option(
       '--on-failure <json>',
       'a task specification to submit once if this task ends dead: JSON, @file or -',
@@ -143,6 +152,8 @@ interface SubmitOptions {
   readonly ttl?: number;
   readonly expiresAt?: string;
   readonly onFailure?: string;
+  readonly dependsOn?: string;
+  readonly onDependencyFailure?: 'cancel' | 'run';
   readonly batch?: string;
   readonly wait?: boolean;
   readonly waitTimeout?: number;
@@ -196,6 +207,11 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       delaySeconds: options.delay,
       idempotencyKey: options.key,
       ttlSeconds: options.ttl,
+      dependsOn: options.dependsOn
+        ?.split(',')
+        .map((id) => id.trim())
+        .filter((id) => id !== ''),
+      onDependencyFailure: options.onDependencyFailure,
       expiresAt: options.expiresAt,
       onFailure:
         options.onFailure === undefined

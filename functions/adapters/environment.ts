@@ -90,6 +90,8 @@ export interface FunctionConfig {
   readonly maxRolesPerAgent: number;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
+  /** The queues agents may submit follow-up tasks to: a JSON array of queue names. */
+  readonly agentSubmitQueues: string[];
 }
 
 export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): FunctionConfig {
@@ -113,7 +115,23 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
     maxRolesPerAgent: numberEnv('maxRolesPerAgent', env),
     queueLimits: queueLimitsEnv(env),
+    agentSubmitQueues: agentSubmitQueuesEnv(env),
   };
+}
+
+function agentSubmitQueuesEnv(env: NodeJS.ProcessEnv): string[] {
+  const raw = env.AGENT_SUBMIT_QUEUES;
+  if (raw === undefined || raw === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('environment variable AGENT_SUBMIT_QUEUES must be JSON');
+  }
+  if (!Array.isArray(parsed) || !parsed.every((q) => typeof q === 'string')) {
+    throw new Error('environment variable AGENT_SUBMIT_QUEUES must be an array of queue names');
+  }
+  return parsed;
 }
 
 /** The per-agent request rate the agent API enforces at its edge. */

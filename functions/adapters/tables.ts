@@ -40,6 +40,11 @@ export interface TableDefinition {
 
 export const TASK_PART = { state: 'state' } as const;
 
+/** The item that says `dependent` waits for the task of the partition: its end resolves the dependent. */
+export const dependentPart = (dependentId: string): string => `dependent#${dependentId}`;
+/** The item that holds, for the task of the partition, how its dependency `dependencyId` ended (its result). */
+export const inputPart = (dependencyId: string): string => `input#${dependencyId}`;
+
 /** The sort key of a task's payload item: it names the specification the payload belongs to. */
 export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 

@@ -2,7 +2,7 @@
  * The tasks table: the state item every transition rewrites, and the payload item written once.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   BatchWriteCommand,
@@ -10,6 +10,7 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type {
@@ -30,11 +31,20 @@ import type {
 } from '#core/ports/task-store';
 import { shardOf } from '#domain/ids';
 import { isPriority } from '#domain/priority';
-import type { FinishRecord, Task, TaskError } from '#domain/task';
+import type { DependencyOutcome, FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus, isTerminal } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
-import { DUE_INDEX, DUE_SHARDS, LISTED_INDEX, LISTED_SHARDS, payloadPart, TASK_PART } from './tables';
+import {
+  DUE_INDEX,
+  DUE_SHARDS,
+  dependentPart,
+  inputPart,
+  LISTED_INDEX,
+  LISTED_SHARDS,
+  payloadPart,
+  TASK_PART,
+} from './tables';
 import {
   destinationClauses,
   endingClauses,
@@ -168,6 +178,19 @@ export function taskFromItem(item: Item): Task {
       hasOnFailure: item.hasOnFailure === true ? true : undefined,
       failureOf: failureOfItem(item.failureOf),
       followUpPending: item.followUp === true ? true : undefined,
+      dependencyCount: optionalNumber(item.dependencyCount),
+      onDependencyFailure:
+        item.onDependencyFailure === 'run' || item.onDependencyFailure === 'cancel'
+          ? item.onDependencyFailure
+          : undefined,
+      waitingOn:
+        typeof item.waitingOn === 'object' && item.waitingOn !== null
+          ? Object.keys(item.waitingOn)
+          : undefined,
+      failedDependency: optionalString(item.failedDependency),
+      hasDependents: item.hasDependents === true ? true : undefined,
+      parentTaskId: optionalString(item.parentTaskId),
+      rootTaskId: optionalString(item.rootTaskId),
     }),
   );
 }
@@ -208,6 +231,11 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     expiresAt: task.expiresAt,
     hasOnFailure: task.hasOnFailure,
     failureOf: task.failureOf,
+    dependencyCount: task.dependencyCount,
+    onDependencyFailure: task.onDependencyFailure,
+    waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
+    parentTaskId: task.parentTaskId,
+    rootTaskId: task.rootTaskId,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
     dueShard: dueShardOf(task.taskId),
@@ -326,6 +354,53 @@ export class TaskTable implements TaskStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
         return { created: false, existing: taskFromItem(unmarshall(error.Item)) };
+      }
+      throw error;
+    }
+  }
+
+  async createUnder(
+    task: Task,
+    dueAt: number,
+    parent: OwnerFence & { readonly taskId: string },
+    now: number,
+  ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
+    const p = new Expression();
+    const c = new Expression();
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              ConditionCheck: {
+                TableName: this.tableName,
+                Key: stateKey(parent.taskId),
+                ConditionExpression: [
+                  `${p.n('status')} = ${p.v('leased')}`,
+                  ...ownerFence(p, parent, now),
+                ].join(' AND '),
+                ...p.attributes(),
+              },
+            },
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: itemFromNewTask(task, dueAt),
+                ConditionExpression: `attribute_not_exists(${c.n('taskId')})`,
+                ...c.attributes(),
+              },
+            },
+          ],
+        }),
+      );
+      return { created: true };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') return { parentLost: true };
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') {
+        const existing = await this.get(task.taskId);
+        if (existing) return { created: false, existing };
       }
       throw error;
     }
@@ -459,10 +534,137 @@ export class TaskTable implements TaskStore {
     });
   }
 
-  cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite> {
-    return this.update(observed.taskId, (e) => ({
-      ...endingClauses(e, now, to),
-      condition: `${statusCondition(e, 'cancel', to.status, observed)} AND ${epochFence(e, observed)}`,
+  cancel(
+    observed: Observed,
+    to: Ending & { status: 'cancelled' },
+    now: number,
+    because?: { readonly failedDependency: string; readonly error: TaskError },
+  ): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => {
+      const clauses = endingClauses(e, now, to);
+      return {
+        set: [
+          ...clauses.set,
+          ...(because
+            ? [
+                `${e.n('failedDependency')} = ${e.v(because.failedDependency)}`,
+                `${e.n('error')} = ${e.v(because.error)}`,
+              ]
+            : []),
+        ],
+        remove: clauses.remove,
+        condition: `${statusCondition(e, 'cancel', to.status, observed)} AND ${epochFence(e, observed)}`,
+      };
+    });
+  }
+
+  unblock(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => {
+      const clauses = requeueClauses(e, now, to);
+      return {
+        set: clauses.set,
+        remove: [...clauses.remove, e.n('waitingOn')],
+        condition: [
+          statusCondition(e, 'unblock', to.status, observed),
+          epochFence(e, observed),
+          `(attribute_not_exists(${e.n('waitingOn')}) OR size(${e.n('waitingOn')}) = ${e.v(0)})`,
+        ].join(' AND '),
+      };
+    });
+  }
+
+  async addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { taskId, part: dependentPart(dependentId), dependentId, purgeAt },
+      }),
+    );
+    const marked = await this.update(taskId, (e) => ({
+      set: [`${e.n('hasDependents')} = ${e.v(true)}`],
+      condition: `attribute_exists(${e.n('taskId')})`,
+    }));
+    return marked.ok ? marked.task : undefined;
+  }
+
+  async dependentsOf(
+    taskId: string,
+    startKey?: ListingCursor,
+  ): Promise<{ ids: string[]; startKey?: ListingCursor }> {
+    const e = new Expression();
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(dependentPart(''))})`,
+        ProjectionExpression: e.n('dependentId'),
+        ExclusiveStartKey: startKey,
+        Limit: 100,
+        ...e.attributes(),
+      }),
+    );
+    return {
+      ids: (output.Items ?? []).map((item) => String(item.dependentId)),
+      ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
+    };
+  }
+
+  async putInput(
+    dependentId: string,
+    dependencyId: string,
+    outcome: DependencyOutcome,
+    purgeAt: number,
+  ): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          taskId: dependentId,
+          part: inputPart(dependencyId),
+          dependencyId,
+          status: outcome.status,
+          ...(outcome.error ? { error: outcome.error } : {}),
+          ...(outcome.result === undefined ? {} : payloadAttributes(JSON.stringify(outcome.result))),
+          purgeAt,
+        },
+      }),
+    );
+  }
+
+  async inputsOf(taskId: string): Promise<Map<string, DependencyOutcome>> {
+    const inputs = new Map<string, DependencyOutcome>();
+    let startKey: Item | undefined;
+    do {
+      const e = new Expression();
+      const output = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
+          ExclusiveStartKey: startKey,
+          ConsistentRead: true,
+          ...e.attributes(),
+        }),
+      );
+      for (const item of output.Items ?? []) {
+        const resultJson = payloadJsonOf(item);
+        const error = item.error as TaskError | undefined;
+        inputs.set(String(item.dependencyId), {
+          status: item.status as DependencyOutcome['status'],
+          ...(resultJson === undefined ? {} : { result: JSON.parse(resultJson) }),
+          ...(error
+            ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } }
+            : {}),
+        });
+      }
+      startKey = output.LastEvaluatedKey;
+    } while (startKey);
+    return inputs;
+  }
+
+  strikeDependency(taskId: string, dependencyId: string): Promise<TaskWrite> {
+    return this.update(taskId, (e) => ({
+      set: [],
+      remove: [e.n('waitingOn', dependencyId)],
+      condition: `${e.n('status')} = ${e.v('waiting')} AND attribute_exists(${e.n('waitingOn', dependencyId)})`,
     }));
   }
 

@@ -21,7 +21,7 @@ export type ItemOutcome<T> =
     };
 
 /** A caller's mistake in one item is that item's outcome; anything else fails the whole call, as it would alone. */
-async function outcomeOf<T>(work: Promise<T>): Promise<ItemOutcome<T>> {
+export async function outcomeOf<T>(work: Promise<T>): Promise<ItemOutcome<T>> {
   try {
     return { ok: true, ...(await work) };
   } catch (error) {

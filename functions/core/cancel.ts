@@ -6,6 +6,7 @@ import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
+import { releaseDependents } from './dependencies';
 import { emit } from './events';
 import { announceEnd } from './push';
 import { ending } from './transitions';
@@ -26,6 +27,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
         .catch(() => undefined);
     }
     await announceEnd(ctx, written.task);
+    await releaseDependents(ctx, written.task);
     await emit(ctx, [
       {
         type: 'task.cancelled',

@@ -11,9 +11,10 @@
 import { errorName, ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
 import type { ReceivedHint } from '#domain/hint';
 import { claimOrder } from '#domain/priority';
-import { type AgentSession, canClaimUnder, type Task } from '#domain/task';
+import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { expireTask } from './follow-ups';
 import { unpausedQueues } from './queue-controls';
@@ -60,6 +61,11 @@ export interface ClaimedTask {
   readonly checkpoint?: unknown;
   /** The task is the `onFailure` of this dead task. */
   readonly failureOf?: Task['failureOf'];
+  /** It was submitted with `dependsOn`: how each dependency ended, by task id, results included. */
+  readonly dependencies?: Readonly<Record<string, DependencyOutcome>>;
+  /** Submitted by the agent running this task, in the tree that `rootTaskId` began. */
+  readonly parentTaskId?: string;
+  readonly rootTaskId?: string;
 }
 
 /**
@@ -555,9 +561,13 @@ async function grant(
 /** Attaches payloads; a task whose payload is gone (past its retention) cannot run and is marked dead. */
 async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
   if (granted.length === 0) return [];
-  const payloads = await ctx.tasks.getPayloads(granted);
+  const [payloads, inputs] = await Promise.all([
+    ctx.tasks.getPayloads(granted),
+    Promise.all(granted.map((task) => dependencyInputs(ctx, task))),
+  ]);
   const claimed: ClaimedTask[] = [];
-  for (const task of granted) {
+  for (const [index, task] of granted.entries()) {
+    const dependencies = inputs[index];
     const payload = payloads.get(task.taskId);
     if (payload === undefined) {
       await markDead(ctx, task, 'the payload no longer exists');
@@ -574,6 +584,10 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
       timeoutSeconds: task.timeoutSeconds,
       ...(task.checkpoint === undefined ? {} : { checkpoint: task.checkpoint }),
       ...(task.failureOf === undefined ? {} : { failureOf: task.failureOf }),
+      ...(dependencies === undefined ? {} : { dependencies }),
+      ...(task.parentTaskId === undefined
+        ? {}
+        : { parentTaskId: task.parentTaskId, rootTaskId: task.rootTaskId ?? task.parentTaskId }),
     });
   }
   return claimed;

@@ -88,6 +88,13 @@ export interface SchedulerSettings {
    * look, unless woken first. Its safety poll: what a lost wake costs at most.
    */
   readonly pushSafetyPollMs: number;
+  /**
+   * A waiting task's dependencies are looked at again this long after the last look: what a lost resolution (an
+   * end whose dependents were not told) costs at most.
+   */
+  readonly dependencyRecheckSeconds: number;
+  /** The queues agents may submit follow-up tasks to (`POST /v1/agent/tasks`); none unless the construct names them. */
+  readonly agentSubmitQueues: readonly string[];
 }
 
 export const DEFAULT_SETTINGS: SchedulerSettings = {
@@ -117,6 +124,8 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   wakeCooldownMs: 1_000,
   wakesPerTask: 1,
   pushSafetyPollMs: 20 * 60 * 1_000,
+  dependencyRecheckSeconds: 300,
+  agentSubmitQueues: [],
 };
 
 /** Structured logging, satisfied by Powertools' Logger and by `console`. */

@@ -7,6 +7,7 @@
 import { errorName } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
+import { releaseDependents } from './dependencies';
 import { emit } from './events';
 import { followUpEnd } from './follow-ups';
 import { announceEnd } from './push';
@@ -45,6 +46,7 @@ export async function recordDeath(
       },
     ]),
   ]);
+  await releaseDependents(ctx, task);
   await followUpEnd(ctx, task).catch((error: unknown) =>
     ctx.log.warn('following up a death failed; the supervisor does it', {
       taskId: task.taskId,

@@ -9,6 +9,7 @@ import { errorName, IdempotencyConflictError, ValidationError } from '#domain/er
 import { onFailureKeyOf } from '#domain/ids';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
+import { releaseDependents } from './dependencies';
 import { emit } from './events';
 import { announceEnd } from './push';
 import { submitTask } from './submit';
@@ -22,6 +23,7 @@ export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boo
   const written = await ctx.tasks.expire(task, ending(ctx, now, 'expired'), now);
   if (!written.ok) return false;
   await announceEnd(ctx, written.task);
+  await releaseDependents(ctx, written.task);
   await emit(ctx, [
     {
       type: 'task.expired',

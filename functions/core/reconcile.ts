@@ -15,6 +15,7 @@ import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import { queryEveryDueShard, type SchedulerContext } from './context';
+import { recheckWaiting } from './dependencies';
 import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
 import { wake, wakeFor } from './push';
@@ -38,6 +39,8 @@ export interface ReconcileSummary {
   readonly expired: string[];
   /** Ended tasks whose follow-up (an `onFailure`) was made by this pass. */
   readonly followedUp: string[];
+  /** Waiting tasks whose dependencies this pass looked at. */
+  readonly rechecked: string[];
   readonly errors: number;
 }
 
@@ -88,6 +91,7 @@ export async function reconcileDispatch(
     deferred: 0,
     expired: [] as string[],
     followedUp: [] as string[],
+    rechecked: [] as string[],
     errors: 0,
   };
   let servedQueues: Promise<Set<string>> | undefined;
@@ -117,9 +121,14 @@ export async function reconcileDispatch(
             await followUpEnd(ctx, task);
             summary.followedUp.push(task.taskId);
           }
-          if (task.status !== 'queued') return;
+          if (task.status !== 'queued' && task.status !== 'waiting') return;
           if (task.expiresAt !== undefined && task.expiresAt <= now) {
             if (await expireTask(ctx, task)) summary.expired.push(task.taskId);
+            return;
+          }
+          if (task.status === 'waiting') {
+            await recheckWaiting(ctx, task);
+            summary.rechecked.push(task.taskId);
             return;
           }
           let current = task;

@@ -3,6 +3,7 @@
  * function of `core/`; nothing here knows about HTTP or Lambda events. AWS throttling that outlasts the SDK's
  * retries reaches it already as `ServiceUnavailableError` (the wiring wraps every store and queue).
  */
+
 import {
   AgentNotFoundError,
   PushUnavailableError,
@@ -17,6 +18,7 @@ import { SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
 import { cancelTask } from './cancel';
+import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
@@ -55,6 +57,15 @@ export class Scheduler {
   }
 
   /** Several submissions in one call, each with its own outcome. */
+  /** An agent submits a follow-up task of the task it runs (its parent), fenced by its lease on the parent. */
+  submitChild(lease: ParentLease, spec: unknown) {
+    return submitChild(this.ctx, lease, spec);
+  }
+
+  submitChildren(lease: ParentLease, specs: unknown) {
+    return submitChildren(this.ctx, lease, specs);
+  }
+
   submitBatch(inputs: unknown) {
     return submitBatch(this.ctx, inputs);
   }

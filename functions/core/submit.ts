@@ -5,14 +5,15 @@
  * index with a time at which `reconcile` sends it again, so a committed task is never lost.
  */
 
-import { IdempotencyConflictError, ValidationError } from '#domain/errors';
+import { IdempotencyConflictError, LeaseLostError, ValidationError } from '#domain/errors';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { checkDependenciesExist, linkDependencies, recheckAt } from './dependencies';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
-import type { NewPayload, WrittenPayloads } from './ports/task-store';
+import type { NewPayload, OwnerFence, WrittenPayloads } from './ports/task-store';
 import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './transitions';
 
 export interface SubmitResult {
@@ -36,6 +37,9 @@ const specHashOf = (spec: TaskSpec): string =>
       // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes.
       ...(spec.expiry ? [spec.expiry] : []),
       ...(spec.onFailureJson ? [{ onFailure: spec.onFailureJson }] : []),
+      ...(spec.dependsOn
+        ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }]
+        : []),
     ]),
   );
 
@@ -55,6 +59,8 @@ export interface SubmitOptions {
   readonly notBefore?: number;
   /** The task is the `onFailure` of this dead task. */
   readonly failureOf?: Task['failureOf'];
+  /** Submitted by the agent running `parentTaskId`, in the tree that `rootTaskId` began. */
+  readonly lineage?: { readonly parentTaskId: string; readonly rootTaskId: string };
 }
 
 /** Checks a submission and shapes its records; writes nothing. */
@@ -87,13 +93,15 @@ export function prepareSubmission(
       `expiresAt: ${new Date(expiresAt).toISOString()} is not after the time the task may first be claimed (${new Date(visibleAt).toISOString()})`,
     );
   }
-  // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them.
-  const sendsNow = delaySeconds <= LIMITS.sqsMaxDelaySeconds;
+  // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them. A
+  // task with dependencies is sent when they are done.
+  const waits = spec.dependsOn !== undefined;
+  const sendsNow = !waits && delaySeconds <= LIMITS.sqsMaxDelaySeconds;
   const task: Task = {
     taskId,
     queue: spec.queue,
     priority: spec.priority,
-    status: 'queued',
+    status: waits ? 'waiting' : 'queued',
     attempt: 0,
     retryPolicy: spec.retryPolicy,
     timeoutSeconds: spec.timeoutSeconds,
@@ -109,6 +117,14 @@ export function prepareSubmission(
     ...(expiresAt === undefined ? {} : { expiresAt }),
     ...(spec.onFailureJson === undefined ? {} : { hasOnFailure: true }),
     ...(options.failureOf ? { failureOf: options.failureOf } : {}),
+    ...(spec.dependsOn
+      ? {
+          waitingOn: spec.dependsOn,
+          dependencyCount: spec.dependsOn.length,
+          ...(spec.onDependencyFailure ? { onDependencyFailure: spec.onDependencyFailure } : {}),
+        }
+      : {}),
+    ...(options.lineage ?? {}),
   };
   return {
     task,
@@ -119,7 +135,9 @@ export function prepareSubmission(
       specHash,
       purgeAt: Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds,
     },
-    dueAt: dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
+    dueAt: waits
+      ? recheckAt(ctx, now, task)
+      : dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
     sendsNow,
     // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (notBefore is exact).
     delaySeconds: Math.ceil(delaySeconds),
@@ -136,6 +154,7 @@ export async function commitSubmission(
   prepared: PreparedSubmission,
   written: WrittenPayloads,
   pending?: PendingDispatch[],
+  parent?: OwnerFence & { readonly taskId: string },
 ): Promise<SubmitResult> {
   const task: Task = written.inObject(prepared.payload)
     ? { ...prepared.task, payloadInObject: true }
@@ -144,7 +163,16 @@ export async function commitSubmission(
     if (pending) pending.push({ task: target, delaySeconds });
     else await dispatch(ctx, target, delaySeconds, 'submitted');
   };
-  const outcome = await ctx.tasks.create(task, prepared.dueAt);
+  const dependsOn = task.waitingOn;
+  if (dependsOn) await checkDependenciesExist(ctx, dependsOn);
+  const outcome = parent
+    ? await ctx.tasks.createUnder(task, prepared.dueAt, parent, ctx.now())
+    : await ctx.tasks.create(task, prepared.dueAt);
+  if ('parentLost' in outcome) {
+    throw new LeaseLostError(`the lease on task ${parent?.taskId} at epoch ${parent?.leaseEpoch} is lost`, {
+      context: { taskId: parent?.taskId, leaseEpoch: parent?.leaseEpoch },
+    });
+  }
   if (!outcome.created) {
     const existing = outcome.existing;
     if (existing.specHash !== task.specHash) {
@@ -159,13 +187,22 @@ export async function commitSubmission(
       const now = ctx.now();
       await send(existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
     }
+    // Likewise its links to its dependencies, which the first call may not have finished.
+    if (existing.status === 'waiting' && dependsOn) {
+      await linkDependencies(ctx, existing, dependsOn, prepared.payload.purgeAt);
+    }
     return { task: existing, created: false };
   }
+  if (dependsOn) await linkDependencies(ctx, task, dependsOn, prepared.payload.purgeAt);
   if (prepared.sendsNow) await send(task, prepared.delaySeconds);
   await emit(ctx, [
     {
       type: 'task.submitted',
-      fields: { taskId: task.taskId, queue: task.queue, data: { priority: task.priority } },
+      fields: {
+        taskId: task.taskId,
+        queue: task.queue,
+        data: { priority: task.priority, ...(dependsOn ? { dependsOn: dependsOn.length } : {}) },
+      },
     },
   ]);
   return { task, created: true };

@@ -25,6 +25,12 @@ export abstract class SchedulerError extends Error {
   }
 }
 
+/** The caller may not do this, whoever it is (an agent submitting to a queue agents may not submit to). */
+export class ForbiddenError extends SchedulerError {
+  readonly code = 'Forbidden';
+  readonly statusCode = 403;
+}
+
 /** The input does not satisfy the contract (bad field, unknown queue, …). */
 export class ValidationError extends SchedulerError {
   readonly code = 'ValidationError';

@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from './errors';
+import { TASK_ID_PATTERN } from './ids';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
 
@@ -26,6 +27,8 @@ export const LIMITS = {
   ttlSeconds: 14 * 24 * 60 * 60,
   /** An `onFailure` specification, serialised: kept beside the payload until the task can no longer die. */
   onFailureBytes: 64 * 1024,
+  /** Most tasks one task may depend on. */
+  dependsOn: 100,
 } as const;
 
 /**
@@ -115,6 +118,15 @@ export const followUpSpecSchema = z.strictObject(runShape);
 export const taskSpecSchema = z.strictObject({
   ...runShape,
   idempotencyKey: idempotencyKeySchema.optional(),
+  /** Tasks (submitted before this one) that must all succeed before this one may be claimed. */
+  dependsOn: z
+    .array(z.string().regex(TASK_ID_PATTERN, 'a task id'))
+    .min(1)
+    .max(LIMITS.dependsOn)
+    .refine((ids) => new Set(ids).size === ids.length, 'each task once')
+    .optional(),
+  /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
+  onDependencyFailure: z.enum(['cancel', 'run']).optional(),
   /** Submitted once, when this task ends `dead`: the new task names this one and carries its last error. */
   onFailure: followUpSpecSchema.optional(),
 });
@@ -135,6 +147,8 @@ export interface TaskSpec {
   readonly expiry?: { readonly ttlSeconds: number } | { readonly at: number };
   /** The `onFailure` specification as JSON, checked but not yet resolved against the queues. */
   readonly onFailureJson?: string;
+  readonly dependsOn?: readonly string[];
+  readonly onDependencyFailure?: 'cancel' | 'run';
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -169,6 +183,9 @@ export function parseTaskSpec(input: unknown): TaskSpec {
   if (spec.onFailure && spec.onFailure.ttlSeconds !== undefined && spec.onFailure.expiresAt !== undefined) {
     throw new ValidationError('onFailure.expiresAt: give expiresAt or ttlSeconds, not both');
   }
+  if (spec.onDependencyFailure !== undefined && spec.dependsOn === undefined) {
+    throw new ValidationError('onDependencyFailure: only with dependsOn');
+  }
   const onFailureJson = spec.onFailure === undefined ? undefined : JSON.stringify(spec.onFailure);
   if (onFailureJson !== undefined && jsonByteLength(onFailureJson) > LIMITS.onFailureBytes) {
     throw new PayloadTooLargeError(
@@ -199,6 +216,9 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     ...(spec.ttlSeconds === undefined ? {} : { expiry: { ttlSeconds: spec.ttlSeconds } }),
     ...(spec.expiresAt === undefined ? {} : { expiry: { at: Date.parse(spec.expiresAt) } }),
     ...(onFailureJson === undefined ? {} : { onFailureJson }),
+    ...(spec.dependsOn === undefined
+      ? {}
+      : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),
   };
 }
 

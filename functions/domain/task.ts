@@ -73,6 +73,25 @@ export interface Task {
    * due index: the follow-up is made at once, and by the supervisor if that was lost.
    */
   readonly followUpPending?: boolean;
+  /** Submitted with `dependsOn`: how many, and what to do when one of them fails. */
+  readonly dependencyCount?: number;
+  readonly onDependencyFailure?: 'cancel' | 'run';
+  /** While `waiting`: the dependencies that have not ended yet. */
+  readonly waitingOn?: readonly string[];
+  /** Cancelled because this dependency ended without success. */
+  readonly failedDependency?: string;
+  /** Other tasks depend on this one: its end resolves them. */
+  readonly hasDependents?: boolean;
+  /** Submitted by an agent running this task (its parent), and the task that began the tree. */
+  readonly parentTaskId?: string;
+  readonly rootTaskId?: string;
+}
+
+/** How a dependency ended, as its dependents are handed it. */
+export interface DependencyOutcome {
+  readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
+  readonly result?: unknown;
+  readonly error?: TaskError;
 }
 
 /** An agent's session: one per agent at a time; its heartbeat keeps every lease of the session alive. */

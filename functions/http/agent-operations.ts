@@ -3,13 +3,14 @@
  */
 import { z } from 'zod';
 import { BATCH_LIMITS, type ItemOutcome } from '#core/batches';
+import { CHILDREN_LIMIT, childKeySchema } from '#core/children';
 import { CLAIM_ID_PATTERN, idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
 import { checkpointsSchema } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
-import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema } from '#domain/task-spec';
+import { describeIssues, jsonValueSchema, LIMITS, queueNameSchema, taskSpecSchema } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { claimedTaskView, pushTicketView, roleView, sessionHoldingsView, taskView } from './views';
 
@@ -64,6 +65,24 @@ export const withdrawBody = z.strictObject({
   /** The holding to give up too, if the session holds the role at this epoch. */
   leaseEpoch: leaseEpochSchema.optional(),
 });
+
+/** A follow-up task an agent submits: a task specification, named by a key of the agent's (not an idempotency key). */
+export const childSpecSchema = taskSpecSchema.omit({ idempotencyKey: true }).extend({
+  /** Names the child among its parent's: the same key again (the parent run again) gives back the same task. */
+  key: childKeySchema,
+});
+const parentFence = {
+  /** The task the agent runs, whose lease fences the submission. */
+  parentTaskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+  leaseEpoch: leaseEpochSchema,
+};
+export const submitChildBody = childSpecSchema.extend(parentFence);
+export const submitChildrenBody = z.strictObject({
+  ...parentFence,
+  tasks: z.array(childSpecSchema).min(1).max(CHILDREN_LIMIT),
+});
+/** The fence of a child submission, read first; the specifications are checked item by item. */
+const fenceOf = (body: unknown) => parseBody(z.looseObject(parentFence), body);
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   // No body is an empty object; a body of `null` is a body, and not an object.
@@ -162,6 +181,25 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         body.result,
       );
       return { status: 200, body: { task: taskView(done.task) } };
+    },
+    submitChildTask: async (request) => {
+      const { parentTaskId, leaseEpoch, ...spec } = fenceOf(request.body);
+      const { task, created } = await scheduler.submitChild(
+        { agentId: agentOf(request), parentTaskId, leaseEpoch },
+        spec,
+      );
+      return { status: created ? 201 : 200, body: { task: taskView(task) } };
+    },
+    submitChildTasks: async (request) => {
+      const { parentTaskId, leaseEpoch, tasks, ...rest } = fenceOf(request.body);
+      if (Object.keys(rest).length > 0) {
+        throw new ValidationError('the body is { "parentTaskId", "leaseEpoch", "tasks": [ ... ] }');
+      }
+      const outcomes = await scheduler.submitChildren(
+        { agentId: agentOf(request), parentTaskId, leaseEpoch },
+        tasks,
+      );
+      return { status: 200, body: { results: outcomes.map(itemView) } };
     },
     completeTasks: async (request) => {
       const body = parseBody(completeManyBody, request.body);

@@ -18,6 +18,8 @@ import {
   heartbeatBody,
   releaseBody,
   releaseRoleBody,
+  submitChildBody,
+  submitChildrenBody,
   volunteerBody,
   withdrawBody,
 } from './agent-operations';
@@ -193,6 +195,22 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     summary: 'Claim tasks',
     request: { id: 'ClaimRequest', schema: claimBody },
     responses: ok(claimResultSchema, 'The tasks granted, possibly none'),
+  },
+  submitChildTask: {
+    summary: 'Submit a follow-up task of the task the agent runs',
+    request: { id: 'SubmitChildRequest', schema: submitChildBody },
+    responses: {
+      '201': { description: 'Created', schema: taskResponseSchema },
+      '200': {
+        description: 'The parent already submitted a child with this key',
+        schema: taskResponseSchema,
+      },
+    },
+  },
+  submitChildTasks: {
+    summary: 'Submit follow-up tasks of the task the agent runs, in a batch',
+    request: { id: 'SubmitChildrenRequest', schema: submitChildrenBody },
+    responses: ok(batchResultsSchema, 'One result per task, in order'),
   },
   completeTasks: {
     summary: 'Complete tasks in a batch',

@@ -37,6 +37,11 @@ const nextCursor = z
 
 const taskError = z.looseObject({ message: z.string(), retryable: z.boolean() });
 const failureOf = z.looseObject({ taskId, error: taskError.optional() });
+const dependencyOutcome = z.looseObject({
+  status: z.enum(['succeeded', 'dead', 'cancelled', 'expired']),
+  result: jsonValueSchema.optional(),
+  error: taskError.optional(),
+});
 
 export const errorSchema = published(
   'Error',
@@ -81,6 +86,12 @@ export const taskSchema = published(
     onFailureTaskId: taskId
       .optional()
       .describe('It has an `onFailure`: the id that task has once submitted (when this one ends `dead`).'),
+    dependencyCount: count.optional().describe('Submitted with `dependsOn`: how many tasks it depends on.'),
+    onDependencyFailure: z.enum(['cancel', 'run']).optional(),
+    waitingOn: z.array(taskId).optional().describe('While `waiting`: the dependencies not ended yet.'),
+    failedDependency: taskId.optional().describe('Cancelled because this dependency did not succeed.'),
+    parentTaskId: taskId.optional().describe('Submitted by the agent running this task.'),
+    rootTaskId: taskId.optional().describe('The task that began the tree it belongs to.'),
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: timestamp.optional(),
@@ -107,6 +118,12 @@ export const claimedTaskSchema = published(
     timeoutSeconds: z.int().min(1),
     checkpoint: jsonValueSchema.optional(),
     failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
+    dependencies: z
+      .record(z.string(), dependencyOutcome)
+      .optional()
+      .describe('Submitted with `dependsOn`: how each dependency ended, by task id, results included.'),
+    parentTaskId: taskId.optional(),
+    rootTaskId: taskId.optional(),
   }),
 );
 

@@ -59,6 +59,8 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
   { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
   { method: 'POST', path: '/v1/agent/push-ticket', access: 'agent', operation: 'createAgentPushTicket' },
+  { method: 'POST', path: '/v1/agent/tasks', access: 'agent', operation: 'submitChildTask' },
+  { method: 'POST', path: '/v1/agent/tasks/batch', access: 'agent', operation: 'submitChildTasks' },
   { method: 'POST', path: '/v1/agent/tasks/complete', access: 'agent', operation: 'completeTasks' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/complete', access: 'agent', operation: 'completeTask' },
   { method: 'POST', path: '/v1/agent/tasks/{taskId}/fail', access: 'agent', operation: 'failTask' },

@@ -43,6 +43,7 @@ export function schedulerFromEnvironment(
         routineEvents: config.routineEvents,
         maxRolesPerAgent: config.maxRolesPerAgent,
         queueLimits: config.queueLimits,
+        agentSubmitQueues: config.agentSubmitQueues,
       },
       log,
       declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],

@@ -193,6 +193,31 @@ describe('the OpenAPI document matches what the server answers', () => {
     // A batch completion with one stale epoch; a failure with no attempts left, redriven; a cancellation.
     const [third] = await claim(agentA, 1);
     if (!third) throw new Error('a task was claimed');
+    // Follow-up tasks under its lease (delayed, so later claims here do not take them): created, found again.
+    const child = { queue: QUEUE, payload: {}, delaySeconds: 600 };
+    const fence = { parentTaskId: third.taskId, leaseEpoch: third.leaseEpoch };
+    await call('POST', '/v1/agent/tasks', {
+      token: agentA.token,
+      body: { ...fence, key: 'c1', ...child },
+      expect: 201,
+    });
+    await call('POST', '/v1/agent/tasks', {
+      token: agentA.token,
+      body: { ...fence, key: 'c1', ...child },
+      expect: 200,
+    });
+    const children = await call('POST', '/v1/agent/tasks/batch', {
+      token: agentA.token,
+      body: {
+        ...fence,
+        tasks: [
+          { key: 'c2', ...child },
+          { key: 'c3', ...child, queue: 'nope' },
+        ],
+      },
+      expect: 200,
+    });
+    expect((children.results as { ok: boolean }[]).map((r) => r.ok)).toEqual([true, false]);
     const completions = await call('POST', '/v1/agent/tasks/complete', {
       token: agentA.token,
       body: {

@@ -5,7 +5,7 @@
  */
 import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
-import type { Task } from '#domain/task';
+import type { DependencyOutcome, Task, TaskError } from '#domain/task';
 import { isTerminal, statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 
 /** A stored record: the task, and what the adapter keeps beside it (its due time, the purge time). */
@@ -22,6 +22,8 @@ export class FakeTaskStore implements Port.TaskStore {
   private readonly records = new Map<string, StoredTask>();
   private readonly payloads = new Map<string, string>();
   private readonly onFailures = new Map<string, string>();
+  private readonly dependents = new Map<string, Set<string>>();
+  private readonly inputs = new Map<string, Map<string, DependencyOutcome>>();
   /** Every write attempted, landed or not: what a test counts. */
   readonly writes: { readonly kind: string; readonly taskId: string; readonly ok: boolean }[] = [];
 
@@ -97,6 +99,17 @@ export class FakeTaskStore implements Port.TaskStore {
     return { created: true };
   }
 
+  async createUnder(
+    task: Task,
+    dueAt: number,
+    parent: Port.OwnerFence & { readonly taskId: string },
+    now: number,
+  ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
+    const holder = this.records.get(parent.taskId)?.task;
+    if (holder?.status !== 'leased' || !ownedBy(holder, parent, now)) return { parentLost: true };
+    return this.create(task, dueAt);
+  }
+
   async grant(taskId: string, grant: Port.Grant, now: number): Promise<Port.TaskWrite> {
     return this.write('grant', taskId, (r) => {
       const t = r.task;
@@ -167,11 +180,58 @@ export class FakeTaskStore implements Port.TaskStore {
     observed: Port.Observed,
     to: Port.Ending & { status: 'cancelled' },
     now: number,
+    because?: { readonly failedDependency: string; readonly error: TaskError },
   ): Promise<Port.TaskWrite> {
     allowedFrom(observed, 'cancel', to.status);
     return this.write('cancel', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;
       arrive(r, to, now);
+      if (because) r.task = { ...r.task, failedDependency: because.failedDependency, error: because.error };
+      return true;
+    });
+  }
+
+  async unblock(observed: Port.Observed, to: Port.Requeue, now: number): Promise<Port.TaskWrite> {
+    allowedFrom(observed, 'unblock', to.status);
+    return this.write('unblock', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed) || (r.task.waitingOn?.length ?? 0) > 0) return false;
+      arrive(r, to, now);
+      const next: Mutable<Task> = { ...r.task };
+      delete next.waitingOn;
+      r.task = next;
+      return true;
+    });
+  }
+
+  async addDependent(taskId: string, dependentId: string): Promise<Task | undefined> {
+    const set = this.dependents.get(taskId) ?? new Set<string>();
+    set.add(dependentId);
+    this.dependents.set(taskId, set);
+    const marked = await this.write('addDependent', taskId, (r) => {
+      r.task = { ...r.task, hasDependents: true };
+      return true;
+    });
+    return marked.ok ? marked.task : undefined;
+  }
+
+  async dependentsOf(taskId: string): Promise<{ ids: string[] }> {
+    return { ids: [...(this.dependents.get(taskId) ?? [])] };
+  }
+
+  async putInput(dependentId: string, dependencyId: string, outcome: DependencyOutcome): Promise<void> {
+    const map = this.inputs.get(dependentId) ?? new Map<string, DependencyOutcome>();
+    map.set(dependencyId, structuredClone(outcome));
+    this.inputs.set(dependentId, map);
+  }
+
+  async inputsOf(taskId: string): Promise<Map<string, DependencyOutcome>> {
+    return new Map(this.inputs.get(taskId) ?? []);
+  }
+
+  async strikeDependency(taskId: string, dependencyId: string): Promise<Port.TaskWrite> {
+    return this.write('strikeDependency', taskId, (r) => {
+      if (r.task.status !== 'waiting' || !r.task.waitingOn?.includes(dependencyId)) return false;
+      r.task = { ...r.task, waitingOn: r.task.waitingOn.filter((id) => id !== dependencyId) };
       return true;
     });
   }

@@ -45,6 +45,8 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   volunteerForRole: 'agentApi',
   releaseRole: 'agentApi',
   withdrawFromRole: 'agentApi',
+  submitChild: 'agentApi',
+  submitChildren: 'agentApi',
   submit: 'operatorApi',
   submitBatch: 'operatorApi',
   getTask: 'operatorApi',
@@ -185,7 +187,13 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   recordAwsUsage({ dynamodb, sqs, s3 }, { tables, queues: directory, bucketName: payloadBucket?.bucketName });
   const clock = new TestClock();
   // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
-  const settings = { idleRetryBaseMs: 20, idleRetryMaxMs: 200, ...options.settings };
+  // Agents may submit follow-up tasks to every queue of a test stack unless a test says otherwise.
+  const settings = {
+    idleRetryBaseMs: 20,
+    idleRetryMaxMs: 200,
+    agentSubmitQueues: options.queues ?? ['work'],
+    ...options.settings,
+  };
   const build = (random: () => number) =>
     createContext({
       dynamodb,

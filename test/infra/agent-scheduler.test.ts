@@ -420,6 +420,8 @@ describe('AgentScheduler construct', () => {
           'dynamodb:BatchGetItem',
           'dynamodb:PutItem',
           'dynamodb:BatchWriteItem',
+          'dynamodb:Query',
+          'dynamodb:ConditionCheckItem',
         ),
         table(
           'leases',
@@ -449,6 +451,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:GetItem',
           'dynamodb:UpdateItem',
           'dynamodb:BatchGetItem',
+          'dynamodb:Query',
         ),
         index(['dynamodb:Query']),
         index(['dynamodb:Query'], 'listed'),
@@ -481,6 +484,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:BatchGetItem',
           'dynamodb:PutItem',
           'dynamodb:BatchWriteItem',
+          'dynamodb:Query',
         ),
         index(['dynamodb:Query']),
         table(
@@ -509,6 +513,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:BatchWriteItem',
           'dynamodb:GetItem',
           'dynamodb:UpdateItem',
+          'dynamodb:Query',
         ),
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),

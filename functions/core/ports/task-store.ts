@@ -8,7 +8,7 @@
  * A refused write changes nothing and answers the task as it is now, so the caller can tell why.
  */
 import type { Priority } from '#domain/priority';
-import type { Task, TaskError } from '#domain/task';
+import type { DependencyOutcome, Task, TaskError } from '#domain/task';
 
 /** What a conditional write answers: the task as written, or as found when the condition failed. */
 export type TaskWrite =
@@ -136,6 +136,16 @@ export interface TaskStore {
   deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
   /** Creates the task's record, due at `dueAt`, unless one exists; then answers the existing task. */
   create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }>;
+  /**
+   * `create`, fenced by the lease on another task (its parent) that its agent presents: in one transaction with a
+   * check that the lease still holds at `now`. A parent lease lost refuses the write, whether or not the task exists.
+   */
+  createUnder(
+    task: Task,
+    dueAt: number,
+    parent: OwnerFence & { readonly taskId: string },
+    now: number,
+  ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }>;
 
   // Status changes, each allowed from the statuses the transition table lists.
   /** `claim`: queued → leased in `grant.queue`, if claimable at `now`; the epoch and the attempt grow by one. */
@@ -147,12 +157,22 @@ export interface TaskStore {
    * fenced by the epoch observed, and recording why.
    */
   takeBack(observed: Observed, taking: TakingBack, now: number): Promise<TaskWrite>;
-  /** An operator's `cancel`, fenced by the status and epoch observed. */
-  cancel(observed: Observed, to: Ending & { status: 'cancelled' }, now: number): Promise<TaskWrite>;
+  /**
+   * An operator's `cancel`, fenced by the status and epoch observed; or the scheduler's, `because` a dependency
+   * ended without success.
+   */
+  cancel(
+    observed: Observed,
+    to: Ending & { status: 'cancelled' },
+    now: number,
+    because?: { readonly failedDependency: string; readonly error: TaskError },
+  ): Promise<TaskWrite>;
   /** `expire`: the task was not claimed by its deadline; fenced by the status and epoch observed. */
   expire(observed: Observed, to: Ending & { status: 'expired' }, now: number): Promise<TaskWrite>;
   /** What followed from the task's end was done: it leaves the due index (fenced by the status and epoch). */
   settleEnd(observed: Observed): Promise<TaskWrite>;
+  /** `unblock`: a waiting task with nothing left to wait for is queued, fenced by the epoch observed. */
+  unblock(observed: Observed, to: Requeue, now: number): Promise<TaskWrite>;
   /** An operator's `redrive` of a dead task: queued again with a fresh set of attempts. */
   redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite>;
 
@@ -167,6 +187,30 @@ export interface TaskStore {
   markUnsent(observed: Observed, now: number): Promise<TaskWrite>;
   /** The starvation ladder's step, from the level observed. */
   climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
+  // Dependencies.
+  /**
+   * Records that `dependentId` waits for `taskId`, then marks `taskId` as having dependents, in that order: an
+   * end of `taskId` written after the mark finds the record. Answers `taskId` as it is after the mark (an end
+   * written before it shows there), or undefined if there is no such task.
+   */
+  addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined>;
+  /** A page of the tasks that wait (or waited) for `taskId`. */
+  dependentsOf(
+    taskId: string,
+    startKey?: ListingCursor,
+  ): Promise<{ ids: string[]; startKey?: ListingCursor }>;
+  /** Keeps, for the dependent, how its dependency ended; written before the dependency is struck off its list. */
+  putInput(
+    dependentId: string,
+    dependencyId: string,
+    outcome: DependencyOutcome,
+    purgeAt: number,
+  ): Promise<void>;
+  /** How each dependency of the task ended, as kept for it. */
+  inputsOf(taskId: string): Promise<Map<string, DependencyOutcome>>;
+  /** Strikes a dependency off a waiting task's list, if it is still on it. */
+  strikeDependency(taskId: string, dependencyId: string): Promise<TaskWrite>;
+
   /**
    * Marks the task as watched by a push connection, whatever its state, and answers it as it is after the mark:
    * an ending written later sees the mark, one written before is in the answer. Undefined if there is no task.

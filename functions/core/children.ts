@@ -1,0 +1,127 @@
+/**
+ * Agents submit follow-up tasks: an agent running a task (the parent) submits children, fenced by its lease on the
+ * parent. Each child is created in one transaction with a check that the lease still holds, so a parent whose lease
+ * is gone (taken back, expired, finished) creates nothing. A child is named by its parent and a key the agent
+ * chooses: a parent that runs again after a crash submits the same children and gets them back, not new ones.
+ * Children go only to the queues the deployment lets agents submit to (`agentSubmitQueues`). A fan-in is a child
+ * that `dependsOn` its siblings.
+ */
+import { z } from 'zod';
+import { ForbiddenError, TaskNotFoundError, ValidationError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
+import type { Task } from '#domain/task';
+import { describeIssues, idempotencyKeySchema } from '#domain/task-spec';
+import { type ItemOutcome, outcomeOf } from './batches';
+import type { SchedulerContext } from './context';
+import { dispatchMany, type PendingDispatch } from './dispatch';
+import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
+
+/** Most children in one call, as for an operator's batch. */
+export const CHILDREN_LIMIT = 25;
+
+export const childKeySchema = idempotencyKeySchema.max(128);
+
+export interface ParentLease {
+  readonly agentId: string;
+  readonly parentTaskId: string;
+  readonly leaseEpoch: number;
+}
+
+/** A child's idempotency key: its parent and the key its agent chose. */
+export const childIdempotencyKey = (parentTaskId: string, key: string): string =>
+  `child:${parentTaskId}:${key}`;
+
+const childSchema = z.looseObject({ key: childKeySchema, queue: z.string() });
+
+/** The parent as its agent holds it, and the fence every child's creation presents. */
+async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
+  if (!TASK_ID_PATTERN.test(lease.parentTaskId)) throw new ValidationError('parentTaskId: a task id');
+  const [session, parent] = await Promise.all([
+    ctx.sessions.get(lease.agentId),
+    ctx.tasks.get(lease.parentTaskId),
+  ]);
+  // Only its holder learns more than that the task does not exist (as for a finish).
+  const heldIt =
+    parent !== undefined &&
+    (parent.owner === lease.agentId ||
+      parent.lastFinish?.agentId === lease.agentId ||
+      (session !== undefined && parent.sessionId === session.sessionId));
+  if (!parent || !heldIt) {
+    throw new TaskNotFoundError(lease.parentTaskId);
+  }
+  return {
+    lineage: { parentTaskId: parent.taskId, rootTaskId: parent.rootTaskId ?? parent.taskId },
+    fence: {
+      taskId: parent.taskId,
+      agentId: lease.agentId,
+      // A session that is not the holder's fails the fence in the transaction, as a stale one should.
+      sessionId: session?.sessionId ?? '-',
+      leaseEpoch: lease.leaseEpoch,
+    },
+  };
+}
+
+function prepareChild(
+  ctx: SchedulerContext,
+  spec: unknown,
+  lineage: { parentTaskId: string; rootTaskId: string },
+): PreparedSubmission {
+  const checked = childSchema.safeParse(spec);
+  if (!checked.success) throw new ValidationError(describeIssues(checked.error));
+  const { key, ...rest } = checked.data;
+  if ('idempotencyKey' in rest) {
+    throw new ValidationError('idempotencyKey: a child is named by its parent and its key');
+  }
+  if (!ctx.settings.agentSubmitQueues.includes(rest.queue)) {
+    throw new ForbiddenError(`queue: agents may not submit to ${rest.queue}`, {
+      context: { queue: rest.queue },
+    });
+  }
+  return prepareSubmission(
+    ctx,
+    { ...rest, idempotencyKey: childIdempotencyKey(lineage.parentTaskId, key) },
+    { lineage },
+  );
+}
+
+/** Submits one child of the parent its agent holds. */
+export async function submitChild(
+  ctx: SchedulerContext,
+  lease: ParentLease,
+  spec: unknown,
+): Promise<{ task: Task; created: boolean }> {
+  const { lineage, fence } = await parentOf(ctx, lease);
+  const prepared = prepareChild(ctx, spec, lineage);
+  const written = await ctx.tasks.putPayloads([prepared.payload]);
+  return commitSubmission(ctx, prepared, written, undefined, fence);
+}
+
+/**
+ * Submits children of the parent its agent holds. Each item's mistakes are its own outcome (as in a batch); a lost
+ * parent lease fails each item with `LeaseLost`.
+ */
+export async function submitChildren(
+  ctx: SchedulerContext,
+  lease: ParentLease,
+  specs: unknown,
+): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
+  if (!Array.isArray(specs) || specs.length === 0 || specs.length > CHILDREN_LIMIT) {
+    throw new ValidationError(`tasks: an array of 1 to ${CHILDREN_LIMIT} items`);
+  }
+  const { lineage, fence } = await parentOf(ctx, lease);
+  const prepared = await Promise.all(
+    specs.map((spec: unknown) =>
+      outcomeOf(Promise.resolve().then(() => ({ submission: prepareChild(ctx, spec, lineage) }))),
+    ),
+  );
+  const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));
+  const pending: PendingDispatch[] = [];
+  const settled = await Promise.allSettled(
+    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending, fence)) : p)),
+  );
+  await dispatchMany(ctx, pending, 'submitted');
+  return settled.map((outcome) => {
+    if (outcome.status === 'rejected') throw outcome.reason;
+    return outcome.value;
+  });
+}

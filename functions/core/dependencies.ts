@@ -1,0 +1,191 @@
+/**
+ * Dependencies: a task submitted with `dependsOn` waits (`waiting`) until every task it names has succeeded, then
+ * is queued like any other. How it learns of each end:
+ *
+ * - **Linking**, once the dependent is written: for each dependency, a record "this dependent waits for me" goes
+ *   into the dependency's partition, and then the dependency's state item is marked as having dependents. The mark
+ *   is a write on the dependency's own item, so it is ordered with the dependency's end: an end written after the
+ *   mark sees it and reads the records (written before the mark); an end written before it is in the mark's answer,
+ *   and the linking resolves that dependency itself. No end falls between the two, whatever the timing.
+ * - **Resolving** one dependency: how it ended is kept for the dependent (its result), then it is struck off the
+ *   dependent's list (a conditional write, so resolving twice is harmless); the write that empties the list is
+ *   followed by the `unblock` (waiting → queued) and the hint. A failed dependency cancels the dependent, naming it
+ *   (`onDependencyFailure: 'cancel'`, the default), or is struck off like a success (`'run'`).
+ * - **Rechecking**: whatever a crash lost between an end and its dependents (a resolution not made, an unblock not
+ *   written), the supervisor finds: a waiting task is in the due index, looked at every
+ *   `dependencyRecheckSeconds`, and each look reads its remaining dependencies and resolves the ended ones.
+ *
+ * No transaction spans an edge set (a transaction holds at most 100 items): every step is one item's write, and
+ * every step can be repeated.
+ */
+import { errorName, ValidationError } from '#domain/errors';
+import type { DependencyOutcome, Task } from '#domain/task';
+import { isTerminal } from '#domain/task-status';
+import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
+import type { SchedulerContext } from './context';
+import { dispatch } from './dispatch';
+import { emit } from './events';
+import { announceEnd } from './push';
+import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
+
+/** The dependencies must exist: a task can only depend on tasks submitted before it, so no cycle can form. */
+export async function checkDependenciesExist(
+  ctx: SchedulerContext,
+  dependsOn: readonly string[],
+): Promise<void> {
+  const found = await ctx.tasks.getMany(dependsOn);
+  const missing = dependsOn.filter((id) => !found.has(id));
+  if (missing.length > 0) {
+    throw new ValidationError(`dependsOn: ${missing.slice(0, 3).join(', ')} does not exist`, {
+      context: { missing: missing.length },
+    });
+  }
+}
+
+/** When a waiting task is next looked at by the supervisor. */
+export const recheckAt = (ctx: SchedulerContext, now: number, task?: Pick<Task, 'expiresAt'>): number =>
+  dueNoLaterThanExpiry(now + ctx.settings.dependencyRecheckSeconds * 1_000, task);
+
+/** Links a dependent just written to each of its dependencies, resolving those that already ended. */
+export async function linkDependencies(
+  ctx: SchedulerContext,
+  dependent: Task,
+  dependsOn: readonly string[],
+  purgeAt: number,
+): Promise<void> {
+  await eachConcurrently(dependsOn, SWEEP_CONCURRENCY, async (dependencyId) => {
+    const dependency = await ctx.tasks.addDependent(dependencyId, dependent.taskId, purgeAt);
+    if (dependency && isTerminal(dependency.status)) await resolve(ctx, dependent.taskId, dependency);
+  });
+}
+
+const outcomeOf = (dependency: Task): DependencyOutcome => ({
+  status: dependency.status as DependencyOutcome['status'],
+  ...(dependency.status === 'succeeded' && dependency.result !== undefined
+    ? { result: dependency.result }
+    : {}),
+  ...(dependency.error ? { error: dependency.error } : {}),
+});
+
+/**
+ * Resolves one ended dependency of `dependentId`, read fresh: struck off (its outcome kept), or the dependent
+ * cancelled. Nothing happens if the dependent no longer waits for it.
+ */
+async function resolve(ctx: SchedulerContext, dependentId: string, dependency: Task): Promise<void> {
+  const dependent = await ctx.tasks.get(dependentId);
+  if (dependent?.status !== 'waiting' || !dependent.waitingOn?.includes(dependency.taskId)) return;
+  const failed = dependency.status !== 'succeeded';
+  if (failed && dependent.onDependencyFailure !== 'run') {
+    await cancelForDependency(ctx, dependent, dependency);
+    return;
+  }
+  await ctx.tasks.putInput(dependentId, dependency.taskId, outcomeOf(dependency), purgeAtOf(ctx, dependent));
+  const struck = await ctx.tasks.strikeDependency(dependentId, dependency.taskId);
+  if (struck.ok && (struck.task.waitingOn?.length ?? 0) === 0) await unblock(ctx, struck.task);
+}
+
+/** Inputs live as long as their dependent may: its payload's purge time, which its end does not shorten. */
+const purgeAtOf = (ctx: SchedulerContext, task: Pick<Task, 'createdAt' | 'notBefore'>): number =>
+  Math.ceil((task.notBefore ?? task.createdAt) / 1_000) +
+  ctx.settings.maxQueueAgeSeconds +
+  ctx.settings.retentionSeconds;
+
+/** Nothing left to wait for: queued, claimable from its own delay's end, and hinted. */
+async function unblock(ctx: SchedulerContext, task: Task): Promise<void> {
+  const now = ctx.now();
+  const delayMs = Math.max(0, (task.notBefore ?? now) - now);
+  const written = await ctx.tasks.unblock(task, requeueAfter(ctx, now, delayMs, task), now);
+  if (written.ok && sendsNow(delayMs)) await dispatch(ctx, written.task, delayMs / 1_000, 'submitted');
+}
+
+async function cancelForDependency(ctx: SchedulerContext, dependent: Task, dependency: Task): Promise<void> {
+  const now = ctx.now();
+  const error = {
+    message: `dependency ${dependency.taskId} ended ${dependency.status}`,
+    retryable: false,
+  };
+  const written = await ctx.tasks.cancel(dependent, ending(ctx, now, 'cancelled'), now, {
+    failedDependency: dependency.taskId,
+    error,
+  });
+  if (!written.ok) return;
+  await announceEnd(ctx, written.task);
+  await emit(ctx, [
+    {
+      type: 'task.cancelled',
+      fields: {
+        taskId: dependent.taskId,
+        queue: dependent.queue,
+        data: { from: 'waiting', failedDependency: dependency.taskId, reason: error.message },
+      },
+    },
+  ]);
+  // Its own dependents follow, in turn.
+  await releaseDependents(ctx, written.task);
+}
+
+/**
+ * Tells the dependents of a task that just ended. Best effort: a dependent not told now is found by its recheck.
+ * Never throws.
+ */
+export async function releaseDependents(ctx: SchedulerContext, task: Task): Promise<void> {
+  if (!task.hasDependents || !isTerminal(task.status)) return;
+  try {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await ctx.tasks.dependentsOf(task.taskId, startKey);
+      await eachConcurrently(page.ids, SWEEP_CONCURRENCY, (id) =>
+        resolve(ctx, id, task).catch((error: unknown) =>
+          ctx.log.warn('resolving a dependent failed; its recheck will', {
+            taskId: id,
+            dependency: task.taskId,
+            error: errorName(error),
+          }),
+        ),
+      );
+      startKey = page.startKey;
+    } while (startKey);
+  } catch (error) {
+    ctx.log.warn('telling the dependents of a task failed; their rechecks will', {
+      taskId: task.taskId,
+      error: errorName(error),
+    });
+  }
+}
+
+/**
+ * The supervisor's look at a waiting task: resolves the dependencies that ended (reading them), unblocks it if
+ * none is left, and otherwise looks again later.
+ */
+export async function recheckWaiting(ctx: SchedulerContext, task: Task): Promise<void> {
+  const waitingOn = task.waitingOn ?? [];
+  if (waitingOn.length === 0) {
+    await unblock(ctx, task);
+    return;
+  }
+  const dependencies = await ctx.tasks.getMany(waitingOn);
+  for (const id of waitingOn) {
+    const dependency = dependencies.get(id);
+    // Gone (purged past its retention): it can no longer be known to have succeeded.
+    const ended: Task | undefined =
+      dependency ??
+      ({
+        ...task,
+        taskId: id,
+        status: 'cancelled',
+        error: { message: 'the dependency no longer exists', retryable: false },
+      } satisfies Task);
+    if (isTerminal(ended.status)) await resolve(ctx, task.taskId, ended);
+  }
+  const now = ctx.now();
+  await ctx.tasks.lookAgainAt(task, recheckAt(ctx, now, task)).catch(() => undefined);
+}
+
+/** What the claim of a task with dependencies hands its agent: how each ended, results included. */
+export async function dependencyInputs(
+  ctx: SchedulerContext,
+  task: Task,
+): Promise<Record<string, DependencyOutcome> | undefined> {
+  if (!task.dependencyCount) return undefined;
+  return Object.fromEntries(await ctx.tasks.inputsOf(task.taskId));
+}
