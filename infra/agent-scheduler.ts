@@ -16,7 +16,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
-import { DUE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
+import { DUE_INDEX, LANE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { PRIORITIES } from '../functions/domain/priority';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
@@ -371,6 +371,8 @@ export class AgentScheduler extends Construct {
       'dynamodb:Query',
       'dynamodb:ConditionCheckItem',
     ]);
+    // A claim reads the oldest tasks of a key's lane when it receives the lane's turn.
+    grantOnTable(agentApi, tasks, ['dynamodb:Query'], LANE_INDEX);
     // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
     grantOnTable(agentApi, leases, [
       'dynamodb:GetItem',

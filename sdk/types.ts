@@ -49,6 +49,8 @@ export interface Task {
   /** Submitted by the agent running `parentTaskId`, in the tree `rootTaskId` began. */
   readonly parentTaskId?: string;
   readonly rootTaskId?: string;
+  /** Its key: keys of one queue take turns, and `perKeyConcurrency` bounds each. */
+  readonly concurrencyKey?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -126,6 +128,11 @@ export interface SubmitTaskInput {
   readonly ttlSeconds?: number;
   /** The moment by which it must start, or it expires (ISO 8601 with offset). Not with `ttlSeconds`. */
   readonly expiresAt?: string;
+  /**
+   * Whose task it is (a tenant, a user; up to 128 printable characters). Keys of one queue take turns, so one
+   * key's backlog does not hold up the others; the queue's `perKeyConcurrency` bounds how many of a key run at once.
+   */
+  readonly concurrencyKey?: string;
   /** Submitted once when this task ends `dead`; its claim carries `failureOf` (this task's id and last error). */
   readonly onFailure?: FollowUpTaskInput;
   /**
@@ -198,6 +205,8 @@ export interface QueueLimits {
   readonly ratePerSecond?: number;
   /** Claims the bucket takes at once. @default the rate, at least 1 */
   readonly burst?: number;
+  /** Tasks of one `concurrencyKey` leased at once. */
+  readonly perKeyConcurrency?: number;
 }
 
 /** A queue's control, as a pause, a resume or new limits leave it. */

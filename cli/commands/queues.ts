@@ -54,22 +54,30 @@ export function queueCommands(program: Command, cli: Cli): void {
     .option('--max-concurrency <n>', 'tasks of the queue leased at once', wholeNumber)
     .option('--rate <per-second>', 'claims a second (a token bucket)', positiveNumber)
     .option('--burst <n>', 'claims the bucket takes at once (default: the rate, at least 1)', wholeNumber)
+    .option('--per-key-concurrency <n>', 'tasks of one concurrency key leased at once', wholeNumber)
     .addHelpText(
       'after',
       examples([
         'agent-scheduler limits research --max-concurrency 10 --rate 5 --burst 10',
+        'agent-scheduler limits research --per-key-concurrency 2',
         'agent-scheduler limits research   # removes the limits',
       ]),
     )
-    .action(async (queue: string, options: { maxConcurrency?: number; rate?: number; burst?: number }) => {
-      const control = await cli.operator().setQueueLimits(
-        queue,
-        defined({
-          maxConcurrency: options.maxConcurrency,
-          ratePerSecond: options.rate,
-          burst: options.burst,
-        }),
-      );
-      cli.print(control, () => `${control.name} limits: ${JSON.stringify(control.limits ?? {})}`);
-    });
+    .action(
+      async (
+        queue: string,
+        options: { maxConcurrency?: number; rate?: number; burst?: number; perKeyConcurrency?: number },
+      ) => {
+        const control = await cli.operator().setQueueLimits(
+          queue,
+          defined({
+            maxConcurrency: options.maxConcurrency,
+            ratePerSecond: options.rate,
+            burst: options.burst,
+            perKeyConcurrency: options.perKeyConcurrency,
+          }),
+        );
+        cli.print(control, () => `${control.name} limits: ${JSON.stringify(control.limits ?? {})}`);
+      },
+    );
 }

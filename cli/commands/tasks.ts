@@ -46,6 +46,7 @@ export function taskCommands(program: Command, cli: Cli): void {
     .option('--timeout <seconds>', 'how long one attempt may run (server default 900)', wholeNumber)
     .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
     .option('--key <key>', 'an idempotency key (default: a new one)')
+    .option('--concurrency-key <key>', 'whose task it is: keys of a queue take turns, and share no limit')
     .option('--ttl <seconds>', 'expire if not started this long after it may first be claimed', wholeNumber)
     .option('--expires-at <time>', 'expire if not started by this time (ISO 8601 with offset)')
     .option('--depends-on <ids>', 'task ids (comma-separated) that must all succeed before this one runs')
@@ -149,6 +150,7 @@ interface SubmitOptions {
   readonly timeout?: number;
   readonly delay?: number;
   readonly key?: string;
+  readonly concurrencyKey?: string;
   readonly ttl?: number;
   readonly expiresAt?: string;
   readonly onFailure?: string;
@@ -206,6 +208,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       timeoutSeconds: options.timeout,
       delaySeconds: options.delay,
       idempotencyKey: options.key,
+      concurrencyKey: options.concurrencyKey,
       ttlSeconds: options.ttl,
       dependsOn: options.dependsOn
         ?.split(',')

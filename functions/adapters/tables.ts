@@ -50,6 +50,10 @@ export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 
 export const DUE_INDEX = 'due';
 export const LISTED_INDEX = 'listed';
+export const LANE_INDEX = 'lanes';
+
+/** The item that records whether a lane's turn is in line (`lane#<laneId>`, part `turn`). */
+export const laneTurnKey = (laneId: string) => ({ taskId: `lane#${laneId}`, part: 'turn' });
 
 export const TASKS_TABLE: TableDefinition = {
   id: 'Tasks',
@@ -80,6 +84,15 @@ export const TASKS_TABLE: TableDefinition = {
       // 50 keys. A page of 25 over 2 queues: 32 queries and one BatchGetItem, about 41 read units. Operators list
       // rarely; tasks change all the time. (State items written before this index have no `listShard`: they are
       // not listed.)
+      projection: 'KEYS_ONLY',
+    },
+    {
+      indexName: LANE_INDEX,
+      // A keyed task's lane (`<queue>#<priority>#<keyHash>`, written once) and, while it is queued, the time it
+      // becomes claimable: the lane's tasks oldest first. Sparse: a task leaves the index when it is granted (its
+      // `readyAt` goes) and only keyed tasks have a lane. Keys only, for the reasons of `listed`.
+      partitionKey: { name: 'laneId', type: 'S' },
+      sortKey: { name: 'readyAt', type: 'N' },
       projection: 'KEYS_ONLY',
     },
   ],

@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { PoisonMessage, ReceiveOptions, TaskQueuePort } from '#core/ports/task-queues';
 import { ValidationError } from '#domain/errors';
-import type { DispatchHint, ReceivedHint } from '#domain/hint';
+import type { DispatchHint, ReceivedHint, ReceivedTurn } from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
 
 export type PriorityQueueUrls = Readonly<Record<Priority, string>> & {
@@ -99,6 +99,22 @@ export const HINT_MAX_RECEIVES = 10;
 const encodeHint = (hint: DispatchHint): string =>
   JSON.stringify({ v: 1, taskId: hint.taskId, leaseEpoch: hint.leaseEpoch });
 
+const TURN_PATTERN = /^[A-Za-z0-9_-]{22}$/;
+
+const encodeTurn = (keyHash: string): string => JSON.stringify({ v: 1, turn: keyHash });
+
+function decodeTurn(body: string | undefined): string | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(body) as { v?: unknown; turn?: unknown };
+    return parsed.v === 1 && typeof parsed.turn === 'string' && TURN_PATTERN.test(parsed.turn)
+      ? parsed.turn
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function decodeHint(body: string | undefined): DispatchHint | undefined {
   if (body === undefined) return undefined;
   try {
@@ -176,11 +192,23 @@ export class TaskQueues implements TaskQueuePort {
     );
   }
 
+  async sendTurn(queue: string, priority: Priority, keyHash: string, delaySeconds = 0): Promise<void> {
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.directory.urlFor(queue, priority),
+        MessageBody: encodeTurn(keyHash),
+        DelaySeconds: sqsDelaySeconds(delaySeconds),
+        // On an SQS fair queue, a key with a backlog in flight does not delay the others' turns.
+        MessageGroupId: keyHash,
+      }),
+    );
+  }
+
   async receive(
     queue: string,
     priority: Priority,
     options: ReceiveOptions,
-  ): Promise<{ hints: ReceivedHint[]; poison: PoisonMessage[] }> {
+  ): Promise<{ hints: ReceivedHint[]; turns: ReceivedTurn[]; poison: PoisonMessage[] }> {
     const output = await this.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: this.directory.urlFor(queue, priority),
@@ -191,20 +219,26 @@ export class TaskQueues implements TaskQueuePort {
       }),
     );
     const hints: ReceivedHint[] = [];
+    const turns: ReceivedTurn[] = [];
     const poison: PoisonMessage[] = [];
     for (const message of output.Messages ?? []) {
       if (!message.ReceiptHandle || !message.MessageId) continue;
       const base = { queue, priority, receiptHandle: message.ReceiptHandle, messageId: message.MessageId };
+      const receiveCount = Number(message.Attributes?.ApproximateReceiveCount ?? 1);
+      const turn = decodeTurn(message.Body);
+      if (turn) {
+        turns.push({ ...base, keyHash: turn, receiveCount });
+        continue;
+      }
       const hint = decodeHint(message.Body);
       if (!hint) {
         poison.push(base);
         continue;
       }
       const sentAt = Number(message.Attributes?.SentTimestamp ?? Date.now());
-      const receiveCount = Number(message.Attributes?.ApproximateReceiveCount ?? 1);
       hints.push({ ...hint, ...base, sentAt, receiveCount });
     }
-    return { hints, poison };
+    return { hints, turns, poison };
   }
 
   /** How many hints one SQS queue holds ready to be received (SQS's approximate count). */

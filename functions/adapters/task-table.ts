@@ -11,12 +11,14 @@ import {
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type {
   Ending,
   Grant,
   LadderClimb,
+  LaneEntry,
   ListingCursor,
   NewPayload,
   Observed,
@@ -30,6 +32,7 @@ import type {
   WrittenPayloads,
 } from '#core/ports/task-store';
 import { shardOf } from '#domain/ids';
+import { laneOf } from '#domain/lanes';
 import { isPriority } from '#domain/priority';
 import type { DependencyOutcome, FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus, isTerminal } from '#domain/task-status';
@@ -40,8 +43,10 @@ import {
   DUE_SHARDS,
   dependentPart,
   inputPart,
+  LANE_INDEX,
   LISTED_INDEX,
   LISTED_SHARDS,
+  laneTurnKey,
   payloadPart,
   TASK_PART,
 } from './tables';
@@ -191,6 +196,7 @@ export function taskFromItem(item: Item): Task {
       hasDependents: item.hasDependents === true ? true : undefined,
       parentTaskId: optionalString(item.parentTaskId),
       rootTaskId: optionalString(item.rootTaskId),
+      concurrencyKey: optionalString(item.concurrencyKey),
     }),
   );
 }
@@ -236,6 +242,9 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,
+    concurrencyKey: task.concurrencyKey,
+    laneId: laneOf(task)?.laneId,
+    readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
     dueShard: dueShardOf(task.taskId),
@@ -487,8 +496,8 @@ export class TaskTable implements TaskStore {
         `${e.n('leaseDeadline')} = ${e.n('timeoutMs')} + ${e.v(now)}`,
         `${e.n('updatedAt')} = ${e.v(now)}`,
       ],
-      // A grant of another claim must not be taken for this one's by a retry.
-      ...(grant.claimId === undefined ? { remove: [e.n('claimId')] } : {}),
+      // A grant of another claim must not be taken for this one's by a retry. The task leaves its lane.
+      remove: [...(grant.claimId === undefined ? [e.n('claimId')] : []), e.n('readyAt')],
       condition: [
         statusCondition(e, 'claim', 'leased'),
         `${e.n('queue')} = ${e.v(grant.queue)}`,
@@ -571,6 +580,68 @@ export class TaskTable implements TaskStore {
         ].join(' AND '),
       };
     });
+  }
+
+  async laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<LaneEntry[]> {
+    const e = new Expression();
+    const key = [`${e.n('laneId')} = ${e.v(laneId)}`];
+    if (readyBy !== undefined) key.push(`${e.n('readyAt')} <= ${e.v(readyBy)}`);
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: LANE_INDEX,
+        KeyConditionExpression: key.join(' AND '),
+        Limit: limit,
+        ...e.attributes(),
+      }),
+    );
+    return (output.Items ?? []).map((item) => ({
+      taskId: String(item.taskId),
+      readyAt: Number(item.readyAt),
+    }));
+  }
+
+  async takeTurnSlot(laneId: string, now: number, staleBefore: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: laneTurnKey(laneId),
+          UpdateExpression: `SET ${e.n('turnAt')} = ${e.v(now)}`,
+          ConditionExpression: `attribute_not_exists(${e.n('turnAt')}) OR ${e.n('turnAt')} < ${e.v(staleBefore)}`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async holdTurnSlot(laneId: string, now: number): Promise<void> {
+    const e = new Expression();
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: laneTurnKey(laneId),
+        UpdateExpression: `SET ${e.n('turnAt')} = ${e.v(now)}`,
+        ...e.attributes(),
+      }),
+    );
+  }
+
+  async freeTurnSlot(laneId: string): Promise<void> {
+    const e = new Expression();
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: laneTurnKey(laneId),
+        UpdateExpression: `REMOVE ${e.n('turnAt')}`,
+        ...e.attributes(),
+      }),
+    );
   }
 
   async addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined> {

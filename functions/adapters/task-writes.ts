@@ -64,6 +64,8 @@ export function requeueClauses(e: Expression, now: number, requeue: Requeue): Cl
     `${e.n('status')} = ${e.v('queued')}`,
     `${e.n('updatedAt')} = ${e.v(now)}`,
     `${e.n('dueAt')} = ${e.v(requeue.dueAt)}`,
+    // Back in its lane, if it has one (the `lanes` index needs `laneId` too).
+    `${e.n('readyAt')} = ${e.v(requeue.claimableAt)}`,
   ];
   const remove: string[] = [e.n('owner'), e.n('leaseDeadline')];
   if (requeue.claimableAt > now) set.push(`${e.n('notBefore')} = ${e.v(requeue.claimableAt)}`);
@@ -89,7 +91,7 @@ export function endingClauses(e: Expression, now: number, ending: Ending): Claus
     `${e.n('finishedAt')} = ${e.v(now)}`,
     `${e.n('purgeAt')} = ${e.v(ending.purgeAt)}`,
   ];
-  const remove = [e.n('notBefore'), e.n('leaseDeadline')];
+  const remove = [e.n('notBefore'), e.n('leaseDeadline'), e.n('readyAt')];
   if (ending.followUpAt === undefined) remove.push(e.n('dueShard'), e.n('dueAt'));
   else set.push(`${e.n('dueAt')} = ${e.v(ending.followUpAt)}`, `${e.n('followUp')} = ${e.v(true)}`);
   return { set, remove };

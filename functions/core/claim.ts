@@ -9,7 +9,7 @@
  */
 
 import { errorName, ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
-import type { ReceivedHint } from '#domain/hint';
+import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
 import { claimOrder } from '#domain/priority';
 import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -20,6 +20,7 @@ import { expireTask } from './follow-ups';
 import { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
 import { markDead, reclaimTask } from './reclaim';
+import { admitKeys, isStandIn, passTurns, type TakenTurn, takeTurns } from './turns';
 
 export interface ClaimRequest {
   readonly agentId: string;
@@ -114,12 +115,16 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
   if (capacity <= 0 || open.length === 0) return [];
 
-  const received = await receiveHints(
+  const inbox = await receiveHints(
     ctx,
     open.map((c) => c.queue),
     capacity,
   );
+  // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
+  const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);
+  const received = [...inbox.hints, ...turns.flatMap((t) => t.hints)];
   if (received.length === 0) {
+    await passTurns(ctx, turns);
     // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
     if (examined.stale.size > 0) {
       await ctx.sessions
@@ -139,13 +144,15 @@ export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): 
   if ('replayFrom' in reserved) {
     // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
     await Promise.all(
-      received.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
     );
+    await passTurns(ctx, turns);
     return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
   }
-  const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, now);
+  const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
   const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
   await settle(ctx, request, hints, admission, grants);
+  await passTurns(ctx, turns, admission.refused);
 
   const kept = await grantsOfLiveSession(ctx, request, grants.granted, now);
   await emit(
@@ -264,6 +271,7 @@ async function admitUnderQueueLimits(
   open: Awaited<ReturnType<typeof unpausedQueues>>,
   sorted: SortedHints,
   reserved: { has(taskId: string): boolean },
+  turns: readonly TakenTurn[],
   now: number,
 ): Promise<Admission> {
   const limited = new Map<string, string[]>();
@@ -281,6 +289,16 @@ async function admitUnderQueueLimits(
     queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
     for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
   }
+  // Keyed tasks the queue admitted, each key's `perKeyConcurrency` too.
+  const keys = await admitKeys(
+    ctx,
+    turns,
+    { has: (id) => reserved.has(id) && !refused.has(id) },
+    (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
+    now,
+  );
+  for (const [control, slots] of keys.slots) queueSlots.set(control, slots);
+  for (const id of keys.refused) refused.add(id);
   return { refused, queueSlots };
 }
 
@@ -367,12 +385,14 @@ async function settle(
     grants.released.size > 0
       ? ctx.sessions.release(request.agentId, request.sessionId, grants.released).catch(() => undefined)
       : undefined,
-    fates.toDelete.length > 0
-      ? ctx.queues.delete(fates.toDelete).catch(logged(ctx, 'delete hints'))
+    fates.toDelete.some((hint) => !isStandIn(hint))
+      ? ctx.queues
+          .delete(fates.toDelete.filter((hint) => !isStandIn(hint)))
+          .catch(logged(ctx, 'delete hints'))
       : undefined,
-    ...fates.toReturn.map(({ hint, seconds }) =>
-      ctx.queues.returnLater(hint, seconds).catch(logged(ctx, 'return hint')),
-    ),
+    ...fates.toReturn
+      .filter(({ hint }) => !isStandIn(hint))
+      .map(({ hint, seconds }) => ctx.queues.returnLater(hint, seconds).catch(logged(ctx, 'return hint'))),
   ]);
 }
 
@@ -433,6 +453,7 @@ const foundEmpty = new WeakMap<SchedulerContext, Map<string, number>>();
  */
 async function receiveHints(ctx: SchedulerContext, queues: readonly string[], capacity: number) {
   const hints: ReceivedHint[] = [];
+  const turns: ReceivedTurn[] = [];
   const poison: Parameters<SchedulerContext['queues']['delete']>[0][number][] = [];
   const offset = Math.floor(ctx.random() * queues.length);
   const rotated = [...queues.slice(offset), ...queues.slice(0, offset)];
@@ -446,20 +467,22 @@ async function receiveHints(ctx: SchedulerContext, queues: readonly string[], ca
     (empty.get(key) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;
   const skipped = tiers.filter((tier) => recentlyEmpty(tier.key));
   for (const tier of [...tiers.filter((t) => !recentlyEmpty(t.key)), ...skipped]) {
-    const wanted = capacity - hints.length;
+    const wanted = capacity - hints.length - turns.length;
     if (wanted <= 0) break;
     const batch = await ctx.queues.receive(tier.queue, tier.priority, {
       max: wanted,
       visibilityTimeoutSeconds: ctx.settings.claimVisibilityTimeoutSeconds,
       waitTimeSeconds: ctx.settings.receiveWaitSeconds,
     });
-    if (batch.hints.length === 0 && batch.poison.length === 0) empty.set(tier.key, now);
+    if (batch.hints.length === 0 && batch.turns.length === 0 && batch.poison.length === 0)
+      empty.set(tier.key, now);
     else empty.delete(tier.key);
     hints.push(...batch.hints);
+    turns.push(...batch.turns);
     poison.push(...batch.poison);
   }
   if (poison.length > 0) await ctx.queues.delete(poison).catch(logged(ctx, 'delete unreadable messages'));
-  return hints;
+  return { hints, turns };
 }
 
 /**

@@ -9,20 +9,26 @@ import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { wakeFor } from './push';
+import { offerTurn } from './turns';
+
+type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey'>;
 
 export async function dispatch(
   ctx: SchedulerContext,
-  task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch'>,
+  task: Dispatched,
   delaySeconds: number,
   reason: WakeReason,
 ): Promise<boolean> {
   try {
-    await ctx.queues.send(
-      task.queue,
-      task.priority,
-      { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
-      delaySeconds,
-    );
+    // A keyed task waits in its key's lane: its lane's turn, not a hint of its own, goes in line.
+    if (task.concurrencyKey !== undefined) await offerTurn(ctx, task, delaySeconds);
+    else
+      await ctx.queues.send(
+        task.queue,
+        task.priority,
+        { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+        delaySeconds,
+      );
     if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
     return true;
   } catch (error) {
@@ -50,17 +56,24 @@ async function markUnsent(ctx: SchedulerContext, task: Pick<Task, 'taskId' | 'le
 
 /** A hint to send once several submissions are written, so they share `SendMessageBatch` requests. */
 export interface PendingDispatch {
-  readonly task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch'>;
+  readonly task: Dispatched;
   readonly delaySeconds: number;
 }
 
 /** `dispatch` for many tasks at once: ten hints per SQS request. Failures are logged, as for one. */
 export async function dispatchMany(
   ctx: SchedulerContext,
-  pending: readonly PendingDispatch[],
+  all: readonly PendingDispatch[],
   reason: WakeReason,
 ): Promise<void> {
+  let pending = all;
   if (pending.length === 0) return;
+  const keyed = pending.filter(({ task }) => task.concurrencyKey !== undefined);
+  if (keyed.length > 0) {
+    await Promise.all(keyed.map(({ task, delaySeconds }) => dispatch(ctx, task, delaySeconds, reason)));
+    pending = pending.filter(({ task }) => task.concurrencyKey === undefined);
+    if (pending.length === 0) return;
+  }
   const failed = await ctx.queues.sendMany(
     pending.map(({ task, delaySeconds }) => ({
       queue: task.queue,

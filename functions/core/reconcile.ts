@@ -22,6 +22,7 @@ import { wake, wakeFor } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
 import { dueNoLaterThanExpiry } from './transitions';
+import { offerTurn } from './turns';
 
 export interface ReconcileSummary {
   readonly redispatched: string[];
@@ -237,13 +238,16 @@ async function reconcileTask(
     );
     return false;
   }
-  // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale.
-  await ctx.queues.send(
-    task.queue,
-    task.priority,
-    { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
-    delayMs / 1_000,
-  );
+  // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale. A
+  // keyed task's lane gets a turn in line, whatever its slot says (the turn may be what was lost).
+  if (task.concurrencyKey !== undefined) await offerTurn(ctx, task, delayMs / 1_000, { force: true });
+  else
+    await ctx.queues.send(
+      task.queue,
+      task.priority,
+      { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+      delayMs / 1_000,
+    );
   if (delayMs <= 0) await wakeFor(ctx, [task], 'resent');
   await ctx.tasks.recordDispatch(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },

@@ -37,7 +37,9 @@ export async function climbLadder(
   const level = task.starvationLevel ?? 0;
   const reached = thresholdsMs(ctx).filter((t) => waited >= t).length;
   if (reached <= level) return { steps: [], task };
-  const promoting = level < 1 && reached >= 1 && task.priority !== 'critical';
+  // A keyed task stays in its lane (its priority names it): its key's turns, not a higher tier, are its way out.
+  const promoting =
+    level < 1 && reached >= 1 && task.priority !== 'critical' && task.concurrencyKey === undefined;
   const priority = promoting ? promote(task.priority) : task.priority;
   const written = await ctx.tasks.climbLadder(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },

@@ -40,6 +40,7 @@ const specHashOf = (spec: TaskSpec): string =>
       ...(spec.dependsOn
         ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }]
         : []),
+      ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
     ]),
   );
 
@@ -125,6 +126,7 @@ export function prepareSubmission(
         }
       : {}),
     ...(options.lineage ?? {}),
+    ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
   };
   return {
     task,

@@ -21,3 +21,16 @@ export interface ReceivedHint extends DispatchHint {
   /** How many times SQS has handed this message out, this time included. */
   readonly receiveCount: number;
 }
+
+/**
+ * A lane's turn (see `#domain/lanes`): one message in a tier's queue that stands for every waiting task of one
+ * key. Sent with the key's hash as `MessageGroupId`, so SQS fair queues tell the keys apart too.
+ */
+export interface ReceivedTurn {
+  readonly queue: string;
+  readonly priority: Priority;
+  readonly keyHash: string;
+  readonly receiptHandle: string;
+  readonly messageId: string;
+  readonly receiveCount: number;
+}

@@ -8,6 +8,8 @@ export const queueLimitsSchema = z.strictObject({
   ratePerSecond: z.number().min(0.001).max(10_000).optional(),
   /** Claims the bucket can take at once. @default the rate, at least 1 */
   burst: z.int().min(1).max(10_000).optional(),
+  /** Tasks of one `concurrencyKey` leased at once, across all agents. */
+  perKeyConcurrency: z.int().min(1).max(100_000).optional(),
 });
 
 export type QueueLimits = z.output<typeof queueLimitsSchema>;

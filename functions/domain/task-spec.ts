@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from './errors';
 import { TASK_ID_PATTERN } from './ids';
+import { CONCURRENCY_KEY_CHARS } from './lanes';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
 
@@ -110,6 +111,11 @@ const runShape = {
   ttlSeconds: z.int().min(1).max(LIMITS.ttlSeconds).optional(),
   /** The moment by which the task must start, or it expires (ISO 8601, with its offset). */
   expiresAt: z.iso.datetime({ offset: true }).optional(),
+  /**
+   * Whose task it is (a tenant, a user, a repository): keys of one queue take turns, so a key with a deep backlog
+   * does not hold up the others, and the queue's `perKeyConcurrency` bounds how many of a key run at once.
+   */
+  concurrencyKey: printableNameSchema(CONCURRENCY_KEY_CHARS).optional(),
 };
 
 /** A task submitted on another's behalf (its `onFailure`): its own name and follow-ups are the scheduler's. */
@@ -149,6 +155,7 @@ export interface TaskSpec {
   readonly onFailureJson?: string;
   readonly dependsOn?: readonly string[];
   readonly onDependencyFailure?: 'cancel' | 'run';
+  readonly concurrencyKey?: string;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -216,6 +223,7 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     ...(spec.ttlSeconds === undefined ? {} : { expiry: { ttlSeconds: spec.ttlSeconds } }),
     ...(spec.expiresAt === undefined ? {} : { expiry: { at: Date.parse(spec.expiresAt) } }),
     ...(onFailureJson === undefined ? {} : { onFailureJson }),
+    ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),

@@ -85,6 +85,8 @@ export interface Task {
   /** Submitted by an agent running this task (its parent), and the task that began the tree. */
   readonly parentTaskId?: string;
   readonly rootTaskId?: string;
+  /** Tasks of one key share the key's lane (fair turns between keys) and its concurrency limit. */
+  readonly concurrencyKey?: string;
 }
 
 /** How a dependency ended, as its dependents are handed it. */

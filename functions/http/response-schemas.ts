@@ -92,6 +92,10 @@ export const taskSchema = published(
     failedDependency: taskId.optional().describe('Cancelled because this dependency did not succeed.'),
     parentTaskId: taskId.optional().describe('Submitted by the agent running this task.'),
     rootTaskId: taskId.optional().describe('The task that began the tree it belongs to.'),
+    concurrencyKey: z
+      .string()
+      .optional()
+      .describe('Its key: keys of a queue take turns, and share no limit.'),
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: timestamp.optional(),

@@ -46,6 +46,7 @@ export function taskView(task: Task) {
     failedDependency: task.failedDependency,
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,
+    concurrencyKey: task.concurrencyKey,
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),

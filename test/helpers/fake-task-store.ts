@@ -5,6 +5,7 @@
  */
 import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
+import { laneOf } from '#domain/lanes';
 import type { DependencyOutcome, Task, TaskError } from '#domain/task';
 import { isTerminal, statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 
@@ -201,6 +202,33 @@ export class FakeTaskStore implements Port.TaskStore {
       r.task = next;
       return true;
     });
+  }
+
+  private readonly turnSlots = new Map<string, number>();
+
+  async laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<Port.LaneEntry[]> {
+    return [...this.records.values()]
+      .map((r) => r.task)
+      .filter((t) => t.status === 'queued' && laneOf(t)?.laneId === laneId)
+      .map((t) => ({ taskId: t.taskId, readyAt: t.notBefore ?? t.createdAt }))
+      .filter((entry) => readyBy === undefined || entry.readyAt <= readyBy)
+      .sort((a, b) => a.readyAt - b.readyAt || a.taskId.localeCompare(b.taskId))
+      .slice(0, limit);
+  }
+
+  async takeTurnSlot(laneId: string, now: number, staleBefore: number): Promise<boolean> {
+    const at = this.turnSlots.get(laneId);
+    if (at !== undefined && at >= staleBefore) return false;
+    this.turnSlots.set(laneId, now);
+    return true;
+  }
+
+  async holdTurnSlot(laneId: string, now: number): Promise<void> {
+    this.turnSlots.set(laneId, now);
+  }
+
+  async freeTurnSlot(laneId: string): Promise<void> {
+    this.turnSlots.delete(laneId);
   }
 
   async addDependent(taskId: string, dependentId: string): Promise<Task | undefined> {

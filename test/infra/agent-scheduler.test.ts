@@ -58,7 +58,7 @@ describe('AgentScheduler construct', () => {
       },
     );
 
-    it('tasks and leases expire finished items with a TTL attribute; the due and listed indexes are sharded and keys-only', () => {
+    it('tasks and leases expire finished items with a TTL attribute; the due, listed and lanes indexes are keys-only', () => {
       template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
         KeySchema: [
           { AttributeName: 'taskId', KeyType: 'HASH' },
@@ -79,6 +79,14 @@ describe('AgentScheduler construct', () => {
             KeySchema: [
               { AttributeName: 'listShard', KeyType: 'HASH' },
               { AttributeName: 'createdAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+          {
+            IndexName: 'lanes',
+            KeySchema: [
+              { AttributeName: 'laneId', KeyType: 'HASH' },
+              { AttributeName: 'readyAt', KeyType: 'RANGE' },
             ],
             Projection: { ProjectionType: 'KEYS_ONLY' },
           },
@@ -423,6 +431,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:Query',
           'dynamodb:ConditionCheckItem',
         ),
+        index(['dynamodb:Query'], 'lanes'),
         table(
           'leases',
           'dynamodb:GetItem',

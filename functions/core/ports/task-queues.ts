@@ -2,7 +2,7 @@
  * The queues that carry hints (see `#domain/hint`): every task queue is one queue per priority, and a dead-letter
  * queue. A hint is only a hint, so none of these calls is a commitment: the task record is.
  */
-import type { DispatchHint, ReceivedHint } from '#domain/hint';
+import type { DispatchHint, ReceivedHint, ReceivedTurn } from '#domain/hint';
 import type { Priority } from '#domain/priority';
 
 /** A message that does not parse as a hint; it can never lead to a task and is deleted. */
@@ -35,11 +35,13 @@ export interface TaskQueuePort {
   sendMany(
     hints: readonly { queue: string; priority: Priority; hint: DispatchHint; delaySeconds: number }[],
   ): Promise<DispatchHint[]>;
+  /** Puts a lane's turn in line, visible after `delaySeconds`; its `MessageGroupId` is the key's hash. */
+  sendTurn(queue: string, priority: Priority, keyHash: string, delaySeconds?: number): Promise<void>;
   receive(
     queue: string,
     priority: Priority,
     options: ReceiveOptions,
-  ): Promise<{ hints: ReceivedHint[]; poison: PoisonMessage[] }>;
+  ): Promise<{ hints: ReceivedHint[]; turns: ReceivedTurn[]; poison: PoisonMessage[] }>;
   /** About how many hints are ready in one tier. */
   readyCount(queue: string, priority: Priority): Promise<number>;
   /** Deletes handled messages. */

@@ -86,6 +86,12 @@ export interface LadderClimb {
   readonly needsAttention: boolean;
 }
 
+/** A task in a lane: its id, and when it becomes claimable. */
+export interface LaneEntry {
+  readonly taskId: string;
+  readonly readyAt: number;
+}
+
 /** A payload to write: the task's, with the hash of its specification and when it may be purged. */
 export interface NewPayload {
   readonly taskId: string;
@@ -187,6 +193,19 @@ export interface TaskStore {
   markUnsent(observed: Observed, now: number): Promise<TaskWrite>;
   /** The starvation ladder's step, from the level observed. */
   climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
+  // Lanes (see `#domain/lanes`).
+  /** The oldest tasks of a lane, claimable by `readyBy` (any, without it); an index read, a moment behind. */
+  laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<LaneEntry[]>;
+  /**
+   * Takes the lane's turn slot (its turn is, or is about to be, in line) unless taken since `staleBefore`: true if
+   * this call took it, and must put a turn in line.
+   */
+  takeTurnSlot(laneId: string, now: number, staleBefore: number): Promise<boolean>;
+  /** The turn stays in line (sent again): the slot is refreshed. */
+  holdTurnSlot(laneId: string, now: number): Promise<void>;
+  /** The lane has nothing left waiting: its slot is free for the next task to take. */
+  freeTurnSlot(laneId: string): Promise<void>;
+
   // Dependencies.
   /**
    * Records that `dependentId` waits for `taskId`, then marks `taskId` as having dependents, in that order: an

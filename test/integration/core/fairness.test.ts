@@ -1,0 +1,164 @@
+/**
+ * Fairness between the keys of one queue, and per-key concurrency, on the emulators.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimedTask } from '#core/claim';
+import { keyHashOf } from '#domain/lanes';
+import { createTestStack, startAgent, type TestStack } from '#test/stack';
+
+/** Submits `count` tasks of one key, 25 to a batch, four batches at a time. */
+async function submitKeyed(stack: TestStack, queue: string, key: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  const batches = Array.from({ length: Math.ceil(count / 25) }, (_, b) =>
+    Array.from({ length: Math.min(25, count - b * 25) }, (_, i) => ({
+      queue,
+      payload: { key, n: b * 25 + i },
+      concurrencyKey: key,
+    })),
+  );
+  for (let i = 0; i < batches.length; i += 4) {
+    const results = await Promise.all(
+      batches.slice(i, i + 4).map((batch) => stack.scheduler.submitBatch(batch)),
+    );
+    for (const r of results.flat()) if (r.ok) ids.push(r.task.taskId);
+  }
+  return ids;
+}
+
+describe('fairness between keys', () => {
+  let stack: TestStack;
+  const sent: Record<string, unknown>[] = [];
+  beforeAll(async () => {
+    stack = await createTestStack({ queues: ['shared', 'limited', 'plain'] });
+    // The requests sent to SQS, as AWS would see them.
+    stack.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'SendMessageCommand') sent.push(args.input as Record<string, unknown>);
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordSends' },
+    );
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  it('key B’s 20 tasks submitted behind key A’s 5,000 are all among the first 60 claimed after them', async () => {
+    const { scheduler } = stack;
+    const started = Date.now();
+    const a = await submitKeyed(stack, 'shared', 'tenant-a', 5_000);
+    const submitMs = Date.now() - started;
+    const b = new Set(await submitKeyed(stack, 'shared', 'tenant-b', 20));
+    expect(a).toHaveLength(5_000);
+
+    // Five agents claim (up to 10 at a time) and complete, in parallel, until every task of B ran.
+    const agents = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        startAgent(scheduler, { name: `fair-${i}`, queues: ['shared'], maxConcurrency: 10 }),
+      ),
+    );
+    const order: string[] = [];
+    const bLeft = () => [...b].filter((id) => !order.includes(id)).length;
+    const deadline = Date.now() + 60_000;
+    while (bLeft() > 0 && Date.now() < deadline) {
+      await Promise.all(
+        agents.map(async (agent) => {
+          const tasks: ClaimedTask[] = await scheduler.claim({ ...agent, max: 10 });
+          order.push(...tasks.map((t) => t.taskId));
+          await Promise.all(
+            tasks.map((t) =>
+              scheduler.complete({ agentId: agent.agentId, taskId: t.taskId, leaseEpoch: t.leaseEpoch }),
+            ),
+          );
+        }),
+      );
+    }
+    const positions = order.flatMap((id, index) => (b.has(id) ? [index + 1] : []));
+    console.log(
+      `[fairness] 5,000 of key A submitted in ${(submitMs / 1_000).toFixed(1)} s, then 20 of key B: B's tasks were claimed at positions ${positions[0]}–${positions.at(-1)} of ${order.length} claimed`,
+    );
+    expect(positions).toHaveLength(20);
+    expect(Math.max(...positions)).toBeLessThanOrEqual(60);
+    // A kept running meanwhile: fairness is turns, not B first and A starved.
+    expect(order.filter((id) => !b.has(id)).length).toBeGreaterThan(0);
+
+    // Each key's turns were sent with its hash as the message group, never the key itself.
+    const groups = new Set(
+      sent.flatMap((input) => (input.MessageGroupId ? [String(input.MessageGroupId)] : [])),
+    );
+    expect(groups).toEqual(new Set([keyHashOf('tenant-a'), keyHashOf('tenant-b')]));
+    for (const group of groups) expect(group).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    // One message in line stands for a key, however deep: far fewer sends than tasks.
+    expect(sent.filter((input) => input.MessageGroupId === keyHashOf('tenant-a')).length).toBeLessThan(
+      order.length,
+    );
+  }, 120_000);
+
+  it('perKeyConcurrency 3 under 20 parallel claimers: never more than 3 of the key leased, other keys kept busy', async () => {
+    const { scheduler } = stack;
+    await scheduler.setQueueLimits('limited', { perKeyConcurrency: 3 });
+    const hot = new Set(await submitKeyed(stack, 'limited', 'hot', 30));
+    const others: string[] = [];
+    for (let k = 0; k < 6; k++) others.push(...(await submitKeyed(stack, 'limited', `cool-${k}`, 5)));
+
+    const claimers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        startAgent(scheduler, { name: `claimer-${i}`, queues: ['limited'], maxConcurrency: 2 }),
+      ),
+    );
+    const held: { agentId: string; taskId: string; leaseEpoch: number; round: number }[] = [];
+    let maxHot = 0;
+    let maxOthers = 0;
+    const deadline = Date.now() + 60_000;
+    for (let round = 0; Date.now() < deadline; round++) {
+      // Each claimer takes what it can; tasks are held for two rounds, then completed.
+      const granted = await Promise.all(claimers.map((c) => scheduler.claim({ ...c, max: 2 })));
+      granted.forEach((tasks, i) => {
+        for (const t of tasks)
+          held.push({
+            agentId: claimers[i]?.agentId ?? '',
+            taskId: t.taskId,
+            leaseEpoch: t.leaseEpoch,
+            round,
+          });
+      });
+      // Sample the truth: the tasks' own records.
+      const states = await stack.ctx.tasks.getMany([...hot, ...others]);
+      const leased = [...states.values()].filter((t) => t.status === 'leased');
+      maxHot = Math.max(maxHot, leased.filter((t) => hot.has(t.taskId)).length);
+      maxOthers = Math.max(maxOthers, leased.filter((t) => !hot.has(t.taskId)).length);
+      const due = held.filter((h) => h.round <= round - 2);
+      await Promise.all(
+        due.map((h) =>
+          scheduler.complete({ agentId: h.agentId, taskId: h.taskId, leaseEpoch: h.leaseEpoch }),
+        ),
+      );
+      held.splice(0, held.length, ...held.filter((h) => h.round > round - 2));
+      if ([...states.values()].every((t) => t.status === 'succeeded')) break;
+      // A key at its limit has its turn back a second later: rounds a tenth of that apart.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const states = await stack.ctx.tasks.getMany([...hot, ...others]);
+    const done = [...states.values()].filter((t) => t.status === 'succeeded').length;
+    console.log(
+      `[fairness] perKeyConcurrency 3, 20 claimers: at most ${maxHot} of the hot key leased at once, up to ${maxOthers} of 6 other keys meanwhile; ${done} of ${states.size} done`,
+    );
+    expect(maxHot).toBe(3);
+    expect(maxOthers).toBeGreaterThan(3);
+    expect(done).toBe(states.size);
+  }, 120_000);
+
+  it('a turn lost from SQS is put in line again by the supervisor', async () => {
+    const { scheduler, clock, faults } = stack;
+    // The send of the key's turn fails after the slot was taken: the task waits without a turn in line.
+    faults.sqs.failNext('SendMessageCommand', 1, 'before');
+    const { task } = await scheduler.submit({ queue: 'plain', payload: {}, concurrencyKey: 'lost' });
+    const agent = await startAgent(scheduler, { queues: ['plain'] });
+    expect(await scheduler.claim(agent)).toEqual([]);
+    clock.advance(stack.ctx.settings.reconcileAfterSeconds * 1_000);
+    expect((await scheduler.reconcile()).redispatched).toContain(task.taskId);
+    const again = await startAgent(scheduler, { queues: ['plain'] });
+    const [claimed] = await scheduler.claim(again);
+    expect(claimed?.taskId).toBe(task.taskId);
+  });
+});
