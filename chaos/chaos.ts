@@ -1,8 +1,9 @@
 /**
- * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--lease-ttl-seconds T]
+ * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--lease-ttl-seconds T]
  * [--reconcile-after-seconds R] [--late-share F] [--json]`
  * (`--lease-ttl-seconds`, `--reconcile-after-seconds` and `--late-share`, the share of requests delivered late,
- * are read in the HTTP mode).
+ * are read in the HTTP mode; `--dag`, the tasks of a random workflow run beside the flat ones, default 1,000, in
+ * the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
@@ -19,6 +20,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'inprocess' },
     tasks: { type: 'string', default: '1000' },
     agents: { type: 'string', default: '20' },
+    dag: { type: 'string', default: '1000' },
     seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
     'lease-ttl-seconds': { type: 'string', default: '2' },
@@ -67,6 +69,7 @@ const report = await runChaos({
   tasks: integer('tasks', values.tasks, 1, 1_000_000),
   agents: integer('agents', values.agents, 1, 1_000),
   seed: integer('seed', values.seed, 0, 2 ** 31),
+  dag: integer('dag', values.dag, 0, 1_000_000),
   drainTimeoutMs: 300_000,
 });
 
@@ -82,6 +85,17 @@ else {
       `stale writes accepted ${report.staleAcceptedCount}, rejected ${report.staleRejectedCount}`,
       `duplicate terminals ${report.duplicateTerminalCount}, phantom oks ${report.phantomOkCount}, duplicate fires ${report.duplicateFireCount}`,
       `lost ${report.lostCount}, never terminal ${report.neverTerminalCount}`,
+      ...(report.dagTasks
+        ? [
+            `dag             ${report.dagTasks} tasks, ${report.joins} joins; ended ${Object.entries(
+              report.dagEnds ?? {},
+            )
+              .map(([status, n]) => `${status} ${n}`)
+              .join(
+                ', ',
+              )}; premature starts ${report.prematureStartCount}, cascade violations ${report.cascadeViolationCount}`,
+          ]
+        : []),
       `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
       report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
     ].join('\n'),

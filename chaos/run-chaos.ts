@@ -5,6 +5,7 @@ import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import { createContext, type WiredContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
+import { buildDag, checkDag, type DagVerdict } from './dag';
 import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
 
@@ -24,6 +25,8 @@ export interface ChaosOptions {
   readonly supervisorDoubling?: number;
   /** Longest wait for every task to end once the faults stop. @default 60 s */
   readonly drainTimeoutMs?: number;
+  /** Tasks of a random DAG (fan-out, joins, doomed tasks) submitted after the flat ones. @default 0 */
+  readonly dag?: number;
 }
 
 /** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
@@ -35,7 +38,7 @@ export interface ScheduleFire {
   readonly task: Record<string, unknown>;
 }
 
-export interface ChaosReport extends Verdict {
+export interface ChaosReport extends Verdict, Partial<DagVerdict> {
   readonly tasks: number;
   readonly agents: number;
   readonly seed: number;
@@ -165,6 +168,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       reservationGraceSeconds: 2,
       idleRetryBaseMs: 10,
       idleRetryMaxMs: 50,
+      // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
+      dependencyRecheckSeconds: 2,
     },
   });
   options.mutate?.(ctx);
@@ -195,9 +200,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let stopping = false;
     let completed = 0;
 
+    const dag = buildDag(options.dag ?? 0, options.seed, random, { queue: 'chaos', ...RETRYING });
+    const dagClaims: {
+      taskId: string;
+      dependencies?: Readonly<Record<string, { readonly status: string }>>;
+    }[] = [];
     const submitter = (async () => {
-      for (let i = 0; i < specs.length; i += 25) {
-        const chunk = specs.slice(i, i + 25);
+      const all = [...specs, ...dag.map((t) => t.spec)];
+      for (let i = 0; i < all.length; i += 25) {
+        const chunk = all.slice(i, i + 25);
         for (let attempt = 0; attempt < 5; attempt++) {
           const submitted = await record({ op: 'submit' }, () => scheduler.submitBatch(chunk));
           if (submitted.ok) {
@@ -259,6 +270,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           continue;
         }
         const [task] = claim.value;
+        if (task?.dependencies) dagClaims.push({ taskId: task.taskId, dependencies: task.dependencies });
+        else if (task && (task.payload as { dag?: number }).dag !== undefined)
+          dagClaims.push({ taskId: task.taskId });
         if (!task) {
           // An idle agent looks again soon, but the fleet's empty claims stay near a hundred a second: a large
           // fleet polling every 20 ms spent the emulator on empty claims, and the sweeps starved behind them.
@@ -297,8 +311,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           continue;
         }
         await sleep(random() * 10);
-        const finished =
-          draw < 0.2
+        // A doomed task of the DAG dies at its first attempt: its dependents must be cancelled.
+        const doomed = (task.payload as { doom?: boolean }).doom === true;
+        const finished = doomed
+          ? await record({ op: 'fail', ...lease }, () =>
+              scheduler.fail(lease, { message: 'doomed', retryable: false }),
+            )
+          : draw < 0.2
             ? await record({ op: 'fail', ...lease }, () =>
                 scheduler.fail(lease, { message: 'chaos says no', retryable: true }),
               )
@@ -390,8 +409,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     violationDetails.length = 0;
     const verdict = checkHistory(history);
+    const dagVerdict =
+      dag.length > 0 ? checkDag(dag, dagClaims, history.finalStatus, violationDetails) : undefined;
     debug('checked');
     const violations =
+      (dagVerdict ? dagVerdict.prematureStartCount + dagVerdict.cascadeViolationCount : 0) +
       verdict.overlapCount +
       verdict.nonMonotonicEpochCount +
       verdict.staleAcceptedCount +
@@ -408,6 +430,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       faults,
       calls: history.calls.length,
       ...verdict,
+      ...(dagVerdict ?? {}),
       violations,
       ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
     };

@@ -75,6 +75,19 @@ describe('chaos', () => {
     expect(report.violations).toBe(0);
   }, 120_000);
 
+  it('a workflow of 150 tasks under the faults: every dependency succeeded before its dependent started, every failure cascaded', async () => {
+    const report = await shortRun({ dag: 150, drainTimeoutMs: 60_000 });
+    console.log(`dag: ${JSON.stringify(report)}`);
+    expect(report).toMatchObject({
+      prematureStartCount: 0,
+      cascadeViolationCount: 0,
+      neverTerminalCount: 0,
+      violations: 0,
+    });
+    expect(report.joins).toBeGreaterThan(20);
+    expect(report.dagEnds?.succeeded).toBeGreaterThan(0);
+  }, 120_000);
+
   const mutants: [string, Partial<ChaosOptions>][] = [
     ...(
       ['completeWithoutEpoch', 'heartbeatRevivesExpiredLease', 'terminalThenRequeueInTwoWrites'] as Mutant[]
@@ -88,6 +101,22 @@ describe('chaos', () => {
         mutate: (ctx) => {
           slowSweeps(ctx);
           applyMutant(ctx, 'sweepWithoutEpoch');
+        },
+      },
+    ],
+    [
+      // A dependent is released by its first dependency's end, as if that were all it waited for.
+      'unblockAtFirstDependency',
+      {
+        dag: 150,
+        mutate: (ctx) => {
+          const strike = ctx.tasks.strikeDependency.bind(ctx.tasks);
+          ctx.tasks.strikeDependency = async (taskId, dependencyId) => {
+            const struck = await strike(taskId, dependencyId);
+            if (!struck.ok) return struck;
+            for (const other of struck.task.waitingOn ?? []) await strike(taskId, other);
+            return { ok: true, task: { ...struck.task, waitingOn: [] } };
+          };
         },
       },
     ],
