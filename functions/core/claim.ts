@@ -94,11 +94,17 @@ const LIMITED_RETRY_SECONDS = 1;
  * allow; **grant** each task with its conditional write; then **settle** the hints and slots (housekeeping that
  * must not lose a grant), keep only grants the session still holds, and hand the tasks over with their payloads.
  */
-export async function claimTasks(ctx: SchedulerContext, request: ClaimRequest): Promise<ClaimedTask[]> {
+export async function claimTasks(
+  ctx: SchedulerContext,
+  request: ClaimRequest,
+  /** Filled with the queues the claim looked at, from the session it read. */
+  seen?: { queues?: readonly string[] },
+): Promise<ClaimedTask[]> {
   const max = checkClaimRequest(request);
   const readAt = ctx.now();
   const session = await liveSession(ctx, request, readAt);
   const queues = request.queues ?? session.queues;
+  if (seen) seen.queues = queues;
   const foreign = queues.filter((q) => !session.queues.includes(q));
   if (foreign.length > 0)
     throw new ValidationError(`queues: this agent does not serve ${foreign.join(', ')}`);

@@ -14,9 +14,11 @@ export async function claimOrListen(
   ctx: SchedulerContext,
   request: ClaimRequest,
 ): Promise<{ readonly tasks: ClaimedTask[]; readonly retryAfterMs?: number }> {
-  const tasks = await claimTasks(ctx, request);
+  // The claim reads the agent's session, which names its queues: the listening mark needs no read of its own.
+  const seen: { queues?: readonly string[] } = {};
+  const tasks = await claimTasks(ctx, request, seen);
   if (tasks.length > 0 || !ctx.push) return { tasks };
-  const queues = request.queues ?? (await ctx.agents.get(request.agentId))?.queues ?? [];
+  const queues = seen.queues ?? request.queues ?? (await ctx.agents.get(request.agentId))?.queues ?? [];
   const listening = await markIdle(ctx, request.agentId, queues);
   if (!listening) return { tasks };
   // Idle already (a safety poll): a task made claimable since its last mark found it idle and woke it, or woke
