@@ -87,6 +87,8 @@ export interface ClaimedTask {
 export interface DependencyOutcome {
   readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   readonly result?: unknown;
+  /** The result did not fit the claim's answer (2 MB of results per claim): an operator can read the dependency. */
+  readonly resultOmitted?: true;
   readonly error?: TaskError;
 }
 
@@ -152,10 +154,10 @@ export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey'> 
   readonly key: string;
 }
 
-/** A task submitted on another's behalf: the scheduler names it. */
+/** A task submitted on another's behalf: the scheduler names it; its deadline, if any, is `ttlSeconds`. */
 export type FollowUpTaskInput = Omit<
   SubmitTaskInput,
-  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure'
+  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure' | 'expiresAt'
 >;
 
 export interface SubmitTaskResult {

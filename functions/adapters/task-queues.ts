@@ -100,16 +100,25 @@ const encodeHint = (hint: DispatchHint): string =>
   JSON.stringify({ v: 1, taskId: hint.taskId, leaseEpoch: hint.leaseEpoch });
 
 const TURN_PATTERN = /^[A-Za-z0-9_-]{22}$/;
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
-const encodeTurn = (keyHash: string): string => JSON.stringify({ v: 1, turn: keyHash });
+const encodeTurn = (turn: { keyHash: string; token: string; waits?: number }): string =>
+  JSON.stringify({
+    v: 1,
+    turn: turn.keyHash,
+    token: turn.token,
+    ...(turn.waits ? { waits: turn.waits } : {}),
+  });
 
-function decodeTurn(body: string | undefined): string | undefined {
+function decodeTurn(body: string | undefined): { keyHash: string; token: string; waits: number } | undefined {
   if (body === undefined) return undefined;
   try {
-    const parsed = JSON.parse(body) as { v?: unknown; turn?: unknown };
-    return parsed.v === 1 && typeof parsed.turn === 'string' && TURN_PATTERN.test(parsed.turn)
-      ? parsed.turn
-      : undefined;
+    const parsed = JSON.parse(body) as { v?: unknown; turn?: unknown; token?: unknown; waits?: unknown };
+    if (parsed.v !== 1 || typeof parsed.turn !== 'string' || !TURN_PATTERN.test(parsed.turn))
+      return undefined;
+    if (typeof parsed.token !== 'string' || !TOKEN_PATTERN.test(parsed.token)) return undefined;
+    const waits = typeof parsed.waits === 'number' && Number.isInteger(parsed.waits) ? parsed.waits : 0;
+    return { keyHash: parsed.turn, token: parsed.token, waits: Math.max(0, Math.min(30, waits)) };
   } catch {
     return undefined;
   }
@@ -192,14 +201,19 @@ export class TaskQueues implements TaskQueuePort {
     );
   }
 
-  async sendTurn(queue: string, priority: Priority, keyHash: string, delaySeconds = 0): Promise<void> {
+  async sendTurn(
+    queue: string,
+    priority: Priority,
+    turn: { readonly keyHash: string; readonly token: string; readonly waits?: number },
+    delaySeconds = 0,
+  ): Promise<void> {
     await this.sqs.send(
       new SendMessageCommand({
         QueueUrl: this.directory.urlFor(queue, priority),
-        MessageBody: encodeTurn(keyHash),
+        MessageBody: encodeTurn(turn),
         DelaySeconds: sqsDelaySeconds(delaySeconds),
         // On an SQS fair queue, a key with a backlog in flight does not delay the others' turns.
-        MessageGroupId: keyHash,
+        MessageGroupId: turn.keyHash,
       }),
     );
   }
@@ -227,7 +241,7 @@ export class TaskQueues implements TaskQueuePort {
       const receiveCount = Number(message.Attributes?.ApproximateReceiveCount ?? 1);
       const turn = decodeTurn(message.Body);
       if (turn) {
-        turns.push({ ...base, keyHash: turn, receiveCount });
+        turns.push({ ...base, ...turn, receiveCount });
         continue;
       }
       const hint = decodeHint(message.Body);

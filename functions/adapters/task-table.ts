@@ -29,6 +29,7 @@ import type {
   TakingBack,
   TaskStore,
   TaskWrite,
+  TurnSlot,
   WrittenPayloads,
 } from '#core/ports/task-store';
 import { shardOf } from '#domain/ids';
@@ -201,6 +202,14 @@ export function taskFromItem(item: Item): Task {
   );
 }
 
+const turnSlotOf = (item: Item): TurnSlot =>
+  definedOnly({
+    token: optionalString(item.turnToken),
+    visibleAt: optionalNumber(item.visibleAt),
+    heldAt: optionalNumber(item.heldAt),
+    lastOfferAt: optionalNumber(item.lastOfferAt),
+  });
+
 function failureOfItem(value: unknown): Task['failureOf'] {
   if (typeof value !== 'object' || value === null) return undefined;
   const { taskId, error } = value as { taskId?: unknown; error?: TaskError };
@@ -369,6 +378,27 @@ export class TaskTable implements TaskStore {
   }
 
   async createUnder(
+    task: Task,
+    dueAt: number,
+    parent: OwnerFence & { readonly taskId: string },
+    now: number,
+  ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
+    // A transaction that overlaps another on the parent's item (the agent's heartbeat, a sibling's submit) is
+    // refused whole, and nothing was written: it is tried again.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.createUnderOnce(task, dueAt, parent, now);
+      } catch (error) {
+        const conflict =
+          error instanceof TransactionCanceledException &&
+          (error.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict');
+        if (!conflict || attempt >= 4) throw error;
+        await sleep(20 * 2 ** attempt);
+      }
+    }
+  }
+
+  private async createUnderOnce(
     task: Task,
     dueAt: number,
     parent: OwnerFence & { readonly taskId: string },
@@ -601,15 +631,36 @@ export class TaskTable implements TaskStore {
     }));
   }
 
-  async takeTurnSlot(laneId: string, now: number, staleBefore: number): Promise<boolean> {
+  async noteOffer(laneId: string, now: number): Promise<TurnSlot> {
+    const e = new Expression();
+    const output = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: laneTurnKey(laneId),
+        UpdateExpression: `SET ${e.n('lastOfferAt')} = ${e.v(now)}`,
+        ReturnValues: 'ALL_NEW',
+        ...e.attributes(),
+      }),
+    );
+    return turnSlotOf(output.Attributes ?? {});
+  }
+
+  async takeTurnSlot(
+    laneId: string,
+    slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
+    replacing: string | undefined,
+  ): Promise<boolean> {
     const e = new Expression();
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: laneTurnKey(laneId),
-          UpdateExpression: `SET ${e.n('turnAt')} = ${e.v(now)}`,
-          ConditionExpression: `attribute_not_exists(${e.n('turnAt')}) OR ${e.n('turnAt')} < ${e.v(staleBefore)}`,
+          UpdateExpression: `SET ${e.n('turnToken')} = ${e.v(slot.token)}, ${e.n('visibleAt')} = ${e.v(slot.visibleAt)}, ${e.n('heldAt')} = ${e.v(slot.now)}`,
+          ConditionExpression:
+            replacing === undefined
+              ? `attribute_not_exists(${e.n('turnToken')})`
+              : `${e.n('turnToken')} = ${e.v(replacing)}`,
           ...e.attributes(),
         }),
       );
@@ -620,28 +671,48 @@ export class TaskTable implements TaskStore {
     }
   }
 
-  async holdTurnSlot(laneId: string, now: number): Promise<void> {
+  async holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
     const e = new Expression();
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: laneTurnKey(laneId),
-        UpdateExpression: `SET ${e.n('turnAt')} = ${e.v(now)}`,
-        ...e.attributes(),
-      }),
-    );
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: laneTurnKey(laneId),
+          UpdateExpression: `SET ${e.n('visibleAt')} = ${e.v(visibleAt)}, ${e.n('heldAt')} = ${e.v(now)}`,
+          ConditionExpression: `${e.n('turnToken')} = ${e.v(token)}`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
-  async freeTurnSlot(laneId: string): Promise<void> {
+  async freeTurnSlot(
+    laneId: string,
+    token: string,
+    quietSince: number,
+  ): Promise<'freed' | 'offered' | 'superseded'> {
     const e = new Expression();
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: laneTurnKey(laneId),
-        UpdateExpression: `REMOVE ${e.n('turnAt')}`,
-        ...e.attributes(),
-      }),
-    );
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: laneTurnKey(laneId),
+          UpdateExpression: `REMOVE ${e.n('turnToken')}, ${e.n('visibleAt')}, ${e.n('heldAt')}`,
+          ConditionExpression: `${e.n('turnToken')} = ${e.v(token)} AND (attribute_not_exists(${e.n('lastOfferAt')}) OR ${e.n('lastOfferAt')} < ${e.v(quietSince)})`,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...e.attributes(),
+        }),
+      );
+      return 'freed';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = error.Item ? unmarshall(error.Item) : {};
+      return current.turnToken === token ? 'offered' : 'superseded';
+    }
   }
 
   async addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined> {
@@ -668,6 +739,8 @@ export class TaskTable implements TaskStore {
         TableName: this.tableName,
         KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(dependentPart(''))})`,
         ProjectionExpression: e.n('dependentId'),
+        // A record written just before the dependency's end must be seen by the reading that end makes.
+        ConsistentRead: true,
         ExclusiveStartKey: startKey,
         Limit: 100,
         ...e.attributes(),
@@ -767,7 +840,8 @@ export class TaskTable implements TaskStore {
           `${e.n('attempt')} = ${e.v(0)}`,
           `${e.n('dueShard')} = ${e.v(dueShardOf(observed.taskId))}`,
         ],
-        remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt')],
+        // An operator's redrive runs the task: a deadline to start that passed is lifted with it.
+        remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt'), e.n('expiresAt')],
         condition: `${statusCondition(e, 'redrive', to.status, observed)} AND ${epochFence(e, observed)}`,
       };
     });

@@ -116,9 +116,19 @@ export async function submitChildren(
   );
   const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));
   const pending: PendingDispatch[] = [];
-  const settled = await Promise.allSettled(
-    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending, fence)) : p)),
-  );
+  // One after another: each child's transaction checks the same parent item, and DynamoDB refuses transactions
+  // on one item that overlap.
+  const settled: PromiseSettledResult<ItemOutcome<{ task: Task; created: boolean }>>[] = [];
+  for (const p of prepared) {
+    settled.push(
+      await Promise.resolve(
+        p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending, fence)) : p,
+      ).then(
+        (value) => ({ status: 'fulfilled' as const, value }),
+        (reason: unknown) => ({ status: 'rejected' as const, reason }),
+      ),
+    );
+  }
   await dispatchMany(ctx, pending, 'submitted');
   return settled.map((outcome) => {
     if (outcome.status === 'rejected') throw outcome.reason;

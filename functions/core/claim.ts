@@ -14,7 +14,7 @@ import { claimOrder } from '#domain/priority';
 import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
-import { dependencyInputs } from './dependencies';
+import { DEPENDENCY_RESULTS_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { expireTask } from './follow-ups';
 import { unpausedQueues } from './queue-controls';
@@ -592,7 +592,12 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
   if (granted.length === 0) return [];
   const [payloads, inputs] = await Promise.all([
     ctx.tasks.getPayloads(granted),
-    Promise.all(granted.map((task) => dependencyInputs(ctx, task))),
+    (async () => {
+      const budget = { bytes: DEPENDENCY_RESULTS_BYTES };
+      const all = [];
+      for (const task of granted) all.push(await dependencyInputs(ctx, task, budget));
+      return all;
+    })(),
   ]);
   const claimed: ClaimedTask[] = [];
   for (const [index, task] of granted.entries()) {

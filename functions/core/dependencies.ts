@@ -181,11 +181,33 @@ export async function recheckWaiting(ctx: SchedulerContext, task: Task): Promise
   await ctx.tasks.lookAgainAt(task, recheckAt(ctx, now, task)).catch(() => undefined);
 }
 
-/** What the claim of a task with dependencies hands its agent: how each ended, results included. */
+/**
+ * Most bytes of dependency results one claim's answer carries: with the payloads (up to 10 of 256 KB) the answer
+ * stays within Lambda's 6 MB. Results past it are left out, marked `resultOmitted`.
+ */
+export const DEPENDENCY_RESULTS_BYTES = 2 * 1024 * 1024;
+
+/**
+ * What the claim of a task with dependencies hands its agent: how each ended, results included while `budget` (the
+ * bytes left for the whole claim) lasts.
+ */
 export async function dependencyInputs(
   ctx: SchedulerContext,
   task: Task,
+  budget: { bytes: number },
 ): Promise<Record<string, DependencyOutcome> | undefined> {
   if (!task.dependencyCount) return undefined;
-  return Object.fromEntries(await ctx.tasks.inputsOf(task.taskId));
+  const inputs = await ctx.tasks.inputsOf(task.taskId);
+  return Object.fromEntries(
+    [...inputs].map(([id, outcome]) => {
+      if (outcome.result === undefined) return [id, outcome];
+      const bytes = Buffer.byteLength(JSON.stringify(outcome.result));
+      if (bytes <= budget.bytes) {
+        budget.bytes -= bytes;
+        return [id, outcome];
+      }
+      const { result: _omitted, ...rest } = outcome;
+      return [id, { ...rest, resultOmitted: true }];
+    }),
+  );
 }

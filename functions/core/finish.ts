@@ -17,7 +17,7 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import type { OwnerFinish } from './ports/task-store';
 import { announceEnd } from './push';
-import { ending, requeueAfter } from './transitions';
+import { ending, requeueAfter, retryInTime } from './transitions';
 
 export interface LeaseRef {
   readonly agentId: string;
@@ -209,7 +209,11 @@ export async function failTask(
     needsTask: true,
     decide: (now, task) => {
       if (!task) throw new Error('fail needs the task');
-      const decision = decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random());
+      const decision = retryInTime(
+        decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random()),
+        now,
+        task,
+      );
       return {
         event: 'fail',
         to: decision.retry ? requeueAfter(ctx, now, decision.delayMs, task) : ending(ctx, now, 'dead', task),

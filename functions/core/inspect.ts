@@ -12,7 +12,7 @@ import { TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES, type Priority } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
-import { isTaskStatus } from '#domain/task-status';
+import { isTaskStatus, TASK_STATUSES } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { type ListPosition, NewestFirst } from './newest-first';
 import { listQueueControls } from './queue-controls';
@@ -63,7 +63,7 @@ export async function listTasks(
     throw new ValidationError('limit: an integer from 1 to 100');
   const { status } = filter;
   if (status !== undefined && !isTaskStatus(status)) {
-    throw new ValidationError(`status: one of queued, leased, succeeded, dead, cancelled`);
+    throw new ValidationError(`status: one of ${TASK_STATUSES.join(', ')}`);
   }
   if (filter.queue !== undefined && !ctx.queues.directory.has(filter.queue)) {
     throw new ValidationError(`queue: ${filter.queue.slice(0, 64)} does not exist`);

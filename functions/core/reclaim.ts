@@ -13,7 +13,7 @@ import { queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
-import { ending, requeueAfter, sendsNow } from './transitions';
+import { ending, requeueAfter, retryInTime, sendsNow } from './transitions';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
 export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';
@@ -37,7 +37,11 @@ export async function reclaimTask(
   // other agent runs the task while the revoked one may still be running it. A session the same agent replaced
   // hands its tasks back at once: it is that agent's own restart.
   const heldUntil = options.reason === 'revoked' ? (options.session?.expiresAt ?? now) : now;
-  const decision = retry.retry ? { ...retry, delayMs: Math.max(retry.delayMs, heldUntil - now) } : retry;
+  const decision = retryInTime(
+    retry.retry ? { ...retry, delayMs: Math.max(retry.delayMs, heldUntil - now) } : retry,
+    now,
+    task,
+  );
   const written = await ctx.tasks.takeBack(
     task,
     {

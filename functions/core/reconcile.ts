@@ -202,7 +202,13 @@ async function whenToSend(
   if (waited < ctx.settings.reconcileAfterSeconds * 1_000)
     return { resend: false, lookAt: task.dispatchedAt + look };
   const patience = look * BACKLOG_PATIENCE;
-  if (waited >= patience || !(await backlogged(task.queue, task.priority))) return { resend: true };
+  // A keyed task's lane has one turn in line, which its slot dates: whether it is lost is the slot's to say.
+  if (
+    waited >= patience ||
+    task.concurrencyKey !== undefined ||
+    !(await backlogged(task.queue, task.priority))
+  )
+    return { resend: true };
   // Still in line, perhaps: look again when it has waited twice as long, and send at the latest at `patience`.
   return { resend: false, lookAt: task.dispatchedAt + Math.min(2 * waited, patience) };
 }
@@ -240,7 +246,8 @@ async function reconcileTask(
   }
   // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale. A
   // keyed task's lane gets a turn in line, whatever its slot says (the turn may be what was lost).
-  if (task.concurrencyKey !== undefined) await offerTurn(ctx, task, delayMs / 1_000, { force: true });
+  if (task.concurrencyKey !== undefined)
+    await offerTurn(ctx, task, delayMs / 1_000, { staleAfterMs: ctx.settings.reconcileAfterSeconds * 1_000 });
   else
     await ctx.queues.send(
       task.queue,

@@ -2,6 +2,7 @@
  * Where a transition leaves a task, in time: when a requeued task may be claimed and looked at again, and when
  * a finished one may be purged. The store turns these into the record's attributes.
  */
+import type { RetryDecision } from '#domain/retry-policy';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
@@ -58,4 +59,17 @@ export function ending<Status extends Ending['status']>(
   return status === 'dead' && task?.hasOnFailure
     ? { status, purgeAt, followUpAt: now + ctx.settings.reconcileAfterSeconds * 1_000 }
     : { status, purgeAt };
+}
+
+/**
+ * A retry that could not start before the task's deadline to start is no retry: the task dies now (its `onFailure`
+ * runs) rather than wait in line to expire.
+ */
+export function retryInTime(
+  decision: RetryDecision,
+  now: number,
+  task: Pick<Task, 'expiresAt'>,
+): RetryDecision {
+  if (!decision.retry || task.expiresAt === undefined) return decision;
+  return now + decision.delayMs < task.expiresAt ? decision : { retry: false, reason: 'deadlinePassed' };
 }

@@ -1,19 +1,24 @@
 /**
  * Turns: how the tasks of keyed lanes (see `#domain/lanes`) reach claims.
  *
- * - **Offering** a turn: a keyed task that becomes claimable takes its lane's turn slot (a conditional write on the
- *   lane's turn item) and, if it got it, puts one turn in line in its tier's SQS queue. A lane whose turn is already
- *   in line sends nothing more: however deep its backlog, the lane is one message in line.
- * - **Taking** a turn: a claim that receives a turn reads the lane's oldest claimable tasks (up to what it can
- *   take, and what the key's `perKeyConcurrency` leaves room for) and grants them as it grants hinted tasks.
- * - **Passing** it on: the turn goes back to the end of the line if the lane has more (a new message, sent before
- *   the old one is deleted); a lane found empty frees its slot, then looks once more, so that a task that found the
- *   slot taken just before it was freed is not stranded.
+ * Each lane has a turn slot (an item of the tasks table) naming the one turn in line, by a token, and when it is
+ * visible. Every message of a lane carries its token, and only the turn the slot names lives: any other (a
+ * duplicate SQS delivered, one a crash left behind, one the supervisor replaced) is deleted when received. So however
+ * deep its backlog and whatever went wrong, a lane is at most one live message in line.
+ *
+ * - **Offering**: a keyed task that becomes claimable records the offer on the slot (one write) and, if no live turn
+ *   is in line early enough for it, puts a new one in line (a conditional write on the token it saw, then the send).
+ *   A turn not passed on for a while is taken for lost and replaced: after `TURN_SLOT_STALE_MS` by a new task, after
+ *   `reconcileAfterSeconds` by the supervisor, for a task of the lane left waiting past its due time.
+ * - **Taking**: a claim that receives turns takes an equal share of each lane's oldest claimable tasks and grants
+ *   them as it grants hinted tasks, under the key's `perKeyConcurrency`.
+ * - **Passing on**: the turn goes back to the end of the line (a new message, sent before the old one is deleted)
+ *   if the lane has more; a key at its limit has its turn back later, waiting longer each time. A lane found empty
+ *   frees its slot only if no task was offered in the last `OFFER_QUIET_MS`: the index the lane is read from lags
+ *   its table a moment, and a task offered just before the slot was freed must not be left without a turn.
  *
  * So a key waits at most one turn of each other key in line before its next turn: key B's 20 tasks behind key A's
- * 5,000 are claimed within B's first turns, not after A's backlog. A turn lost anyway (a message dropped, a crash
- * between the slot and the send) is offered again when a task of the lane comes due in `reconcile`, which puts a
- * turn in line whatever the slot says; and a slot unrefreshed for `TURN_SLOT_STALE_MS` is taken by the next task.
+ * 5,000 are claimed within B's first turns, not after A's backlog.
  */
 import { errorName } from '#domain/errors';
 import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
@@ -24,30 +29,49 @@ import type { SchedulerContext } from './context';
 import type { QueueControl } from './queue-controls';
 import { admit } from './queue-limits';
 
-/** A turn slot not refreshed this long is taken by the next task of its lane: its turn may be lost. */
+/** A turn not passed on this long is taken for lost by the next task of its lane, which replaces it. */
 export const TURN_SLOT_STALE_MS = 5 * 60_000;
 
-/** Seconds a turn waits before it is looked at again when its key is at its `perKeyConcurrency`. */
-const KEY_FULL_RETRY_SECONDS = 1;
+/** A lane found empty keeps its turn while a task was offered this recently: the index may not show it yet. */
+export const OFFER_QUIET_MS = 3_000;
+
+/** How long a key at its limit waits before its turn looks again: doubling from 1 s, up to 30 s. */
+const keyFullWaitSeconds = (waits: number): number => Math.min(30, 2 ** Math.min(5, waits));
 
 const secondsUntil = (at: number, now: number): number => Math.max(0, at - now) / 1_000;
 
+const newTurnToken = (): string => globalThis.crypto.randomUUID().replaceAll('-', '');
+
 /**
- * Puts the task's lane's turn in line unless it is there already. `force`: put one in line whatever the slot says
- * (the supervisor, for a task left waiting past its due time). Nothing for a task without a key.
+ * A task of the lane became claimable (after `delaySeconds`): puts a turn in line unless a live one is there, visible
+ * early enough. `staleAfterMs`: a turn not passed on for this long is taken for lost (the supervisor passes its own,
+ * shorter). Nothing for a task without a key.
  */
 export async function offerTurn(
   ctx: SchedulerContext,
   task: Pick<Task, 'queue' | 'priority' | 'concurrencyKey'>,
   delaySeconds: number,
-  options: { force?: boolean } = {},
-): Promise<void> {
+  options: { staleAfterMs?: number } = {},
+): Promise<boolean> {
   const lane = laneOf(task);
-  if (!lane) return;
+  if (!lane) return false;
   const now = ctx.now();
-  if (options.force) await ctx.tasks.holdTurnSlot(lane.laneId, now);
-  else if (!(await ctx.tasks.takeTurnSlot(lane.laneId, now, now - TURN_SLOT_STALE_MS))) return;
-  await ctx.queues.sendTurn(task.queue, task.priority, lane.keyHash, delaySeconds);
+  const visibleAt = now + delaySeconds * 1_000;
+  const slot = await ctx.tasks.noteOffer(lane.laneId, now);
+  const live =
+    slot.token !== undefined && (slot.heldAt ?? 0) > now - (options.staleAfterMs ?? TURN_SLOT_STALE_MS);
+  // A live turn visible in time serves this task too; one held back for a later task does not.
+  if (live && (slot.visibleAt ?? 0) <= visibleAt + 1_000) return false;
+  const token = newTurnToken();
+  if (!(await ctx.tasks.takeTurnSlot(lane.laneId, { token, visibleAt, now }, slot.token))) return false;
+  try {
+    await ctx.queues.sendTurn(task.queue, task.priority, { keyHash: lane.keyHash, token }, delaySeconds);
+  } catch (error) {
+    // Not in line after all: the slot is let go, so the next offer (the supervisor's, for this task) puts one in.
+    await ctx.tasks.freeTurnSlot(lane.laneId, token, Number.MAX_SAFE_INTEGER).catch(() => undefined);
+    throw error;
+  }
+  return true;
 }
 
 /** A key's concurrency control, kept as a queue control of its own (`<queue>/key/<keyHash>`). */
@@ -65,6 +89,8 @@ export interface TakenTurn {
   readonly hints: ReceivedHint[];
   /** The lane has claimable tasks beyond those taken. */
   readonly more: boolean;
+  /** A second turn of a lane in one claim: it only goes. */
+  readonly duplicate?: boolean;
 }
 
 /** A stand-in hint has no message: it is neither deleted nor handed back. */
@@ -90,7 +116,7 @@ export async function takeTurns(
     const laneId = laneIdOf(turn.queue, turn.priority, turn.keyHash);
     // A second turn of one lane (a duplicate) only goes; a turn the claim has no room for goes back in line.
     if (seen.has(laneId) || left <= 0) {
-      taken.push({ turn, laneId, hints: [], more: !seen.has(laneId) });
+      taken.push({ turn, laneId, hints: [], more: true, duplicate: seen.has(laneId) });
       continue;
     }
     seen.add(laneId);
@@ -171,31 +197,33 @@ export async function passTurns(
 
 async function passTurn(
   ctx: SchedulerContext,
-  { turn, laneId, more, full }: TakenTurn & { readonly full: boolean },
+  { turn, laneId, more, full, duplicate }: TakenTurn & { readonly full: boolean },
 ): Promise<void> {
   const now = ctx.now();
-  const send = (readyAt: number) =>
-    ctx.queues.sendTurn(turn.queue, turn.priority, turn.keyHash, secondsUntil(readyAt, now));
-  if (full) {
-    // The key runs as many as it may: its turn comes back in a moment (a new message: one handed back again and
-    // again would end in the dead-letter queue).
-    await ctx.tasks.holdTurnSlot(laneId, now);
-    await send(now + KEY_FULL_RETRY_SECONDS * 1_000);
+  const again = async (visibleAt: number, waits = 0) => {
+    // Only the turn the slot names goes back in line; any other was a duplicate, or replaced.
+    if (await ctx.tasks.holdTurnSlot(laneId, turn.token, visibleAt, now)) {
+      await ctx.queues.sendTurn(
+        turn.queue,
+        turn.priority,
+        { keyHash: turn.keyHash, token: turn.token, waits },
+        secondsUntil(visibleAt, now),
+      );
+    }
+  };
+  if (duplicate) {
+    // Nothing: the lane's other turn in this claim is passed on.
+  } else if (full) {
+    // The key runs as many as it may: its turn comes back later, a little later each time in a row (a new
+    // message: one handed back again and again would end in the dead-letter queue).
+    await again(now + keyFullWaitSeconds(turn.waits) * 1_000, turn.waits + 1);
   } else if (more) {
-    await ctx.tasks.holdTurnSlot(laneId, now);
-    await send(now);
+    await again(now);
   } else {
     const [next] = await ctx.tasks.laneTasks(laneId, undefined, 1);
-    if (next) {
-      await ctx.tasks.holdTurnSlot(laneId, now);
-      await send(next.readyAt);
-    } else {
-      await ctx.tasks.freeTurnSlot(laneId);
-      // A task that found the slot taken just before it was freed sent no turn: look once more.
-      const [late] = await ctx.tasks.laneTasks(laneId, undefined, 1);
-      if (late && (await ctx.tasks.takeTurnSlot(laneId, now, now - TURN_SLOT_STALE_MS)))
-        await send(late.readyAt);
-    }
+    if (next) await again(next.readyAt);
+    else if ((await ctx.tasks.freeTurnSlot(laneId, turn.token, now - OFFER_QUIET_MS)) === 'offered')
+      await again(now + OFFER_QUIET_MS);
   }
   await ctx.queues.delete([turn]);
 }

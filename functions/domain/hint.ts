@@ -30,6 +30,10 @@ export interface ReceivedTurn {
   readonly queue: string;
   readonly priority: Priority;
   readonly keyHash: string;
+  /** Names this turn in its lane's slot: a turn whose token the slot no longer holds is a duplicate, and goes. */
+  readonly token: string;
+  /** Times in a row it found its key at its limit: its next look waits longer. */
+  readonly waits: number;
   readonly receiptHandle: string;
   readonly messageId: string;
   readonly receiveCount: number;

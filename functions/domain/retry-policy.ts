@@ -33,7 +33,7 @@ export function backoffDelayMs(attempt: number, policy: RetryPolicy, random: num
 
 export type RetryDecision =
   | { readonly retry: true; readonly delayMs: number }
-  | { readonly retry: false; readonly reason: 'maxAttemptsReached' | 'notRetryable' };
+  | { readonly retry: false; readonly reason: 'maxAttemptsReached' | 'notRetryable' | 'deadlinePassed' };
 
 /**
  * Decide what follows a failed attempt. `attempt` is the number of the attempt that just failed (1 for the

@@ -118,8 +118,12 @@ const runShape = {
   concurrencyKey: printableNameSchema(CONCURRENCY_KEY_CHARS).optional(),
 };
 
-/** A task submitted on another's behalf (its `onFailure`): its own name and follow-ups are the scheduler's. */
-export const followUpSpecSchema = z.strictObject(runShape);
+/**
+ * A task submitted on another's behalf (its `onFailure`): its own name and follow-ups are the scheduler's, and its
+ * deadline, if any, counts from when it is submitted (`ttlSeconds`): a moment fixed now could pass before it is.
+ */
+const { expiresAt: _fixedMoment, ...followUpShape } = runShape;
+export const followUpSpecSchema = z.strictObject(followUpShape);
 
 export const taskSpecSchema = z.strictObject({
   ...runShape,
@@ -186,9 +190,6 @@ export function parseTaskSpec(input: unknown): TaskSpec {
   }
   if (spec.onFailure && spec.onFailure.backoffMaxSeconds < spec.onFailure.backoffBaseSeconds) {
     throw new ValidationError('onFailure.backoffMaxSeconds: must be at least backoffBaseSeconds');
-  }
-  if (spec.onFailure && spec.onFailure.ttlSeconds !== undefined && spec.onFailure.expiresAt !== undefined) {
-    throw new ValidationError('onFailure.expiresAt: give expiresAt or ttlSeconds, not both');
   }
   if (spec.onDependencyFailure !== undefined && spec.dependsOn === undefined) {
     throw new ValidationError('onDependencyFailure: only with dependsOn');

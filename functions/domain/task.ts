@@ -93,6 +93,8 @@ export interface Task {
 export interface DependencyOutcome {
   readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   readonly result?: unknown;
+  /** The result did not fit the claim's answer (see `DEPENDENCY_RESULTS_BYTES`); the dependency's record has it. */
+  readonly resultOmitted?: true;
   readonly error?: TaskError;
 }
 

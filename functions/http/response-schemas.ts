@@ -40,6 +40,7 @@ const failureOf = z.looseObject({ taskId, error: taskError.optional() });
 const dependencyOutcome = z.looseObject({
   status: z.enum(['succeeded', 'dead', 'cancelled', 'expired']),
   result: jsonValueSchema.optional(),
+  resultOmitted: z.literal(true).optional().describe('The result did not fit the claim’s answer.'),
   error: taskError.optional(),
 });
 

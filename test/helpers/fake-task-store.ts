@@ -204,7 +204,7 @@ export class FakeTaskStore implements Port.TaskStore {
     });
   }
 
-  private readonly turnSlots = new Map<string, number>();
+  private readonly turnSlots = new Map<string, Port.TurnSlot>();
 
   async laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<Port.LaneEntry[]> {
     return [...this.records.values()]
@@ -216,19 +216,47 @@ export class FakeTaskStore implements Port.TaskStore {
       .slice(0, limit);
   }
 
-  async takeTurnSlot(laneId: string, now: number, staleBefore: number): Promise<boolean> {
-    const at = this.turnSlots.get(laneId);
-    if (at !== undefined && at >= staleBefore) return false;
-    this.turnSlots.set(laneId, now);
+  async noteOffer(laneId: string, now: number): Promise<Port.TurnSlot> {
+    const slot = { ...this.turnSlots.get(laneId), lastOfferAt: now };
+    this.turnSlots.set(laneId, slot);
+    return { ...slot };
+  }
+
+  async takeTurnSlot(
+    laneId: string,
+    slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
+    replacing: string | undefined,
+  ): Promise<boolean> {
+    const current = this.turnSlots.get(laneId) ?? {};
+    if (current.token !== replacing) return false;
+    this.turnSlots.set(laneId, {
+      ...current,
+      token: slot.token,
+      visibleAt: slot.visibleAt,
+      heldAt: slot.now,
+    });
     return true;
   }
 
-  async holdTurnSlot(laneId: string, now: number): Promise<void> {
-    this.turnSlots.set(laneId, now);
+  async holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
+    const current = this.turnSlots.get(laneId) ?? {};
+    if (current.token !== token) return false;
+    this.turnSlots.set(laneId, { ...current, visibleAt, heldAt: now });
+    return true;
   }
 
-  async freeTurnSlot(laneId: string): Promise<void> {
-    this.turnSlots.delete(laneId);
+  async freeTurnSlot(
+    laneId: string,
+    token: string,
+    quietSince: number,
+  ): Promise<'freed' | 'offered' | 'superseded'> {
+    const current = this.turnSlots.get(laneId) ?? {};
+    if (current.token !== token) return 'superseded';
+    if (current.lastOfferAt !== undefined && current.lastOfferAt >= quietSince) return 'offered';
+    this.turnSlots.set(laneId, {
+      ...(current.lastOfferAt === undefined ? {} : { lastOfferAt: current.lastOfferAt }),
+    });
+    return 'freed';
   }
 
   async addDependent(taskId: string, dependentId: string): Promise<Task | undefined> {
@@ -296,6 +324,7 @@ export class FakeTaskStore implements Port.TaskStore {
       const next = r.task as Mutable<Task>;
       next.attempt = 0;
       delete next.finishedAt;
+      delete next.expiresAt;
       delete r.purgeAt;
       return true;
     });

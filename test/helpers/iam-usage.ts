@@ -10,7 +10,7 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stack } from 'aws-cdk-lib';
-import type { TableNames } from '#adapters/tables';
+import { DUE_INDEX, LANE_INDEX, LISTED_INDEX, type TableNames } from '#adapters/tables';
 import type { QueueDirectory } from '#adapters/task-queues';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { PRIORITIES } from '#domain/priority';
@@ -217,8 +217,8 @@ export function grantedUses(stack: AgentSchedulerStack, template: CloudFormation
   for (const [name, table] of Object.entries(scheduler.tables) as [string, { tableArn: string }][]) {
     if (typeof table === 'object' && table && 'tableArn' in table) {
       kindOf(table.tableArn, `table:${name}`);
-      kindOf(`${table.tableArn}/index/due`, `table:${name}/index/due`);
-      kindOf(`${table.tableArn}/index/listed`, `table:${name}/index/listed`);
+      for (const index of [DUE_INDEX, LISTED_INDEX, LANE_INDEX])
+        kindOf(`${table.tableArn}/index/${index}`, `table:${name}/index/${index}`);
     }
   }
   for (const queues of scheduler.queues.values()) {

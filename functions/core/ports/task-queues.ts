@@ -36,7 +36,12 @@ export interface TaskQueuePort {
     hints: readonly { queue: string; priority: Priority; hint: DispatchHint; delaySeconds: number }[],
   ): Promise<DispatchHint[]>;
   /** Puts a lane's turn in line, visible after `delaySeconds`; its `MessageGroupId` is the key's hash. */
-  sendTurn(queue: string, priority: Priority, keyHash: string, delaySeconds?: number): Promise<void>;
+  sendTurn(
+    queue: string,
+    priority: Priority,
+    turn: { readonly keyHash: string; readonly token: string; readonly waits?: number },
+    delaySeconds?: number,
+  ): Promise<void>;
   receive(
     queue: string,
     priority: Priority,

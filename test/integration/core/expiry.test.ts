@@ -226,6 +226,29 @@ describe('onFailure', () => {
     expect(listed.tasks.filter((t) => t.failureOf?.taskId === task.taskId)).toHaveLength(1);
   });
 
+  it('a retry that could not start before the deadline is no retry: the task dies and its onFailure runs', async () => {
+    const { scheduler } = stack;
+    const { task } = await scheduler.submit({
+      queue: 'work',
+      payload: {},
+      ttlSeconds: 30,
+      maxAttempts: 5,
+      backoffBaseSeconds: 120,
+      onFailure: { queue: 'cleanup', payload: {} },
+    });
+    const agent = await startAgent(scheduler, { queues: ['work'] });
+    const [claimed] = await claimUntil(scheduler, agent, 1, 3_000);
+    const failed = await scheduler.fail(
+      { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+      { message: 'try later', retryable: true },
+    );
+    // The backoff (about two minutes) ends after the 30 s deadline: dead now, not expired later.
+    expect(failed.task).toMatchObject({ status: 'dead', error: { message: 'try later' } });
+    expect((await scheduler.getTask(onFailureTaskIdOf(task.taskId))).status).toBe('queued');
+    // Redriven, the task runs whatever its deadline said.
+    expect((await scheduler.redrive(task.taskId)).expiresAt).toBeUndefined();
+  });
+
   it('refuses an onFailure to a queue that does not exist, before writing anything', async () => {
     await expect(
       stack.scheduler.submit({ queue: 'work', payload: {}, onFailure: { queue: 'nowhere', payload: {} } }),
