@@ -45,6 +45,8 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Frames reach connections through API Gateway’s management API (PostToConnection) only in AWS; locally the push server writes to its sockets itself, and tests record frames with a sender of their own.',
   'agentApi|dynamodb:DeleteItem|table:connections':
     'Forgets a connection API Gateway answered 410 for, after a wake; the same code as the operator API’s, which the push suite runs (a gone listener woken by a submission).',
+  'scheduleFire|dynamodb:Query|table:tasks':
+    'Tells the dependents of an earlier occurrence’s task that `cancelOther` cancelled; the same code as the operator API’s cancel, which the dependency suite runs (a cancelled dependency cancels its dependent).',
   'supervisor|dynamodb:GetItem|table:connections':
     'Reads a connection found gone after a wake, or the connection a role’s new holder listens on after a sweep’s hand-over; the suites run both through the agent and operator APIs.',
   'supervisor|dynamodb:DeleteItem|table:connections':

@@ -156,6 +156,25 @@ describe('dependencies', () => {
     expect((await scheduler.getTask(dependent.taskId)).status).toBe('queued');
   });
 
+  it('a dependency cancelled by an operator, or expired at the supervisor’s pass, cancels its dependents', async () => {
+    const { scheduler, clock } = stack;
+    const cancelled = await submit({ delaySeconds: 3_600 });
+    const first = await submit({ dependsOn: [cancelled.taskId] });
+    await scheduler.cancel(cancelled.taskId);
+    expect(await scheduler.getTask(first.taskId)).toMatchObject({
+      status: 'cancelled',
+      failedDependency: cancelled.taskId,
+    });
+    const expiring = await submit({ ttlSeconds: 30 });
+    const second = await submit({ dependsOn: [expiring.taskId] });
+    clock.advance(31_000);
+    expect((await scheduler.reconcile()).expired).toContain(expiring.taskId);
+    expect(await scheduler.getTask(second.taskId)).toMatchObject({
+      status: 'cancelled',
+      error: { message: `dependency ${expiring.taskId} ended expired` },
+    });
+  });
+
   it('a waiting task can be cancelled, and expires by its deadline like a queued one', async () => {
     const { scheduler, clock } = stack;
     const blocker = await submit({ delaySeconds: 3_600 });

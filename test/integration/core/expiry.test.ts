@@ -1,6 +1,7 @@
 /**
  * Expiry (a deadline to start) and `onFailure` (a task submitted once when another dies), on the emulators.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '#domain/errors';
 import { onFailureTaskIdOf } from '#domain/ids';
@@ -247,6 +248,32 @@ describe('onFailure', () => {
     expect((await scheduler.getTask(onFailureTaskIdOf(task.taskId))).status).toBe('queued');
     // Redriven, the task runs whatever its deadline said.
     expect((await scheduler.redrive(task.taskId)).expiresAt).toBeUndefined();
+  });
+
+  it('an onFailure with a large payload goes to the payload bucket like any other', async () => {
+    const withBucket = await createTestStack({ queues: ['work', 'cleanup'], payloadBucket: true });
+    try {
+      const { scheduler } = withBucket;
+      // Random text: it does not deflate below the bucket's threshold.
+      const big = randomBytes(30 * 1024).toString('base64');
+      const { task } = await scheduler.submit({
+        queue: 'work',
+        payload: {},
+        maxAttempts: 1,
+        onFailure: { queue: 'cleanup', payload: { big } },
+      });
+      const agent = await startAgent(scheduler, { queues: ['work', 'cleanup'] });
+      const [claimed] = await claimUntil(scheduler, agent, 1, 3_000);
+      await scheduler.fail(
+        { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+        { message: 'no', retryable: false },
+      );
+      expect((await scheduler.getTask(onFailureTaskIdOf(task.taskId))).payloadInObject).toBe(true);
+      const [compensation] = await claimUntil(scheduler, agent, 1, 3_000);
+      expect(compensation?.payload).toEqual({ big });
+    } finally {
+      await withBucket.destroy();
+    }
   });
 
   it('refuses an onFailure to a queue that does not exist, before writing anything', async () => {
