@@ -645,41 +645,41 @@ export class TaskTable implements TaskStore {
     return turnSlotOf(output.Attributes ?? {});
   }
 
-  async takeTurnSlot(
+  takeTurnSlot(
     laneId: string,
     slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
     replacing: string | undefined,
   ): Promise<boolean> {
-    const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: laneTurnKey(laneId),
-          UpdateExpression: `SET ${e.n('turnToken')} = ${e.v(slot.token)}, ${e.n('visibleAt')} = ${e.v(slot.visibleAt)}, ${e.n('heldAt')} = ${e.v(slot.now)}`,
-          ConditionExpression:
-            replacing === undefined
-              ? `attribute_not_exists(${e.n('turnToken')})`
-              : `${e.n('turnToken')} = ${e.v(replacing)}`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return this.writeTurnSlot(laneId, (e) => ({
+      set: `SET ${e.n('turnToken')} = ${e.v(slot.token)}, ${e.n('visibleAt')} = ${e.v(slot.visibleAt)}, ${e.n('heldAt')} = ${e.v(slot.now)}`,
+      condition:
+        replacing === undefined
+          ? `attribute_not_exists(${e.n('turnToken')})`
+          : `${e.n('turnToken')} = ${e.v(replacing)}`,
+    }));
   }
 
-  async holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
+  holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
+    return this.writeTurnSlot(laneId, (e) => ({
+      set: `SET ${e.n('visibleAt')} = ${e.v(visibleAt)}, ${e.n('heldAt')} = ${e.v(now)}`,
+      condition: `${e.n('turnToken')} = ${e.v(token)}`,
+    }));
+  }
+
+  /** One conditional write of a lane's turn slot: true if its condition held. */
+  private async writeTurnSlot(
+    laneId: string,
+    build: (e: Expression) => { set: string; condition: string },
+  ): Promise<boolean> {
     const e = new Expression();
+    const { set, condition } = build(e);
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: laneTurnKey(laneId),
-          UpdateExpression: `SET ${e.n('visibleAt')} = ${e.v(visibleAt)}, ${e.n('heldAt')} = ${e.v(now)}`,
-          ConditionExpression: `${e.n('turnToken')} = ${e.v(token)}`,
+          UpdateExpression: set,
+          ConditionExpression: condition,
           ...e.attributes(),
         }),
       );
