@@ -6,9 +6,8 @@ import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
-import { releaseDependents } from './dependencies';
+import { tellOfEnd } from './dependencies';
 import { emit } from './events';
-import { announceEnd } from './push';
 import { ending } from './transitions';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
@@ -26,8 +25,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
         .catch(() => undefined);
     }
-    await announceEnd(ctx, written.task);
-    await releaseDependents(ctx, written.task);
+    await tellOfEnd(ctx, written.task);
     await emit(ctx, [
       {
         type: 'task.cancelled',

@@ -109,7 +109,8 @@ async function cancelForDependency(ctx: SchedulerContext, dependent: Task, depen
     error,
   });
   if (!written.ok) return;
-  await announceEnd(ctx, written.task);
+  // Its own dependents follow, in turn.
+  await tellOfEnd(ctx, written.task);
   await emit(ctx, [
     {
       type: 'task.cancelled',
@@ -120,8 +121,12 @@ async function cancelForDependency(ctx: SchedulerContext, dependent: Task, depen
       },
     },
   ]);
-  // Its own dependents follow, in turn.
-  await releaseDependents(ctx, written.task);
+}
+
+/** What every end of a task is followed by: the connections watching it are told, and so are its dependents. */
+export async function tellOfEnd(ctx: SchedulerContext, task: Task): Promise<void> {
+  await announceEnd(ctx, task);
+  await releaseDependents(ctx, task);
 }
 
 /**

@@ -12,11 +12,10 @@ import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
-import { releaseDependents } from './dependencies';
+import { tellOfEnd } from './dependencies';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import type { OwnerFinish } from './ports/task-store';
-import { announceEnd } from './push';
 import { ending, requeueAfter, retryInTime } from './transitions';
 
 export interface LeaseRef {
@@ -75,10 +74,7 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
         if (status === 'dead') {
           await recordDeath(ctx, written.task, written.task.error?.message ?? 'failed', lease.agentId);
         }
-        if (status === 'succeeded') {
-          await announceEnd(ctx, written.task);
-          await releaseDependents(ctx, written.task);
-        }
+        if (status === 'succeeded') await tellOfEnd(ctx, written.task);
         // A task that succeeded never runs again: its S3 payload can go now rather than at the bucket's expiry.
         if (status === 'succeeded' && written.task.payloadInObject) {
           await ctx.tasks.deletePayloadObject(written.task).catch((error: unknown) =>

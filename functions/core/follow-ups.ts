@@ -9,9 +9,8 @@ import { errorName, IdempotencyConflictError, ValidationError } from '#domain/er
 import { onFailureKeyOf } from '#domain/ids';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
-import { releaseDependents } from './dependencies';
+import { tellOfEnd } from './dependencies';
 import { emit } from './events';
-import { announceEnd } from './push';
 import { submitTask } from './submit';
 import { ending } from './transitions';
 
@@ -22,8 +21,7 @@ export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boo
   if (task.status !== 'queued' && task.status !== 'waiting') return false;
   const written = await ctx.tasks.expire(task, ending(ctx, now, 'expired'), now);
   if (!written.ok) return false;
-  await announceEnd(ctx, written.task);
-  await releaseDependents(ctx, written.task);
+  await tellOfEnd(ctx, written.task);
   await emit(ctx, [
     {
       type: 'task.expired',
