@@ -34,6 +34,14 @@ module.exports = {
       from: { path: '^sdk/' },
       to: { path: ['^functions/', '^infra/', '^node_modules/'] },
     },
+    {
+      name: 'console-page-stands-alone',
+      severity: 'error',
+      comment:
+        'The console page runs in a browser: it is bundled from its own files, with no package and no server code.',
+      from: { path: '^console/app/' },
+      to: { pathNot: '^console/app/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -62,7 +62,7 @@ export function describeSource(connection: Pick<EndpointOrigin, 'source' | 'loca
   return connection.localFile ?? 'local.json';
 }
 
-const isLoopback = (endpoint: string) => {
+export const isLoopbackEndpoint = (endpoint: string) => {
   const host = URL.canParse(endpoint) ? new URL(endpoint).hostname : '';
   return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
 };
@@ -86,7 +86,7 @@ export function unreachableMessage(
         ? REASONS[code]
         : (error.cause instanceof Error && (error.cause.cause as Error | undefined)?.message) ||
           error.message;
-  const local = connection.source === 'local.json' || isLoopback(connection.endpoint);
+  const local = connection.source === 'local.json' || isLoopbackEndpoint(connection.endpoint);
   const hint = local
     ? 'Is `agent-scheduler dev` (or `npm start`) running?'
     : error.code === 'Timeout'

@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AgentSchedulerError } from '#sdk/errors';
 import { agentCommands } from './commands/agents';
+import { consoleCommand } from './commands/console';
 import { devCommand } from './commands/dev';
 import { queueCommands } from './commands/queues';
 import { scheduleCommands } from './commands/schedules';
@@ -87,6 +88,7 @@ export function buildProgram(cli: Cli): Command {
   scheduleCommands(program, cli);
   program.commandsGroup('Local:');
   devCommand(program, cli);
+  consoleCommand(program, cli);
   program.commandsGroup('Help:');
   program.helpCommand('help [command]', 'show the help of a command');
 

@@ -9,13 +9,19 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Sha256 } from '@aws-crypto/sha256-js';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { LocalEventFeed } from '#adapters/event-publishers';
+import { loadConsoleAssets } from '#console/assets';
+import { consoleGateway, loginCodeLine } from '#console/gateway';
+import { bearerUpstream, signedUpstream } from '#console/upstream';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { Scheduler } from '#core/scheduler';
 import { type NumberSetting, outOfBounds, SETTINGS } from '#domain/settings';
 import { queueNameSchema } from '#domain/task-spec';
+import { awsSigV4 } from '#sdk/sigv4';
 import { createContext } from '#wiring/context';
 import type { TaskScheduleProps } from '../infra/task-schedule';
 import { localDynamoDbClient, localSqsClient } from './emulators/clients';
@@ -201,7 +207,34 @@ export async function startDevStack(
       ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
       : {};
   const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
+  // The console at /: its requests reach the API as the CLI's do, with the operator token or signed.
+  const upstream = iam
+    ? signedUpstream(
+        awsSigV4(
+          new SignatureV4({
+            service: 'execute-api',
+            region: iam.region,
+            credentials: iam.credentials,
+            sha256: Sha256,
+          }),
+        ),
+      )
+    : bearerUpstream(operatorToken);
+  const assets = await loadConsoleAssets();
+  let loginCode = '';
   const server = await startLocalServer({
+    console: (url) =>
+      consoleGateway({
+        mode: 'local',
+        endpoint: url,
+        events: 'poll',
+        assets,
+        upstream,
+        onCode: (code, why) => {
+          loginCode = code;
+          if (why !== 'start') console.log(loginCodeLine(code, why));
+        },
+      }),
     scheduler,
     agents: scheduler.ctx.agents,
     operatorToken,
@@ -262,6 +295,7 @@ agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.
   restored hints:  ${restored.redispatched.length} (in ${restoreMs} ms, while serving)
   leases:          ${settings.leaseTtlSeconds} s, heartbeat every ${settings.heartbeatIntervalSeconds} s
   events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
+  console:         ${server.url}/  login code ${loginCode} (single use: a new one is printed once it is used)
   endpoint and operator credentials are in ${localFile}
 
 Next: npx agent-scheduler agents create --name worker-1 --queue ${definition.queues[0]}

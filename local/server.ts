@@ -4,13 +4,20 @@
  * token standing in for IAM on operator routes.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
 import type { AgentTable } from '#adapters/agent-table';
 import type { LocalEventFeed } from '#adapters/event-publishers';
 import { authenticateAgent } from '#core/auth';
 import type { SchedulerLog } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
 import { bearerToken } from '#domain/agent-token';
+import type { ConsoleGateway } from '../console/gateway';
 import { agentOperations } from '../functions/http/agent-operations';
 import {
   type AgentRateLimit,
@@ -55,6 +62,8 @@ export interface LocalServerOptions {
   readonly authorizerCacheTtlMs?: number;
   /** Serves the push channel at `/v1/push` with this sender (the scheduler's context must use it too). */
   readonly push?: LocalPushSender;
+  /** Serves the web console at `/` and `/console/`: the gateway made once the server's URL is known. */
+  readonly console?: (serverUrl: string) => ConsoleGateway;
   /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
   readonly onRequest?: (request: { operation: string; statusCode: number; durationMs: number }) => void;
 }
@@ -89,7 +98,7 @@ const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
  * Reads the body, keeping nothing past the limit. The rest is still read (and dropped), up to a bound, so the
  * client gets its 413 instead of a reset connection.
  */
-async function readBody(request: IncomingMessage): Promise<{ body: string; tooLarge: boolean }> {
+export async function readBody(request: IncomingMessage): Promise<{ body: string; tooLarge: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
@@ -221,6 +230,56 @@ export function localRequestHandler(
   };
 }
 
+/** One request to the console's gateway, answered on its socket. */
+export function answerConsole(
+  gateway: ConsoleGateway,
+  request: IncomingMessage,
+  response: ServerResponse,
+  log: SchedulerLog,
+): void {
+  readBody(request)
+    .then(({ body, tooLarge }) => {
+      if (tooLarge) {
+        response.writeHead(413, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({
+            error: {
+              code: 'PayloadTooLarge',
+              message: `the request body is larger than ${MAX_BODY_BYTES} bytes`,
+            },
+          }),
+        );
+        return;
+      }
+      const headers = Object.fromEntries(
+        Object.entries(request.headers).map(([k, v]) => [
+          k.toLowerCase(),
+          Array.isArray(v) ? v.join(',') : v,
+        ]),
+      );
+      return gateway
+        .answer({
+          method: request.method ?? 'GET',
+          url: request.url ?? '/',
+          headers,
+          body,
+          remoteAddress: request.socket.remoteAddress,
+          localPort: request.socket.localPort ?? 0,
+        })
+        .then((answer) => {
+          response.writeHead(answer.statusCode, answer.headers);
+          response.end(answer.body);
+        });
+    })
+    .catch((error: unknown) => {
+      log.error('console request failed', { error: error instanceof Error ? error.message : String(error) });
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
+      );
+    });
+}
+
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const answer = localRequestHandler(options);
   const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
@@ -231,8 +290,14 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     return answer({ method: request.method ?? 'GET', url: request.url ?? '/', headers, body, tooLarge });
   };
 
+  let gateway: ConsoleGateway | undefined;
   const server = createServer((request, response) => {
     const started = performance.now();
+    const path = (request.url ?? '/').split('?')[0] ?? '/';
+    if (gateway?.owns(path)) {
+      answerConsole(gateway, request, response, options.log);
+      return;
+    }
     handle(request)
       .then((result) => {
         if (options.onRequest) {
@@ -303,8 +368,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
+  const url = `http://${host}:${port}`;
+  gateway = options.console?.(url);
   return {
-    url: `http://${host}:${port}`,
+    url,
     server,
     close: () =>
       new Promise<void>((resolve) => {

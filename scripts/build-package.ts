@@ -5,6 +5,7 @@
  *   dist/functions/<entry>/       each Lambda function, prebuilt: a user's synth bundles nothing
  *   dist/cli.js                   the CLI behind bin `agent-scheduler`; `agent-scheduler dev` loads the local stack
  *                                 (emulators and their clients, most of the package) from a chunk beside it
+ *   dist/console/                 the web console's page, script and style sheet, built here so users build nothing
  *   dist/sdk.js, sdk.d.ts         the SDK, at `agent-scheduler/sdk` (also published alone as @agent-scheduler/sdk)
  *
  * Everything is bundled by esbuild from this repository's sources and dependencies, so the package has no
@@ -15,6 +16,7 @@ import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateDtsBundle } from 'dts-bundle-generator';
 import { type BuildOptions, build } from 'esbuild';
+import { buildConsoleAssets } from '../console/assets';
 import { bundleOptions, FUNCTION_ENTRIES, REPO_ROOT } from '../infra/scheduler-function';
 
 const DIST = join(REPO_ROOT, 'dist');
@@ -53,6 +55,8 @@ await Promise.all([
   // The construct reaches for esbuild only when it bundles from source, which a packed copy never does.
   library('infra/index.ts', 'index.js', { external: [...external, 'esbuild'] }),
   library('cli/main.ts', 'cli.js', {
+    // The console's files are built below; the CLI builds them itself only from the sources, never here.
+    external: [...external, 'esbuild'],
     outfile: undefined,
     outdir: DIST,
     entryNames: 'cli',
@@ -60,6 +64,7 @@ await Promise.all([
     splitting: true,
   }),
   library('sdk/index.ts', 'sdk.js', { banner: {} }),
+  buildConsoleAssets(join(DIST, 'console')),
 ]);
 
 // One declaration file per entry, the peers' types imported. Each from a program of its entry alone: the whole

@@ -1,5 +1,6 @@
 /**
- * `npm start` as a person runs it: ready quickly, serves health, writes local.json, and Ctrl-C stops every child.
+ * `npm start` as a person runs it: ready quickly, serves health, writes local.json, serves the console at `/` to a
+ * browser that types the printed code, and Ctrl-C stops every child.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -48,6 +49,17 @@ describe('npm start', () => {
       operatorToken: string;
     };
     const javaPid = Number(/pid (\d+)/.exec(output)?.[1] ?? 0);
+    // The console: the page at /, and the API through it once the printed code is typed.
+    const base = `http://127.0.0.1:${port}`;
+    const page = await fetch(`${base}/`);
+    const loginCode = /login code (\S+)/.exec(output)?.[1] ?? '';
+    const signedIn = await fetch(`${base}/console/login`, {
+      method: 'POST',
+      headers: { origin: base, 'content-type': 'application/json' },
+      body: JSON.stringify({ code: loginCode }),
+    });
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const queues = await fetch(`${base}/console/api/v1/queues`, { headers: { cookie } });
 
     child.kill('SIGINT');
     const code = await exited;
@@ -59,6 +71,12 @@ describe('npm start', () => {
       operatorToken: expect.stringMatching(/^op_/),
     });
     expect(output).toContain('operator token');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(signedIn.status).toBe(204);
+    expect(queues.status).toBe(200);
+    expect(((await queues.json()) as { queues: { name: string }[] }).queues.length).toBeGreaterThan(0);
+    expect(output).toMatch(/login code for the next one is \S+/);
     expect(code).toBe(0);
     expect(
       await fetch(`http://127.0.0.1:${port}/v1/health`).then(

@@ -4,7 +4,7 @@
  * signature by computing it again from the raw request it received (`local/sigv4-verifier.ts`, written from the
  * published algorithm), and no request carries a bearer token.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -214,5 +214,85 @@ describe('operator requests signed with SigV4', () => {
     expectSignedOnly();
     // A local endpoint defaults to the operator token, which this server refuses.
     await expect(cli('list', '--token', OPERATOR)).rejects.toMatchObject({ code: 1 });
+  }, 60_000);
+
+  it('`agent-scheduler console` signs every request it forwards, and does not start on credentials the API refuses', async () => {
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AWS_ACCESS_KEY_ID: KEY.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: KEY.secretAccessKey,
+      AWS_REGION: REGION,
+      AWS_CONFIG_FILE: '/nonexistent/config',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    };
+    const args = [
+      join(ROOT, 'bin/agent-scheduler.mjs'),
+      'console',
+      '--endpoint',
+      server.url,
+      '--auth',
+      'iam',
+    ];
+    const child = spawn(process.execPath, [...args, '--port', '0'], { cwd: ROOT, env });
+    try {
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      const started = Date.now();
+      while (!/login code: \S+/.test(stdout)) {
+        if (Date.now() - started > 30_000 || child.exitCode !== null)
+          throw new Error(`no console: ${stdout}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const consoleUrl = /at (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout)?.[1] ?? '';
+      const code = /login code: (\S+)/.exec(stdout)?.[1] ?? '';
+      const origin = { origin: consoleUrl };
+      const signedIn = await fetch(`${consoleUrl}/console/login`, {
+        method: 'POST',
+        headers: { ...origin, 'content-type': 'application/json' },
+        body: JSON.stringify({ code }),
+      });
+      expect(signedIn.status).toBe(204);
+      const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+      received = [];
+      const submitted = await fetch(`${consoleUrl}/console/api/v1/tasks`, {
+        method: 'POST',
+        headers: { ...origin, cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ queue: 'work', payload: { from: 'console' } }),
+      });
+      expect(submitted.status).toBe(201);
+      const { task } = (await submitted.json()) as { task: { taskId: string } };
+      const listed = await fetch(`${consoleUrl}/console/api/v1/tasks?queue=work&limit=100`, {
+        headers: { cookie },
+      });
+      expect(((await listed.json()) as { tasks: { taskId: string }[] }).tasks.map((t) => t.taskId)).toContain(
+        task.taskId,
+      );
+      const cancelled = await fetch(
+        `${consoleUrl}/console/api/v1/tasks/${encodeURIComponent(task.taskId)}/cancel`,
+        {
+          method: 'POST',
+          headers: { ...origin, cookie },
+        },
+      );
+      expect(cancelled.status).toBe(200);
+      expect(received.map((r) => `${r.method} ${r.url.split('?')[0]}`)).toEqual([
+        'POST /v1/tasks',
+        'GET /v1/tasks',
+        `POST /v1/tasks/${encodeURIComponent(task.taskId)}/cancel`,
+      ]);
+      expectSignedOnly();
+    } finally {
+      child.kill('SIGTERM');
+    }
+    // A key the API refuses: the console says so and does not start.
+    const refused = await run(process.execPath, [...args, '--port', '0'], {
+      cwd: ROOT,
+      env: { ...env, AWS_SECRET_ACCESS_KEY: 'not-the-secret' },
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/403/) });
   }, 60_000);
 });

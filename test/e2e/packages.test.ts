@@ -3,7 +3,8 @@
  * project, and used there by plain `node`.
  * - `agent-scheduler`, beside aws-cdk-lib and constructs in a CDK project: the construct synthesizes offline with
  *   the prebuilt functions (no esbuild, no Docker, no lock file of ours), the CLI answers, the SDK is at
- *   `agent-scheduler/sdk`, and `agent-scheduler dev` runs the whole stack with its data in the project.
+ *   `agent-scheduler/sdk`, and `agent-scheduler dev` runs the whole stack with its data in the project, and
+ *   serves the console's files built at pack time.
  * - `@agent-scheduler/sdk`, alone in an agent's project: no dependency, under 5 MB, and a `Worker` there finishes a
  *   task against that `agent-scheduler dev`.
  * Consumers' TypeScript checks under `moduleResolution: nodenext`.
@@ -187,6 +188,15 @@ export const worker = new Worker({ client, handler: async (task: ClaimedTask) =>
     console.log(
       `[packages] agent-scheduler dev served ${endpoint} ${Math.round(performance.now() - started)} ms after launch`,
     );
+
+    // The console's files were built at pack time: the project has no esbuild to build them with.
+    expect(existsSync(join(project, 'node_modules', 'esbuild'))).toBe(false);
+    const page = await fetch(`${endpoint}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('/console/app.js');
+    const script = await fetch(`${endpoint}/console/app.js`);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(1_000);
 
     // The operator's commands find the stack from the project folder, as a user runs them.
     const json = async (args: string[]) =>

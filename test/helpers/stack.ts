@@ -322,7 +322,7 @@ export async function leasedTaskIds(
 export function serveStack(
   stack: TestStack,
   operatorToken: string,
-  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events' | 'push'>> = {},
+  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events' | 'push' | 'console'>> = {},
 ) {
   return startLocalServer({
     scheduler: stack.scheduler,

@@ -1,0 +1,50 @@
+/** How values are shown: times, ages, sizes, JSON. */
+import { type Child, el } from './dom';
+
+/** Most bytes of text a `<pre>` shows. */
+export const PRE_BYTES = 64 * 1024;
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** An ISO time as local readable time, the ISO kept in `datetime`; "none" when absent. */
+export function time(iso: string | null | undefined, absent = 'none'): Child {
+  if (!iso) return absent;
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return el('time', { datetime: iso }, dateTime.format(date));
+}
+
+/** Seconds as "42 s", "3 min 5 s", "2 h 10 min", "3 d 4 h". */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
+  if (s < 86_400)
+    return `${Math.floor(s / 3600)} h${s % 3600 >= 60 ? ` ${Math.floor((s % 3600) / 60)} min` : ''}`;
+  return `${Math.floor(s / 86_400)} d${s % 86_400 >= 3600 ? ` ${Math.floor((s % 86_400) / 3600)} h` : ''}`;
+}
+
+export const bytes = (n: number) =>
+  n < 1024
+    ? `${n} bytes`
+    : n < 1024 * 1024
+      ? `${(n / 1024).toFixed(1)} KB`
+      : `${(n / 1048576).toFixed(1)} MB`;
+
+/** A JSON value as indented text in a `<pre>`, at most `PRE_BYTES` of it, saying so when cut. */
+export function jsonBlock(value: unknown, label: string): HTMLElement {
+  const text = JSON.stringify(value, null, 2) ?? String(value);
+  const encoded = new TextEncoder().encode(text);
+  const pre = el('pre', { tabindex: 0, role: 'region', 'aria-label': label, 'data-key': `json:${label}` });
+  if (encoded.length <= PRE_BYTES) {
+    pre.textContent = text;
+    return pre;
+  }
+  // Cut on bytes, then drop a character the cut split in two.
+  pre.textContent = new TextDecoder().decode(encoded.subarray(0, PRE_BYTES)).replace(/\uFFFD$/, '');
+  return el('div', {}, pre, el('p', { class: 'note' }, `(truncated: ${encoded.length} bytes in all)`));
+}
+
+/** A list of names as text: "a, b, c", or `empty` when there are none. */
+export const names = (values: readonly string[] | undefined, empty = 'none') =>
+  values && values.length > 0 ? values.join(', ') : empty;

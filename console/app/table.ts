@@ -1,0 +1,52 @@
+/**
+ * A data table whose rows are replaced on each refresh while the table and its scrolling wrapper stay: the
+ * horizontal scroll position and the focus (by `data-key`) survive a refresh.
+ */
+import { type Child, el, replaceKeepingFocus } from './dom';
+
+/** A cell: one child or several. */
+export type Cell = Child | readonly Child[];
+
+export class DataTable {
+  /** The wrapper that scrolls on a narrow screen; focusable so the keyboard can scroll it. */
+  readonly element: HTMLElement;
+  private readonly body: HTMLTableSectionElement;
+  private readonly columns: number;
+
+  constructor(label: string, columns: readonly string[]) {
+    this.columns = columns.length;
+    this.body = el('tbody');
+    const head = el('thead', {}, el('tr', {}, ...columns.map((name) => el('th', { scope: 'col' }, name))));
+    this.element = el(
+      'div',
+      { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: 0 },
+      el('table', {}, head, this.body),
+    );
+    this.message('Loading…');
+  }
+
+  /** Shows `rows`, or `empty` when there are none. */
+  rows(rows: readonly (readonly Cell[])[], empty: string): void {
+    if (rows.length === 0) {
+      this.message(empty);
+      return;
+    }
+    replaceKeepingFocus(
+      this.body,
+      rows.map((cells) =>
+        el(
+          'tr',
+          {},
+          ...cells.map((cell) =>
+            el('td', {}, ...(Array.isArray(cell) ? (cell as readonly Child[]) : [cell as Child])),
+          ),
+        ),
+      ),
+    );
+  }
+
+  /** One row spanning the table, saying why there is nothing else. */
+  message(text: string): void {
+    replaceKeepingFocus(this.body, [el('tr', {}, el('td', { colspan: this.columns, class: 'empty' }, text))]);
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * One task: its specification and state, lineage, dependencies, output, the actions its status allows, and
+ * (in local mode, when asked) its events.
+ */
+import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES } from '../api';
+import { button, type Child, el, replaceKeepingFocus } from '../dom';
+import { type EventFeed, sharedEventFeed } from '../event-feed';
+import { bytes, jsonBlock, time } from '../format';
+import { ApiError } from '../http';
+import { DataTable } from '../table';
+import type { View } from '../view';
+import { eventRow } from './event-row';
+import { cancelTask, redriveTask } from './task-actions';
+import { taskLink } from './task-link';
+
+type Entry = readonly [term: string, value: Child | readonly Child[], field?: string];
+
+function definitions(entries: readonly Entry[]): HTMLElement {
+  const list = el('dl', { class: 'fields' });
+  for (const [term, value, name] of entries) {
+    const children = Array.isArray(value) ? (value as readonly Child[]) : [value as Child];
+    list.append(el('dt', {}, term), el('dd', name ? { 'data-field': name } : {}, ...children));
+  }
+  return list;
+}
+
+const optionalLink = (taskId: string | undefined, key: string) => (taskId ? taskLink(taskId, key) : 'none');
+
+function linkList(taskIds: readonly string[] | undefined, key: string): Child {
+  if (!taskIds || taskIds.length === 0) return 'none';
+  return el('ul', { class: 'plain' }, ...taskIds.map((id) => el('li', {}, taskLink(id, `${key}:${id}`))));
+}
+
+const output = (title: string, value: unknown) =>
+  el(
+    'section',
+    { class: 'output' },
+    el('h3', {}, title),
+    value === undefined ? el('p', {}, 'none') : jsonBlock(value, title),
+  );
+
+function details(task: Task): Child[] {
+  return [
+    definitions([
+      ['Queue', task.queue],
+      ['Priority', task.priority],
+      ['Status', task.status, 'status'],
+      ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
+      ['Timeout', `${task.timeoutSeconds} s`],
+      ['Lease epoch', String(task.leaseEpoch)],
+      ['Owner', task.owner ?? 'none'],
+      ['Lease deadline', time(task.leaseDeadline)],
+      ['Not before', time(task.notBefore)],
+      ['Expires at', time(task.expiresAt)],
+      ['Concurrency key', task.concurrencyKey ?? 'none'],
+      ['Idempotency key', task.idempotencyKey ?? 'none'],
+      ['Payload', bytes(task.payloadBytes)],
+      ['Created', time(task.createdAt)],
+      ['Updated', time(task.updatedAt)],
+      ['Finished', time(task.finishedAt, 'not yet')],
+    ]),
+    el('h2', {}, 'Lineage'),
+    definitions([
+      ['Parent', optionalLink(task.parentTaskId, 'parent')],
+      ['Root', optionalLink(task.rootTaskId, 'root')],
+      [
+        'Failure of',
+        task.failureOf
+          ? [
+              taskLink(task.failureOf.taskId, 'failure-of'),
+              task.failureOf.error ? ` (its error: ${task.failureOf.error.message})` : '',
+            ]
+          : 'none',
+      ],
+      ['On-failure task', optionalLink(task.onFailureTaskId, 'on-failure')],
+    ]),
+    el('h2', {}, 'Dependencies'),
+    task.dependencyCount === undefined
+      ? el('p', {}, 'Submitted without dependencies.')
+      : definitions([
+          ['Dependencies', String(task.dependencyCount)],
+          ['Waiting on', linkList(task.waitingOn, 'waiting-on')],
+          ['Failed dependency', optionalLink(task.failedDependency, 'failed-dependency')],
+          ['On dependency failure', task.onDependencyFailure ?? 'cancel'],
+        ]),
+    el('h2', {}, 'Output'),
+    output('Result', task.result),
+    output('Error', task.error),
+    output('Checkpoint', task.checkpoint),
+  ];
+}
+
+export const taskView =
+  (taskId: string): View =>
+  (root, context) => {
+    const actions = el('div', { class: 'toolbar' });
+    const body = el('div', {}, el('p', {}, 'Loading…'));
+    const events = el('section', { 'aria-labelledby': 'task-events' });
+    root.append(el('h1', {}, `Task ${taskId}`), actions, body, events);
+
+    const actionButtons = (task: Task): Child[] => [
+      !TERMINAL_STATUSES.has(task.status) &&
+        button('Cancel task', (b) => cancelTask(task.taskId, b, context), {
+          class: 'danger',
+          'data-key': 'cancel-task',
+        }),
+      task.status === REDRIVABLE_STATUS &&
+        button('Redrive task', (b) => redriveTask(task.taskId, b, context), {
+          class: 'primary',
+          'data-key': 'redrive-task',
+        }),
+    ];
+
+    let shown = '';
+    const showTask = (task: Task) => {
+      const key = JSON.stringify(task);
+      if (key === shown) return;
+      shown = key;
+      replaceKeepingFocus(actions, actionButtons(task));
+      replaceKeepingFocus(body, details(task));
+    };
+
+    // Events: the local feed, read only once asked for.
+    const feed = context.session.events === 'poll' ? sharedEventFeed() : undefined;
+    let eventTable: DataTable | undefined;
+    let eventsShown = '';
+    events.append(el('h2', { id: 'task-events' }, 'Events'));
+    if (!feed) {
+      events.append(el('p', {}, 'Events are on the EventBridge bus in AWS.'));
+    } else {
+      events.append(
+        el(
+          'p',
+          {},
+          `This task’s events among the last ${feed.keep.toLocaleString('en')} events of the local feed; older ones are not looked at.`,
+        ),
+        button(
+          'Show events',
+          (b) => {
+            eventTable = new DataTable('Events of this task', ['Time', 'Type', 'Agent', 'Details']);
+            b.replaceWith(eventTable.element);
+            eventTable.element.focus();
+            void poller.now();
+          },
+          { class: 'secondary', 'data-key': 'show-events' },
+        ),
+      );
+    }
+
+    const readTask = async () => {
+      try {
+        showTask(await api.getTask(taskId, context.signal));
+      } catch (error) {
+        // No such task, or not a task id: say so in place of the details.
+        if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
+          shown = '';
+          replaceKeepingFocus(actions, []);
+          replaceKeepingFocus(body, [el('p', {}, 'This task could not be read.')]);
+        }
+        throw error;
+      }
+    };
+
+    const readEvents = async (table: DataTable, from: EventFeed) => {
+      await from.read(context.signal);
+      const mine = from.events.filter((event) => event.taskId === taskId).reverse();
+      const key = JSON.stringify(mine.map((event) => event.sequence));
+      if (key === eventsShown) return;
+      eventsShown = key;
+      table.rows(
+        mine.map((event) => {
+          const [when, type, , agent, , more] = eventRow(event);
+          return [when, type, agent, more];
+        }),
+        'No events of this task among them.',
+      );
+    };
+
+    const poller = context.poll(async () => {
+      await Promise.all([readTask(), eventTable && feed ? readEvents(eventTable, feed) : undefined]);
+    });
+  };

@@ -1,0 +1,116 @@
+/**
+ * Tasks, newest first, by queue and status: the only filters `GET /v1/tasks` takes. Cursor paging; a form to
+ * submit a task.
+ */
+import { api, TASK_STATUSES, type TaskSummary } from '../api';
+import { button, el } from '../dom';
+import { field, type Option, select, setOptions } from '../fields';
+import { time } from '../format';
+import { Pager } from '../pager';
+import { alertError, messageOf } from '../status';
+import { DataTable } from '../table';
+import type { View } from '../view';
+import { submitTask } from './submit-task';
+import { taskLink } from './task-link';
+
+const PAGE_SIZE = 50;
+
+const queueOptions = (queues: readonly string[]): Option[] => [
+  { value: '', label: 'All queues' },
+  ...queues.map((name) => ({ value: name, label: name })),
+];
+
+export const tasksView: View = (root, context) => {
+  let queues: string[] = [];
+  const queueSelect = select('queue', queueOptions(queues));
+  const statusSelect = select('status', [
+    { value: '', label: 'All statuses' },
+    ...TASK_STATUSES.map((status) => ({ value: status, label: status })),
+  ]);
+  const table = new DataTable('Tasks', [
+    'Task',
+    'Queue',
+    'Priority',
+    'Status',
+    'Attempt',
+    'Owner agent',
+    'Created',
+    'Updated',
+  ]);
+  const pager = new Pager('tasks', () => void poller.now());
+  const submitted = el('p', { class: 'notice', hidden: true });
+
+  const openSubmit = async (trigger: HTMLElement) => {
+    if (queues.length === 0) await loadQueues();
+    const task = await submitTask(queues, trigger);
+    if (!task) return;
+    submitted.hidden = false;
+    submitted.replaceChildren('Submitted task ', taskLink(task.taskId, 'submitted'), ` to ${task.queue}.`);
+    await context.act(async () => `Task ${task.taskId} submitted to ${task.queue}: ${task.status}.`);
+  };
+
+  const filters = el(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
+    field('Queue', queueSelect),
+    field('Status', statusSelect),
+  );
+  filters.addEventListener('submit', (event) => event.preventDefault());
+  filters.addEventListener('change', () => {
+    pager.reset();
+    void poller.now();
+  });
+
+  root.append(
+    el('h1', {}, 'Tasks'),
+    el(
+      'div',
+      { class: 'toolbar' },
+      button('Submit task', openSubmit, { class: 'primary', 'data-key': 'submit-task' }),
+    ),
+    submitted,
+    filters,
+    el('p', { class: 'note' }, 'Newest first. The API filters by queue and status only.'),
+    table.element,
+    pager.element,
+  );
+
+  async function loadQueues(): Promise<void> {
+    try {
+      queues = (await api.listQueues(context.signal)).map((q) => q.name);
+      setOptions(queueSelect, queueOptions(queues), queueSelect.value);
+    } catch (error) {
+      if (!context.signal.aborted) alertError(`Queues could not be read: ${messageOf(error)}`);
+    }
+  }
+
+  const row = (task: TaskSummary) => [
+    taskLink(task.taskId),
+    task.queue,
+    task.priority,
+    task.status,
+    `${task.attempt} of ${task.maxAttempts}`,
+    task.owner ?? 'none',
+    time(task.createdAt),
+    time(task.updatedAt),
+  ];
+
+  let shown = '';
+  const poller = context.poll(async () => {
+    const filter = { queue: queueSelect.value, status: statusSelect.value, cursor: pager.cursor };
+    const page = await api.listTasks({ ...filter, limit: PAGE_SIZE }, context.signal);
+    // The filters or the page changed while this read was under way: the next read shows them.
+    if (
+      filter.queue !== queueSelect.value ||
+      filter.status !== statusSelect.value ||
+      filter.cursor !== pager.cursor
+    )
+      return;
+    pager.update(page.nextCursor);
+    const key = JSON.stringify([filter, page.tasks]);
+    if (key === shown) return;
+    shown = key;
+    table.rows(page.tasks.map(row), 'No tasks match.');
+  });
+  void loadQueues();
+};

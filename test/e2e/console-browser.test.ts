@@ -1,0 +1,217 @@
+/**
+ * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
+ * with the printed code, see a task submitted through the API appear and open it, cancel another, pause and resume
+ * a queue, redrive a dead task, watch a role change hands. Every action is checked on the stack itself, not only on
+ * the page. Screenshots at a laptop's and a phone's width go to `test-results/console/`; every view is scanned by
+ * axe-core for serious and critical violations.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalEventFeed } from '#adapters/event-publishers';
+import { loadConsoleAssets } from '#console/assets';
+import { consoleGateway } from '#console/gateway';
+import { bearerUpstream } from '#console/upstream';
+import type { LocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import { launchChromium, screenshot, seriousViolations } from '#test/browser';
+import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_console-browser';
+const LAPTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
+describe('the web console in a browser', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let code = '';
+  const violations: { view: string; ids: string[] }[] = [];
+
+  beforeAll(async () => {
+    const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
+    stack = await createTestStack({ queues: ['work', 'other'], events });
+    const assets = await loadConsoleAssets();
+    server = await serveStack(stack, OPERATOR, {
+      events,
+      console: (url) =>
+        consoleGateway({
+          mode: 'local',
+          endpoint: url,
+          events: 'poll',
+          assets,
+          upstream: bearerUpstream(OPERATOR),
+          onCode: (next) => {
+            code = next;
+          },
+        }),
+    });
+    operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: LAPTOP });
+    page = await context.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await stack?.destroy();
+  });
+
+  /** Scans the page as it is now; the test's last step checks that nothing serious was found anywhere. */
+  const scan = async (view: string) => {
+    const found = await seriousViolations(page);
+    if (found.length > 0) console.log(`[console] ${view}: ${JSON.stringify(found, null, 2)}`);
+    violations.push({ view, ids: found.map((v) => `${v.id} (${v.impact})`) });
+  };
+  const open = async (hash: string, heading: string | RegExp) => {
+    await page.goto(`${server.url}/${hash}`);
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  };
+  const confirm = async () => {
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+  };
+
+  it('lets a browser in only with the code printed on the terminal, for an HttpOnly cookie', async () => {
+    await page.goto(`${server.url}/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await scan('sign in');
+    await page.getByLabel('Login code').fill('WRNG-CODE');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /not the login code/ })
+      .waitFor();
+
+    await page.getByLabel('Login code').fill(code);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Queues' }).waitFor();
+    const cookies = await context.cookies();
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    // Nothing secret in the page or its address.
+    expect(page.url()).not.toContain(cookies[0]?.value ?? '');
+    expect(await page.content()).not.toContain(cookies[0]?.value ?? '');
+    expect(await page.content()).not.toContain(OPERATOR);
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie),
+    ).toBe('');
+  });
+
+  it('shows a task submitted through the API, and opens it', async () => {
+    const { task } = await operator.submitTask({ queue: 'work', payload: { topic: 'tides' } });
+    await open('#/tasks', 'Tasks');
+    const link = page.getByRole('link', { name: task.taskId, exact: true });
+    await link.waitFor({ timeout: 10_000 });
+    await scan('tasks');
+    await screenshot(page, 'tasks-1280');
+    await link.click();
+    await page.getByRole('heading', { level: 1, name: new RegExp(task.taskId) }).waitFor();
+    await expect
+      .poll(() => page.locator('[data-field="status"]').first().textContent())
+      .toMatch(/queued|ready/);
+    await scan('task');
+    await screenshot(page, 'task-1280');
+  });
+
+  it('cancels another task from its page, after confirmation', async () => {
+    const { task } = await operator.submitTask({ queue: 'work', payload: { n: 2 } });
+    await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
+    await page.getByRole('button', { name: 'Cancel task' }).click();
+    await scan('cancel dialog');
+    await confirm();
+    await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('cancelled');
+    expect((await operator.getTask(task.taskId)).status).toBe('cancelled');
+  });
+
+  it('pauses and resumes a queue, after confirmation', async () => {
+    await open('#/queues', 'Queues');
+    await page.getByRole('button', { name: 'Pause work' }).click();
+    await confirm();
+    await page.getByRole('button', { name: 'Resume work' }).waitFor();
+    expect((await operator.listQueues()).find((q) => q.name === 'work')?.paused).toBe(true);
+    await scan('queues');
+    await screenshot(page, 'queues-1280');
+    await page.getByRole('button', { name: 'Resume work' }).click();
+    await confirm();
+    await page.getByRole('button', { name: 'Pause work' }).waitFor();
+    expect((await operator.listQueues()).find((q) => q.name === 'work')?.paused).toBe(false);
+  });
+
+  it('redrives a dead task from the dead letters', async () => {
+    const { task } = await operator.submitTask({
+      queue: 'other',
+      payload: {},
+      maxAttempts: 1,
+    });
+    const agent = await startAgent(stack.scheduler, { name: 'failing', queues: ['other'] });
+    const [claimed] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    expect(claimed?.taskId).toBe(task.taskId);
+    await stack.scheduler.fail(
+      { taskId: task.taskId, agentId: agent.agentId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+      { message: 'the model refused' },
+    );
+    expect((await operator.getTask(task.taskId)).status).toBe('dead');
+    await open('#/dead', 'Dead letters');
+    const redrive = page.getByRole('button', { name: `Redrive ${task.taskId}` });
+    await redrive.waitFor({ timeout: 10_000 });
+    await scan('dead letters');
+    await redrive.click();
+    await confirm();
+    await expect.poll(async () => (await operator.getTask(task.taskId)).status).not.toBe('dead');
+    await redrive.waitFor({ state: 'detached', timeout: 10_000 });
+  });
+
+  it('shows a role change hands without a reload', async () => {
+    const role = 'console-leader';
+    const first = await startAgent(stack.scheduler, { name: 'leader-one' });
+    const second = await startAgent(stack.scheduler, { name: 'leader-two' });
+    await stack.scheduler.volunteerForRole(first.agentId, first.sessionId, role);
+    await stack.scheduler.volunteerForRole(second.agentId, second.sessionId, role);
+    await open('#/roles', 'Roles');
+    const row = page.getByRole('row').filter({ hasText: role });
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain(first.agentId);
+    await scan('roles');
+    await stack.scheduler.releaseRole(first.agentId, role, 1);
+    await expect
+      .poll(async () => (await row.getByRole('cell').nth(1).textContent()) ?? '', { timeout: 10_000 })
+      .toContain(second.agentId);
+    await screenshot(page, 'roles-1280');
+  });
+
+  it('reads on a phone, and every view is free of serious accessibility violations', async () => {
+    for (const [hash, heading] of [
+      ['#/agents', 'Agents'],
+      ['#/schedules', 'Schedules'],
+      ['#/events', 'Events'],
+    ] as const) {
+      await open(hash, heading);
+      await scan(heading.toLowerCase());
+    }
+    await page.setViewportSize(PHONE);
+    for (const [hash, heading, name] of [
+      ['#/queues', 'Queues', 'queues-390'],
+      ['#/tasks', 'Tasks', 'tasks-390'],
+    ] as const) {
+      await open(hash, heading);
+      // Nothing wider than the phone's screen but the tables, which scroll in their own box.
+      const overflow = await page.evaluate(() => {
+        const doc = (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
+          .document;
+        return doc.documentElement.scrollWidth;
+      });
+      expect(overflow).toBeLessThanOrEqual(PHONE.width);
+      await scan(`${heading.toLowerCase()} at 390 px`);
+      await screenshot(page, name);
+    }
+    expect(violations.filter((v) => v.ids.length > 0)).toEqual([]);
+    expect(violations.length).toBeGreaterThanOrEqual(12);
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * Headless Chromium for the console's tests: Debian's `chromium` (installed by `.ci/run`), driven by
+ * playwright-core, with what this machine's closed network needs (no background connections), and axe-core.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
+
+/** Where the console's screenshots are kept: test artifacts, not committed. */
+export const ARTIFACTS = resolve(import.meta.dirname, '../../test-results/console');
+
+export async function launchChromium(): Promise<Browser> {
+  const executablePath = CANDIDATES.find((path): path is string => !!path && existsSync(path));
+  if (!executablePath)
+    throw new Error(
+      'Chromium is not installed: apt-get install chromium (as .ci/run does), or set CHROMIUM_PATH',
+    );
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+}
+
+/** Saves a full-page screenshot under ARTIFACTS; its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+export interface AxeViolation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly nodes: { target: unknown[]; failureSummary?: string }[];
+}
+
+const axeSource = (): string => {
+  const require = createRequire(import.meta.url);
+  return (require('axe-core') as { source: string }).source;
+};
+
+/**
+ * The page's serious and critical accessibility violations, by axe-core's WCAG 2 A and AA rules. axe is evaluated
+ * through the DevTools protocol, so the page's own Content-Security-Policy stays on.
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(axeSource());
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: { run: (context: unknown, options: unknown) => Promise<{ violations: AxeViolation[] }> };
+      }
+    ).axe;
+    const result = await axe.run((globalThis as unknown as { document: unknown }).document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+    });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 3).map((n) => ({ target: n.target, failureSummary: n.failureSummary })),
+    }));
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
