@@ -503,7 +503,9 @@ export class AgentScheduler extends Construct {
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.eventBus.grantPutEventsTo(fn);
     // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
     for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) this.payloads.grantWrite(fn);
+    // Claims read payloads; so does an operator's `GET /v1/tasks/{taskId}?include=payload`.
     this.payloads.grantRead(agentApi);
+    this.payloads.grantRead(operatorApi);
     this.payloads.grantDelete(agentApi);
     // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent can end a task's last
     // attempt, as a sweep can).

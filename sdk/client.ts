@@ -129,17 +129,24 @@ export class AgentSchedulerClient {
     ).results;
   }
 
-  async getTask(taskId: string): Promise<Task> {
-    return (await this.call<{ task: Task }>({ method: 'GET', path: `/v1/tasks/${segment(taskId)}` })).task;
+  /** A task; with `includePayload`, its payload too (a large one is read from S3 by the API). */
+  async getTask(taskId: string, options: { includePayload?: boolean } = {}): Promise<Task> {
+    return (
+      await this.call<{ task: Task }>({
+        method: 'GET',
+        path: `/v1/tasks/${segment(taskId)}`,
+        ...(options.includePayload ? { query: { include: 'payload' } } : {}),
+      })
+    ).task;
   }
 
   /** One page of tasks, newest first; pass `nextCursor` back as `cursor` for the next (older) page. */
   async listTasks(filter: ListTasksInput = {}): Promise<TaskPage> {
-    const { queue, status, limit, cursor } = filter;
+    const { queue, status, limit, cursor, createdAfter, createdBefore } = filter;
     const page = await this.call<{ tasks: Task[]; nextCursor?: string | null }>({
       method: 'GET',
       path: '/v1/tasks',
-      query: { queue, status, limit, cursor },
+      query: { queue, status, limit, cursor, createdAfter, createdBefore },
     });
     // The last page says `null`; absent is what the type promises.
     return {

@@ -54,6 +54,10 @@ export interface Task {
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
+  /** Read with `getTask(id, { includePayload: true })`: the payload as submitted. */
+  readonly payload?: unknown;
+  /** Read with `includePayload`: the payload is no longer kept (its retention has passed). */
+  readonly payloadGone?: true;
 }
 
 /** A task as a claim hands it to its new owner, payload included. */
@@ -175,6 +179,10 @@ export interface ListTasksInput {
   readonly limit?: number;
   /** The `nextCursor` of the previous page. */
   readonly cursor?: string;
+  /** Only tasks created at or after this time (ISO 8601 with its offset). */
+  readonly createdAfter?: string;
+  /** Only tasks created before this time (ISO 8601 with its offset). */
+  readonly createdBefore?: string;
 }
 
 export interface TaskPage {
@@ -291,6 +299,8 @@ export interface Schedule extends ScheduleSpec {
   readonly source: 'api' | 'declared';
   /** When it was created through the API; absent for a declared one. */
   readonly createdAt?: string;
+  /** Its next fire times (up to 5, ISO 8601 in UTC); none while it is disabled. */
+  readonly nextFires: readonly string[];
 }
 
 export interface Health {

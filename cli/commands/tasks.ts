@@ -90,9 +90,17 @@ export function taskCommands(program: Command, cli: Cli): void {
     .command('get')
     .summary('show a task, with its payload size, result and error')
     .argument('<task-id>', 'the task id (t_...)')
-    .addHelpText('after', examples(['agent-scheduler get t_abc...', 'agent-scheduler get t_abc... --json']))
-    .action(async (taskId: string) => {
-      printTask(cli, await cli.operator().getTask(taskId));
+    .option('--payload', 'with the payload as submitted (read from S3 for a large one)')
+    .addHelpText(
+      'after',
+      examples([
+        'agent-scheduler get t_abc...',
+        'agent-scheduler get t_abc... --json',
+        'agent-scheduler get t_abc... --payload',
+      ]),
+    )
+    .action(async (taskId: string, options: { payload?: boolean }) => {
+      printTask(cli, await cli.operator().getTask(taskId, { includePayload: options.payload === true }));
     });
 
   program
@@ -102,28 +110,40 @@ export function taskCommands(program: Command, cli: Cli): void {
     .addOption(new Option('--status <status>', 'only tasks with this status').choices(STATUSES))
     .option('--limit <n>', 'tasks on the page, 1 to 100 (server default 50)', wholeNumber)
     .option('--cursor <cursor>', 'the page after the one that printed this cursor')
+    .option('--created-after <time>', 'only tasks created at or after this ISO 8601 time (with its offset)')
+    .option('--created-before <time>', 'only tasks created before this ISO 8601 time (with its offset)')
     .addHelpText(
       'after',
       examples([
         'agent-scheduler list',
         'agent-scheduler list --queue research --status dead --limit 20',
+        'agent-scheduler list --created-after 2026-11-25T09:00:00Z --created-before 2026-11-25T10:00:00Z',
         'agent-scheduler list --cursor <the cursor printed under the previous page>',
       ]),
     )
-    .action(async (options: { queue?: string; status?: TaskStatus; limit?: number; cursor?: string }) => {
-      const page = await cli.operator().listTasks(defined(options));
-      cli.print(page, () => {
-        const c = cli.colours;
-        const rows = table(
-          page.tasks as unknown as Record<string, unknown>[],
-          TASK_COLUMNS,
-          (column, text) => (column === 'status' ? paintStatus(c, text) : text),
-        );
-        return new SafeText(
-          page.nextCursor ? `${rows}\n${c.dim(`older: --cursor ${page.nextCursor}`)}` : rows,
-        );
-      });
-    });
+    .action(
+      async (options: {
+        queue?: string;
+        status?: TaskStatus;
+        limit?: number;
+        cursor?: string;
+        createdAfter?: string;
+        createdBefore?: string;
+      }) => {
+        const page = await cli.operator().listTasks(defined(options));
+        cli.print(page, () => {
+          const c = cli.colours;
+          const rows = table(
+            page.tasks as unknown as Record<string, unknown>[],
+            TASK_COLUMNS,
+            (column, text) => (column === 'status' ? paintStatus(c, text) : text),
+          );
+          return new SafeText(
+            page.nextCursor ? `${rows}\n${c.dim(`older: --cursor ${page.nextCursor}`)}` : rows,
+          );
+        });
+      },
+    );
 
   for (const [verb, summary] of [
     ['cancel', 'cancel a queued or leased task'],

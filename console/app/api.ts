@@ -96,6 +96,25 @@ export interface Task extends TaskSummary {
   readonly checkpoint?: unknown;
 }
 
+/**
+ * A task read with `?include=payload`: its payload too, or `payloadGone` once its retention has passed (neither
+ * from a server that does not know `include`).
+ */
+export interface TaskWithPayload extends Task {
+  readonly payload?: unknown;
+  readonly payloadGone?: true;
+}
+
+/** The filters `GET /v1/tasks` takes; the times are ISO-8601 with an offset. */
+export interface TaskFilter {
+  readonly queue?: string;
+  readonly status?: string;
+  readonly createdAfter?: string;
+  readonly createdBefore?: string;
+  readonly cursor?: string;
+  readonly limit?: number;
+}
+
 export interface TaskPage {
   readonly tasks: readonly TaskSummary[];
   readonly nextCursor?: string;
@@ -139,6 +158,8 @@ export interface Schedule {
   readonly description?: string;
   readonly source: 'api' | 'declared';
   readonly createdAt?: string;
+  /** Up to 5 upcoming fire times, ISO-8601 UTC; empty when disabled or done. Absent from an older server. */
+  readonly nextFires?: readonly string[];
 }
 
 export interface SchedulePage {
@@ -197,12 +218,17 @@ export const api = {
       (r) => r.queue,
     ),
 
-  listTasks: (
-    filter: { queue?: string; status?: string; cursor?: string; limit?: number },
-    signal?: Signal,
-  ) => apiRequest<TaskPage>('GET', `/v1/tasks${query(filter)}`, { signal }),
+  listTasks: (filter: TaskFilter, signal?: Signal) =>
+    apiRequest<TaskPage>('GET', `/v1/tasks${query({ ...filter })}`, { signal }),
   getTask: (taskId: string, signal?: Signal) =>
     apiRequest<{ task: Task }>('GET', `/v1/tasks/${path(taskId)}`, { signal }).then((r) => r.task),
+  /** The task with its payload (up to 256 KB, perhaps read from S3): only when asked for. */
+  getTaskWithPayload: (taskId: string, signal?: Signal) =>
+    apiRequest<{ task: TaskWithPayload }>(
+      'GET',
+      `/v1/tasks/${path(taskId)}${query({ include: 'payload' })}`,
+      { signal },
+    ).then((r) => r.task),
   submitTask: (input: SubmitTaskInput) =>
     apiRequest<{ task: Task }>('POST', '/v1/tasks', { body: input }).then((r) => r.task),
   cancelTask: (taskId: string) =>

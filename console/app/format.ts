@@ -14,6 +14,43 @@ export function time(iso: string | null | undefined, absent = 'none'): Child {
   return el('time', { datetime: iso }, dateTime.format(date));
 }
 
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** The format of times in `timeZone`, its zone named; UTC (so named) when the engine does not know the zone. */
+function zoneFormat(timeZone: string, seconds: boolean): Intl.DateTimeFormat {
+  const key = `${timeZone} ${seconds}`;
+  let format = zoneFormats.get(key);
+  if (!format) {
+    // `dateStyle`/`timeStyle` cannot be combined with `timeZoneName`: the same parts, one by one.
+    const options: Intl.DateTimeFormatOptions = {
+      year: 'numeric',
+      month: 'short',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: '2-digit',
+      ...(seconds ? { second: '2-digit' } : {}),
+      timeZoneName: 'short',
+    };
+    try {
+      format = new Intl.DateTimeFormat(undefined, { ...options, timeZone });
+    } catch {
+      format = new Intl.DateTimeFormat(undefined, { ...options, timeZone: 'UTC' });
+    }
+    zoneFormats.set(key, format);
+  }
+  return format;
+}
+
+/**
+ * An ISO time as readable time in the IANA zone `timeZone`, the zone named ("Nov 25, 2026, 11:00 AM GMT+1"),
+ * the ISO kept in `datetime`. Seconds are shown only when the time has some.
+ */
+export function zonedTime(iso: string, timeZone: string): Child {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return el('time', { datetime: iso }, zoneFormat(timeZone, date.getUTCSeconds() !== 0).format(date));
+}
+
 /** Seconds as "42 s", "3 min 5 s", "2 h 10 min", "3 d 4 h". */
 export function duration(seconds: number): string {
   const s = Math.max(0, Math.round(seconds));

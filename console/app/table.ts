@@ -11,18 +11,27 @@ export class DataTable {
   /** The wrapper that scrolls on a narrow screen; focusable so the keyboard can scroll it. */
   readonly element: HTMLElement;
   private readonly body: HTMLTableSectionElement;
-  private readonly columns: number;
+  private readonly head: HTMLTableRowElement;
+  private columns: readonly string[] = [];
 
   constructor(label: string, columns: readonly string[]) {
-    this.columns = columns.length;
     this.body = el('tbody');
-    const head = el('thead', {}, el('tr', {}, ...columns.map((name) => el('th', { scope: 'col' }, name))));
+    this.head = el('tr');
     this.element = el(
       'div',
       { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: 0 },
-      el('table', {}, head, this.body),
+      el('table', {}, el('thead', {}, this.head), this.body),
     );
+    this.setColumns(columns);
     this.message('Loading…');
+  }
+
+  /** Changes the column headings (a column the server may not send); give rows of as many cells after. */
+  setColumns(columns: readonly string[]): void {
+    if (columns.length === this.columns.length && columns.every((name, i) => name === this.columns[i]))
+      return;
+    this.columns = [...columns];
+    this.head.replaceChildren(...columns.map((name) => el('th', { scope: 'col' }, name)));
   }
 
   /** Shows `rows`, or `empty` when there are none. */
@@ -47,6 +56,8 @@ export class DataTable {
 
   /** One row spanning the table, saying why there is nothing else. */
   message(text: string): void {
-    replaceKeepingFocus(this.body, [el('tr', {}, el('td', { colspan: this.columns, class: 'empty' }, text))]);
+    replaceKeepingFocus(this.body, [
+      el('tr', {}, el('td', { colspan: this.columns.length, class: 'empty' }, text)),
+    ]);
   }
 }

@@ -2,11 +2,13 @@
  * What operators look at: tasks by queue and status, and per-queue figures.
  *
  * Listing reads the `listed` index newest first (every shard of the queues listed, merged by time; see
- * `NewestFirst`), then the page's tasks from the table in one consistent `BatchGetItem`. A status is a filter on
+ * `NewestFirst`), then the page's tasks from the table in one consistent `BatchGetItem`. A time window is served by
+ * the index: `createdBefore` is where the reading starts, `createdAfter` where it ends. A status is a filter on
  * the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
  * says where to go on. Queue figures walk the `due` index, which holds only open (queued or leased) tasks, up to
  * a bound.
  */
+import { z } from 'zod';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES, type Priority } from '#domain/priority';
@@ -14,7 +16,7 @@ import type { QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { isTaskStatus, TASK_STATUSES } from '#domain/task-status';
 import type { SchedulerContext } from './context';
-import { type ListPosition, NewestFirst } from './newest-first';
+import { type ListPosition, listedBefore, NewestFirst } from './newest-first';
 import { listQueueControls } from './queue-controls';
 
 export interface TaskPage {
@@ -54,9 +56,28 @@ function decodeCursor(cursor: string): ListPosition {
   );
 }
 
+/** A time bound of a list: ISO 8601 with its offset, as the API writes times. */
+function instantOf(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const at = isoInstant.safeParse(value).success ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(at)) throw new ValidationError(`${name}: an ISO 8601 time with its offset`);
+  return at;
+}
+
+const isoInstant = z.iso.datetime({ offset: true });
+
 export async function listTasks(
   ctx: SchedulerContext,
-  filter: { queue?: string; status?: string; limit?: number; cursor?: string },
+  filter: {
+    queue?: string;
+    status?: string;
+    limit?: number;
+    cursor?: string;
+    /** Only tasks created at or after this time. */
+    createdAfter?: string;
+    /** Only tasks created before this time. */
+    createdBefore?: string;
+  },
 ): Promise<TaskPage> {
   const limit = filter.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
@@ -68,7 +89,12 @@ export async function listTasks(
   if (filter.queue !== undefined && !ctx.queues.directory.has(filter.queue)) {
     throw new ValidationError(`queue: ${filter.queue.slice(0, 64)} does not exist`);
   }
-  const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+  const createdAfter = instantOf('createdAfter', filter.createdAfter);
+  const createdBefore = instantOf('createdBefore', filter.createdBefore);
+  // Before a time: the list starts where a task of that millisecond with the least id would be.
+  const cursor = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+  const bound = createdBefore === undefined ? undefined : { createdAt: createdBefore, taskId: '' };
+  const after = cursor && bound ? (listedBefore(cursor, bound) ? bound : cursor) : (cursor ?? bound);
   const queues = filter.queue === undefined ? ctx.queues.directory.names() : [filter.queue];
   const listed = new NewestFirst(
     queues.flatMap((queue) => ctx.tasks.listedShards(queue)),
@@ -78,12 +104,18 @@ export async function listTasks(
   const tasks: Task[] = [];
   let last: ListPosition | undefined;
   let cut = false;
-  for (let round = 0; round < LIST_ROUNDS && tasks.length < limit && !cut; round++) {
+  /** The list reached tasks older than `createdAfter`: newest first, nothing after them is wanted. */
+  let ended = false;
+  for (let round = 0; round < LIST_ROUNDS && tasks.length < limit && !cut && !ended; round++) {
     // Without a filter every task read is listed: read no more than the page needs.
     const positions = await listed.take(status === undefined ? limit - tasks.length : limit);
     if (positions.length === 0) break;
     const found = await ctx.tasks.getMany(positions.map((p) => p.taskId));
     for (const [i, position] of positions.entries()) {
+      if (createdAfter !== undefined && position.createdAt < createdAfter) {
+        ended = true;
+        break;
+      }
       last = position;
       // Gone from the table since the index was read (expired): nothing to list.
       const task = found.get(position.taskId);
@@ -94,7 +126,7 @@ export async function listTasks(
       }
     }
   }
-  const more = cut || listed.hasMore();
+  const more = !ended && (cut || listed.hasMore());
   return {
     tasks,
     ...(more && last ? { nextCursor: encodeCursor(last) } : {}),
@@ -155,4 +187,13 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
     oldestAgeSeconds: Math.max(0, Math.round((now - s.oldest) / 1_000)),
     truncated: seen >= OPEN_TASK_WALK_LIMIT,
   }));
+}
+
+/** A task's payload as it was submitted, or `gone` once it is no longer kept (its retention has passed). */
+export async function readTaskPayload(
+  ctx: SchedulerContext,
+  task: Task,
+): Promise<{ readonly payload: unknown } | { readonly gone: true }> {
+  const json = (await ctx.tasks.getPayloads([task])).get(task.taskId);
+  return json === undefined ? { gone: true } : { payload: JSON.parse(json) as unknown };
 }

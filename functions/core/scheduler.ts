@@ -22,7 +22,7 @@ import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
 import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
-import { listTasks, queueStats } from './inspect';
+import { listTasks, queueStats, readTaskPayload } from './inspect';
 import { claimOrListen } from './listen';
 import { readOccurrences } from './occurrences';
 import type { PushChannel } from './ports/push-channel';
@@ -74,6 +74,11 @@ export class Scheduler {
     const task = await this.ctx.tasks.get(taskId);
     if (!task) throw new TaskNotFoundError(taskId);
     return task;
+  }
+
+  /** A task's payload, read from its item or its S3 object. */
+  taskPayload(task: Task) {
+    return readTaskPayload(this.ctx, task);
   }
 
   /** Registers an agent; with `mintToken`, also gives it a bearer token (returned once). */

@@ -117,10 +117,30 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       },
       limit,
       cursor,
+      {
+        name: 'createdAfter',
+        description: 'Only the tasks created at or after this time (ISO 8601 with its offset).',
+        schema: { type: 'string', format: 'date-time' },
+      },
+      {
+        name: 'createdBefore',
+        description: 'Only the tasks created before this time (ISO 8601 with its offset).',
+        schema: { type: 'string', format: 'date-time' },
+      },
     ],
     responses: ok(taskPageSchema, 'A page of tasks, without results and checkpoints'),
   },
-  getTask: { summary: 'Get a task', responses: ok(taskResponseSchema) },
+  getTask: {
+    summary: 'Get a task',
+    query: [
+      {
+        name: 'include',
+        description: '`payload`: with the payload as submitted (read from S3 for a large one).',
+        schema: { type: 'string', enum: ['payload'] },
+      },
+    ],
+    responses: ok(taskResponseSchema),
+  },
   cancelTask: { summary: 'Cancel a queued or leased task', responses: ok(taskResponseSchema) },
   redriveTask: { summary: 'Queue a dead task again', responses: ok(taskResponseSchema) },
   listQueues: { summary: 'List queues with their depth', responses: ok(queueListSchema) },

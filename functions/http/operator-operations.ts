@@ -19,6 +19,7 @@ import {
   scheduleView,
   taskListView,
   taskView,
+  taskWithPayloadView,
 } from './views';
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
@@ -58,6 +59,8 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         ...optional('queue', request.query.get('queue')),
         ...optional('status', request.query.get('status')),
         ...optional('cursor', request.query.get('cursor')),
+        ...optional('createdAfter', request.query.get('createdAfter')),
+        ...optional('createdBefore', request.query.get('createdBefore')),
         ...limitOf(limit),
       });
       return {
@@ -99,18 +102,20 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       return {
         status: 200,
         body: {
-          schedules: page.schedules.map(scheduleListView),
+          schedules: page.schedules.map((schedule) => scheduleListView(schedule, scheduler.ctx.now())),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         },
       };
     },
     getSchedule: async (request) => ({
       status: 200,
-      body: { schedule: scheduleView(await scheduler.getSchedule(request.params.name ?? '')) },
+      body: {
+        schedule: scheduleView(await scheduler.getSchedule(request.params.name ?? ''), scheduler.ctx.now()),
+      },
     }),
     createSchedule: async (request) => ({
       status: 201,
-      body: { schedule: scheduleView(await scheduler.createSchedule(request.body)) },
+      body: { schedule: scheduleView(await scheduler.createSchedule(request.body), scheduler.ctx.now()) },
     }),
     deleteSchedule: async (request) => {
       noBody(request);
@@ -121,10 +126,13 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { occurrences: (await scheduler.listOccurrences(request.params.name ?? '')).map(occurrenceView) },
     }),
-    getTask: async (request) => ({
-      status: 200,
-      body: { task: taskView(await scheduler.getTask(taskIdParam(request))) },
-    }),
+    getTask: async (request) => {
+      const include = request.query.get('include');
+      if (include !== null && include !== 'payload') throw new ValidationError('include: only "payload"');
+      const task = await scheduler.getTask(taskIdParam(request));
+      if (include === null) return { status: 200, body: { task: taskView(task) } };
+      return { status: 200, body: { task: taskWithPayloadView(task, await scheduler.taskPayload(task)) } };
+    },
     cancelTask: async (request) => {
       noBody(request);
       return { status: 200, body: { task: taskView(await scheduler.cancel(taskIdParam(request))) } };

@@ -100,13 +100,20 @@ export const taskSchema = published(
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: timestamp.optional(),
+    payload: jsonValueSchema
+      .optional()
+      .describe('With `include=payload`: the payload as submitted, from its item or its S3 object.'),
+    payloadGone: z
+      .literal(true)
+      .optional()
+      .describe('With `include=payload`: the payload is no longer kept (its retention has passed).'),
   }),
 );
 
 /** taskListView: a task in a list, without its result and checkpoint. */
 export const taskSummarySchema = published(
   'TaskSummary',
-  taskSchema.omit({ result: true, checkpoint: true }),
+  taskSchema.omit({ result: true, checkpoint: true, payload: true, payloadGone: true }),
 );
 
 /** claimedTaskView */
@@ -160,6 +167,10 @@ export const scheduleSchema = published(
     task: taskTemplate,
     source: z.enum(['api', 'declared']),
     createdAt: timestamp.optional(),
+    nextFires: z
+      .array(timestamp)
+      .max(5)
+      .describe('The next fire times, in UTC (up to 5); none while it is disabled.'),
   }),
 );
 

@@ -11,6 +11,7 @@ import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
 import type { ScheduleRecord } from '#domain/schedule';
+import { nextFireTimes } from '#domain/schedule-expression';
 import type { Task } from '#domain/task';
 
 function iso(ms: number): string;
@@ -53,6 +54,17 @@ export function taskView(task: Task) {
   };
 }
 
+/** A task with its payload, as `GET /v1/tasks/{taskId}?include=payload` answers it. */
+export function taskWithPayloadView(
+  task: Task,
+  read: { readonly payload: unknown } | { readonly gone: true },
+): ReturnType<typeof taskView> & { payload?: unknown; payloadGone?: true } {
+  return {
+    ...taskView(task),
+    ...('gone' in read ? { payloadGone: true as const } : { payload: read.payload }),
+  };
+}
+
 /**
  * A task in a list: no result or checkpoint. A page of 100 tasks with 256 KB results each would pass Lambda's
  * 6 MB response limit; `GET /v1/tasks/{taskId}` has them.
@@ -87,17 +99,43 @@ export function agentView(agent: Agent & { presence?: AgentPresence }) {
   };
 }
 
-export function scheduleView(schedule: ScheduleRecord) {
-  return { ...schedule, createdAt: schedule.source === 'declared' ? undefined : iso(schedule.createdAt) };
+/** How many upcoming fire times a schedule's view lists. */
+export const NEXT_FIRES = 5;
+
+/**
+ * The next fire times of an enabled schedule, after `now`. A rate() counts from when the schedule was created, as
+ * EventBridge Scheduler counts it.
+ */
+function nextFiresOf(schedule: ScheduleRecord, now: number): string[] {
+  if (!schedule.enabled) return [];
+  try {
+    return nextFireTimes(schedule.expression, {
+      timeZone: schedule.timeZone,
+      after: now,
+      startAt: Math.min(schedule.createdAt, now),
+      limit: NEXT_FIRES,
+    }).map((at) => iso(at));
+  } catch {
+    // An expression this version cannot read (stored by another): no times, rather than no schedule.
+    return [];
+  }
+}
+
+export function scheduleView(schedule: ScheduleRecord, now: number = Date.now()) {
+  return {
+    ...schedule,
+    createdAt: schedule.source === 'declared' ? undefined : iso(schedule.createdAt),
+    nextFires: nextFiresOf(schedule, now),
+  };
 }
 
 /**
  * A schedule in a list: its task template without the payload (up to 256 KB each; `GET /v1/schedules/{name}`
  * has it), so a page stays far below the 6 MB a Lambda may answer.
  */
-export function scheduleListView(schedule: ScheduleRecord) {
+export function scheduleListView(schedule: ScheduleRecord, now: number = Date.now()) {
   const { payload: _payload, ...task } = schedule.task as { payload?: unknown };
-  return { ...scheduleView(schedule), task };
+  return { ...scheduleView(schedule, now), task };
 }
 
 export function queueControlView(control: QueueControl) {

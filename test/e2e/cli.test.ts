@@ -282,6 +282,20 @@ describe('the agent-scheduler command', () => {
         tasks: { taskId: string }[];
       };
       expect(next.tasks[0]?.taskId).toBe(ids[0]);
+      // A time window: before the second task was created, only the first; get --payload shows its payload.
+      const second = await operator.getTask(ids[1] ?? '');
+      const windowed = JSON.parse(
+        (await cli(['list', '--created-before', second.createdAt, '--json', ...at()])).stdout,
+      ) as { tasks: { taskId: string }[] };
+      expect(windowed.tasks.map((t) => t.taskId)).toContain(ids[0]);
+      expect(windowed.tasks.map((t) => t.taskId)).not.toContain(ids[1]);
+      expect(windowed.tasks.map((t) => t.taskId)).not.toContain(ids[2]);
+      const withPayload = JSON.parse(
+        (await cli(['get', ids[0] ?? '', '--payload', '--json', ...at()])).stdout,
+      ) as {
+        payload: unknown;
+      };
+      expect(withPayload.payload).toEqual({ n: 1 });
 
       const human = await cli(['list', '--limit', '2', ...at()]);
       const lines = human.stdout.trimEnd().split('\n');

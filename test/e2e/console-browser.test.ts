@@ -35,7 +35,11 @@ describe('the web console in a browser', () => {
 
   beforeAll(async () => {
     const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
-    stack = await createTestStack({ queues: ['work', 'other'], events });
+    stack = await createTestStack({
+      queues: ['work', 'other'],
+      events,
+      scheduleBackend: { put: async () => undefined, remove: async () => undefined },
+    });
     const assets = await loadConsoleAssets();
     server = await serveStack(stack, OPERATOR, {
       events,
@@ -117,6 +121,10 @@ describe('the web console in a browser', () => {
     await expect
       .poll(() => page.locator('[data-field="status"]').first().textContent())
       .toMatch(/queued|ready/);
+    await page.getByRole('button', { name: 'Show payload' }).click();
+    await expect
+      .poll(() => page.getByRole('region', { name: 'Payload' }).last().textContent())
+      .toContain('"tides"');
     await scan('task');
     await screenshot(page, 'task-1280');
   });
@@ -189,12 +197,25 @@ describe('the web console in a browser', () => {
   it('reads on a phone, and every view is free of serious accessibility violations', async () => {
     for (const [hash, heading] of [
       ['#/agents', 'Agents'],
-      ['#/schedules', 'Schedules'],
       ['#/events', 'Events'],
     ] as const) {
       await open(hash, heading);
       await scan(heading.toLowerCase());
     }
+    // A schedule's next fires, in its own time zone.
+    await operator.createSchedule({
+      name: 'tokyo-noon',
+      expression: 'cron(0 12 * * ? *)',
+      timeZone: 'Asia/Tokyo',
+      task: { queue: 'work', payload: {} },
+    });
+    await open('#/schedules', 'Schedules');
+    await page.getByRole('link', { name: 'tokyo-noon' }).click();
+    await page.getByRole('heading', { level: 1, name: /tokyo-noon/ }).waitFor();
+    const fires = page.getByRole('list', { name: 'Next fires' }).getByRole('listitem');
+    await expect.poll(() => fires.count()).toBe(5);
+    expect(await fires.first().textContent()).toMatch(/12:00/);
+    await scan('schedule');
     await page.setViewportSize(PHONE);
     for (const [hash, heading, name] of [
       ['#/queues', 'Queues', 'queues-390'],

@@ -33,6 +33,8 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Lambda sends a failed asynchronous invocation to the function’s dead-letter queue with its role; locally nothing is invoked asynchronously.',
   'scheduleFire|sqs:SendMessage|schedulerDeadLetters':
     'Lambda sends a failed asynchronous invocation to the function’s dead-letter queue with its role; locally nothing is invoked asynchronously.',
+  'operatorApi|s3:ListBucket|bucket':
+    'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone, which an operator’s read of the payload reports as payloadGone; the S3 emulator does not check permissions.',
   'agentApi|s3:ListBucket|bucket':
     'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone; the S3 emulator does not check permissions, so the difference never shows locally.',
   'supervisor|dynamodb:ConditionCheckItem|table:leases':

@@ -50,6 +50,7 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   submit: 'operatorApi',
   submitBatch: 'operatorApi',
   getTask: 'operatorApi',
+  taskPayload: 'operatorApi',
   registerAgent: 'operatorApi',
   listAgents: 'operatorApi',
   revokeAgent: 'operatorApi',

@@ -452,6 +452,8 @@ describe('AgentScheduler construct', () => {
       operatorApi: grantsOf([
         logs('operatorApi'),
         payloadObjects('s3:PutObject'),
+        // `GET /v1/tasks/{taskId}?include=payload` reads a large payload from its object.
+        ...readPayloads(),
         putEvents(),
         table(
           'tasks',

@@ -1,5 +1,5 @@
-/** Agents, with their presence, a page at a time; a registered agent can be revoked. */
-import { type Agent, api } from '../api';
+/** Agents, with their presence and the roles they hold, a page at a time; a registered agent can be revoked. */
+import { type Agent, api, type Role } from '../api';
 import { confirmAction } from '../dialog';
 import { button, el } from '../dom';
 import { names, time } from '../format';
@@ -9,6 +9,15 @@ import type { View } from '../view';
 
 const PAGE_SIZE = 50;
 
+/** Each holder's roles, by agent id. */
+function holders(roles: readonly Role[]): Map<string, string[]> {
+  const held = new Map<string, string[]>();
+  for (const { role, holder } of roles) {
+    if (holder !== null) held.set(holder, [...(held.get(holder) ?? []), role]);
+  }
+  return held;
+}
+
 export const agentsView: View = (root, context) => {
   const table = new DataTable('Agents', [
     'Name',
@@ -17,6 +26,7 @@ export const agentsView: View = (root, context) => {
     'Online',
     'Last heartbeat',
     'Tasks held',
+    'Roles held',
     'Revoked',
     'Actions',
   ]);
@@ -36,13 +46,15 @@ export const agentsView: View = (root, context) => {
     });
   };
 
-  const row = (agent: Agent) => [
+  /** `held` maps an agent id to the roles it holds; `undefined` when the roles could not be read. */
+  const row = (agent: Agent, held: ReadonlyMap<string, string[]> | undefined) => [
     agent.name,
     el('span', { class: 'id' }, agent.agentId),
     names(agent.queues),
     agent.online === undefined ? 'unknown' : agent.online ? 'online' : 'offline',
     time(agent.lastHeartbeatAt, 'never'),
     agent.tasksHeld === undefined ? 'unknown' : String(agent.tasksHeld),
+    held === undefined ? 'unknown' : names(held.get(agent.agentId)),
     agent.revokedAt ? ['revoked ', time(agent.revokedAt)] : 'no',
     agent.revokedAt
       ? ''
@@ -56,12 +68,24 @@ export const agentsView: View = (root, context) => {
   let shown = '';
   const poller = context.poll(async () => {
     const cursor = pager.cursor;
-    const page = await api.listAgents({ cursor, limit: PAGE_SIZE }, context.signal);
+    const [agents, roles] = await Promise.allSettled([
+      api.listAgents({ cursor, limit: PAGE_SIZE }, context.signal),
+      api.listRoles(context.signal),
+    ]);
+    if (agents.status === 'rejected') throw agents.reason;
     if (cursor !== pager.cursor) return;
+    const page = agents.value;
     pager.update(page.nextCursor);
-    const key = JSON.stringify([cursor, page.agents]);
-    if (key === shown) return;
-    shown = key;
-    table.rows(page.agents.map(row), 'No agents are registered.');
+    // Roles that could not be read leave the agents shown, their roles "unknown", and the error alerted.
+    const held = roles.status === 'fulfilled' ? holders(roles.value) : undefined;
+    const key = JSON.stringify([cursor, page.agents, held && [...held]]);
+    if (key !== shown) {
+      shown = key;
+      table.rows(
+        page.agents.map((agent) => row(agent, held)),
+        'No agents are registered.',
+      );
+    }
+    if (roles.status === 'rejected') throw roles.reason;
   });
 };

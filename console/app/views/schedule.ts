@@ -1,12 +1,40 @@
-/** One schedule: its definition and task template, read once, and its occurrence ledger, refreshed. */
+/**
+ * One schedule: its definition, next fire times and task template, read once and read again only once its next
+ * fire has passed; and its occurrence ledger, refreshed.
+ */
 import { api, type Occurrence, type Schedule } from '../api';
-import { type Child, el, replaceKeepingFocus } from '../dom';
-import { jsonBlock, time } from '../format';
+import { type Child, el, replaceKeepingFocus, uniqueId } from '../dom';
+import { jsonBlock, time, zonedTime } from '../format';
 import { isAbort } from '../http';
 import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
 import type { View } from '../view';
 import { taskLink } from './task-link';
+
+/** Least time between two reads of the schedule (a browser clock ahead of the server's). */
+const REREAD_MS = 10_000;
+
+/** The upcoming fire times in the schedule's time zone; nothing when the server does not send them. */
+function nextFires(schedule: Schedule): HTMLElement[] {
+  if (schedule.nextFires === undefined) return [];
+  const headingId = uniqueId('next-fires');
+  const heading = el('h2', { id: headingId }, 'Next fires');
+  if (schedule.nextFires.length === 0) {
+    return [
+      heading,
+      el('p', {}, schedule.enabled ? 'None: the schedule fires no more.' : 'None: the schedule is disabled.'),
+    ];
+  }
+  return [
+    heading,
+    el('p', { class: 'note' }, `In the schedule’s time zone, ${schedule.timeZone}.`),
+    el(
+      'ul',
+      { class: 'plain', 'aria-labelledby': headingId },
+      ...schedule.nextFires.map((fire) => el('li', {}, zonedTime(fire, schedule.timeZone))),
+    ),
+  ];
+}
 
 function definition(schedule: Schedule): HTMLElement[] {
   const entries: [string, Child][] = [
@@ -21,7 +49,12 @@ function definition(schedule: Schedule): HTMLElement[] {
   ];
   const list = el('dl', { class: 'fields' });
   for (const [term, value] of entries) list.append(el('dt', {}, term), el('dd', {}, value));
-  return [list, el('h2', {}, 'Task template'), jsonBlock(schedule.task, 'Task template')];
+  return [
+    list,
+    ...nextFires(schedule),
+    el('h2', {}, 'Task template'),
+    jsonBlock(schedule.task, 'Task template'),
+  ];
 }
 
 const outcome = (occurrence: Occurrence) =>
@@ -40,18 +73,30 @@ export const scheduleView =
       table.element,
     );
 
-    api.getSchedule(name, context.signal).then(
-      (schedule) => replaceKeepingFocus(about, definition(schedule)),
-      (error) => {
-        if (isAbort(error) || context.signal.aborted) return;
-        replaceKeepingFocus(about, [el('p', {}, 'The schedule could not be read.')]);
-        alertError(messageOf(error));
-      },
-    );
+    let scheduleShown = '';
+    /** When to read the schedule again: once its next fire has passed, for the fires after it. */
+    let readAgainAt = Number.POSITIVE_INFINITY;
+    const showSchedule = (schedule: Schedule) => {
+      const next = Date.parse(schedule.nextFires?.[0] ?? '');
+      readAgainAt = Number.isNaN(next) ? Number.POSITIVE_INFINITY : Math.max(next, Date.now() + REREAD_MS);
+      const key = JSON.stringify(schedule);
+      if (key === scheduleShown) return;
+      scheduleShown = key;
+      replaceKeepingFocus(about, definition(schedule));
+    };
+
+    api.getSchedule(name, context.signal).then(showSchedule, (error) => {
+      if (isAbort(error) || context.signal.aborted) return;
+      replaceKeepingFocus(about, [el('p', {}, 'The schedule could not be read.')]);
+      alertError(messageOf(error));
+    });
 
     let shown = '';
     context.poll(async () => {
-      const occurrences = await api.listOccurrences(name, context.signal);
+      const [occurrences] = await Promise.all([
+        api.listOccurrences(name, context.signal),
+        Date.now() >= readAgainAt ? api.getSchedule(name, context.signal).then(showSchedule) : undefined,
+      ]);
       const key = JSON.stringify(occurrences);
       if (key === shown) return;
       shown = key;

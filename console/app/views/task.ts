@@ -1,12 +1,13 @@
 /**
- * One task: its specification and state, lineage, dependencies, output, the actions its status allows, and
- * (in local mode, when asked) its events.
+ * One task: its specification and state, lineage, dependencies, output, the actions its status allows, its
+ * payload (read once, when asked: it may be 256 KB, and in S3) and (in local mode, when asked) its events.
  */
 import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES } from '../api';
-import { button, type Child, el, replaceKeepingFocus } from '../dom';
+import { button, type Child, el, mainRegion, replaceKeepingFocus } from '../dom';
 import { type EventFeed, sharedEventFeed } from '../event-feed';
 import { bytes, jsonBlock, time } from '../format';
-import { ApiError } from '../http';
+import { ApiError, isAbort } from '../http';
+import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
 import type { View } from '../view';
 import { eventRow } from './event-row';
@@ -95,8 +96,9 @@ export const taskView =
   (root, context) => {
     const actions = el('div', { class: 'toolbar' });
     const body = el('div', {}, el('p', {}, 'Loading…'));
+    const payload = el('section', { 'aria-labelledby': 'task-payload', hidden: true });
     const events = el('section', { 'aria-labelledby': 'task-events' });
-    root.append(el('h1', {}, `Task ${taskId}`), actions, body, events);
+    root.append(el('h1', {}, `Task ${taskId}`), actions, body, payload, events);
 
     const actionButtons = (task: Task): Child[] => [
       !TERMINAL_STATUSES.has(task.status) &&
@@ -111,6 +113,44 @@ export const taskView =
         }),
     ];
 
+    // The payload: read once, when asked; the refresh reads the task without it.
+    const payloadSize = el('p', {});
+    let payloadLoading = false;
+    const showPayload = async (pressed: HTMLButtonElement) => {
+      if (payloadLoading) return;
+      payloadLoading = true;
+      pressed.setAttribute('aria-disabled', 'true');
+      try {
+        const task = await api.getTaskWithPayload(taskId, context.signal);
+        const block =
+          'payload' in task
+            ? jsonBlock(task.payload, 'Payload')
+            : el(
+                'p',
+                { tabindex: -1 },
+                task.payloadGone
+                  ? 'The payload is no longer kept: its retention has passed.'
+                  : 'The server sent no payload.',
+              );
+        payloadSize.remove();
+        pressed.replaceWith(block);
+        // Focus goes to what replaced the button: the payload's region (in a wrapper when truncated).
+        (block.querySelector('pre') ?? block).focus();
+      } catch (error) {
+        if (!isAbort(error) && !context.signal.aborted) {
+          alertError(`The payload could not be read: ${messageOf(error)}`);
+        }
+        pressed.removeAttribute('aria-disabled');
+      } finally {
+        payloadLoading = false;
+      }
+    };
+    payload.append(
+      el('h2', { id: 'task-payload' }, 'Payload'),
+      payloadSize,
+      button('Show payload', (b) => void showPayload(b), { class: 'secondary', 'data-key': 'show-payload' }),
+    );
+
     let shown = '';
     const showTask = (task: Task) => {
       const key = JSON.stringify(task);
@@ -118,6 +158,8 @@ export const taskView =
       shown = key;
       replaceKeepingFocus(actions, actionButtons(task));
       replaceKeepingFocus(body, details(task));
+      payload.hidden = false;
+      payloadSize.textContent = `${bytes(task.payloadBytes)}, read from the server only when asked.`;
     };
 
     // Events: the local feed, read only once asked for.
@@ -154,6 +196,8 @@ export const taskView =
         // No such task, or not a task id: say so in place of the details.
         if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
           shown = '';
+          if (payload.contains(document.activeElement)) mainRegion()?.focus({ preventScroll: true });
+          payload.hidden = true;
           replaceKeepingFocus(actions, []);
           replaceKeepingFocus(body, [el('p', {}, 'This task could not be read.')]);
         }

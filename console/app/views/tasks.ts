@@ -1,10 +1,10 @@
 /**
- * Tasks, newest first, by queue and status: the only filters `GET /v1/tasks` takes. Cursor paging; a form to
- * submit a task.
+ * Tasks, newest first, by queue, status and creation time: the filters `GET /v1/tasks` takes. Cursor paging; a
+ * form to submit a task.
  */
 import { api, TASK_STATUSES, type TaskSummary } from '../api';
-import { button, el } from '../dom';
-import { field, type Option, select, setOptions } from '../fields';
+import { button, el, uniqueId } from '../dom';
+import { field, input, type Option, select, setOptions } from '../fields';
 import { time } from '../format';
 import { Pager } from '../pager';
 import { alertError, messageOf } from '../status';
@@ -20,6 +20,13 @@ const queueOptions = (queues: readonly string[]): Option[] => [
   ...queues.map((name) => ({ value: name, label: name })),
 ];
 
+/** A `datetime-local` value (the browser's time zone) as ISO-8601 UTC; '' for none, or a value not a time. */
+function isoOf(local: string): string {
+  if (local === '') return '';
+  const date = new Date(local);
+  return Number.isNaN(date.getTime()) ? '' : date.toISOString();
+}
+
 export const tasksView: View = (root, context) => {
   let queues: string[] = [];
   const queueSelect = select('queue', queueOptions(queues));
@@ -27,6 +34,9 @@ export const tasksView: View = (root, context) => {
     { value: '', label: 'All statuses' },
     ...TASK_STATUSES.map((status) => ({ value: status, label: status })),
   ]);
+  const noteId = uniqueId('tasks-note');
+  const createdAfter = input('createdAfter', { type: 'datetime-local', 'aria-describedby': noteId });
+  const createdBefore = input('createdBefore', { type: 'datetime-local', 'aria-describedby': noteId });
   const table = new DataTable('Tasks', [
     'Task',
     'Queue',
@@ -54,6 +64,8 @@ export const tasksView: View = (root, context) => {
     { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
     field('Queue', queueSelect),
     field('Status', statusSelect),
+    field('Created after', createdAfter),
+    field('Created before', createdBefore),
   );
   filters.addEventListener('submit', (event) => event.preventDefault());
   filters.addEventListener('change', () => {
@@ -70,7 +82,11 @@ export const tasksView: View = (root, context) => {
     ),
     submitted,
     filters,
-    el('p', { class: 'note' }, 'Newest first. The API filters by queue and status only.'),
+    el(
+      'p',
+      { class: 'note', id: noteId },
+      'Newest first. Created after and Created before are in your time zone; leave one empty for no bound.',
+    ),
     table.element,
     pager.element,
   );
@@ -95,17 +111,20 @@ export const tasksView: View = (root, context) => {
     time(task.updatedAt),
   ];
 
+  const currentFilter = () => ({
+    queue: queueSelect.value,
+    status: statusSelect.value,
+    createdAfter: isoOf(createdAfter.value),
+    createdBefore: isoOf(createdBefore.value),
+    cursor: pager.cursor,
+  });
+
   let shown = '';
   const poller = context.poll(async () => {
-    const filter = { queue: queueSelect.value, status: statusSelect.value, cursor: pager.cursor };
+    const filter = currentFilter();
     const page = await api.listTasks({ ...filter, limit: PAGE_SIZE }, context.signal);
     // The filters or the page changed while this read was under way: the next read shows them.
-    if (
-      filter.queue !== queueSelect.value ||
-      filter.status !== statusSelect.value ||
-      filter.cursor !== pager.cursor
-    )
-      return;
+    if (JSON.stringify(filter) !== JSON.stringify(currentFilter())) return;
     pager.update(page.nextCursor);
     const key = JSON.stringify([filter, page.tasks]);
     if (key === shown) return;

@@ -21,7 +21,7 @@ import type {
   roleView,
   scheduleView,
   sessionHoldingsView,
-  taskView,
+  taskWithPayloadView,
 } from '../../../functions/http/views';
 
 /**
@@ -66,7 +66,8 @@ type Same<A, B> = [Plain<A>] extends [Plain<B>] ? ([Plain<B>] extends [Plain<A>]
 type Server<View extends (...args: never[]) => unknown> = OnTheWire<ReturnType<View>>;
 
 const pairs = {
-  task: true satisfies Same<Server<typeof taskView>, Sdk.Task>,
+  // The task view with the fields `include=payload` adds: every field of `taskView`, and the payload's two.
+  task: true satisfies Same<Server<typeof taskWithPayloadView>, Sdk.Task>,
   claimedTask: true satisfies Same<Server<typeof claimedTaskView>, Sdk.ClaimedTask>,
   agent: true satisfies Same<Server<typeof agentView>, Sdk.Agent>,
   queueControl: true satisfies Same<Server<typeof queueControlView>, Sdk.QueueControl>,

@@ -1,0 +1,165 @@
+/**
+ * What the console reads that the API gave no way to read before, over HTTP on the emulators: a task's payload
+ * (inline, from its S3 object, or gone), the tasks of a time window served by the `listed` index, and a schedule's
+ * next fire times. Each answer is checked against the published response schemas.
+ */
+import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomTextPayload, seededRandom } from '#local/seeded-random';
+import type { LocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import {
+  schedulePageSchema,
+  scheduleResponseSchema,
+  taskPageSchema,
+  taskResponseSchema,
+} from '../../functions/http/response-schemas';
+
+const OPERATOR = 'op_console-api';
+
+describe('the API the console reads', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let operator: AgentSchedulerClient;
+  const get = async (path: string) => {
+    const response = await fetch(`${server.url}${path}`, {
+      headers: { authorization: `Bearer ${OPERATOR}` },
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    stack = await createTestStack({
+      queues: ['work', 'other'],
+      payloadBucket: true,
+      scheduleBackend: { put: async () => undefined, remove: async () => undefined },
+    });
+    server = await serveStack(stack, OPERATOR);
+    operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await stack?.destroy();
+  });
+
+  it('a task with include=payload carries its payload, inline or from S3, and says when it is gone', async () => {
+    const small = { topic: 'tides', n: [1, 2, 3] };
+    const large = randomTextPayload(60_000, seededRandom(7));
+    const { task: inline } = await operator.submitTask({ queue: 'work', payload: small });
+    const { task: offloaded } = await operator.submitTask({ queue: 'work', payload: large });
+
+    const plain = await get(`/v1/tasks/${inline.taskId}`);
+    expect(plain.body.task).not.toHaveProperty('payload');
+    for (const [task, payload] of [
+      [inline, small],
+      [offloaded, large],
+    ] as const) {
+      const read = await get(`/v1/tasks/${task.taskId}?include=payload`);
+      expect(read.status).toBe(200);
+      taskResponseSchema.parse(read.body);
+      expect(read.body.task).toMatchObject({ taskId: task.taskId, payload });
+    }
+    expect((await operator.getTask(offloaded.taskId, { includePayload: true })).payload).toEqual(large);
+
+    // The object past its retention: the task is still shown, its payload said to be gone.
+    const objects = stack.ctx.tasks.payloadObjects?.objects;
+    if (!objects) throw new Error('the stack has no payload bucket');
+    const listed = await objects.s3.send(
+      new ListObjectsV2Command({ Bucket: objects.bucketName, Prefix: 'payloads/' }),
+    );
+    for (const object of listed.Contents ?? [])
+      await objects.s3.send(new DeleteObjectCommand({ Bucket: objects.bucketName, Key: object.Key }));
+    const gone = await get(`/v1/tasks/${offloaded.taskId}?include=payload`);
+    expect(gone.status).toBe(200);
+    expect(gone.body.task).toMatchObject({ taskId: offloaded.taskId, payloadGone: true });
+    expect(gone.body.task).not.toHaveProperty('payload');
+
+    const refused = await get(`/v1/tasks/${inline.taskId}?include=everything`);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: { code: 'ValidationError' } });
+  });
+
+  it('tasks of a time window, newest first, with paging inside it', async () => {
+    const submitted: { taskId: string; createdAt: string }[] = [];
+    for (let i = 0; i < 6; i++) {
+      stack.clock.advance(60_000);
+      submitted.push((await operator.submitTask({ queue: 'other', payload: { i } })).task);
+    }
+    const at = (i: number) => submitted[i]?.createdAt ?? '';
+    const ids = (from: number, to: number) =>
+      submitted
+        .slice(from, to)
+        .map((t) => t.taskId)
+        .reverse();
+
+    const window = await get(
+      `/v1/tasks?queue=other&createdAfter=${encodeURIComponent(at(1))}&createdBefore=${encodeURIComponent(at(5))}`,
+    );
+    expect(window.status).toBe(200);
+    taskPageSchema.parse(window.body);
+    expect((window.body.tasks as { taskId: string }[]).map((t) => t.taskId)).toEqual(ids(1, 5));
+    expect(window.body).not.toHaveProperty('nextCursor');
+
+    // Paged two at a time, the window is walked to its end and no further.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await operator.listTasks({
+        queue: 'other',
+        limit: 2,
+        createdAfter: at(1),
+        createdBefore: at(5),
+        ...(cursor ? { cursor } : {}),
+      });
+      seen.push(...page.tasks.map((t) => t.taskId));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor && pages < 10);
+    expect(seen).toEqual(ids(1, 5));
+
+    // An offset other than Z names the same instant.
+    const shifted = new Date(Date.parse(at(4)) + 2 * 3_600_000).toISOString().replace('Z', '+02:00');
+    const before = await operator.listTasks({ queue: 'other', createdBefore: shifted });
+    expect(before.tasks.map((t) => t.taskId)).toEqual(ids(0, 4));
+
+    for (const bad of ['yesterday', '2026-11-25', '2026-11-25T10:00:00']) {
+      const refused = await get(`/v1/tasks?createdAfter=${encodeURIComponent(bad)}`);
+      expect(refused.status, bad).toBe(400);
+    }
+  });
+
+  it('schedules list their next fire times, computed in their time zone; a disabled one lists none', async () => {
+    await operator.createSchedule({
+      name: 'paris-morning',
+      expression: 'cron(0 9 * * ? *)',
+      timeZone: 'Europe/Paris',
+      task: { queue: 'work', payload: {} },
+    });
+    await operator.createSchedule({
+      name: 'paused-one',
+      expression: 'rate(5 minutes)',
+      enabled: false,
+      task: { queue: 'work', payload: {} },
+    });
+    const one = await get('/v1/schedules/paris-morning');
+    scheduleResponseSchema.parse(one.body);
+    const fires = (one.body.schedule as { nextFires: string[] }).nextFires;
+    expect(fires).toHaveLength(5);
+    const parisHour = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hour: '2-digit' });
+    for (const [i, fire] of fires.entries()) {
+      expect(parisHour.format(new Date(fire))).toBe('09');
+      expect(Date.parse(fire)).toBeGreaterThan(stack.clock.now());
+      if (i > 0)
+        expect(Date.parse(fire) - Date.parse(fires[i - 1] ?? '')).toBeGreaterThanOrEqual(23 * 3_600_000);
+    }
+    const list = await get('/v1/schedules');
+    schedulePageSchema.parse(list.body);
+    const byName = new Map(
+      (list.body.schedules as { name: string; nextFires: string[] }[]).map((s) => [s.name, s.nextFires]),
+    );
+    expect(byName.get('paris-morning')).toEqual(fires);
+    expect(byName.get('paused-one')).toEqual([]);
+  });
+});
