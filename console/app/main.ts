@@ -7,7 +7,7 @@ import { closeDialogs } from './dialog';
 import { button, el } from './dom';
 import { onSessionEnded } from './http';
 import { DEFAULT_ROUTE, parseRoute, type Route, sectionHref } from './router';
-import { announce, clearAlert, clearMessages, messageOf } from './status';
+import { announce, clearMessages, messageOf } from './status';
 import { type View, viewContext } from './view';
 import { agentsView } from './views/agents';
 import { deadLettersView } from './views/dead-letters';
@@ -87,7 +87,8 @@ function show(focus: boolean): void {
     history.replaceState(null, '', sectionHref(route.section));
   }
   leave();
-  clearAlert();
+  // What was said on the last view was about it: a new view starts with nothing said.
+  clearMessages();
   shownHash = location.hash;
   markCurrent(route);
   const { context, leave: stop } = viewContext(session);

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { loadConsoleAssets } from '#console/assets';
 import { consoleGateway } from '#console/gateway';
+import { startConsoleServer } from '#console/server';
 import { bearerUpstream } from '#console/upstream';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
@@ -192,6 +193,45 @@ describe('the web console in a browser', () => {
       .poll(async () => (await row.getByRole('cell').nth(1).textContent()) ?? '', { timeout: 10_000 })
       .toContain(second.agentId);
     await screenshot(page, 'roles-1280');
+  });
+
+  it('on its own server, for a stack without an event feed, shows the changes among the newest tasks', async () => {
+    let ownCode = '';
+    const own = await startConsoleServer({
+      mode: 'deployed',
+      endpoint: server.url,
+      events: 'none',
+      assets: await loadConsoleAssets(),
+      upstream: bearerUpstream(OPERATOR),
+      port: 0,
+      log: { info() {}, warn() {}, error() {} },
+      onCode: (next) => {
+        ownCode = next;
+      },
+    });
+    const other = await browser.newContext({ viewport: LAPTOP });
+    try {
+      const tab = await other.newPage();
+      await tab.goto(`${own.url}/#/events`);
+      await tab.getByLabel('Login code').fill(ownCode);
+      await tab.getByRole('button', { name: 'Sign in' }).click();
+      await tab.getByRole('heading', { level: 1, name: 'Events' }).waitFor();
+      await tab.getByText(`Deployed · ${server.url}`).waitFor();
+      // The first read takes note of what is there; what changes after it is shown.
+      await tab.getByText('No changes yet.').waitFor();
+      const { task } = await operator.submitTask({ queue: 'work', payload: { watched: true } });
+      const row = tab.getByRole('row').filter({ hasText: task.taskId });
+      await expect.poll(() => row.first().textContent(), { timeout: 10_000 }).toContain('new: queued');
+      await operator.cancelTask(task.taskId);
+      await expect
+        .poll(() => tab.getByRole('row').filter({ hasText: 'queued → cancelled' }).count(), {
+          timeout: 10_000,
+        })
+        .toBe(1);
+    } finally {
+      await other.close();
+      await own.close();
+    }
   });
 
   it('reads on a phone, and every view is free of serious accessibility violations', async () => {

@@ -1,10 +1,16 @@
-/** The live lifecycle events of the local stack, newest on top; in AWS they go to the EventBridge bus. */
+/**
+ * The live lifecycle events of the local stack, newest on top. In AWS they go to the EventBridge bus: there the
+ * view shows the changes it sees among the newest tasks instead.
+ */
 
 import { el } from '../dom';
 import { sharedEventFeed } from '../event-feed';
+import { time } from '../format';
 import { DataTable } from '../table';
-import type { View } from '../view';
+import { TaskChanges, WATCHED } from '../task-changes';
+import type { View, ViewContext } from '../view';
 import { eventRow } from './event-row';
+import { taskLink } from './task-link';
 
 /** Events shown at most. */
 const SHOWN = 500;
@@ -12,13 +18,7 @@ const SHOWN = 500;
 export const eventsView: View = (root, context) => {
   root.append(el('h1', {}, 'Events'));
   if (context.session.events !== 'poll') {
-    root.append(
-      el(
-        'p',
-        {},
-        'The event feed is local only: in AWS, lifecycle events go to the EventBridge bus, where rules and consumers read them.',
-      ),
-    );
+    taskChangesFeed(root, context);
     return;
   }
   const feed = sharedEventFeed();
@@ -41,3 +41,41 @@ export const eventsView: View = (root, context) => {
     table.rows(feed.events.slice(-SHOWN).reverse().map(eventRow), 'No events yet.');
   });
 };
+
+/** A deployed stack's feed: what changed among its newest tasks, read every 2 s while the view is shown. */
+function taskChangesFeed(root: HTMLElement, context: ViewContext): void {
+  const changes = new TaskChanges(SHOWN);
+  const table = new DataTable('Task changes', ['Time', 'Change', 'Task', 'Agent', 'Queue']);
+  root.append(
+    el(
+      'p',
+      { class: 'lead' },
+      `Lifecycle events go to the EventBridge bus in AWS, where rules and consumers read them. Here: the changes seen among the ${WATCHED} newest tasks since this view was opened, newest first.`,
+    ),
+    table.element,
+  );
+  let shown = -1;
+  context.poll(async () => {
+    await changes.read(context.signal);
+    const newest = changes.changes.at(-1)?.sequence ?? 0;
+    if (newest === shown) return;
+    shown = newest;
+    table.rows(
+      changes.changes
+        .slice()
+        .reverse()
+        .map(({ sequence, task, from }) => [
+          time(task.updatedAt),
+          from === undefined
+            ? `new: ${task.status}`
+            : from === task.status
+              ? task.status
+              : `${from} → ${task.status}`,
+          taskLink(task.taskId, `change:${sequence}`),
+          task.owner ?? '',
+          task.queue,
+        ]),
+      'No changes yet.',
+    );
+  });
+}
