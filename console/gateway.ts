@@ -4,10 +4,12 @@
  * cookie), and forwards the browser's operator requests to the API with the operator's own credentials added, as
  * the CLI sends them: the operator token locally, AWS Signature Version 4 for a deployed stack.
  *
- * Because it acts as the operator, it answers only what comes from this machine, to a loopback host name (so a
- * page of another site cannot reach it through a name that resolves to 127.0.0.1), and takes no request from
- * another origin. It adds no route of its own to the API: `/console/api/<route>` is the API's operator route, or
- * nothing.
+ * Because it acts as the operator, it answers only what comes from this machine, addressed to the loopback address
+ * it listens on (so a page of another site cannot reach it through a name that resolves to 127.0.0.1, nor another
+ * program on `[::1]` pass for it under `localhost`), and takes no request from another origin. A browser sends a
+ * host's cookies to every port of that host, so the cookie alone is not enough: each API request also carries the
+ * session's key, which the page keeps in storage only its own origin (this port) can read. It adds no route of its
+ * own to the API: `/console/api/<route>` is the API's operator route, or nothing.
  */
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { matchRoute } from '../functions/http/http-api';
@@ -24,6 +26,8 @@ export interface ConsoleRequest {
   readonly body: string;
   /** The peer's address, as the socket gives it: `127.0.0.1`, `::1`, `::ffff:127.0.0.1`. */
   readonly remoteAddress: string | undefined;
+  /** The address the request arrived at, as the socket gives it. */
+  readonly localAddress: string | undefined;
   /** The port the request arrived on. */
   readonly localPort: number;
 }
@@ -56,6 +60,8 @@ export interface ConsoleGatewayOptions extends ConsoleSessionInfo {
   readonly sessionTtlMs?: number;
   /** How long one forwarded request may take. @default 30 s */
   readonly upstreamTimeoutMs?: number;
+  /** Told why a forwarded request got no answer (the network, expired credentials), for the terminal. */
+  readonly onUpstreamError?: (error: unknown) => void;
   readonly now?: () => number;
 }
 
@@ -65,8 +71,12 @@ export interface ConsoleGateway {
   answer(request: ConsoleRequest): Promise<ConsoleResponse>;
 }
 
-/** Wrong codes a login code survives; the next wrong one replaces it with a new one. */
+/** Wrong codes a login code survives; the fifth replaces it, and login waits (`LOGIN_LOCKOUT_MS`). */
 export const LOGIN_ATTEMPTS_PER_CODE = 5;
+/** How long login waits after a code is guessed at too often: doubling at each lockout, up to a minute. */
+export const LOGIN_LOCKOUT_MS = { first: 1_000, max: 60_000 } as const;
+/** The header that carries the session's key: the page reads it from storage of its own origin only. */
+export const SESSION_KEY_HEADER = 'x-console-key';
 /** Browsers signed in at once; past it the oldest is signed out. */
 const MAX_SESSIONS = 64;
 const DEFAULT_SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -99,18 +109,18 @@ export const cookieNameFor = (port: number) => `agent_scheduler_console_${port}`
 
 const hash = (secret: string) => createHash('sha256').update(secret).digest();
 
+/** The one `Host` a request to this socket may name: its own loopback address and port. */
+export function expectedHost(localAddress: string | undefined, port: number): string | undefined {
+  if (!localAddress || !isLoopbackAddress(localAddress)) return undefined;
+  const address = localAddress.startsWith('::ffff:') ? localAddress.slice(7) : localAddress;
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
 /** `127.0.0.0/8` and `::1`, also as IPv4-mapped IPv6. */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
-}
-
-/** A `Host` header naming this machine's loopback on the port the request came in on. */
-export function isLoopbackHost(host: string | undefined, port: number): boolean {
-  if (!host) return false;
-  const match = /^(localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\]):(\d{1,5})$/i.exec(host);
-  return match !== null && Number(match[2]) === port;
 }
 
 function parseCookies(header: string | undefined): Map<string, string> {
@@ -151,10 +161,15 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
   const sessionTtlMs = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
   const endpoint = options.endpoint.replace(/\/+$/, '');
-  /** Sessions by the SHA-256 of their cookie, with when each ends; in insertion order, oldest first. */
-  const sessions = new Map<string, number>();
+  /**
+   * Sessions by the SHA-256 of their cookie: the SHA-256 of their key, and when each ends. In insertion order,
+   * oldest first.
+   */
+  const sessions = new Map<string, { keyHash: Buffer; until: number }>();
   let code = '';
   let wrongGuesses = 0;
+  let lockouts = 0;
+  let lockedUntil = 0;
   const replaceCode = (why: 'start' | 'used' | 'guessed') => {
     code = newCode();
     wrongGuesses = 0;
@@ -162,36 +177,40 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
   };
   replaceCode('start');
 
+  /** The session the cookie names, when the request also carries its key. */
   const sessionOf = (request: ConsoleRequest): string | undefined => {
     const value = parseCookies(request.headers.cookie).get(cookieNameFor(request.localPort));
     if (!value) return undefined;
-    const key = hash(value).toString('base64url');
-    const until = sessions.get(key);
-    if (until === undefined) return undefined;
-    if (until <= now()) {
-      sessions.delete(key);
+    const id = hash(value).toString('base64url');
+    const session = sessions.get(id);
+    if (session === undefined) return undefined;
+    if (session.until <= now()) {
+      sessions.delete(id);
       return undefined;
     }
-    return key;
+    if (!timingSafeEqual(hash(request.headers[SESSION_KEY_HEADER] ?? ''), session.keyHash)) return undefined;
+    return id;
   };
 
   /** Refuses what does not come from this machine, to a loopback name, from the console's own page. */
   const refusedOrigin = (request: ConsoleRequest): ConsoleResponse | undefined => {
     if (!isLoopbackAddress(request.remoteAddress))
       return refusal(403, 'Forbidden', 'the console answers requests from this machine only');
-    const host = request.headers.host;
-    if (!isLoopbackHost(host, request.localPort))
+    const host = expectedHost(request.localAddress, request.localPort);
+    if (host === undefined || request.headers.host !== host)
       return refusal(
         421,
         'MisdirectedRequest',
-        'open the console at http://127.0.0.1 or http://localhost, on the port it printed',
+        `open the console at the address it printed: http://${host ?? '127.0.0.1'}/`,
       );
+    // The page itself may be opened from anywhere (a link, a bookmark): it holds nothing and cannot be framed.
+    const reads = /^(GET|HEAD)$/i.test(request.method);
+    if (reads && options.assets.has(new URL(request.url, 'http://localhost').pathname)) return undefined;
     const origin = request.headers.origin;
     const site = request.headers['sec-fetch-site'];
-    const writes = !/^(GET|HEAD)$/i.test(request.method);
     if (
       (origin !== undefined && origin !== `http://${host}`) ||
-      (writes && origin === undefined) ||
+      (!reads && origin === undefined) ||
       (site !== undefined && site !== 'same-origin' && site !== 'none')
     )
       return refusal(403, 'Forbidden', 'the console takes requests from its own page only');
@@ -207,23 +226,41 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
     }
     if (typeof given !== 'string' || given.length > 64)
       return refusal(400, 'ValidationError', 'the body is { "code": "<the code printed in the terminal>" }');
+    const waitMs = lockedUntil - now();
+    if (waitMs > 0)
+      return refusal(
+        429,
+        'TooManyRequests',
+        'too many wrong login codes: wait, then type the new code printed in the terminal',
+        { 'retry-after': String(Math.ceil(waitMs / 1000)) },
+      );
     const expected = Buffer.from(normalCode(code));
     const typed = Buffer.from(normalCode(given));
     if (typed.length !== expected.length || !timingSafeEqual(typed, expected)) {
       wrongGuesses += 1;
-      if (wrongGuesses >= LOGIN_ATTEMPTS_PER_CODE) replaceCode('guessed');
+      if (wrongGuesses >= LOGIN_ATTEMPTS_PER_CODE) {
+        lockedUntil = now() + Math.min(LOGIN_LOCKOUT_MS.max, LOGIN_LOCKOUT_MS.first * 2 ** lockouts);
+        lockouts += 1;
+        replaceCode('guessed');
+      }
       return refusal(401, 'Unauthorized', 'that is not the login code printed in the terminal');
     }
+    lockouts = 0;
     replaceCode('used');
     const secret = randomBytes(32).toString('base64url');
+    const key = randomBytes(32).toString('base64url');
     if (sessions.size >= MAX_SESSIONS) {
       const oldest = sessions.keys().next().value;
       if (oldest !== undefined) sessions.delete(oldest);
     }
-    sessions.set(hash(secret).toString('base64url'), now() + sessionTtlMs);
-    return noContent({
-      'set-cookie': `${cookieNameFor(request.localPort)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(sessionTtlMs / 1000)}`,
-    });
+    sessions.set(hash(secret).toString('base64url'), { keyHash: hash(key), until: now() + sessionTtlMs });
+    return json(
+      200,
+      { key },
+      {
+        'set-cookie': `${cookieNameFor(request.localPort)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(sessionTtlMs / 1000)}`,
+      },
+    );
   };
 
   const forward = async (request: ConsoleRequest, url: URL): Promise<ConsoleResponse> => {
@@ -233,11 +270,15 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
     const route = matched && 'route' in matched ? matched.route : undefined;
     if (!route || route.access === 'agent' || (route.localOnly && options.events !== 'poll'))
       return refusal(404, 'NotFound', 'the console forwards the API’s operator routes only');
+    if (request.body !== '' && (method === 'GET' || method === 'DELETE'))
+      return refusal(400, 'ValidationError', `a ${method} request has no body`);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (request.body !== '') headers['content-type'] = 'application/json';
-    let answer: Response;
+    let status: number;
+    let contentType: string;
+    let body: Buffer;
     try {
-      answer = await options.upstream(
+      const answer = await options.upstream(
         new Request(`${endpoint}${path}${url.search}`, {
           method,
           headers,
@@ -245,27 +286,35 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
           signal: AbortSignal.timeout(upstreamTimeoutMs),
         }),
       );
+      status = answer.status;
+      contentType = answer.headers.get('content-type') ?? 'application/json';
+      body = Buffer.from(await answer.arrayBuffer());
     } catch (error) {
+      options.onUpstreamError?.(error);
       const timedOut = (error as Error).name === 'TimeoutError';
       return timedOut
         ? refusal(504, 'UpstreamTimeout', 'the API did not answer in time')
-        : refusal(502, 'UpstreamUnavailable', 'the API could not be reached');
+        : refusal(502, 'UpstreamUnavailable', 'the API could not be reached (the terminal says why)');
     }
+    // The API refusing the console's own credentials is not the browser's session ending.
+    if (status === 401)
+      return refusal(
+        502,
+        'UpstreamUnauthorized',
+        'the API refused the console’s credentials: restart the console with credentials it takes',
+      );
     return {
-      statusCode: answer.status,
-      headers: {
-        'content-type': answer.headers.get('content-type') ?? 'application/json',
-        'cache-control': 'no-store',
-      },
-      body: Buffer.from(await answer.arrayBuffer()),
+      statusCode: status,
+      headers: { 'content-type': contentType, 'cache-control': 'no-store' },
+      body,
     };
   };
 
   const answer = async (request: ConsoleRequest): Promise<ConsoleResponse> => {
-    const refused = refusedOrigin(request);
-    if (refused) return refused;
     if (!URL.canParse(request.url, 'http://localhost'))
       return refusal(400, 'MalformedRequest', 'the request target is not a valid URL');
+    const refused = refusedOrigin(request);
+    if (refused) return refused;
     const url = new URL(request.url, 'http://localhost');
     const { pathname } = url;
     const method = request.method.toUpperCase();

@@ -47,6 +47,10 @@ export async function startOperatorConsole(options: OperatorConsoleOptions): Pro
       warn() {},
       error: (message, fields) => options.say(`console: ${message} ${JSON.stringify(fields ?? {})}`),
     },
+    onUpstreamError: (error) =>
+      options.say(
+        `console: a request to the API failed: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+      ),
     onCode: (code, why) => {
       if (why === 'start') firstCode = code;
       else options.say(loginCodeLine(code, why));

@@ -230,6 +230,7 @@ export async function startDevStack(
         events: 'poll',
         assets,
         upstream,
+        onUpstreamError: (error) => log.warn('console request to the API failed', { error: String(error) }),
         onCode: (code, why) => {
           loginCode = code;
           if (why !== 'start') console.log(loginCodeLine(code, why));

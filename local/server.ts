@@ -264,6 +264,7 @@ export function answerConsole(
           headers,
           body,
           remoteAddress: request.socket.remoteAddress,
+          localAddress: request.socket.localAddress,
           localPort: request.socket.localPort ?? 0,
         })
         .then((answer) => {

@@ -56,7 +56,7 @@ export interface Task {
   readonly finishedAt?: string;
   /** Read with `getTask(id, { includePayload: true })`: the payload as submitted. */
   readonly payload?: unknown;
-  /** Read with `includePayload`: the payload is no longer kept (its retention has passed). */
+  /** Read with `includePayload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention). */
   readonly payloadGone?: true;
 }
 
@@ -299,7 +299,7 @@ export interface Schedule extends ScheduleSpec {
   readonly source: 'api' | 'declared';
   /** When it was created through the API; absent for a declared one. */
   readonly createdAt?: string;
-  /** Its next fire times (up to 5, ISO 8601 in UTC); none while it is disabled. */
+  /** Its next fire times (up to 5, ISO 8601 in UTC); none while it is disabled, nor for a declared rate(). */
   readonly nextFires: readonly string[];
 }
 

@@ -60,6 +60,11 @@ export function consoleCommand(program: Command, cli: Cli): void {
             : bearerUpstream(connection.token ?? ''),
         port: port ?? CONSOLE_DEFAULT_PORT,
         say: (line) => cli.say(line),
+      }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EADDRINUSE') throw error;
+        throw new UsageError(
+          `port ${port ?? CONSOLE_DEFAULT_PORT} is in use: pick another with --port, or --port 0 for a free one`,
+        );
       });
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

@@ -2,7 +2,7 @@
  * The console's calls and the shapes of their answers, as the API documents them (`GET /v1/openapi.json`).
  * Only the fields the console reads are typed; the API may send more.
  */
-import { apiRequest, query, request } from './http';
+import { apiRequest, keepSessionKey, query, request } from './http';
 
 export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
@@ -204,8 +204,17 @@ const path = (...parts: string[]) => parts.map(encodeURIComponent).join('/');
 
 export const api = {
   session: () => request<Session>('GET', '/console/session'),
-  login: (code: string) => request<undefined>('POST', '/console/login', { body: { code } }),
-  logout: () => request<undefined>('POST', '/console/logout'),
+  login: async (code: string) => {
+    const { key } = await request<{ key: string }>('POST', '/console/login', { body: { code } });
+    keepSessionKey(key);
+  },
+  logout: async () => {
+    try {
+      await request<undefined>('POST', '/console/logout');
+    } finally {
+      keepSessionKey(undefined);
+    }
+  },
 
   listQueues: (signal?: Signal) =>
     apiRequest<{ queues: QueueStats[] }>('GET', '/v1/queues', { signal }).then((r) => r.queues),

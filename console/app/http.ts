@@ -4,6 +4,34 @@
  */
 
 const API_PREFIX = '/console/api';
+/**
+ * The session's key, sent with every request beside the cookie. A browser sends a host's cookies to all its
+ * ports; this storage is this origin's (this port's) alone, so a program on another port that is sent the cookie
+ * still cannot act.
+ */
+const KEY_STORAGE = 'agent-scheduler-console-key';
+const KEY_HEADER = 'x-console-key';
+
+/** Keeps the key a sign-in gave; `undefined` forgets it. */
+export function keepSessionKey(key: string | undefined): void {
+  try {
+    if (key === undefined) localStorage.removeItem(KEY_STORAGE);
+    else localStorage.setItem(KEY_STORAGE, key);
+  } catch {
+    // Storage refused (a private window's quota): the session lasts as long as the page then.
+    memoryKey = key;
+  }
+}
+
+let memoryKey: string | undefined;
+
+function sessionKey(): string | undefined {
+  try {
+    return localStorage.getItem(KEY_STORAGE) ?? memoryKey;
+  } catch {
+    return memoryKey;
+  }
+}
 /** The longest server message shown. */
 const MESSAGE_CHARS = 300;
 
@@ -58,10 +86,13 @@ export interface RequestOptions {
 
 /** A request to `path` on the console server; resolves to the JSON answer, or `undefined` for no content. */
 export async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+  const headers: Record<string, string> = { accept: 'application/json' };
+  const key = sessionKey();
+  if (key !== undefined) headers[KEY_HEADER] = key;
+  const init: RequestInit = { method, credentials: 'same-origin', headers };
   if (options.body !== undefined) {
     init.body = JSON.stringify(options.body);
-    init.headers = { accept: 'application/json', 'content-type': 'application/json' };
+    headers['content-type'] = 'application/json';
   }
   if (options.signal) init.signal = options.signal;
   let response: Response;

@@ -126,7 +126,14 @@ export async function listTasks(
       }
     }
   }
-  const more = !ended && (cut || listed.hasMore());
+  // A full page that ended at the edge of the window: one look past it saves the caller an empty page.
+  let beyond = false;
+  if (createdAfter !== undefined && !ended && !cut && tasks.length === limit && listed.hasMore()) {
+    const [next] = await listed.take(1);
+    if (next === undefined || next.createdAt < createdAfter) ended = true;
+    else beyond = true;
+  }
+  const more = !ended && (cut || beyond || listed.hasMore());
   return {
     tasks,
     ...(more && last ? { nextCursor: encodeCursor(last) } : {}),
@@ -189,7 +196,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
   }));
 }
 
-/** A task's payload as it was submitted, or `gone` once it is no longer kept (its retention has passed). */
+/** A task's payload as submitted, or `gone`: one in S3 is deleted when its task succeeds, any past its retention. */
 export async function readTaskPayload(
   ctx: SchedulerContext,
   task: Task,

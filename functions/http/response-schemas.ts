@@ -106,7 +106,9 @@ export const taskSchema = published(
     payloadGone: z
       .literal(true)
       .optional()
-      .describe('With `include=payload`: the payload is no longer kept (its retention has passed).'),
+      .describe(
+        'With `include=payload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention).',
+      ),
   }),
 );
 
@@ -170,7 +172,9 @@ export const scheduleSchema = published(
     nextFires: z
       .array(timestamp)
       .max(5)
-      .describe('The next fire times, in UTC (up to 5); none while it is disabled.'),
+      .describe(
+        'The next fire times, in UTC (up to 5); none while it is disabled, nor for a declared rate(), whose count starts at the deploy.',
+      ),
   }),
 );
 

@@ -11,7 +11,7 @@ import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
 import type { ScheduleRecord } from '#domain/schedule';
-import { nextFireTimes } from '#domain/schedule-expression';
+import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
 import type { Task } from '#domain/task';
 
 function iso(ms: number): string;
@@ -104,12 +104,15 @@ export const NEXT_FIRES = 5;
 
 /**
  * The next fire times of an enabled schedule, after `now`. A rate() counts from when the schedule was created, as
- * EventBridge Scheduler counts it.
+ * EventBridge Scheduler counts it; a declared one's count starts at the deploy, which no record holds, so it
+ * lists none.
  */
 function nextFiresOf(schedule: ScheduleRecord, now: number): string[] {
   if (!schedule.enabled) return [];
   try {
-    return nextFireTimes(schedule.expression, {
+    const expression = parseScheduleExpression(schedule.expression);
+    if (expression.kind === 'rate' && schedule.source === 'declared') return [];
+    return nextFireTimes(expression, {
       timeZone: schedule.timeZone,
       after: now,
       startAt: Math.min(schedule.createdAt, now),

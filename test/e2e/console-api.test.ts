@@ -118,6 +118,8 @@ describe('the API the console reads', () => {
       pages++;
     } while (cursor && pages < 10);
     expect(seen).toEqual(ids(1, 5));
+    // Four tasks two at a time: two pages, the second without a cursor to an empty third.
+    expect(pages).toBe(2);
 
     // An offset other than Z names the same instant.
     const shifted = new Date(Date.parse(at(4)) + 2 * 3_600_000).toISOString().replace('Z', '+02:00');

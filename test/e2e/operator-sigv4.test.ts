@@ -255,18 +255,20 @@ describe('operator requests signed with SigV4', () => {
         headers: { ...origin, 'content-type': 'application/json' },
         body: JSON.stringify({ code }),
       });
-      expect(signedIn.status).toBe(204);
+      expect(signedIn.status).toBe(200);
+      const { key } = (await signedIn.json()) as { key: string };
       const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+      const session = { cookie, 'x-console-key': key };
       received = [];
       const submitted = await fetch(`${consoleUrl}/console/api/v1/tasks`, {
         method: 'POST',
-        headers: { ...origin, cookie, 'content-type': 'application/json' },
+        headers: { ...origin, ...session, 'content-type': 'application/json' },
         body: JSON.stringify({ queue: 'work', payload: { from: 'console' } }),
       });
       expect(submitted.status).toBe(201);
       const { task } = (await submitted.json()) as { task: { taskId: string } };
       const listed = await fetch(`${consoleUrl}/console/api/v1/tasks?queue=work&limit=100`, {
-        headers: { cookie },
+        headers: session,
       });
       expect(((await listed.json()) as { tasks: { taskId: string }[] }).tasks.map((t) => t.taskId)).toContain(
         task.taskId,
@@ -275,7 +277,7 @@ describe('operator requests signed with SigV4', () => {
         `${consoleUrl}/console/api/v1/tasks/${encodeURIComponent(task.taskId)}/cancel`,
         {
           method: 'POST',
-          headers: { ...origin, cookie },
+          headers: { ...origin, ...session },
         },
       );
       expect(cancelled.status).toBe(200);

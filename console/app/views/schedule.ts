@@ -87,6 +87,8 @@ export const scheduleView =
 
     api.getSchedule(name, context.signal).then(showSchedule, (error) => {
       if (isAbort(error) || context.signal.aborted) return;
+      // Read again at a later refresh.
+      readAgainAt = Date.now() + REREAD_MS;
       replaceKeepingFocus(about, [el('p', {}, 'The schedule could not be read.')]);
       alertError(messageOf(error));
     });

@@ -129,7 +129,7 @@ export const taskView =
                 'p',
                 { tabindex: -1 },
                 task.payloadGone
-                  ? 'The payload is no longer kept: its retention has passed.'
+                  ? 'The payload is no longer kept: one stored in S3 is deleted when its task succeeds, and any once its retention has passed.'
                   : 'The server sent no payload.',
               );
         payloadSize.remove();

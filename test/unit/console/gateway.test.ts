@@ -9,12 +9,18 @@ import {
   type ConsoleRequest,
   consoleGateway,
   cookieNameFor,
+  expectedHost,
   isLoopbackAddress,
-  isLoopbackHost,
   LOGIN_ATTEMPTS_PER_CODE,
+  LOGIN_LOCKOUT_MS,
+  SESSION_KEY_HEADER,
 } from '#console/gateway';
 
 const PORT = 3100;
+interface Signed {
+  readonly cookie: string;
+  readonly key: string;
+}
 const HOST = `127.0.0.1:${PORT}`;
 const ORIGIN = `http://${HOST}`;
 const assets: ConsoleAssets = new Map([
@@ -29,19 +35,24 @@ describe('the console gateway', () => {
   let clock: number;
   const code = () => codes.at(-1)?.code ?? '';
 
-  const request = (overrides: Partial<ConsoleRequest> & { cookie?: string } = {}): ConsoleRequest => {
-    const { cookie, ...rest } = overrides;
+  /** A request as the page sends it; `signed` is what a sign-in gave: the cookie and the key. */
+  const request = (
+    overrides: Partial<ConsoleRequest> & { cookie?: string; signed?: Signed } = {},
+  ): ConsoleRequest => {
+    const { cookie, signed, ...rest } = overrides;
     const method = rest.method ?? 'GET';
     return {
       method,
       url: '/',
       body: '',
       remoteAddress: '127.0.0.1',
+      localAddress: '127.0.0.1',
       localPort: PORT,
       ...rest,
       headers: {
         host: HOST,
         ...(method === 'GET' ? {} : { origin: ORIGIN }),
+        ...(signed ? { cookie: signed.cookie, [SESSION_KEY_HEADER]: signed.key } : {}),
         ...(cookie ? { cookie } : {}),
         ...rest.headers,
       },
@@ -49,12 +60,13 @@ describe('the console gateway', () => {
   };
   const login = async (typed = code()) =>
     gateway.answer(request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: typed }) }));
-  /** Signs in and returns the cookie header a browser would send back. */
-  const signIn = async () => {
+  /** Signs in: the cookie header a browser would send back, and the key the page keeps. */
+  const signIn = async (): Promise<Signed> => {
     const answer = await login();
-    expect(answer.statusCode).toBe(204);
+    expect(answer.statusCode).toBe(200);
     const setCookie = answer.headers['set-cookie'] ?? '';
-    return setCookie.split(';')[0] ?? '';
+    const { key } = JSON.parse(String(answer.body)) as { key: string };
+    return { cookie: setCookie.split(';')[0] ?? '', key };
   };
 
   beforeEach(() => {
@@ -101,10 +113,10 @@ describe('the console gateway', () => {
   });
 
   it('refuses requests from another address, even with a valid cookie, and serves them not even the page', async () => {
-    const cookie = await signIn();
+    const signed = await signIn();
     for (const remoteAddress of ['192.168.1.20', '10.0.0.5', '::ffff:172.17.0.2', '2001:db8::1', undefined]) {
       for (const url of ['/', '/console/api/v1/tasks', '/console/session']) {
-        const answer = await gateway.answer(request({ url, cookie, remoteAddress }));
+        const answer = await gateway.answer(request({ url, signed, remoteAddress }));
         expect(answer.statusCode, `${remoteAddress} ${url}`).toBe(403);
       }
     }
@@ -112,28 +124,28 @@ describe('the console gateway', () => {
   });
 
   it('refuses requests from another origin or site, and writes that name no origin', async () => {
-    const cookie = await signIn();
+    const signed = await signIn();
     const refused = [
       request({
         method: 'POST',
         url: '/console/api/v1/tasks',
-        cookie,
+        signed,
         headers: { origin: 'http://evil.example' },
       }),
       request({
         method: 'POST',
         url: '/console/api/v1/tasks',
-        cookie,
+        signed,
         headers: { origin: 'http://127.0.0.1:3000' },
       }),
-      request({ method: 'POST', url: '/console/api/v1/tasks', cookie, headers: { origin: 'null' } }),
+      request({ method: 'POST', url: '/console/api/v1/tasks', signed, headers: { origin: 'null' } }),
       {
-        ...request({ method: 'POST', url: '/console/api/v1/tasks', cookie }),
-        headers: { host: HOST, cookie },
+        ...request({ method: 'POST', url: '/console/api/v1/tasks', signed }),
+        headers: { host: HOST, cookie: signed.cookie, [SESSION_KEY_HEADER]: signed.key },
       },
-      request({ url: '/console/api/v1/tasks', cookie, headers: { origin: 'http://evil.example' } }),
-      request({ url: '/console/api/v1/tasks', cookie, headers: { 'sec-fetch-site': 'cross-site' } }),
-      request({ url: '/console/api/v1/tasks', cookie, headers: { 'sec-fetch-site': 'same-site' } }),
+      request({ url: '/console/api/v1/tasks', signed, headers: { origin: 'http://evil.example' } }),
+      request({ url: '/console/api/v1/tasks', signed, headers: { 'sec-fetch-site': 'cross-site' } }),
+      request({ url: '/console/api/v1/tasks', signed, headers: { 'sec-fetch-site': 'same-site' } }),
       request({
         method: 'POST',
         url: '/console/login',
@@ -146,7 +158,7 @@ describe('the console gateway', () => {
   });
 
   it('refuses a Host that is not this machine’s loopback on its port (DNS rebinding)', async () => {
-    const cookie = await signIn();
+    const signed = await signIn();
     for (const host of [
       'evil.example:3100',
       'attacker.localhost.example:3100',
@@ -154,15 +166,60 @@ describe('the console gateway', () => {
       '127.0.0.1',
     ]) {
       const answer = await gateway.answer(
-        request({ url: '/console/api/v1/tasks', cookie, headers: { host } }),
+        request({ url: '/console/api/v1/tasks', signed, headers: { host } }),
       );
       expect(answer.statusCode, host).toBe(421);
     }
     expect(sent).toHaveLength(0);
-    for (const host of ['localhost:3100', '[::1]:3100', '127.0.0.1:3100'])
-      expect(isLoopbackHost(host, PORT)).toBe(true);
+    expect(expectedHost('::ffff:127.0.0.1', PORT)).toBe(HOST);
+    expect(expectedHost('::1', PORT)).toBe('[::1]:3100');
+    expect(expectedHost('10.0.0.5', PORT)).toBeUndefined();
     expect(isLoopbackAddress('::ffff:127.0.0.1')).toBe(true);
     expect(isLoopbackAddress('::ffff:128.0.0.1')).toBe(false);
+  });
+
+  it('takes only the address it listens on as Host: `localhost` could be another program on [::1]', async () => {
+    const signed = await signIn();
+    for (const host of ['localhost:3100', '[::1]:3100', '127.0.0.2:3100']) {
+      const answer = await gateway.answer(
+        request({ url: '/console/api/v1/tasks', signed, headers: { host } }),
+      );
+      expect(answer.statusCode, host).toBe(421);
+      expect(JSON.parse(String(answer.body)).error.message).toContain('http://127.0.0.1:3100/');
+    }
+    const onV6 = await gateway.answer(
+      request({ url: '/', localAddress: '::1', remoteAddress: '::1', headers: { host: '[::1]:3100' } }),
+    );
+    expect(onV6.statusCode).toBe(200);
+    expect(sent).toHaveLength(0);
+  });
+
+  it('refuses the cookie without the key the page keeps: another program on another port is sent the cookie', async () => {
+    const signed = await signIn();
+    for (const key of [undefined, '', 'x'.repeat(43), `${signed.key}x`]) {
+      const answer = await gateway.answer(
+        request({
+          url: '/console/api/v1/tasks',
+          headers: { cookie: signed.cookie, ...(key === undefined ? {} : { [SESSION_KEY_HEADER]: key }) },
+        }),
+      );
+      expect(answer.statusCode).toBe(401);
+    }
+    const session = await gateway.answer(request({ url: '/console/session', cookie: signed.cookie }));
+    expect(JSON.parse(String(session.body))).toMatchObject({ authenticated: false });
+    expect(sent).toHaveLength(0);
+    expect((await gateway.answer(request({ url: '/console/api/v1/tasks', signed }))).statusCode).toBe(200);
+  });
+
+  it('serves the page to a navigation from elsewhere (a link), but nothing else', async () => {
+    const page = await gateway.answer(
+      request({ url: '/', headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } }),
+    );
+    expect(page.statusCode).toBe(200);
+    const session = await gateway.answer(
+      request({ url: '/console/session', headers: { 'sec-fetch-site': 'cross-site' } }),
+    );
+    expect(session.statusCode).toBe(403);
   });
 
   it('takes each login code once, for an HttpOnly SameSite=Strict cookie, and prints the next', async () => {
@@ -170,42 +227,55 @@ describe('the console gateway', () => {
     expect(codes).toEqual([{ code: first, why: 'start' }]);
     expect(first).toMatch(/^[A-Z2-9]{4}-[A-Z2-9]{4}$/);
     const answer = await login(first.toLowerCase().replace('-', ' '));
-    expect(answer.statusCode).toBe(204);
+    expect(answer.statusCode).toBe(200);
     const setCookie = answer.headers['set-cookie'] ?? '';
     expect(setCookie).toMatch(new RegExp(`^${cookieNameFor(PORT)}=[A-Za-z0-9_-]{43};`));
     expect(setCookie).toContain('HttpOnly');
     expect(setCookie).toContain('SameSite=Strict');
-    expect(String(answer.body)).toBe('');
+    // The key is not the cookie: holding one gives nothing without the other.
+    const { key } = JSON.parse(String(answer.body)) as { key: string };
+    expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(setCookie).not.toContain(key);
     expect(codes.at(-1)).toMatchObject({ why: 'used' });
     expect(code()).not.toBe(first);
     expect((await login(first)).statusCode).toBe(401);
   });
 
-  it('replaces a code after too many wrong guesses', async () => {
+  it('replaces a code after too many wrong guesses, then waits longer at each round, printing one line a round', async () => {
     const first = code();
     for (let i = 0; i < LOGIN_ATTEMPTS_PER_CODE; i++) expect((await login('AAAA-AAAA')).statusCode).toBe(401);
     expect(codes.at(-1)).toMatchObject({ why: 'guessed' });
+    // Locked: even the new code waits, and guesses neither count nor print.
+    const locked = await login();
+    expect(locked.statusCode).toBe(429);
+    expect(locked.headers['retry-after']).toBe('1');
+    for (let i = 0; i < 20; i++) expect((await login('BBBB-BBBB')).statusCode).toBe(429);
+    expect(codes.filter((c) => c.why === 'guessed')).toHaveLength(1);
+    clock += LOGIN_LOCKOUT_MS.first;
     expect((await login(first)).statusCode).toBe(401);
-    expect((await login()).statusCode).toBe(204);
+    for (let i = 1; i < LOGIN_ATTEMPTS_PER_CODE; i++) await login('AAAA-AAAA');
+    expect((await login()).headers['retry-after']).toBe('2');
+    clock += 2 * LOGIN_LOCKOUT_MS.first;
+    expect((await login()).statusCode).toBe(200);
     expect((await login('not json')).statusCode).toBe(401);
     const malformed = await gateway.answer(request({ method: 'POST', url: '/console/login', body: '{' }));
     expect(malformed.statusCode).toBe(400);
   });
 
   it('forwards operator routes to the API without the browser’s cookie or origin, and answers what it answers', async () => {
-    const cookie = await signIn();
+    const signed = await signIn();
     const answer = await gateway.answer(
-      request({ url: '/console/api/v1/tasks?queue=q%20a&status=dead', cookie }),
+      request({ url: '/console/api/v1/tasks?queue=q%20a&status=dead', signed }),
     );
     expect(answer.statusCode).toBe(200);
     expect(JSON.parse(String(answer.body))).toEqual({ tasks: [] });
     expect(answer.headers['x-amzn-requestid']).toBeUndefined();
     const posted = await gateway.answer(
-      request({ method: 'POST', url: '/console/api/v1/tasks/t-1/cancel', cookie }),
+      request({ method: 'POST', url: '/console/api/v1/tasks/t-1/cancel', signed }),
     );
     expect(posted.statusCode).toBe(200);
     const submitted = await gateway.answer(
-      request({ method: 'POST', url: '/console/api/v1/tasks', cookie, body: '{"queue":"q","payload":{}}' }),
+      request({ method: 'POST', url: '/console/api/v1/tasks', signed, body: '{"queue":"q","payload":{}}' }),
     );
     expect(submitted.statusCode).toBe(200);
     expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([
@@ -222,7 +292,7 @@ describe('the console gateway', () => {
   });
 
   it('forwards no agent route, no local-only route of a deployed stack, and nothing that is not a route', async () => {
-    const cookie = await signIn();
+    const signed = await signIn();
     for (const [method, url] of [
       ['POST', '/console/api/v1/agent/claim'],
       ['POST', '/console/api/v1/agent/tasks/t-1/complete'],
@@ -231,29 +301,30 @@ describe('the console gateway', () => {
       ['GET', '/console/api'],
       ['DELETE', '/console/api/v1/tasks'],
     ] as const) {
-      const answer = await gateway.answer(request({ method, url, cookie }));
+      const answer = await gateway.answer(request({ method, url, signed }));
       expect(answer.statusCode, `${method} ${url}`).toBe(404);
     }
     expect(sent).toHaveLength(0);
   });
 
   it('ends a session at its time and at sign-out', async () => {
-    const cookie = await signIn();
-    expect((await gateway.answer(request({ url: '/console/session', cookie }))).body).toContain(
+    const signed = await signIn();
+    expect((await gateway.answer(request({ url: '/console/session', signed }))).body).toContain(
       '"authenticated":true',
     );
     clock += 60_001;
-    expect((await gateway.answer(request({ url: '/console/api/v1/tasks', cookie }))).statusCode).toBe(401);
+    expect((await gateway.answer(request({ url: '/console/api/v1/tasks', signed }))).statusCode).toBe(401);
     const again = await signIn();
-    const out = await gateway.answer(request({ method: 'POST', url: '/console/logout', cookie: again }));
+    const out = await gateway.answer(request({ method: 'POST', url: '/console/logout', signed: again }));
     expect(out.statusCode).toBe(204);
     expect(out.headers['set-cookie']).toContain('Max-Age=0');
-    expect((await gateway.answer(request({ url: '/console/api/v1/tasks', cookie: again }))).statusCode).toBe(
+    expect((await gateway.answer(request({ url: '/console/api/v1/tasks', signed: again }))).statusCode).toBe(
       401,
     );
   });
 
-  it('answers an unreachable API with a 502 and a JSON error', async () => {
+  it('answers an unreachable API with a 502, says why on the terminal, and refuses a GET with a body', async () => {
+    const told: unknown[] = [];
     const failing = consoleGateway({
       mode: 'deployed',
       endpoint: 'https://example.invalid',
@@ -262,14 +333,44 @@ describe('the console gateway', () => {
       upstream: async () => {
         throw new TypeError('fetch failed');
       },
+      onUpstreamError: (error) => told.push(error),
       onCode: (next) => codes.push({ code: next, why: 'start' }),
     });
-    const signed = await failing.answer(
+    const answer = await failing.answer(
       request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: code() }) }),
     );
-    const cookie = (signed.headers['set-cookie'] ?? '').split(';')[0] ?? '';
-    const answer = await failing.answer(request({ url: '/console/api/v1/queues', cookie }));
-    expect(answer.statusCode).toBe(502);
-    expect(JSON.parse(String(answer.body))).toMatchObject({ error: { code: 'UpstreamUnavailable' } });
+    const signed: Signed = {
+      cookie: (answer.headers['set-cookie'] ?? '').split(';')[0] ?? '',
+      key: (JSON.parse(String(answer.body)) as { key: string }).key,
+    };
+    const unreachable = await failing.answer(request({ url: '/console/api/v1/queues', signed }));
+    expect(unreachable.statusCode).toBe(502);
+    expect(JSON.parse(String(unreachable.body))).toMatchObject({ error: { code: 'UpstreamUnavailable' } });
+    expect(told).toHaveLength(1);
+    const withBody = await failing.answer(request({ url: '/console/api/v1/queues', signed, body: '{}' }));
+    expect(withBody.statusCode).toBe(400);
+    expect(told).toHaveLength(1);
+  });
+
+  it('tells the API refusing the console’s credentials apart from the browser’s session ending', async () => {
+    const refusing = consoleGateway({
+      mode: 'deployed',
+      endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+      events: 'none',
+      assets,
+      upstream: async () =>
+        new Response(JSON.stringify({ error: { code: 'Unauthorized', message: 'no' } }), { status: 401 }),
+      onCode: (next) => codes.push({ code: next, why: 'start' }),
+    });
+    const answer = await refusing.answer(
+      request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: code() }) }),
+    );
+    const signed: Signed = {
+      cookie: (answer.headers['set-cookie'] ?? '').split(';')[0] ?? '',
+      key: (JSON.parse(String(answer.body)) as { key: string }).key,
+    };
+    const refused = await refusing.answer(request({ url: '/console/api/v1/queues', signed }));
+    expect(refused.statusCode).toBe(502);
+    expect(JSON.parse(String(refused.body))).toMatchObject({ error: { code: 'UpstreamUnauthorized' } });
   });
 });
