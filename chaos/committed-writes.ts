@@ -75,12 +75,15 @@ export function recordCommittedWrites(
       });
     }
     if (tableName === tables.leases && item.kind === 'session') {
+      const size = (field: string) => Object.keys((item[field] ?? {}) as object).length;
       history.sessions.push({
         at: decidedAt('heartbeatAt'),
         agentId: String(item.agentId),
         sessionId: String(item.sessionId),
         expiresAt: Number(item.expiresAt),
-        held: Object.keys((item.held ?? {}) as object).length,
+        held: size('held'),
+        idle: size('held') === 0 && size('roles') === 0 && size('lost') === 0,
+        ended: typeof item.endedAt === 'number',
       });
     }
   };

@@ -29,6 +29,10 @@ export interface SessionVersion {
   readonly sessionId: string;
   readonly expiresAt: number;
   readonly held: number;
+  /** Holding no task and no role, and owing no notice: a claim may extend it past its expiry. */
+  readonly idle: boolean;
+  /** Ended (by a sweep, a revocation, a new session): nothing extends it again. */
+  readonly ended: boolean;
 }
 
 export interface ClientCall {
@@ -251,19 +255,31 @@ export function checkHistory(history: History): Verdict {
     }
   }
 
-  // A session that expired holding leases never comes back to life, even after the sweep emptied it.
-  for (const versions of sessionsByAgent.values()) {
-    const expiredHolding = new Set<string>();
-    versions.forEach((version, i) => {
-      const previous = versions[i - 1];
-      if (!previous || previous.sessionId !== version.sessionId) return;
-      if (previous.expiresAt > version.at) return;
-      if (previous.held > 0) expiredHolding.add(version.sessionId);
-      if (expiredHolding.has(version.sessionId) && version.expiresAt > previous.expiresAt) {
+  // A session is extended past an expiry it had reached only while idle there (holding nothing, owing nothing:
+  // the claim that gives an idle agent work extends it), and never once it was ended (a sweep ends a session
+  // before it takes anything back). Writes that keep the expiry (a release, a notice) tie with the version before
+  // them, and their answers may come back in either order: a tie is read as a set, not a sequence.
+  for (const versions of groupBy(history.sessions, (v) => v.sessionId).values()) {
+    const endedAt = Math.min(...versions.filter((v) => v.ended).map((v) => v.expiresAt));
+    const expiries = [...new Set(versions.map((v) => v.expiresAt))].sort((a, b) => a - b);
+    for (const version of versions) {
+      if (version.expiresAt > endedAt) {
         staleAcceptedCount++;
-        explain('expired session revived', { previous, version });
+        explain('ended session revived', { endedAt, version });
+        continue;
       }
-    });
+      const before = expiries[expiries.indexOf(version.expiresAt) - 1];
+      if (before === undefined || version.at <= before) continue;
+      const idleThere = versions.some((v) => v.expiresAt === before && v.idle && !v.ended);
+      if (!idleThere) {
+        staleAcceptedCount++;
+        explain('expired session revived', {
+          expiredAt: before,
+          version,
+          there: versions.filter((v) => v.expiresAt === before),
+        });
+      }
+    }
   }
 
   // Every "ok" the clients saw is a committed transition.

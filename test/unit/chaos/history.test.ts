@@ -26,7 +26,7 @@ function regranted(aSessions: readonly SessionVersion[]): History {
     task(1_400, { status: 'leased', leaseEpoch: 2, owner: 'b', sessionId: 'sb', leaseDeadline: 60_000 }),
   );
   history.sessions.push(
-    { at: 900, agentId: 'b', sessionId: 'sb', expiresAt: 900 + ttl, held: 0 },
+    { at: 900, agentId: 'b', sessionId: 'sb', expiresAt: 900 + ttl, held: 0, idle: true, ended: false },
     ...aSessions,
   );
   return history;
@@ -38,6 +38,8 @@ const session = (at: number, sessionId: string, held: number): SessionVersion =>
   sessionId,
   expiresAt: at + ttl,
   held,
+  idle: held === 0,
+  ended: false,
 });
 
 describe('checkHistory: lease overlap', () => {
@@ -65,6 +67,24 @@ describe('checkHistory: expired sessions stay expired', () => {
 
   it('finds a session extended by a write decided after it expired holding a task', () => {
     expect(revivals([session(1_000, 's1', 1), session(3_100, 's1', 1)])).toBe(1);
+  });
+
+  it('lets the claim that gives an idle agent work extend its expired session', () => {
+    expect(revivals([session(1_000, 's1', 0), session(3_500, 's1', 1)])).toBe(0);
+  });
+
+  it('reads the writes that keep an expiry as a set: a release answered before the heartbeat it followed', () => {
+    // The heartbeat (decided at 1,000, held 1) and the release after it (held 0, same expiry, dated by the
+    // heartbeat it kept) came back swapped; the session then expired idle, and a claim at 3,460 extended it.
+    const release = { ...session(1_000, 's1', 0) };
+    expect(revivals([release, session(1_000, 's1', 1), session(3_460, 's1', 1)])).toBe(0);
+  });
+
+  it('finds a session extended after it was ended, whatever it held then', () => {
+    const ended = { ...session(1_000, 's1', 0), idle: false, ended: true };
+    expect(revivals([session(1_000, 's1', 1), ended, session(3_500, 's1', 1)])).toBe(1);
+    // Extended by a write decided before its expiry, yet after the sweep ended it: still a revival.
+    expect(revivals([session(1_000, 's1', 1), ended, { ...session(2_500, 's1', 1), ended: true }])).toBe(1);
   });
 
   it('reads the versions of one session in the order of their expiry, whatever order their answers came in', () => {
