@@ -142,11 +142,11 @@ export class AgentSchedulerClient {
 
   /** One page of tasks, newest first; pass `nextCursor` back as `cursor` for the next (older) page. */
   async listTasks(filter: ListTasksInput = {}): Promise<TaskPage> {
-    const { queue, status, limit, cursor, createdAfter, createdBefore } = filter;
+    const { queue, status, limit, cursor, createdAfter, createdBefore, concurrencyKey } = filter;
     const page = await this.call<{ tasks: Task[]; nextCursor?: string | null }>({
       method: 'GET',
       path: '/v1/tasks',
-      query: { queue, status, limit, cursor, createdAfter, createdBefore },
+      query: { queue, status, limit, cursor, createdAfter, createdBefore, concurrencyKey },
     });
     // The last page says `null`; absent is what the type promises.
     return {

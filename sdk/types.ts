@@ -183,6 +183,8 @@ export interface ListTasksInput {
   readonly createdAfter?: string;
   /** Only tasks created before this time (ISO 8601 with its offset). */
   readonly createdBefore?: string;
+  /** Only the tasks of this concurrency key. */
+  readonly concurrencyKey?: string;
 }
 
 export interface TaskPage {

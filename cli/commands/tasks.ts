@@ -110,6 +110,7 @@ export function taskCommands(program: Command, cli: Cli): void {
     .addOption(new Option('--status <status>', 'only tasks with this status').choices(STATUSES))
     .option('--limit <n>', 'tasks on the page, 1 to 100 (server default 50)', wholeNumber)
     .option('--cursor <cursor>', 'the page after the one that printed this cursor')
+    .option('--key <key>', 'only tasks of this concurrency key')
     .option('--created-after <time>', 'only tasks created at or after this ISO 8601 time (with its offset)')
     .option('--created-before <time>', 'only tasks created before this ISO 8601 time (with its offset)')
     .addHelpText(
@@ -129,8 +130,10 @@ export function taskCommands(program: Command, cli: Cli): void {
         cursor?: string;
         createdAfter?: string;
         createdBefore?: string;
+        key?: string;
       }) => {
-        const page = await cli.operator().listTasks(defined(options));
+        const { key, ...filter } = options;
+        const page = await cli.operator().listTasks(defined({ ...filter, concurrencyKey: key }));
         cli.print(page, () => {
           const c = cli.colours;
           const rows = table(

@@ -109,6 +109,7 @@ export interface TaskWithPayload extends Task {
 export interface TaskFilter {
   readonly queue?: string;
   readonly status?: string;
+  readonly concurrencyKey?: string;
   readonly createdAfter?: string;
   readonly createdBefore?: string;
   readonly cursor?: string;

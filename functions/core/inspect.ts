@@ -3,17 +3,19 @@
  *
  * Listing reads the `listed` index newest first (every shard of the queues listed, merged by time; see
  * `NewestFirst`), then the page's tasks from the table in one consistent `BatchGetItem`. A time window is served by
- * the index: `createdBefore` is where the reading starts, `createdAfter` where it ends. A status is a filter on
- * the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
+ * the index: `createdBefore` is where the reading starts, `createdAfter` where it ends. A status or a
+ * concurrency key is a filter on the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
  * says where to go on. Queue figures walk the `due` index, which holds only open (queued or leased) tasks, up to
  * a bound.
  */
 import { z } from 'zod';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { CONCURRENCY_KEY_CHARS } from '#domain/lanes';
 import { PRIORITIES, type Priority } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
+import { printableNameSchema } from '#domain/task-spec';
 import { isTaskStatus, TASK_STATUSES } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { type ListPosition, listedBefore, NewestFirst } from './newest-first';
@@ -65,6 +67,7 @@ function instantOf(name: string, value: string | undefined): number | undefined 
 }
 
 const isoInstant = z.iso.datetime({ offset: true });
+const concurrencyKeySchema = printableNameSchema(CONCURRENCY_KEY_CHARS);
 
 export async function listTasks(
   ctx: SchedulerContext,
@@ -77,6 +80,8 @@ export async function listTasks(
     createdAfter?: string;
     /** Only tasks created before this time. */
     createdBefore?: string;
+    /** Only the tasks of this concurrency key: a filter on the tasks read, as a status is. */
+    concurrencyKey?: string;
   },
 ): Promise<TaskPage> {
   const limit = filter.limit ?? 50;
@@ -89,6 +94,10 @@ export async function listTasks(
   if (filter.queue !== undefined && !ctx.queues.directory.has(filter.queue)) {
     throw new ValidationError(`queue: ${filter.queue.slice(0, 64)} does not exist`);
   }
+  const { concurrencyKey } = filter;
+  if (concurrencyKey !== undefined && !concurrencyKeySchema.safeParse(concurrencyKey).success)
+    throw new ValidationError(`concurrencyKey: 1 to ${CONCURRENCY_KEY_CHARS} printable characters`);
+  const filtered = status !== undefined || concurrencyKey !== undefined;
   const createdAfter = instantOf('createdAfter', filter.createdAfter);
   const createdBefore = instantOf('createdBefore', filter.createdBefore);
   // Before a time: the list starts where a task of that millisecond with the least id would be.
@@ -108,7 +117,7 @@ export async function listTasks(
   let ended = false;
   for (let round = 0; round < LIST_ROUNDS && tasks.length < limit && !cut && !ended; round++) {
     // Without a filter every task read is listed: read no more than the page needs.
-    const positions = await listed.take(status === undefined ? limit - tasks.length : limit);
+    const positions = await listed.take(filtered ? limit : limit - tasks.length);
     if (positions.length === 0) break;
     const found = await ctx.tasks.getMany(positions.map((p) => p.taskId));
     for (const [i, position] of positions.entries()) {
@@ -119,7 +128,12 @@ export async function listTasks(
       last = position;
       // Gone from the table since the index was read (expired): nothing to list.
       const task = found.get(position.taskId);
-      if (task && (status === undefined || task.status === status)) tasks.push(task);
+      if (
+        task &&
+        (status === undefined || task.status === status) &&
+        (concurrencyKey === undefined || task.concurrencyKey === concurrencyKey)
+      )
+        tasks.push(task);
       if (tasks.length === limit) {
         cut = i < positions.length - 1;
         break;

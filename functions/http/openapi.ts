@@ -118,6 +118,11 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       limit,
       cursor,
       {
+        name: 'concurrencyKey',
+        description: 'Only the tasks of this concurrency key (a filter on the tasks read, as a status is).',
+        schema: { type: 'string' },
+      },
+      {
         name: 'createdAfter',
         description: 'Only the tasks created at or after this time (ISO 8601 with its offset).',
         schema: { type: 'string', format: 'date-time' },

@@ -61,6 +61,7 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         ...optional('cursor', request.query.get('cursor')),
         ...optional('createdAfter', request.query.get('createdAfter')),
         ...optional('createdBefore', request.query.get('createdBefore')),
+        ...optional('concurrencyKey', request.query.get('concurrencyKey')),
         ...limitOf(limit),
       });
       return {

@@ -1,7 +1,7 @@
 /**
  * What the console reads that the API gave no way to read before, over HTTP on the emulators: a task's payload
- * (inline, from its S3 object, or gone), the tasks of a time window served by the `listed` index, and a schedule's
- * next fire times. Each answer is checked against the published response schemas.
+ * (inline, from its S3 object, or gone), the tasks of a time window served by the `listed` index (and of one
+ * concurrency key), and a schedule's next fire times. Each answer is checked against the published response schemas.
  */
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -125,6 +125,21 @@ describe('the API the console reads', () => {
     const shifted = new Date(Date.parse(at(4)) + 2 * 3_600_000).toISOString().replace('Z', '+02:00');
     const before = await operator.listTasks({ queue: 'other', createdBefore: shifted });
     expect(before.tasks.map((t) => t.taskId)).toEqual(ids(0, 4));
+
+    // A key is a filter on the tasks read, as a status is, and goes with the window.
+    const keyed: string[] = [];
+    for (const key of ['tenant-a', 'tenant-b', 'tenant-a']) {
+      stack.clock.advance(60_000);
+      keyed.push(
+        (await operator.submitTask({ queue: 'other', payload: {}, concurrencyKey: key })).task.taskId,
+      );
+    }
+    const tenantA = await operator.listTasks({ queue: 'other', concurrencyKey: 'tenant-a' });
+    expect(tenantA.tasks.map((t) => t.taskId)).toEqual([keyed[2], keyed[0]]);
+    const none = await operator.listTasks({ concurrencyKey: 'tenant-a', createdBefore: at(5) });
+    expect(none.tasks).toEqual([]);
+    const badKey = await get(`/v1/tasks?concurrencyKey=${encodeURIComponent('x'.repeat(129))}`);
+    expect(badKey.status).toBe(400);
 
     for (const bad of ['yesterday', '2026-11-25', '2026-11-25T10:00:00']) {
       const refused = await get(`/v1/tasks?createdAfter=${encodeURIComponent(bad)}`);

@@ -130,6 +130,24 @@ describe('the web console in a browser', () => {
     await screenshot(page, 'task-1280');
   });
 
+  it('filters tasks by concurrency key', async () => {
+    const { task: keyed } = await operator.submitTask({
+      queue: 'work',
+      payload: {},
+      concurrencyKey: 'tenant-7',
+    });
+    const { task: other } = await operator.submitTask({ queue: 'work', payload: {} });
+    await open('#/tasks', 'Tasks');
+    await page.getByRole('link', { name: other.taskId, exact: true }).waitFor();
+    await page.getByLabel('Concurrency key').fill('tenant-7');
+    await page.getByLabel('Concurrency key').press('Enter');
+    await page.getByLabel('Concurrency key').blur();
+    await page.getByRole('link', { name: other.taskId, exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: keyed.taskId, exact: true }).waitFor();
+    await page.getByLabel('Concurrency key').fill('');
+    await page.getByLabel('Concurrency key').blur();
+  });
+
   it('cancels another task from its page, after confirmation', async () => {
     const { task } = await operator.submitTask({ queue: 'work', payload: { n: 2 } });
     await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));

@@ -37,6 +37,7 @@ export const tasksView: View = (root, context) => {
   const noteId = uniqueId('tasks-note');
   const createdAfter = input('createdAfter', { type: 'datetime-local', 'aria-describedby': noteId });
   const createdBefore = input('createdBefore', { type: 'datetime-local', 'aria-describedby': noteId });
+  const concurrencyKey = input('concurrencyKey', { type: 'text', autocomplete: 'off', maxlength: '128' });
   const table = new DataTable('Tasks', [
     'Task',
     'Queue',
@@ -64,6 +65,7 @@ export const tasksView: View = (root, context) => {
     { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
     field('Queue', queueSelect),
     field('Status', statusSelect),
+    field('Concurrency key', concurrencyKey),
     field('Created after', createdAfter),
     field('Created before', createdBefore),
   );
@@ -114,6 +116,7 @@ export const tasksView: View = (root, context) => {
   const currentFilter = () => ({
     queue: queueSelect.value,
     status: statusSelect.value,
+    concurrencyKey: concurrencyKey.value,
     createdAfter: isoOf(createdAfter.value),
     createdBefore: isoOf(createdBefore.value),
     cursor: pager.cursor,
