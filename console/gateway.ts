@@ -45,7 +45,15 @@ export interface ConsoleSessionInfo {
   readonly endpoint: string;
   /** `poll`: the API serves `GET /v1/events` (the local stack); `none`: events go to EventBridge. */
   readonly events: 'poll' | 'none';
+  /**
+   * How often a shown view reads again. Each read is an API call, a function invocation and its DynamoDB reads
+   * (the Queues view walks the open tasks), so a deployed stack is read less often. @default 2 locally, 10 deployed
+   */
+  readonly refreshSeconds?: number;
 }
+
+/** The refresh a console uses when none is given: every read is free locally, billed in AWS. */
+export const DEFAULT_REFRESH_SECONDS = { local: 2, deployed: 10 } as const;
 
 export interface ConsoleGatewayOptions extends ConsoleSessionInfo {
   readonly assets: ConsoleAssets;
@@ -331,6 +339,7 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
         mode: options.mode,
         endpoint: options.endpoint,
         events: options.events,
+        refreshSeconds: options.refreshSeconds ?? DEFAULT_REFRESH_SECONDS[options.mode],
       });
     if (pathname === '/console/login' && method === 'POST') return login(request);
     if (pathname === '/console/logout' && method === 'POST') {

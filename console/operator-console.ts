@@ -13,6 +13,8 @@ export interface OperatorConsoleOptions {
   /** Sends a request to the API with the operator's credentials. */
   readonly upstream: (request: Request) => Promise<Response>;
   readonly port: number;
+  /** How often a shown view reads again. @default DEFAULT_REFRESH_SECONDS of the mode */
+  readonly refreshSeconds?: number;
   /** Prints a line on the operator's terminal. */
   readonly say: (line: string) => void;
 }
@@ -42,6 +44,7 @@ export async function startOperatorConsole(options: OperatorConsoleOptions): Pro
     assets,
     upstream: options.upstream,
     port: options.port,
+    ...(options.refreshSeconds === undefined ? {} : { refreshSeconds: options.refreshSeconds }),
     log: {
       info() {},
       warn() {},

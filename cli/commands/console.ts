@@ -31,6 +31,11 @@ export function consoleCommand(program: Command, cli: Cli): void {
       `the port to listen on (default ${CONSOLE_DEFAULT_PORT}; 0 picks a free one)`,
       wholeNumber,
     )
+    .option(
+      '--refresh-seconds <seconds>',
+      'how often a shown view reads again, 1 to 3600 (default 2 for a local stack, 10 for a deployed one, where each read is billed)',
+      wholeNumber,
+    )
     .addHelpText(
       'after',
       examples([
@@ -39,8 +44,11 @@ export function consoleCommand(program: Command, cli: Cli): void {
         'agent-scheduler console --port 0',
       ]),
     )
-    .action(async ({ port }: { port?: number }) => {
-      if (port !== undefined && port > 65_535) throw new UsageError('--port must be from 0 to 65535');
+    .action(async ({ port, refreshSeconds }: { port?: number; refreshSeconds?: number }) => {
+      if (port !== undefined && (port < 0 || port > 65_535))
+        throw new UsageError('--port must be from 0 to 65535');
+      if (refreshSeconds !== undefined && (refreshSeconds < 1 || refreshSeconds > 3_600))
+        throw new UsageError('--refresh-seconds must be from 1 to 3600');
       const connection = cli.connect();
       // The first request proves the endpoint and the credentials before anyone opens a page.
       await cli.operator().listQueues();
@@ -60,6 +68,7 @@ export function consoleCommand(program: Command, cli: Cli): void {
             : bearerUpstream(connection.token ?? ''),
         port: port ?? CONSOLE_DEFAULT_PORT,
         say: (line) => cli.say(line),
+        ...(refreshSeconds === undefined ? {} : { refreshSeconds }),
       }).catch((error: NodeJS.ErrnoException) => {
         if (error.code !== 'EADDRINUSE') throw error;
         throw new UsageError(

@@ -28,6 +28,8 @@ export interface Session {
   readonly mode: 'local' | 'deployed';
   readonly endpoint: string;
   readonly events: 'poll' | 'none';
+  /** How often a shown view reads again, as the console server chose it. */
+  readonly refreshSeconds?: number;
 }
 
 export interface QueueLimits {

@@ -1,8 +1,9 @@
 /**
- * A view's refresh loop: once now, then every 2 s while the tab is visible, never two at once. `now()` asks for
+ * A view's refresh loop: once now, then every few seconds while the tab is visible, never two at once. `now()` asks for
  * a refresh at once (after an action); if one is under way, another follows it.
  */
 
+/** When the server names no interval. */
 export const REFRESH_MS = 2_000;
 
 export interface Poller {

@@ -4,14 +4,14 @@
  */
 import type { Session } from './api';
 import { isAbort } from './http';
-import { type Poller, startPolling } from './poller';
+import { type Poller, REFRESH_MS, startPolling } from './poller';
 import { alertError, announce, clearAlert, messageOf } from './status';
 
 export interface ViewContext {
   readonly session: Session;
   /** Aborted when the view is left: pass it to every read. */
   readonly signal: AbortSignal;
-  /** Runs `refresh` now and every 2 s while the view is shown and the tab visible. */
+  /** Runs `refresh` now and then every `refreshSeconds` of the session while the view is shown and the tab visible. */
   poll(refresh: () => Promise<void>): Poller;
   /** Runs an action: its outcome announced, its error alerted; then refreshes the view at once. */
   act(work: () => Promise<string>): Promise<void>;
@@ -29,6 +29,7 @@ export function viewContext(session: Session): { context: ViewContext; leave(): 
     session,
     signal,
     poll(refresh) {
+      const everyMs = Math.max(1, session.refreshSeconds ?? REFRESH_MS / 1_000) * 1_000;
       const poller = startPolling(async () => {
         try {
           await refresh();
@@ -36,7 +37,7 @@ export function viewContext(session: Session): { context: ViewContext; leave(): 
         } catch (error) {
           if (!signal.aborted && !isAbort(error)) alertError(messageOf(error), 'refresh');
         }
-      });
+      }, everyMs);
       pollers.push(poller);
       return poller;
     },

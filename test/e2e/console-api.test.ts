@@ -5,6 +5,7 @@
  */
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DUE_SHARDS } from '#adapters/tables';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
@@ -178,5 +179,35 @@ describe('the API the console reads', () => {
     );
     expect(byName.get('paris-morning')).toEqual(fires);
     expect(byName.get('paused-one')).toEqual([]);
+  });
+
+  it('what one refresh of each console view costs in AWS requests and read units, with nothing written', async () => {
+    // Each view reads once every 2 s while shown: these are its requests, as the page makes them.
+    const { task } = await operator.submitTask({ queue: 'work', payload: {} });
+    const views: Record<string, string[]> = {
+      queues: ['/v1/queues'],
+      tasks: ['/v1/tasks?limit=50'],
+      task: [`/v1/tasks/${task.taskId}`],
+      agents: ['/v1/agents?limit=50', '/v1/roles'],
+      roles: ['/v1/roles'],
+      schedules: ['/v1/schedules?limit=50'],
+      schedule: ['/v1/schedules/paris-morning/occurrences'],
+      deadLetters: ['/v1/tasks?status=dead&limit=50'],
+    };
+    const figures: Record<string, { requests: number; readUnits: number }> = {};
+    for (const [view, paths] of Object.entries(views)) {
+      stack.meter.reset();
+      for (const path of paths) expect((await get(path)).status, path).toBe(200);
+      const { requests, readUnits, writeUnits } = stack.meter.totals();
+      expect(writeUnits, view).toBe(0);
+      figures[view] = { requests, readUnits };
+    }
+    console.log(`[console] one refresh: ${JSON.stringify(figures)}`);
+    // Two queues of 16 listed shards each: a page of tasks reads each shard once, then the page's tasks at once.
+    expect(figures.tasks?.requests).toBeLessThanOrEqual(2 * 16 + 1);
+    // The queue figures: the queue controls, each of the 32 due shards, and the open tasks found in them.
+    expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS);
+    for (const view of ['task', 'agents', 'roles', 'schedules', 'schedule'])
+      expect(figures[view]?.requests, view).toBeLessThanOrEqual(2);
   });
 });

@@ -219,6 +219,7 @@ describe('the web console in a browser', () => {
       mode: 'deployed',
       endpoint: server.url,
       events: 'none',
+      refreshSeconds: 1,
       assets: await loadConsoleAssets(),
       upstream: bearerUpstream(OPERATOR),
       port: 0,

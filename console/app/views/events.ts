@@ -42,7 +42,7 @@ export const eventsView: View = (root, context) => {
   });
 };
 
-/** A deployed stack's feed: what changed among its newest tasks, read every 2 s while the view is shown. */
+/** A deployed stack's feed: what changed among its newest tasks, read at each refresh while the view is shown. */
 function taskChangesFeed(root: HTMLElement, context: ViewContext): void {
   const changes = new TaskChanges(SHOWN);
   const table = new DataTable('Task changes', ['Time', 'Change', 'Task', 'Agent', 'Queue']);
