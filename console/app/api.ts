@@ -1,11 +1,25 @@
 /**
- * The console's calls and the shapes of their answers, as the API documents them (`GET /v1/openapi.json`).
- * Only the fields the console reads are typed; the API may send more.
+ * The console's calls and the shapes of their answers: the records are the SDK's types (imported as types only,
+ * so nothing of the SDK is bundled), which the API's views and response schemas are checked against.
  */
+import type {
+  Agent,
+  ListTasksInput,
+  Occurrence,
+  Priority,
+  QueueControl,
+  QueueLimits,
+  QueueStats,
+  Role,
+  Schedule,
+  Task,
+  TaskStatus,
+} from '../../sdk/types';
 import { apiRequest, keepSessionKey, query, request } from './http';
 
-export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
-export type Priority = (typeof PRIORITIES)[number];
+export type * from '../../sdk/types';
+
+export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const satisfies readonly Priority[];
 
 export const TASK_STATUSES = [
   'waiting',
@@ -15,14 +29,19 @@ export const TASK_STATUSES = [
   'dead',
   'cancelled',
   'expired',
-] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
+] as const satisfies readonly TaskStatus[];
+/** A status the SDK names that the list above lacks fails to compile here, until the console shows it. */
+const everyStatusListed: [Exclude<TaskStatus, (typeof TASK_STATUSES)[number]>] extends [never]
+  ? true
+  : never = true;
+void everyStatusListed;
 
 /** Statuses a task never leaves, but `dead`, which a redrive leaves. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 /** The only status a redrive accepts. */
 export const REDRIVABLE_STATUS = 'dead';
 
+/** What the console server says of itself and of the browser's session (`GET /console/session`). */
 export interface Session {
   readonly authenticated: boolean;
   readonly mode: 'local' | 'deployed';
@@ -32,108 +51,17 @@ export interface Session {
   readonly refreshSeconds?: number;
 }
 
-export interface QueueLimits {
-  readonly maxConcurrency?: number;
-  readonly ratePerSecond?: number;
-  readonly burst?: number;
-  readonly perKeyConcurrency?: number;
-}
-
-export interface QueueStats {
-  readonly name: string;
-  readonly paused: boolean;
-  readonly limits: QueueLimits;
-  readonly depth: Readonly<Record<Priority, number>>;
-  /** Tasks leased now. */
-  readonly running: number;
-  readonly oldestAgeSeconds: number;
-  /** The counts stopped at a bound: they are lower bounds. */
-  readonly truncated: boolean;
-}
-
-export interface QueueControl {
-  readonly name: string;
-  readonly paused: boolean;
-  readonly limits: QueueLimits;
-  readonly updatedAt?: string;
-}
-
-export interface TaskError {
-  readonly message: string;
-  readonly retryable: boolean;
-}
-
-export interface TaskSummary {
-  readonly taskId: string;
-  readonly queue: string;
-  readonly priority: Priority;
-  readonly status: TaskStatus;
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  readonly timeoutSeconds: number;
-  readonly leaseEpoch: number;
-  readonly owner?: string;
-  readonly error?: TaskError;
-  readonly idempotencyKey?: string;
-  readonly payloadBytes: number;
-  readonly notBefore?: string;
-  readonly leaseDeadline?: string;
-  readonly expiresAt?: string;
-  readonly failureOf?: { readonly taskId: string; readonly error?: TaskError };
-  readonly onFailureTaskId?: string;
-  readonly dependencyCount?: number;
-  readonly onDependencyFailure?: 'cancel' | 'run';
-  readonly waitingOn?: readonly string[];
-  readonly failedDependency?: string;
-  readonly parentTaskId?: string;
-  readonly rootTaskId?: string;
-  readonly concurrencyKey?: string;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-  readonly finishedAt?: string;
-}
-
-export interface Task extends TaskSummary {
-  readonly result?: unknown;
-  readonly checkpoint?: unknown;
-}
-
-/**
- * A task read with `?include=payload`: its payload too, or `payloadGone` once its retention has passed (neither
- * from a server that does not know `include`).
- */
-export interface TaskWithPayload extends Task {
-  readonly payload?: unknown;
-  readonly payloadGone?: true;
-}
+/** A task in a list: no result, checkpoint or payload. */
+export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'payload' | 'payloadGone'>;
+/** A task read with `include=payload`. */
+export type TaskWithPayload = Task;
 
 /** The filters `GET /v1/tasks` takes; the times are ISO-8601 with an offset. */
-export interface TaskFilter {
-  readonly queue?: string;
-  readonly status?: string;
-  readonly concurrencyKey?: string;
-  readonly createdAfter?: string;
-  readonly createdBefore?: string;
-  readonly cursor?: string;
-  readonly limit?: number;
-}
+export type TaskFilter = Omit<ListTasksInput, 'status'> & { readonly status?: string };
 
 export interface TaskPage {
   readonly tasks: readonly TaskSummary[];
   readonly nextCursor?: string;
-}
-
-export interface Agent {
-  readonly agentId: string;
-  readonly name: string;
-  readonly queues: readonly string[];
-  readonly maxConcurrency: number;
-  readonly interactive: boolean;
-  readonly createdAt: string;
-  readonly revokedAt?: string;
-  readonly online?: boolean;
-  readonly lastHeartbeatAt?: string;
-  readonly tasksHeld?: number;
 }
 
 export interface AgentPage {
@@ -141,41 +69,9 @@ export interface AgentPage {
   readonly nextCursor?: string;
 }
 
-export interface Role {
-  readonly role: string;
-  readonly holder: string | null;
-  readonly leaseEpoch: number;
-  readonly since: string | null;
-  readonly volunteers: readonly string[];
-  readonly registered: readonly string[];
-}
-
-export interface Schedule {
-  readonly name: string;
-  readonly expression: string;
-  readonly timeZone: string;
-  readonly task: Readonly<Record<string, unknown>> & { readonly queue: string };
-  readonly overlap: string;
-  readonly missedRuns: string;
-  readonly enabled: boolean;
-  readonly description?: string;
-  readonly source: 'api' | 'declared';
-  readonly createdAt?: string;
-  /** Up to 5 upcoming fire times, ISO-8601 UTC; empty when disabled or done. Absent from an older server. */
-  readonly nextFires?: readonly string[];
-}
-
 export interface SchedulePage {
   readonly schedules: readonly Schedule[];
   readonly nextCursor?: string;
-}
-
-export interface Occurrence {
-  readonly scheduledTime: string;
-  readonly status: string;
-  readonly taskId?: string;
-  readonly reason?: string;
-  readonly recordedAt: string;
 }
 
 export interface SchedulerEvent {

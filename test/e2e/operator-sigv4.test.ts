@@ -25,6 +25,18 @@ const KEY = {
   secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
 };
 
+/** The CLI's surroundings: the key in the environment, and no other source of credentials to fall back on. */
+const CLI_ENV = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  AWS_ACCESS_KEY_ID: KEY.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: KEY.secretAccessKey,
+  AWS_REGION: REGION,
+  AWS_CONFIG_FILE: '/nonexistent/config',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+  AWS_EC2_METADATA_DISABLED: 'true',
+};
+
 const signerFor = (credentials: typeof KEY, region = REGION) =>
   awsSigV4(new SignatureV4({ service: 'execute-api', region, credentials, sha256: Sha256 }));
 
@@ -184,23 +196,13 @@ describe('operator requests signed with SigV4', () => {
   });
 
   it('the CLI signs with credentials from the standard chain, sends no token, and --auth iam is needed off execute-api', async () => {
-    const env = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      AWS_ACCESS_KEY_ID: KEY.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: KEY.secretAccessKey,
-      AWS_REGION: REGION,
-      AWS_CONFIG_FILE: '/nonexistent/config',
-      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
-      AWS_EC2_METADATA_DISABLED: 'true',
-    };
     const cli = (...args: string[]) =>
       run(
         process.execPath,
         [join(ROOT, 'bin/agent-scheduler.mjs'), ...args, '--endpoint', server.url, '--json'],
         {
           cwd: ROOT,
-          env,
+          env: CLI_ENV,
         },
       );
     const { stdout } = await cli('submit', '--auth', 'iam', '--queue', 'work', '--payload', '{"from":"cli"}');
@@ -217,16 +219,6 @@ describe('operator requests signed with SigV4', () => {
   }, 60_000);
 
   it('`agent-scheduler console` signs every request it forwards, and does not start on credentials the API refuses', async () => {
-    const env = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      AWS_ACCESS_KEY_ID: KEY.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: KEY.secretAccessKey,
-      AWS_REGION: REGION,
-      AWS_CONFIG_FILE: '/nonexistent/config',
-      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
-      AWS_EC2_METADATA_DISABLED: 'true',
-    };
     const args = [
       join(ROOT, 'bin/agent-scheduler.mjs'),
       'console',
@@ -235,7 +227,7 @@ describe('operator requests signed with SigV4', () => {
       '--auth',
       'iam',
     ];
-    const child = spawn(process.execPath, [...args, '--port', '0'], { cwd: ROOT, env });
+    const child = spawn(process.execPath, [...args, '--port', '0'], { cwd: ROOT, env: CLI_ENV });
     try {
       let stdout = '';
       child.stdout.on('data', (chunk: Buffer) => {
@@ -293,7 +285,7 @@ describe('operator requests signed with SigV4', () => {
     // A key the API refuses: the console says so and does not start.
     const refused = await run(process.execPath, [...args, '--port', '0'], {
       cwd: ROOT,
-      env: { ...env, AWS_SECRET_ACCESS_KEY: 'not-the-secret' },
+      env: { ...CLI_ENV, AWS_SECRET_ACCESS_KEY: 'not-the-secret' },
     }).catch((error: { code: number; stderr: string }) => error);
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/403/) });
   }, 60_000);
