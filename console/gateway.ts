@@ -361,7 +361,17 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
     owns: (path) => path === '/' || path === '/console' || path.startsWith('/console/'),
     answer: async (request) => {
       const response = await answer(request);
-      return { ...response, headers: { ...SECURITY_HEADERS, ...response.headers } };
+      const headers = { ...SECURITY_HEADERS, ...response.headers };
+      // A refusal opened as a page (typed in the address bar) reads as a sentence, not as JSON.
+      if (response.statusCode >= 400 && request.headers['sec-fetch-dest'] === 'document') {
+        const { error } = JSON.parse(String(response.body)) as { error: { message: string } };
+        return {
+          statusCode: response.statusCode,
+          headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' },
+          body: `agent-scheduler console: ${error.message}\n`,
+        };
+      }
+      return { ...response, headers };
     },
   };
 }

@@ -90,6 +90,8 @@ export interface EventPage {
   readonly events: readonly SchedulerEvent[];
   /** The sequence of the last event on the page: `since` for the next read. */
   readonly next: number;
+  /** The newest sequence the feed holds: below `since`, the feed began anew. */
+  readonly latest?: number;
 }
 
 export interface SubmitTaskInput {

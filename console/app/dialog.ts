@@ -60,22 +60,37 @@ function openDialog(
 
   return new Promise((resolve) => {
     let confirmed = false;
-    keep.addEventListener('click', () => dialog.close());
+    /** A submit under way: the dialog stays until it settles, so its outcome is never lost to a close. */
+    let busy = false;
+    keep.addEventListener('click', () => {
+      if (!busy) dialog.close();
+    });
+    // Escape: kept as is, unless the action is already under way.
+    dialog.addEventListener('cancel', (event) => {
+      if (busy) event.preventDefault();
+    });
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
-      if (confirm.getAttribute('aria-disabled') === 'true') return;
+      if (busy) return;
+      busy = true;
       confirm.setAttribute('aria-disabled', 'true');
+      keep.setAttribute('aria-disabled', 'true');
       error.textContent = '';
       try {
         await submit(form);
         confirmed = true;
-        dialog.close();
       } catch (caught) {
-        if (isAbort(caught)) dialog.close();
-        else error.textContent = caught instanceof Error ? caught.message : 'That did not work.';
-      } finally {
+        if (!isAbort(caught))
+          error.textContent = caught instanceof Error ? caught.message : 'That did not work.';
+        else confirmed = false;
+        busy = false;
         confirm.removeAttribute('aria-disabled');
+        keep.removeAttribute('aria-disabled');
+        if (isAbort(caught)) dialog.close();
+        return;
       }
+      busy = false;
+      dialog.close();
     });
     dialog.addEventListener('close', () => {
       dialog.remove();

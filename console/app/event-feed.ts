@@ -20,6 +20,12 @@ export class EventFeed {
   async read(signal?: AbortSignal): Promise<void> {
     for (let pages = 0; pages < MAX_PAGES; pages++) {
       const page = await api.listEvents(this.since, PAGE, signal);
+      // The feed counts from 1 again (the local stack restarted): read it anew from its start.
+      if (page.latest !== undefined && page.latest < this.since) {
+        this.since = 0;
+        this.events = [];
+        continue;
+      }
       // Two views' reads may overlap when one is left mid-read: take each event once.
       const fresh = page.events.filter((event) => event.sequence > this.since);
       const last = fresh.at(-1);
@@ -37,4 +43,9 @@ let shared: EventFeed | undefined;
 export const sharedEventFeed = (): EventFeed => {
   shared ??= new EventFeed();
   return shared;
+};
+
+/** Drops what was read: a new session reads the feed anew. */
+export const forgetEventFeed = (): void => {
+  shared = undefined;
 };

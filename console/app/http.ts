@@ -14,22 +14,30 @@ const KEY_HEADER = 'x-console-key';
 
 /** Keeps the key a sign-in gave; `undefined` forgets it. */
 export function keepSessionKey(key: string | undefined): void {
+  memoryKey = key;
   try {
     if (key === undefined) localStorage.removeItem(KEY_STORAGE);
     else localStorage.setItem(KEY_STORAGE, key);
   } catch {
-    // Storage refused (a private window's quota): the session lasts as long as the page then.
-    memoryKey = key;
+    // Storage refused (a private window's quota): the session lasts as long as the page. An older key kept
+    // there must not stand in for this one.
+    try {
+      localStorage.removeItem(KEY_STORAGE);
+    } catch {
+      // no storage at all
+    }
   }
 }
 
+/** The key of this page's sign-in, before any other: storage only holds it for pages opened later. */
 let memoryKey: string | undefined;
 
 function sessionKey(): string | undefined {
+  if (memoryKey !== undefined) return memoryKey;
   try {
-    return localStorage.getItem(KEY_STORAGE) ?? memoryKey;
+    return localStorage.getItem(KEY_STORAGE) ?? undefined;
   } catch {
-    return memoryKey;
+    return undefined;
   }
 }
 /** The longest server message shown. */

@@ -5,9 +5,10 @@
 import { api, type Session } from './api';
 import { closeDialogs } from './dialog';
 import { button, el } from './dom';
+import { forgetEventFeed } from './event-feed';
 import { onSessionEnded } from './http';
 import { DEFAULT_ROUTE, parseRoute, type Route, sectionHref } from './router';
-import { announce, clearMessages, messageOf } from './status';
+import { alertError, announce, clearMessages, messageOf } from './status';
 import { type View, viewContext } from './view';
 import { agentsView } from './views/agents';
 import { deadLettersView } from './views/dead-letters';
@@ -101,6 +102,7 @@ function show(focus: boolean): void {
 
 function showSignIn(): void {
   leave();
+  forgetEventFeed();
   nav.hidden = true;
   signOut.hidden = true;
   document.title = `Sign in · ${PRODUCT}`;
@@ -109,8 +111,14 @@ function showSignIn(): void {
     if (session?.authenticated) {
       announce('Signed in.');
       main.focus();
+    } else if (session) {
+      alertError(
+        'Signed in, but this browser did not keep the session: allow cookies and site data for this address, then sign in with the new code printed in the terminal.',
+      );
     }
   });
+  // Whatever had focus is gone with the view it was in.
+  viewRoot.querySelector<HTMLInputElement>('input')?.focus();
 }
 
 function showUnreachable(error: unknown): void {

@@ -3,6 +3,7 @@
  * errors. An error raised by a refresh is cleared by the next refresh that works; one raised by an action stays
  * until the next action or view.
  */
+import { ApiError, SessionEndedError } from './http';
 
 type Source = 'action' | 'refresh';
 
@@ -39,6 +40,12 @@ export function clearMessages(): void {
   clearAlert();
 }
 
-/** An error's message for people: the server's own, never a stack. */
-export const messageOf = (error: unknown) =>
-  error instanceof Error && error.message !== '' ? error.message : 'Something went wrong.';
+/**
+ * An error's message for people: the server's own, or the console's about its session. Anything else is the
+ * page's own failure, whose text means nothing to its reader: it goes to the browser's console instead.
+ */
+export function messageOf(error: unknown): string {
+  if (error instanceof ApiError || error instanceof SessionEndedError) return error.message;
+  console.error(error);
+  return 'Something went wrong in the console page (the browser’s developer console has the details).';
+}

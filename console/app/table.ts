@@ -20,7 +20,14 @@ export class DataTable {
     this.element = el(
       'div',
       { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: 0 },
-      el('table', {}, el('thead', {}, this.head), this.body),
+      // Named for table navigation too (screen readers list tables by caption), not only as a region.
+      el(
+        'table',
+        {},
+        el('caption', { class: 'visually-hidden' }, label),
+        el('thead', {}, this.head),
+        this.body,
+      ),
     );
     this.setColumns(columns);
     this.message('Loading…');

@@ -56,12 +56,19 @@ export class LocalEventFeed implements EventPublisher {
     }
   }
 
-  /** Events after sequence `since`, oldest first, at most `limit`. */
-  read(since: number, limit: number): { events: (SchedulerEvent & { sequence: number })[]; next: number } {
+  /**
+   * Events after sequence `since`, oldest first, at most `limit`; `latest` is the newest sequence, so a reader
+   * whose `since` is past it knows the feed began anew.
+   */
+  read(
+    since: number,
+    limit: number,
+  ): { events: (SchedulerEvent & { sequence: number })[]; next: number; latest: number } {
     const page = this.events.filter((e) => e.sequence > since).slice(0, limit);
     return {
       events: page.map((e) => ({ sequence: e.sequence, ...e.event })),
       next: page.at(-1)?.sequence ?? since,
+      latest: this.sequence,
     };
   }
 }

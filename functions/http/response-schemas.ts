@@ -435,5 +435,8 @@ export const eventPageSchema = published(
       }),
     ),
     next: count.describe('The sequence of the last event on the page: pass it as `since` to read on.'),
+    latest: count.describe(
+      'The sequence of the newest event the feed holds; below a `since` given, the feed counts anew (the local stack restarted).',
+    ),
   }),
 );

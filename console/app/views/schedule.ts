@@ -78,7 +78,11 @@ export const scheduleView =
     let readAgainAt = Number.POSITIVE_INFINITY;
     const showSchedule = (schedule: Schedule) => {
       const next = Date.parse(schedule.nextFires?.[0] ?? '');
-      readAgainAt = Number.isNaN(next) ? Number.POSITIVE_INFINITY : Math.max(next, Date.now() + REREAD_MS);
+      // Once its next fire has passed, or a minute from now at the latest: it may be changed elsewhere.
+      readAgainAt = Math.max(
+        Math.min(Number.isNaN(next) ? Number.POSITIVE_INFINITY : next, Date.now() + 60_000),
+        Date.now() + REREAD_MS,
+      );
       const key = JSON.stringify(schedule);
       if (key === scheduleShown) return;
       scheduleShown = key;

@@ -51,8 +51,20 @@ export const tasksView: View = (root, context) => {
   const pager = new Pager('tasks', () => void poller.now());
   const submitted = el('p', { class: 'notice', hidden: true });
 
+  let submitting = false;
   const openSubmit = async (trigger: HTMLElement) => {
-    if (queues.length === 0) await loadQueues();
+    if (submitting) return;
+    submitting = true;
+    try {
+      if (queues.length === 0) await loadQueues();
+      // Left while the queues were read: no dialog over another view.
+      if (context.signal.aborted) return;
+      await submitAndShow(trigger);
+    } finally {
+      submitting = false;
+    }
+  };
+  const submitAndShow = async (trigger: HTMLElement) => {
     const task = await submitTask(queues, trigger);
     if (!task) return;
     submitted.hidden = false;
@@ -71,6 +83,7 @@ export const tasksView: View = (root, context) => {
   );
   filters.addEventListener('submit', (event) => event.preventDefault());
   filters.addEventListener('change', () => {
+    applied = readFilters();
     pager.reset();
     void poller.now();
   });
@@ -113,14 +126,16 @@ export const tasksView: View = (root, context) => {
     time(task.updatedAt),
   ];
 
-  const currentFilter = () => ({
+  /** The filters as last applied (at a change), not as half typed: a refresh reads with these. */
+  const readFilters = () => ({
     queue: queueSelect.value,
     status: statusSelect.value,
-    concurrencyKey: concurrencyKey.value,
+    concurrencyKey: concurrencyKey.value.trim(),
     createdAfter: isoOf(createdAfter.value),
     createdBefore: isoOf(createdBefore.value),
-    cursor: pager.cursor,
   });
+  let applied = readFilters();
+  const currentFilter = () => ({ ...applied, cursor: pager.cursor });
 
   let shown = '';
   const poller = context.poll(async () => {

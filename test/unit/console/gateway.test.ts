@@ -211,6 +211,17 @@ describe('the console gateway', () => {
     expect((await gateway.answer(request({ url: '/console/api/v1/tasks', signed }))).statusCode).toBe(200);
   });
 
+  it('answers a refused page load in a sentence, not JSON', async () => {
+    const answer = await gateway.answer(
+      request({ url: '/', headers: { host: 'localhost:3100', 'sec-fetch-dest': 'document' } }),
+    );
+    expect(answer.statusCode).toBe(421);
+    expect(answer.headers['content-type']).toMatch(/^text\/plain/);
+    expect(String(answer.body)).toBe(
+      'agent-scheduler console: open the console at the address it printed: http://127.0.0.1:3100/\n',
+    );
+  });
+
   it('serves the page to a navigation from elsewhere (a link), but nothing else', async () => {
     const page = await gateway.answer(
       request({ url: '/', headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } }),
