@@ -41,8 +41,18 @@ function zoneFormat(timeZone: string, seconds: boolean): Intl.DateTimeFormat {
   return format;
 }
 
+/** Whether this browser knows the IANA zone (an older one may not know a newer zone's name). */
+export function knowsTimeZone(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat(undefined, { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * An ISO time as readable time in the IANA zone `timeZone`, the zone named ("Nov 25, 2026, 11:00 AM GMT+1"),
+ * An ISO time as readable time in the IANA zone `timeZone` (in UTC, named so, where the browser does not know it), the zone named ("Nov 25, 2026, 11:00 AM GMT+1"),
  * the ISO kept in `datetime`. Seconds are shown only when the time has some.
  */
 export function zonedTime(iso: string, timeZone: string): Child {

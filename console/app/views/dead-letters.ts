@@ -62,6 +62,9 @@ export const deadLettersView: View = (root, context) => {
     const key = JSON.stringify([cursor, page.tasks]);
     if (key === shown) return;
     shown = key;
-    table.rows(page.tasks.map(row), 'No dead tasks.');
+    table.rows(
+      page.tasks.map(row),
+      cursor === undefined ? 'No dead tasks.' : 'No dead tasks on this page: go back to the first page.',
+    );
   });
 };

@@ -4,7 +4,7 @@
  */
 import { api, type Occurrence, type Schedule } from '../api';
 import { type Child, el, replaceKeepingFocus, uniqueId } from '../dom';
-import { jsonBlock, time, zonedTime } from '../format';
+import { jsonBlock, knowsTimeZone, time, zonedTime } from '../format';
 import { isAbort } from '../http';
 import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
@@ -27,7 +27,13 @@ function nextFires(schedule: Schedule): HTMLElement[] {
   }
   return [
     heading,
-    el('p', { class: 'note' }, `In the schedule’s time zone, ${schedule.timeZone}.`),
+    el(
+      'p',
+      { class: 'note' },
+      knowsTimeZone(schedule.timeZone)
+        ? `In the schedule’s time zone, ${schedule.timeZone}.`
+        : `This browser does not know the schedule’s time zone, ${schedule.timeZone}: the times are in UTC.`,
+    ),
     el(
       'ul',
       { class: 'plain', 'aria-labelledby': headingId },
