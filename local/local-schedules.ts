@@ -51,9 +51,12 @@ export class LocalScheduleBackend implements ScheduleBackend {
 
   private arm(record: ScheduleRecord, after: number): void {
     if (this.stopped || !record.enabled) return;
+    // A rate() created through the API counts from its creation, as EventBridge Scheduler counts it (and as its
+    // view's next fires say), across restarts of the stack; a declared one from the stack's start.
     const next = nextFireTime(parseScheduleExpression(record.expression), {
       after,
       timeZone: record.timeZone,
+      ...(record.source === 'api' ? { startAt: Math.min(record.createdAt, after) } : {}),
     });
     if (next === undefined) {
       this.timers.delete(record.name);
