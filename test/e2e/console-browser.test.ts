@@ -32,6 +32,7 @@ describe('the web console in a browser', () => {
   let context: BrowserContext;
   let page: Page;
   let code = '';
+  let heldSubmits: Promise<void> = Promise.resolve();
   const violations: { view: string; ids: string[] }[] = [];
 
   beforeAll(async () => {
@@ -50,7 +51,11 @@ describe('the web console in a browser', () => {
           endpoint: url,
           events: 'poll',
           assets,
-          upstream: bearerUpstream(OPERATOR),
+          upstream: async (request) => {
+            // A test may hold submits back, as a slow API would.
+            if (request.method === 'POST' && new URL(request.url).pathname === '/v1/tasks') await heldSubmits;
+            return bearerUpstream(OPERATOR)(request);
+          },
           onCode: (next) => {
             code = next;
           },
@@ -130,6 +135,38 @@ describe('the web console in a browser', () => {
     await screenshot(page, 'task-1280');
   });
 
+  it('submits a task from its dialog, which stays until the API answered, however it is asked to close', async () => {
+    let answer = () => {};
+    heldSubmits = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    await open('#/tasks', 'Tasks');
+    await page.getByRole('button', { name: 'Submit task' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Submit a task?' });
+    await dialog.waitFor();
+    await dialog.getByLabel('Payload (JSON)').fill('{"from":"the console"}');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    // The API has not answered: Escape and "Keep as is" leave the dialog as it is.
+    await page.keyboard.press('Escape');
+    await dialog.getByRole('button', { name: 'Keep as is' }).click({ force: true });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await dialog.isVisible()).toBe(true);
+    answer();
+    heldSubmits = Promise.resolve();
+    await dialog.waitFor({ state: 'hidden' });
+    await page
+      .getByRole('status')
+      .filter({ hasText: /submitted to work/ })
+      .waitFor();
+    const listed = await operator.listTasks({ queue: 'work', limit: 100 });
+    const mine = [];
+    for (const task of listed.tasks) {
+      const read = await operator.getTask(task.taskId, { includePayload: true });
+      if (JSON.stringify(read.payload) === '{"from":"the console"}') mine.push(task.taskId);
+    }
+    expect(mine).toHaveLength(1);
+  });
+
   it('filters tasks by concurrency key', async () => {
     const { task: keyed } = await operator.submitTask({
       queue: 'work',
@@ -156,6 +193,37 @@ describe('the web console in a browser', () => {
     await confirm();
     await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('cancelled');
     expect((await operator.getTask(task.taskId)).status).toBe('cancelled');
+  });
+
+  it('works by keyboard: a dialog opens on Enter, Escape keeps things as they were, focus comes back', async () => {
+    await open('#/queues', 'Queues');
+    const pause = page.getByRole('button', { name: 'Pause work' });
+    await pause.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Pause queue work?' });
+    await dialog.waitFor();
+    // The safe answer has focus.
+    await expect
+      .poll(() =>
+        page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document
+              .activeElement.textContent,
+        ),
+      )
+      .toBe('Keep as is');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    await expect
+      .poll(() =>
+        page.evaluate(() =>
+          (
+            globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string } } }
+          ).document.activeElement.getAttribute('aria-label'),
+        ),
+      )
+      .toBe('Pause work');
+    expect((await operator.listQueues()).find((q) => q.name === 'work')?.paused).toBe(false);
   });
 
   it('pauses and resumes a queue, after confirmation', async () => {
