@@ -60,9 +60,11 @@ describe('the console gateway', () => {
   };
   const login = async (typed = code()) =>
     gateway.answer(request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: typed }) }));
-  /** Signs in: the cookie header a browser would send back, and the key the page keeps. */
-  const signIn = async (): Promise<Signed> => {
-    const answer = await login();
+  /** Signs in to `to`: the cookie header a browser would send back, and the key the page keeps. */
+  const signIn = async (to: ConsoleGateway = gateway): Promise<Signed> => {
+    const answer = await to.answer(
+      request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: code() }) }),
+    );
     expect(answer.statusCode).toBe(200);
     const setCookie = answer.headers['set-cookie'] ?? '';
     const { key } = JSON.parse(String(answer.body)) as { key: string };
@@ -354,13 +356,7 @@ describe('the console gateway', () => {
       onUpstreamError: (error) => told.push(error),
       onCode: (next) => codes.push({ code: next, why: 'start' }),
     });
-    const answer = await failing.answer(
-      request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: code() }) }),
-    );
-    const signed: Signed = {
-      cookie: (answer.headers['set-cookie'] ?? '').split(';')[0] ?? '',
-      key: (JSON.parse(String(answer.body)) as { key: string }).key,
-    };
+    const signed = await signIn(failing);
     const unreachable = await failing.answer(request({ url: '/console/api/v1/queues', signed }));
     expect(unreachable.statusCode).toBe(502);
     expect(JSON.parse(String(unreachable.body))).toMatchObject({ error: { code: 'UpstreamUnavailable' } });
@@ -380,13 +376,7 @@ describe('the console gateway', () => {
         new Response(JSON.stringify({ error: { code: 'Unauthorized', message: 'no' } }), { status: 401 }),
       onCode: (next) => codes.push({ code: next, why: 'start' }),
     });
-    const answer = await refusing.answer(
-      request({ method: 'POST', url: '/console/login', body: JSON.stringify({ code: code() }) }),
-    );
-    const signed: Signed = {
-      cookie: (answer.headers['set-cookie'] ?? '').split(';')[0] ?? '',
-      key: (JSON.parse(String(answer.body)) as { key: string }).key,
-    };
+    const signed = await signIn(refusing);
     const refused = await refusing.answer(request({ url: '/console/api/v1/queues', signed }));
     expect(refused.statusCode).toBe(502);
     expect(JSON.parse(String(refused.body))).toMatchObject({ error: { code: 'UpstreamUnauthorized' } });
