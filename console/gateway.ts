@@ -201,7 +201,7 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
   };
 
   /** Refuses what does not come from this machine, to a loopback name, from the console's own page. */
-  const refusedOrigin = (request: ConsoleRequest): ConsoleResponse | undefined => {
+  const refusedOrigin = (request: ConsoleRequest, pathname: string): ConsoleResponse | undefined => {
     if (!isLoopbackAddress(request.remoteAddress))
       return refusal(403, 'Forbidden', 'the console answers requests from this machine only');
     const host = expectedHost(request.localAddress, request.localPort);
@@ -213,7 +213,7 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
       );
     // The page itself may be opened from anywhere (a link, a bookmark): it holds nothing and cannot be framed.
     const reads = /^(GET|HEAD)$/i.test(request.method);
-    if (reads && options.assets.has(new URL(request.url, 'http://localhost').pathname)) return undefined;
+    if (reads && options.assets.has(pathname)) return undefined;
     const origin = request.headers.origin;
     const site = request.headers['sec-fetch-site'];
     if (
@@ -321,10 +321,10 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
   const answer = async (request: ConsoleRequest): Promise<ConsoleResponse> => {
     if (!URL.canParse(request.url, 'http://localhost'))
       return refusal(400, 'MalformedRequest', 'the request target is not a valid URL');
-    const refused = refusedOrigin(request);
-    if (refused) return refused;
     const url = new URL(request.url, 'http://localhost');
     const { pathname } = url;
+    const refused = refusedOrigin(request, pathname);
+    if (refused) return refused;
     const method = request.method.toUpperCase();
     const asset = method === 'GET' || method === 'HEAD' ? options.assets.get(pathname) : undefined;
     if (asset)

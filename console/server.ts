@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { SchedulerLog } from '#core/context';
-import { answerConsole } from '#local/server';
+import { answerConsole, listenOn } from '#local/server';
 import { type ConsoleGatewayOptions, consoleGateway, isLoopbackAddress } from './gateway';
 
 export interface ConsoleServerOptions extends ConsoleGatewayOptions {
@@ -27,19 +27,5 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     throw new Error(`the console listens on a loopback address only, not ${host}`);
   const gateway = consoleGateway(options);
   const server = createServer((request, response) => answerConsole(gateway, request, response, options.log));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { ...(await listenOn(server, options.port, host)), server };
 }

@@ -9,9 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { loadConsoleAssets } from '#console/assets';
 import { consoleGateway, loginCodeLine } from '#console/gateway';
@@ -21,8 +19,8 @@ import type { EventPublisher } from '#core/ports/event-publisher';
 import { Scheduler } from '#core/scheduler';
 import { type NumberSetting, outOfBounds, SETTINGS } from '#domain/settings';
 import { queueNameSchema } from '#domain/task-spec';
-import { awsSigV4 } from '#sdk/sigv4';
 import { createContext } from '#wiring/context';
+import { iamSigner } from '../cli/aws-signer';
 import type { TaskScheduleProps } from '../infra/task-schedule';
 import { localDynamoDbClient, localSqsClient } from './emulators/clients';
 import { isPortFree, startDynamoDbLocal } from './emulators/dynamodb-local';
@@ -152,6 +150,10 @@ export async function startDevStack(
   // JSON lines with timestamps, as the functions log in AWS. POWERTOOLS_LOG_LEVEL=WARN shows less.
   const log = new Logger({ serviceName: 'agent-scheduler' });
 
+  // The console's files (built from source in this repository) while the emulators start.
+  const assetsLoaded = loadConsoleAssets();
+  // Awaited below; a failure meanwhile is not an unhandled one.
+  assetsLoaded.catch(() => undefined);
   const [dynamodbLocal, sqsEmulator] = await Promise.all([
     startDynamoDbLocal(inMemory ? { inMemory: true } : { dbPath: join(dataDir, 'dynamodb') }),
     startSqsEmulator({}),
@@ -209,18 +211,9 @@ export async function startDevStack(
   const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
   // The console at /: its requests reach the API as the CLI's do, with the operator token or signed.
   const upstream = iam
-    ? signedUpstream(
-        awsSigV4(
-          new SignatureV4({
-            service: 'execute-api',
-            region: iam.region,
-            credentials: iam.credentials,
-            sha256: Sha256,
-          }),
-        ),
-      )
+    ? signedUpstream(iamSigner(iam.region, iam.credentials))
     : bearerUpstream(operatorToken);
-  const assets = await loadConsoleAssets();
+  const assets = await assetsLoaded;
   let loginCode = '';
   const server = await startLocalServer({
     console: (url) =>

@@ -230,6 +230,34 @@ export function localRequestHandler(
   };
 }
 
+/** A request's headers by lower-case name, repeated ones joined as HTTP joins them. */
+const headersOf = (request: IncomingMessage): Record<string, string | undefined> =>
+  Object.fromEntries(
+    Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
+  );
+
+/** Listens on `host:port` (0: a free port); the URL it serves and how to stop it, open connections included. */
+export async function listenOn(
+  server: Server,
+  port: number,
+  host: string,
+): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
 /** One request to the console's gateway, answered on its socket. */
 export function answerConsole(
   gateway: ConsoleGateway,
@@ -251,17 +279,11 @@ export function answerConsole(
         );
         return;
       }
-      const headers = Object.fromEntries(
-        Object.entries(request.headers).map(([k, v]) => [
-          k.toLowerCase(),
-          Array.isArray(v) ? v.join(',') : v,
-        ]),
-      );
       return gateway
         .answer({
           method: request.method ?? 'GET',
           url: request.url ?? '/',
-          headers,
+          headers: headersOf(request),
           body,
           remoteAddress: request.socket.remoteAddress,
           localAddress: request.socket.localAddress,
@@ -285,10 +307,13 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const answer = localRequestHandler(options);
   const handle = async (request: IncomingMessage): Promise<HttpApiResult> => {
     const { body, tooLarge } = await readBody(request);
-    const headers = Object.fromEntries(
-      Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
-    );
-    return answer({ method: request.method ?? 'GET', url: request.url ?? '/', headers, body, tooLarge });
+    return answer({
+      method: request.method ?? 'GET',
+      url: request.url ?? '/',
+      headers: headersOf(request),
+      body,
+      tooLarge,
+    });
   };
 
   let gateway: ConsoleGateway | undefined;
@@ -362,22 +387,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   });
   if (options.push)
     attachPushChannel(server, { scheduler: options.scheduler, sender: options.push, log: options.log });
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  const url = `http://${host}:${port}`;
+  const { url, close } = await listenOn(server, options.port, options.host ?? '127.0.0.1');
   gateway = options.console?.(url);
-  return {
-    url,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { url, server, close };
 }

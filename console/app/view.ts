@@ -3,6 +3,7 @@
  * then too. A refresh's error goes to the alert region until a refresh works again.
  */
 import type { Session } from './api';
+import { confirmAction, type DialogSpec } from './dialog';
 import { isAbort } from './http';
 import { type Poller, REFRESH_MS, startPolling } from './poller';
 import { alertError, announce, clearAlert, messageOf } from './status';
@@ -15,6 +16,8 @@ export interface ViewContext {
   poll(refresh: () => Promise<void>): Poller;
   /** Runs an action: its outcome announced, its error alerted; then refreshes the view at once. */
   act(work: () => Promise<string>): Promise<void>;
+  /** Asks first, in a confirmation dialog; on "Confirm", runs the action as `act` does. */
+  confirmThenAct(spec: DialogSpec, work: () => Promise<string>): Promise<void>;
 }
 
 /** Builds the view in `root`; everything it starts stops with the context's signal. */
@@ -48,6 +51,9 @@ export function viewContext(session: Session): { context: ViewContext; leave(): 
         if (!isAbort(error)) alertError(messageOf(error));
       }
       if (!signal.aborted) await Promise.all(pollers.map((poller) => poller.now()));
+    },
+    async confirmThenAct(spec, work) {
+      if (await confirmAction(spec)) await context.act(work);
     },
   };
 

@@ -1,6 +1,5 @@
 /** Agents, with their presence and the roles they hold, a page at a time; a registered agent can be revoked. */
 import { type Agent, api, type Role } from '../api';
-import { confirmAction } from '../dialog';
 import { button, el } from '../dom';
 import { names, time } from '../format';
 import { Pager } from '../pager';
@@ -34,16 +33,17 @@ export const agentsView: View = (root, context) => {
   root.append(el('h1', {}, 'Agents'), table.element, pager.element);
 
   const revoke = async (agent: Agent, trigger: HTMLElement) => {
-    const confirmed = await confirmAction({
-      title: `Revoke agent ${agent.name}?`,
-      text: `Agent ${agent.agentId} can no longer open a session or claim tasks; its session ends now, the tasks it holds are taken back and its roles handed over. This cannot be undone: the agent must be registered again.`,
-      trigger,
-    });
-    if (!confirmed) return;
-    await context.act(async () => {
-      await api.revokeAgent(agent.agentId);
-      return `Agent ${agent.name} revoked.`;
-    });
+    await context.confirmThenAct(
+      {
+        title: `Revoke agent ${agent.name}?`,
+        text: `Agent ${agent.agentId} can no longer open a session or claim tasks; its session ends now, the tasks it holds are taken back and its roles handed over. This cannot be undone: the agent must be registered again.`,
+        trigger,
+      },
+      async () => {
+        await api.revokeAgent(agent.agentId);
+        return `Agent ${agent.name} revoked.`;
+      },
+    );
   };
 
   /** `held` maps an agent id to the roles it holds; `undefined` when the roles could not be read. */

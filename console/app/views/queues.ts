@@ -1,6 +1,5 @@
 /** Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`. */
 import { api, PRIORITIES, type QueueStats } from '../api';
-import { confirmAction } from '../dialog';
 import { button, el } from '../dom';
 import { duration } from '../format';
 import { DataTable } from '../table';
@@ -29,18 +28,19 @@ export const queuesView: View = (root, context) => {
 
   const togglePaused = async (queue: QueueStats, trigger: HTMLElement) => {
     const pausing = !queue.paused;
-    const confirmed = await confirmAction({
-      title: `${pausing ? 'Pause' : 'Resume'} queue ${queue.name}?`,
-      text: pausing
-        ? `Agents claim nothing from ${queue.name} until it is resumed. Tasks already leased go on; retries and sweeps continue.`
-        : `Agents claim from ${queue.name} again, and its idle agents are woken.`,
-      trigger,
-    });
-    if (!confirmed) return;
-    await context.act(async () => {
-      const control = pausing ? await api.pauseQueue(queue.name) : await api.resumeQueue(queue.name);
-      return `Queue ${control.name} ${control.paused ? 'paused' : 'resumed'}.`;
-    });
+    await context.confirmThenAct(
+      {
+        title: `${pausing ? 'Pause' : 'Resume'} queue ${queue.name}?`,
+        text: pausing
+          ? `Agents claim nothing from ${queue.name} until it is resumed. Tasks already leased go on; retries and sweeps continue.`
+          : `Agents claim from ${queue.name} again, and its idle agents are woken.`,
+        trigger,
+      },
+      async () => {
+        const control = pausing ? await api.pauseQueue(queue.name) : await api.resumeQueue(queue.name);
+        return `Queue ${control.name} ${control.paused ? 'paused' : 'resumed'}.`;
+      },
+    );
   };
 
   const changeLimits = async (queue: QueueStats, trigger: HTMLElement) => {
