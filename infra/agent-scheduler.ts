@@ -15,13 +15,13 @@ import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
+import { PAYLOAD_OBJECT_PREFIX, payloadObjectDays } from '../functions/adapters/payload-objects';
 import { DUE_INDEX, LANE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import { DEFAULT_SETTINGS } from '../functions/core/context';
 import { PRIORITIES } from '../functions/domain/priority';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
 import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '../functions/domain/settings';
-import { LIMITS, QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
 import type { QueueLimits } from '../sdk/types';
 import { PayloadBucket } from './payload-bucket';
 import { PriorityQueues, SECURE_QUEUE_DEFAULTS } from './priority-queues';
@@ -188,9 +188,10 @@ export class AgentScheduler extends Construct {
     // A payload may be needed until the longest delay, then the longest queue age, then the retention are over.
     this.payloads = new PayloadBucket(this, 'Payloads', {
       expiration: Duration.days(
-        Math.ceil(
-          (LIMITS.delaySeconds + DEFAULT_SETTINGS.maxQueueAgeSeconds + retention.toSeconds()) / 86_400,
-        ),
+        payloadObjectDays({
+          maxQueueAgeSeconds: DEFAULT_SETTINGS.maxQueueAgeSeconds,
+          retentionSeconds: retention.toSeconds(),
+        }),
       ),
       removalPolicy,
     });
@@ -506,6 +507,8 @@ export class AgentScheduler extends Construct {
     // Claims read payloads; so does an operator's `GET /v1/tasks/{taskId}?include=payload`.
     this.payloads.grantRead(agentApi);
     this.payloads.grantRead(operatorApi);
+    // Keeping a payload object for a task that lives long is a copy of it onto itself: a read and a write.
+    this.payloads.grantRead(supervisor);
     this.payloads.grantDelete(agentApi);
     // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent can end a task's last
     // attempt, as a sweep can).

@@ -24,6 +24,7 @@ import type {
   Observed,
   OwnerFence,
   OwnerFinish,
+  PayloadHolder,
   ReadOptions,
   Requeue,
   TakingBack,
@@ -179,6 +180,7 @@ export function taskFromItem(item: Item): Task {
       idempotencyKey: optionalString(item.idempotencyKey),
       finishedAt: optionalNumber(item.finishedAt),
       payloadInObject: item.payloadInObject === true ? true : undefined,
+      payloadPurgeAt: optionalNumber(item.payloadPurgeAt),
       watched: item.watched === true ? true : undefined,
       expiresAt: optionalNumber(item.expiresAt),
       hasOnFailure: item.hasOnFailure === true ? true : undefined,
@@ -243,6 +245,7 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     specHash: task.specHash,
     payloadBytes: task.payloadBytes,
     payloadInObject: task.payloadInObject,
+    payloadPurgeAt: task.payloadPurgeAt,
     expiresAt: task.expiresAt,
     hasOnFailure: task.hasOnFailure,
     failureOf: task.failureOf,
@@ -352,6 +355,75 @@ export class TaskTable implements TaskStore {
     );
     const json = output.Item?.onFailure;
     return typeof json === 'string' ? json : undefined;
+  }
+
+  /**
+   * The object first, then the items that name it, then the state item that says how long they are kept: a state
+   * item never promises more than its records hold. Each item's update is conditional on the item existing (an
+   * update would otherwise create one) and on its time being earlier, so it extends only. DynamoDB bills an update
+   * by the whole item: a payload item holds at most about 10 KB (a larger payload is an object), so 1 to 11 write
+   * units, each input the size of the result it keeps, each link of a waiting task 1 unit.
+   */
+  async keepPayload(task: PayloadHolder, purgeAt: number): Promise<void> {
+    if (task.payloadInObject) {
+      await this.payloadObjects?.objects.keep(payloadObjectKey(task.taskId, task.specHash), purgeAt);
+    }
+    const inputs = task.dependencyCount ? await this.inputKeys(task.taskId) : [];
+    // A waiting task's records in its dependencies' partitions, by which their ends tell it at once.
+    const links = (task.status === 'waiting' ? (task.waitingOn ?? []) : []).map((dependencyId) => ({
+      taskId: dependencyId,
+      part: dependentPart(task.taskId),
+    }));
+    await Promise.all([
+      this.extendPurge(payloadKey(task.taskId, task.specHash), 'purgeAt', purgeAt).then(
+        // A payload from before items named their specification has the key of that time.
+        (kept) => kept || this.extendPurge(legacyPayloadKey(task.taskId), 'purgeAt', purgeAt),
+      ),
+      ...[...inputs, ...links].map((key) => this.extendPurge(key, 'purgeAt', purgeAt)),
+    ]);
+    await this.extendPurge(stateKey(task.taskId), 'payloadPurgeAt', purgeAt);
+  }
+
+  /** Moves an item's purge time to `purgeAt` if it exists and is to be purged earlier. False if it does not exist. */
+  private async extendPurge(key: Item, attribute: string, purgeAt: number): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `SET ${e.n(attribute)} = ${e.v(purgeAt)}`,
+          ConditionExpression: `attribute_exists(${e.n('taskId')}) AND (attribute_not_exists(${e.n(attribute)}) OR ${e.n(attribute)} < ${e.v(purgeAt)})`,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return error.Item !== undefined;
+      throw error;
+    }
+  }
+
+  /** The keys of the inputs kept for a task (projected, though a query bills the whole items it reads). */
+  private async inputKeys(taskId: string): Promise<Item[]> {
+    const keys: Item[] = [];
+    let startKey: Item | undefined;
+    do {
+      const e = new Expression();
+      const output = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
+          ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
+          ExclusiveStartKey: startKey,
+          ...e.attributes(),
+        }),
+      );
+      keys.push(...(output.Items ?? []));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey);
+    return keys;
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */

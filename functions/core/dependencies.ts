@@ -25,6 +25,7 @@ import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
 import { emit } from './events';
+import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
 import { announceEnd } from './push';
 import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
 
@@ -84,11 +85,13 @@ async function resolve(ctx: SchedulerContext, dependentId: string, dependency: T
   if (struck.ok && (struck.task.waitingOn?.length ?? 0) === 0) await unblock(ctx, struck.task);
 }
 
-/** Inputs live as long as their dependent may: its payload's purge time, which its end does not shorten. */
-const purgeAtOf = (ctx: SchedulerContext, task: Pick<Task, 'createdAt' | 'notBefore'>): number =>
-  Math.ceil((task.notBefore ?? task.createdAt) / 1_000) +
-  ctx.settings.maxQueueAgeSeconds +
-  ctx.settings.retentionSeconds;
+/**
+ * Inputs live as long as their dependent's payload, and are kept longer with it (`keepPayloadFor`). A dependent
+ * submitted before that time was recorded had its payload kept from its first claimable time, as it is counted
+ * here.
+ */
+const purgeAtOf = (ctx: SchedulerContext, task: Task): number =>
+  task.payloadPurgeAt ?? payloadPurgeAtFor(ctx.settings, task.notBefore ?? task.createdAt);
 
 /** Nothing left to wait for: queued, claimable from its own delay's end, and hinted. */
 async function unblock(ctx: SchedulerContext, task: Task): Promise<void> {
@@ -162,12 +165,15 @@ export async function releaseDependents(ctx: SchedulerContext, task: Task): Prom
  * The supervisor's look at a waiting task: resolves the dependencies that ended (reading them), unblocks it if
  * none is left, and otherwise looks again later.
  */
-export async function recheckWaiting(ctx: SchedulerContext, task: Task): Promise<void> {
-  const waitingOn = task.waitingOn ?? [];
+export async function recheckWaiting(ctx: SchedulerContext, waiting: Task): Promise<void> {
+  const waitingOn = waiting.waitingOn ?? [];
   if (waitingOn.length === 0) {
-    await unblock(ctx, task);
+    await unblock(ctx, waiting);
     return;
   }
+  // It may wait long: what it will need is kept as long as it waits, so its unblock (claimable now, or at the
+  // delay set at submit, which its payload's first purge time counts from) needs no keeping of its own.
+  const task = await keepPayloadFor(ctx, waiting, ctx.now());
   const dependencies = await ctx.tasks.getMany(waitingOn);
   for (const id of waitingOn) {
     const dependency = dependencies.get(id);

@@ -15,6 +15,7 @@ import { recordDeath } from './dead-letters';
 import { tellOfEnd } from './dependencies';
 import { dispatch } from './dispatch';
 import { emit } from './events';
+import { keepPayloadFor } from './lifetimes';
 import type { OwnerFinish } from './ports/task-store';
 import { ending, requeueAfter, retryInTime } from './transitions';
 
@@ -56,6 +57,10 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
     if (!needsTask || isOwnedBy(known, lease, session.sessionId)) {
       const decided = plan.decide(now, known);
       const status = decided.to.status;
+      // A retry's backoff, or a death a redrive may follow: the payload must last until the task runs again.
+      if (known && (decided.to.status === 'queued' || decided.to.status === 'dead')) {
+        await keepPayloadFor(ctx, known, decided.to.status === 'queued' ? decided.to.claimableAt : now);
+      }
       const written = await ctx.tasks.finish(
         lease.taskId,
         { agentId: lease.agentId, sessionId: session.sessionId, leaseEpoch: lease.leaseEpoch },

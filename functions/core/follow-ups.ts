@@ -48,9 +48,12 @@ export async function followUpEnd(ctx: SchedulerContext, task: Task): Promise<vo
 async function submitOnFailure(ctx: SchedulerContext, task: Task): Promise<void> {
   const json = await ctx.tasks.getOnFailure(task);
   if (json === undefined) {
-    ctx.log.warn('the onFailure of a dead task is gone (past its retention); nothing submitted', {
-      taskId: task.taskId,
-    });
+    // Kept as long as the task (`keepPayloadFor`): only a payload lost before that rule, or deleted by hand, is.
+    const reason = 'the onFailure is no longer kept; nothing submitted';
+    ctx.log.error(`the ${reason}`, { taskId: task.taskId });
+    await emit(ctx, [
+      { type: 'task.onFailureLost', fields: { taskId: task.taskId, queue: task.queue, data: { reason } } },
+    ]);
     return;
   }
   const spec = JSON.parse(json) as Record<string, unknown>;

@@ -13,6 +13,7 @@ import { queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
+import { keepPayloadFor } from './lifetimes';
 import { ending, requeueAfter, retryInTime, sendsNow } from './transitions';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
@@ -42,6 +43,7 @@ export async function reclaimTask(
     now,
     task,
   );
+  await keepPayloadFor(ctx, task, now + (decision.retry ? decision.delayMs : 0));
   const written = await ctx.tasks.takeBack(
     task,
     {

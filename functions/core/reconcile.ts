@@ -18,6 +18,7 @@ import { queryEveryDueShard, type SchedulerContext } from './context';
 import { recheckWaiting } from './dependencies';
 import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
+import { keepPayloadFor } from './lifetimes';
 import { wake, wakeFor } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
@@ -132,10 +133,11 @@ export async function reconcileDispatch(
             summary.rechecked.push(task.taskId);
             return;
           }
-          let current = task;
+          // A queued task may wait long (a paused queue, no agent): its payload is kept as long as it waits.
+          let current = await keepPayloadFor(ctx, task, Math.max(now, task.notBefore ?? now));
           if ((await getQueueControl(ctx, task.queue)).paused) summary.pausedSkipped++;
           else {
-            const climbed = await climbLadder(ctx, task, now);
+            const climbed = await climbLadder(ctx, current, now);
             const steps = climbed.steps;
             current = climbed.task;
             if (steps.includes('promoted')) {

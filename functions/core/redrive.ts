@@ -6,6 +6,7 @@ import { InvalidTransitionError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
+import { keepPayloadFor } from './lifetimes';
 import { requeueAfter } from './transitions';
 
 export async function redriveTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
@@ -15,6 +16,7 @@ export async function redriveTask(ctx: SchedulerContext, taskId: string): Promis
     throw new InvalidTransitionError(`task ${taskId} is ${task.status}; only a dead task can be redriven`);
   }
   const now = ctx.now();
+  await keepPayloadFor(ctx, task, now);
   const written = await ctx.tasks.redrive(task, requeueAfter(ctx, now, 0), now);
   if (!written.ok) {
     if (written.current?.status === 'queued') return written.current;

@@ -9,10 +9,12 @@ import { IdempotencyConflictError, LeaseLostError, ValidationError } from '#doma
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
+import { isTerminal } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { checkDependenciesExist, linkDependencies, recheckAt } from './dependencies';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
+import { payloadPurgeAtFor } from './lifetimes';
 import type { NewPayload, OwnerFence, WrittenPayloads } from './ports/task-store';
 import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './transitions';
 
@@ -97,6 +99,7 @@ export function prepareSubmission(
   // Delays SQS can carry ride on the message; longer ones wait in the due index until `reconcile` sends them. A
   // task with dependencies is sent when they are done.
   const waits = spec.dependsOn !== undefined;
+  const payloadPurgeAt = payloadPurgeAtFor(ctx.settings, visibleAt);
   const sendsNow = !waits && delaySeconds <= LIMITS.sqsMaxDelaySeconds;
   const task: Task = {
     taskId,
@@ -127,6 +130,7 @@ export function prepareSubmission(
       : {}),
     ...(options.lineage ?? {}),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
+    payloadPurgeAt,
   };
   return {
     task,
@@ -135,7 +139,7 @@ export function prepareSubmission(
       payloadJson: spec.payloadJson,
       ...(spec.onFailureJson === undefined ? {} : { onFailureJson: spec.onFailureJson }),
       specHash,
-      purgeAt: Math.ceil(visibleAt / 1_000) + ctx.settings.maxQueueAgeSeconds + ctx.settings.retentionSeconds,
+      purgeAt: payloadPurgeAt,
     },
     dueAt: waits
       ? recheckAt(ctx, now, task)
@@ -188,6 +192,11 @@ export async function commitSubmission(
     if (existing.status === 'queued' && existing.leaseEpoch === 0 && prepared.sendsNow) {
       const now = ctx.now();
       await send(existing, Math.max(0, (existing.notBefore ?? now) - now) / 1_000);
+    }
+    // The payload was written again with the time of this call: one kept longer since is kept as long again.
+    const keptUntil = existing.payloadPurgeAt;
+    if (!isTerminal(existing.status) && keptUntil !== undefined && keptUntil > prepared.payload.purgeAt) {
+      await ctx.tasks.keepPayload(existing, keptUntil);
     }
     // Likewise its links to its dependencies, which the first call may not have finished.
     if (existing.status === 'waiting' && dependsOn) {

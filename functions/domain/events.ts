@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'task.cancelled',
   'task.expired',
   'task.starved',
+  'task.onFailureLost',
   'agent.online',
   'agent.offline',
   'schedule.fired',

@@ -57,6 +57,12 @@ export interface Task {
   readonly payloadBytes: number;
   /** The payload is an S3 object (a large one), which a success lets go of at once. */
   readonly payloadInObject?: boolean;
+  /**
+   * When the payload item (and the dependency inputs) may be purged, in epoch seconds, as last armed: set at
+   * submit, pushed later only when the task is to live longer (see `core/lifetimes.ts`). Absent on tasks
+   * submitted before it was kept.
+   */
+  readonly payloadPurgeAt?: number;
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly finishedAt?: number;

@@ -92,6 +92,14 @@ export class FakeTaskStore implements Port.TaskStore {
 
   async deletePayloadObject(): Promise<void> {}
 
+  async keepPayload(task: Port.PayloadHolder, purgeAt: number): Promise<void> {
+    await this.write('keepPayload', task.taskId, (r) => {
+      if ((r.task.payloadPurgeAt ?? 0) >= purgeAt) return false;
+      r.task = { ...r.task, payloadPurgeAt: purgeAt };
+      return true;
+    });
+  }
+
   async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
     const existing = this.records.get(task.taskId);
     this.writes.push({ kind: 'create', taskId: task.taskId, ok: !existing });

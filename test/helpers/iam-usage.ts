@@ -35,6 +35,8 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Lambda sends a failed asynchronous invocation to the function’s dead-letter queue with its role; locally nothing is invoked asynchronously.',
   'operatorApi|s3:ListBucket|bucket':
     'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone, which an operator’s read of the payload reports as payloadGone; the S3 emulator does not check permissions.',
+  'supervisor|s3:ListBucket|bucket':
+    'Lets S3 answer NoSuchKey (not AccessDenied) when the supervisor keeps a payload object that is gone, which it then leaves gone; the S3 emulator does not check permissions.',
   'agentApi|s3:ListBucket|bucket':
     'Lets S3 answer NoSuchKey (not AccessDenied) for a payload object that is gone; the S3 emulator does not check permissions, so the difference never shows locally.',
   'supervisor|dynamodb:ConditionCheckItem|table:leases':
@@ -169,8 +171,10 @@ export function recordAwsUsage(
     if (kind) note(`sqs:${SQS_BATCH_ACTIONS[operation] ?? operation}`, kind);
   });
   add(clients.s3, 'iamUsageS3', (operation, input) => {
-    if (input.Bucket === resources.bucketName && String(input.Key).startsWith('payloads/'))
-      note(`s3:${operation}`, 'objects');
+    if (input.Bucket !== resources.bucketName || !String(input.Key).startsWith('payloads/')) return;
+    // A copy is authorized as a read of its source and a write of its destination: both payload objects here.
+    for (const action of operation === 'CopyObject' ? ['GetObject', 'PutObject'] : [operation])
+      note(`s3:${action}`, 'objects');
   });
 }
 

@@ -421,5 +421,20 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       expect(back).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: dead.leaseEpoch });
       expect(back.finishedAt).toBeUndefined();
     });
+
+    it('keeps a payload longer, never shorter, in every status, and records the time on the task; a missing task stays missing', async () => {
+      const { store, now } = subject();
+      const purgeAt = Math.ceil(now() / 1_000) + 86_400;
+      for (const status of TASK_STATUSES) {
+        const task = await taskIn(status);
+        await store.keepPayload(task, purgeAt);
+        expect(await store.get(task.taskId)).toMatchObject({ status, payloadPurgeAt: purgeAt });
+        await store.keepPayload(task, purgeAt - 60);
+        expect((await store.get(task.taskId))?.payloadPurgeAt).toBe(purgeAt);
+      }
+      const missing = newTask(now());
+      await store.keepPayload(missing, purgeAt);
+      expect(await store.get(missing.taskId)).toBeUndefined();
+    });
   });
 }

@@ -486,6 +486,8 @@ describe('AgentScheduler construct', () => {
       supervisor: grantsOf([
         logs('supervisor'),
         payloadObjects('s3:PutObject'),
+        // A payload object of a task that lives long is kept by copying it onto itself.
+        ...readPayloads(),
         putEvents(),
         ...deadLetters(),
         table(

@@ -110,6 +110,12 @@ export interface NewPayload {
   readonly purgeAt: number;
 }
 
+/** What `keepPayload` needs to know of a task to find everything kept for it. */
+export type PayloadHolder = Pick<
+  Task,
+  'taskId' | 'specHash' | 'status' | 'payloadInObject' | 'dependencyCount' | 'waitingOn'
+>;
+
 /** What `putPayloads` wrote: whether a payload went to an object of its own rather than into its item. */
 export interface WrittenPayloads {
   inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
@@ -131,6 +137,12 @@ export interface TaskStore {
   getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
   /** The `onFailure` specification (JSON) kept beside the task's payload; undefined if it has none (or is gone). */
   getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined>;
+  /**
+   * Keeps what a task still to run needs until `purgeAt` (epoch seconds) at least: its payload item (and with it
+   * its `onFailure`), its payload's S3 object, the inputs its dependencies left it and, while it waits, its links
+   * in their partitions; then records `purgeAt` on the state item (`payloadPurgeAt`). Extends only, never shortens; a record already gone stays gone.
+   */
+  keepPayload(task: PayloadHolder, purgeAt: number): Promise<void>;
   /** The partitions of the due index: a sweep queries each. */
   readonly dueShards: readonly string[];
   /** Task ids in one due partition whose time to be looked at has come. */
