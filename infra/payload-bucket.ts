@@ -1,6 +1,7 @@
 /**
  * The bucket for large payloads: private, encrypted, TLS only, and emptied by a lifecycle rule once no task can
- * need a payload any more. Functions write objects once, read them back, and delete one whose task succeeded.
+ * need a payload any more. Functions write objects once, read them back, copy one onto itself to keep it for a task
+ * that lives long, and delete one whose task succeeded.
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -9,7 +10,10 @@ import { Construct } from 'constructs';
 import { PAYLOAD_OBJECT_PREFIX } from '../functions/adapters/payload-objects';
 
 export interface PayloadBucketProps {
-  /** How long after its upload an object may still be read: the longest delay, queue age and retention. */
+  /**
+   * How long after its last write an object may still be read: the longest delay, queue age and retention. A task
+   * that lives longer has its object copied onto itself, which S3 dates anew.
+   */
   readonly expiration: Duration;
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;

@@ -13,7 +13,9 @@
  *   (`onDependencyFailure: 'cancel'`, the default), or is struck off like a success (`'run'`).
  * - **Rechecking**: whatever a crash lost between an end and its dependents (a resolution not made, an unblock not
  *   written), the supervisor finds: a waiting task is in the due index, looked at every
- *   `dependencyRecheckSeconds`, and each look reads its remaining dependencies and resolves the ended ones.
+ *   `dependencyRecheckSeconds`, and each look reads its remaining dependencies and resolves the ended ones. The
+ *   look also keeps what the waiting task needs (its payload, its inputs, its links) as long as it waits
+ *   (`keepPayloadFor`).
  *
  * No transaction spans an edge set (a transaction holds at most 100 items): every step is one item's write, and
  * every step can be repeated.

@@ -8,6 +8,8 @@ import { AccountPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { payloadObjectDays } from '../../functions/adapters/payload-objects';
+import { DEFAULT_SETTINGS } from '../../functions/core/context';
 import { DEPLOYED_ROUTES as ROUTES } from '../../functions/http/routes';
 import { AgentScheduler } from '../../infra/agent-scheduler';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
@@ -118,7 +120,8 @@ describe('AgentScheduler construct', () => {
             ],
           },
           OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
-          // The longest delay (7 days), queue age (14) and retention (7): no task can need its payload later.
+          // The longest delay (7 days), queue age (14) and retention (7) after an object's last write: a task that
+          // lives longer has its object copied onto itself (payload-lifetimes test), which S3 dates anew.
           LifecycleConfiguration: {
             Rules: [
               expect.objectContaining({ Prefix: 'payloads/', ExpirationInDays: 28, Status: 'Enabled' }),
@@ -140,6 +143,8 @@ describe('AgentScheduler construct', () => {
           }),
         ]),
       );
+      // The expiry the integration suites run in place of S3's (test/helpers/expiry.ts) is the rule deployed.
+      expect(payloadObjectDays(DEFAULT_SETTINGS)).toBe(28);
     });
 
     it('every function that submits or claims is told its name', () => {
