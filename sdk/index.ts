@@ -12,6 +12,7 @@ export {
   NonRetryableError,
   SessionLostError,
 } from './errors.js';
+export { SERVER_LIMITS } from './limits.js';
 export type { PollInterval } from './poll-backoff.js';
 export {
   type ClientFrame,

@@ -6,6 +6,7 @@
  * `leaseDeadline`: the grant happened after the claim was sent, so the send time plus the attempt's length can only
  * come before the server's deadline, however far the two clocks are apart.
  */
+import { SERVER_LIMITS, toJson } from './limits.js';
 import type { ClaimedTask } from './types.js';
 import { type AbortReason, TaskAbortedError } from './worker-events.js';
 
@@ -23,8 +24,16 @@ export class RunningTask {
   done: Promise<void> = Promise.resolve();
 
   private checkpointValue: unknown;
+  private checkpointBytes = 0;
   private checkpointVersion = 0;
   private sentVersion = 0;
+  /** When the checkpoint waiting to go out was set, or the one before it still waiting: the longest wait goes first. */
+  private pendingSince = 0;
+  /**
+   * A beat carrying this checkpoint with others was refused whole: it goes in a beat of its own, so that a refusal
+   * of it alone is known to be its own.
+   */
+  sendCheckpointAlone = false;
 
   constructor(
     readonly task: ClaimedTask,
@@ -65,20 +74,42 @@ export class RunningTask {
     return true;
   }
 
+  /**
+   * Keeps a copy of `value` for the next heartbeat, as JSON is taken now. Throws, keeping nothing, for a value the
+   * server would refuse however it is sent: larger than its checkpoint limit (RangeError) or not JSON (TypeError).
+   */
   setCheckpoint(value: unknown): void {
     // JSON has no undefined; null says "no progress" the same way.
-    this.checkpointValue = value === undefined ? null : value;
+    const { json, bytes } = toJson(value === undefined ? null : value);
+    if (bytes > SERVER_LIMITS.checkpointBytes) {
+      throw new RangeError(
+        `a checkpoint is ${bytes} bytes of JSON; the server takes at most ${SERVER_LIMITS.checkpointBytes}`,
+      );
+    }
+    if (this.checkpointVersion === this.sentVersion) this.pendingSince = Date.now();
+    this.checkpointValue = JSON.parse(json);
+    this.checkpointBytes = bytes;
     this.checkpointVersion++;
   }
 
   /** The checkpoint not yet sent, with the version to acknowledge once the heartbeat carrying it succeeds. */
-  pendingCheckpoint(): { value: unknown; version: number } | undefined {
+  pendingCheckpoint():
+    | { value: unknown; bytes: number; version: number; since: number; alone: boolean }
+    | undefined {
     if (this.checkpointVersion === this.sentVersion) return undefined;
-    return { value: this.checkpointValue, version: this.checkpointVersion };
+    return {
+      value: this.checkpointValue,
+      bytes: this.checkpointBytes,
+      version: this.checkpointVersion,
+      since: this.pendingSince,
+      alone: this.sendCheckpointAlone,
+    };
   }
 
+  /** The server has the checkpoint of `version`, or refused it alone: it is not sent again. */
   acknowledgeCheckpoint(version: number): void {
     this.sentVersion = Math.max(this.sentVersion, version);
+    if (this.sentVersion === this.checkpointVersion) this.sendCheckpointAlone = false;
   }
 
   dispose(): void {

@@ -17,14 +17,15 @@
  */
 import { EventEmitter } from 'node:events';
 import { type AgentSchedulerClient, newClaimId } from './client.js';
+import { CompletionSender, isRefusal } from './completion-sender.js';
 import {
   AgentSchedulerError,
-  errorForResponse,
   isAgentSchedulerError,
   LeaseLostError,
   NonRetryableError,
   SessionLostError,
 } from './errors.js';
+import { jsonBytes, SERVER_LIMITS, takeWithinBudget } from './limits.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
 import { PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
 import { RoleFollower } from './role-follower.js';
@@ -79,12 +80,15 @@ export interface StopOptions {
 
 type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
-/** Server limits: tasks per claim, checkpoints per heartbeat, characters of an error message. */
-const CLAIM_MAX = 10;
-/** The server's most completions in one call. */
-const COMPLETE_MAX = 10;
-const CHECKPOINTS_PER_HEARTBEAT = 100;
-const ERROR_MESSAGE_CHARS = 2_048;
+/** A checkpoint going out with a heartbeat. */
+interface OutgoingCheckpoint {
+  readonly entry: RunningTask;
+  readonly value: unknown;
+  readonly version: number;
+}
+
+/** How soon after a heartbeat the next one goes when checkpoints were left out of it to stay under the body limit. */
+const CHECKPOINT_FOLLOW_UP_MS = 1_000;
 
 /** The server answers a task whose lease went to another agent as it answers a task that does not exist. */
 const isLeaseGone = (error: unknown): boolean =>
@@ -164,13 +168,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   private nudged = false;
   private endIdleWait: (() => void) | undefined;
-  /** Completions that finished while a completion call was in flight: they go together in the next call. */
-  private readonly completionQueue: {
-    readonly item: CompleteItem;
-    readonly signal: AbortSignal;
-    readonly settle: { resolve(): void; reject(error: unknown): void };
-  }[] = [];
-  private completing = false;
+  /** Completions, grouped into as few calls as the server takes. */
+  private readonly completions: CompletionSender;
+  /** The sooner beat that carries checkpoints a beat had no room for. */
+  private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
   private stopping: Promise<void> | undefined;
   private removeSignalHandlers: (() => void) | undefined;
 
@@ -193,6 +194,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     this.leaseMarginMs = options.leaseMarginMs;
     this.pushOptions = options.push === false ? undefined : options.push === true ? {} : (options.push ?? {});
+    this.completions = new CompletionSender(this.client, () => this.attemptTimeoutMs());
   }
 
   /** Whether the push channel's socket is up now: claims say `listening`, and an idle wait ends at a wake. */
@@ -496,14 +498,17 @@ export class Worker extends EventEmitter<WorkerEvents> {
     );
   }
 
-  /** One heartbeat at a time: a beat asked for while one is in flight goes after it, with newer checkpoints. */
-  private beat(): Promise<void> {
-    const run = this.beatChain.then(() => this.sendHeartbeat());
+  /**
+   * One heartbeat at a time: a beat asked for while one is in flight goes after it, with newer checkpoints. A beat
+   * asked for by a task's `heartbeatNow` carries that task's checkpoint first.
+   */
+  private beat(first?: RunningTask): Promise<void> {
+    const run = this.beatChain.then(() => this.sendHeartbeat(first));
     this.beatChain = run.catch(() => undefined);
     return run;
   }
 
-  private async sendHeartbeat(): Promise<void> {
+  private async sendHeartbeat(first?: RunningTask): Promise<void> {
     const session = this.session;
     if (!session) {
       throw new SessionLostError({
@@ -512,23 +517,78 @@ export class Worker extends EventEmitter<WorkerEvents> {
         message: 'the worker has no live session',
       });
     }
-    const pending: { entry: RunningTask; value: unknown; version: number }[] = [];
+    const { carried, leftOver } = this.checkpointsToSend(session, first);
+    const sentAt = Date.now();
+    let result: HeartbeatResult;
+    let pending: readonly OutgoingCheckpoint[];
+    try {
+      ({ result, landed: pending } = await this.heartbeatCarrying(session, carried, sentAt));
+    } catch (error) {
+      if (error instanceof SessionLostError) this.sessionLost(session);
+      else if (isRevoked(error)) this.revoked(error);
+      else if (this.session === session) {
+        // Its answer may have been lost, notices with it: ask what the session holds once a beat gets through.
+        this.reconcileNeeded = true;
+        this.report(error);
+      }
+      throw error;
+    }
+    this.acknowledged(session, sentAt);
+    this.emitSafe('heartbeat', result, session);
+    for (const p of pending) p.entry.acknowledgeCheckpoint(p.version);
+    if (leftOver) this.beatSoon(session);
+    for (const taskId of result.cancelled)
+      this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
+    for (const taskId of result.lost) this.abortTask(this.findTask(taskId, session.sessionId), 'lost');
+    this.noticeHeld(session, result.held);
+  }
+
+  /**
+   * The checkpoints the next beat carries, as many as its body has room for: `first`'s, then the longest waiting,
+   * so none starves; the rest are `leftOver` for a sooner beat. One that was in a beat refused whole goes alone.
+   */
+  private checkpointsToSend(
+    session: Session,
+    first: RunningTask | undefined,
+  ): { carried: OutgoingCheckpoint[]; leftOver: boolean } {
+    const pending: (OutgoingCheckpoint & { bytes: number; since: number; alone: boolean })[] = [];
     for (const entry of this.tasks) {
-      if (pending.length >= CHECKPOINTS_PER_HEARTBEAT) break;
       if (entry.aborted || entry.sessionId !== session.sessionId) continue;
       const checkpoint = entry.pendingCheckpoint();
       if (checkpoint) pending.push({ entry, ...checkpoint });
     }
-    const sentAt = Date.now();
-    let result: HeartbeatResult;
-    try {
-      result = await this.client.heartbeat(
+    pending.sort((a, b) => Number(b.entry === first) - Number(a.entry === first) || a.since - b.since);
+    const [head] = pending;
+    const carried = head?.alone
+      ? [head]
+      : takeWithinBudget(
+          pending.filter((p) => !p.alone),
+          // Each goes as `{"taskId":…,"leaseEpoch":…,"checkpoint":…}`.
+          (p) => p.bytes + p.entry.taskId.length + String(p.entry.task.leaseEpoch).length + 44,
+          SERVER_LIMITS.checkpointsPerHeartbeat,
+        );
+    return { carried, leftOver: carried.length < pending.length };
+  }
+
+  /**
+   * One heartbeat carrying `carried`. A beat refused whole for its checkpoints (over the body limit, one nested too
+   * deep) is sent again at once without them, so no checkpoint can let the session lapse: a checkpoint refused
+   * alone is reported and dropped, and those refused together go alone in the next beats. `landed` are those the
+   * server has.
+   */
+  private async heartbeatCarrying(
+    session: Session,
+    carried: readonly OutgoingCheckpoint[],
+    sentAt: number,
+  ): Promise<{ result: HeartbeatResult; landed: readonly OutgoingCheckpoint[] }> {
+    const send = (checkpoints: readonly OutgoingCheckpoint[]) =>
+      this.client.heartbeat(
         {
           sessionId: session.sessionId,
-          ...(pending.length === 0
+          ...(checkpoints.length === 0
             ? {}
             : {
-                checkpoints: pending.map((p) => ({
+                checkpoints: checkpoints.map((p) => ({
                   taskId: p.entry.taskId,
                   leaseEpoch: p.entry.task.leaseEpoch,
                   checkpoint: p.value,
@@ -544,23 +604,30 @@ export class Worker extends EventEmitter<WorkerEvents> {
           signal: this.sessionAbort.signal,
         },
       );
+    try {
+      return { result: await send(carried), landed: carried };
     } catch (error) {
-      if (error instanceof SessionLostError) this.sessionLost(session);
-      else if (isRevoked(error)) this.revoked(error);
-      else if (this.session === session) {
-        // Its answer may have been lost, notices with it: ask what the session holds once a beat gets through.
-        this.reconcileNeeded = true;
-        this.report(error);
-      }
-      throw error;
+      if (carried.length === 0 || !isRefusal(error)) throw error;
+      const [only] = carried;
+      if (carried.length === 1 && only) {
+        only.entry.acknowledgeCheckpoint(only.version);
+        this.report(new TaskError(only.entry.taskId, 'its checkpoint was refused', { cause: error }));
+      } else for (const p of carried) p.entry.sendCheckpointAlone = true;
+      this.beatSoon(session);
+      return { result: await send([]), landed: [] };
     }
-    this.acknowledged(session, sentAt);
-    this.emitSafe('heartbeat', result, session);
-    for (const p of pending) p.entry.acknowledgeCheckpoint(p.version);
-    for (const taskId of result.cancelled)
-      this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
-    for (const taskId of result.lost) this.abortTask(this.findTask(taskId, session.sessionId), 'lost');
-    this.noticeHeld(session, result.held);
+  }
+
+  /** A beat sooner than the interval, for checkpoints the last one had no room for. */
+  private beatSoon(session: Session): void {
+    if (this.checkpointTimer !== undefined) return;
+    this.checkpointTimer = setTimeout(
+      () => {
+        this.checkpointTimer = undefined;
+        if (this.session === session && this.heartbeating) this.beat().catch(() => undefined);
+      },
+      Math.min(CHECKPOINT_FOLLOW_UP_MS, session.heartbeatIntervalSeconds * 1_000),
+    );
   }
 
   /**
@@ -690,7 +757,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         claimed = await this.client.claim(
           {
             sessionId: session.sessionId,
-            max: Math.min(free, CLAIM_MAX),
+            max: Math.min(free, SERVER_LIMITS.tasksPerClaim),
             ...(this.queues ? { queues: this.queues } : {}),
             idleClaims,
             claimId: pending.id,
@@ -797,7 +864,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const context: TaskContext = {
       signal: entry.signal,
       checkpoint: (value) => entry.setCheckpoint(value),
-      heartbeatNow: () => this.beat(),
+      heartbeatNow: () => this.beat(entry),
       submit: (children) =>
         this.client.submitChildren(
           entry.taskId,
@@ -858,75 +925,29 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async complete(entry: RunningTask, result: unknown): Promise<void> {
-    const unstorable = unstorableReason(result);
-    if (unstorable) return this.fail(entry, new NonRetryableError(unstorable));
+    const item: CompleteItem = {
+      taskId: entry.taskId,
+      leaseEpoch: entry.task.leaseEpoch,
+      ...(result === undefined ? {} : { result }),
+    };
+    let bytes: number;
     try {
-      await this.completeTogether(
-        {
-          taskId: entry.taskId,
-          leaseEpoch: entry.task.leaseEpoch,
-          ...(result === undefined ? {} : { result }),
-        },
-        entry.signal,
-      );
+      bytes = jsonBytes(item);
     } catch (error) {
-      // A result the server refuses (too large, invalid) would be refused again on every attempt.
-      if (error instanceof AgentSchedulerError && (error.status === 400 || error.status === 413)) {
+      const reason = error instanceof Error ? error.message : String(error);
+      return this.fail(entry, new NonRetryableError(`the result is not JSON: ${reason}`));
+    }
+    try {
+      await this.completions.send(item, bytes, entry.signal);
+    } catch (error) {
+      // Only a call of this result alone gets here refused (too large, nested too deep): it would be refused again
+      // on every attempt.
+      if (isRefusal(error)) {
         return this.fail(entry, new NonRetryableError(`the result was refused: ${error.message}`));
       }
       throw error;
     }
     this.emitSafe('completed', entry.task, result);
-  }
-
-  /**
-   * Completes one task, sharing the call with the tasks that finish while another completion is in flight (as a
-   * database commits a group): alone it is sent at once, so nothing waits; under load up to ten go in one call.
-   */
-  private completeTogether(item: CompleteItem, signal: AbortSignal): Promise<void> {
-    const settled = new Promise<void>((resolve, reject) => {
-      this.completionQueue.push({ item, signal, settle: { resolve, reject } });
-    });
-    if (!this.completing) void this.flushCompletions();
-    return settled;
-  }
-
-  private async flushCompletions(): Promise<void> {
-    this.completing = true;
-    while (this.completionQueue.length > 0) {
-      const taken = this.completionQueue.splice(0, COMPLETE_MAX);
-      // A lease that ran out while its completion waited is not sent at all.
-      for (const { signal, settle } of taken) if (signal.aborted) settle.reject(signal.reason);
-      const group = taken.filter(({ signal }) => !signal.aborted);
-      const [only] = group;
-      if (group.length === 0) continue;
-      if (group.length === 1 && only) {
-        const { taskId, ...input } = only.item;
-        await this.client
-          .complete(taskId, input, { signal: only.signal, timeoutMs: this.attemptTimeoutMs() })
-          .then(
-            () => only.settle.resolve(),
-            (error: unknown) => only.settle.reject(error),
-          );
-        continue;
-      }
-      try {
-        // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
-        const results = await this.client.completeTasks(
-          group.map((g) => g.item),
-          { signal: AbortSignal.any(group.map((g) => g.signal)), timeoutMs: this.attemptTimeoutMs() },
-        );
-        group.forEach(({ settle }, i) => {
-          const result = results[i];
-          if (result?.ok) settle.resolve();
-          else if (result) settle.reject(errorForResponse({ status: result.status, ...result.error }));
-          else settle.reject(new Error('the server answered fewer completions than were sent'));
-        });
-      } catch (error) {
-        for (const { settle } of group) settle.reject(error);
-      }
-    }
-    this.completing = false;
   }
 
   private async fail(entry: RunningTask, error: unknown): Promise<void> {
@@ -987,6 +1008,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     } finally {
       this.heartbeating = false;
       clearTimeout(this.heartbeatTimer);
+      clearTimeout(this.checkpointTimer);
       clearTimeout(this.sessionTimer);
       await this.beatChain;
       this.state = 'stopped';
@@ -1034,20 +1056,10 @@ const lostReasonOf = (entry: RunningTask): LostReason => {
   return reason === undefined || reason === 'released' ? 'lost' : reason;
 };
 
-/** Why a handler's return value cannot be stored as a JSON result, or undefined when it can. */
-function unstorableReason(result: unknown): string | undefined {
-  try {
-    JSON.stringify(result);
-    return undefined;
-  } catch (error) {
-    return `the result is not JSON: ${error instanceof Error ? error.message : String(error)}`;
-  }
-}
-
 /** The `error` of a fail call: a non-empty message within the server's limit, and whether to try again. */
 export function describeFailure(error: unknown): FailInput['error'] {
   const raw = error instanceof Error ? error.message || error.name : String(error);
-  const message = (raw || 'the handler failed').slice(0, ERROR_MESSAGE_CHARS);
+  const message = (raw || 'the handler failed').slice(0, SERVER_LIMITS.errorMessageChars);
   const retryable = !(
     typeof error === 'object' &&
     error !== null &&

@@ -1,7 +1,11 @@
 /**
  * A tiny in-memory agent API behind a `fetch`, for Worker tests: sessions, claims with fenced lease epochs,
- * heartbeats with notices, and complete / fail / release refused with `LeaseLost` to a stale owner.
+ * heartbeats with notices, and complete / fail / release refused with `LeaseLost` to a stale owner. Bodies are
+ * held to the server's own limits (size, nesting, result and checkpoint size), refused as it refuses them.
  */
+import { jsonTextProblem } from '#domain/json-text';
+import { LIMITS, MAX_JSON_DEPTH } from '#domain/task-spec';
+import { MAX_BODY_BYTES } from '../../../functions/http/http-api';
 
 export interface FakeTask {
   readonly taskId: string;
@@ -18,6 +22,8 @@ export interface RecordedCall {
   readonly method: string;
   readonly path: string;
   readonly body: Record<string, unknown>;
+  /** The body's size, UTF-8 bytes. */
+  readonly bytes: number;
   readonly at: number;
 }
 
@@ -27,6 +33,12 @@ interface Reply {
 }
 
 const ok = (body: unknown): Reply => ({ status: 200, body });
+const refused = (status: number, code: string, message: string): Reply => ({
+  status,
+  body: { error: { code, message }, requestId: 'req-fake' },
+});
+/** Serialised JSON, UTF-8 bytes, as the server measures results and checkpoints. */
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8');
 const conflict = (code: string): Reply => ({
   status: 409,
   body: { error: { code, message: code }, requestId: 'req-fake' },
@@ -121,15 +133,25 @@ export class FakeScheduler {
     if (hold >= 0) await this.holds.splice(hold, 1)[0]?.until;
     const text = await request.text();
     const body = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
-    this.calls.push({ method: request.method, path, body, at: Date.now() });
+    const bytes = Buffer.byteLength(text, 'utf8');
+    this.calls.push({ method: request.method, path, body, bytes, at: Date.now() });
     const scripted = [...this.scripted.entries()].find(([suffix]) => path.endsWith(suffix));
-    const reply = scripted?.[1].shift() ?? this.route(request.method, path, body);
+    const reply =
+      scripted?.[1].shift() ?? this.refusal(text, bytes) ?? this.route(request.method, path, body);
     if (scripted && scripted[1].length === 0) this.scripted.delete(scripted[0]);
     return new Response(JSON.stringify(reply.body), {
       status: reply.status,
       headers: { 'content-type': 'application/json' },
     });
   };
+
+  /** What the server answers a body it refuses whole, before any route sees it. */
+  private refusal(text: string, bytes: number): Reply | undefined {
+    if (bytes > MAX_BODY_BYTES)
+      return refused(413, 'PayloadTooLarge', `the request body is larger than ${MAX_BODY_BYTES} bytes`);
+    const problem = jsonTextProblem(text, MAX_JSON_DEPTH);
+    return problem ? refused(400, 'ValidationError', `body: ${problem}`) : undefined;
+  }
 
   private route(method: string, path: string, body: Record<string, unknown>): Reply {
     if (method === 'POST' && path === '/v1/agent/session') return this.openSession();
@@ -165,6 +187,13 @@ export class FakeScheduler {
     }[];
     if (!Array.isArray(checkpoints))
       return { status: 400, body: { error: { code: 'ValidationError', message: '' } } };
+    if (checkpoints.length > 100)
+      return refused(400, 'ValidationError', 'at most 100 checkpoints per heartbeat');
+    for (const { taskId, checkpoint } of checkpoints) {
+      const bytes = jsonBytes(checkpoint);
+      if (bytes > LIMITS.checkpointBytes)
+        return refused(413, 'PayloadTooLarge', `checkpoint of ${taskId} is ${bytes} bytes`);
+    }
     for (const { taskId, leaseEpoch, checkpoint } of checkpoints) {
       const task = this.tasks.get(taskId);
       if (task?.status === 'leased' && task.sessionId === body.sessionId && task.leaseEpoch === leaseEpoch)
@@ -259,6 +288,7 @@ export class FakeScheduler {
   /** Each item as its own call would be, answered in order. */
   private completeMany(body: Record<string, unknown>): Reply {
     const items = body.tasks as { taskId: string; leaseEpoch: number }[];
+    if (items.length > 10) return refused(400, 'ValidationError', 'tasks: at most 10');
     return ok({
       results: items.map((item) => {
         const reply = this.finish(item.taskId, 'complete', item);
@@ -270,6 +300,8 @@ export class FakeScheduler {
   }
 
   private finish(taskId: string, kind: string, body: Record<string, unknown>): Reply {
+    if (kind === 'complete' && body.result !== undefined && jsonBytes(body.result) > LIMITS.resultBytes)
+      return refused(413, 'PayloadTooLarge', `result is ${jsonBytes(body.result)} bytes`);
     const task = this.tasks.get(taskId);
     if (!task) return { status: 404, body: { error: { code: 'TaskNotFound', message: taskId } } };
     const holds =

@@ -1,0 +1,98 @@
+/**
+ * Completions sent together, as a database commits a group: a completion that finishes while none is in flight is
+ * sent at once, so nothing waits; those that finish meanwhile go together in the next call, up to the server's ten
+ * and as many as its body has room for. A group the server refuses whole (over the body limit, one result nested
+ * too deep) is no refusal of any of its tasks: each is then sent alone, and only one refused alone is refused.
+ */
+import type { AgentSchedulerClient } from './client.js';
+import { AgentSchedulerError, errorForResponse } from './errors.js';
+import { SERVER_LIMITS, takeWithinBudget } from './limits.js';
+import type { BatchItemResult, CompleteItem } from './types.js';
+
+/** The server refused a call for what its body carries (too large, nested too deep): sent again, it is refused again. */
+export const isRefusal = (error: unknown): error is AgentSchedulerError =>
+  error instanceof AgentSchedulerError && (error.status === 400 || error.status === 413);
+
+/** A completion waiting for the call that carries it, with its size in that call's body. */
+interface PendingCompletion {
+  readonly item: CompleteItem;
+  readonly bytes: number;
+  readonly signal: AbortSignal;
+  readonly settle: { resolve(): void; reject(error: unknown): void };
+}
+
+export class CompletionSender {
+  private readonly queue: PendingCompletion[] = [];
+  private sending = false;
+
+  constructor(
+    private readonly client: AgentSchedulerClient,
+    /** How long one attempt of a call may take. */
+    private readonly attemptTimeoutMs: () => number,
+  ) {}
+
+  /**
+   * Settles once the server has recorded `item` (of `bytes` bytes of JSON), or rejects with what it answered for
+   * it; `signal` abandons it, sent or not.
+   */
+  send(item: CompleteItem, bytes: number, signal: AbortSignal): Promise<void> {
+    const settled = new Promise<void>((resolve, reject) => {
+      this.queue.push({ item, bytes, signal, settle: { resolve, reject } });
+    });
+    if (!this.sending) void this.flush();
+    return settled;
+  }
+
+  private async flush(): Promise<void> {
+    this.sending = true;
+    while (this.queue.length > 0) {
+      const taken = takeWithinBudget(
+        this.queue,
+        (waiting) => waiting.bytes,
+        SERVER_LIMITS.completionsPerCall,
+      );
+      // A lease that ran out while its completion waited is not sent at all.
+      for (const { signal, settle } of taken) if (signal.aborted) settle.reject(signal.reason);
+      const group = taken.filter(({ signal }) => !signal.aborted);
+      const [only] = group;
+      if (group.length === 1 && only) await this.sendAlone(only);
+      else if (group.length > 1) await this.sendGroup(group);
+    }
+    this.sending = false;
+  }
+
+  private sendAlone({ item, signal, settle }: PendingCompletion): Promise<void> {
+    const { taskId, ...input } = item;
+    return this.client.complete(taskId, input, { signal, timeoutMs: this.attemptTimeoutMs() }).then(
+      () => settle.resolve(),
+      (error: unknown) => settle.reject(error),
+    );
+  }
+
+  private async sendGroup(group: readonly PendingCompletion[]): Promise<void> {
+    let results: BatchItemResult[];
+    try {
+      // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
+      results = await this.client.completeTasks(
+        group.map((g) => g.item),
+        { signal: AbortSignal.any(group.map((g) => g.signal)), timeoutMs: this.attemptTimeoutMs() },
+      );
+    } catch (error) {
+      if (!isRefusal(error)) {
+        for (const { settle } of group) settle.reject(error);
+        return;
+      }
+      for (const waiting of group) {
+        if (waiting.signal.aborted) waiting.settle.reject(waiting.signal.reason);
+        else await this.sendAlone(waiting);
+      }
+      return;
+    }
+    group.forEach(({ settle }, i) => {
+      const result = results[i];
+      if (result?.ok) settle.resolve();
+      else if (result) settle.reject(errorForResponse({ status: result.status, ...result.error }));
+      else settle.reject(new Error('the server answered fewer completions than were sent'));
+    });
+  }
+}
