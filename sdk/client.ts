@@ -5,6 +5,7 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
+import { inBodies, SERVER_LIMITS } from './limits.js';
 import type { PushOptions } from './push-channel.js';
 import { TaskWaiter, type WaitOptions } from './task-waiter.js';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
@@ -113,20 +114,23 @@ export class AgentSchedulerClient {
 
   /**
    * Submits up to 25 tasks in one call; each item has its own outcome, in order. Every item carries an idempotency
-   * key (one is added where missing), so retrying the whole batch creates nothing twice.
+   * key (one is added where missing), so retrying the whole batch creates nothing twice. Tasks whose payloads
+   * together pass the server's body limit go in as many calls as they need; one refused on its own (a payload over
+   * its limit) has that refusal as its outcome.
    */
   async submitTasks(inputs: readonly SubmitTaskInput[]): Promise<BatchItemResult[]> {
     const tasks = inputs.map((input) => ({
       ...input,
       idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID(),
     }));
-    return (
-      await this.call<{ results: BatchItemResult[] }>({
+    return inBodies(tasks, SERVER_LIMITS.tasksPerSubmit, async (chunk) => {
+      const response = await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
         path: '/v1/tasks/batch',
-        body: { tasks },
-      })
-    ).results;
+        body: { tasks: chunk },
+      });
+      return response.results;
+    });
   }
 
   /** A task; with `includePayload`, its payload too (a large one is read from S3 by the API). */
@@ -394,21 +398,23 @@ export class AgentSchedulerClient {
   /**
    * Submits follow-up tasks of a task this agent holds (its parent), fenced by the lease: refused (`LeaseLost`)
    * once it is gone. Each child is named by its key among the parent's, so a retry, or the parent run again,
-   * gets the same tasks back. Up to 25 at once; each item has its own outcome.
+   * gets the same tasks back. Up to 25 at once; each item has its own outcome. Children whose payloads together
+   * pass the server's body limit go in as many calls as they need, in order.
    */
   async submitChildren(
     parentTaskId: string,
     input: { readonly leaseEpoch: number; readonly tasks: readonly ChildTaskInput[] },
     options: CallOptions = {},
   ): Promise<BatchItemResult[]> {
-    return (
-      await this.call<{ results: BatchItemResult[] }>({
+    return inBodies(input.tasks, SERVER_LIMITS.tasksPerSubmit, async (chunk) => {
+      const response = await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
         path: '/v1/agent/tasks/batch',
-        body: { parentTaskId, leaseEpoch: input.leaseEpoch, tasks: input.tasks },
+        body: { parentTaskId, leaseEpoch: input.leaseEpoch, tasks: chunk },
         ...options,
-      })
-    ).results;
+      });
+      return response.results;
+    });
   }
 
   /** Gives the task back without it counting as an attempt. */

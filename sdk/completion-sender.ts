@@ -5,13 +5,9 @@
  * too deep) is no refusal of any of its tasks: each is then sent alone, and only one refused alone is refused.
  */
 import type { AgentSchedulerClient } from './client.js';
-import { AgentSchedulerError, errorForResponse } from './errors.js';
-import { SERVER_LIMITS, takeWithinBudget } from './limits.js';
+import { errorForResponse } from './errors.js';
+import { isRefusal, SERVER_LIMITS, takeWithinBudget } from './limits.js';
 import type { BatchItemResult, CompleteItem } from './types.js';
-
-/** The server refused a call for what its body carries (too large, nested too deep): sent again, it is refused again. */
-export const isRefusal = (error: unknown): error is AgentSchedulerError =>
-  error instanceof AgentSchedulerError && (error.status === 400 || error.status === 413);
 
 /** A completion waiting for the call that carries it, with its size in that call's body. */
 interface PendingCompletion {

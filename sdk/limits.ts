@@ -3,6 +3,9 @@
  * server's own figures are the authority (a test ties these to them); sizes are UTF-8 bytes of the serialised
  * JSON, as the server measures them.
  */
+import { AgentSchedulerError } from './errors.js';
+import type { BatchItemResult } from './types.js';
+
 export const SERVER_LIMITS = {
   /** Any request body; a larger one is refused whole (413) before any route reads it. */
   bodyBytes: 300 * 1024,
@@ -76,4 +79,41 @@ export function takeWithinBudget<T>(items: T[], bytesOf: (item: T) => number, ma
     count++;
   }
   return items.splice(0, count);
+}
+
+/** The server refused a call for what its body carries (too large, nested too deep): sent again, it is refused again. */
+export const isRefusal = (error: unknown): error is AgentSchedulerError =>
+  error instanceof AgentSchedulerError && (error.status === 400 || error.status === 413);
+
+/**
+ * A batch of `items` in as few calls of `send` as its body limit allows, the outcomes in order. A call refused as
+ * too large (413) is sent again item by item, so only an item too large on its own is refused: its outcome is the
+ * server's answer to it alone. A batch of no items or more than `maxItems` goes as it is, for the server to refuse;
+ * any other failure is thrown (the items are idempotent, so the whole batch may be sent again).
+ */
+export async function inBodies<T>(
+  items: readonly T[],
+  maxItems: number,
+  send: (chunk: readonly T[]) => Promise<BatchItemResult[]>,
+): Promise<BatchItemResult[]> {
+  if (items.length === 0 || items.length > maxItems) return send(items);
+  const left = items.map((item) => ({ item, bytes: jsonBytes(item) }));
+  const outcomes: BatchItemResult[] = [];
+  while (left.length > 0) {
+    const chunk = takeWithinBudget(left, (waiting) => waiting.bytes, maxItems).map(({ item }) => item);
+    try {
+      outcomes.push(...(await send(chunk)));
+    } catch (error) {
+      if (!(error instanceof AgentSchedulerError && error.status === 413)) throw error;
+      // Each then goes alone: counted as a whole body, no other item joins it.
+      if (chunk.length > 1) left.unshift(...chunk.map((item) => ({ item, bytes: SERVER_LIMITS.bodyBytes })));
+      else
+        outcomes.push({
+          ok: false,
+          status: error.status,
+          error: { code: error.code, message: error.message },
+        });
+    }
+  }
+  return outcomes;
 }

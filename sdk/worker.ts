@@ -17,7 +17,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { type AgentSchedulerClient, newClaimId } from './client.js';
-import { CompletionSender, isRefusal } from './completion-sender.js';
+import { CompletionSender } from './completion-sender.js';
 import {
   AgentSchedulerError,
   isAgentSchedulerError,
@@ -25,7 +25,7 @@ import {
   NonRetryableError,
   SessionLostError,
 } from './errors.js';
-import { jsonBytes, SERVER_LIMITS, takeWithinBudget } from './limits.js';
+import { isRefusal, jsonBytes, SERVER_LIMITS, takeWithinBudget } from './limits.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
 import { PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
 import { RoleFollower } from './role-follower.js';
