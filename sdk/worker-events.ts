@@ -48,9 +48,13 @@ export interface TaskContext {
    * have given the task to another agent.
    */
   readonly signal: AbortSignal;
-  /** Records progress; the latest value goes with the next heartbeat and reaches the next holder on a retry. */
+  /**
+   * Records progress; a copy of the latest value goes with the next heartbeat and reaches the next holder on a
+   * retry. Throws, recording nothing, for a value over the server's 16 KB of JSON (`RangeError`) or not JSON
+   * (`TypeError`).
+   */
   checkpoint(value: unknown): void;
-  /** Sends a heartbeat now, with the latest checkpoint; resolves once the server has it. */
+  /** Sends a heartbeat now, with this task's latest checkpoint first; resolves once the server has the beat. */
   heartbeatNow(): Promise<void>;
   /**
    * Submits follow-up tasks of this one (up to 25), fenced by its lease: refused once the lease is gone. Each is
