@@ -17,17 +17,36 @@ import { main } from '../../cli/main';
 
 const OPERATOR = 'op_e2e-push-operator';
 const SAFETY_POLL_MS = 60_000;
+const HEARTBEAT_MS = 10_000;
 
-/** `ws`'s client, counted: how many sockets the SDK opened. */
-let socketsOpened = 0;
-class CountedWebSocket extends WebSocket {
-  constructor(url: string) {
-    super(url);
-    socketsOpened++;
-  }
+/** A frame a counted socket received, and when. */
+interface Heard {
+  readonly type: string;
+  readonly taskId?: string;
+  readonly role?: string;
+  readonly at: number;
 }
-// The SDK's structural type accepts `ws`'s class as it is.
-const Injected: WebSocketConstructor = CountedWebSocket;
+const heard: Heard[] = [];
+
+/**
+ * `ws`'s client, counted: how many sockets the SDK opened and every frame they heard; with `own`, one client's
+ * sockets are kept there too.
+ */
+let socketsOpened = 0;
+function countedWebSocket(own?: Set<WebSocket>): WebSocketConstructor {
+  // The SDK's structural type accepts `ws`'s class as it is.
+  return class CountedWebSocket extends WebSocket {
+    constructor(url: string) {
+      super(url);
+      socketsOpened++;
+      own?.add(this);
+      this.on('message', (data) => {
+        heard.push({ ...(JSON.parse(String(data)) as { type: string }), at: performance.now() });
+      });
+    }
+  };
+}
+const Injected = countedWebSocket();
 
 interface Call {
   readonly method: string;
@@ -64,9 +83,13 @@ describe('push channel through the SDK', () => {
   beforeAll(async () => {
     let serverUrl = '';
     stack = await createTestStack({
-      queues: ['wake', 'watch', 'stream', 'idle', 'cli'],
+      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli'],
       push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
-      settings: { pushSafetyPollMs: SAFETY_POLL_MS, leaseTtlSeconds: 30, heartbeatIntervalSeconds: 10 },
+      settings: {
+        pushSafetyPollMs: SAFETY_POLL_MS,
+        leaseTtlSeconds: 30,
+        heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
+      },
     });
     server = await serveStack(stack, OPERATOR, { push: sender });
     serverUrl = server.url;
@@ -116,13 +139,14 @@ describe('push channel through the SDK', () => {
     const submittedAt = performance.now();
     const { task } = await operator.submitTask({ queue: 'wake', payload: {} });
     const submitAnsweredAt = performance.now();
-    await waitFor(() => picked.some((p) => p.taskId === task.taskId), 5_000);
+    // Not woken, the worker would claim again only at its safety poll, a minute on: a twelfth of that leaves a
+    // loaded machine room for the wake's round trips and still tells a wake from a poll (quiet: ~250 ms).
+    await waitFor(() => picked.some((p) => p.taskId === task.taskId), SAFETY_POLL_MS / 12);
 
     const pickedAt = picked[0]?.at ?? Number.POSITIVE_INFINITY;
     figures.submitSentToPickedMs = Math.round(pickedAt - submittedAt);
     figures.submitAnsweredToPickedMs = Math.round(pickedAt - submitAnsweredAt);
-    expect(pickedAt - submittedAt).toBeLessThan(500);
-    // One claim after the wake took it; none while idle.
+    // One claim after the wake took it (and maybe the next, listening again); none while idle.
     expect(claims().length - claimsWhileIdle).toBeLessThanOrEqual(2);
     expect(worker.listening).toBe(true);
   });
@@ -175,19 +199,26 @@ describe('push channel through the SDK', () => {
     expect(reads.filter((c) => c.at < handlerReturnedAt)).toEqual([]);
     // The end is pushed, then the task read once for its whole record.
     expect(reads).toHaveLength(1);
+    const pushed = heard.find((f) => f.type === 'task' && f.taskId === task.taskId);
+    expect(pushed).toBeDefined();
+    expect(reads[0]?.at ?? 0).toBeGreaterThanOrEqual(pushed?.at ?? Number.POSITIVE_INFINITY);
     figures.completionToWaitResolvedMs = Math.round(resolvedAt - handlerReturnedAt);
     figures.completeAnsweredToWaitResolvedMs = Math.round(resolvedAt - completedAt);
-    expect(resolvedAt - handlerReturnedAt).toBeLessThan(400);
   });
 
   it('with every socket dropped every two seconds, a stream of tasks all complete and every wait resolves', async () => {
     const before = socketsOpened;
+    // The sockets of the two workers and of the waiter, each client's apart.
+    const owners = [new Set<WebSocket>(), new Set<WebSocket>(), new Set<WebSocket>()];
+    const [firstOwn, secondOwn, watcherOwn] = owners as [Set<WebSocket>, Set<WebSocket>, Set<WebSocket>];
+    const everyClientOpen = () =>
+      owners.every((own) => [...own].some((socket) => socket.readyState === WebSocket.OPEN));
     const fleet = await Promise.all([agent(['stream']), agent(['stream'])]);
-    for (const { client } of fleet) {
+    for (const [i, { client }] of fleet.entries()) {
       const worker = new Worker({
         client,
         concurrency: 2,
-        push: { WebSocket: Injected },
+        push: { WebSocket: countedWebSocket(i === 0 ? firstOwn : secondOwn) },
         handler: async (task) => {
           // Long enough that waits span the drops.
           await sleep(700);
@@ -202,44 +233,62 @@ describe('push channel through the SDK', () => {
       endpoint: server.url,
       token: OPERATOR,
       fetch: recordingFetch(calls),
-      push: { WebSocket: Injected },
+      push: { WebSocket: countedWebSocket(watcherOwn) },
     });
+    // A task nobody serves, waited for throughout: the waiter always has a wait, so it connects again after
+    // every drop, whenever the stream's own waits happen to be over.
+    const { task: parked } = await operator.submitTask({ queue: 'parked', payload: {} });
+    const parkedWait = watcher.waitForTask(parked.taskId, { timeoutMs: 60_000 });
+    // Awaited at the end; if the test fails first, its timeout is no unhandled rejection.
+    parkedWait.catch(() => undefined);
+    // A drop waits until every client has a socket open again, so each drop closes three sockets whatever the
+    // machine's speed (quiet, they are back within ~0.6 s of a drop).
     let drops = 0;
-    const dropper = setInterval(() => {
+    const drop = async () => {
+      await waitFor(everyClientOpen, 15_000);
+      const open = owners.flatMap((own) => [...own].filter((socket) => socket.readyState === WebSocket.OPEN));
       drops++;
       sender.dropAll();
-    }, 2_000);
+      await waitFor(() => open.every((socket) => socket.readyState === WebSocket.CLOSED), 15_000);
+    };
     const started = performance.now();
     const waits: Promise<Task>[] = [];
-    try {
-      for (let n = 0; n < 24; n++) {
-        const { task } = await operator.submitTask({ queue: 'stream', payload: { n } });
-        waits.push(watcher.waitForTask(task.taskId, { timeoutMs: 30_000 }));
-        await sleep(300);
-      }
-      const ended = await Promise.all(waits);
-      expect(ended.map((t) => t.status)).toEqual(ended.map(() => 'succeeded'));
-      expect(ended.map((t) => (t.result as { n: number }).n)).toEqual(ended.map((_, n) => n));
-    } finally {
-      clearInterval(dropper);
+    for (let n = 0; n < 24; n++) {
+      // Every sixth task (about two seconds), and once more while the last ones run.
+      if (n > 0 && n % 6 === 0) await drop();
+      const { task } = await operator.submitTask({ queue: 'stream', payload: { n } });
+      waits.push(watcher.waitForTask(task.taskId, { timeoutMs: 30_000 }));
+      await sleep(300);
     }
+    await drop();
+    const ended = await Promise.all(waits);
+    expect(ended.map((t) => t.status)).toEqual(ended.map(() => 'succeeded'));
+    expect(ended.map((t) => (t.result as { n: number }).n)).toEqual(ended.map((_, n) => n));
     figures.streamSeconds = Math.round((performance.now() - started) / 100) / 10;
     figures.streamDrops = drops;
-    // Three clients (two workers, one waiter), each connecting again after every drop.
+
+    // Each client had a socket open at every drop and connects again after the last: a socket each to begin
+    // with, and one more per drop.
+    await waitFor(everyClientOpen, 15_000);
+    for (const own of owners) expect(own.size).toBeGreaterThanOrEqual(drops + 1);
     figures.streamSocketsOpened = socketsOpened - before;
-    figures.streamTicketsForWaits = calls.filter((c) => c.path === '/v1/push-ticket').length;
+    // The waiter's sockets each took a ticket of their own; its waits read while it was down, and subscribed
+    // again once it was back.
+    const tickets = () => calls.filter((c) => c.path === '/v1/push-ticket').length;
+    expect(tickets()).toBeGreaterThanOrEqual(drops + 1);
+    figures.streamTicketsForWaits = tickets();
     figures.streamReadsFor24Waits = calls.filter((c) => c.method === 'GET').length;
-    expect(drops).toBeGreaterThanOrEqual(3);
-    expect(socketsOpened - before).toBeGreaterThan(3 * drops);
-    // The waits read while their socket was down, and subscribed again once it was back.
-    expect(calls.filter((c) => c.path === '/v1/push-ticket').length).toBeGreaterThan(drops);
     await waitFor(() => workers.slice(-2).every((worker) => worker.listening), 5_000);
+
+    await operator.cancelTask(parked.taskId);
+    expect((await parkedWait).status).toBe('cancelled');
   });
 
   it('a role grant reaches the next holder’s worker on its socket, not at its next heartbeat', async () => {
     const holderCalls: Call[] = [];
     const { client: holderClient } = await agent(['idle'], holderCalls);
-    const { client: nextClient } = await agent(['idle']);
+    const nextCalls: Call[] = [];
+    const { client: nextClient } = await agent(['idle'], nextCalls);
     let giveUp = () => {};
     const givenUp = new Promise<void>((resolve) => {
       giveUp = resolve;
@@ -281,11 +330,20 @@ describe('push channel through the SDK', () => {
     }, 10_000);
 
     giveUp();
-    await waitFor(() => nextGotAt > 0, 5_000);
+    // Heard at the next heartbeat, it could take the whole interval: half of it tells the two apart with room for
+    // a loaded machine (quiet: ~60 ms).
+    await waitFor(() => nextGotAt > 0, HEARTBEAT_MS / 2);
     const release = holderCalls.find((c) => c.path === '/v1/agent/roles/leader/release');
     const latency = nextGotAt - (release?.at ?? Number.POSITIVE_INFINITY);
     figures.releaseToGrantHeardMs = Math.round(latency);
-    expect(latency).toBeLessThan(200);
+    // The grant's frame came on the socket, and the heartbeat that brought the grant was sent because of it.
+    const frame = heard.find((f) => f.type === 'role' && f.role === 'leader' && f.at >= (release?.at ?? 0));
+    expect(frame).toBeDefined();
+    const frameAt = frame?.at ?? Number.POSITIVE_INFINITY;
+    const beats = nextCalls.filter(
+      (c) => c.path === '/v1/agent/heartbeat' && c.at >= frameAt && c.at <= nextGotAt,
+    );
+    expect(beats.length).toBeGreaterThanOrEqual(1);
   });
 
   it('submit --wait prints the task as it ended and exits 0', async () => {

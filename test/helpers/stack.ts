@@ -101,9 +101,20 @@ export const fireAsFunction = (...args: Parameters<typeof fireSchedule>) =>
 /** Wall-clock time plus an offset the test controls; SQS delays still run in real time. */
 export class TestClock {
   offsetMs = 0;
-  readonly now = () => Date.now() + this.offsetMs;
+  private stoppedAt: number | undefined;
+  readonly now = () => (this.stoppedAt ?? Date.now()) + this.offsetMs;
   advance(ms: number): void {
     this.offsetMs += ms;
+  }
+  /** Holds the clock still (`advance` still moves it), e.g. while a slow setup must not use up the test's time. */
+  stop(): void {
+    this.stoppedAt ??= Date.now();
+  }
+  /** Runs on from where `stop()` held it: the wall-clock time that passed meanwhile is not counted. */
+  resume(): void {
+    if (this.stoppedAt === undefined) return;
+    this.offsetMs -= Date.now() - this.stoppedAt;
+    this.stoppedAt = undefined;
   }
 }
 

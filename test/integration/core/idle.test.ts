@@ -14,7 +14,9 @@ describe('idle agents', () => {
   let stack: TestStack;
 
   beforeAll(async () => {
-    stack = await createTestStack();
+    // `quiet` is served by the HTTP test alone: a task another test left in `work` (taken back from an expired
+    // session, due again a little later) would otherwise answer one of its empty claims.
+    stack = await createTestStack({ queues: ['work', 'quiet'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -94,7 +96,7 @@ describe('idle agents', () => {
         await fetch(`${server.url}/v1/agents`, {
           method: 'POST',
           headers: { authorization: 'Bearer op_idle', 'content-type': 'application/json' },
-          body: JSON.stringify({ name: 'idle', queues: ['work'] }),
+          body: JSON.stringify({ name: 'idle', queues: ['quiet'] }),
         })
       ).json()) as { token: string };
       const call = async (path: string, body: object) =>
@@ -110,7 +112,9 @@ describe('idle agents', () => {
       for (const idleClaims of [0, 1, 2, 3, 4]) {
         const started = Date.now();
         const answer = await call('/v1/agent/claim', { sessionId, idleClaims });
-        expect(Date.now() - started).toBeLessThan(1_000);
+        // Not held: the stack's claims do not long-poll (a long poll would hold the call up to SQS's 20 s); a
+        // quarter of that leaves a loaded machine room and still tells the two apart.
+        expect(Date.now() - started).toBeLessThan(5_000);
         waits.push(answer.retryAfterMs);
       }
       // The test stack's settings: 20 ms doubling, capped at 200 ms.
