@@ -241,8 +241,8 @@ describe('push channel through the SDK', () => {
     const parkedWait = watcher.waitForTask(parked.taskId, { timeoutMs: 60_000 });
     // Awaited at the end; if the test fails first, its timeout is no unhandled rejection.
     parkedWait.catch(() => undefined);
-    // A drop waits until every client has a socket open again, so each drop closes three sockets whatever the
-    // machine's speed (quiet, they are back within ~0.6 s of a drop).
+    // A drop waits until every client has a socket open again (each connects again after a backoff of about half
+    // a second), so each drop closes three sockets whatever the machine's speed.
     let drops = 0;
     const drop = async () => {
       await waitFor(everyClientOpen, 15_000);
