@@ -10,7 +10,11 @@ import { Worker } from '#sdk/worker';
 import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_lost-answers-operator';
-const LEASE_TTL_SECONDS = 3;
+/**
+ * Six heartbeats (one a second) to a lease: only what a test does to the network may cost a lease, not a loaded
+ * machine's late beats (with three, a busy two-core machine lost leases and ran tasks twice).
+ */
+const LEASE_TTL_SECONDS = 6;
 
 type Fetch = typeof fetch;
 
@@ -74,18 +78,21 @@ describe('a Worker when answers are lost', () => {
 
     // Act
     await worker.start();
-    const started = Date.now();
     try {
       await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded', 10_000);
     } finally {
       await worker.stop();
     }
 
-    // Assess: well within a lease TTL, so not after the lease ran out and the task was taken back.
+    // Assess: finished under the lease the lost answer granted (epoch 1), so not after that lease ran out and the
+    // task was taken back, however long a loaded machine took.
     expect(lost).toBe(1);
     expect(runs).toEqual([task.taskId]);
-    expect(Date.now() - started).toBeLessThan(LEASE_TTL_SECONDS * 1_000);
-    expect(await operator.getTask(task.taskId)).toMatchObject({ status: 'succeeded', attempt: 1 });
+    expect(await operator.getTask(task.taskId)).toMatchObject({
+      status: 'succeeded',
+      attempt: 1,
+      leaseEpoch: 1,
+    });
   });
 
   it('a completion the transport gave up on is sent again while the lease lasts: the task never runs again', async () => {
