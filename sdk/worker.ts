@@ -611,7 +611,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       const [only] = carried;
       if (carried.length === 1 && only) {
         only.entry.acknowledgeCheckpoint(only.version);
-        this.report(new TaskError(only.entry.taskId, 'its checkpoint was refused', { cause: error }));
+        this.report(
+          new TaskError(only.entry.taskId, `its checkpoint was refused: ${error.message}`, { cause: error }),
+        );
       } else for (const p of carried) p.entry.sendCheckpointAlone = true;
       this.beatSoon(session);
       return { result: await send([]), landed: [] };
