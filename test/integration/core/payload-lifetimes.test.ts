@@ -30,7 +30,7 @@ describe('payload lifetimes', () => {
     stack = await createTestStack({
       payloadBucket: true,
       random: () => 0.999,
-      queues: ['work', 'deps', 'paused', 'redrive', 'cost', 'old', 'gone', 'hooks'],
+      queues: ['work', 'deps', 'paused', 'redrive', 'cost', 'old', 'gone', 'again', 'hooks'],
       events: collected.publisher,
     });
     expiry = simulateExpiry(stack);
@@ -320,5 +320,32 @@ describe('payload lifetimes', () => {
       }),
     );
     expect(hook.Item).toBeUndefined();
+  });
+
+  it('a submission sent again after its payload was kept longer does not shorten it', async () => {
+    const { scheduler } = stack;
+    const spec = {
+      queue: 'again',
+      payload: randomTextPayload(20_000, seededRandom(12)),
+      idempotencyKey: 'kept-then-sent-again',
+      maxAttempts: 5,
+      backoffBaseSeconds: WEEK_SECONDS,
+      backoffMaxSeconds: WEEK_SECONDS,
+    };
+    const { task } = await scheduler.submit(spec);
+    await passDays(8);
+    const { agentId } = await startAgent(scheduler, { queues: ['again'] });
+    const claimed = await claimOne(agentId, task.taskId);
+    await scheduler.fail(
+      { agentId, taskId: task.taskId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+      { message: 'x' },
+    );
+    // Claimable again 15 days in: kept until 36 days in. The same submission now writes its payload again, with
+    // the time a submission of day 8 gets (29 days in); the time kept is put back.
+    const kept = (await scheduler.getTask(task.taskId)).payloadPurgeAt;
+    expect(kept).toBeGreaterThan(Math.ceil(task.createdAt / 1_000) + 35 * 86_400);
+    expect((await payloadItem(task.taskId))?.purgeAt).toBe(kept);
+    expect((await scheduler.submit(spec)).created).toBe(false);
+    expect((await payloadItem(task.taskId))?.purgeAt).toBe(kept);
   });
 });
