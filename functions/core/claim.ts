@@ -572,6 +572,8 @@ async function grant(
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
   const current = written.current;
   if (!current) return { kind: 'stale' };
+  // Refused because this very grant committed: the SDK sent the write again after its answer was lost.
+  if (isOwnGrant(current, session, now, claimId)) return { kind: 'granted', task: current };
   if (current.status === 'queued' && current.expiresAt !== undefined && current.expiresAt <= now) {
     // Its deadline to start passed in line: it ends now rather than at the supervisor's next pass.
     await expireTask(ctx, current).catch(logged(ctx, 'expire a task'));
@@ -586,6 +588,18 @@ async function grant(
   }
   return { kind: 'stale' };
 }
+
+/**
+ * The task as this grant leaves it: leased to this session, by this claim, at this grant time. No other grant can
+ * leave it so: the session's reservation of the task, made at that time, keeps any other claim of the session
+ * from granting it until the entry goes, and a later grant writes a later time.
+ */
+const isOwnGrant = (task: Task, session: AgentSession, now: number, claimId: string | undefined): boolean =>
+  task.status === 'leased' &&
+  task.owner === session.agentId &&
+  task.sessionId === session.sessionId &&
+  task.leasedAt === now &&
+  task.claimId === claimId;
 
 /** Attaches payloads; a task whose payload is gone (past its retention) cannot run and is marked dead. */
 async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
