@@ -120,7 +120,8 @@ export interface AgentSchedulerProps {
   readonly maxRolesPerAgent?: number;
   /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
-   * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time.
+   * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time. A concurrency
+   * limit (`maxConcurrency`, `perKeyConcurrency`) is at most 5,000, the slots one queue's control record holds.
    * @default - no limits
    */
   readonly queueLimits?: Readonly<Record<string, QueueLimits>>;

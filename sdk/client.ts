@@ -224,7 +224,10 @@ export class AgentSchedulerClient {
     return this.setPaused(name, 'resume');
   }
 
-  /** Sets a queue's limits across all agents; `{}` removes them. */
+  /**
+   * Sets a queue's limits across all agents; `{}` removes them. A concurrency limit above 5,000 is refused
+   * (`ValidationError`, 400).
+   */
   async setQueueLimits(name: string, limits: QueueLimits): Promise<QueueControl> {
     const body = await this.call<{ queue: object }>({
       method: 'POST',

@@ -199,6 +199,11 @@ export interface QueueStats {
   readonly paused: boolean;
   /** Empty when the queue has none. */
   readonly limits: QueueLimits;
+  /**
+   * Present when a concurrency limit set before the bound of 5,000 is above it: the limits as claims enforce them
+   * (capped at 5,000). Set the limit again, at most 5,000, to clear it.
+   */
+  readonly enforcedLimits?: QueueLimits;
   /** Claimable tasks waiting, by priority. */
   readonly depth: Readonly<Record<Priority, number>>;
   /** Tasks leased now. */
@@ -211,13 +216,16 @@ export interface QueueStats {
 
 /** Limits of a queue across all agents. */
 export interface QueueLimits {
-  /** Tasks of the queue leased at once. */
+  /**
+   * Tasks of the queue leased at once: 1 to 5,000 (the slots one queue's control record holds; a higher value is
+   * refused with a 400).
+   */
   readonly maxConcurrency?: number;
   /** Claims per second (a token bucket). */
   readonly ratePerSecond?: number;
   /** Claims the bucket takes at once. @default the rate, at least 1 */
   readonly burst?: number;
-  /** Tasks of one `concurrencyKey` leased at once. */
+  /** Tasks of one `concurrencyKey` leased at once: 1 to 5,000, as `maxConcurrency`. */
   readonly perKeyConcurrency?: number;
 }
 
@@ -227,6 +235,8 @@ export interface QueueControl {
   readonly paused: boolean;
   /** Empty when the queue has none. */
   readonly limits: QueueLimits;
+  /** As in `QueueStats`: the limits as enforced, when one set before the bound is above it. */
+  readonly enforcedLimits?: QueueLimits;
   readonly updatedAt?: string;
 }
 

@@ -15,19 +15,28 @@ export function queueCommands(program: Command, cli: Cli): void {
     .action(async () => {
       const queues = await cli.operator().listQueues();
       cli.print(queues, () =>
-        table(
-          queues.map((q) => ({
-            name: q.name,
-            paused: q.paused,
-            critical: q.depth.critical,
-            high: q.depth.high,
-            normal: q.depth.normal,
-            low: q.depth.low,
-            running: q.running,
-            oldestAgeSeconds: q.oldestAgeSeconds,
-          })),
-          ['name', 'paused', 'critical', 'high', 'normal', 'low', 'running', 'oldestAgeSeconds'],
-        ),
+        [
+          table(
+            queues.map((q) => ({
+              name: q.name,
+              paused: q.paused,
+              critical: q.depth.critical,
+              high: q.depth.high,
+              normal: q.depth.normal,
+              low: q.depth.low,
+              running: q.running,
+              oldestAgeSeconds: q.oldestAgeSeconds,
+            })),
+            ['name', 'paused', 'critical', 'high', 'normal', 'low', 'running', 'oldestAgeSeconds'],
+          ),
+          // A limit set before the bound: kept, and enforced at the bound.
+          ...queues
+            .filter((q) => q.enforcedLimits)
+            .map(
+              (q) =>
+                `${q.name}: limits ${JSON.stringify(q.limits)} are above the bound; enforced as ${JSON.stringify(q.enforcedLimits)}`,
+            ),
+        ].join('\n'),
       );
     });
 
@@ -51,10 +60,14 @@ export function queueCommands(program: Command, cli: Cli): void {
     .command('limits')
     .summary('limit a queue across all agents (no option: remove its limits)')
     .argument('<queue>', 'the queue name')
-    .option('--max-concurrency <n>', 'tasks of the queue leased at once', wholeNumber)
+    .option('--max-concurrency <n>', 'tasks of the queue leased at once (1 to 5,000)', wholeNumber)
     .option('--rate <per-second>', 'claims a second (a token bucket)', positiveNumber)
     .option('--burst <n>', 'claims the bucket takes at once (default: the rate, at least 1)', wholeNumber)
-    .option('--per-key-concurrency <n>', 'tasks of one concurrency key leased at once', wholeNumber)
+    .option(
+      '--per-key-concurrency <n>',
+      'tasks of one concurrency key leased at once (1 to 5,000)',
+      wholeNumber,
+    )
     .addHelpText(
       'after',
       examples([

@@ -2,7 +2,7 @@
  * Configuration of a function, read once at start-up from its environment. A missing variable fails the cold
  * start with a message naming it, instead of failing the first request in a confusing way.
  */
-import { queueLimitsSchema } from '#domain/queue-limits';
+import { storedQueueLimitsSchema } from '#domain/queue-limits';
 import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '#domain/settings';
 import type { TableNames } from './tables';
 import { QueueDirectory } from './task-queues';
@@ -38,7 +38,8 @@ function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
     throw new Error('environment variable QUEUE_LIMITS must be an object of limits by queue');
   const limits: FunctionConfig['queueLimits'] = {};
   for (const [queue, value] of Object.entries(parsed)) {
-    const checked = queueLimitsSchema.safeParse(value);
+    // As stored: a stack deployed before the bound may carry a limit above it, enforced at the bound.
+    const checked = storedQueueLimitsSchema.safeParse(value);
     if (!checked.success) {
       const issue = checked.error.issues[0];
       throw new Error(

@@ -6,6 +6,7 @@
  * - the token bucket (`tokens`, `tokensAt`) is taken from with a condition on its version (`tokensVersion`), so
  *   two claims cannot spend the same tokens.
  */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type {
   QueueAdmissionState,
@@ -14,7 +15,7 @@ import type {
   StoredQueueControl,
 } from '#core/ports/queue-control-store';
 import type { ReadOptions } from '#core/ports/task-store';
-import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
+import { type QueueLimits, storedQueueLimitsSchema } from '#domain/queue-limits';
 import { conditionalUpdate, Expression, updateExpression } from './expression';
 import { scanKind } from './session-table';
 
@@ -29,7 +30,7 @@ const numberMap = (value: unknown): Record<string, number> =>
 
 function controlFromItem(queue: string, item: Item): StoredQueueControl {
   const limits = item.limits ?? undefined;
-  const parsed = limits === undefined ? undefined : queueLimitsSchema.safeParse(limits);
+  const parsed = limits === undefined ? undefined : storedQueueLimitsSchema.safeParse(limits);
   return {
     queue,
     paused: item.paused === true,
@@ -114,10 +115,17 @@ export class QueueControlTable implements QueueControlStore {
           } else {
             const { max, stale } = concurrency;
             set.push(...taskIds.map((id) => `${e.n('held', id)} = ${e.v(at)}`));
-            remove.push(...[...stale.keys()].map((id) => e.n('held', id)));
+            // A stale entry of a task admitted again is overwritten (one path cannot be both set and removed).
+            remove.push(
+              ...[...stale.keys()].filter((id) => !taskIds.includes(id)).map((id) => e.n('held', id)),
+            );
             // Before the write, so that after it (the new entries in, the stale ones out) the map is within max.
             conditions.push(`size(${e.n('held')}) <= ${e.v(max - taskIds.length + stale.size)}`);
-            conditions.push(...taskIds.map((id) => `attribute_not_exists(${e.n('held', id)})`));
+            conditions.push(
+              ...taskIds
+                .filter((id) => !stale.has(id))
+                .map((id) => `attribute_not_exists(${e.n('held', id)})`),
+            );
             conditions.push(
               ...[...stale].map(([id, reservedAt]) => `${e.n('held', id)} = ${e.v(reservedAt)}`),
             );
@@ -142,14 +150,20 @@ export class QueueControlTable implements QueueControlStore {
   }
 
   async release(queue: string, slots: ReadonlyMap<string, number>): Promise<void> {
-    await conditionalUpdate(
-      this.doc,
-      { TableName: this.tableName, Key: controlKey(queue) },
-      (e) => ({
-        remove: [...slots.keys()].map((id) => e.n('held', id)),
-        condition: [...slots].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`).join(' AND '),
-      }),
-      (value) => value,
-    );
+    // Nothing comes back: the item may be large (the whole map), and a refusal needs no reason.
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: controlKey(queue),
+          UpdateExpression: updateExpression({ remove: [...slots.keys()].map((id) => e.n('held', id)) }),
+          ConditionExpression: [...slots].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`).join(' AND '),
+          ...e.attributes(),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 }

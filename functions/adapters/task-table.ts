@@ -167,6 +167,7 @@ export function taskFromItem(item: Item): Task {
       owner: optionalString(item.owner),
       sessionId: optionalString(item.sessionId),
       leasedAt: optionalNumber(item.leasedAt),
+      queueSlots: Array.isArray(item.queueSlots) ? item.queueSlots.map(String) : undefined,
       leaseDeadline: optionalNumber(item.leaseDeadline),
       notBefore: optionalNumber(item.notBefore),
       dispatchedAt: optionalNumber(item.dispatchedAt),
@@ -589,6 +590,7 @@ export class TaskTable implements TaskStore {
     return this.update(taskId, (e) => ({
       set: [
         ...(grant.claimId === undefined ? [] : [`${e.n('claimId')} = ${e.v(grant.claimId)}`]),
+        ...(grant.queueSlots?.length ? [`${e.n('queueSlots')} = ${e.v(grant.queueSlots)}`] : []),
         `${e.n('status')} = ${e.v('leased')}`,
         `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
         `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
@@ -599,7 +601,11 @@ export class TaskTable implements TaskStore {
         `${e.n('updatedAt')} = ${e.v(now)}`,
       ],
       // A grant of another claim must not be taken for this one's by a retry. The task leaves its lane.
-      remove: [...(grant.claimId === undefined ? [e.n('claimId')] : []), e.n('readyAt')],
+      remove: [
+        ...(grant.claimId === undefined ? [e.n('claimId')] : []),
+        ...(grant.queueSlots?.length ? [] : [e.n('queueSlots')]),
+        e.n('readyAt'),
+      ],
       condition: [
         statusCondition(e, 'claim', 'leased'),
         `${e.n('queue')} = ${e.v(grant.queue)}`,

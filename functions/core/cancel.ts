@@ -8,6 +8,7 @@ import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { tellOfEnd } from './dependencies';
 import { emit } from './events';
+import { freeQueueSlots } from './queue-limits';
 import { ending } from './transitions';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
@@ -20,6 +21,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     const now = ctx.now();
     const written = await ctx.tasks.cancel(task, ending(ctx, now, 'cancelled'), now);
     if (!written.ok) continue;
+    if (task.status === 'leased') await freeQueueSlots(ctx, task);
     if (task.status === 'leased' && task.owner && task.sessionId) {
       await ctx.sessions
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })

@@ -267,7 +267,10 @@ async function sortHints(
 interface Admission {
   /** Reserved tasks a queue's concurrency or rate limit refused now. */
   readonly refused: ReadonlySet<string>;
-  /** The queue slots taken for each limited queue, by task, with their reservation time. */
+  /**
+   * The slots taken in each control with a concurrency limit (a queue's, or a key's), by task, with their
+   * reservation time.
+   */
   readonly queueSlots: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
 
@@ -292,7 +295,9 @@ async function admitUnderQueueLimits(
   for (const [queue, taskIds] of limited) {
     const control = open.find((c) => c.queue === queue);
     const admitted = control ? await admit(ctx, control, taskIds, now) : new Set<string>();
-    queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
+    // A rate limit alone takes tokens, not slots.
+    if (control?.limits.maxConcurrency !== undefined)
+      queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
     for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
   }
   // Keyed tasks the queue admitted, each key's `perKeyConcurrency` too.
@@ -340,12 +345,21 @@ async function grantAll(
         fates.returnLater(LIMITED_RETRY_SECONDS, ...hints);
         return;
       }
-      const outcome = await grant(ctx, session, taskId, hints[0]?.queue ?? '', now, request.claimId).catch(
-        (error: unknown) => {
-          grants.errors.push(error);
-          return { kind: 'error' } as const;
-        },
-      );
+      const slots = [...admission.queueSlots]
+        .filter(([, taken]) => taken.has(taskId))
+        .map(([control]) => control);
+      const outcome = await grant(
+        ctx,
+        session,
+        taskId,
+        hints[0]?.queue ?? '',
+        now,
+        request.claimId,
+        slots,
+      ).catch((error: unknown) => {
+        grants.errors.push(error);
+        return { kind: 'error' } as const;
+      });
       if (outcome.kind === 'error') {
         // The write may have committed (a timeout after the commit): keep the slot, which the grace period
         // frees if the task is not ours, and let another claim look at the hint.
@@ -549,7 +563,10 @@ async function reserve(
 
 type GrantOutcome = { kind: 'granted'; task: Task } | { kind: 'stale' } | { kind: 'later'; seconds: number };
 
-/** The grant: `queued → leased`, epoch + 1, owner recorded; one conditional write. */
+/**
+ * The grant: `queued → leased`, epoch + 1, owner recorded, with the queue controls that reserved a slot for it
+ * (freed at the lease's end); one conditional write.
+ */
 async function grant(
   ctx: SchedulerContext,
   session: AgentSession,
@@ -557,6 +574,7 @@ async function grant(
   queue: string,
   now: number,
   claimId: string | undefined,
+  queueSlots: readonly string[],
 ): Promise<GrantOutcome> {
   const written = await ctx.tasks.grant(
     taskId,
@@ -565,6 +583,7 @@ async function grant(
       agentId: session.agentId,
       sessionId: session.sessionId,
       ...(claimId === undefined ? {} : { claimId }),
+      ...(queueSlots.length === 0 ? {} : { queueSlots }),
     },
     now,
   );

@@ -17,6 +17,7 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import type { OwnerFinish } from './ports/task-store';
+import { freeQueueSlots } from './queue-limits';
 import { ending, requeueAfter, retryInTime } from './transitions';
 
 export interface LeaseRef {
@@ -68,6 +69,8 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
         now,
       );
       if (written.ok) {
+        // Its queue's slots go now, before a requeued task's hint can reach a claim.
+        await freeQueueSlots(ctx, written.task);
         // A requeued task no longer names this session, so its slot must be freed here; a finished one is
         // recognised and freed by the next claim that needs the room.
         const reservedAt = session.held[lease.taskId];

@@ -13,7 +13,7 @@ import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { CONCURRENCY_KEY_CHARS } from '#domain/lanes';
 import { PRIORITIES, type Priority } from '#domain/priority';
-import type { QueueLimits } from '#domain/queue-limits';
+import { enforcedLimits, isCapped, type QueueLimits } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { printableNameSchema } from '#domain/task-spec';
 import { isTaskStatus, TASK_STATUSES } from '#domain/task-status';
@@ -158,6 +158,8 @@ export interface QueueStats {
   readonly name: string;
   readonly paused: boolean;
   readonly limits: QueueLimits;
+  /** Present when a limit set before the bound is above it: the limits as claims enforce them. */
+  readonly enforcedLimits?: QueueLimits;
   /** Claimable tasks waiting, by priority (DynamoDB's count, not SQS's hints). */
   readonly depth: Record<Priority, number>;
   readonly running: number;
@@ -203,6 +205,7 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
     name: s.name,
     paused: s.paused,
     limits: s.limits,
+    ...(isCapped(s.limits) ? { enforcedLimits: enforcedLimits(s.limits) } : {}),
     depth: s.depth,
     running: s.running,
     oldestAgeSeconds: Math.max(0, Math.round((now - s.oldest) / 1_000)),

@@ -7,7 +7,7 @@
  * not pay a read per claim for a pause it rarely sees.
  */
 import { ValidationError } from '#domain/errors';
-import { type QueueLimits, queueLimitsSchema } from '#domain/queue-limits';
+import { type QueueLimits, queueLimitsSchema, storedQueueLimitsSchema } from '#domain/queue-limits';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { StoredQueueControl } from './ports/queue-control-store';
@@ -47,7 +47,7 @@ function controlOf(
 }
 
 function declaredLimits(limits: QueueLimits = {}): QueueLimits {
-  const parsed = queueLimitsSchema.safeParse(limits);
+  const parsed = storedQueueLimitsSchema.safeParse(limits);
   return parsed.success ? parsed.data : {};
 }
 
@@ -74,7 +74,11 @@ export async function setQueuePaused(
   return control;
 }
 
-export function setQueueLimits(ctx: SchedulerContext, queue: string, input: unknown): Promise<QueueControl> {
+export async function setQueueLimits(
+  ctx: SchedulerContext,
+  queue: string,
+  input: unknown,
+): Promise<QueueControl> {
   // Limits are removed with `{}`, never by a body that is missing or `null`: a request cut short clears nothing.
   const parsed = queueLimitsSchema.safeParse(input);
   if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));

@@ -5,8 +5,12 @@
  *   that the list stays within the limit (the same superset bookkeeping as an agent session's slots);
  * - rate: a token bucket refilled at `ratePerSecond` up to `burst`, taken from on condition that no other claim
  *   took since it was read, so two claims cannot spend the same tokens.
- * Only queues with a limit pay for this: one read and one write per claim.
+ * Only queues with a limit pay for this: one read and one write per claim, and for a concurrency limit one write
+ * at the end of each lease, which frees its slot (`freeQueueSlots`).
  */
+import { errorName } from '#domain/errors';
+import { enforcedLimits } from '#domain/queue-limits';
+import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import type { QueueControl } from './queue-controls';
 
@@ -19,8 +23,9 @@ export const hasLimits = (control: QueueControl): boolean =>
  */
 async function staleEntries(ctx: SchedulerContext, held: Readonly<Record<string, number>>, now: number) {
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
-  const tasks = await ctx.tasks.getMany(Object.keys(held), { consistent: false });
   const stale = new Map<string, number>();
+  if (Object.keys(held).length === 0) return stale;
+  const tasks = await ctx.tasks.getMany(Object.keys(held), { consistent: false });
   for (const [taskId, reservedAt] of Object.entries(held)) {
     const task = tasks.get(taskId);
     const running = task?.status === 'leased' && task.leasedAt === reservedAt;
@@ -33,7 +38,9 @@ async function staleEntries(ctx: SchedulerContext, held: Readonly<Record<string,
 
 /**
  * Admits as many of `taskIds` as the queue's limits allow now, reserving them (the reservation time is `now`,
- * the grant time the claim will write). Returns the admitted ids.
+ * the grant time the claim will write). Returns the admitted ids. A task still named in the slots by an entry that
+ * stands for no lease (its lease ended and the slot was not freed: a write lost, or a lease ended by a function
+ * older than the freeing) is admitted in place of that entry.
  */
 export async function admit(
   ctx: SchedulerContext,
@@ -41,17 +48,20 @@ export async function admit(
   taskIds: readonly string[],
   now: number,
 ): Promise<Set<string>> {
-  const { maxConcurrency, ratePerSecond } = control.limits;
+  const { maxConcurrency, ratePerSecond } = enforcedLimits(control.limits);
   if (!hasLimits(control) || taskIds.length === 0) return new Set(taskIds);
   for (let round = 0; round < 4; round++) {
     const seen = await ctx.queueControls.readAdmission(control.queue);
     const held = seen.held ?? {};
-    const wanted = taskIds.filter((id) => !(id in held));
     const size = Object.keys(held).length;
+    // Entries of the very tasks wanted are looked at always (a few reads, only when there are such entries).
+    const named = Object.fromEntries(taskIds.filter((id) => id in held).map((id) => [id, held[id] ?? 0]));
     const stale =
-      maxConcurrency !== undefined && size + wanted.length > maxConcurrency
-        ? await staleEntries(ctx, held, now)
-        : new Map<string, number>();
+      maxConcurrency === undefined
+        ? new Map<string, number>()
+        : await staleEntries(ctx, size + taskIds.length > maxConcurrency ? held : named, now);
+    const wanted =
+      maxConcurrency === undefined ? [...taskIds] : taskIds.filter((id) => !(id in held) || stale.has(id));
     let room = maxConcurrency === undefined ? wanted.length : maxConcurrency - size + stale.size;
 
     const lastTakenAt = seen.tokensAt;
@@ -88,4 +98,24 @@ export async function releaseQueueSlots(
 ): Promise<void> {
   if (entries.size === 0) return;
   await ctx.queueControls.release(queue, entries);
+}
+
+/**
+ * Frees the slots a lease held in its queue's and its key's concurrency limits, once the lease is over: each is
+ * removed only if it is still the one reserved for that lease (reserved at its grant time). Nothing for a task
+ * whose grant reserved no slot. Best effort: a slot left behind is found stale by the next admission that looks.
+ */
+export async function freeQueueSlots(ctx: SchedulerContext, task: Task): Promise<void> {
+  const { queueSlots, leasedAt } = task;
+  if (!queueSlots || queueSlots.length === 0 || leasedAt === undefined) return;
+  await Promise.all(
+    queueSlots.map((control) =>
+      ctx.queueControls.release(control, new Map([[task.taskId, leasedAt]])).catch((error: unknown) =>
+        ctx.log.warn('freeing a queue slot failed; the next admission finds it stale', {
+          taskId: task.taskId,
+          error: errorName(error),
+        }),
+      ),
+    ),
+  );
 }

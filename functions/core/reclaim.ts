@@ -14,6 +14,7 @@ import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
+import { freeQueueSlots } from './queue-limits';
 import { ending, requeueAfter, retryInTime, sendsNow } from './transitions';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
@@ -54,6 +55,8 @@ export async function reclaimTask(
     now,
   );
   if (!written.ok) return 'raced';
+  // Its queue's slots go before its hint is sent again.
+  await freeQueueSlots(ctx, task);
   if (task.owner && task.sessionId) {
     // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
     await ctx.sessions
@@ -118,8 +121,10 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
     { event: 'fail', to: ending(ctx, now, 'dead', task), error: { message, retryable: false } },
     now,
   );
-  if (written.ok) await recordDeath(ctx, written.task, message, task.owner);
-  return written.ok;
+  if (!written.ok) return false;
+  await freeQueueSlots(ctx, task);
+  await recordDeath(ctx, written.task, message, task.owner);
+  return true;
 }
 
 export interface ReclaimSummary {

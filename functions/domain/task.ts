@@ -36,6 +36,11 @@ export interface Task {
   readonly owner?: string;
   readonly sessionId?: string;
   readonly leasedAt?: number;
+  /**
+   * The queue controls (a queue's `maxConcurrency`, a key's `perKeyConcurrency`) in which the current or last
+   * grant reserved a slot, at `leasedAt`: the end of the lease frees them. Absent when it reserved none.
+   */
+  readonly queueSlots?: readonly string[];
   /** The attempt's hard deadline (`leasedAt + timeoutSeconds`), whatever the heartbeats say. */
   readonly leaseDeadline?: number;
   /** Not claimable before this time (a delay or a retry's backoff). */

@@ -11,7 +11,7 @@ import { ROLE_NAME_PATTERN } from '#core/roles';
 import { EVENT_TYPES } from '#domain/events';
 import { AGENT_ID_PATTERN, TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
-import { queueLimitsSchema } from '#domain/queue-limits';
+import { QUEUE_SLOTS_MAX, storedQueueLimitsSchema } from '#domain/queue-limits';
 import { scheduleSpecSchema, taskTemplateSchema } from '#domain/schedule';
 import { jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
@@ -184,7 +184,12 @@ export const scheduleSummarySchema = published(
   scheduleSchema.extend({ task: taskTemplate.omit({ payload: true }) }),
 );
 
-const queueLimits = z.looseObject(queueLimitsSchema.shape);
+const queueLimits = z.looseObject(storedQueueLimitsSchema.shape);
+const enforcedLimits = queueLimits
+  .optional()
+  .describe(
+    `Present when a concurrency limit set before the bound of ${QUEUE_SLOTS_MAX.toLocaleString('en-US')} is above it: the limits as claims enforce them (capped at the bound).`,
+  );
 
 /** queueControlView */
 export const queueControlSchema = published(
@@ -193,6 +198,7 @@ export const queueControlSchema = published(
     name: queueNameSchema,
     paused: z.boolean(),
     limits: queueLimits,
+    enforcedLimits,
     updatedAt: timestamp.optional(),
   }),
 );
@@ -204,6 +210,7 @@ export const queueStatsSchema = published(
     name: queueNameSchema,
     paused: z.boolean(),
     limits: queueLimits,
+    enforcedLimits,
     depth: z.looseObject(
       Object.fromEntries(PRIORITIES.map((p) => [p, count])) as Record<
         (typeof PRIORITIES)[number],

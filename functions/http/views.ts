@@ -10,6 +10,7 @@ import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
+import { enforcedLimits, isCapped } from '#domain/queue-limits';
 import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
 import type { Task } from '#domain/task';
@@ -146,6 +147,7 @@ export function queueControlView(control: QueueControl) {
     name: control.queue,
     paused: control.paused,
     limits: control.limits,
+    enforcedLimits: isCapped(control.limits) ? enforcedLimits(control.limits) : undefined,
     updatedAt: iso(control.updatedAt),
   };
 }

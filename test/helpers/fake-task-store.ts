@@ -142,6 +142,8 @@ export class FakeTaskStore implements Port.TaskStore {
       };
       if (grant.claimId === undefined) delete next.claimId;
       else next.claimId = grant.claimId;
+      if (grant.queueSlots?.length) next.queueSlots = [...grant.queueSlots];
+      else delete next.queueSlots;
       r.task = next;
       return true;
     });

@@ -89,6 +89,11 @@ describe('props', () => {
       /queueLimits of "a" are invalid: maxConcurrency .*\(got 0\)/,
     ],
     [
+      'a concurrency limit above what a queue control holds',
+      { queues: ['a'], queueLimits: { a: { perKeyConcurrency: 20_000 } } },
+      /queueLimits of "a" are invalid: perKeyConcurrency at most 5,000 .*\(got 20000\)/,
+    ],
+    [
       'a negative rate limit',
       { queues: ['a'], queueLimits: { a: { ratePerSecond: -1 } } },
       /queueLimits of "a" are invalid: ratePerSecond .*\(got -1\)/,

@@ -118,6 +118,15 @@ describe('hostile input', () => {
     const cleared = await call('POST', '/v1/queues/work/limits', 'null');
     expect(cleared.status).toBe(400);
     expect((await call('POST', '/v1/queues/work/limits')).status).toBe(400);
+    // Above what one control item holds: refused with the bound named.
+    for (const field of ['maxConcurrency', 'perKeyConcurrency']) {
+      const over = await call('POST', '/v1/queues/work/limits', JSON.stringify({ [field]: 20_000 }));
+      expect(over.status).toBe(400);
+      expect(over.json.error).toEqual({
+        code: 'ValidationError',
+        message: `${field}: at most 5,000 (the slots one queue control holds)`,
+      });
+    }
     const queues = await call('GET', '/v1/queues');
     expect(queues.json.queues.find((q: { name: string }) => q.name === 'work').limits).toEqual({
       maxConcurrency: 3,

@@ -33,7 +33,8 @@ export interface QueueReservation {
   readonly at: number;
   /**
    * Keep the reserved slots within `max`: the entries in `stale` (task id → reservation time, as read) stand for
-   * no lease any more and are dropped in the same write, refused if any has changed since.
+   * no lease any more and are dropped in the same write, refused if any has changed since. A task of `taskIds`
+   * may be in `stale`: its entry is replaced by the new reservation.
    */
   readonly concurrency?: { readonly max: number; readonly stale: ReadonlyMap<string, number> };
   /** Take from the token bucket: what it holds after the take, and the time of the take. */
@@ -56,6 +57,9 @@ export interface QueueControlStore {
    * `seen`: two claims cannot both take the last slot or spend the same tokens.
    */
   reserve(queue: string, seen: QueueAdmissionState, reservation: QueueReservation): Promise<boolean>;
-  /** Frees the given slots (task id → reservation time), unless any of them has changed since. */
+  /**
+   * Frees the given slots (task id → reservation time), unless any of them has changed since; nothing when the
+   * queue has no control. One write, billed at the whole item's size.
+   */
   release(queue: string, slots: ReadonlyMap<string, number>): Promise<void>;
 }

@@ -75,6 +75,8 @@ export interface Grant {
   readonly agentId: string;
   readonly sessionId: string;
   readonly claimId?: string;
+  /** The queue controls that reserved a slot for this grant, at its time (see `Task.queueSlots`). */
+  readonly queueSlots?: readonly string[];
 }
 
 /** The starvation ladder's step, from the level observed. */
