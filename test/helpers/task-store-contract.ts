@@ -318,17 +318,35 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
     it('grants at a new epoch and attempt; a release gives the attempt back; a delay holds the next grant off', async () => {
       const { store, now } = subject();
       const queued = await taskIn('queued');
-      const grant = { queue: QUEUE, agentId: AGENT, sessionId: SESSION, claimId: 'claim-contract-1' };
+      const grant = {
+        queue: QUEUE,
+        agentId: AGENT,
+        sessionId: SESSION,
+        claimId: 'claim-contract-1',
+        queueSlots: [QUEUE, `${QUEUE}/key/hash`],
+      };
       expect((await store.grant(queued.taskId, { ...grant, queue: 'another' }, now())).ok).toBe(false);
-      const first = landed(await store.grant(queued.taskId, grant, now()));
+      const grantedAt = now();
+      const first = landed(await store.grant(queued.taskId, grant, grantedAt));
       expect(first).toMatchObject({
         status: 'leased',
         leaseEpoch: 1,
         attempt: 1,
         owner: AGENT,
         claimId: grant.claimId,
+        leasedAt: grantedAt,
+        queueSlots: grant.queueSlots,
       });
-      expect((await store.grant(queued.taskId, grant, now())).ok).toBe(false);
+      // The same grant sent again (its answer lost) is refused, with the task as that grant left it.
+      const again = await store.grant(queued.taskId, grant, grantedAt);
+      expect(again.ok).toBe(false);
+      expect(again.ok ? undefined : again.current).toMatchObject({
+        status: 'leased',
+        sessionId: SESSION,
+        claimId: grant.claimId,
+        leasedAt: grantedAt,
+        leaseEpoch: 1,
+      });
 
       const released = landed(
         await store.finish(
@@ -338,7 +356,14 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
           now(),
         ),
       );
-      expect(released).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: 1 });
+      // The grant time and the slots stay, for the end of the lease to free them.
+      expect(released).toMatchObject({
+        status: 'queued',
+        attempt: 0,
+        leaseEpoch: 1,
+        leasedAt: grantedAt,
+        queueSlots: grant.queueSlots,
+      });
       expect(released.owner).toBeUndefined();
       expect(released.notBefore).toBeGreaterThan(now());
       expect((await store.grant(queued.taskId, { ...grant, claimId: 'claim-contract-2' }, now())).ok).toBe(
@@ -350,6 +375,7 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       );
       expect(second).toMatchObject({ leaseEpoch: 2, attempt: 1 });
       expect(second.claimId).toBeUndefined();
+      expect(second.queueSlots).toBeUndefined();
     });
 
     it('fences the writes of whoever read the task by the status and epoch read', async () => {
