@@ -221,13 +221,18 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
   options.mutateScheduler?.(scheduler);
   if (process.env.CHAOS_DEBUG) {
     const open = ctx.sessions.open.bind(ctx.sessions);
-    ctx.sessions.open = async (session) => {
-      const previous = await open(session);
-      if (previous && previous.expiresAt > Date.now() && previous.endedAt === undefined)
+    ctx.sessions.open = async (session, previous) => {
+      const outcome = await open(session, previous);
+      if (
+        outcome === 'opened' &&
+        previous &&
+        previous.expiresAt > Date.now() &&
+        previous.endedAt === undefined
+      )
         console.error(
           `live session replaced: ${session.agentId} at ${Date.now()} roles ${JSON.stringify(previous.roles)}`,
         );
-      return previous;
+      return outcome;
     };
   }
   const operatorToken = `op_${randomBytes(12).toString('base64url')}`;

@@ -383,7 +383,12 @@ export class AgentScheduler extends Construct {
       'dynamodb:ConditionCheckItem',
     ]);
     // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
-    grantOnTable(agentApi, agents, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    // ConditionCheckItem: a session is opened in a transaction that checks the agent is not revoked.
+    grantOnTable(agentApi, agents, [
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:ConditionCheckItem',
+    ]);
     onQueues(
       agentApi,
       'sqs:ReceiveMessage',

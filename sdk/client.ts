@@ -5,6 +5,7 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
+import { AgentSchedulerError } from './errors.js';
 import { inBodies, SERVER_LIMITS } from './limits.js';
 import type { PushOptions } from './push-channel.js';
 import { TaskWaiter, type WaitOptions } from './task-waiter.js';
@@ -26,6 +27,7 @@ import type {
   HeartbeatResult,
   ListTasksInput,
   Occurrence,
+  OpenSessionOptions,
   PushTicket,
   QueueControl,
   QueueLimits,
@@ -71,6 +73,9 @@ export interface CallOptions {
 
 /** A claim id: letters, digits and "-", as the server accepts (8 to 64 characters). */
 export const newClaimId = (): string => globalThis.crypto.randomUUID();
+
+/** A new open id: one per open, sent again on each of its retries. */
+export const newOpenId = (): string => globalThis.crypto.randomUUID();
 
 const segment = (value: string): string => encodeURIComponent(value);
 
@@ -323,9 +328,22 @@ export class AgentSchedulerClient {
 
   // Agents
 
-  /** Opens the agent's session; a session it had before ends, and the tasks it held are taken back. */
-  async openSession(): Promise<Session> {
-    return this.call<Session>({ method: 'POST', path: '/v1/agent/session', body: {} });
+  /**
+   * Opens the agent's session; a session it had before ends, and the tasks it held are taken back. Every attempt
+   * carries one open id (a new one unless given), so a retry after a lost answer, or a copy delivered late, gets
+   * the session the first attempt opened instead of ending it. A server older than open ids refuses the field
+   * (400): the open is then sent without it.
+   */
+  async openSession(options: OpenSessionOptions = {}): Promise<Session> {
+    const open = (body: object) => this.call<Session>({ method: 'POST', path: '/v1/agent/session', body });
+    try {
+      return await open({ openId: options.openId ?? newOpenId() });
+    } catch (error) {
+      if (!(error instanceof AgentSchedulerError && error.status === 400 && /openId/.test(error.message))) {
+        throw error;
+      }
+      return open({});
+    }
   }
 
   /** What the agent's live session holds: its tasks with their epochs, and its roles. */

@@ -343,11 +343,22 @@ export interface Checkpoint {
   readonly checkpoint: unknown;
 }
 
+/** A task and the epoch of the lease a notice is about. */
+export interface TaskLease {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+}
+
 export interface HeartbeatResult {
   /** Tasks of this session an operator cancelled: stop working on them. */
   readonly cancelled: readonly string[];
   /** Tasks this session held and no longer does. */
   readonly lost: readonly string[];
+  /**
+   * The same, each with the epoch of the lease lost: a run of the task at a later epoch (the session claimed it
+   * again since) is not lost. Absent from a server older than it, which names task ids only.
+   */
+  readonly lostLeases?: readonly TaskLease[];
   /** Roles granted to this session, and taken from it, since the last heartbeat. */
   readonly roles: { readonly picked: readonly RoleLease[]; readonly lost: readonly RoleLease[] };
   /**
@@ -433,6 +444,14 @@ export interface ReleaseRoleResult {
   /** The live volunteer that was granted the role in the same write. */
   readonly nextHolder?: string;
   readonly role: Role;
+}
+
+export interface OpenSessionOptions {
+  /**
+   * The same on every attempt of one open (8 to 64 letters, digits, `-`, `_`): an open sent again after its answer
+   * was lost returns the session the first attempt opened. @default a new id per call
+   */
+  readonly openId?: string;
 }
 
 export interface ClaimInput {

@@ -16,7 +16,7 @@
  * until it lands or that reckoning runs out.
  */
 import { EventEmitter } from 'node:events';
-import { type AgentSchedulerClient, newClaimId } from './client.js';
+import { type AgentSchedulerClient, newClaimId, newOpenId } from './client.js';
 import { CompletionSender } from './completion-sender.js';
 import {
   AgentSchedulerError,
@@ -539,7 +539,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (leftOver) this.beatSoon(session);
     for (const taskId of result.cancelled)
       this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
-    for (const taskId of result.lost) this.abortTask(this.findTask(taskId, session.sessionId), 'lost');
+    // Each lost lease by its epoch: a run of the task this session claimed again since is not the one lost. A
+    // server older than epoch-bearing notices names task ids only.
+    for (const { taskId, leaseEpoch } of result.lostLeases ??
+      result.lost.map((taskId) => ({ taskId, leaseEpoch: undefined })))
+      this.abortTask(this.findTask(taskId, session.sessionId, leaseEpoch), 'lost');
     this.noticeHeld(session, result.held);
   }
 
@@ -697,10 +701,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async reopenSession(): Promise<Session | undefined> {
     const backoff = new PollBackoff(this.pollInterval);
+    // One open, however many tries: a try whose answer was lost, or that arrives late, is answered with the
+    // session another try opened instead of ending it.
+    const openId = newOpenId();
     while (this.state === 'running') {
       const sentAt = Date.now();
       try {
-        const session = await this.client.openSession();
+        const session = await this.client.openSession({ openId });
         this.useSession(session, sentAt);
         return session;
       } catch (error) {
@@ -979,9 +986,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (entry.phase === 'running') this.emitSafe('lost', entry.task, reason);
   }
 
-  private findTask(taskId: string, sessionId?: string): RunningTask | undefined {
+  private findTask(taskId: string, sessionId?: string, leaseEpoch?: number): RunningTask | undefined {
     for (const entry of this.tasks) {
       if (entry.taskId !== taskId || entry.aborted) continue;
+      if (leaseEpoch !== undefined && entry.task.leaseEpoch !== leaseEpoch) continue;
       if (sessionId === undefined || entry.sessionId === sessionId) return entry;
     }
     return undefined;

@@ -1,13 +1,15 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   GetCommand,
-  PutCommand,
   ScanCommand,
+  TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type {
   ClaimRecord,
+  OpenOutcome,
   SessionNotice,
   SessionStore,
   SessionWriteResult,
@@ -45,6 +47,8 @@ export function sessionFromItem(item: Item): AgentSession {
     ...(typeof item.claimSeq === 'number' ? { claimSeq: item.claimSeq } : {}),
     ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
+    ...(typeof item.openId === 'string' ? { openId: item.openId } : {}),
+    ...(typeof item.opens === 'object' && item.opens !== null ? { opens: numberMap(item.opens) } : {}),
   };
 }
 
@@ -149,32 +153,64 @@ export class SessionTable implements SessionStore {
     readonly tableName: string,
     /** How long an ended or expired session item is kept before DynamoDB may purge it. */
     private readonly purgeAfterSeconds: number,
+    /** The agents table: a session is opened only while its agent is not revoked. */
+    private readonly agentsTableName: string,
   ) {}
 
   /**
-   * Starts a new session for the agent, replacing any previous one; returns the one it replaced. The item is
-   * read first: if the answer to the write is lost and the SDK writes again, the item the second write replaces
-   * is the new session itself, and the one read stands for the session replaced (so its leases are still taken
-   * back at once).
+   * Writes a new session over the agent's item as read (`replacing`; none read: no item), in one transaction with
+   * a check that the agent is not revoked, so an open decided before a revocation cannot land after it and leave a
+   * revoked agent with a live session. The item must still be the session read, holding no task or role: a
+   * claim or a hand-over to it that landed since is taken back by the caller's next look, not erased. If the
+   * answer to a committed write is lost and the SDK sends it again, the second attempt finds the new session in
+   * place and answers `opened` too.
    */
-  async open(session: AgentSession): Promise<AgentSession | undefined> {
-    const seen = await this.get(session.agentId);
-    const output = await this.doc.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: {
-          leaseId: sessionLeaseId(session.agentId),
-          kind: 'session',
-          ...session,
-          claims: { ...session.claims },
-          queues: [...session.queues],
-          purgeAt: Math.ceil(session.expiresAt / 1_000) + this.purgeAfterSeconds,
-        },
-        ReturnValues: 'ALL_OLD',
-      }),
-    );
-    const replaced = output.Attributes ? sessionFromItem(output.Attributes) : undefined;
-    return replaced?.sessionId === session.sessionId ? seen : replaced;
+  async open(session: AgentSession, replacing: AgentSession | undefined): Promise<OpenOutcome> {
+    const s = new Expression();
+    const a = new Expression();
+    const condition = replacing
+      ? `${s.n('sessionId')} = ${s.v(replacing.sessionId)} AND size(${s.n('held')}) = ${s.v(0)} AND size(${s.n('roles')}) = ${s.v(0)}`
+      : `attribute_not_exists(${s.n('leaseId')})`;
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: {
+                  leaseId: sessionLeaseId(session.agentId),
+                  kind: 'session',
+                  ...session,
+                  claims: { ...session.claims },
+                  queues: [...session.queues],
+                  purgeAt: Math.ceil(session.expiresAt / 1_000) + this.purgeAfterSeconds,
+                },
+                ConditionExpression: condition,
+                ...s.attributes(),
+              },
+            },
+            {
+              ConditionCheck: {
+                TableName: this.agentsTableName,
+                Key: { agentId: session.agentId },
+                ConditionExpression: `attribute_exists(${a.n('agentId')}) AND attribute_not_exists(${a.n('revokedAt')})`,
+                ...a.attributes(),
+              },
+            },
+          ],
+        }),
+      );
+      return 'opened';
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') return 'revoked';
+      // The item changed since it was read, or a conflicting write: this very write, if an earlier attempt of it
+      // committed and its answer was lost; otherwise the caller reads again.
+      const current = await this.get(session.agentId);
+      return current?.sessionId === session.sessionId ? 'opened' : 'changed';
+    }
   }
 
   async get(agentId: string): Promise<AgentSession | undefined> {
@@ -376,17 +412,27 @@ export class SessionTable implements SessionStore {
   }
 
   /**
-   * Leaves a notice for the agent's next heartbeat: a task of its was cancelled, or taken back (then its slot
-   * is freed too, since the lease is gone).
+   * Leaves a notice for the agent's next heartbeat: a task of its was cancelled, or taken back at `leaseEpoch`.
+   * A taken-back task's slot is freed too, in the same write, if it is still the reservation of the lease taken
+   * back (`reservedAt`): the session may have claimed the task again since, and that later reservation stays.
    */
-  notify(
+  async notify(
     agentId: string,
     sessionId: string,
-    { kind, taskId, leaseEpoch }: TaskNotice,
+    { kind, taskId, leaseEpoch, reservedAt }: TaskNotice,
   ): Promise<SessionWriteResult> {
+    if (kind === 'lost' && reservedAt !== undefined) {
+      const freed = await this.update(agentId, (e) => ({
+        set: [`${e.n(kind, taskId)} = ${e.v(leaseEpoch)}`],
+        remove: [e.n('held', taskId)],
+        condition: `${e.n('sessionId')} = ${e.v(sessionId)} AND (attribute_not_exists(${e.n('held', taskId)}) OR ${e.n('held', taskId)} = ${e.v(reservedAt)})`,
+      }));
+      // Refused for any reason but a later reservation of the task in this very session: nothing more to write.
+      const later = !freed.ok && freed.current?.sessionId === sessionId && taskId in freed.current.held;
+      if (!later) return freed;
+    }
     return this.update(agentId, (e) => ({
       set: [`${e.n(kind, taskId)} = ${e.v(leaseEpoch)}`],
-      ...(kind === 'lost' ? { remove: [e.n('held', taskId)] } : {}),
       condition: `${e.n('sessionId')} = ${e.v(sessionId)}`,
     }));
   }

@@ -60,7 +60,12 @@ export async function reclaimTask(
   if (task.owner && task.sessionId) {
     // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
     await ctx.sessions
-      .notify(task.owner, task.sessionId, { kind: 'lost', taskId, leaseEpoch: task.leaseEpoch })
+      .notify(task.owner, task.sessionId, {
+        kind: 'lost',
+        taskId,
+        leaseEpoch: task.leaseEpoch,
+        ...(task.leasedAt === undefined ? {} : { reservedAt: task.leasedAt }),
+      })
       .catch(() => undefined);
   }
   if (decision.retry && sendsNow(decision.delayMs)) {

@@ -396,11 +396,6 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
   return sweep;
 }
 
-/** Hands over at once the roles of a session that just ended (the agent opened a new one). */
-export async function handOverRolesOf(ctx: SchedulerContext, ended: AgentSession): Promise<void> {
-  await handOverEach(ctx, ended);
-}
-
 /**
  * Hands over the roles of a session that is over and ended, then empties its `roles` map (the entries become
  * `rolesLost` notices), so the sweep does not find the session again. An entry whose role could not be moved

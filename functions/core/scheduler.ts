@@ -41,7 +41,14 @@ import {
   listSchedules,
   parseScheduleSpec,
 } from './schedules';
-import { agentPresence, heartbeat, openSession, readSession, registerAgent } from './sessions';
+import {
+  agentPresence,
+  heartbeat,
+  type OpenSessionOptions,
+  openSession,
+  readSession,
+  registerAgent,
+} from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 
@@ -126,8 +133,8 @@ export class Scheduler {
     return revokeAgent(this.ctx, agentId);
   }
 
-  openSession(agentId: string) {
-    return openSession(this.ctx, agentId);
+  openSession(agentId: string, options?: OpenSessionOptions) {
+    return openSession(this.ctx, agentId, options);
   }
 
   heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {

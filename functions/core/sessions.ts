@@ -3,14 +3,14 @@
  *
  * As in Fluid's AgentScheduler, an agent keeps its tasks while it is connected: its leases are tied to its
  * session, and one heartbeat write keeps all of them alive. Opening a new session ends the old one, and the
- * old session's tasks are taken back at once.
+ * old session's tasks are taken back at once; an open sent again with its open id is answered with the session
+ * it made instead.
  */
 import { z } from 'zod';
 import type { Agent } from '#domain/agent';
 import {
   AgentNotFoundError,
   AgentRevokedError,
-  errorName,
   ServiceUnavailableError,
   SessionLostError,
   ValidationError,
@@ -27,8 +27,8 @@ import {
 } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
-import { reclaimTask } from './reclaim';
-import { handOverRolesOf, takeBackRoles } from './roles';
+import { takeBackTasks } from './reclaim';
+import { takeBackRoles } from './roles';
 
 export const agentSpecSchema = z.strictObject({
   name: printableNameSchema(128),
@@ -74,57 +74,115 @@ export interface OpenedSession {
   readonly expiresAt: number;
 }
 
-export async function openSession(ctx: SchedulerContext, agentId: string): Promise<OpenedSession> {
+/** An open id: chosen by the agent, sent again on every retry of one open. */
+export const OPEN_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
+
+/**
+ * How many open ids a session item remembers (see `AgentSession.opens`). An agent sends a new one only once it
+ * has the answer to the last, so a copy of an older open delivered late names one of the last few; more would
+ * make every heartbeat of the session cost more (a write is billed on the size of the item).
+ */
+export const OPENS_REMEMBERED = 4;
+
+/** How many times an open reads the agent's session again when it changed under it. */
+const OPEN_ATTEMPTS = 3;
+
+export interface OpenSessionOptions {
+  /** The open's id; without one (an SDK older than open ids), every call opens a new session. */
+  readonly openId?: string;
+}
+
+/**
+ * Opens a session for the agent, ending the one it had: what that one held (tasks and roles) is taken back
+ * before the new session is written, so a failure on the way leaves it on the old item for the sweep, and the
+ * open answers 503 to be retried. An open sent again with its id (a retry, or a copy delivered late) is answered
+ * with the session it made while that session lives, and refused once a later open has replaced it.
+ */
+export async function openSession(
+  ctx: SchedulerContext,
+  agentId: string,
+  options: OpenSessionOptions = {},
+): Promise<OpenedSession> {
+  const { openId } = options;
+  if (openId !== undefined && !OPEN_ID_PATTERN.test(openId)) {
+    throw new ValidationError('openId: 8 to 64 letters, digits, "-" or "_"');
+  }
   const agent = await ctx.agents.get(agentId);
   if (!agent) throw new AgentNotFoundError(agentId);
   if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
-  // The old session's roles pass to other volunteers before the new session replaces its item: until they have,
-  // the ended item is what lets the role sweep find them.
-  const current = await ctx.sessions.get(agentId);
-  if (current && Object.keys(current.roles).length > 0) {
-    const ended = await ctx.sessions.endNow(current, ctx.now());
-    if (ended.ok && (await takeBackRoles(ctx, ended.session)).left > 0) {
-      throw new ServiceUnavailableError('the roles of the previous session are being handed over; retry');
+  for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
+    const current = await ctx.sessions.get(agentId);
+    if (openId !== undefined && current?.opens?.[openId] !== undefined) {
+      if (current.openId !== openId) {
+        throw new SessionLostError('a later open replaced the session this open made; open with a new id');
+      }
+      if (isSessionLive(current, ctx.now())) return openedView(ctx, current);
+      // The session it made is over: a new one is opened under the same id.
     }
-  }
-  // Dated once the hand-over is done: a slow one must not leave the new session with less than its TTL.
-  const now = ctx.now();
-  const session: AgentSession = {
-    agentId,
-    sessionId: newSessionId(),
-    queues: agent.queues,
-    maxConcurrency: agent.maxConcurrency,
-    startedAt: now,
-    heartbeatAt: now,
-    expiresAt: now + ctx.settings.leaseTtlSeconds * 1_000,
-    held: {},
-    cancelled: {},
-    lost: {},
-    roles: {},
-    rolesPicked: {},
-    rolesLost: {},
-  };
-  const previous = await ctx.sessions.open(session);
-  // A session opened meanwhile by a parallel call: its roles pass on now, as its leases do below.
-  if (previous && Object.keys(previous.roles).length > 0) await handOverRolesOf(ctx, previous);
-  if (previous) {
-    // The old session's leases are lost now; take its tasks back rather than wait for their deadlines.
-    for (const taskId of Object.keys(previous.held)) {
-      await reclaimTask(ctx, taskId, { session: previous, reason: 'session' }).catch((error: unknown) =>
-        ctx.log.warn('could not take back a task of a replaced session; the sweep will', {
-          taskId,
-          error: errorName(error),
-        }),
-      );
+    if (current) await giveUp(ctx, current);
+    // Dated once the hand-over is done: a slow one must not leave the new session with less than its TTL.
+    const now = ctx.now();
+    const remembered = Object.entries({
+      ...current?.opens,
+      ...(openId === undefined ? {} : { [openId]: now }),
+    })
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, OPENS_REMEMBERED);
+    const session: AgentSession = {
+      agentId,
+      sessionId: newSessionId(),
+      queues: agent.queues,
+      maxConcurrency: agent.maxConcurrency,
+      startedAt: now,
+      heartbeatAt: now,
+      expiresAt: now + ctx.settings.leaseTtlSeconds * 1_000,
+      held: {},
+      cancelled: {},
+      lost: {},
+      roles: {},
+      rolesPicked: {},
+      rolesLost: {},
+      ...(openId === undefined ? {} : { openId }),
+      ...(remembered.length > 0 ? { opens: Object.fromEntries(remembered) } : {}),
+    };
+    const outcome = await ctx.sessions.open(session, current);
+    if (outcome === 'revoked') throw new AgentRevokedError(agentId);
+    if (outcome === 'opened') {
+      await emit(ctx, [
+        { type: 'agent.online', fields: { agentId, data: { sessionId: session.sessionId } } },
+      ]);
+      return openedView(ctx, session);
     }
+    // Another open, or a claim or hand-over to the old session, landed since the read: look again.
   }
-  await emit(ctx, [{ type: 'agent.online', fields: { agentId, data: { sessionId: session.sessionId } } }]);
-  return {
-    sessionId: session.sessionId,
-    leaseTtlSeconds: ctx.settings.leaseTtlSeconds,
-    heartbeatIntervalSeconds: ctx.settings.heartbeatIntervalSeconds,
-    expiresAt: session.expiresAt,
-  };
+  throw new ServiceUnavailableError('the agent’s session kept changing while it was opened; retry');
+}
+
+const openedView = (ctx: SchedulerContext, session: AgentSession): OpenedSession => ({
+  sessionId: session.sessionId,
+  leaseTtlSeconds: ctx.settings.leaseTtlSeconds,
+  heartbeatIntervalSeconds: ctx.settings.heartbeatIntervalSeconds,
+  expiresAt: session.expiresAt,
+});
+
+/**
+ * Ends the agent's previous session if it holds tasks or roles, and takes them back now rather than at their
+ * deadlines: the agent opening anew is its own restart. Until they are all back, they stay on the ended item,
+ * where the sweep finds them, and the open is refused with a 503 to be retried.
+ */
+async function giveUp(ctx: SchedulerContext, current: AgentSession): Promise<void> {
+  const holdsTasks = Object.keys(current.held).length > 0;
+  const holdsRoles = Object.keys(current.roles).length > 0;
+  if (!holdsTasks && !holdsRoles) return;
+  const ended = current.endedAt === undefined ? await ctx.sessions.endNow(current, ctx.now()) : undefined;
+  // Replaced meanwhile by a parallel open: the new session's write finds the item changed and reads it again.
+  if (ended && !ended.ok) return;
+  const session = ended?.session ?? current;
+  const rolesLeft = holdsRoles ? (await takeBackRoles(ctx, session)).left : 0;
+  const tasksLeft = holdsTasks ? !(await takeBackTasks(ctx, session, 'session')).retired : false;
+  if (rolesLeft > 0 || tasksLeft) {
+    throw new ServiceUnavailableError('what the previous session held is being handed over; retry');
+  }
 }
 
 /**
@@ -145,6 +203,12 @@ export const checkpointsSchema = z
     'one checkpoint per task and heartbeat',
   );
 
+/** A task and the epoch of the lease a notice is about. */
+export interface TaskLease {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+}
+
 /** A role and the epoch of the grant a notice is about. */
 export interface RoleLease {
   readonly role: string;
@@ -157,6 +221,11 @@ export interface HeartbeatResult {
   readonly cancelled: string[];
   /** Tasks this session held and no longer does (taken back, or their checkpoint was refused). */
   readonly lost: string[];
+  /**
+   * The same, each with the epoch of the lease lost: a run of the task the session claimed again since, at a
+   * later epoch, is not the one lost.
+   */
+  readonly lostLeases: TaskLease[];
   /** Roles granted to this session since the last heartbeat (a hand-over or a release made it the holder). */
   readonly rolesPicked: RoleLease[];
   /** Roles taken from this session since the last heartbeat. */
@@ -211,13 +280,19 @@ export async function heartbeat(
     // and a role's holder can always ask the role's epoch.
     await ctx.sessions.clearNotices(agentId, sessionId, notices).catch(() => undefined);
   }
-  const lost = new Set(Object.keys(lostNotices));
+  // A notice's value is the epoch of the lease taken back (`SessionStore.notify`).
+  const lost = new Map(
+    Object.entries(lostNotices).map(([taskId, leaseEpoch]) => [
+      `${taskId}:${leaseEpoch}`,
+      { taskId, leaseEpoch },
+    ]),
+  );
   await Promise.all(
     encoded.map(async ({ taskId, leaseEpoch, json }) => {
       const written = await ctx.tasks.checkpoint(taskId, { agentId, sessionId, leaseEpoch }, json, now);
       // Refused: the lease it was taken under is over. Lost, unless this session holds the task again.
       if (!written.ok && !(written.current && holdsNow(written.current, agentId, sessionId, now))) {
-        lost.add(taskId);
+        lost.set(`${taskId}:${leaseEpoch}`, { taskId, leaseEpoch });
       }
     }),
   );
@@ -225,7 +300,8 @@ export async function heartbeat(
     held: Object.keys(outcome.session.held),
     expiresAt: outcome.session.expiresAt,
     cancelled: Object.keys(cancelled),
-    lost: [...lost],
+    lost: [...new Set([...lost.values()].map((l) => l.taskId))],
+    lostLeases: [...lost.values()],
     rolesPicked: roleLeases(rolesPicked),
     rolesLost: roleLeases(rolesLost),
   };

@@ -153,6 +153,18 @@ export interface AgentSession {
    * lands after this cannot revive the session (see `SessionStore.end`).
    */
   readonly endedAt?: number;
+  /**
+   * The id the agent gave the open that made this session, sent again on every retry of that open: a retry, or a
+   * copy of the request delivered late, is answered with this session instead of replacing it. Absent when the
+   * agent gave none (an SDK older than open ids) and on sessions opened before them.
+   */
+  readonly openId?: string;
+  /**
+   * The agent's most recent open ids, this session's included, each with the start of the session it made. An
+   * open sent again with one of these ids once a later open has replaced its session is refused: it must not end
+   * the session the agent now uses.
+   */
+  readonly opens?: Readonly<Record<string, number>>;
 }
 
 /** A session is live until its expiry or its end; after that nothing revives it. */

@@ -6,7 +6,7 @@ import { BATCH_LIMITS, type ItemOutcome } from '#core/batches';
 import { CHILDREN_LIMIT, childKeySchema } from '#core/children';
 import { CLAIM_ID_PATTERN, idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
-import { checkpointsSchema } from '#core/sessions';
+import { checkpointsSchema, OPEN_ID_PATTERN } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
@@ -21,6 +21,17 @@ export const heartbeatBody = z.strictObject({
   sessionId: sessionIdSchema,
   checkpoints: checkpointsSchema.optional(),
 });
+/** An open's id is optional: an SDK older than open ids sends `{}` or nothing, and every call opens anew. */
+export const openSessionBody = z.strictObject({
+  openId: z
+    .string()
+    .regex(OPEN_ID_PATTERN, 'an open id: 8 to 64 letters, digits, "-" or "_"')
+    .describe(
+      'Chosen by the agent and sent again on every retry of this open: a retry, or a copy delivered late, is answered with the session this open made instead of replacing it, and refused once a later open replaced that session.',
+    )
+    .optional(),
+});
+
 export const claimBody = z.strictObject({
   sessionId: sessionIdSchema,
   /** Chosen by the agent and sent again with a retry: a retried claim returns what the first one granted. */
@@ -116,8 +127,11 @@ const roleOf = (request: ApiRequest): string => request.params.role ?? '';
 export function agentOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     openSession: async (request) => {
-      noBody(request);
-      const session = await scheduler.openSession(agentOf(request));
+      const body = parseBody(openSessionBody, request.body);
+      const session = await scheduler.openSession(
+        agentOf(request),
+        body.openId === undefined ? {} : { openId: body.openId },
+      );
       return {
         status: 200,
         body: {
@@ -140,6 +154,7 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
         body: {
           cancelled: beat.cancelled,
           lost: beat.lost,
+          lostLeases: beat.lostLeases,
           roles: { picked: beat.rolesPicked, lost: beat.rolesLost },
           held: beat.held,
           expiresAt: new Date(beat.expiresAt).toISOString(),

@@ -16,6 +16,7 @@ import {
   completeManyBody,
   failBody,
   heartbeatBody,
+  openSessionBody,
   releaseBody,
   releaseRoleBody,
   submitChildBody,
@@ -203,7 +204,11 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     responses: ok(eventPageSchema, 'Events, oldest first'),
   },
 
-  openSession: { summary: 'Open a session', responses: ok(sessionSchema) },
+  openSession: {
+    summary: 'Open a session',
+    request: { id: 'OpenSessionRequest', schema: openSessionBody },
+    responses: ok(sessionSchema),
+  },
   readSession: { summary: 'Read what the session holds', responses: ok(sessionResponseSchema) },
   heartbeat: {
     summary: 'Keep the session alive',

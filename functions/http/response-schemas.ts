@@ -369,6 +369,11 @@ export const heartbeatResultSchema = published(
   z.looseObject({
     cancelled: z.array(taskId).describe('Tasks of this session an operator cancelled: stop working on them.'),
     lost: z.array(taskId).describe('Tasks this session held and no longer does.'),
+    lostLeases: z
+      .array(z.looseObject({ taskId, leaseEpoch: z.int().min(1) }))
+      .describe(
+        'The same, each with the epoch of the lease lost: a run of the task at a later epoch (claimed again since) is not lost.',
+      ),
     roles: z
       .looseObject({ picked: z.array(roleLeaseSchema), lost: z.array(roleLeaseSchema) })
       .describe('Roles granted to this session, and taken from it, since the last heartbeat.'),

@@ -93,7 +93,9 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
         },
       ),
     ),
-    sessions: translatingAwsErrors(new SessionTable(doc, deps.tables.leases, settings.retentionSeconds)),
+    sessions: translatingAwsErrors(
+      new SessionTable(doc, deps.tables.leases, settings.retentionSeconds, deps.tables.agents),
+    ),
     roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),

@@ -444,7 +444,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:PutItem',
           'dynamodb:ConditionCheckItem',
         ),
-        table('agents', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
+        table('agents', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'),
         // PutItem: connect tickets.
         ...pushes('dynamodb:PutItem'),
         ...queues(

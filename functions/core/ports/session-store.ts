@@ -27,7 +27,19 @@ export interface TaskNotice {
   readonly kind: 'cancelled' | 'lost';
   readonly taskId: string;
   readonly leaseEpoch: number;
+  /**
+   * For a lost lease: when it was reserved in the session (the task's `leasedAt`). Its slot is freed only while
+   * the session's entry for the task is still that reservation; without it, the entry is left for a claim to find
+   * stale.
+   */
+  readonly reservedAt?: number;
 }
+
+/**
+ * What opening a session came to: written; refused because the agent is revoked; or refused because the agent's
+ * session item is no longer the one read (another open, or a claim or hand-over to the old session, landed since).
+ */
+export type OpenOutcome = 'opened' | 'revoked' | 'changed';
 
 /** One claim's reservation in its agent's session. */
 export interface SlotReservation {
@@ -45,8 +57,11 @@ export interface SlotReservation {
 }
 
 export interface SessionStore {
-  /** Starts a new session for the agent, replacing any previous one; answers the one it replaced. */
-  open(session: AgentSession): Promise<AgentSession | undefined>;
+  /**
+   * Starts a new session for the agent over the item as read (`replacing`, holding no task or role; undefined:
+   * none), only while the agent is not revoked.
+   */
+  open(session: AgentSession, replacing: AgentSession | undefined): Promise<OpenOutcome>;
   /** The agent's session, read after every write that committed. */
   get(agentId: string): Promise<AgentSession | undefined>;
   /** The sessions of many agents, eventually consistent (what an operator looks at). */

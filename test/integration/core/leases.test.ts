@@ -2,6 +2,8 @@
  * Leases over time: one heartbeat for many leases, checkpoints handed over, deadlines, cancel, overlapping sweeps.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { dispatch } from '#core/dispatch';
+import { reclaimTask } from '#core/reclaim';
 import { LeaseLostError, SessionLostError } from '#domain/errors';
 import { runApart } from '#local/function-scope';
 import { claimUntil, createTestStack, startAgent, type TestStack, waitFor } from '#test/stack';
@@ -24,6 +26,7 @@ describe('leases', () => {
         'reopen',
         'orphan',
         'replaced',
+        'relost',
       ],
     });
   });
@@ -219,11 +222,11 @@ describe('leases', () => {
     dynamodb.middlewareStack.add(
       (next, context) => async (args) => {
         const result = await next(args);
-        const input = args.input as { TableName?: string };
+        // The session's write: one item, or one item of a transaction.
         if (
           lost === 0 &&
-          context.commandName === 'PutItemCommand' &&
-          input.TableName === ctx.sessions.tableName
+          (context.commandName === 'PutItemCommand' || context.commandName === 'TransactWriteItemsCommand') &&
+          JSON.stringify(args.input).includes(`"${ctx.sessions.tableName}"`)
         ) {
           lost++;
           throw Object.assign(new Error('answer lost'), { name: 'TimeoutError', $metadata: {} });
@@ -297,6 +300,51 @@ describe('leases', () => {
     // The slot came back with the lost lease: the agent can take the task again.
     const [again] = await claimUntil(scheduler, agent, 1);
     expect(again).toMatchObject({ taskId: task.taskId, leaseEpoch: 2, attempt: 2 });
+  });
+
+  it('a lost lease is told with its epoch, and a later claim of the task by the same session keeps its slot', async () => {
+    // Prepare: the session runs the task at epoch 1; its deadline passes.
+    const { scheduler, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['relost'], maxConcurrency: 2 });
+    const { task } = await scheduler.submit({ queue: 'relost', payload: {} });
+    const [first] = await claimUntil(scheduler, agent, 1);
+    expect(first).toMatchObject({ taskId: task.taskId, leaseEpoch: 1 });
+    // Between the take-back and the notice to the session, the same session claims the task again: another hint
+    // of the task (the supervisor's look at it, say) is already in its queue.
+    let again: Awaited<ReturnType<typeof scheduler.claim>> = [];
+    stack.interleave(
+      (operation, input) => {
+        const names = JSON.stringify(input.ExpressionAttributeNames ?? {});
+        return (
+          operation === 'UpdateItemCommand' &&
+          JSON.stringify(input.Key).includes(agent.agentId) &&
+          names.includes('"lost"') &&
+          !names.includes('"expiresAt"')
+        );
+      },
+      async () => {
+        // A claim for two looks at the session's entries (it has room for more than it holds) and finds the
+        // entry of epoch 1 stale: the task is queued again.
+        await dispatch(ctx, await scheduler.getTask(task.taskId), 0, 'reclaimed');
+        const sibling = stack.sibling();
+        await waitFor(async () => {
+          again = await sibling.claim({ ...agent, max: 2 });
+          return again.length > 0;
+        });
+      },
+    );
+
+    // Act
+    await reclaimTask(ctx, task.taskId, { reason: 'deadline' });
+    const beat = await scheduler.heartbeat(agent.agentId, agent.sessionId);
+
+    // Assess: the notice names epoch 1, the run at epoch 2 keeps its slot and its lease.
+    expect(again).toMatchObject([{ taskId: task.taskId, leaseEpoch: 2 }]);
+    expect(beat.lost).toEqual([task.taskId]);
+    expect(beat.lostLeases).toEqual([{ taskId: task.taskId, leaseEpoch: 1 }]);
+    expect(beat.held).toEqual([task.taskId]);
+    expect(Object.keys((await ctx.sessions.get(agent.agentId))?.held ?? {})).toEqual([task.taskId]);
+    await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 2 });
   });
 
   it('cancelling a leased task reaches the owner at its next heartbeat and fences its writes', async () => {

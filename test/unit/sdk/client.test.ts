@@ -208,6 +208,46 @@ describe('submitTask', () => {
   });
 });
 
+describe('openSession', () => {
+  const SESSION = { sessionId: 's_1', leaseTtlSeconds: 30, heartbeatIntervalSeconds: 10, expiresAt: 'x' };
+
+  it('generates an open id and sends the same one on every retry', async () => {
+    const { fetch, seen } = scripted(
+      failure(503, 'ServiceUnavailable'),
+      new TypeError('fetch failed'),
+      json(200, SESSION),
+    );
+    const client = clientWith(fetch);
+    await expect(client.openSession()).resolves.toEqual(SESSION);
+    await client.openSession({ openId: 'open-given-0001' });
+    const ids = seen.map((request) => JSON.parse(request.body).openId);
+    expect(ids).toHaveLength(4);
+    expect(new Set(ids.slice(0, 3)).size).toBe(1);
+    expect(ids[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(ids[3]).toBe('open-given-0001');
+  });
+
+  it('opens without an id when the server is older than open ids (it refuses the field)', async () => {
+    // What a server of the release before open ids answers a body with one.
+    const old = json(400, {
+      error: { code: 'ValidationError', message: 'body: Unrecognized key: "openId"' },
+      requestId: 'req-400',
+    });
+    const { fetch, seen } = scripted(old, json(200, SESSION));
+    await expect(clientWith(fetch).openSession()).resolves.toEqual(SESSION);
+    expect(seen.map((request) => JSON.parse(request.body))).toEqual([{ openId: expect.any(String) }, {}]);
+  });
+
+  it('does not send again without the id for any other refusal', async () => {
+    const { fetch, seen } = scripted(failure(403, 'AgentRevoked'));
+    await expect(clientWith(fetch).openSession()).rejects.toMatchObject({
+      status: 403,
+      code: 'AgentRevoked',
+    });
+    expect(seen).toHaveLength(1);
+  });
+});
+
 describe('errors', () => {
   it('maps LeaseLost and SessionLost to their classes, with status, code and request id', async () => {
     const lease = scripted(failure(409, 'LeaseLost'));

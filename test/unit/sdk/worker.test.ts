@@ -161,6 +161,43 @@ describe('Worker', () => {
     expect(events.completed).toEqual([]);
   });
 
+  it.each([
+    ['a lost lease of an earlier epoch leaves the run of a later one alone', [{ leaseEpoch: 1 }], []],
+    ['a lost lease of the epoch it runs aborts it', [{ leaseEpoch: 2 }], ['lost']],
+    ['a server that names task ids only aborts the run of that task', undefined, ['lost']],
+  ])('%s', async (_, leases, lost) => {
+    // Prepare: the worker runs the task at epoch 2 (its lease at epoch 1 was taken back before).
+    const done = deferred<string>();
+    const { server, worker, events } = setup(async (_task, { signal }) =>
+      Promise.race([done.promise, aborted(signal).then(() => 'aborted')]),
+    );
+    server.heartbeatIntervalSeconds = 0.01;
+    const taskId = server.add('work');
+    const task = server.tasks.get(taskId);
+    if (task) task.leaseEpoch = 1;
+    const notice = {
+      cancelled: [],
+      lost: [taskId],
+      ...(leases ? { lostLeases: leases.map((l) => ({ taskId, ...l })) } : {}),
+      roles: { picked: [], lost: [] },
+      held: [taskId],
+    };
+    server.scripted.set('/heartbeat', [{ status: 200, body: notice }]);
+
+    // Act: the notice comes with the first heartbeat; a few more follow while the task runs.
+    await worker.start();
+    await vi.waitFor(() => expect(events.picked).toEqual([taskId]));
+    await vi.waitFor(() =>
+      expect(server.callsTo('/heartbeat').length >= 3 || worker.inFlight === 0).toBe(true),
+    );
+    done.resolve('finished');
+
+    // Assess
+    await vi.waitFor(() => expect(worker.inFlight).toBe(0));
+    expect(events.lost).toEqual(lost.map((reason) => [taskId, reason]));
+    expect(events.completed).toEqual(lost.length === 0 ? [[taskId, 'finished']] : []);
+  });
+
   it('aborts every task when the session is lost, then opens a new session and carries on', async () => {
     const { server, worker, events } = setup(
       async (task, { signal }) => {

@@ -1,0 +1,239 @@
+/**
+ * Opening a session on DynamoDB Local when requests arrive late, twice, or beside a revocation: an open sent again
+ * with its id answers the session it made, a copy of an older open cannot end a later session, what a replaced
+ * session held is never erased before it is taken back, and no open lands after its agent was revoked.
+ */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionLeaseId } from '#adapters/session-table';
+import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
+import { isSessionLive } from '#domain/task';
+import { type LocalServer, startLocalServer } from '#local/server';
+import { claimUntil, createTestStack, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_test-operator-token';
+
+const rejection = (call: Promise<unknown>): Promise<unknown> =>
+  call.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+
+describe('opening a session', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // random 0: backoff draws are zero, so a task taken back is claimable at once.
+    stack = await createTestStack({ random: () => 0, queues: ['opens', 'again', 'older', 'noid', 'failed'] });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  const register = async (queue = 'opens') =>
+    (await stack.scheduler.registerAgent({ name: 'opener', queues: [queue] })).agent.agentId;
+
+  /** An agent whose session (opened with `openId`) holds one task of `queue`, a queue of its own. */
+  const holding = async (queue: string, openId?: string) => {
+    const { scheduler } = stack;
+    const agentId = await register(queue);
+    const opened = await scheduler.openSession(agentId, openId === undefined ? {} : { openId });
+    const { task } = await scheduler.submit({ queue, payload: {} });
+    const [held] = await claimUntil(scheduler, { agentId, sessionId: opened.sessionId }, 1);
+    expect(held?.taskId).toBe(task.taskId);
+    return { agentId, sessionId: opened.sessionId, taskId: task.taskId };
+  };
+
+  it('an open sent again with its id answers the session it made and takes nothing back', async () => {
+    const { scheduler } = stack;
+    const { agentId, sessionId, taskId } = await holding('again', 'open-first-0001');
+
+    const again = await scheduler.openSession(agentId, { openId: 'open-first-0001' });
+
+    expect(again.sessionId).toBe(sessionId);
+    expect(await scheduler.getTask(taskId)).toMatchObject({ status: 'leased', leaseEpoch: 1, sessionId });
+    await scheduler.heartbeat(agentId, sessionId);
+    await scheduler.complete({ agentId, taskId, leaseEpoch: 1 });
+  });
+
+  it('a copy of an older open delivered after a later one is refused and leaves the later session whole', async () => {
+    const { scheduler } = stack;
+    const agentId = await register('older');
+    await scheduler.openSession(agentId, { openId: 'open-older-0001' });
+    const later = await scheduler.openSession(agentId, { openId: 'open-later-0002' });
+    const { task } = await scheduler.submit({ queue: 'older', payload: {} });
+    await claimUntil(scheduler, { agentId, sessionId: later.sessionId }, 1);
+
+    const late = await rejection(scheduler.openSession(agentId, { openId: 'open-older-0001' }));
+
+    expect(late).toBeInstanceOf(SessionLostError);
+    const session = await stack.ctx.sessions.get(agentId);
+    expect(session?.sessionId).toBe(later.sessionId);
+    expect(session && isSessionLive(session, stack.clock.now())).toBe(true);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'leased', leaseEpoch: 1 });
+  });
+
+  it('an open without an id (an SDK older than open ids) replaces the session and takes its tasks back', async () => {
+    const { scheduler } = stack;
+    const { agentId, sessionId, taskId } = await holding('noid', 'open-before-0001');
+
+    const next = await scheduler.openSession(agentId);
+
+    expect(next.sessionId).not.toBe(sessionId);
+    expect(await scheduler.getTask(taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    await expect(scheduler.heartbeat(agentId, sessionId)).rejects.toBeInstanceOf(SessionLostError);
+  });
+
+  it('a session written before open ids is replaced by an open with one, whose retry then replays', async () => {
+    // Prepare: the session item as the release before open ids wrote it (no openId, no opens).
+    const { scheduler, ctx } = stack;
+    const agentId = await register();
+    const now = stack.clock.now();
+    const old = {
+      agentId,
+      sessionId: 's_oldshapeoldshapeoldshape',
+      queues: ['opens'],
+      maxConcurrency: 1,
+      startedAt: now,
+      heartbeatAt: now,
+      expiresAt: now + ctx.settings.leaseTtlSeconds * 1_000,
+      held: {},
+      cancelled: {},
+      lost: {},
+      roles: {},
+      rolesPicked: {},
+      rolesLost: {},
+      claims: {},
+    };
+    await ctx.sessions.doc.send(
+      new PutCommand({
+        TableName: ctx.sessions.tableName,
+        Item: { leaseId: sessionLeaseId(agentId), kind: 'session', ...old, purgeAt: Math.ceil(now / 1_000) },
+      }),
+    );
+    expect(await ctx.sessions.get(agentId)).toEqual(old);
+
+    const opened = await scheduler.openSession(agentId, { openId: 'open-upgrade-001' });
+    const again = await scheduler.openSession(agentId, { openId: 'open-upgrade-001' });
+
+    expect(opened.sessionId).not.toBe(old.sessionId);
+    expect(again.sessionId).toBe(opened.sessionId);
+    expect(await ctx.sessions.get(agentId)).toMatchObject({
+      sessionId: opened.sessionId,
+      openId: 'open-upgrade-001',
+    });
+  });
+
+  it('a replaced session whose tasks could not be taken back keeps them for the sweep', async () => {
+    // Prepare: the agent's session holds a task; the first take-back of it fails.
+    const { scheduler, ctx } = stack;
+    const { agentId, taskId } = await holding('failed');
+    const takeBack = ctx.tasks.takeBack.bind(ctx.tasks);
+    let failed = 0;
+    ctx.tasks.takeBack = (...args) => {
+      if (failed++ === 0) return Promise.reject(new ServiceUnavailableError('the take-back was lost'));
+      return takeBack(...args);
+    };
+
+    // Act: the agent opens a new session; whatever it answers, the supervisor then runs once, well before the
+    // task's deadline.
+    try {
+      await rejection(scheduler.openSession(agentId));
+    } finally {
+      ctx.tasks.takeBack = takeBack;
+    }
+    await scheduler.reclaim();
+
+    // Assess: the task is back in its queue, not leased until its deadline to a session nobody looks at.
+    expect(failed).toBeGreaterThanOrEqual(1);
+    expect(await scheduler.getTask(taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    const next = await scheduler.openSession(agentId);
+    expect((await ctx.sessions.get(agentId))?.sessionId).toBe(next.sessionId);
+  });
+
+  it.each([
+    ['a session', true],
+    ['no session yet', false],
+  ])(
+    'a revoke landing between an open’s read of the agent and its write leaves no live session (%s)',
+    async (_, before) => {
+      // Prepare: the open has read the agent (not revoked yet); its write is about to be sent.
+      const { scheduler, ctx } = stack;
+      const agentId = await register();
+      if (before) await scheduler.openSession(agentId);
+      let revoked = false;
+      stack.interleave(
+        (operation, input) =>
+          (operation === 'PutItemCommand' || operation === 'TransactWriteItemsCommand') &&
+          JSON.stringify(input).includes(sessionLeaseId(agentId)),
+        async () => {
+          await stack.sibling().revokeAgent(agentId);
+          revoked = true;
+        },
+      );
+
+      // Act
+      const answer = await rejection(scheduler.openSession(agentId));
+
+      // Assess: refused, and nothing of the agent's can claim.
+      expect(revoked).toBe(true);
+      expect(answer).toBeInstanceOf(AgentRevokedError);
+      const session = await ctx.sessions.get(agentId);
+      expect(session !== undefined && isSessionLive(session, stack.clock.now())).toBe(false);
+      if (session) {
+        await expect(scheduler.claim({ agentId, sessionId: session.sessionId })).rejects.toBeInstanceOf(
+          SessionLostError,
+        );
+      }
+    },
+  );
+
+  it('over HTTP, an open id is optional, checked, and sent again returns the same session', async () => {
+    const server: LocalServer = await startLocalServer({
+      scheduler: stack.scheduler,
+      agents: stack.ctx.agents,
+      operatorToken: OPERATOR,
+      port: 0,
+      log: { info() {}, warn() {}, error() {} },
+    });
+    try {
+      const call = async (path: string, token: string, body?: unknown) => {
+        const response = await fetch(`${server.url}${path}`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+      };
+      const created = await call('/v1/agents', OPERATOR, { name: 'edge', queues: ['opens'] });
+      const token = String(created.body.token);
+      const sessionBefore = await stack.ctx.sessions.get((created.body.agent as { agentId: string }).agentId);
+      expect(sessionBefore).toBeUndefined();
+
+      const bad = await Promise.all(
+        [
+          { openId: 'short' },
+          { openId: 'x'.repeat(65) },
+          { openId: 7 },
+          { openId: 'a b c d e f g' },
+          { other: 1 },
+        ].map((body) => call('/v1/agent/session', token, body)),
+      );
+      const none = await call('/v1/agent/session', token);
+      const empty = await call('/v1/agent/session', token, {});
+      const first = await call('/v1/agent/session', token, { openId: 'http-open-00001' });
+      const second = await call('/v1/agent/session', token, { openId: 'http-open-00001' });
+
+      expect(bad.map((b) => [b.status, (b.body.error as { code?: string })?.code])).toEqual(
+        bad.map(() => [400, 'ValidationError']),
+      );
+      expect([none.status, empty.status, first.status, second.status]).toEqual([200, 200, 200, 200]);
+      expect(empty.body.sessionId).not.toBe(none.body.sessionId);
+      expect(second.body).toEqual(first.body);
+    } finally {
+      await server.close();
+    }
+  });
+});
