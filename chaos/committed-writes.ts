@@ -4,8 +4,9 @@
  * task state written, each session version, and which tasks each schedule occurrence made.
  *
  * Times are the server's own (`updatedAt`, `heartbeatAt`: the `now` each write was decided with), so answers that
- * arrive late or out of order do not reorder the history. A transaction's items are not recorded: DynamoDB
- * returns no item from `TransactWriteItems` (roles are written that way; the agents' side checks role holdings).
+ * arrive late or out of order do not reorder the history. Of a transaction only the items it puts are recorded:
+ * DynamoDB returns no item from `TransactWriteItems` (roles are updated that way; the agents' side checks role
+ * holdings).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -101,6 +102,14 @@ export function recordCommittedWrites(
       }
       if (context.commandName === 'PutItemCommand' && input.Item) {
         recordItem(input.TableName ?? '', plainItem(input.Item));
+      }
+      // A transaction returns no item, but the items it puts are in its input (a session open is one).
+      if (context.commandName === 'TransactWriteItemsCommand') {
+        const items = (
+          input as { TransactItems?: { Put?: { TableName?: string; Item?: Record<string, unknown> } }[] }
+        ).TransactItems;
+        for (const item of items ?? [])
+          if (item.Put?.Item) recordItem(item.Put.TableName ?? '', plainItem(item.Put.Item));
       }
       if (context.commandName === 'BatchWriteItemCommand') {
         for (const [table, writes] of Object.entries(input.RequestItems ?? {}))

@@ -62,6 +62,12 @@ export interface History {
   readonly finalStatus: Map<string, string | undefined>;
   /** The tasks created for each occurrence of the chaos schedule, by its tick. */
   readonly occurrenceTasks: Map<number, Set<string>>;
+  /**
+   * Every lease (`taskId#leaseEpoch`) a claim answer carried, whether or not it reached the agent; absent when
+   * the run does not record them. A grant no answer carried (the claim found its session no longer held the slot
+   * and took it back) was never an agent's: its lease ends when it is taken back.
+   */
+  readonly answered?: ReadonlySet<string>;
 }
 
 export interface Verdict {
@@ -217,9 +223,14 @@ export function checkHistory(history: History): Verdict {
           v.lastFinish?.leaseEpoch === lease.leaseEpoch &&
           v.lastFinish.agentId === lease.owner,
       )?.at;
+    const takenBackUnseen = (lease: TaskVersion) =>
+      history.answered === undefined || history.answered.has(`${taskId}#${lease.leaseEpoch}`)
+        ? undefined
+        : ordered.find((v) => v.at >= lease.at && v.leaseEpoch === lease.leaseEpoch && v.status !== 'leased')
+            ?.at;
     grants.forEach((grant, i) => {
       const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
-      const finishedAt = finishOf(grant);
+      const finishedAt = finishOf(grant) ?? takenBackUnseen(grant);
       for (const later of grants.slice(i + 1)) {
         const until = grants[grants.indexOf(later) + 1]?.at ?? Number.POSITIVE_INFINITY;
         // The later grant's time, and every write of the earlier lease's session while the later one holds.

@@ -615,7 +615,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       reclaimLatencyMs: _latency,
       duplicateFireCount: _none,
       ...server
-    } = checkHistory(history);
+    } = checkHistory({ ...history, answered: new Set(claimAnswers.flatMap((answer) => answer.granted)) });
     const verdict = checkAgentSide(executions, holdings, until, {
       claims: claimAnswers,
       checkpoints: checkpointWrites,

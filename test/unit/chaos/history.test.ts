@@ -58,6 +58,21 @@ describe('checkHistory: lease overlap', () => {
   });
 });
 
+describe('checkHistory: grants no claim answer carried', () => {
+  // a's session s1 stays live and unexpired throughout; the lease of epoch 1 is taken back at 1,300.
+  const live = [session(500, 's1', 0), session(1_000, 's1', 1), session(1_350, 's1', 0)];
+
+  it('ends a lease taken back before any answer carried it: its claim took it back, no agent held it', () => {
+    const verdict = checkHistory({ ...regranted(live), answered: new Set([`${taskId}#2`]) });
+    expect(verdict.overlapCount).toBe(0);
+  });
+
+  it('still finds the overlap when an answer carried the lease to its agent', () => {
+    const verdict = checkHistory({ ...regranted(live), answered: new Set([`${taskId}#1`, `${taskId}#2`]) });
+    expect(verdict.overlapCount).toBe(1);
+  });
+});
+
 describe('checkHistory: expired sessions stay expired', () => {
   const revivals = (versions: readonly SessionVersion[]) => {
     const history = emptyHistory();
