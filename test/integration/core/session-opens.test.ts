@@ -3,15 +3,21 @@
  * with its id answers the session it made, a copy of an older open cannot end a later session, what a replaced
  * session held is never erased before it is taken back, and no open lands after its agent was revoked.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLeaseId } from '#adapters/session-table';
 import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { isSessionLive } from '#domain/task';
 import { type LocalServer, startLocalServer } from '#local/server';
-import { claimUntil, createTestStack, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_test-operator-token';
+/** The last release, whose SDK sends no open id and reads lost tasks by id only. */
+const RELEASE = 'a158bc3';
 
 const rejection = (call: Promise<unknown>): Promise<unknown> =>
   call.then(
@@ -23,7 +29,10 @@ describe('opening a session', () => {
   let stack: TestStack;
   beforeAll(async () => {
     // random 0: backoff draws are zero, so a task taken back is claimable at once.
-    stack = await createTestStack({ random: () => 0, queues: ['opens', 'again', 'older', 'noid', 'failed'] });
+    stack = await createTestStack({
+      random: () => 0,
+      queues: ['opens', 'again', 'older', 'noid', 'failed', 'release'],
+    });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -186,6 +195,50 @@ describe('opening a session', () => {
       }
     },
   );
+
+  it('the SDK of the last release opens, runs a task and reopens against this server', async () => {
+    // Prepare: that release's SDK sources, as they were (the SDK imports nothing outside itself).
+    const dir = mkdtempSync(join(tmpdir(), 'sdk-release-'));
+    const server: LocalServer = await startLocalServer({
+      scheduler: stack.scheduler,
+      agents: stack.ctx.agents,
+      operatorToken: OPERATOR,
+      port: 0,
+      log: { info() {}, warn() {}, error() {} },
+    });
+    try {
+      execFileSync('sh', ['-c', `git archive ${RELEASE} sdk | tar -x -C "${dir}"`]);
+      const sdk = (await import(join(dir, 'sdk', 'index.ts'))) as typeof import('#sdk/index');
+      const operator = new sdk.AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+      const created = await operator.createAgent({ name: 'released', queues: ['release'] });
+      const client = new sdk.AgentSchedulerClient({ endpoint: server.url, token: created.token ?? '' });
+      const { taskId } = (await operator.submitTask({ queue: 'release', payload: { n: 1 } })).task;
+      const worker = new sdk.Worker({
+        client,
+        handler: async () => 'done',
+        pollIntervalMs: { min: 10, max: 50 },
+      });
+      const sessions: string[] = [];
+      worker.on('session', (session) => sessions.push(session.sessionId));
+
+      // Act: it runs the task; then, as a restarted agent would, it opens again without an id.
+      await worker.start();
+      await waitFor(async () => (await operator.getTask(taskId)).status === 'succeeded');
+      await worker.stop();
+      const reopened = await client.openSession();
+
+      // Assess: each open without an id made a session of its own, as before open ids.
+      expect(sessions).toHaveLength(1);
+      expect(reopened.sessionId).not.toBe(sessions[0]);
+      expect(await stack.ctx.sessions.get(created.agent.agentId)).toMatchObject({
+        sessionId: reopened.sessionId,
+        openId: undefined,
+      });
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('over HTTP, an open id is optional, checked, and sent again returns the same session', async () => {
     const server: LocalServer = await startLocalServer({
