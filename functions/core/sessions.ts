@@ -116,8 +116,13 @@ export async function openSession(
       if (current.openId !== openId) {
         throw new SessionLostError('a later open replaced the session this open made; open with a new id');
       }
-      if (isSessionLive(current, ctx.now())) return openedView(ctx, current);
-      // The session it made is over: a new one is opened under the same id.
+      // Answered as a heartbeat would be: the agent reckons the session from when it sent this open.
+      const now = ctx.now();
+      const beat = isSessionLive(current, now)
+        ? await ctx.sessions.heartbeat(agentId, current.sessionId, now, ctx.settings.leaseTtlSeconds * 1_000)
+        : undefined;
+      if (beat?.ok) return openedView(ctx, beat.session);
+      // The session it made is over (or ended just now): a new one is opened under the same id.
     }
     if (current) await giveUp(ctx, current);
     // Dated once the hand-over is done: a slow one must not leave the new session with less than its TTL.

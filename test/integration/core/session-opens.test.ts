@@ -55,10 +55,14 @@ describe('opening a session', () => {
   it('an open sent again with its id answers the session it made and takes nothing back', async () => {
     const { scheduler } = stack;
     const { agentId, sessionId, taskId } = await holding('again', 'open-first-0001');
+    const before = await stack.ctx.sessions.get(agentId);
+    stack.clock.advance(5_000);
 
     const again = await scheduler.openSession(agentId, { openId: 'open-first-0001' });
 
     expect(again.sessionId).toBe(sessionId);
+    // Extended as by a heartbeat: an agent reckons the session from when it sent the open it got an answer to.
+    expect(again.expiresAt).toBeGreaterThanOrEqual((before?.expiresAt ?? 0) + 5_000);
     expect(await scheduler.getTask(taskId)).toMatchObject({ status: 'leased', leaseEpoch: 1, sessionId });
     await scheduler.heartbeat(agentId, sessionId);
     await scheduler.complete({ agentId, taskId, leaseEpoch: 1 });
@@ -230,10 +234,9 @@ describe('opening a session', () => {
       // Assess: each open without an id made a session of its own, as before open ids.
       expect(sessions).toHaveLength(1);
       expect(reopened.sessionId).not.toBe(sessions[0]);
-      expect(await stack.ctx.sessions.get(created.agent.agentId)).toMatchObject({
-        sessionId: reopened.sessionId,
-        openId: undefined,
-      });
+      const stored = await stack.ctx.sessions.get(created.agent.agentId);
+      expect(stored?.sessionId).toBe(reopened.sessionId);
+      expect(stored?.openId).toBeUndefined();
     } finally {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
@@ -284,7 +287,10 @@ describe('opening a session', () => {
       );
       expect([none.status, empty.status, first.status, second.status]).toEqual([200, 200, 200, 200]);
       expect(empty.body.sessionId).not.toBe(none.body.sessionId);
-      expect(second.body).toEqual(first.body);
+      expect(second.body.sessionId).toBe(first.body.sessionId);
+      expect(Date.parse(String(second.body.expiresAt))).toBeGreaterThanOrEqual(
+        Date.parse(String(first.body.expiresAt)),
+      );
     } finally {
       await server.close();
     }
