@@ -68,8 +68,12 @@ function prepareChild(
 ): PreparedSubmission {
   const checked = childSchema.safeParse(spec);
   if (!checked.success) throw new ValidationError(describeIssues(checked.error));
-  const { key, ...rest } = checked.data;
-  if ('idempotencyKey' in rest) {
+  const { key } = checked.data;
+  // The specification as sent, not the loose schema's output (which drops `__proto__`): its strict check is next.
+  const rest = Object.fromEntries(
+    Object.entries(spec as Record<string, unknown>).filter(([name]) => name !== 'key'),
+  ) as { queue: string } & Record<string, unknown>;
+  if (Object.hasOwn(rest, 'idempotencyKey')) {
     throw new ValidationError('idempotencyKey: a child is named by its parent and its key');
   }
   if (!ctx.settings.agentSubmitQueues.includes(rest.queue)) {

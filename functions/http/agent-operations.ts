@@ -92,8 +92,17 @@ export const submitChildrenBody = z.strictObject({
   ...parentFence,
   tasks: z.array(childSpecSchema).min(1).max(CHILDREN_LIMIT),
 });
-/** The fence of a child submission, read first; the specifications are checked item by item. */
-const fenceOf = (body: unknown) => parseBody(z.looseObject(parentFence), body);
+/**
+ * The fence of a child submission, read first, and the rest of the body as it was sent: the specifications are
+ * checked item by item, strictly, so every key reaches that check (a schema's output would drop `__proto__`).
+ */
+function fenceOf(body: unknown): { parentTaskId: string; leaseEpoch: number; rest: Record<string, unknown> } {
+  const fence = parseBody(z.looseObject(parentFence), body);
+  const rest = Object.fromEntries(
+    Object.entries(body as Record<string, unknown>).filter(([key]) => !Object.hasOwn(parentFence, key)),
+  );
+  return { parentTaskId: fence.parentTaskId, leaseEpoch: fence.leaseEpoch, rest };
+}
 
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   // No body is an empty object; a body of `null` is a body, and not an object.
@@ -198,16 +207,17 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
       return { status: 200, body: { task: taskView(done.task) } };
     },
     submitChildTask: async (request) => {
-      const { parentTaskId, leaseEpoch, ...spec } = fenceOf(request.body);
+      const { parentTaskId, leaseEpoch, rest } = fenceOf(request.body);
       const { task, created } = await scheduler.submitChild(
         { agentId: agentOf(request), parentTaskId, leaseEpoch },
-        spec,
+        rest,
       );
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
     },
     submitChildTasks: async (request) => {
-      const { parentTaskId, leaseEpoch, tasks, ...rest } = fenceOf(request.body);
-      if (Object.keys(rest).length > 0) {
+      const { parentTaskId, leaseEpoch, rest } = fenceOf(request.body);
+      const { tasks, ...others } = rest;
+      if (Object.keys(others).length > 0) {
         throw new ValidationError('the body is { "parentTaskId", "leaseEpoch", "tasks": [ ... ] }');
       }
       const outcomes = await scheduler.submitChildren(

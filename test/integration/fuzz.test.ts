@@ -22,7 +22,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueAgentToken } from '#domain/agent-token';
 import { type LocalRequest, localRequestHandler } from '#local/server';
-import { createTestStack, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, type TestStack } from '#test/stack';
 import { MAX_BODY_BYTES } from '../../functions/http/http-api';
 import { ROUTES, type RouteDefinition } from '../../functions/http/routes';
 
@@ -60,7 +60,7 @@ const QUERIES: Record<string, readonly string[]> = {
   listSchedules: ['cursor'],
 };
 /** Batch routes answer 200 with one outcome per item; every item must then be refused. */
-const BATCHES = new Set(['submitTasks', 'completeTasks']);
+const BATCHES = new Set(['submitTasks', 'completeTasks', 'submitChildTasks']);
 /** Fields that take any JSON value: a wrong type there is no defect. */
 const ANY_JSON = new Set(['payload', 'result', 'checkpoints']);
 
@@ -74,9 +74,11 @@ const absent: Record<string, string> = {
 /** Parameters that name something real, where the route reads its body: the body's defect must be what fails. */
 const real: Record<string, Record<string, string>> = { setQueueLimits: { name: 'work' } };
 
-/** A valid body for each route that reads one; the fuzzer breaks it. */
-function templateOf(operation: string, sessionId: string): Json {
+/** A valid body for each route that reads one; the fuzzer breaks it. `parent` is a task the agent holds. */
+function templateOf(operation: string, sessionId: string, parent: Json): Json {
   const templates: Record<string, Json> = {
+    submitChildTask: { ...parent, key: 'fuzzed', queue: 'work', payload: { n: 1 } },
+    submitChildTasks: { ...parent, tasks: [{ key: 'fuzzed', queue: 'work', payload: {} }] },
     submitTask: { queue: 'work', payload: { n: 1 } },
     submitTasks: { tasks: [{ queue: 'work', payload: {} }] },
     setQueueLimits: { maxConcurrency: 2 },
@@ -143,6 +145,8 @@ describe('fuzzing every route', () => {
   let answer: (request: LocalRequest) => ReturnType<ReturnType<typeof localRequestHandler>>;
   let agentToken = '';
   let sessionId = '';
+  /** The fence of a task the agent holds, so that the child routes reach their specifications. */
+  let parent: Json = {};
   /** Every item of every table, as text, sorted: equal dumps mean nothing changed. */
   const dump = async () => {
     const tables = [stack.ctx.tasks.tableName, stack.ctx.sessions.tableName, stack.ctx.agents.tableName];
@@ -172,6 +176,8 @@ describe('fuzzing every route', () => {
     agentToken = registered.token ?? '';
     sessionId = (await stack.scheduler.openSession(registered.agent.agentId)).sessionId;
     await stack.scheduler.submit({ queue: 'work', payload: { seed: true } });
+    const [held] = await claimUntil(stack.scheduler, { agentId: registered.agent.agentId, sessionId }, 1);
+    parent = { parentTaskId: held?.taskId, leaseEpoch: held?.leaseEpoch };
     answer = localRequestHandler({
       scheduler: stack.scheduler,
       agents: stack.ctx.agents,
@@ -251,7 +257,7 @@ describe('fuzzing every route', () => {
     async (_, route) => {
       const before = await dump();
       stack.meter.reset();
-      const template = templateOf(route.operation, sessionId);
+      const template = templateOf(route.operation, sessionId, parent);
       const defects = defectsOf(route, template);
       const params = paramsOf(route);
       const validToken = route.access === 'agent' ? agentToken : OPERATOR;

@@ -230,6 +230,51 @@ describe('hostile input', () => {
       expect(JSON.stringify(read.json.schedule.task.payload)).toBe(payload);
       expect((await call('DELETE', '/v1/schedules/proto-keys')).status).toBeLessThan(300);
     });
+
+    it('as a key of a child’s specification, refused as the operator routes refuse it, nothing written', async () => {
+      const spec = '"queue":"work","payload":{}';
+      // The operator routes refuse them, at the top and in an item.
+      expect((await call('POST', '/v1/tasks', `{"__proto__":{"x":1},${spec}}`)).status).toBe(400);
+      const operatorBatch = await call('POST', '/v1/tasks/batch', `{"tasks":[{"__proto__":{},${spec}}]}`);
+      expect(operatorBatch.json.results[0]).toMatchObject({ ok: false, status: 400 });
+
+      const [agent] = agents;
+      if (!agent) throw new Error('no agent');
+      await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":true}}');
+      const parent = (await claimOne(agent)).json.tasks[0];
+      const fence = `"parentTaskId":"${parent.taskId}","leaseEpoch":${parent.leaseEpoch}`;
+      const before = (await stack.scheduler.listTasks({ queue: 'work', limit: 100 })).tasks.length;
+      const single = await call(
+        'POST',
+        '/v1/agent/tasks',
+        `{"__proto__":{"x":1},${fence},"key":"top",${spec}}`,
+        agent.token,
+      );
+      expect(single.status).toBe(400);
+      expect(single.json.error.code).toBe('ValidationError');
+      const batchTop = await call(
+        'POST',
+        '/v1/agent/tasks/batch',
+        `{"__proto__":{},${fence},"tasks":[{"key":"batch-top",${spec}}]}`,
+        agent.token,
+      );
+      expect(batchTop.status).toBe(400);
+      const batchItem = await call(
+        'POST',
+        '/v1/agent/tasks/batch',
+        `{${fence},"tasks":[{"__proto__":{"x":1},"key":"batch-item",${spec}}]}`,
+        agent.token,
+      );
+      expect(batchItem.status).toBe(200);
+      expect(batchItem.json.results[0]).toMatchObject({ ok: false, status: 400 });
+      const after = await stack.scheduler.listTasks({ queue: 'work', limit: 100 });
+      expect(after.tasks.length).toBe(before);
+      expect(after.tasks.filter((t) => t.parentTaskId === parent.taskId)).toEqual([]);
+      const done = `{"leaseEpoch":${parent.leaseEpoch}}`;
+      expect(
+        (await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status,
+      ).toBe(200);
+    });
   });
 
   it.each([
