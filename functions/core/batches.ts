@@ -8,7 +8,7 @@ import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import { completeTask, type LeaseRef } from './finish';
-import { commitSubmission, prepareSubmission } from './submit';
+import { checkBeforeWriting, commitSubmission, prepareSubmission } from './submit';
 
 /** Most items in one batch: a submit batch's bodies stay within the API's request size. */
 export const BATCH_LIMITS = { submit: 25, complete: 10 } as const;
@@ -45,7 +45,13 @@ export async function submitBatch(
 ): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
   const prepared = await Promise.all(
     items(input, BATCH_LIMITS.submit, 'tasks').map((spec) =>
-      outcomeOf(Promise.resolve().then(() => ({ submission: prepareSubmission(ctx, spec) }))),
+      outcomeOf(
+        Promise.resolve().then(async () => {
+          const submission = prepareSubmission(ctx, spec);
+          await checkBeforeWriting(ctx, submission);
+          return { submission };
+        }),
+      ),
     ),
   );
   // Every payload first, in shared requests, then each state.

@@ -7,13 +7,15 @@
  * that `dependsOn` its siblings.
  */
 import { z } from 'zod';
-import { ForbiddenError, TaskNotFoundError, ValidationError } from '#domain/errors';
+import { ForbiddenError, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { describeIssues, idempotencyKeySchema } from '#domain/task-spec';
 import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
+import { checkDependencies } from './dependencies';
 import { dispatchMany, type PendingDispatch } from './dispatch';
+import type { OwnerFence } from './ports/task-store';
 import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
 
 /** Most children in one call, as for an operator's batch. */
@@ -49,16 +51,45 @@ async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
   if (!parent || !heldIt) {
     throw new TaskNotFoundError(lease.parentTaskId);
   }
+  const fence = {
+    taskId: parent.taskId,
+    agentId: lease.agentId,
+    // A session that is not the holder's fails the fence in the transaction, as a stale one should.
+    sessionId: session?.sessionId ?? '-',
+    leaseEpoch: lease.leaseEpoch,
+  };
   return {
     lineage: { parentTaskId: parent.taskId, rootTaskId: parent.rootTaskId ?? parent.taskId },
-    fence: {
-      taskId: parent.taskId,
-      agentId: lease.agentId,
-      // A session that is not the holder's fails the fence in the transaction, as a stale one should.
-      sessionId: session?.sessionId ?? '-',
-      leaseEpoch: lease.leaseEpoch,
-    },
+    fence,
+    // The transaction checks the fence again; read now, it refuses before anything is written (the payload
+    // first), so that a refusal leaves nothing behind.
+    fenceHeld:
+      parent.status === 'leased' &&
+      parent.owner === fence.agentId &&
+      parent.sessionId === fence.sessionId &&
+      parent.leaseEpoch === fence.leaseEpoch &&
+      (parent.leaseDeadline ?? 0) > ctx.now(),
   };
+}
+
+const lostFence = (fence: OwnerFence & { readonly taskId: string }) =>
+  new LeaseLostError(`the lease on task ${fence.taskId} at epoch ${fence.leaseEpoch} is lost`, {
+    context: { taskId: fence.taskId, leaseEpoch: fence.leaseEpoch },
+  });
+
+/**
+ * Checks a child as far as it can before anything is written: its specification, its queues, and its dependencies,
+ * which must exist and belong to its parent's tree.
+ */
+async function checkChild(
+  ctx: SchedulerContext,
+  spec: unknown,
+  lineage: { parentTaskId: string; rootTaskId: string },
+): Promise<PreparedSubmission> {
+  const prepared = prepareChild(ctx, spec, lineage);
+  const { waitingOn } = prepared.task;
+  if (waitingOn) await checkDependencies(ctx, waitingOn, { rootTaskId: lineage.rootTaskId });
+  return prepared;
 }
 
 function prepareChild(
@@ -81,11 +112,20 @@ function prepareChild(
       context: { queue: rest.queue },
     });
   }
-  return prepareSubmission(
+  const prepared = prepareSubmission(
     ctx,
     { ...rest, idempotencyKey: childIdempotencyKey(lineage.parentTaskId, key) },
     { lineage },
   );
+  // Its `onFailure` is submitted by the scheduler later, into the queue it names: that queue is checked now.
+  const onFailureJson = prepared.payload.onFailureJson;
+  const onFailureQueue = onFailureJson && (JSON.parse(onFailureJson) as { queue: string }).queue;
+  if (onFailureQueue && !ctx.settings.agentSubmitQueues.includes(onFailureQueue)) {
+    throw new ForbiddenError(`onFailure.queue: agents may not submit to ${onFailureQueue}`, {
+      context: { queue: onFailureQueue },
+    });
+  }
+  return prepared;
 }
 
 /** Submits one child of the parent its agent holds. */
@@ -94,8 +134,9 @@ export async function submitChild(
   lease: ParentLease,
   spec: unknown,
 ): Promise<{ task: Task; created: boolean }> {
-  const { lineage, fence } = await parentOf(ctx, lease);
-  const prepared = prepareChild(ctx, spec, lineage);
+  const { lineage, fence, fenceHeld } = await parentOf(ctx, lease);
+  const prepared = await checkChild(ctx, spec, lineage);
+  if (!fenceHeld) throw lostFence(fence);
   const written = await ctx.tasks.putPayloads([prepared.payload]);
   return commitSubmission(ctx, prepared, written, undefined, fence);
 }
@@ -112,10 +153,16 @@ export async function submitChildren(
   if (!Array.isArray(specs) || specs.length === 0 || specs.length > CHILDREN_LIMIT) {
     throw new ValidationError(`tasks: an array of 1 to ${CHILDREN_LIMIT} items`);
   }
-  const { lineage, fence } = await parentOf(ctx, lease);
+  const { lineage, fence, fenceHeld } = await parentOf(ctx, lease);
   const prepared = await Promise.all(
     specs.map((spec: unknown) =>
-      outcomeOf(Promise.resolve().then(() => ({ submission: prepareChild(ctx, spec, lineage) }))),
+      outcomeOf(
+        Promise.resolve().then(async () => {
+          const submission = await checkChild(ctx, spec, lineage);
+          if (!fenceHeld) throw lostFence(fence);
+          return { submission };
+        }),
+      ),
     ),
   );
   const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));

@@ -31,13 +31,22 @@ import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
 import { announceEnd } from './push';
 import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
 
-/** The dependencies must exist: a task can only depend on tasks submitted before it, so no cycle can form. */
-export async function checkDependenciesExist(
+/**
+ * The dependencies must exist: a task can only depend on tasks submitted before it, so no cycle can form. An agent's
+ * child (`scope` given) may depend only on tasks of its parent's tree (the tree's root and every task under it, its
+ * siblings and its parent among them): ids are derived from keys anyone can compute, so any other task is answered
+ * exactly as a missing one, and neither its outcome nor its existence reaches the agent.
+ */
+export async function checkDependencies(
   ctx: SchedulerContext,
   dependsOn: readonly string[],
+  scope?: { readonly rootTaskId: string },
 ): Promise<void> {
   const found = await ctx.tasks.getMany(dependsOn);
-  const missing = dependsOn.filter((id) => !found.has(id));
+  const missing = dependsOn.filter((id) => {
+    const dependency = found.get(id);
+    return !dependency || (scope && (dependency.rootTaskId ?? dependency.taskId) !== scope.rootTaskId);
+  });
   if (missing.length > 0) {
     throw new ValidationError(`dependsOn: ${missing.slice(0, 3).join(', ')} does not exist`, {
       context: { missing: missing.length },

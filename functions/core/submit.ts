@@ -11,7 +11,7 @@ import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
 import { isTerminal } from '#domain/task-status';
 import type { SchedulerContext } from './context';
-import { checkDependenciesExist, linkDependencies, recheckAt } from './dependencies';
+import { checkDependencies, linkDependencies, recheckAt } from './dependencies';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
 import { payloadPurgeAtFor } from './lifetimes';
@@ -169,8 +169,8 @@ export async function commitSubmission(
     if (pending) pending.push({ task: target, delaySeconds });
     else await dispatch(ctx, target, delaySeconds, 'submitted');
   };
+  // Its dependencies were checked before its payload was written (`checkBeforeWriting`).
   const dependsOn = task.waitingOn;
-  if (dependsOn) await checkDependenciesExist(ctx, dependsOn);
   const outcome = parent
     ? await ctx.tasks.createUnder(task, prepared.dueAt, parent, ctx.now())
     : await ctx.tasks.create(task, prepared.dueAt);
@@ -219,6 +219,11 @@ export async function commitSubmission(
   return { task, created: true };
 }
 
+/** What a submission checks by reading before anything is written: a refused one leaves no payload behind. */
+export async function checkBeforeWriting(ctx: SchedulerContext, prepared: PreparedSubmission): Promise<void> {
+  if (prepared.task.waitingOn) await checkDependencies(ctx, prepared.task.waitingOn);
+}
+
 /** One submission: the payload first, so a visible state item always has its payload; then the state. */
 export async function submitTask(
   ctx: SchedulerContext,
@@ -226,5 +231,6 @@ export async function submitTask(
   options: SubmitOptions = {},
 ): Promise<SubmitResult> {
   const prepared = prepareSubmission(ctx, input, options);
+  await checkBeforeWriting(ctx, prepared);
   return commitSubmission(ctx, prepared, await ctx.tasks.putPayloads([prepared.payload]));
 }
