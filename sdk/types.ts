@@ -143,7 +143,8 @@ export interface SubmitTaskInput {
   readonly onFailure?: FollowUpTaskInput;
   /**
    * Tasks (1 to 100, submitted before this one) that must all succeed first: until then it is `waiting`, and its
-   * claim carries how each ended.
+   * claim carries how each ended. A task takes at most 100 dependents (`409 Conflict` beyond). A child may name only
+   * tasks of its parent's tree; any other is answered as a task that does not exist (`400`).
    */
   readonly dependsOn?: readonly string[];
   /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
@@ -152,7 +153,7 @@ export interface SubmitTaskInput {
 
 /**
  * A follow-up task an agent submits while it runs its parent: named by `key` among the parent's children (the
- * same key again gives back the same task), to a queue the deployment lets agents submit to.
+ * same key again gives back the same task), to a queue the deployment lets agents submit to (its `onFailure` too).
  */
 export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey'> {
   readonly key: string;

@@ -45,6 +45,9 @@ export const dependentPart = (dependentId: string): string => `dependent#${depen
 /** The item that holds, for the task of the partition, how its dependency `dependencyId` ended (its result). */
 export const inputPart = (dependencyId: string): string => `input#${dependencyId}`;
 
+/** The item that keeps a succeeded task's result once for all its dependents (their inputs name it). */
+export const RESULT_PART = 'result';
+
 /** The sort key of a task's payload item: it names the specification the payload belongs to. */
 export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 

@@ -27,6 +27,7 @@ import type {
   PayloadHolder,
   ReadOptions,
   Requeue,
+  StoredInput,
   TakingBack,
   TaskStore,
   TaskWrite,
@@ -50,6 +51,7 @@ import {
   LISTED_SHARDS,
   laneTurnKey,
   payloadPart,
+  RESULT_PART,
   TASK_PART,
 } from './tables';
 import {
@@ -198,6 +200,7 @@ export function taskFromItem(item: Item): Task {
           : undefined,
       failedDependency: optionalString(item.failedDependency),
       hasDependents: item.hasDependents === true ? true : undefined,
+      dependentCount: optionalNumber(item.dependentCount),
       parentTaskId: optionalString(item.parentTaskId),
       rootTaskId: optionalString(item.rootTaskId),
       concurrencyKey: optionalString(item.concurrencyKey),
@@ -794,14 +797,29 @@ export class TaskTable implements TaskStore {
   }
 
   async addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined> {
-    await this.doc.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { taskId, part: dependentPart(dependentId), dependentId, purgeAt },
-      }),
-    );
+    // The record is written once: a linking repeated (a retried submit) finds it and does not count it again.
+    const p = new Expression();
+    let added = true;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { taskId, part: dependentPart(dependentId), dependentId, purgeAt },
+          ConditionExpression: `attribute_not_exists(${p.n('part')})`,
+          ...p.attributes(),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      added = false;
+    }
     const marked = await this.update(taskId, (e) => ({
-      set: [`${e.n('hasDependents')} = ${e.v(true)}`],
+      set: [
+        `${e.n('hasDependents')} = ${e.v(true)}`,
+        ...(added
+          ? [`${e.n('dependentCount')} = if_not_exists(${e.n('dependentCount')}, ${e.v(0)}) + ${e.v(1)}`]
+          : []),
+      ],
       condition: `attribute_exists(${e.n('taskId')})`,
     }));
     return marked.ok ? marked.task : undefined;
@@ -833,7 +851,7 @@ export class TaskTable implements TaskStore {
   async putInput(
     dependentId: string,
     dependencyId: string,
-    outcome: DependencyOutcome,
+    outcome: StoredInput,
     purgeAt: number,
   ): Promise<void> {
     await this.doc.send(
@@ -845,6 +863,7 @@ export class TaskTable implements TaskStore {
           dependencyId,
           status: outcome.status,
           ...(outcome.error ? { error: outcome.error } : {}),
+          ...(outcome.resultKept ? { resultKept: true } : {}),
           ...(outcome.result === undefined ? {} : payloadAttributes(JSON.stringify(outcome.result))),
           purgeAt,
         },
@@ -852,8 +871,49 @@ export class TaskTable implements TaskStore {
     );
   }
 
-  async inputsOf(taskId: string): Promise<Map<string, DependencyOutcome>> {
-    const inputs = new Map<string, DependencyOutcome>();
+  async keepResult(
+    task: Pick<Task, 'taskId' | 'result'>,
+    neededUntil: number,
+    purgeAt: number,
+  ): Promise<void> {
+    const key = { taskId: task.taskId, part: RESULT_PART };
+    // A read of a record that is there bills its size in read units, a write of it its size in write units (4 to
+    // 10 times the price): the record is read first, and written only when missing or kept too short.
+    const e = new Expression();
+    const kept = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: key,
+        ProjectionExpression: e.n('purgeAt'),
+        ConsistentRead: true,
+        ...e.attributes(),
+      }),
+    );
+    const keptUntil = kept.Item?.purgeAt;
+    if (typeof keptUntil === 'number' && keptUntil >= neededUntil) return;
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...key, ...payloadAttributes(JSON.stringify(task.result ?? null)), purgeAt },
+      }),
+    );
+  }
+
+  async keptResults(taskIds: readonly string[]): Promise<Map<string, unknown>> {
+    const found = new Map<string, unknown>();
+    const items = await this.batchGet(
+      [...new Set(taskIds)].map((taskId) => ({ taskId, part: RESULT_PART })),
+      true,
+    );
+    for (const item of items) {
+      const json = payloadJsonOf(item);
+      if (json !== undefined) found.set(String(item.taskId), JSON.parse(json));
+    }
+    return found;
+  }
+
+  async inputsOf(taskId: string): Promise<Map<string, StoredInput>> {
+    const inputs = new Map<string, StoredInput>();
     let startKey: Item | undefined;
     do {
       const e = new Expression();
@@ -871,6 +931,7 @@ export class TaskTable implements TaskStore {
         const error = item.error as TaskError | undefined;
         inputs.set(String(item.dependencyId), {
           status: item.status as DependencyOutcome['status'],
+          ...(item.resultKept === true ? { resultKept: true as const } : {}),
           ...(resultJson === undefined ? {} : { result: JSON.parse(resultJson) }),
           ...(error
             ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } }

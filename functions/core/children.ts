@@ -88,7 +88,12 @@ async function checkChild(
 ): Promise<PreparedSubmission> {
   const prepared = prepareChild(ctx, spec, lineage);
   const { waitingOn } = prepared.task;
-  if (waitingOn) await checkDependencies(ctx, waitingOn, { rootTaskId: lineage.rootTaskId });
+  if (waitingOn) {
+    await checkDependencies(ctx, waitingOn, {
+      dependentId: prepared.task.taskId,
+      rootTaskId: lineage.rootTaskId,
+    });
+  }
   return prepared;
 }
 

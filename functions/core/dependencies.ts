@@ -20,37 +20,52 @@
  * No transaction spans an edge set (a transaction holds at most 100 items): every step is one item's write, and
  * every step can be repeated.
  */
-import { errorName, ValidationError } from '#domain/errors';
+import { ConflictError, errorName, ValidationError } from '#domain/errors';
 import type { DependencyOutcome, Task } from '#domain/task';
+import { LIMITS } from '#domain/task-spec';
 import { isTerminal } from '#domain/task-status';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
+import type { StoredInput } from './ports/task-store';
 import { announceEnd } from './push';
 import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
 
 /**
  * The dependencies must exist: a task can only depend on tasks submitted before it, so no cycle can form. An agent's
- * child (`scope` given) may depend only on tasks of its parent's tree (the tree's root and every task under it, its
- * siblings and its parent among them): ids are derived from keys anyone can compute, so any other task is answered
- * exactly as a missing one, and neither its outcome nor its existence reaches the agent.
+ * child (`rootTaskId` given) may depend only on tasks of its parent's tree (the tree's root and every task under it,
+ * its siblings and its parent among them): ids are derived from keys anyone can compute, so any other task is
+ * answered exactly as a missing one, and neither its outcome nor its existence reaches the agent. A dependency that
+ * has its most dependents takes no new one (`dependentId`, read in the same request, is not new if it exists: a
+ * retried submit is answered as before).
  */
 export async function checkDependencies(
   ctx: SchedulerContext,
   dependsOn: readonly string[],
-  scope?: { readonly rootTaskId: string },
+  scope: { readonly dependentId: string; readonly rootTaskId?: string },
 ): Promise<void> {
-  const found = await ctx.tasks.getMany(dependsOn);
+  const found = await ctx.tasks.getMany([...new Set([...dependsOn, scope.dependentId])]);
   const missing = dependsOn.filter((id) => {
     const dependency = found.get(id);
-    return !dependency || (scope && (dependency.rootTaskId ?? dependency.taskId) !== scope.rootTaskId);
+    if (!dependency) return true;
+    return (
+      scope.rootTaskId !== undefined && (dependency.rootTaskId ?? dependency.taskId) !== scope.rootTaskId
+    );
   });
   if (missing.length > 0) {
     throw new ValidationError(`dependsOn: ${missing.slice(0, 3).join(', ')} does not exist`, {
       context: { missing: missing.length },
     });
+  }
+  if (found.has(scope.dependentId)) return;
+  const full = dependsOn.find((id) => (found.get(id)?.dependentCount ?? 0) >= LIMITS.dependentsPerTask);
+  if (full) {
+    throw new ConflictError(
+      `dependsOn: task ${full} has ${LIMITS.dependentsPerTask} dependents, the most a task may have`,
+      { context: { taskId: full, limit: LIMITS.dependentsPerTask } },
+    );
   }
 }
 
@@ -71,19 +86,37 @@ export async function linkDependencies(
   });
 }
 
-const outcomeOf = (dependency: Task): DependencyOutcome => ({
+/** A dependency that succeeded with a result: its dependents' inputs name the one record that keeps it. */
+const hasResult = (dependency: Task): boolean =>
+  dependency.status === 'succeeded' && dependency.result !== undefined;
+
+const outcomeOf = (dependency: Task): StoredInput => ({
   status: dependency.status as DependencyOutcome['status'],
-  ...(dependency.status === 'succeeded' && dependency.result !== undefined
-    ? { result: dependency.result }
-    : {}),
+  ...(hasResult(dependency) ? { resultKept: true as const } : {}),
   ...(dependency.error ? { error: dependency.error } : {}),
 });
 
 /**
- * Resolves one ended dependency of `dependentId`, read fresh: struck off (its outcome kept), or the dependent
- * cancelled. Nothing happens if the dependent no longer waits for it.
+ * How long a result kept at `now` must stay: as long as any dependent linked by then may (its payload's purge time,
+ * from a creation before now and a delay of at most `LIMITS.delaySeconds`).
  */
-async function resolve(ctx: SchedulerContext, dependentId: string, dependency: Task): Promise<void> {
+const keptResultPurgeAt = (ctx: SchedulerContext, now: number): number =>
+  Math.ceil(now / 1_000) +
+  LIMITS.delaySeconds +
+  ctx.settings.maxQueueAgeSeconds +
+  ctx.settings.retentionSeconds;
+
+/**
+ * Resolves one ended dependency of `dependentId`, read fresh: struck off (its outcome kept), or the dependent
+ * cancelled. Nothing happens if the dependent no longer waits for it. `resultKept`: the caller kept the result for
+ * every dependent already (the end's own pass); otherwise it is kept here for this one, unless it is already.
+ */
+async function resolve(
+  ctx: SchedulerContext,
+  dependentId: string,
+  dependency: Task,
+  resultKept = false,
+): Promise<void> {
   const dependent = await ctx.tasks.get(dependentId);
   if (dependent?.status !== 'waiting' || !dependent.waitingOn?.includes(dependency.taskId)) return;
   const failed = dependency.status !== 'succeeded';
@@ -91,7 +124,11 @@ async function resolve(ctx: SchedulerContext, dependentId: string, dependency: T
     await cancelForDependency(ctx, dependent, dependency);
     return;
   }
-  await ctx.tasks.putInput(dependentId, dependency.taskId, outcomeOf(dependency), purgeAtOf(ctx, dependent));
+  const purgeAt = purgeAtOf(ctx, dependent);
+  if (hasResult(dependency) && !resultKept) {
+    await ctx.tasks.keepResult(dependency, purgeAt, keptResultPurgeAt(ctx, ctx.now()));
+  }
+  await ctx.tasks.putInput(dependentId, dependency.taskId, outcomeOf(dependency), purgeAt);
   const struck = await ctx.tasks.strikeDependency(dependentId, dependency.taskId);
   if (struck.ok && (struck.task.waitingOn?.length ?? 0) === 0) await unblock(ctx, struck.task);
 }
@@ -150,11 +187,17 @@ export async function tellOfEnd(ctx: SchedulerContext, task: Task): Promise<void
 export async function releaseDependents(ctx: SchedulerContext, task: Task): Promise<void> {
   if (!task.hasDependents || !isTerminal(task.status)) return;
   try {
+    // The result is written once, for all the dependents, before any input names it.
+    const keptNow = hasResult(task);
+    if (keptNow) {
+      const purgeAt = keptResultPurgeAt(ctx, ctx.now());
+      await ctx.tasks.keepResult(task, purgeAt, purgeAt);
+    }
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await ctx.tasks.dependentsOf(task.taskId, startKey);
       await eachConcurrently(page.ids, SWEEP_CONCURRENCY, (id) =>
-        resolve(ctx, id, task).catch((error: unknown) =>
+        resolve(ctx, id, task, keptNow).catch((error: unknown) =>
           ctx.log.warn('resolving a dependent failed; its recheck will', {
             taskId: id,
             dependency: task.taskId,
@@ -220,8 +263,21 @@ export async function dependencyInputs(
 ): Promise<Record<string, DependencyOutcome> | undefined> {
   if (!task.dependencyCount) return undefined;
   const inputs = await ctx.tasks.inputsOf(task.taskId);
+  // Results kept once are read from their records; inputs written before that carry a copy of their own.
+  const referenced = [...inputs].flatMap(([id, input]) => (input.resultKept ? [id] : []));
+  const kept = referenced.length > 0 ? await ctx.tasks.keptResults(referenced) : new Map<string, unknown>();
   return Object.fromEntries(
-    [...inputs].map(([id, outcome]) => {
+    [...inputs].map(([id, input]): [string, DependencyOutcome] => {
+      const { resultKept, ...stored } = input;
+      const outcome: DependencyOutcome =
+        resultKept && kept.has(id) ? { ...stored, result: kept.get(id) } : stored;
+      if (resultKept && !kept.has(id)) {
+        ctx.log.warn('a dependency result kept for its dependents is gone', {
+          taskId: task.taskId,
+          dependency: id,
+        });
+        return [id, { ...stored, resultOmitted: true }];
+      }
       if (outcome.result === undefined) return [id, outcome];
       const bytes = Buffer.byteLength(JSON.stringify(outcome.result));
       if (bytes <= budget.bytes) {

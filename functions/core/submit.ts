@@ -221,7 +221,8 @@ export async function commitSubmission(
 
 /** What a submission checks by reading before anything is written: a refused one leaves no payload behind. */
 export async function checkBeforeWriting(ctx: SchedulerContext, prepared: PreparedSubmission): Promise<void> {
-  if (prepared.task.waitingOn) await checkDependencies(ctx, prepared.task.waitingOn);
+  const { waitingOn, taskId } = prepared.task;
+  if (waitingOn) await checkDependencies(ctx, waitingOn, { dependentId: taskId });
 }
 
 /** One submission: the payload first, so a visible state item always has its payload; then the state. */

@@ -30,6 +30,12 @@ export const LIMITS = {
   onFailureBytes: 64 * 1024,
   /** Most tasks one task may depend on. */
   dependsOn: 100,
+  /**
+   * Most dependents one task may have. Its end resolves each inside the call that ends it (an agent's complete,
+   * whose function has 10 s): about 4 requests and 4 write units a dependent, so 100 stay well within that call,
+   * and their records fit one page of the dependents' query (100).
+   */
+  dependentsPerTask: 100,
 } as const;
 
 /**

@@ -93,6 +93,8 @@ export interface Task {
   readonly failedDependency?: string;
   /** Other tasks depend on this one: its end resolves them. */
   readonly hasDependents?: boolean;
+  /** How many tasks were linked to it as dependents (records written before this count are not in it). */
+  readonly dependentCount?: number;
   /** Submitted by an agent running this task (its parent), and the task that began the tree. */
   readonly parentTaskId?: string;
   readonly rootTaskId?: string;

@@ -118,6 +118,9 @@ export type PayloadHolder = Pick<
   'taskId' | 'specHash' | 'status' | 'payloadInObject' | 'dependencyCount' | 'waitingOn'
 >;
 
+/** How a dependency ended, as kept for its dependent: its result copied, or kept once in its own record. */
+export type StoredInput = DependencyOutcome & { readonly resultKept?: true };
+
 /** What `putPayloads` wrote: whether a payload went to an object of its own rather than into its item. */
 export interface WrittenPayloads {
   inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
@@ -253,15 +256,23 @@ export interface TaskStore {
     taskId: string,
     startKey?: ListingCursor,
   ): Promise<{ ids: string[]; startKey?: ListingCursor }>;
-  /** Keeps, for the dependent, how its dependency ended; written before the dependency is struck off its list. */
-  putInput(
-    dependentId: string,
-    dependencyId: string,
-    outcome: DependencyOutcome,
-    purgeAt: number,
-  ): Promise<void>;
-  /** How each dependency of the task ended, as kept for it. */
-  inputsOf(taskId: string): Promise<Map<string, DependencyOutcome>>;
+  /**
+   * Keeps, for the dependent, how its dependency ended; written before the dependency is struck off its list. A
+   * result is not copied: `resultKept` says it is in the dependency's result record (`keepResult`).
+   */
+  putInput(dependentId: string, dependencyId: string, outcome: StoredInput, purgeAt: number): Promise<void>;
+  /**
+   * How each dependency of the task ended, as kept for it: a result copied into the input (as written before
+   * results were kept once), or `resultKept`.
+   */
+  inputsOf(taskId: string): Promise<Map<string, StoredInput>>;
+  /**
+   * Keeps a succeeded task's result once for all its dependents: unless a record kept until `neededUntil` (epoch
+   * seconds) is there already, writes one kept until `purgeAt`.
+   */
+  keepResult(task: Pick<Task, 'taskId' | 'result'>, neededUntil: number, purgeAt: number): Promise<void>;
+  /** The results kept by `keepResult`, by task id; a task whose record is gone is missing. */
+  keptResults(taskIds: readonly string[]): Promise<Map<string, unknown>>;
   /** Strikes a dependency off a waiting task's list, if it is still on it. */
   strikeDependency(taskId: string, dependencyId: string): Promise<TaskWrite>;
 

@@ -3,15 +3,19 @@
  * cancels it (or not, on request), and no timing of a dependency's end against its dependent's submit loses the
  * resolution.
  */
+import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ClaimedTask } from '#core/claim';
 import { ValidationError } from '#domain/errors';
+import { taskIdForIdempotencyKey } from '#domain/ids';
+import { LIMITS } from '#domain/task-spec';
+import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('dependencies', () => {
   let stack: TestStack;
   // A queue per test: what one test leaves queued is not another's.
-  const queues = Array.from({ length: 10 }, (_, i) => `steps${i}`);
+  const queues = Array.from({ length: 14 }, (_, i) => `steps${i}`);
   let queue = '';
   beforeAll(async () => {
     stack = await createTestStack({ queues });
@@ -63,6 +67,106 @@ describe('dependencies', () => {
         [b.taskId]: { status: 'succeeded', result: { from: 'b' } },
       },
     });
+  });
+
+  it('a result is kept once for its dependents, not copied into each, and each claim reads it', async () => {
+    const { scheduler } = stack;
+    const dependency = await submit();
+    const dependents = 20;
+    const batch = await scheduler.submitBatch(
+      Array.from({ length: dependents }, (_, n) => ({
+        queue,
+        payload: { n },
+        dependsOn: [dependency.taskId],
+      })),
+    );
+    expect(batch.every((item) => item.ok)).toBe(true);
+    const agent = await startAgent(scheduler, { queues: [queue], maxConcurrency: 10 });
+    const [held] = await claimUntil(scheduler, agent, 1, 3_000);
+    expect(held?.taskId).toBe(dependency.taskId);
+    // 60 KB that do not compress much: each copy would cost tens of write units.
+    const result = randomTextPayload(60_000, seededRandom(11));
+    stack.meter.reset();
+    await scheduler.complete(
+      { agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: held?.leaseEpoch ?? 0 },
+      result,
+    );
+    const units = stack.meter.totals((r) => r.service === 'dynamodb').writeUnits;
+    // The finish writes the result on the task (~46 units) and once more for the dependents (~46); each dependent
+    // then costs a few units (its input, its strike, its unblock), not a copy of ~46.
+    expect(units).toBeLessThan(2 * 50 + dependents * 10);
+
+    const claimed = await runAll(dependents);
+    expect(
+      claimed.every(
+        (t) => JSON.stringify(t.dependencies?.[dependency.taskId]?.result) === JSON.stringify(result),
+      ),
+    ).toBe(true);
+  });
+
+  it('an input written with a copy of its result (before results were kept once) is still read', async () => {
+    const dependency = await submit();
+    const dependent = await submit({ dependsOn: [dependency.taskId] });
+    const [held] = await runAll(1, () => ({ result: { kept: 'once' } }));
+    expect(held?.taskId).toBe(dependency.taskId);
+    // The input as the earlier code wrote it: the result copied in, no reference; the kept record gone.
+    const { doc, tableName } = stack.ctx.tasks;
+    await doc.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: {
+          taskId: dependent.taskId,
+          part: `input#${dependency.taskId}`,
+          dependencyId: dependency.taskId,
+          status: 'succeeded',
+          payload: JSON.stringify({ copied: 'before' }),
+          purgeAt: Math.ceil(Date.now() / 1_000) + 3_600,
+        },
+      }),
+    );
+    await doc.send(
+      new DeleteCommand({ TableName: tableName, Key: { taskId: dependency.taskId, part: 'result' } }),
+    );
+    const [joined] = await runAll(1);
+    expect(joined?.dependencies).toEqual({
+      [dependency.taskId]: { status: 'succeeded', result: { copied: 'before' } },
+    });
+  });
+
+  it('a task takes at most 100 dependents: the next is refused with 409 and writes nothing, a retry is answered', async () => {
+    const { scheduler } = stack;
+    const dependency = await submit({ delaySeconds: 3_600 });
+    const spec = (n: number) => ({
+      queue,
+      payload: { n },
+      dependsOn: [dependency.taskId],
+      idempotencyKey: `dep-${n}`,
+    });
+    for (let from = 0; from < LIMITS.dependentsPerTask; from += 25) {
+      const batch = await scheduler.submitBatch(
+        Array.from({ length: Math.min(25, LIMITS.dependentsPerTask - from) }, (_, i) => spec(from + i)),
+      );
+      expect(batch.every((item) => item.ok)).toBe(true);
+    }
+    const over = spec(LIMITS.dependentsPerTask);
+    await expect(scheduler.submit(over)).rejects.toMatchObject({ code: 'Conflict', statusCode: 409 });
+    const [overItem] = await scheduler.submitBatch([over]);
+    expect(overItem).toMatchObject({ ok: false, error: { code: 'Conflict', status: 409 } });
+    const overId = taskIdForIdempotencyKey(over.idempotencyKey);
+    // Nothing under its id: no state item, no payload item.
+    const written = await stack.ctx.sessions.doc.send(
+      new QueryCommand({
+        TableName: stack.ctx.tasks.tableName,
+        KeyConditionExpression: 'taskId = :id',
+        ExpressionAttributeValues: { ':id': overId },
+        ConsistentRead: true,
+      }),
+    );
+    expect(written.Items).toEqual([]);
+    // A dependent already counted is answered again, not refused.
+    const again = await scheduler.submit(spec(0));
+    expect(again.created).toBe(false);
+    expect((await stack.ctx.tasks.get(dependency.taskId))?.dependentCount).toBe(LIMITS.dependentsPerTask);
   });
 
   it('a dependency that already succeeded is resolved at submit', async () => {
