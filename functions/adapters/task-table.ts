@@ -316,6 +316,18 @@ export class TaskTable implements TaskStore {
     await this.payloadObjects?.objects.delete(payloadObjectKey(task.taskId, task.specHash));
   }
 
+  async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
+    // Through BatchWriteItem, which payloads are written with: the functions that write them need no other grant.
+    const writes: Item[] = [{ DeleteRequest: { Key: payloadKey(task.taskId, task.specHash) } }];
+    await untilProcessed(writes, 25, 'BatchWriteItem', async (pending) => {
+      const output = await this.doc.send(
+        new BatchWriteCommand({ RequestItems: { [this.tableName]: [...pending] } }),
+      );
+      return output.UnprocessedItems?.[this.tableName];
+    });
+    await this.deletePayloadObject(task);
+  }
+
   private async payloadItem({
     taskId,
     payloadJson,

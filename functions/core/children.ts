@@ -7,7 +7,13 @@
  * that `dependsOn` its siblings.
  */
 import { z } from 'zod';
-import { ForbiddenError, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
+import {
+  errorName,
+  ForbiddenError,
+  LeaseLostError,
+  TaskNotFoundError,
+  ValidationError,
+} from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { describeIssues, idempotencyKeySchema } from '#domain/task-spec';
@@ -15,7 +21,7 @@ import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
 import { checkDependencies } from './dependencies';
 import { dispatchMany, type PendingDispatch } from './dispatch';
-import type { OwnerFence } from './ports/task-store';
+import type { OwnerFence, WrittenPayloads } from './ports/task-store';
 import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
 
 /** Most children in one call, as for an operator's batch. */
@@ -133,6 +139,33 @@ function prepareChild(
   return prepared;
 }
 
+/**
+ * Creates a child whose payload is written. A lease lost between the checks and the transaction refuses it there:
+ * its payload is taken back, unless the child exists (an earlier call created it while the lease held), so that the
+ * refusal leaves nothing behind.
+ */
+async function commitChild(
+  ctx: SchedulerContext,
+  prepared: PreparedSubmission,
+  written: WrittenPayloads,
+  pending: PendingDispatch[] | undefined,
+  fence: OwnerFence & { readonly taskId: string },
+): Promise<{ task: Task; created: boolean }> {
+  try {
+    return await commitSubmission(ctx, prepared, written, pending, fence);
+  } catch (error) {
+    if (error instanceof LeaseLostError && !(await ctx.tasks.get(prepared.task.taskId))) {
+      await ctx.tasks.deletePayload(prepared.task).catch((cause: unknown) =>
+        ctx.log.warn('could not take back the payload of a refused child', {
+          taskId: prepared.task.taskId,
+          error: errorName(cause),
+        }),
+      );
+    }
+    throw error;
+  }
+}
+
 /** Submits one child of the parent its agent holds. */
 export async function submitChild(
   ctx: SchedulerContext,
@@ -143,7 +176,7 @@ export async function submitChild(
   const prepared = await checkChild(ctx, spec, lineage);
   if (!fenceHeld) throw lostFence(fence);
   const written = await ctx.tasks.putPayloads([prepared.payload]);
-  return commitSubmission(ctx, prepared, written, undefined, fence);
+  return commitChild(ctx, prepared, written, undefined, fence);
 }
 
 /**
@@ -178,7 +211,7 @@ export async function submitChildren(
   for (const p of prepared) {
     settled.push(
       await Promise.resolve(
-        p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending, fence)) : p,
+        p.ok ? outcomeOf(commitChild(ctx, p.submission, written, pending, fence)) : p,
       ).then(
         (value) => ({ status: 'fulfilled' as const, value }),
         (reason: unknown) => ({ status: 'rejected' as const, reason }),

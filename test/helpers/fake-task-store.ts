@@ -102,6 +102,11 @@ export class FakeTaskStore implements Port.TaskStore {
     });
   }
 
+  async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
+    this.payloads.delete(`${task.taskId}#${task.specHash}`);
+    this.onFailures.delete(`${task.taskId}#${task.specHash}`);
+  }
+
   async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
     const existing = this.records.get(task.taskId);
     this.writes.push({ kind: 'create', taskId: task.taskId, ok: !existing });

@@ -165,6 +165,8 @@ export interface TaskStore {
   putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads>;
   /** Lets go of a payload's object once its task can never run again. */
   deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
+  /** Takes back a payload (its item and its object) written for a task whose state item was then never written. */
+  deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
   /** Creates the task's record, due at `dueAt`, unless one exists; then answers the existing task. */
   create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }>;
   /**

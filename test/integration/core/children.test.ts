@@ -113,6 +113,33 @@ describe('follow-up tasks: what they reach, what a refusal leaves', () => {
     expect(join.task.status).toBe('waiting');
   });
 
+  it('a child whose parent’s lease is lost between its checks and its transaction leaves no payload behind', async () => {
+    const { scheduler } = stack;
+    const { lease, agent } = await heldPlan();
+    const before = await snapshot();
+    // The parent is finished by its own agent (another call) after the child's checks, before its transaction.
+    stack.interleave(
+      (operation) => operation === 'TransactWriteItemsCommand',
+      () =>
+        stack
+          .sibling()
+          .complete({ agentId: agent.agentId, taskId: lease.parentTaskId, leaseEpoch: lease.leaseEpoch }),
+    );
+    await expect(
+      scheduler.submitChild(lease, { key: 'raced', queue: 'steps', payload: big() }),
+    ).rejects.toMatchObject({
+      statusCode: 409,
+    });
+    // Only the parent's end changed the table.
+    const after = JSON.parse(await snapshot()) as [string[], string[]];
+    const parentPartition = (line: string) => line.includes(`"taskId":"${lease.parentTaskId}"`);
+    const [beforeItems, beforeObjects] = JSON.parse(before) as [string[], string[]];
+    expect(after[0].filter((line) => !parentPartition(line))).toEqual(
+      beforeItems.filter((line) => !parentPartition(line)),
+    );
+    expect(after[1]).toEqual(beforeObjects);
+  });
+
   it('a refused child writes nothing: a stale epoch, a finished or taken-back parent, a missing dependency', async () => {
     const { scheduler, clock } = stack;
     const { lease, agent } = await heldPlan();
