@@ -1,11 +1,12 @@
 /**
  * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: take back leases of silent agents and of
- * attempts past their deadline (retrying with backoff, or dead), send again what SQS lost, and climb the
+ * attempts past their deadline (those of live agents too, see `deadlines.ts`) (retrying with backoff, or dead), send again what SQS lost, and climb the
  * starvation ladder, hand over roles whose holders went silent, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
  * a conditional write. Bounded per pass.
  */
 import { errorName } from '#domain/errors';
 import type { SchedulerContext } from './context';
+import { reclaimOverdue } from './deadlines';
 import { catchUpMissedRuns } from './missed-runs';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
@@ -37,6 +38,12 @@ export interface CycleResult {
 export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
   const started = Date.now();
   const reclaimed = await reclaimExpiredLeases(ctx);
+  let overdueErrors = 0;
+  const overdue = await reclaimOverdue(ctx).catch((error: unknown) => {
+    overdueErrors++;
+    ctx.log.error('taking back overdue attempts failed', { error: errorName(error) });
+    return { requeued: [], dead: [], errors: 0 };
+  });
   const roles = await sweepRoles(ctx);
   const reconciled = await reconcileDispatch(ctx);
   let missedErrors = 0;
@@ -50,9 +57,10 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     },
   );
   return {
-    recoveredLeases: reclaimed.requeued.length + reclaimed.dead.length,
-    requeued: reclaimed.requeued.length,
-    deadLettered: reclaimed.dead.length,
+    recoveredLeases:
+      reclaimed.requeued.length + reclaimed.dead.length + overdue.requeued.length + overdue.dead.length,
+    requeued: reclaimed.requeued.length + overdue.requeued.length,
+    deadLettered: reclaimed.dead.length + overdue.dead.length,
     agentsOffline: reclaimed.expiredSessions,
     reconciled: reconciled.redispatched.length,
     promoted: reconciled.promoted.length,
@@ -64,7 +72,8 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     missedRunsSkipped: missed.skipped,
     rolesHandedOver: roles.handedOver,
     rolesFreed: roles.freed,
-    errors: reclaimed.errors + roles.errors + reconciled.errors + missedErrors,
+    errors:
+      reclaimed.errors + overdue.errors + overdueErrors + roles.errors + reconciled.errors + missedErrors,
     durationMs: Date.now() - started,
   };
 }
