@@ -37,7 +37,10 @@ export interface Task {
   readonly expiresAt?: string;
   /** This task is the `onFailure` of that dead task. */
   readonly failureOf?: FailureOf;
-  /** It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). */
+  /**
+   * It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). Each death after a
+   * redrive has its own; this names the one of the latest death, or of the next while the task runs again.
+   */
   readonly onFailureTaskId?: string;
   /** Submitted with `dependsOn`: how many tasks it depends on, and what a failed one does to it. */
   readonly dependencyCount?: number;

@@ -189,6 +189,7 @@ export function taskFromItem(item: Item): Task {
       hasOnFailure: item.hasOnFailure === true ? true : undefined,
       failureOf: failureOfItem(item.failureOf),
       followUpPending: item.followUp === true ? true : undefined,
+      redrives: optionalNumber(item.redrives),
       dependencyCount: optionalNumber(item.dependencyCount),
       onDependencyFailure:
         item.onDependencyFailure === 'run' || item.onDependencyFailure === 'cancel'
@@ -990,9 +991,12 @@ export class TaskTable implements TaskStore {
           ...clauses.set,
           `${e.n('attempt')} = ${e.v(0)}`,
           `${e.n('dueShard')} = ${e.v(dueShardOf(observed.taskId))}`,
+          // Counted, so that its next death has an onFailure of its own.
+          `${e.n('redrives')} = if_not_exists(${e.n('redrives')}, ${e.v(0)}) + ${e.v(1)}`,
         ],
-        // An operator's redrive runs the task: a deadline to start that passed is lifted with it.
-        remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt'), e.n('expiresAt')],
+        // An operator's redrive runs the task: a deadline to start that passed is lifted with it, and what was to
+        // follow from its death was made before (`redriveTask`), never from a task running again.
+        remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt'), e.n('expiresAt'), e.n('followUp')],
         condition: `${statusCondition(e, 'redrive', to.status, observed)} AND ${epochFence(e, observed)}`,
       };
     });

@@ -2,12 +2,13 @@
  * What follows from a task's end, and the end that comes from waiting too long:
  * - `expireTask`: a task not claimed by its deadline to start ends `expired` (a conditional write: a claim that
  *   got in first wins, and no grant can land after the deadline, the grant's own condition says so);
- * - `followUpEnd`: a task that died with an `onFailure` has it submitted, once: the submission's idempotency key
- *   names the dead task, so the caller's attempt and the supervisor's, should both run, make one task.
+ * - `followUpEnd`: a task that died with an `onFailure` has it submitted, once per death: the submission's
+ *   idempotency key names the dead task and which of its deaths it follows (a redrive lets it die again), so the
+ *   caller's attempt and the supervisor's, should both run, make one task, and a death after a redrive makes its own.
  */
 import { errorName, IdempotencyConflictError, ValidationError } from '#domain/errors';
 import { onFailureKeyOf } from '#domain/ids';
-import type { Task } from '#domain/task';
+import { deathOf, type Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { tellOfEnd } from './dependencies';
 import { emit } from './events';
@@ -60,7 +61,7 @@ async function submitOnFailure(ctx: SchedulerContext, task: Task): Promise<void>
   try {
     const submitted = await submitTask(
       ctx,
-      { ...spec, idempotencyKey: onFailureKeyOf(task.taskId) },
+      { ...spec, idempotencyKey: onFailureKeyOf(task.taskId, deathOf(task)) },
       { failureOf: { taskId: task.taskId, ...(task.error ? { error: task.error } : {}) } },
     );
     if (submitted.created) {

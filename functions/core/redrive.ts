@@ -6,6 +6,7 @@ import { InvalidTransitionError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
+import { followUpEnd } from './follow-ups';
 import { keepPayloadFor } from './lifetimes';
 import { requeueAfter } from './transitions';
 
@@ -15,6 +16,9 @@ export async function redriveTask(ctx: SchedulerContext, taskId: string): Promis
   if (task.status !== 'dead') {
     throw new InvalidTransitionError(`task ${taskId} is ${task.status}; only a dead task can be redriven`);
   }
+  // What follows from the death it comes back from is made first, for that death: once redriven, the task may run
+  // again, and the supervisor must not find a follow-up to make on it then.
+  if (task.followUpPending) await followUpEnd(ctx, task);
   const now = ctx.now();
   await keepPayloadFor(ctx, task, now);
   const written = await ctx.tasks.redrive(task, requeueAfter(ctx, now, 0), now);

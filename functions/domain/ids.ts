@@ -33,11 +33,17 @@ export const newSessionId = (): string => randomId('s');
 export const taskIdForIdempotencyKey = (key: string): string =>
   `t_${base32(createHash('sha256').update(`idempotency-key:${key}`).digest().subarray(0, 16))}`;
 
-/** The idempotency key of the `onFailure` task of `taskId`: one per dead task, whoever submits it. */
-export const onFailureKeyOf = (taskId: string): string => `on-failure:${taskId}`;
+/**
+ * The idempotency key of the `onFailure` task of the `death`-th death of `taskId` (a redrive lets a task die
+ * again): one per death, whoever submits it. The first death keeps the key it has always had, so functions of
+ * either version make the same task for it.
+ */
+export const onFailureKeyOf = (taskId: string, death = 1): string =>
+  death <= 1 ? `on-failure:${taskId}` : `on-failure:${taskId}:${death}`;
 
-/** The id the `onFailure` task of `taskId` has (or will have, once it dies). */
-export const onFailureTaskIdOf = (taskId: string): string => taskIdForIdempotencyKey(onFailureKeyOf(taskId));
+/** The id the `onFailure` task of that death of `taskId` has (or will have, once it dies). */
+export const onFailureTaskIdOf = (taskId: string, death = 1): string =>
+  taskIdForIdempotencyKey(onFailureKeyOf(taskId, death));
 
 /** Ids as the API accepts them: a one-letter kind, "_", 26 base32 characters. */
 export const ID_PATTERN = /^[tas]_[a-z2-7]{26}$/;

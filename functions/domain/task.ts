@@ -84,6 +84,11 @@ export interface Task {
    * due index: the follow-up is made at once, and by the supervisor if that was lost.
    */
   readonly followUpPending?: boolean;
+  /**
+   * How many times an operator redrove it; its death is then its `redrives + 1`-th, whose `onFailure` is a task of
+   * its own (see `onFailureKeyOf`). Absent: never redriven (or redriven before redrives were counted).
+   */
+  readonly redrives?: number;
   /** Submitted with `dependsOn`: how many, and what to do when one of them fails. */
   readonly dependencyCount?: number;
   readonly onDependencyFailure?: 'cancel' | 'run';
@@ -101,6 +106,9 @@ export interface Task {
   /** Tasks of one key share the key's lane (fair turns between keys) and its concurrency limit. */
   readonly concurrencyKey?: string;
 }
+
+/** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */
+export const deathOf = (task: Pick<Task, 'redrives'>): number => (task.redrives ?? 0) + 1;
 
 /** How a dependency ended, as its dependents are handed it. */
 export interface DependencyOutcome {

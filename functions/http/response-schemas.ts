@@ -86,7 +86,9 @@ export const taskSchema = published(
     failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
     onFailureTaskId: taskId
       .optional()
-      .describe('It has an `onFailure`: the id that task has once submitted (when this one ends `dead`).'),
+      .describe(
+        'It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). Each death after a redrive has its own; this names the one of the latest death, or of the next while the task runs again.',
+      ),
     dependencyCount: count.optional().describe('Submitted with `dependsOn`: how many tasks it depends on.'),
     onDependencyFailure: z.enum(['cancel', 'run']).optional(),
     waitingOn: z.array(taskId).optional().describe('While `waiting`: the dependencies not ended yet.'),

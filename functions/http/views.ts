@@ -13,7 +13,7 @@ import { onFailureTaskIdOf } from '#domain/ids';
 import { enforcedLimits, isCapped } from '#domain/queue-limits';
 import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
-import type { Task } from '#domain/task';
+import { deathOf, type Task } from '#domain/task';
 
 function iso(ms: number): string;
 function iso(ms: number | undefined): string | undefined;
@@ -41,7 +41,8 @@ export function taskView(task: Task) {
     leaseDeadline: task.status === 'leased' ? iso(task.leaseDeadline) : undefined,
     expiresAt: iso(task.expiresAt),
     failureOf: task.failureOf,
-    onFailureTaskId: task.hasOnFailure ? onFailureTaskIdOf(task.taskId) : undefined,
+    // The follow-up of its latest death, or of the next one while it runs again after a redrive.
+    onFailureTaskId: task.hasOnFailure ? onFailureTaskIdOf(task.taskId, deathOf(task)) : undefined,
     dependencyCount: task.dependencyCount,
     onDependencyFailure: task.onDependencyFailure,
     waitingOn: task.status === 'waiting' ? task.waitingOn : undefined,

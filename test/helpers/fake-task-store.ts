@@ -364,8 +364,10 @@ export class FakeTaskStore implements Port.TaskStore {
       arrive(r, to, now);
       const next = r.task as Mutable<Task>;
       next.attempt = 0;
+      next.redrives = (next.redrives ?? 0) + 1;
       delete next.finishedAt;
       delete next.expiresAt;
+      delete next.followUpPending;
       delete r.purgeAt;
       return true;
     });

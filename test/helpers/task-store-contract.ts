@@ -460,6 +460,37 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const back = landed(await store.redrive(observed(dead), requeue(now()), now()));
       expect(back).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: dead.leaseEpoch });
       expect(back.finishedAt).toBeUndefined();
+      expect(back.redrives).toBe(1);
+    });
+
+    it('a redrive counts itself and drops a follow-up still flagged: the task runs again', async () => {
+      const { store, now } = subject();
+      const task = newTask(now());
+      await store.create(task, now());
+      const dieOnce = async (from: Task) => {
+        const leased = landed(
+          await store.grant(from.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
+        );
+        return landed(
+          await store.takeBack(
+            observed(leased),
+            {
+              event: 'fail',
+              to: { ...ending('dead', now()), followUpAt: now() },
+              error: { message: 'x', retryable: false },
+            },
+            now(),
+          ),
+        );
+      };
+      const first = await dieOnce(task);
+      expect(first.redrives).toBeUndefined();
+      const back = landed(await store.redrive(observed(first), requeue(now()), now()));
+      expect(back).toMatchObject({ status: 'queued', redrives: 1 });
+      expect(back.followUpPending).toBeUndefined();
+      const second = await dieOnce(back);
+      const again = landed(await store.redrive(observed(second), requeue(now()), now()));
+      expect(again.redrives).toBe(2);
     });
 
     it('keeps a payload longer, never shorter, in every status, and records the time on the task; a missing task stays missing', async () => {

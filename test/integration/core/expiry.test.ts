@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '#domain/errors';
 import { onFailureTaskIdOf } from '#domain/ids';
 import { claimUntil, collectedEvents, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { taskView } from '../../../functions/http/views';
 
 describe('expiry', () => {
   let stack: TestStack;
@@ -194,7 +195,7 @@ describe('onFailure', () => {
     });
   });
 
-  it('when the submit of the onFailure is lost, the supervisor makes it; a second death makes no second one', async () => {
+  it('when the submit of the onFailure is lost, the supervisor makes it', async () => {
     const { scheduler, clock, faults } = stack;
     const { task } = await scheduler.submit({
       queue: 'work',
@@ -218,17 +219,74 @@ describe('onFailure', () => {
     expect((await scheduler.reconcile()).followedUp).toEqual([task.taskId]);
     const followUp = await scheduler.getTask(onFailureTaskIdOf(task.taskId));
     expect(followUp).toMatchObject({ queue: 'cleanup', failureOf: { taskId: task.taskId } });
+  });
 
-    // Redriven and dead again: the same onFailure task, not a second one.
-    await scheduler.redrive(task.taskId);
-    const fresh = await startAgent(scheduler, { queues: ['work'] });
-    const [again] = await claimUntil(scheduler, fresh, 1, 3_000);
+  it('a redrive makes the pending onFailure of the death first: none is made for the task running again', async () => {
+    const { scheduler, faults } = stack;
+    const { task } = await scheduler.submit({
+      queue: 'work',
+      payload: {},
+      maxAttempts: 1,
+      onFailure: { queue: 'cleanup', payload: { undo: 'pending' } },
+    });
+    const agent = await startAgent(scheduler, { queues: ['work'] });
+    const [claimed] = await claimUntil(scheduler, agent, 1, 3_000);
+    faults.dynamodb.failNext('BatchWriteItemCommand', 1, 'before');
     await scheduler.fail(
-      { agentId: fresh.agentId, taskId: task.taskId, leaseEpoch: again?.leaseEpoch ?? 0 },
-      { message: 'boom again', retryable: false },
+      { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+      { message: 'first death', retryable: false },
     );
+    expect((await scheduler.getTask(task.taskId)).followUpPending).toBe(true);
+
+    // Redriven before the supervisor made the follow-up: the redrive makes it, for the death it follows.
+    const redriven = await scheduler.redrive(task.taskId);
+    expect(redriven.followUpPending).toBeUndefined();
+    expect(await scheduler.getTask(onFailureTaskIdOf(task.taskId))).toMatchObject({
+      failureOf: { taskId: task.taskId, error: { message: 'first death' } },
+    });
+    // Running again, the task is no one's follow-up to make: no pass submits anything for it.
+    const [again] = await claimUntil(scheduler, agent, 1, 3_000);
+    expect(again?.taskId).toBe(task.taskId);
+    expect((await scheduler.reconcile({ everything: true })).followedUp).not.toContain(task.taskId);
     const listed = await scheduler.listTasks({ queue: 'cleanup', limit: 100 });
     expect(listed.tasks.filter((t) => t.failureOf?.taskId === task.taskId)).toHaveLength(1);
+  });
+
+  it('each death of a redriven task has its own onFailure, named in advance by the task', async () => {
+    const { scheduler } = stack;
+    const { task } = await scheduler.submit({
+      queue: 'work',
+      payload: {},
+      maxAttempts: 1,
+      onFailure: { queue: 'cleanup', payload: { undo: 'each' } },
+    });
+    const agent = await startAgent(scheduler, { queues: ['work'] });
+    const die = async (message: string) => {
+      const [claimed] = await claimUntil(scheduler, agent, 1, 3_000);
+      expect(claimed?.taskId).toBe(task.taskId);
+      await scheduler.fail(
+        { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: claimed?.leaseEpoch ?? 0 },
+        { message, retryable: false },
+      );
+    };
+    await die('first death');
+    // The first death keeps the key it always had: functions deployed before make the same task for it.
+    expect(onFailureTaskIdOf(task.taskId, 1)).toBe(onFailureTaskIdOf(task.taskId));
+    await scheduler.redrive(task.taskId);
+    await die('second death');
+    const second = await scheduler.getTask(onFailureTaskIdOf(task.taskId, 2));
+    expect(second).toMatchObject({
+      queue: 'cleanup',
+      failureOf: { taskId: task.taskId, error: { message: 'second death' } },
+    });
+    expect(taskView(await scheduler.getTask(task.taskId)).onFailureTaskId).toBe(second.taskId);
+    const listed = await scheduler.listTasks({ queue: 'cleanup', limit: 100 });
+    expect(
+      listed.tasks
+        .filter((t) => t.failureOf?.taskId === task.taskId)
+        .map((t) => t.failureOf?.error?.message)
+        .sort(),
+    ).toEqual(['first death', 'second death']);
   });
 
   it('a retry that could not start before the deadline is no retry: the task dies and its onFailure runs', async () => {
