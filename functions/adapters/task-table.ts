@@ -178,6 +178,7 @@ export function taskFromItem(item: Item): Task {
       error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
       lastFinish,
       claimId: optionalString(item.claimId),
+      readyAt: item.status === 'queued' ? optionalNumber(item.readyAt) : undefined,
       starvationLevel: optionalNumber(item.starvationLevel),
       needsAttention: item.needsAttention === true ? true : undefined,
       idempotencyKey: optionalString(item.idempotencyKey),

@@ -67,7 +67,13 @@ export function requeueClauses(e: Expression, now: number, requeue: Requeue): Cl
     // Back in its lane, if it has one (the `lanes` index needs `laneId` too).
     `${e.n('readyAt')} = ${e.v(requeue.claimableAt)}`,
   ];
-  const remove: string[] = [e.n('owner'), e.n('leaseDeadline')];
+  // Claimable anew: the starvation ladder starts again from `readyAt`, so a task that starves again is announced again.
+  const remove: string[] = [
+    e.n('owner'),
+    e.n('leaseDeadline'),
+    e.n('starvationLevel'),
+    e.n('needsAttention'),
+  ];
   if (requeue.claimableAt > now) set.push(`${e.n('notBefore')} = ${e.v(requeue.claimableAt)}`);
   else remove.push(e.n('notBefore'));
   if (requeue.sentNow) {

@@ -17,8 +17,11 @@ const thresholdsMs = (ctx: SchedulerContext) => [
   ctx.settings.starvation.attentionAfterSeconds * 1_000,
 ];
 
-/** Since when the task has been claimable. */
-const waitingSince = (task: Task) => Math.max(task.createdAt, task.notBefore ?? 0);
+/**
+ * Since when the task has been claimable: from the last transition that made it queued. A record written before that
+ * time was kept counts from its submit or its delay, as it did then.
+ */
+const waitingSince = (task: Task) => task.readyAt ?? Math.max(task.createdAt, task.notBefore ?? 0);
 
 /** When the task will cross its next threshold, or undefined at the top of the ladder. */
 export function nextStepAt(ctx: SchedulerContext, task: Task): number | undefined {

@@ -54,7 +54,13 @@ export interface Task {
   readonly lastFinish?: FinishRecord;
   /** The claim (client-chosen id) whose grant gave the current or last lease: a retried claim finds it by this. */
   readonly claimId?: string;
-  /** Steps of the starvation ladder taken: 1 promoted, 2 announced, 3 needs attention. */
+  /**
+   * While queued: since when it has been claimable (or from when it will be), set by every transition that makes it
+   * queued (submit, a requeue, a dependency's end, a redrive). Absent on records written before it was read: the
+   * ladder then counts from `max(createdAt, notBefore)`.
+   */
+  readonly readyAt?: number;
+  /** Steps of the starvation ladder taken: 1 promoted, 2 announced, 3 needs attention. Reset by every requeue. */
   readonly starvationLevel?: number;
   readonly needsAttention?: boolean;
   readonly idempotencyKey?: string;

@@ -111,7 +111,9 @@ export class FakeTaskStore implements Port.TaskStore {
     const existing = this.records.get(task.taskId);
     this.writes.push({ kind: 'create', taskId: task.taskId, ok: !existing });
     if (existing) return { created: false, existing: structuredClone(existing.task) };
-    this.records.set(task.taskId, { task: structuredClone(task), dueAt });
+    // As the table has it: a queued task is claimable from its delay's end, or from its submit.
+    const stored = task.status === 'queued' ? { ...task, readyAt: task.notBefore ?? task.createdAt } : task;
+    this.records.set(task.taskId, { task: structuredClone(stored), dueAt });
     return { created: true };
   }
 
@@ -151,6 +153,7 @@ export class FakeTaskStore implements Port.TaskStore {
       else next.claimId = grant.claimId;
       if (grant.queueSlots?.length) next.queueSlots = [...grant.queueSlots];
       else delete next.queueSlots;
+      delete next.readyAt;
       r.task = next;
       return true;
     });
@@ -484,8 +487,12 @@ function arrive(r: StoredTask, to: Port.Requeue | Port.Ending, now: number): voi
   const next: Mutable<Task> = { ...r.task, status: to.status, updatedAt: now };
   delete next.leaseDeadline;
   delete next.notBefore;
+  delete next.readyAt;
   if (to.status === 'queued') {
     delete next.owner;
+    delete next.starvationLevel;
+    delete next.needsAttention;
+    next.readyAt = to.claimableAt;
     if (to.claimableAt > now) next.notBefore = to.claimableAt;
     if (to.sentNow) {
       next.dispatchedAt = to.claimableAt;

@@ -437,7 +437,11 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const { store, now } = subject();
       const task = await taskIn('queued');
       const again = await store.create({ ...task, specHash: 'another' }, now());
-      expect(again).toEqual({ created: false, existing: task });
+      // Read back, a queued task says since when it is claimable: from its submit here.
+      expect(again).toEqual({
+        created: false,
+        existing: { ...task, readyAt: task.notBefore ?? task.createdAt },
+      });
     });
 
     it('counts each dependent once, however often it is linked', async () => {

@@ -2,6 +2,8 @@
  * The supervisor pass: the starvation ladder's steps in order, the warning for a queue no live agent serves,
  * paused queues left alone, and one cycle result.
  */
+
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
@@ -13,7 +15,7 @@ describe('supervisor pass', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       events: feed,
-      queues: ['starving', 'paused', 'served'],
+      queues: ['starving', 'paused', 'served', 'join', 'again', 'legacy'],
       settings: {
         reconcileAfterSeconds: 5,
         starvation: { promoteAfterSeconds: 10, announceAfterSeconds: 20, attentionAfterSeconds: 30 },
@@ -76,5 +78,78 @@ describe('supervisor pass', () => {
       reported = [...reported, ...(await scheduler.supervise()).noCapableAgent];
     }
     expect(reported).not.toContain('served');
+  });
+
+  it('a join that waited on its dependencies counts its wait from when it became claimable', async () => {
+    const { scheduler, clock } = stack;
+    const { task: first } = await scheduler.submit({ queue: 'join', payload: {} });
+    const { task: join } = await scheduler.submit({ queue: 'join', payload: {}, dependsOn: [first.taskId] });
+    // The join waits 15 s on its dependency, past the 10 s of the ladder's first rung.
+    clock.advance(15_000);
+    const agent = await startAgent(scheduler, { queues: ['join'] });
+    const [claimed] = await claimUntil(scheduler, agent, 1);
+    expect(claimed?.taskId).toBe(first.taskId);
+    await scheduler.complete({
+      agentId: agent.agentId,
+      taskId: first.taskId,
+      leaseEpoch: claimed?.leaseEpoch ?? 0,
+    });
+    expect((await scheduler.getTask(join.taskId)).status).toBe('queued');
+
+    clock.advance(6_000);
+    await scheduler.supervise();
+    expect((await scheduler.getTask(join.taskId)).starvationLevel).toBeUndefined();
+    clock.advance(5_000);
+    await scheduler.supervise();
+    expect((await scheduler.getTask(join.taskId)).starvationLevel).toBe(1);
+  });
+
+  it('a task that starves again after a requeue climbs the ladder again, and is announced again', async () => {
+    const { scheduler, clock } = stack;
+    const { task } = await scheduler.submit({ queue: 'again', payload: {}, priority: 'low' });
+    const climb = async () => {
+      const levels = [];
+      for (const seconds of [5, 6, 10, 10]) {
+        clock.advance(seconds * 1_000);
+        await scheduler.supervise();
+        levels.push((await scheduler.getTask(task.taskId)).starvationLevel ?? 0);
+      }
+      return levels;
+    };
+    expect(await climb()).toEqual([0, 1, 2, 3]);
+    const agent = await startAgent(scheduler, { queues: ['again'] });
+    const [claimed] = await claimUntil(scheduler, agent, 1);
+    expect(claimed?.taskId).toBe(task.taskId);
+    const released = await scheduler.release({
+      agentId: agent.agentId,
+      taskId: task.taskId,
+      leaseEpoch: claimed?.leaseEpoch ?? 0,
+    });
+    expect(released.task).toMatchObject({ status: 'queued' });
+    expect(released.task.starvationLevel).toBeUndefined();
+    expect(released.task.needsAttention).toBeUndefined();
+    expect(await climb()).toEqual([0, 1, 2, 3]);
+    const starved = feed
+      .read(0, 1_000)
+      .events.filter((e) => e.taskId === task.taskId && e.type === 'task.starved');
+    expect(starved).toHaveLength(2);
+  });
+
+  it('a queued record written before the claimable time was kept counts from its submit or its delay', async () => {
+    const { scheduler, clock, ctx, dynamodb } = stack;
+    const { task } = await scheduler.submit({ queue: 'legacy', payload: {} });
+    // As an older version left it: no `readyAt`.
+    await DynamoDBDocumentClient.from(dynamodb).send(
+      new UpdateCommand({
+        TableName: ctx.tasks.tableName,
+        Key: { taskId: task.taskId, part: 'state' },
+        UpdateExpression: 'REMOVE #readyAt',
+        ExpressionAttributeNames: { '#readyAt': 'readyAt' },
+      }),
+    );
+    expect((await ctx.tasks.get(task.taskId))?.readyAt).toBeUndefined();
+    clock.advance(11_000);
+    await scheduler.supervise();
+    expect((await scheduler.getTask(task.taskId)).starvationLevel).toBe(1);
   });
 });
