@@ -146,6 +146,8 @@ export interface IdleReport {
     readonly disconnectReplaced: StepUsage;
     /** AWS requests a keep-alive `ping` frame made: 0 (in AWS it goes to a mock route and reaches no function). */
     readonly keepAliveRequests: number;
+    /** What came back to the ping: the pong frame (`none` if nothing within 2 s). */
+    readonly keepAliveAnswer: string;
   };
   /** An idle agent's 30-day month in AWS, itemized. */
   readonly idleAgentMonth: {
@@ -533,10 +535,11 @@ export async function runIdle(options: IdleBenchOptions): Promise<IdleReport> {
       retryAfterMs: listeningRetryAfterMs,
     };
 
-    // A keep-alive: nothing.
+    // A keep-alive: a pong back, and no request.
     phase();
+    const pong = new Promise<string>((resolve) => first.once('message', (data) => resolve(String(data))));
     first.send(JSON.stringify({ type: 'ping' }));
-    await sleep(200);
+    const keepAliveAnswer = await Promise.race([pong, sleep(2_000).then(() => 'none')]);
     const keepAliveRequests = meter.requests.length;
 
     // A replacement, as the client makes one every 110 minutes: a ticket, a new socket, then the old one closed.
@@ -555,7 +558,8 @@ export async function runIdle(options: IdleBenchOptions): Promise<IdleReport> {
     const disconnectReplaced = perCall(usageOf('pushApi', handlerMs.pushApi ?? []), 1);
     second.close();
 
-    // The month. The client pings every 9 minutes and replaces its socket every 110; a Worker claims when a socket
+    // The month. The client pings on connect and every 9 minutes, each ping answered with a pong (two messages), and
+    // replaces its socket every 110; a Worker claims when a socket
     // opens, then waits the safety poll (20 minutes) between listening claims until the next socket: 5 safety polls
     // and 1 claim on connect per 110 minutes. Requests more than 60 s apart miss the authorizer's cache.
     const connectionMinutes = MONTH_MS / 60_000;
@@ -568,9 +572,9 @@ export async function runIdle(options: IdleBenchOptions): Promise<IdleReport> {
         ...ZERO,
         webSocket: PRICES.apiGateway.webSocketConnectionMinute,
       }),
-      item('keep-alive pings (mock route, no function)', keepAlives, {
+      item('keep-alive pings and their pongs (mock route, no function)', keepAlives + reconnects, {
         ...ZERO,
-        webSocket: PRICES.apiGateway.webSocketMessage,
+        webSocket: 2 * PRICES.apiGateway.webSocketMessage,
       }),
       item(
         'reconnect: ticket (HTTP, agent fn, authorizer, PutItem)',
@@ -645,6 +649,7 @@ export async function runIdle(options: IdleBenchOptions): Promise<IdleReport> {
         connect: connected,
         disconnectReplaced,
         keepAliveRequests,
+        keepAliveAnswer,
       },
       idleAgentMonth: {
         push,

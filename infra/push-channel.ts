@@ -4,7 +4,8 @@
  * HTTP API as itself (`?ticket=`), checked by a Lambda authorizer on `$connect` (API Gateway authorizes nothing
  * else on a WebSocket); the push-api function records the connection, forgets it on `$disconnect` and answers
  * client frames on `$default`. Keep-alive frames (`{"type":"ping"}`) go to a route of their own with a mock
- * integration and no route response: they keep the connection open and invoke nothing. Frames are sent back
+ * integration whose route response answers `{"type":"pong","version":1}`: they keep the connection open, tell the
+ * client its socket is alive, and invoke nothing. Frames are sent back
  * through the stage's management endpoint (`PostToConnection`), which only the functions that send may call.
  *
  * JSON access logs and default throttling on the stage, as on the HTTP API. API Gateway writes a WebSocket
@@ -15,8 +16,10 @@
 import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat, CfnAccount } from 'aws-cdk-lib/aws-apigateway';
 import {
+  CfnIntegrationResponse,
   LogGroupLogDestination,
   WebSocketApi,
+  type WebSocketIntegration,
   type WebSocketRoute,
   WebSocketStage,
 } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -29,6 +32,7 @@ import { type IGrantable, ManagedPolicy, PolicyStatement, Role, ServicePrincipal
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { PONG_FRAME } from '#domain/push';
 import type { Throttle } from './scheduler-api';
 
 export interface PushChannelProps {
@@ -124,16 +128,25 @@ export class PushChannel extends Construct {
     routes.set('$connect', this.webSocketApi.addRoute('$connect', { integration, authorizer }));
     routes.set('$disconnect', this.webSocketApi.addRoute('$disconnect', { integration }));
     routes.set('$default', this.webSocketApi.addRoute('$default', { integration }));
-    // A keep-alive needs an answer from nobody: a mock integration, and no route response so nothing is sent back.
-    routes.set(
-      'ping',
-      this.webSocketApi.addRoute('ping', {
-        integration: new WebSocketMockIntegration('Ping', {
-          requestTemplates: { $default: '{"statusCode": 200}' },
-          templateSelectionExpression: '\\$default',
-        }),
+    // A keep-alive is answered by API Gateway itself: a mock integration whose response is the pong frame. A socket
+    // that dies without a close reaching its client (a NAT forgetting it, a half-open TCP connection) is then
+    // noticed by the client at its next ping, rather than at its next safety poll.
+    const ping = this.webSocketApi.addRoute('ping', {
+      integration: new WebSocketMockIntegration('Ping', {
+        requestTemplates: { $default: '{"statusCode": 200}' },
+        templateSelectionExpression: '\\$default',
       }),
-    );
+      returnResponse: true,
+    });
+    const pingIntegration = ping.node.findChild('Ping') as WebSocketIntegration;
+    new CfnIntegrationResponse(this, 'PingResponse', {
+      apiId: this.webSocketApi.apiId,
+      integrationId: pingIntegration.integrationId,
+      integrationResponseKey: '$default',
+      templateSelectionExpression: '\\$default',
+      responseTemplates: { $default: JSON.stringify(PONG_FRAME) },
+    });
+    routes.set('ping', ping);
     this.routes = routes;
 
     this.connectionsArn = Stack.of(this).formatArn({

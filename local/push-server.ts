@@ -11,12 +11,22 @@ import type { SchedulerLog } from '#core/context';
 import type { PushSender } from '#core/ports/push-channel';
 import type { Scheduler } from '#core/scheduler';
 import { errorName } from '#domain/errors';
-import type { PushFrame } from '#domain/push';
+import { PONG_FRAME, type PushFrame } from '#domain/push';
 
 export const LOCAL_PUSH_PATH = '/v1/push';
 
 /** API Gateway's largest frame. */
 const MAX_FRAME_BYTES = 128 * 1024;
+
+/** Whether API Gateway would route the frame to `ping` (its route selection is `$request.body.type`). */
+function isPing(raw: string): boolean {
+  try {
+    const body = JSON.parse(raw) as unknown;
+    return typeof body === 'object' && body !== null && (body as { type?: unknown }).type === 'ping';
+  } catch {
+    return false;
+  }
+}
 
 /** Frames to the sockets this server holds, by connection id; a socket not held is gone. */
 export class LocalPushSender implements PushSender {
@@ -74,6 +84,11 @@ export function attachPushChannel(
           sender.sockets.set(connectionId, ws);
           ws.on('message', (data, isBinary) => {
             const raw = isBinary ? '' : data.toString();
+            // As API Gateway's `ping` route: answered with a pong, and no function runs.
+            if (isPing(raw)) {
+              ws.send(JSON.stringify(PONG_FRAME));
+              return;
+            }
             scheduler
               .answerPushFrame(connectionId, raw)
               .catch((error: unknown) => log.warn('a push frame failed', { error: errorName(error) }));

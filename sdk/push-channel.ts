@@ -1,6 +1,8 @@
 /**
  * The push channel's client: one WebSocket to the deployment, opened with a fresh single-use ticket each time,
- * kept alive with a `ping` frame every five minutes, replaced before API Gateway's two-hour limit (the new socket
+ * kept alive with a `ping` frame on connect and every nine minutes, dropped as dead when a ping goes unanswered
+ * (once the deployment has answered one: a deployment from before pongs answers none), replaced before API
+ * Gateway's two-hour limit (the new socket
  * opens before the old one closes, so no frame falls between them), and opened again with jittered exponential
  * backoff whenever it closes.
  *
@@ -20,6 +22,11 @@ export const PUSH_VERSION = 1;
 export const KEEP_ALIVE_MS = 9 * 60 * 1_000;
 /** API Gateway closes any WebSocket after 2 hours: a new one is opened this long after each connect. */
 export const RECONNECT_AFTER_MS = 110 * 60 * 1_000;
+/**
+ * A `ping` unanswered this long means the socket is dead, though no close reached us (a NAT that forgot it, a
+ * half-open TCP connection): API Gateway's mock route answers in milliseconds.
+ */
+export const PONG_TIMEOUT_MS = 10_000;
 /** A connect (ticket and handshake) that takes longer than this is abandoned and tried again. */
 const CONNECT_TIMEOUT_MS = 15_000;
 
@@ -50,6 +57,8 @@ export interface PushOptions {
   readonly WebSocket?: WebSocketConstructor;
   /** How often a `ping` frame keeps the socket open. @default 540000 (9 minutes) */
   readonly keepAliveMs?: number;
+  /** How long a `ping` may go unanswered before the socket counts as dead. @default 10000 */
+  readonly pongTimeoutMs?: number;
   /** How long after connecting a new socket replaces the old one. @default 6600000 (110 minutes) */
   readonly reconnectAfterMs?: number;
   /** Wait before connecting again after a close or a failed connect: doubling, jittered. @default 500 to 30000 */
@@ -189,6 +198,8 @@ interface Connection {
   phase: 'opening' | 'open' | 'retired' | 'closed';
   keepAlive?: ReturnType<typeof setInterval>;
   replaceTimer?: ReturnType<typeof setTimeout>;
+  /** Running while a `ping` waits for its pong. */
+  pongTimer?: ReturnType<typeof setTimeout>;
 }
 
 /** A socket closed before it opened, or a handshake that never finished. */
@@ -222,6 +233,8 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
   /** A connect loop is running (only one at a time). */
   private connecting = false;
   private readonly closedSignal = new AbortController();
+  /** The deployment answers pings: an unanswered one then means a dead socket. */
+  private pongsAnswered = false;
 
   constructor(options: PushChannelOptions) {
     super();
@@ -358,14 +371,12 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
     const previous = this.current;
     this.current = connection;
     this.stateNow = 'open';
-    connection.keepAlive = setInterval(() => {
-      if (connection.phase !== 'open') return;
-      try {
-        connection.socket.send(JSON.stringify({ type: 'ping' }));
-      } catch {
-        // A socket that cannot send is closing: its close event follows.
-      }
-    }, this.options.keepAliveMs ?? KEEP_ALIVE_MS);
+    // At once, so that a deployment that answers pings is known to, and the new socket is seen to work.
+    this.ping(connection);
+    connection.keepAlive = setInterval(
+      () => this.ping(connection),
+      this.options.keepAliveMs ?? KEEP_ALIVE_MS,
+    );
     unref(connection.keepAlive);
     connection.replaceTimer = setTimeout(() => {
       // Before the server's limit: a new socket first, then this one goes.
@@ -374,6 +385,29 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
     unref(connection.replaceTimer);
     if (previous) this.retire(previous);
     this.emitSafe('connected');
+  }
+
+  /** Sends a keep-alive, and drops the socket as dead if the deployment, which answers pings, leaves it unanswered. */
+  private ping(connection: Connection): void {
+    if (connection.phase !== 'open') return;
+    try {
+      connection.socket.send(JSON.stringify({ type: 'ping' }));
+    } catch {
+      // A socket that cannot send is closing: its close event follows.
+      return;
+    }
+    if (connection.pongTimer !== undefined) return;
+    connection.pongTimer = setTimeout(() => {
+      connection.pongTimer = undefined;
+      if (!this.pongsAnswered || connection.phase !== 'open') return;
+      try {
+        connection.socket.close(4000, 'no pong');
+      } catch {
+        // Closing a dead socket may throw; it is given up either way.
+      }
+      this.closedUnder(connection);
+    }, this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS);
+    unref(connection.pongTimer);
   }
 
   /** Stops using a socket and closes it; its close event then changes nothing. */
@@ -411,11 +445,18 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
   private stopTimers(connection: Connection): void {
     clearInterval(connection.keepAlive);
     clearTimeout(connection.replaceTimer);
+    clearTimeout(connection.pongTimer);
   }
 
   private received(connection: Connection, data: unknown): void {
     if (connection.phase !== 'open' && connection.phase !== 'retired') return;
     if (this.closed) return;
+    if (isPong(data)) {
+      this.pongsAnswered = true;
+      clearTimeout(connection.pongTimer);
+      connection.pongTimer = undefined;
+      return;
+    }
     const frame = parseFrame(data);
     if (frame) this.emitSafe('frame', frame);
   }
@@ -459,6 +500,17 @@ const TASK_END = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The answer to a `ping`: `{"type":"pong","version":1}`. */
+function isPong(data: unknown): boolean {
+  if (typeof data !== 'string' || !data.includes('pong')) return false;
+  try {
+    const value: unknown = JSON.parse(data);
+    return isRecord(value) && value.type === 'pong' && value.version === PUSH_VERSION;
+  } catch {
+    return false;
+  }
+}
 
 /** A frame this client understands, or undefined: not JSON, of another version, of an unknown type, malformed. */
 export function parseFrame(data: unknown): PushFrame | undefined {

@@ -48,7 +48,13 @@ export interface WakeFrame extends SdkWakeFrame {
 export type PushFrame = WakeFrame | RoleFrame | TaskFrame | SubscribedFrame | ErrorFrame;
 export type { ErrorFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
 
-/** Frames a client sends. `ping` keeps the socket open and is answered by nothing. */
+/**
+ * The answer to a `ping`, sent by API Gateway's mock route (no function runs) and by the local server alike: a client
+ * whose ping goes unanswered knows its socket is dead even when no close ever reached it.
+ */
+export const PONG_FRAME = { type: 'pong', version: PUSH_VERSION } as const;
+
+/** Frames a client sends. `ping` keeps the socket open and is answered with `PONG_FRAME`, by no function. */
 export const clientFrameSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ping') }),
   z.strictObject({

@@ -7,6 +7,7 @@
 import { Stack } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { PONG_FRAME } from '#domain/push';
 import type { AgentScheduler } from '../../infra/agent-scheduler';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
 import { synthExample } from '../helpers/synth';
@@ -74,14 +75,14 @@ describe('push channel', () => {
       expect(resources[apiRef().Ref]?.Properties.ProtocolType).toBe('WEBSOCKET');
     });
 
-    it('has exactly the routes $connect, $disconnect, $default and ping, and no route responses', () => {
+    it('has exactly the routes $connect, $disconnect, $default and ping, and a route response on ping only', () => {
       expect(ofPushApi('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties.RouteKey)).toEqual(
         expect.arrayContaining(['$connect', '$disconnect', '$default', 'ping']),
       );
       expect(ofPushApi('AWS::ApiGatewayV2::Route')).toHaveLength(4);
-      // A route response would send the mock's answer back to every keep-alive.
-      template.resourceCountIs('AWS::ApiGatewayV2::RouteResponse', 0);
-      template.resourceCountIs('AWS::ApiGatewayV2::IntegrationResponse', 0);
+      // The keep-alive is answered (a socket that no longer answers is dead); nothing else is.
+      template.resourceCountIs('AWS::ApiGatewayV2::RouteResponse', 1);
+      template.resourceCountIs('AWS::ApiGatewayV2::IntegrationResponse', 1);
     });
 
     it('the ticket authorizer is a REQUEST authorizer of the push authorizer function, on the ticket query string', () => {
@@ -118,10 +119,10 @@ describe('push channel', () => {
       expect(route.Properties.Target).toEqual(routeOf('$connect').Properties.Target);
     });
 
-    it('ping is answered by a mock integration and invokes no function', () => {
+    it('ping is answered with a pong by a mock integration and invokes no function', () => {
       const ping = routeOf('ping');
       expect(ping.Properties.AuthorizationType).toBe('NONE');
-      expect(ping.Properties.RouteResponseSelectionExpression).toBeUndefined();
+      expect(ping.Properties.RouteResponseSelectionExpression).toBe('$default');
       const integration = integrationOf(ping);
       expect(integration.Properties).toMatchObject({
         IntegrationType: 'MOCK',
@@ -129,6 +130,22 @@ describe('push channel', () => {
         RequestTemplates: { $default: '{"statusCode": 200}' },
         TemplateSelectionExpression: '\\$default',
       });
+      const logicalIdOf = (resource: Resource) =>
+        Object.entries(resources).find(([, r]) => r === resource)?.[0];
+      const [routeResponse] = ofPushApi('AWS::ApiGatewayV2::RouteResponse');
+      expect(routeResponse?.[1].Properties).toMatchObject({
+        RouteId: { Ref: logicalIdOf(ping) },
+        RouteResponseKey: '$default',
+      });
+      const [integrationResponse] = ofPushApi('AWS::ApiGatewayV2::IntegrationResponse');
+      const answered = integrationResponse?.[1].Properties as { ResponseTemplates: Record<string, string> };
+      expect(answered).toMatchObject({
+        IntegrationId: { Ref: logicalIdOf(integration) },
+        IntegrationResponseKey: '$default',
+        TemplateSelectionExpression: '\\$default',
+      });
+      // What the SDK reads as the answer: the pong frame, as the local server sends it.
+      expect(JSON.parse(answered.ResponseTemplates.$default ?? '')).toEqual(PONG_FRAME);
       // Only $connect, $disconnect and $default may invoke the push function (and the authorizer its own).
       const invokers = Object.values(resources)
         .filter(

@@ -36,6 +36,7 @@ describe('the idle benchmark', () => {
       m.listeningFirstClaim.requests['sqs:ReceiveMessage'] ?? 0,
     );
     expect(m.keepAliveRequests).toBe(0);
+    expect(JSON.parse(m.keepAliveAnswer)).toEqual({ type: 'pong', version: 1 });
     expect(m.ticket.requests).toEqual({ 'dynamodb:PutItem': 1 });
     expect(m.connectAuthorizer.requests).toEqual({ 'dynamodb:DeleteItem': 1, 'dynamodb:GetItem': 1 });
     expect(m.connect.requests['dynamodb:BatchWriteItem']).toBe(1);

@@ -51,19 +51,62 @@ describe('PushChannel', () => {
     expect(events).toEqual(['connected', 'disconnected', 'connected']);
   });
 
-  it('sends {"type":"ping"} every nine minutes while open (API Gateway closes idle sockets at ten), and nothing else', async () => {
+  it('sends {"type":"ping"} on connect and every nine minutes while open (API Gateway closes idle sockets at ten), and nothing else', async () => {
     vi.useFakeTimers();
     const { channel, sockets } = setup();
     channel.start();
     await vi.advanceTimersByTimeAsync(0);
     const socket = sockets.last();
     expect(channel.connected).toBe(true);
-    await vi.advanceTimersByTimeAsync(9 * 60_000 - 1);
-    expect(socket.sent).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
     expect(socket.sent).toEqual(['{"type":"ping"}']);
+    await vi.advanceTimersByTimeAsync(9 * 60_000 - 1);
+    expect(socket.sent).toEqual(['{"type":"ping"}']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.sent).toEqual(['{"type":"ping"}', '{"type":"ping"}']);
     await vi.advanceTimersByTimeAsync(18 * 60_000);
-    expect(socket.sent).toEqual(['{"type":"ping"}', '{"type":"ping"}', '{"type":"ping"}']);
+    expect(socket.sent).toHaveLength(4);
+    expect(new Set(socket.sent)).toEqual(new Set(['{"type":"ping"}']));
+  });
+
+  it('a socket that stops answering pings is dropped as dead and replaced, though no close reached it', async () => {
+    vi.useFakeTimers();
+    const { channel, sockets, events, frames } = setup();
+    channel.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const socket = sockets.last();
+    // The deployment answers the ping on connect: it is one that answers pings.
+    socket.receive({ type: 'pong', version: 1 });
+    expect(frames).toEqual([]);
+    // Then the socket dies silently: no close, no answer.
+    await vi.advanceTimersByTimeAsync(9 * 60_000);
+    expect(socket.sent).toHaveLength(2);
+    expect(events).toEqual(['connected']);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(events).toEqual(['connected', 'disconnected']);
+    expect(socket.closedByClient).toBe(true);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sockets.all).toHaveLength(2);
+    expect(channel.connected).toBe(true);
+    expect(events).toEqual(['connected', 'disconnected', 'connected']);
+  });
+
+  it('a socket whose pings are answered stays; a deployment that answers none (from before pongs) keeps its socket', async () => {
+    vi.useFakeTimers();
+    const answered = setup();
+    answered.channel.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const socket = answered.sockets.last();
+    for (let minute = 0; minute < 60; minute += 9) {
+      socket.receive({ type: 'pong', version: 1 });
+      await vi.advanceTimersByTimeAsync(9 * 60_000);
+    }
+    expect(answered.events).toEqual(['connected']);
+
+    const old = setup();
+    old.channel.start();
+    await vi.advanceTimersByTimeAsync(60 * 60_000);
+    expect(old.sockets.all).toHaveLength(1);
+    expect(old.events).toEqual(['connected']);
   });
 
   it('connects again after a close with jittered backoff, 0.5 s doubling to 30 s, and from 0.5 s once open', async () => {
@@ -142,9 +185,9 @@ describe('PushChannel', () => {
     expect(frames.map((f) => (f as { reason: string }).reason)).toEqual(['submitted', 'retry']);
     // Never down: two connections, no disconnection.
     expect(events).toEqual(['connected', 'connected']);
-    // Frames go on the new socket.
+    // Frames go on the new socket (after the ping it sent on connect).
     channel.send({ type: 'ping' });
-    expect(replacement.sent).toEqual(['{"type":"ping"}']);
+    expect(replacement.sent).toEqual(['{"type":"ping"}', '{"type":"ping"}']);
   });
 
   it('emits the frames it understands and ignores the rest', async () => {
