@@ -6,23 +6,15 @@
  * claim, checkpoint through a heartbeat, complete, fail and retry, fail for good, release, a role, and a session
  * opened twice, as a client whose first open's answer was lost opens it again.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
-import { build } from 'esbuild';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { LocalServer } from '#local/server';
+import { loadReleasedSdk, RELEASED_SDK_COMMIT } from '#test/released-sdk';
 import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 
-/** The last release: move it to each new release's commit, so that every change of the wire is tested against it. */
-const RELEASED_SDK_COMMIT = 'a158bc3d1e574f6216c0b5e9ca9c9cb96b84a16f';
-
-const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '../..');
 const OPERATOR = 'op_e2e-released-sdk';
 const QUEUE = 'released';
 /** The client test's own queue: no Worker of the other test takes its task. */
@@ -93,36 +85,6 @@ interface ReleasedSdk {
   NonRetryableError: new (message: string) => Error;
 }
 
-/** The released SDK's sources from the repository's history, bundled into `dir` and loaded. */
-async function loadReleasedSdk(dir: string): Promise<ReleasedSdk> {
-  const known = await run('git', ['cat-file', '-e', `${RELEASED_SDK_COMMIT}^{commit}`], { cwd: ROOT }).then(
-    () => true,
-    () => false,
-  );
-  if (!known) {
-    throw new Error(
-      `commit ${RELEASED_SDK_COMMIT} (the last release, whose SDK this test runs) is not in this clone's history: ` +
-        `fetch it (git fetch --unshallow, or git fetch origin ${RELEASED_SDK_COMMIT})`,
-    );
-  }
-  const archive = join(dir, 'sdk.tar');
-  await run('git', ['archive', '--format=tar', '-o', archive, RELEASED_SDK_COMMIT, 'sdk'], { cwd: ROOT });
-  await run('tar', ['-xf', archive, '-C', dir]);
-  const outfile = join(dir, 'released-sdk.mjs');
-  await build({
-    entryPoints: [join(dir, 'sdk/index.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile,
-    // Given to it below rather than found: the bundle lives outside this repository's node_modules.
-    external: ['ws'],
-    logLevel: 'silent',
-  });
-  return (await import(/* @vite-ignore */ pathToFileURL(outfile).href)) as ReleasedSdk;
-}
-
 describe(`the SDK released at ${RELEASED_SDK_COMMIT.slice(0, 7)} against the current server`, () => {
   let dir: string;
   let sdk: ReleasedSdk;
@@ -134,7 +96,7 @@ describe(`the SDK released at ${RELEASED_SDK_COMMIT.slice(0, 7)} against the cur
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'released-sdk-'));
     [sdk, stack] = await Promise.all([
-      loadReleasedSdk(dir),
+      loadReleasedSdk<ReleasedSdk>(dir),
       // No backoff between attempts (random 0), so a retried failure runs again at once.
       createTestStack({
         random: () => 0,

@@ -3,7 +3,6 @@
  * with its id answers the session it made, a copy of an older open cannot end a later session, what a replaced
  * session held is never erased before it is taken back, and no open lands after its agent was revoked.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +12,10 @@ import { sessionLeaseId } from '#adapters/session-table';
 import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { isSessionLive } from '#domain/task';
 import { type LocalServer, startLocalServer } from '#local/server';
+import { loadReleasedSdk } from '#test/released-sdk';
 import { claimUntil, createTestStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_test-operator-token';
-/** The last release, whose SDK sends no open id and reads lost tasks by id only. */
-const RELEASE = 'a158bc3';
 
 const rejection = (call: Promise<unknown>): Promise<unknown> =>
   call.then(
@@ -211,8 +209,8 @@ describe('opening a session', () => {
       log: { info() {}, warn() {}, error() {} },
     });
     try {
-      execFileSync('sh', ['-c', `git archive ${RELEASE} sdk | tar -x -C "${dir}"`]);
-      const sdk = (await import(join(dir, 'sdk', 'index.ts'))) as typeof import('#sdk/index');
+      // That release's SDK sends no open id and reads lost tasks by id only.
+      const sdk = await loadReleasedSdk<typeof import('#sdk/index')>(dir);
       const operator = new sdk.AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
       const created = await operator.createAgent({ name: 'released', queues: ['release'] });
       const client = new sdk.AgentSchedulerClient({ endpoint: server.url, token: created.token ?? '' });
