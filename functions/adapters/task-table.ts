@@ -380,7 +380,9 @@ export class TaskTable implements TaskStore {
    * item never promises more than its records hold. Each item's update is conditional on the item existing (an
    * update would otherwise create one) and on its time being earlier, so it extends only. DynamoDB bills an update
    * by the whole item: a payload item holds at most about 10 KB (a larger payload is an object), so 1 to 11 write
-   * units, each input the size of the result it keeps, each link of a waiting task 1 unit.
+   * units, each input 1 unit (or the size of the result it copies, if written before results were kept once),
+   * each result it names the size of that result (at most once per dependent's 10.5 days of life, and not at all
+   * once another dependent kept it as long), each link of a waiting task 1 unit.
    */
   async keepPayload(task: PayloadHolder, purgeAt: number): Promise<void> {
     if (task.payloadInObject) {
@@ -423,7 +425,11 @@ export class TaskTable implements TaskStore {
     }
   }
 
-  /** The keys of the inputs kept for a task (projected, though a query bills the whole items it reads). */
+  /**
+   * The keys of the inputs kept for a task, and of the results they name (kept once in their dependency's
+   * partition, for every dependent): a result must last as long as the longest-lived dependent that will read it.
+   * Projected, though a query bills the whole items it reads.
+   */
   private async inputKeys(taskId: string): Promise<Item[]> {
     const keys: Item[] = [];
     let startKey: Item | undefined;
@@ -433,12 +439,15 @@ export class TaskTable implements TaskStore {
         new QueryCommand({
           TableName: this.tableName,
           KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
-          ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
+          ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}, ${e.n('dependencyId')}, ${e.n('resultKept')}`,
           ExclusiveStartKey: startKey,
           ...e.attributes(),
         }),
       );
-      keys.push(...(output.Items ?? []));
+      for (const item of output.Items ?? []) {
+        keys.push({ taskId: item.taskId, part: item.part });
+        if (item.resultKept === true) keys.push({ taskId: String(item.dependencyId), part: RESULT_PART });
+      }
       startKey = output.LastEvaluatedKey;
     } while (startKey);
     return keys;

@@ -137,6 +137,38 @@ describe('payload lifetimes', () => {
     expect(await scheduler.getTask(onFailureTaskIdOf(dependent.taskId))).toMatchObject({ queue: 'hooks' });
   });
 
+  it('a result kept once for its dependents lasts as long as a dependent that waits 60 days on another dependency', async () => {
+    const { scheduler } = stack;
+    await scheduler.pauseQueue('paused');
+    const { task: early } = await scheduler.submit({ queue: 'deps', payload: { step: 'early' } });
+    const { task: late } = await scheduler.submit({ queue: 'paused', payload: { step: 'late' } });
+    const { task: join } = await scheduler.submit({
+      queue: 'deps',
+      payload: { step: 'join' },
+      dependsOn: [early.taskId, late.taskId],
+    });
+    const { agentId } = await startAgent(scheduler, { queues: ['deps', 'paused'] });
+    const first = await claimOne(agentId, early.taskId);
+    await scheduler.complete(
+      { agentId, taskId: early.taskId, leaseEpoch: first?.leaseEpoch ?? 0 },
+      'early result',
+    );
+    // The join waits on the paused one for 60 days: past the early result's first purge time.
+    for (let day = 0; day < 60; day += 3) await passDays(3);
+    await scheduler.resumeQueue('paused');
+    await scheduler.reconcile({ everything: true });
+    const second = await claimOne(agentId, late.taskId);
+    await scheduler.complete(
+      { agentId, taskId: late.taskId, leaseEpoch: second?.leaseEpoch ?? 0 },
+      'late result',
+    );
+    const claimed = await claimOne(agentId, join.taskId);
+    expect(claimed?.dependencies).toMatchObject({
+      [early.taskId]: { status: 'succeeded', result: 'early result' },
+      [late.taskId]: { status: 'succeeded', result: 'late result' },
+    });
+  });
+
   it('a task in a queue paused for 40 days is claimed with its payload once the queue resumes', async () => {
     const { scheduler } = stack;
     await scheduler.pauseQueue('paused');
