@@ -232,7 +232,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       let sessionId = '';
       let beating: ReturnType<typeof setInterval> | undefined;
       const open = async () => {
-        for (;;) {
+        // Until the run stops: an agent whose opens keep failing must not keep the run from ending and reporting.
+        while (!stopping) {
           const opened = await record({ op: 'open', agentId }, () => scheduler.openSession(agentId));
           if (opened.ok) {
             sessionId = opened.value.sessionId;
