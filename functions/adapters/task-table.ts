@@ -432,6 +432,19 @@ export class TaskTable implements TaskStore {
    */
   private async inputKeys(taskId: string): Promise<Item[]> {
     const keys: Item[] = [];
+    const projected = ['taskId', 'part', 'dependencyId', 'resultKept'];
+    for await (const item of this.inputItems(taskId, { projected, consistent: false })) {
+      keys.push({ taskId: item.taskId, part: item.part });
+      if (item.resultKept === true) keys.push({ taskId: String(item.dependencyId), part: RESULT_PART });
+    }
+    return keys;
+  }
+
+  /** The input items kept for a task, page after page (a query bills the whole items it reads, projected or not). */
+  private async *inputItems(
+    taskId: string,
+    options: { projected?: readonly string[]; consistent: boolean },
+  ): AsyncGenerator<Item> {
     let startKey: Item | undefined;
     do {
       const e = new Expression();
@@ -439,18 +452,17 @@ export class TaskTable implements TaskStore {
         new QueryCommand({
           TableName: this.tableName,
           KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
-          ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}, ${e.n('dependencyId')}, ${e.n('resultKept')}`,
+          ...(options.projected
+            ? { ProjectionExpression: options.projected.map((name) => e.n(name)).join(', ') }
+            : {}),
           ExclusiveStartKey: startKey,
+          ...(options.consistent ? { ConsistentRead: true } : {}),
           ...e.attributes(),
         }),
       );
-      for (const item of output.Items ?? []) {
-        keys.push({ taskId: item.taskId, part: item.part });
-        if (item.resultKept === true) keys.push({ taskId: String(item.dependencyId), part: RESULT_PART });
-      }
+      yield* output.Items ?? [];
       startKey = output.LastEvaluatedKey;
     } while (startKey);
-    return keys;
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
@@ -937,32 +949,16 @@ export class TaskTable implements TaskStore {
 
   async inputsOf(taskId: string): Promise<Map<string, StoredInput>> {
     const inputs = new Map<string, StoredInput>();
-    let startKey: Item | undefined;
-    do {
-      const e = new Expression();
-      const output = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-          ...e.attributes(),
-        }),
-      );
-      for (const item of output.Items ?? []) {
-        const resultJson = payloadJsonOf(item);
-        const error = item.error as TaskError | undefined;
-        inputs.set(String(item.dependencyId), {
-          status: item.status as DependencyOutcome['status'],
-          ...(item.resultKept === true ? { resultKept: true as const } : {}),
-          ...(resultJson === undefined ? {} : { result: JSON.parse(resultJson) }),
-          ...(error
-            ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } }
-            : {}),
-        });
-      }
-      startKey = output.LastEvaluatedKey;
-    } while (startKey);
+    for await (const item of this.inputItems(taskId, { consistent: true })) {
+      const resultJson = payloadJsonOf(item);
+      const error = item.error as TaskError | undefined;
+      inputs.set(String(item.dependencyId), {
+        status: item.status as DependencyOutcome['status'],
+        ...(item.resultKept === true ? { resultKept: true as const } : {}),
+        ...(resultJson === undefined ? {} : { result: JSON.parse(resultJson) }),
+        ...(error ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } } : {}),
+      });
+    }
     return inputs;
   }
 
