@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLeaseId } from '#adapters/session-table';
 import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { isSessionLive } from '#domain/task';
-import { type LocalServer, startLocalServer } from '#local/server';
+import type { LocalServer } from '#local/server';
 import { loadReleasedSdk } from '#test/released-sdk';
-import { claimUntil, createTestStack, type TestStack, waitFor } from '#test/stack';
+import { claimUntil, createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_test-operator-token';
 
@@ -201,13 +201,7 @@ describe('opening a session', () => {
   it('the SDK of the last release opens, runs a task and reopens against this server', async () => {
     // Prepare: that release's SDK sources, as they were (the SDK imports nothing outside itself).
     const dir = mkdtempSync(join(tmpdir(), 'sdk-release-'));
-    const server: LocalServer = await startLocalServer({
-      scheduler: stack.scheduler,
-      agents: stack.ctx.agents,
-      operatorToken: OPERATOR,
-      port: 0,
-      log: { info() {}, warn() {}, error() {} },
-    });
+    const server: LocalServer = await serveStack(stack, OPERATOR);
     try {
       // That release's SDK sends no open id and reads lost tasks by id only.
       const sdk = await loadReleasedSdk<typeof import('#sdk/index')>(dir);
@@ -242,13 +236,7 @@ describe('opening a session', () => {
   });
 
   it('over HTTP, an open id is optional, checked, and sent again returns the same session', async () => {
-    const server: LocalServer = await startLocalServer({
-      scheduler: stack.scheduler,
-      agents: stack.ctx.agents,
-      operatorToken: OPERATOR,
-      port: 0,
-      log: { info() {}, warn() {}, error() {} },
-    });
+    const server: LocalServer = await serveStack(stack, OPERATOR);
     try {
       const call = async (path: string, token: string, body?: unknown) => {
         const response = await fetch(`${server.url}${path}`, {
