@@ -898,7 +898,10 @@ export class TaskTable implements TaskStore {
           dependencyId,
           status: outcome.status,
           ...(outcome.error ? { error: outcome.error } : {}),
-          ...(outcome.resultKept ? { resultKept: true } : {}),
+          // The released functions read an input's result from `payload` and know nothing of `resultKept`: an
+          // empty one makes them fail (the claim is retried, and answered by a current function) where they would
+          // hand the outcome over without its result, during a deploy or after a rollback.
+          ...(outcome.resultKept ? { resultKept: true, payload: '' } : {}),
           ...(outcome.result === undefined ? {} : payloadAttributes(JSON.stringify(outcome.result))),
           purgeAt,
         },
@@ -950,7 +953,7 @@ export class TaskTable implements TaskStore {
   async inputsOf(taskId: string): Promise<Map<string, StoredInput>> {
     const inputs = new Map<string, StoredInput>();
     for await (const item of this.inputItems(taskId, { consistent: true })) {
-      const resultJson = payloadJsonOf(item);
+      const resultJson = item.resultKept === true ? undefined : payloadJsonOf(item);
       const error = item.error as TaskError | undefined;
       inputs.set(String(item.dependencyId), {
         status: item.status as DependencyOutcome['status'],

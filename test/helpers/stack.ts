@@ -160,6 +160,12 @@ export interface TestStack {
   readonly faults: { readonly dynamodb: FaultPlan; readonly sqs: FaultPlan };
   readonly dynamodb: ReturnType<typeof localDynamoDbClient>;
   readonly sqs: ReturnType<typeof localSqsClient>;
+  /** What the stack's context was built from, for code that builds its own on the same tables and queues. */
+  readonly wiring: {
+    readonly tables: ReturnType<typeof tableNamesFor>;
+    readonly queues: Awaited<ReturnType<typeof provisionQueues>>;
+    readonly settings: Partial<SchedulerSettings>;
+  };
   /**
    * A scheduler on the same tables and queues with different clients, as a second function instance is; `now`
    * gives it a clock of its own (e.g. one that decided a write before a time the stack's clock has passed).
@@ -233,6 +239,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     faults,
     dynamodb,
     sqs,
+    wiring: { tables, queues: directory, settings },
     sibling: (sibling = {}) => {
       const clients = {
         dynamodb: localDynamoDbClient(inject('dynamodbEndpoint')),

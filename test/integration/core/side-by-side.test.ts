@@ -1,0 +1,117 @@
+/**
+ * The released functions beside the current ones, on the same tables: during a deploy the functions are replaced
+ * one by one, and after a rollback the released ones read what the current ones wrote. A record the released code
+ * cannot read right must make it fail (the call is retried and served by a current function), never answer wrong.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadReleasedFunctions } from '#test/released-sdk';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+/** What these tests use of the released scheduler. */
+interface ReleasedScheduler {
+  claim(input: {
+    agentId: string;
+    sessionId: string;
+    max?: number;
+    claimId?: string;
+  }): Promise<{ taskId: string; leaseEpoch: number; dependencies?: Record<string, unknown> }[]>;
+  complete(
+    lease: { agentId: string; taskId: string; leaseEpoch: number },
+    result?: unknown,
+  ): Promise<unknown>;
+}
+
+describe('the released functions beside the current ones', () => {
+  let stack: TestStack;
+  let dir: string;
+  let released: ReleasedScheduler;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'released-functions-'));
+    stack = await createTestStack({ queues: ['side'] });
+    const { createContext, Scheduler } = await loadReleasedFunctions<unknown, ReleasedScheduler>(dir);
+    released = new Scheduler(
+      createContext({ dynamodb: stack.dynamodb, sqs: stack.sqs, ...stack.wiring, now: stack.clock.now }),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await stack.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a released claim never hands a dependent its dependency’s outcome without the result kept once for it', async () => {
+    // Prepare: a dependency that succeeds with a result; its dependent's input names the result kept once.
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['side'], maxConcurrency: 5 });
+    const { task: dependency } = await scheduler.submit({ queue: 'side', payload: { step: 1 } });
+    const { task: dependent } = await scheduler.submit({
+      queue: 'side',
+      payload: { step: 2 },
+      dependsOn: [dependency.taskId],
+    });
+    const [first] = await claimUntil(scheduler, agent, 1, 3_000);
+    const result = { summary: 'x'.repeat(2_000) };
+    await scheduler.complete(
+      { agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 },
+      result,
+    );
+
+    // Act: the released claim function serves the dependent's claim first; the call is then retried (same claim
+    // id), as the SDK retries a claim that failed, and a current function serves it.
+    const claimId = 'claim-side-by-side-1';
+    let releasedAnswer: Awaited<ReturnType<ReleasedScheduler['claim']>> | undefined;
+    let releasedError: unknown;
+    for (let i = 0; i < 50 && releasedAnswer === undefined && releasedError === undefined; i++) {
+      await released.claim({ ...agent, claimId }).then(
+        (answer) => {
+          if (answer.length > 0) releasedAnswer = answer;
+        },
+        (error: unknown) => {
+          releasedError = error;
+        },
+      );
+    }
+    const retried = await scheduler.claim({ ...agent, claimId });
+
+    // Assess: the released function failed rather than answer without the result; the retry carries it.
+    expect(releasedAnswer).toBeUndefined();
+    expect(releasedError).toBeInstanceOf(Error);
+    expect(retried).toEqual([
+      expect.objectContaining({
+        taskId: dependent.taskId,
+        dependencies: { [dependency.taskId]: { status: 'succeeded', result } },
+      }),
+    ]);
+  });
+
+  it('a dependency completed by a released function hands its result to the dependent claimed by a current one', async () => {
+    // Prepare: the released complete function copies the result into the dependent's input.
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['side'], maxConcurrency: 5 });
+    const { task: dependency } = await scheduler.submit({ queue: 'side', payload: { step: 1 } });
+    const { task: dependent } = await scheduler.submit({
+      queue: 'side',
+      payload: { step: 2 },
+      dependsOn: [dependency.taskId],
+    });
+    const [first] = await claimUntil(scheduler, agent, 1, 3_000);
+    const result = { summary: 'y'.repeat(2_000) };
+    await released.complete(
+      { agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 },
+      result,
+    );
+
+    // Act
+    const claimed = await claimUntil(scheduler, agent, 1, 3_000);
+
+    // Assess
+    expect(claimed).toEqual([
+      expect.objectContaining({
+        taskId: dependent.taskId,
+        dependencies: { [dependency.taskId]: { status: 'succeeded', result } },
+      }),
+    ]);
+  });
+});
