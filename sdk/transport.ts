@@ -192,7 +192,12 @@ function responseError(outcome: Extract<Attempt, { kind: 'response' }>): AgentSc
 }
 
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // The work goes on unwatched: its failure (a fetch given an ended signal fails) must not go unhandled, which
+    // ends a Node process.
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

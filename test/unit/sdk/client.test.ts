@@ -317,6 +317,31 @@ describe('requests', () => {
     expect(bodies[1]?.claimId).toBe(bodies[0]?.claimId);
   });
 
+  it('a call whose signal ends while its request is signed fails, and leaves no rejection unhandled', async () => {
+    // A Worker's child submission or heartbeat carries its task's signal, which may end at any moment: here while
+    // the request is signed, so the fetch is given a signal already ended and fails at once.
+    const controller = new AbortController();
+    const fetch: typeof globalThis.fetch = async (_input, init) => {
+      throw init?.signal?.reason ?? new Error('aborted');
+    };
+    const signer = async (request: Request) => {
+      controller.abort(new Error('the task was aborted'));
+      return request;
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(
+        clientWith(fetch, { signer }).heartbeat({ sessionId: 's_1' }, { signal: controller.signal }),
+      ).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it.each<[string, (c: AgentSchedulerClient) => Promise<unknown>, string, string, unknown, unknown]>([
     ['getTask', (c) => c.getTask('t/1'), 'GET', '/prod/v1/tasks/t%2F1', { task: TASK }, TASK],
     ['cancelTask', (c) => c.cancelTask('t_1'), 'POST', '/prod/v1/tasks/t_1/cancel', { task: TASK }, TASK],
