@@ -1,15 +1,17 @@
 /**
  * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--lease-ttl-seconds T]
- * [--reconcile-after-seconds R] [--late-share F] [--json]`
- * (`--lease-ttl-seconds`, `--reconcile-after-seconds` and `--late-share`, the share of requests delivered late,
- * are read in the HTTP mode; `--dag`, the tasks of a random workflow run beside the flat ones, default 1,000, in
- * the in-process mode).
+ * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--json]`
+ * (`--lease-ttl-seconds`, `--reconcile-after-seconds`, `--late-share`, the share of requests delivered late,
+ * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, and `--seeds`, a range of seeds run
+ * one after another with a line of figures each, are read in the HTTP mode; `--dag`, the tasks of a random workflow
+ * run beside the flat ones, default 1,000, in the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
  * violation.
  */
 import { parseArgs } from 'node:util';
+import { summaryLines } from './http-report';
 import { runChaos } from './run-chaos';
 import { runHttpChaos } from './run-http-chaos';
 
@@ -26,6 +28,8 @@ const { values } = parseArgs({
     'lease-ttl-seconds': { type: 'string', default: '2' },
     'reconcile-after-seconds': { type: 'string', default: '2' },
     'late-share': { type: 'string', default: '0.01' },
+    sizes: { type: 'string', default: 'small' },
+    seeds: { type: 'string' },
   },
 });
 
@@ -47,18 +51,40 @@ const share = (name: string, value: string | undefined, max: number): number => 
   return n;
 };
 
+/** `--seeds 1-5` (or one seed, `--seeds 3`): the seeds to run one after another; `--seed` when absent. */
+const seedsOf = (range: string | undefined): number[] => {
+  if (range === undefined) return [integer('seed', values.seed, 0, 2 ** 31)];
+  const [from, to = from] = range.split('-');
+  const first = integer('seeds', from, 0, 2 ** 31);
+  const last = integer('seeds', to, first, first + 1_000);
+  return Array.from({ length: last - first + 1 }, (_, i) => first + i);
+};
+
 if (values.mode === 'http') {
-  const report = await runHttpChaos({
-    tasks: integer('tasks', values.tasks, 1, 1_000_000),
-    agents: integer('agents', values.agents, 1, 1_000),
-    seed: integer('seed', values.seed, 0, 2 ** 31),
-    leaseTtlSeconds: integer('lease-ttl-seconds', values['lease-ttl-seconds'], 2, 3_600),
-    reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
-    lateShare: share('late-share', values['late-share'], 0.5),
-    drainTimeoutMs: 300_000,
-  });
-  console.log(values.json ? JSON.stringify(report) : JSON.stringify(report, null, 2));
-  process.exit(report.violations === 0 ? 0 : 1);
+  if (values.sizes !== 'small' && values.sizes !== 'agent') {
+    console.error('--sizes must be small or agent');
+    process.exit(2);
+  }
+  const sizes = values.sizes;
+  const seeds = seedsOf(values.seeds);
+  let violations = 0;
+  for (const seed of seeds) {
+    const report = await runHttpChaos({
+      tasks: integer('tasks', values.tasks, 1, 1_000_000),
+      agents: integer('agents', values.agents, 1, 1_000),
+      seed,
+      sizes,
+      leaseTtlSeconds: integer('lease-ttl-seconds', values['lease-ttl-seconds'], 2, 3_600),
+      reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
+      lateShare: share('late-share', values['late-share'], 0.5),
+      drainTimeoutMs: 300_000,
+    });
+    violations += report.violations;
+    if (values.json) console.log(JSON.stringify(report));
+    else if (seeds.length > 1 || report.violations === 0) console.log(summaryLines(report).join('\n'));
+    else console.log(JSON.stringify(report, null, 2));
+  }
+  process.exit(violations === 0 ? 0 : 1);
 }
 if (values.mode !== 'inprocess') {
   console.error('--mode must be inprocess or http');

@@ -1,0 +1,195 @@
+/**
+ * The network of the HTTP chaos run: each agent's `fetch`, with faults drawn from the seed, and the count of every
+ * fault by its kind and by the route it fell on.
+ *
+ * Faults, on every agent request while the faults last (the shares are those of the busy routes; the routes an
+ * agent calls a few times a run — the session open, roles, releases, children — get `rareRouteBoost` times them,
+ * so every kind of fault lands on every route in a run of a few thousand tasks):
+ * - 503 before the request reaches the server (3 %); the SDK retries;
+ * - the request hangs until the per-attempt timeout (1 %);
+ * - the request is served and its answer lost (3 %); the SDK retries, so a claim, open, completion, child submit
+ *   or role call that committed is sent again;
+ * - the request is held in the network: the attempt times out, and the server gets it 0.5 to 6 s later
+ *   (`lateShare`, 1 %), after the SDK's retry of it;
+ * - an agent cut off (every request hangs) for longer than the lease's time to live; see the workload.
+ *
+ * Whatever the draws, the first request of each route while the faults last is delivered late and the next one that
+ * reaches the server loses its answer, so a short run too sends every route again after the server acted on it.
+ */
+import { ROUTES } from '../functions/http/routes';
+import type { ClaimAnswer } from './history';
+
+/** Faults by kind, and by kind and where they fell (a route's operation, a store write's kind). */
+export class FaultCounts {
+  readonly byKind: Record<string, number> = {};
+  readonly byWhere: Record<string, Record<string, number>> = {};
+
+  count(kind: string, where?: string): void {
+    this.byKind[kind] = (this.byKind[kind] ?? 0) + 1;
+    if (where === undefined) return;
+    const places = this.byWhere[kind] ?? {};
+    places[where] = (places[where] ?? 0) + 1;
+    this.byWhere[kind] = places;
+  }
+}
+
+const AGENT_ROUTES = ROUTES.filter((route) => route.access === 'agent').map((route) => ({
+  method: route.method,
+  pattern: new RegExp(`^${route.path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  operation: route.operation,
+}));
+
+/** The operation of an agent route, as the route table names it; a heartbeat carrying checkpoints is told apart. */
+export function operationOf(method: string, url: string, body: string | undefined): string {
+  const path = new URL(url).pathname;
+  const operation =
+    AGENT_ROUTES.find((route) => route.method === method && route.pattern.test(path))?.operation ?? path;
+  if (operation === 'heartbeat' && body && /"checkpoints":\[\{/.test(body)) return 'heartbeatWithCheckpoints';
+  return operation;
+}
+
+/** The routes an agent calls a few times a run, where a share of faults would land a handful of times at most. */
+const RARE = new Set([
+  'openSession',
+  'releaseTask',
+  'submitChildTask',
+  'submitChildTasks',
+  'registerRole',
+  'volunteerForRole',
+  'releaseRole',
+  'withdrawFromRole',
+]);
+
+/**
+ * A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as if it
+ * did not exist (TaskNotFound on an agent route). Counted whether or not the answer reaches its agent.
+ */
+const refusedAsStale = (status: number, text: string): boolean =>
+  (status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
+  (status === 404 && /"code":"TaskNotFound"/.test(text));
+
+/** Waits for the abort of an attempt's signal, then fails as fetch does. */
+export const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: number) =>
+  new Promise<never>((_, reject) => {
+    const fail = () => reject(signal?.reason ?? new DOMException('aborted', 'AbortError'));
+    if (signal?.aborted) return fail();
+    signal?.addEventListener('abort', fail, { once: true });
+    setTimeout(fail, limitMs);
+  });
+
+export interface NetworkOptions {
+  readonly random: () => number;
+  readonly faultsOn: () => boolean;
+  readonly faults: FaultCounts;
+  /** Per-attempt timeout of the agents' clients: a hung request fails after it. */
+  readonly attemptTimeoutMs: number;
+  /** Share of requests held in the network and delivered late. @default 0.01 */
+  readonly lateShare?: number;
+  /** The routes (paths) whose requests may be delivered late. @default every agent route */
+  readonly lateRoutes?: readonly string[];
+  /** How late such a request reaches the server, in ms. @default 500 to 6,000 */
+  readonly lateDelayMs?: { readonly min: number; readonly max: number };
+  /** How many times the shares are on the rarely called routes. @default 5 */
+  readonly rareRouteBoost?: number;
+}
+
+/** The agents' network: a faulty fetch per agent, and what it saw the server answer. */
+export function faultyNetwork(options: NetworkOptions) {
+  const { random, faults } = options;
+  const claimAnswers: ClaimAnswer[] = [];
+  const seen = { requests: 0, staleRejected: 0 };
+  /** Requests of each route while the faults last. */
+  const sent: Record<string, number> = {};
+  /** Notes what the server answered to a claim, before the answer can be lost. */
+  const noteAnswer = (operation: string, claimId: string | undefined, status: number, text: string) => {
+    if (refusedAsStale(status, text)) seen.staleRejected++;
+    if (operation !== 'claimTasks' || status !== 200 || !claimId) return;
+    const answer = JSON.parse(text) as { tasks?: { taskId: string; leaseEpoch: number }[] };
+    if (answer.tasks)
+      claimAnswers.push({ claimId, granted: answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`) });
+  };
+
+  /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
+  const fetchFor = (agent: { readonly cutOffUntil: number }): typeof fetch => {
+    return async (input, init) => {
+      seen.requests++;
+      const signal = init?.signal;
+      const request = input instanceof Request ? input : undefined;
+      const url = request ? request.url : String(input);
+      const method = request ? request.method : (init?.method ?? 'GET');
+      const body = request
+        ? await request.clone().text()
+        : typeof init?.body === 'string'
+          ? init.body
+          : undefined;
+      const operation = operationOf(method, url, body);
+      const claimId =
+        operation === 'claimTasks' && body ? (JSON.parse(body) as { claimId?: string }).claimId : undefined;
+      // A cut-off, once begun, lasts its time even after the other faults stop.
+      if (Date.now() < agent.cutOffUntil) {
+        faults.count('agentCutOffRequest');
+        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
+      }
+      const boost = RARE.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
+      const lateShare = options.lateShare ?? 0.01;
+      const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
+      // The shares, one after another on the unit interval.
+      const unavailable = 0.03 * boost;
+      const hung = unavailable + 0.01 * boost;
+      const answerLost = hung + 0.03 * boost;
+      const late = answerLost + (lateRoute ? lateShare * boost : 0);
+      if (options.faultsOn()) sent[operation] = (sent[operation] ?? 0) + 1;
+      // Until a route has had a request delivered late and one whose answer was lost, its next request is.
+      const forceLate = lateRoute && lateShare > 0 && !faults.byWhere.deliveredLate?.[operation];
+      const forceLost = !forceLate && !faults.byWhere.answerLost?.[operation];
+      const draw = !options.faultsOn() ? 1 : forceLate ? answerLost : forceLost ? hung : random();
+      if (draw < unavailable) {
+        faults.count('unavailableBeforeDelivery', operation);
+        return new Response(JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'injected' } }), {
+          status: 503,
+          headers: { 'content-type': 'application/json' },
+        });
+      }
+      if (draw < hung) {
+        faults.count('requestHung', operation);
+        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
+      }
+      if (draw >= answerLost && draw < late) {
+        // Held in the network: the attempt gives up, the server gets the request later all the same. What it
+        // answers then reaches nobody (a late claim may lease what the agent never hears of: its session's held
+        // tasks are reconciled).
+        faults.count('deliveredLate', operation);
+        const { signal: _attempt, ...rest } = init ?? {};
+        const delay = options.lateDelayMs ?? { min: 500, max: 6_000 };
+        setTimeout(
+          () =>
+            void fetch(input, rest)
+              .then(async (answer) => noteAnswer(operation, claimId, answer.status, await answer.text()))
+              .catch(() => undefined),
+          delay.min + random() * (delay.max - delay.min),
+        );
+        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
+      }
+      const response = await fetch(input, init);
+      const text = await response.text();
+      noteAnswer(operation, claimId, response.status, text);
+      if (draw >= hung && draw < answerLost) {
+        faults.count('answerLost', operation);
+        throw new TypeError('fetch failed: injected loss of the answer');
+      }
+      return new Response(text, { status: response.status, headers: response.headers });
+    };
+  };
+
+  return {
+    fetchFor,
+    claimAnswers,
+    requestsWhere: sent as Readonly<Record<string, number>>,
+    get requests() {
+      return seen.requests;
+    },
+    get staleRejectedCount() {
+      return seen.staleRejected;
+    },
+  };
+}

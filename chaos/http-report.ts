@@ -1,0 +1,101 @@
+/** What an HTTP chaos run reports, and its figures on one line. */
+import type { AgentSideVerdict } from './history';
+import type { Sizes } from './http-workload';
+
+export interface HttpChaosReport extends AgentSideVerdict {
+  readonly mode: 'http';
+  readonly sizes: Sizes;
+  readonly tasks: number;
+  /** Tasks made during the run: children agents submitted, hooks the scheduler submitted for dead tasks. */
+  readonly children: number;
+  readonly hooks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly faults: Readonly<Record<string, number>>;
+  /** Each fault by where it fell: the agent route's operation, or the kind of store write (`grant`, `open`, …). */
+  readonly faultsWhere: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  readonly requests: number;
+  /** Requests by route while the faults lasted. */
+  readonly requestsWhere: Readonly<Record<string, number>>;
+  readonly executions: number;
+  readonly roleHoldings: number;
+  readonly cancelled: number;
+  readonly revoked: number;
+  readonly supervisorPasses: number;
+  /** When the submissions were in, the faults stopped, every task had ended: ms from the start. */
+  readonly phasesMs: Readonly<Record<string, number>>;
+  /** Owner writes the server refused as stale (see `refusedAsStale`), late-delivered ones included. */
+  readonly staleRejectedCount: number;
+  /** How late this process ran its timers (ms): the agents' leases are reckoned with them. */
+  readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
+  /** Claims answered (first attempts and retries) and checkpoints the tasks table took. */
+  readonly claimAnswers: number;
+  readonly checkpointWrites: number;
+  /** Leases the Workers found their sessions holding without having heard of them, and gave back. */
+  readonly grantsGivenBack: number;
+  /** The server's warnings, by message: the repairs it made (a grant taken back, a hand-over left to the sweep). */
+  readonly serverWarnings: Readonly<Record<string, number>>;
+  /** The Workers' warnings, by message and reason: sessions lost or over by their own reckoning, tasks lost. */
+  readonly workerWarnings: Readonly<Record<string, number>>;
+  /** What the tables committed, checked as in the in-process run: no two valid leases of a task overlap, … */
+  readonly overlapCount: number;
+  readonly nonMonotonicEpochCount: number;
+  readonly staleAcceptedCount: number;
+  readonly duplicateTerminalCount: number;
+  /** Completions and failures a Worker heard were recorded that no committed write shows. */
+  readonly phantomOkCount: number;
+  readonly lostCount: number;
+  readonly neverTerminalCount: number;
+  /** Succeeded tasks whose kept result is not, byte for byte, what the handler of their last lease returned. */
+  readonly resultMismatchCount: number;
+  /** Tasks with an `onFailure` that died and have no hook task. */
+  readonly hookMissingCount: number;
+  /** Child submissions sent again under the same keys that were answered with other tasks. */
+  readonly childMismatchCount: number;
+  readonly violations: number;
+  /** The first violations, each with what makes it one (absent when there are none). */
+  readonly violationDetails?: readonly string[];
+}
+
+/** The counts that are each a violation. */
+export const VIOLATION_COUNTS = [
+  'executionOverlapCount',
+  'runAfterSuccessCount',
+  'roleOverlapCount',
+  'claimGrantedTwiceCount',
+  'staleCheckpointCount',
+  'overlapCount',
+  'nonMonotonicEpochCount',
+  'staleAcceptedCount',
+  'duplicateTerminalCount',
+  'phantomOkCount',
+  'lostCount',
+  'neverTerminalCount',
+  'resultMismatchCount',
+  'hookMissingCount',
+  'childMismatchCount',
+] as const satisfies readonly (keyof HttpChaosReport)[];
+
+const listed = (counts: Readonly<Record<string, number>>) =>
+  Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
+
+/** A run's figures: one line, then where its lost answers and late deliveries fell. */
+export function summaryLines(report: HttpChaosReport): string[] {
+  const nonZero = Object.fromEntries(
+    VIOLATION_COUNTS.map((name) => [name, report[name]]).filter(([, n]) => n),
+  );
+  return [
+    `seed ${report.seed} ${report.sizes}: ${report.tasks} tasks (+${report.children} children, +${report.hooks} hooks), ` +
+      `${report.agents} agents, ${(report.durationMs / 1_000).toFixed(1)} s, ${report.executions} executions, ` +
+      `${report.requests} requests; faults ${listed(report.faults)}; stale refused ${report.staleRejectedCount}; ` +
+      (report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS (${listed(nonZero)})`),
+    ...Object.entries(report.faultsWhere)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([kind, where]) => `  ${kind}: ${listed(where)}`),
+    ...(report.violationDetails ?? []).map((detail) => `  violation: ${detail.slice(0, 600)}`),
+  ];
+}
