@@ -109,8 +109,12 @@ function validAt(
   if (t < lease.at || t >= (lease.leaseDeadline ?? Number.POSITIVE_INFINITY)) return false;
   if (finishedAt !== undefined && t >= finishedAt) return false;
   const latest = sessions[lastAtOrBefore(sessions, t)];
-  // A grant extends its session (the claim's write): good until the session's expiry as of then.
-  return latest !== undefined && latest.sessionId === lease.sessionId && latest.expiresAt > t;
+  // A grant extends its session (the claim's write): good until the session's expiry as of then, or until it is
+  // ended: by the agent's own next open (a Worker opens anew once its own reckoning of the session ran out, before
+  // the server's expiry), by a revocation, or by the sweep.
+  return (
+    latest !== undefined && latest.sessionId === lease.sessionId && latest.expiresAt > t && !latest.ended
+  );
 }
 
 /** Index of the last version at or before `t` in versions sorted by time, or -1. */

@@ -97,16 +97,29 @@ export interface NetworkOptions {
 export function faultyNetwork(options: NetworkOptions) {
   const { random, faults } = options;
   const claimAnswers: ClaimAnswer[] = [];
+  /**
+   * The leases (`taskId#leaseEpoch`) of the claim answers that reached their agent: one held in the network or lost
+   * on the way was never an agent's, and a grant its claim then took back ended there.
+   */
+  const heard = new Set<string>();
   const seen = { requests: 0, staleRejected: 0 };
   /** Requests of each route while the faults last. */
   const sent: Record<string, number> = {};
   /** Notes what the server answered to a claim, before the answer can be lost. */
-  const noteAnswer = (operation: string, claimId: string | undefined, status: number, text: string) => {
+  const noteAnswer = (
+    operation: string,
+    claimId: string | undefined,
+    status: number,
+    text: string,
+    delivered: boolean,
+  ) => {
     if (refusedAsStale(status, text)) seen.staleRejected++;
     if (operation !== 'claimTasks' || status !== 200 || !claimId) return;
     const answer = JSON.parse(text) as { tasks?: { taskId: string; leaseEpoch: number }[] };
-    if (answer.tasks)
-      claimAnswers.push({ claimId, granted: answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`) });
+    if (!answer.tasks) return;
+    const granted = answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`);
+    claimAnswers.push({ claimId, granted });
+    if (delivered) for (const lease of granted) heard.add(lease);
   };
 
   /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
@@ -164,7 +177,9 @@ export function faultyNetwork(options: NetworkOptions) {
         setTimeout(
           () =>
             void fetch(input, rest)
-              .then(async (answer) => noteAnswer(operation, claimId, answer.status, await answer.text()))
+              .then(async (answer) =>
+                noteAnswer(operation, claimId, answer.status, await answer.text(), false),
+              )
               .catch(() => undefined),
           delay.min + random() * (delay.max - delay.min),
         );
@@ -172,8 +187,9 @@ export function faultyNetwork(options: NetworkOptions) {
       }
       const response = await fetch(input, init);
       const text = await response.text();
-      noteAnswer(operation, claimId, response.status, text);
-      if (draw >= hung && draw < answerLost) {
+      const lost = draw >= hung && draw < answerLost;
+      noteAnswer(operation, claimId, response.status, text, !lost);
+      if (lost) {
         faults.count('answerLost', operation);
         throw new TypeError('fetch failed: injected loss of the answer');
       }
@@ -184,6 +200,7 @@ export function faultyNetwork(options: NetworkOptions) {
   return {
     fetchFor,
     claimAnswers,
+    heard: heard as ReadonlySet<string>,
     requestsWhere: sent as Readonly<Record<string, number>>,
     get requests() {
       return seen.requests;

@@ -369,7 +369,7 @@ async function verify(
     ...server
   } = checkHistory({
     ...run.history,
-    answered: new Set(run.network.claimAnswers.flatMap((answer) => answer.granted)),
+    answered: run.network.heard,
   });
   const agentSide = checkAgentSide(run.executions, run.holdings, until, {
     claims: run.network.claimAnswers,
