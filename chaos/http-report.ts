@@ -96,6 +96,6 @@ export function summaryLines(report: HttpChaosReport): string[] {
     ...Object.entries(report.faultsWhere)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([kind, where]) => `  ${kind}: ${listed(where)}`),
-    ...(report.violationDetails ?? []).map((detail) => `  violation: ${detail.slice(0, 600)}`),
+    ...(report.violationDetails ?? []).map((detail) => `  violation: ${detail}`),
   ];
 }
