@@ -64,6 +64,7 @@ export function recordCommittedWrites(
     }
     if (tableName === tables.tasks && item.part === 'state') {
       const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
+      const failureOf = item.failureOf as { taskId?: unknown } | undefined;
       history.tasks.push({
         at: decidedAt('updatedAt'),
         taskId: String(item.taskId),
@@ -73,6 +74,8 @@ export function recordCommittedWrites(
         ...(typeof item.sessionId === 'string' ? { sessionId: item.sessionId } : {}),
         ...(typeof item.leaseDeadline === 'number' ? { leaseDeadline: item.leaseDeadline } : {}),
         ...(finish ? { lastFinish: finish } : {}),
+        ...(typeof item.redrives === 'number' ? { redrives: item.redrives } : {}),
+        ...(typeof failureOf?.taskId === 'string' ? { failureOf: failureOf.taskId } : {}),
       });
     }
     if (tableName === tables.leases && item.kind === 'session') {
@@ -120,4 +123,62 @@ export function recordCommittedWrites(
     },
     { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
   );
+}
+
+type Marshalled = Record<string, unknown>;
+interface TransactItem {
+  readonly Put?: { readonly TableName?: string; readonly Item?: Marshalled };
+  readonly Update?: { readonly Key?: Marshalled; readonly TableName?: string };
+  readonly ConditionCheck?: { readonly Key?: Marshalled };
+}
+
+/** What a new state item is: a child's (an agent's submit under its task), an `onFailure` hook's, or a submit. */
+function submitKind(item: Marshalled): string {
+  const plain = plainItem(item);
+  if (plain.part !== 'state') return 'payload';
+  if (plain.failureOf !== undefined) return 'hookSubmit';
+  return plain.parentTaskId !== undefined ? 'childSubmit' : 'submit';
+}
+
+/**
+ * The kind of one DynamoDB write, read from its request, so the faults injected into writes can be counted by
+ * what they hit: a task's grant or finish, a session open, a role transfer, a submit of each origin.
+ */
+export function writeKind(
+  commandName: string,
+  input: object,
+  tables: { readonly tasks: string; readonly leases: string },
+): string {
+  const request = input as {
+    TableName?: string;
+    Item?: Marshalled;
+    Key?: Marshalled;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+    TransactItems?: TransactItem[];
+    RequestItems?: Record<string, unknown[]>;
+  };
+  const leaseIdOf = (key: Marshalled | undefined) => String(plainItem(key ?? {}).leaseId ?? '');
+  if (commandName === 'TransactWriteItemsCommand') {
+    const items = request.TransactItems ?? [];
+    const put = items.find((item) => item.Put?.Item)?.Put;
+    if (put?.Item && put.TableName === tables.tasks) return submitKind(put.Item);
+    if (put?.Item && plainItem(put.Item).kind === 'session') return 'open';
+    // A transfer's first write is the role's own; a declaration's is the agent's count.
+    if (leaseIdOf(items[0]?.Update?.Key).startsWith('role#')) return 'roleTransfer';
+    return 'transaction';
+  }
+  if (commandName === 'PutItemCommand' && request.Item) {
+    return request.TableName === tables.tasks ? submitKind(request.Item) : 'put';
+  }
+  if (commandName === 'UpdateItemCommand' && request.TableName === tables.tasks) {
+    const names = new Set(Object.values(request.ExpressionAttributeNames ?? {}));
+    if (names.has('lastFinish')) return 'finish';
+    const values = Object.values(plainItem((request.ExpressionAttributeValues ?? {}) as Marshalled));
+    if (names.has('leasedAt') && values.includes('leased')) return 'grant';
+    return 'taskUpdate';
+  }
+  if (commandName === 'UpdateItemCommand' && leaseIdOf(request.Key).startsWith('session#'))
+    return 'sessionUpdate';
+  return commandName.replace(/Command$/, '');
 }

@@ -20,6 +20,10 @@ export interface TaskVersion {
   readonly sessionId?: string;
   readonly leaseDeadline?: number;
   readonly lastFinish?: { readonly kind: string; readonly leaseEpoch: number; readonly agentId: string };
+  /** The operator's redrives so far (each brings a terminal task back to the queue). */
+  readonly redrives?: number;
+  /** For an `onFailure` hook, the task whose death it follows. */
+  readonly failureOf?: string;
 }
 
 /** A version of an agent's session item. */
@@ -76,6 +80,8 @@ export interface Verdict {
   readonly staleAcceptedCount: number;
   readonly staleRejectedCount: number;
   readonly duplicateTerminalCount: number;
+  /** Tasks that left a terminal status other than by an operator's redrive (a terminal state is for ever). */
+  readonly terminalLeftCount: number;
   readonly phantomOkCount: number;
   /** Schedule occurrences that created more than one task. */
   readonly duplicateFireCount: number;
@@ -168,6 +174,7 @@ export function checkHistory(history: History): Verdict {
   let nonMonotonicEpochCount = 0;
   let staleAcceptedCount = 0;
   let duplicateTerminalCount = 0;
+  let terminalLeftCount = 0;
   const reclaimLatencies: number[] = [];
   const sessionsByAgent = new Map(
     [...groupBy(history.sessions, (s) => s.agentId)].map(([agentId, versions]) => [
@@ -202,6 +209,16 @@ export function checkHistory(history: History): Verdict {
     ordered.forEach((version, i) => {
       const previous = ordered[i - 1];
       if (TERMINAL.has(version.status) && !TERMINAL.has(previous?.status ?? '')) terminals++;
+      // Out of a terminal status only through a redrive, which counts itself on the record.
+      if (
+        previous &&
+        TERMINAL.has(previous.status) &&
+        !TERMINAL.has(version.status) &&
+        (version.redrives ?? 0) <= (previous.redrives ?? 0)
+      ) {
+        terminalLeftCount++;
+        explain('terminal state left without a redrive', { previous, version });
+      }
       const finish = version.lastFinish;
       if (finish && previous && finish !== previous.lastFinish && previous.status === 'leased') {
         const changedByFinish =
@@ -333,6 +350,7 @@ export function checkHistory(history: History): Verdict {
     staleAcceptedCount,
     staleRejectedCount,
     duplicateTerminalCount,
+    terminalLeftCount,
     phantomOkCount,
     lostCount,
     neverTerminalCount,

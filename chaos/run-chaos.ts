@@ -4,7 +4,7 @@ import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import { createContext, type WiredContext } from '#wiring/context';
-import { emptyHistory, recordCommittedWrites, stackOf } from './committed-writes';
+import { emptyHistory, recordCommittedWrites, stackOf, writeKind } from './committed-writes';
 import { buildDag, checkDag, type DagVerdict } from './dag';
 import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
@@ -25,6 +25,12 @@ export interface ChaosOptions {
   readonly supervisorDoubling?: number;
   /** Longest wait for every task to end once the faults stop. @default 60 s */
   readonly drainTimeoutMs?: number;
+  /**
+   * Longest time an agent works on a task before it finishes it (each draws up to this). Longer work holds each
+   * lease longer, so a late write of an earlier lease is more likely to land while a later one holds the task.
+   * @default 10 ms
+   */
+  readonly workMs?: number;
   /** Tasks of a random DAG (fan-out, joins, doomed tasks) submitted after the flat ones. @default 0 */
   readonly dag?: number;
 }
@@ -44,6 +50,10 @@ export interface ChaosReport extends Verdict, Partial<DagVerdict> {
   readonly seed: number;
   readonly durationMs: number;
   readonly faults: Readonly<Record<string, number>>;
+  /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
+  readonly lostAnswers: Readonly<Record<string, number>>;
+  /** Tasks that died with an `onFailure` whose hook was never submitted. */
+  readonly hookMissingCount: number;
   readonly calls: number;
   readonly violations: number;
   /** The first violations found, each with the versions that make it one. */
@@ -59,6 +69,19 @@ const RETRYING = {
   backoffMaxSeconds: 1,
 } as const;
 const HEARTBEAT_MS = 500;
+/** Every twentieth flat task dies at once, with an onFailure; a tenth of the completions submit a child first. */
+const HOOKED_EVERY = 20;
+const CHILD_SHARE = 0.1;
+/**
+ * Agents that volunteer for one role: it changes hands each time its holder steps down (after each of its tasks),
+ * crashes, pauses or reopens.
+ */
+const ROLE_VOLUNTEERS = 3;
+/**
+ * Writes a run makes tens of, not thousands: their answers are lost one time in five (others one in fifty), so
+ * each kind is hit in a run of 1,000 tasks (about 50 hooks, 80 children, 100 opens, 100 role transfers).
+ */
+const RARE_WRITES = new Set(['open', 'roleTransfer', 'childSubmit', 'hookSubmit']);
 const SUPERVISOR_TICK_MS = 250;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -82,6 +105,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const count = (kind: string) => {
     faults[kind] = (faults[kind] ?? 0) + 1;
   };
+  const lostAnswers: Record<string, number> = {};
+  /**
+   * The leases the claims answered with: a grant no answer carried was taken back by its own claim (its session no
+   * longer held the slot), and no agent ever held it.
+   */
+  const answered = new Set<string>();
   let faultsOn = process.env.CHAOS_NO_FAULTS === undefined;
 
   // Under the SDK's retries: a lost answer or a throttle is retried by the SDK, as in AWS.
@@ -93,9 +122,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         count('dynamodbThrottledBeforeSend');
         throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
       }
+      const kind = writeKind(context.commandName ?? '', args.input, tables);
       const result = await next(args);
-      if (draw < 0.04) {
+      if (draw < 0.02 + (RARE_WRITES.has(kind) ? 0.2 : 0.02)) {
         count('dynamodbTimeoutAfterCommit');
+        lostAnswers[kind] = (lostAnswers[kind] ?? 0) + 1;
         throw Object.assign(new Error('injected timeout after commit'), {
           name: 'TimeoutError',
           $metadata: {},
@@ -170,6 +201,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       idleRetryMaxMs: 50,
       // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
       dependencyRecheckSeconds: 2,
+      // Agents submit children to the run's queue; a dead task's onFailure goes there too.
+      agentSubmitQueues: ['chaos'],
     },
   });
   options.mutate?.(ctx);
@@ -191,9 +224,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   try {
     // Submissions: acknowledged ones must never be lost.
+    // One task in twenty dies at its first attempt, and has an onFailure hook submitted for it.
     const specs = Array.from({ length: options.tasks }, (_, n) => ({
       queue: 'chaos',
-      payload: { n },
+      ...(n % HOOKED_EVERY === HOOKED_EVERY - 1
+        ? { payload: { n, doom: true }, onFailure: { queue: 'chaos', payload: { hookFor: n } } }
+        : { payload: { n } }),
       ...RETRYING,
       idempotencyKey: `chaos-${options.seed}-${n}`,
     }));
@@ -230,6 +266,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (registered.ok) agentId = registered.value.agent.agentId;
       }
       let sessionId = '';
+      const volunteer = index < ROLE_VOLUNTEERS;
       let beating: ReturnType<typeof setInterval> | undefined;
       const open = async () => {
         // Until the run stops: an agent whose opens keep failing must not keep the run from ending and reporting.
@@ -237,19 +274,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const opened = await record({ op: 'open', agentId }, () => scheduler.openSession(agentId));
           if (opened.ok) {
             sessionId = opened.value.sessionId;
+            // A volunteer again with each session: the role moves to it when free, and on from it when it ends.
+            if (volunteer)
+              await scheduler.volunteerForRole(agentId, sessionId, 'chaos-leader').catch(() => undefined);
             return;
           }
           await sleep(50);
         }
       };
       const beat = () => record({ op: 'heartbeat', agentId }, () => scheduler.heartbeat(agentId, sessionId));
-      // As the SDK's worker beats: one heartbeat at a time, and only while holding a task (an idle session needs
-      // none; the claim that gives it work extends it). Beats piling up behind a slow store, or sent by idle
+      // As the SDK's worker beats: one heartbeat at a time, and only while holding a task or volunteering for the
+      // role (an idle session needs none; the claim that gives it work extends it). Beats piling up behind a slow store, or sent by idle
       // agents, would be load no fleet makes, and a large one would spend the emulator on them.
       let beatInFlight = false;
       let holding = false;
       const beatOnce = () => {
-        if (beatInFlight || !holding) return;
+        if (beatInFlight || !(holding || volunteer)) return;
         beatInFlight = true;
         void beat().finally(() => {
           beatInFlight = false;
@@ -271,6 +311,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           continue;
         }
         const [task] = claim.value;
+        if (task) answered.add(`${task.taskId}#${task.leaseEpoch}`);
         if (task?.dependencies) dagClaims.push({ taskId: task.taskId, dependencies: task.dependencies });
         else if (task && (task.payload as { dag?: number }).dag !== undefined)
           dagClaims.push({ taskId: task.taskId });
@@ -311,9 +352,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           startBeating();
           continue;
         }
-        await sleep(random() * 10);
-        // A doomed task of the DAG dies at its first attempt: its dependents must be cancelled.
-        const doomed = (task.payload as { doom?: boolean }).doom === true;
+        await sleep(random() * (options.workMs ?? 10));
+        // A doomed task dies at its first attempt: a DAG's dependents must be cancelled, a flat one's hook run.
+        const payload = task.payload as { doom?: boolean; n?: number };
+        const doomed = payload.doom === true;
+        if (!doomed && draw >= 0.2 && draw < 0.2 + CHILD_SHARE && typeof payload.n === 'number') {
+          // A task of the flat workload submits a child before it completes.
+          const child = await record({ op: 'submit' }, () =>
+            scheduler.submitChild(
+              { agentId, parentTaskId: task.taskId, leaseEpoch: task.leaseEpoch },
+              { key: 'child', queue: 'chaos', payload: { childOf: payload.n }, ...RETRYING },
+            ),
+          );
+          if (child.ok) history.acknowledged.add(child.value.task.taskId);
+        }
         const finished = doomed
           ? await record({ op: 'fail', ...lease }, () =>
               scheduler.fail(lease, { message: 'doomed', retryable: false }),
@@ -325,6 +377,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             : await record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { n: task.taskId }));
         holding = false;
         if (finished.ok && draw >= 0.2) completed++;
+        if (volunteer) {
+          // A volunteer steps down after each task and stands again: held, the role passes to the next volunteer.
+          await scheduler.withdrawFromRole(agentId, sessionId, 'chaos-leader').catch(() => undefined);
+          await scheduler.volunteerForRole(agentId, sessionId, 'chaos-leader').catch(() => undefined);
+        }
       }
       clearInterval(beating);
     };
@@ -385,12 +442,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     while (completed < options.tasks / 2 && Date.now() < deadline) await sleep(50);
     faultsOn = false;
     // Wait for every task to end, reading (100 at a time) only those not seen ended yet.
-    let open = [...history.acknowledged];
+    // A hook submitted by the scheduler for a dead task must end too: it is looked for as it appears.
+    const hooks = () => new Set(history.tasks.flatMap((v) => (v.failureOf ? [v.taskId] : [])));
+    const ended = new Set<string>();
+    let open = [...history.acknowledged, ...hooks()];
     while (open.length > 0 && Date.now() <= deadline) {
       const states = await ctx.tasks.getMany(open);
-      open = open.filter(
-        (id) => !['succeeded', 'dead', 'cancelled', 'expired'].includes(states.get(id)?.status ?? ''),
-      );
+      for (const id of open)
+        if (['succeeded', 'dead', 'cancelled', 'expired'].includes(states.get(id)?.status ?? ''))
+          ended.add(id);
+      open = [...history.acknowledged, ...hooks()].filter((id) => !ended.has(id));
       if (open.length > 0) await sleep(500);
     }
     stopping = true;
@@ -402,14 +463,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await Promise.all([...agents, supervisor.stop(), ticker]);
     debug('stopped');
     faults.supervisorDoubled = supervisor.doubled;
+    for (const hook of hooks()) history.acknowledged.add(hook);
     const final = await ctx.tasks.getMany([...history.acknowledged]);
     for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
+    // Every task that died with an onFailure has its hook.
+    const hooked = new Set(history.tasks.flatMap((v) => (v.failureOf ? [v.failureOf] : [])));
+    const hookMissingCount = [...final.values()].filter(
+      (task) => task.status === 'dead' && task.hasOnFailure && !hooked.has(task.taskId),
+    ).length;
     debug(
       `read back; ${history.tasks.length} task versions, ${history.sessions.length} session versions, ${history.calls.length} calls`,
     );
 
     violationDetails.length = 0;
-    const verdict = checkHistory(history);
+    const verdict = checkHistory({ ...history, answered });
     const dagVerdict =
       dag.length > 0 ? checkDag(dag, dagClaims, history.finalStatus, violationDetails) : undefined;
     debug('checked');
@@ -419,16 +486,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       verdict.nonMonotonicEpochCount +
       verdict.staleAcceptedCount +
       verdict.duplicateTerminalCount +
+      verdict.terminalLeftCount +
       verdict.phantomOkCount +
       verdict.duplicateFireCount +
       verdict.lostCount +
-      verdict.neverTerminalCount;
+      verdict.neverTerminalCount +
+      hookMissingCount;
     return {
       tasks: options.tasks,
       agents: options.agents,
       seed: options.seed,
       durationMs: Math.round(performance.now() - started),
       faults,
+      lostAnswers,
+      hookMissingCount,
       calls: history.calls.length,
       ...verdict,
       ...(dagVerdict ?? {}),

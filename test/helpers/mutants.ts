@@ -4,7 +4,10 @@
  * deployed functions or of `npm start` can reach them.
  */
 import type { Expression } from '#adapters/expression';
+import { dueShardOf } from '#adapters/task-table';
+import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
+import { ending } from '#core/transitions';
 import type { Worker } from '#sdk/worker';
 import type { WiredContext } from '#wiring/context';
 import { written } from '../../chaos/written';
@@ -22,6 +25,18 @@ export { written };
 /** The first clause of a condition: for the fences here, `status = leased`. */
 const firstClause = (condition: string) => condition.split(' AND ')[0] ?? condition;
 
+/**
+ * The clauses without the placeholders they no longer use: DynamoDB refuses a request that names an attribute
+ * or a value its expressions do not use, so a mutant that drops a clause drops its placeholders with it.
+ */
+function dropUnused(e: Expression, clauses: Clauses): Clauses {
+  const text = [...(clauses.set ?? []), ...(clauses.remove ?? []), clauses.condition].join(' ');
+  const used = new Set(text.match(/[#:][nv]\d+/g));
+  for (const name of Object.keys(e.names)) if (!used.has(name)) delete e.names[name];
+  for (const value of Object.keys(e.values)) if (!used.has(value)) delete e.values[value];
+  return clauses;
+}
+
 type TaskUpdate = WiredContext['tasks']['update'];
 
 function rewriteTaskUpdates(ctx: WiredContext, rewrite: (e: Expression, clauses: Clauses) => Clauses): void {
@@ -36,38 +51,45 @@ export function applyMutant(ctx: WiredContext, mutant: Mutant): void {
       rewriteTaskUpdates(ctx, (e, clauses) =>
         written(e, clauses.set, 'status') === 'succeeded' &&
         written(e, clauses.set, 'lastFinish') !== undefined
-          ? { ...clauses, condition: firstClause(clauses.condition) }
+          ? dropUnused(e, { ...clauses, condition: firstClause(clauses.condition) })
           : clauses,
       );
       return;
-    case 'sweepWithoutEpoch':
-      // The supervisor takes a task back if it is leased, whichever lease it observed.
-      rewriteTaskUpdates(ctx, (e, clauses) => {
-        const error = written(e, clauses.set, 'error') as { message?: string } | undefined;
-        return error?.message?.startsWith('lease expired')
-          ? { ...clauses, condition: firstClause(clauses.condition) }
-          : clauses;
-      });
-      return;
-    case 'terminalThenRequeueInTwoWrites': {
-      // A retry is written as a terminal failure, then a requeue: two writes where one is needed.
-      const update: TaskUpdate = ctx.tasks.update.bind(ctx.tasks);
-      ctx.tasks.update = async (taskId, build) => {
-        let requeue = false;
-        const first = await update(taskId, (e) => {
-          const clauses = build(e) as Clauses;
-          requeue = written(e, clauses.set, 'status') === 'queued' && clauses.condition.includes(' AND ');
-          if (!requeue) return clauses;
+    case 'sweepWithoutEpoch': {
+      // The supervisor takes a task back if it is leased, whichever lease is there now: the write is the sweep's
+      // own, without its epoch fence.
+      const takeBack = ctx.tasks.takeBack.bind(ctx.tasks);
+      ctx.tasks.takeBack = (observed, taking, now) => {
+        if (!taking.error.message.startsWith('lease expired')) return takeBack(observed, taking, now);
+        return ctx.tasks.update(observed.taskId, (e) => {
+          const clauses = destinationClauses(e, now, taking.to);
           return {
-            set: [`${e.n('status')} = ${e.v('dead')}`, `${e.n('updatedAt')} = ${e.v(ctx.now())}`],
-            condition: clauses.condition,
+            set: [...clauses.set, `${e.n('error')} = ${e.v(taking.error)}`],
+            remove: clauses.remove,
+            condition: statusCondition(e, taking.event, taking.to.status, observed),
           };
         });
-        if (!requeue || !first.ok) return first;
-        return update(taskId, (e) => ({
-          ...(build(e) as Clauses),
-          condition: `${e.n('status')} = ${e.v('dead')}`,
-        }));
+      };
+      return;
+    }
+    case 'terminalThenRequeueInTwoWrites': {
+      // A retried failure is written as the owner's terminal failure (`dead`, at its lease's epoch), then requeued
+      // from `dead` in a second write, fenced by that epoch: two writes where one is needed, and a terminal state
+      // left without a redrive.
+      const finish = ctx.tasks.finish.bind(ctx.tasks);
+      ctx.tasks.finish = async (taskId, lease, owner, now) => {
+        if (owner.event !== 'fail' || owner.to.status !== 'queued') return finish(taskId, lease, owner, now);
+        const requeue = owner.to;
+        const died = await finish(taskId, lease, { ...owner, to: ending(ctx, now, 'dead') }, now);
+        if (!died.ok) return died;
+        return ctx.tasks.update(taskId, (e) => {
+          const clauses = requeueClauses(e, now, requeue);
+          return {
+            set: [...clauses.set, `${e.n('dueShard')} = ${e.v(dueShardOf(taskId))}`],
+            remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt')],
+            condition: `${e.n('status')} = ${e.v('dead')} AND ${e.n('leaseEpoch')} = ${e.v(lease.leaseEpoch)}`,
+          };
+        });
       };
       return;
     }

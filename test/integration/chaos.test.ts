@@ -6,18 +6,23 @@ import { describe, expect, inject, it } from 'vitest';
 import { Expression } from '#adapters/expression';
 import { applyMutant, type Mutant, written } from '#test/mutants';
 import type { WiredContext } from '#wiring/context';
-import { type ChaosOptions, runChaos } from '../../chaos/run-chaos';
+import { type ChaosOptions, type ChaosReport, runChaos } from '../../chaos/run-chaos';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
-/** A supervisor that is slow between reading a lease and taking it back, as a paused function would be. */
+/**
+ * A supervisor that is slow between reading a lease and taking it back, as a paused function would be: every
+ * other take-back waits 1.5 s, so of two passes that read one lease, one takes it back at once and the other
+ * lands after the task may have been granted again.
+ */
 function slowSweeps(ctx: WiredContext): void {
   const update = ctx.tasks.update.bind(ctx.tasks);
+  let takeBacks = 0;
   ctx.tasks.update = async (taskId, build) => {
     // A dry build tells a take-back (its error says the lease expired) from the other writes.
     const dry = new Expression();
     const error = written(dry, build(dry).set, 'error') as { message?: string } | undefined;
-    if (error?.message?.startsWith('lease expired'))
+    if (error?.message?.startsWith('lease expired') && takeBacks++ % 2 === 1)
       await new Promise((resolve) => setTimeout(resolve, 1_500));
     return update(taskId, build);
   };
@@ -36,8 +41,24 @@ describe('chaos', () => {
       duplicateFireCount: 0,
       lostCount: 0,
       neverTerminalCount: 0,
+      terminalLeftCount: 0,
+      hookMissingCount: 0,
       violations: 0,
     });
+    // Answers lost after the write committed, of every kind of write the run makes: the SDK's retry must
+    // recognise each as its own (a grant, a session open, a role transfer, a finish, a child's and a hook's submit).
+    for (const kind of [
+      'grant',
+      'finish',
+      'open',
+      'roleTransfer',
+      'submit',
+      'childSubmit',
+      'hookSubmit',
+      'sessionUpdate',
+    ]) {
+      expect(report.lostAnswers[kind], kind).toBeGreaterThan(0);
+    }
     // Every paused agent's three late writes (complete, fail, release) are among those refused.
     expect(report.staleRejectedCount).toBeGreaterThanOrEqual(
       Math.max(100, 3 * (report.faults.agentPause ?? 0)),
@@ -56,6 +77,21 @@ describe('chaos', () => {
     }
   }, 180_000);
 
+  /**
+   * A mutant's run ends 10 s after its submissions, draining or not: what it breaks happens while the faults last
+   * (a late write of a paused agent lands 3 to 5 s after its pause, and is waited for), and a run that never ends
+   * its tasks is no catch here, so waiting for them was time spent on nothing the test asserts.
+   */
+  const MUTANT_DRAIN_MS = 10_000;
+  /** Three seeds of a mutant's run, each ending within its drain, its agents' last pauses and its teardown. */
+  const MUTANT_TIMEOUT_MS = 120_000;
+
+  /**
+   * Agents that work up to 1.5 s on a task (heartbeating), as long as a slow sweep waits between its read and its
+   * write: a write decided under an earlier lease then lands while a later one holds the task.
+   */
+  const HOLDING = { workMs: 1_500 } as const;
+
   /** A short run: 100 tasks, 8 agents, half the supervisor ticks doubled. */
   const shortRun = (options: Partial<ChaosOptions>) =>
     runChaos({
@@ -70,7 +106,7 @@ describe('chaos', () => {
 
   it('a slow supervisor alone breaks nothing (the control for the sweep mutant)', async () => {
     // The control must end everything: it gets the drain time a loaded machine may need.
-    const report = await shortRun({ mutate: slowSweeps, drainTimeoutMs: 60_000 });
+    const report = await shortRun({ mutate: slowSweeps, ...HOLDING, drainTimeoutMs: 60_000 });
     console.log(`control: ${JSON.stringify(report)}`);
     expect(report.violations).toBe(0);
   }, 120_000);
@@ -88,16 +124,31 @@ describe('chaos', () => {
     expect(report.dagEnds?.succeeded).toBeGreaterThan(0);
   }, 120_000);
 
-  const mutants: [string, Partial<ChaosOptions>][] = [
+  /**
+   * Each mutant with the invariant it breaks: it is caught when a run counts a violation of that one, not when
+   * its writes fail or its tasks never end.
+   */
+  type Invariant = keyof ChaosReport & `${string}Count`;
+  const mutants: [string, Invariant, Partial<ChaosOptions>][] = [
     ...(
-      ['completeWithoutEpoch', 'heartbeatRevivesExpiredLease', 'terminalThenRequeueInTwoWrites'] as Mutant[]
-    ).map((mutant): [string, Partial<ChaosOptions>] => [
+      [
+        // A paused agent's late heartbeat extends its expired session.
+        ['heartbeatRevivesExpiredLease', 'staleAcceptedCount'],
+        ['terminalThenRequeueInTwoWrites', 'terminalLeftCount'],
+      ] as [Mutant, Invariant][]
+    ).map(([mutant, invariant]): [string, Invariant, Partial<ChaosOptions>] => [
       mutant,
+      invariant,
+      // A late write of an earlier lease shows only while a later one holds the task: agents work a while.
       { mutate: (ctx) => applyMutant(ctx, mutant) },
     ]),
     [
+      // A slow sweep takes back the lease granted after the one it read: two agents hold the task at once.
       'sweepWithoutEpoch',
+      'overlapCount',
       {
+        ...HOLDING,
+        drainTimeoutMs: 30_000,
         mutate: (ctx) => {
           slowSweeps(ctx);
           applyMutant(ctx, 'sweepWithoutEpoch');
@@ -107,6 +158,7 @@ describe('chaos', () => {
     [
       // A dependent is released by its first dependency's end, as if that were all it waited for.
       'unblockAtFirstDependency',
+      'prematureStartCount',
       {
         dag: 150,
         mutate: (ctx) => {
@@ -123,6 +175,7 @@ describe('chaos', () => {
     [
       // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
       'scheduleDedupeByExecutionId',
+      'duplicateFireCount',
       {
         mutateFire: (fire) => ({
           ...fire,
@@ -133,22 +186,27 @@ describe('chaos', () => {
       },
     ],
   ];
+  // The run's late completions come from agents whose session ended, which the handler refuses before any write;
+  // a completion under a lease taken back from a live session (a deadline passed while its agent still beats)
+  // is what this mutant needs, and the run has no such agent yet.
+  it.todo('catches the mutant completeWithoutEpoch by its staleAcceptedCount');
+
   it.each(mutants)(
-    'catches the mutant %s',
-    async (mutant, options) => {
-      // A mutant shows when a fault lands in its window; on a loaded machine one short run may miss it, so up to
-      // three seeds are tried. A mutant is caught when any run sees a violation; the correct code sees none in any.
-      let violations = 0;
+    'catches the mutant %s by its %s',
+    async (mutant, invariant, options) => {
+      // A mutant shows when a fault lands in its window; one short run may miss it, so up to three seeds are
+      // tried, and the first that catches it ends the test. The correct code sees no violation in any.
+      let caught = 0;
       for (const seed of [11, 12, 13]) {
-        const report = await shortRun({ seed, ...options });
+        const report = await shortRun({ seed, drainTimeoutMs: MUTANT_DRAIN_MS, ...options });
         console.log(
-          `mutant ${mutant}, seed ${seed}: ${report.violations} violations ${JSON.stringify(report)}`,
+          `mutant ${mutant}, seed ${seed}: ${report[invariant]} ${invariant} ${JSON.stringify(report)}`,
         );
-        violations = report.violations;
-        if (violations > 0) break;
+        caught = report[invariant] ?? 0;
+        if (caught > 0) break;
       }
-      expect(violations).toBeGreaterThan(0);
+      expect(caught).toBeGreaterThan(0);
     },
-    240_000,
+    MUTANT_TIMEOUT_MS,
   );
 });

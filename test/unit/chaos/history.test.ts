@@ -114,3 +114,49 @@ describe('checkHistory: expired sessions stay expired', () => {
     ).toBe(0);
   });
 });
+
+describe('checkHistory: a terminal status is left only by a redrive', () => {
+  const lifecycle = (...versions: Partial<TaskVersion>[]) => {
+    const history = emptyHistory();
+    history.tasks.push(
+      ...versions.map((fields, i) => ({ at: 1_000 * i, taskId, status: 'queued', leaseEpoch: 0, ...fields })),
+    );
+    return checkHistory(history);
+  };
+  const leased = { status: 'leased', leaseEpoch: 1, owner: 'a', sessionId: 's1', leaseDeadline: 60_000 };
+
+  it('finds a task written dead at its epoch, then queued and granted again without a redrive', () => {
+    const verdict = lifecycle(
+      {},
+      leased,
+      { status: 'dead', leaseEpoch: 1 },
+      { status: 'queued', leaseEpoch: 1 },
+      { ...leased, leaseEpoch: 2 },
+      { status: 'succeeded', leaseEpoch: 2 },
+    );
+    expect(verdict.terminalLeftCount).toBe(1);
+  });
+
+  it('finds it when both writes are dated alike, in the order they were answered', () => {
+    const verdict = lifecycle(
+      {},
+      leased,
+      { at: 1_500, status: 'dead', leaseEpoch: 1 },
+      { at: 1_500, leaseEpoch: 1 },
+    );
+    expect(verdict.terminalLeftCount).toBe(1);
+  });
+
+  it('lets an operator’s redrive bring a dead task back, and counts a second death after it', () => {
+    const verdict = lifecycle(
+      {},
+      leased,
+      { status: 'dead', leaseEpoch: 1 },
+      { status: 'queued', leaseEpoch: 1, redrives: 1 },
+      { ...leased, leaseEpoch: 2, redrives: 1 },
+      { status: 'dead', leaseEpoch: 2, redrives: 1 },
+      { status: 'queued', leaseEpoch: 2, redrives: 1 },
+    );
+    expect(verdict.terminalLeftCount).toBe(1);
+  });
+});

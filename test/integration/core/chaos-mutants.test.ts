@@ -1,0 +1,98 @@
+/**
+ * The chaos run's deliberate bugs against DynamoDB Local: each mutated write is a request DynamoDB accepts (every
+ * placeholder used), and it does what the mutant's name says. A mutant DynamoDB refused would be caught only
+ * because its writes fail, which proves nothing of the checker.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { requeueAfter } from '#core/transitions';
+import { applyMutant, type Mutant } from '#test/mutants';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { emptyHistory, recordCommittedWrites } from '../../../chaos/committed-writes';
+import { checkHistory } from '../../../chaos/history';
+
+describe('the chaos mutants on DynamoDB Local', () => {
+  let stack: TestStack;
+  const history = emptyHistory();
+  beforeAll(async () => {
+    // random 0: a retried failure is claimable again at once.
+    stack = await createTestStack({ random: () => 0, queues: ['terminal', 'sweep', 'complete'] });
+    recordCommittedWrites(stack.dynamodb, stack.wiring.tables, history);
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  /** Switches the mutant on for this test only: its methods are the instance's own, over the prototype's. */
+  function mutate(mutant: Mutant): void {
+    const tasks = stack.ctx.tasks as unknown as Record<string, unknown>;
+    const before = new Set(Object.keys(tasks));
+    applyMutant(stack.ctx, mutant);
+    onTestFinished(() => {
+      for (const key of Object.keys(tasks)) if (!before.has(key)) delete tasks[key];
+    });
+  }
+
+  /** A task leased at epoch 1, alone in its queue. */
+  async function leasedTask(queue: string) {
+    const { scheduler } = stack;
+    const { task } = await scheduler.submit({ queue, payload: {}, maxAttempts: 5 });
+    const agent = await startAgent(scheduler, { queues: [queue] });
+    const [claimed] = await claimUntil(scheduler, agent, 1, 5_000);
+    expect(claimed?.taskId).toBe(task.taskId);
+    return {
+      taskId: task.taskId,
+      agent,
+      lease: { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 1 },
+    };
+  }
+
+  const statuses = (taskId: string) =>
+    history.tasks.filter((v) => v.taskId === taskId).map((v) => `${v.status}@${v.leaseEpoch}`);
+
+  it('terminalThenRequeueInTwoWrites: a retried failure is committed dead, then queued from dead', async () => {
+    mutate('terminalThenRequeueInTwoWrites');
+    const { taskId, lease } = await leasedTask('terminal');
+    const failed = await stack.scheduler.fail(lease, { message: 'again', retryable: true });
+
+    expect(failed.task).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    expect(statuses(taskId)).toEqual(['queued@0', 'leased@1', 'dead@1', 'queued@1']);
+    const mine = { ...emptyHistory(), tasks: history.tasks.filter((v) => v.taskId === taskId) };
+    expect(checkHistory(mine).terminalLeftCount).toBe(1);
+  });
+
+  it('sweepWithoutEpoch: the sweep takes back a lease granted after the one it observed', async () => {
+    mutate('sweepWithoutEpoch');
+    const { scheduler, ctx } = stack;
+    const { taskId, agent, lease } = await leasedTask('sweep');
+    const observed = await ctx.tasks.get(taskId);
+    // The lease it observed ends; the task is granted again, at epoch 2.
+    await scheduler.release(lease);
+    const [again] = await claimUntil(scheduler, agent, 1, 5_000);
+    expect(again).toMatchObject({ taskId, leaseEpoch: 2 });
+
+    const now = ctx.now();
+    const taken = await ctx.tasks.takeBack(
+      observed ?? expect.unreachable(),
+      {
+        event: 'reclaim',
+        to: requeueAfter(ctx, now, 0),
+        error: { message: 'lease expired (deadline)', retryable: true },
+      },
+      now,
+    );
+    expect(taken).toMatchObject({ ok: true, task: { status: 'queued', leaseEpoch: 2 } });
+  });
+
+  it('completeWithoutEpoch: a completion of an earlier lease ends the lease that holds the task', async () => {
+    mutate('completeWithoutEpoch');
+    const { scheduler, ctx } = stack;
+    const { taskId, agent, lease } = await leasedTask('complete');
+    await scheduler.release(lease);
+    const [again] = await claimUntil(scheduler, agent, 1, 5_000);
+    expect(again).toMatchObject({ taskId, leaseEpoch: 2 });
+
+    const completed = await scheduler.complete(lease, { stale: true });
+    expect(completed.task).toMatchObject({ status: 'succeeded', leaseEpoch: 2 });
+    expect((await ctx.tasks.get(taskId))?.lastFinish).toMatchObject({ kind: 'complete', leaseEpoch: 1 });
+  });
+});
