@@ -143,19 +143,6 @@ describe('chaos', () => {
       { mutate: (ctx) => applyMutant(ctx, mutant) },
     ]),
     [
-      // A slow sweep takes back the lease granted after the one it read: two agents hold the task at once.
-      'sweepWithoutEpoch',
-      'overlapCount',
-      {
-        ...HOLDING,
-        drainTimeoutMs: 30_000,
-        mutate: (ctx) => {
-          slowSweeps(ctx);
-          applyMutant(ctx, 'sweepWithoutEpoch');
-        },
-      },
-    ],
-    [
       // A dependent is released by its first dependency's end, as if that were all it waited for.
       'unblockAtFirstDependency',
       'prematureStartCount',
@@ -190,6 +177,11 @@ describe('chaos', () => {
   // a completion under a lease taken back from a live session (a deadline passed while its agent still beats)
   // is what this mutant needs, and the run has no such agent yet.
   it.todo('catches the mutant completeWithoutEpoch by its staleAcceptedCount');
+  // Its window: a pass pausing between its read and its write while another takes the lease back and the task is
+  // granted again and still held. With 16 agents working up to 1.5 s it was hit once in six short runs (by one
+  // overlap), too seldom for the suite; the test on DynamoDB Local (core/chaos-mutants) plays the window out and
+  // the checker counts its overlap.
+  it.todo('catches the mutant sweepWithoutEpoch by its overlapCount');
 
   it.each(mutants)(
     'catches the mutant %s by its %s',

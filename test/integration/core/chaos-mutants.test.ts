@@ -4,6 +4,7 @@
  * because its writes fail, which proves nothing of the checker.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { dispatch } from '#core/dispatch';
 import { requeueAfter } from '#core/transitions';
 import { applyMutant, type Mutant } from '#test/mutants';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
@@ -81,6 +82,19 @@ describe('the chaos mutants on DynamoDB Local', () => {
       now,
     );
     expect(taken).toMatchObject({ ok: true, task: { status: 'queued', leaseEpoch: 2 } });
+
+    // Sent again, as the sweep does, and granted to another agent while the first still holds its lease of
+    // epoch 2: the checker sees two holders.
+    if (taken.ok) await dispatch(ctx, taken.task, 0, 'reclaimed');
+    const other = await startAgent(scheduler, { name: 'other', queues: ['sweep'] });
+    const [third] = await claimUntil(scheduler, other, 1, 5_000);
+    expect(third).toMatchObject({ taskId, leaseEpoch: 3 });
+    const mine = {
+      ...emptyHistory(),
+      tasks: history.tasks.filter((v) => v.taskId === taskId),
+      sessions: history.sessions.filter((s) => s.agentId === agent.agentId || s.agentId === other.agentId),
+    };
+    expect(checkHistory(mine).overlapCount).toBe(1);
   });
 
   it('completeWithoutEpoch: a completion of an earlier lease ends the lease that holds the task', async () => {
