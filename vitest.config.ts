@@ -43,7 +43,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          // test/peers: the peers' workflow suites (BullMQ, Hatchet, Fluid) ported to our API, run as a user would.
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/peers/**/*.test.ts'],
           exclude: timed,
           globalSetup: emulators,
           testTimeout: 120_000,
