@@ -59,7 +59,9 @@ export class RoleFollower extends EventEmitter<RoleSubscriptionEvents> {
     this.worker.on('heartbeat', onHeartbeat);
     this.worker.on('holdings', onHoldings);
     this.worker.on('sessionLost', onSessionLost);
+    const untrack = this.worker.track(this);
     this.detach = () => {
+      untrack();
       this.worker.off('session', onSession);
       this.worker.off('heartbeat', onHeartbeat);
       this.worker.off('holdings', onHoldings);

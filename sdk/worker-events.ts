@@ -156,6 +156,11 @@ export interface RoleHost {
   readonly started: boolean;
   start(): Promise<void>;
   stop(options: { drain: boolean }): Promise<void>;
+  /**
+   * Counts a follower among the roles of this session, so that stopping gives its role up too; returns the call
+   * that stops counting it.
+   */
+  track(follower: { release(): Promise<void> }): () => void;
   on<K extends RoleHostEvent>(event: K, listener: (...args: WorkerEvents[K]) => void): unknown;
   off<K extends RoleHostEvent>(event: K, listener: (...args: WorkerEvents[K]) => void): unknown;
 }

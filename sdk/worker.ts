@@ -117,6 +117,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
       running?: { controller: AbortController; done: Promise<void> };
     }
   >();
+  /** Every role followed on this worker's session: its own `roles` and `RoleSubscription`s given this worker. */
+  private readonly followers = new Set<{ release(): Promise<void> }>();
   private readonly concurrency: number;
   private readonly queues: readonly string[] | undefined;
   private readonly pollInterval: PollInterval;
@@ -419,7 +421,17 @@ export class Worker extends EventEmitter<WorkerEvents> {
     subscription.volunteer().catch((error: unknown) => this.report(error));
   }
 
-  /** On stop: roles are given up first, so their next holders need not wait for this session to expire. */
+  /** @internal Counts a `RoleSubscription` riding on this worker's session: stopping gives its role up too. */
+  track(follower: { release(): Promise<void> }): () => void {
+    this.followers.add(follower);
+    return () => this.followers.delete(follower);
+  }
+
+  /**
+   * On stop: roles are given up first, so their next holders need not wait for this session to expire: the
+   * worker's own `roles`, then those of subscriptions sharing its session (each stops volunteering, as on its
+   * own `release()`).
+   */
   private async releaseRoles(): Promise<void> {
     await Promise.all(
       [...this.heldRoles.values()].map(async ({ subscription, running }) => {
@@ -427,6 +439,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
         running?.controller.abort(new RoleAbortedError(subscription.role, 'released'));
         await running?.done;
       }),
+    );
+    await Promise.all(
+      [...this.followers].map((follower) => follower.release().catch((error: unknown) => this.report(error))),
     );
   }
 
