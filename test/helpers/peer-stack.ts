@@ -1,5 +1,5 @@
 /**
- * The local stack the peer suites run against, as `npm start --supervisor-seconds 1 --lease-ttl-seconds 3` would
+ * The local stack the peer suites run against, as `npm start --supervisor-seconds 1 --lease-ttl-seconds 5` would
  * run it: the HTTP server on the emulators, the supervisor every `SUPERVISOR_PERIOD_MS`, schedules fired on time
  * by the local backend, every event served at `GET /v1/events`. The tests themselves speak only HTTP and the SDK.
  */
@@ -12,7 +12,7 @@ import { createTestStack, fireAsFunction, serveStack, type TestStack } from '#te
 /** How often the supervisor runs here (60 s in AWS). */
 export const SUPERVISOR_PERIOD_MS = 1_000;
 /** A session, and every lease it holds, lives this long after its last heartbeat, unless a suite says otherwise. */
-export const LEASE_TTL_SECONDS = 3;
+export const LEASE_TTL_SECONDS = 5;
 
 export interface PeerStack {
   readonly url: string;

@@ -2,7 +2,7 @@
  * Fluid Framework's AgentScheduler tests (`packages/test/test-end-to-end-tests/src/test/agentScheduler.spec.ts` of
  * microsoft/FluidFramework, for `packages/framework/agent-scheduler`) expressed as a user of agent-scheduler would
  * check the same promises with roles, through the HTTP API and the SDK only, on the local stack
- * (`#test/peer-stack`: 3-second leases, supervisor every second). Fluid's task is our role, its client our agent.
+ * (`#test/peer-stack`: 5-second leases, supervisor every second). Fluid's task is our role, its client our agent.
  *
  * Covered, Fluid's scenario → ours:
  * - no tasks initially; register a task without picking it → `registerRole`: listed, held by no one.
