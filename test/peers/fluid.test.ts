@@ -207,7 +207,7 @@ describe('Fluid AgentScheduler scenarios on agent-scheduler roles', () => {
       expect(a.picked()).toEqual([]);
       expect(lost.sort()).toEqual(['closing-2:released', 'leader:released']);
       expect(await holders(['leader', 'closing-2'])).toEqual({ leader: b.agentId, 'closing-2': b.agentId });
-      await waitFor(() => b.picked().length === 2, 5_000);
+      await waitFor(() => b.picked().length === 2, 15_000);
     });
 
     it('a crashed client’s roles go to another within the lease TTL and a supervisor pass, never to two at once', async () => {
