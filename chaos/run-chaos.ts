@@ -78,10 +78,15 @@ const CHILD_SHARE = 0.1;
  */
 const ROLE_VOLUNTEERS = 3;
 /**
- * Writes a run makes tens of, not thousands: their answers are lost one time in five (others one in fifty), so
- * each kind is hit in a run of 1,000 tasks (about 50 hooks, 80 children, 100 opens, 100 role transfers).
+ * The share of lost answers of writes a run makes tens of, not thousands (others lose one in fifty), so each
+ * kind is hit in a run of 1,000 tasks: about 50 hooks, 80 children, 100 opens, and a few dozen role transfers.
  */
-const RARE_WRITES = new Set(['open', 'roleTransfer', 'childSubmit', 'hookSubmit']);
+const LOST_SHARE: Readonly<Record<string, number>> = {
+  open: 0.2,
+  childSubmit: 0.2,
+  hookSubmit: 0.2,
+  roleTransfer: 0.5,
+};
 const SUPERVISOR_TICK_MS = 250;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -124,7 +129,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       const kind = writeKind(context.commandName ?? '', args.input, tables);
       const result = await next(args);
-      if (draw < 0.02 + (RARE_WRITES.has(kind) ? 0.2 : 0.02)) {
+      if (draw < 0.02 + (LOST_SHARE[kind] ?? 0.02)) {
         count('dynamodbTimeoutAfterCommit');
         lostAnswers[kind] = (lostAnswers[kind] ?? 0) + 1;
         throw Object.assign(new Error('injected timeout after commit'), {
