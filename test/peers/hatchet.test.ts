@@ -74,6 +74,8 @@ describe('Hatchet scenarios on agent-scheduler', () => {
     queues: readonly string[],
     handler: TaskHandler,
     concurrency = 1,
+    /** Runs before the worker starts: listeners that must hear its first claims. */
+    before: (worker: Worker) => void = () => undefined,
   ): Promise<{ worker: Worker; agentId: string }> {
     const { client, agentId } = await stack.agent(queues, { maxConcurrency: concurrency });
     const worker = new Worker({
@@ -84,6 +86,7 @@ describe('Hatchet scenarios on agent-scheduler', () => {
       push: false,
     });
     workers.push(worker);
+    before(worker);
     await worker.start();
     return { worker, agentId };
   }
@@ -106,7 +109,8 @@ describe('Hatchet scenarios on agent-scheduler', () => {
       backoffMaxSeconds: 1,
     });
     const attempts: ClaimedTask[] = [];
-    const { worker } = await startWorker(
+    const lost: string[] = [];
+    await startWorker(
       ['timeout'],
       (claimed, { signal }) => {
         attempts.push(claimed);
@@ -115,9 +119,8 @@ describe('Hatchet scenarios on agent-scheduler', () => {
         return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
       },
       2,
+      (worker) => worker.on('lost', (_t, reason) => lost.push(reason)),
     );
-    const lost: string[] = [];
-    worker.on('lost', (_t, reason) => lost.push(reason));
 
     const done = await settled(task.taskId, 'succeeded', 30_000);
     const [first, second] = attempts as [ClaimedTask, ClaimedTask];
