@@ -1,9 +1,10 @@
 /**
  * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--lease-ttl-seconds T]
- * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--json]`
+ * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--rare-boost B] [--json]`
  * (`--lease-ttl-seconds`, `--reconcile-after-seconds`, `--late-share`, the share of requests delivered late,
- * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, and `--seeds`, a range of seeds run
- * one after another with a line of figures each, are read in the HTTP mode; `--dag`, the tasks of a random workflow
+ * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, `--seeds`, a range of seeds run one
+ * after another with a line of figures each, and `--rare-boost`, how many times the fault shares are on rarely
+ * called routes and writes (default 5), are read in the HTTP mode; `--dag`, the tasks of a random workflow
  * run beside the flat ones, default 1,000, in the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     'reconcile-after-seconds': { type: 'string', default: '2' },
     'late-share': { type: 'string', default: '0.01' },
     sizes: { type: 'string', default: 'small' },
+    'rare-boost': { type: 'string', default: '5' },
     seeds: { type: 'string' },
   },
 });
@@ -77,6 +79,7 @@ if (values.mode === 'http') {
       leaseTtlSeconds: integer('lease-ttl-seconds', values['lease-ttl-seconds'], 2, 3_600),
       reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
       lateShare: share('late-share', values['late-share'], 0.5),
+      rareBoost: integer('rare-boost', values['rare-boost'], 1, 10),
       drainTimeoutMs: 300_000,
     });
     violations += report.violations;
