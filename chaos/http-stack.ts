@@ -153,30 +153,8 @@ export async function setUp(options: HttpChaosOptions) {
     ...(options.lateRoutes ? { lateRoutes: options.lateRoutes } : {}),
     ...(options.lateDelayMs ? { lateDelayMs: options.lateDelayMs } : {}),
   });
-  const executions: Execution[] = [];
-  const workload: WorkloadState = {
-    random,
-    faultsOn,
-    count: (kind) => faults.count(kind),
-    executions,
-    results: new Map(),
-    onChildren: (taskIds) => {
-      for (const taskId of taskIds) {
-        if (made.childIds.has(taskId)) continue;
-        made.childIds.add(taskId);
-        made.children.push(taskId);
-      }
-    },
-    onChildMismatch: (detail) => made.childMismatches.push(detail),
-    shape: {
-      ...SHAPES[options.sizes ?? 'small'],
-      ...(options.concurrency ? { concurrency: options.concurrency } : {}),
-    },
-    leaseTtlSeconds,
-    cutOffShare: options.cutOffShare ?? 0.01,
-    longShare: options.longShare ?? 0.05,
-    failShare: options.failShare ?? 0.1,
-  };
+  const workload = workloadOf(options, { random, faultsOn, faults, made, leaseTtlSeconds });
+  const { executions } = workload;
   return {
     random,
     leaseTtlSeconds,
@@ -200,6 +178,43 @@ export async function setUp(options: HttpChaosOptions) {
     workerWarnings: {} as Record<string, number>,
     workerNotes: [] as { at: number; agent: string; message: string; fields?: unknown }[],
     grantsGivenBack: { count: 0 },
+  };
+}
+
+/** What the handlers share: the draws, the executions and results they record, the tasks they make. */
+function workloadOf(
+  options: HttpChaosOptions,
+  run: {
+    readonly random: () => number;
+    readonly faultsOn: () => boolean;
+    readonly faults: FaultCounts;
+    readonly made: ReturnType<typeof recordMadeTasks>;
+    readonly leaseTtlSeconds: number;
+  },
+): WorkloadState {
+  const { made } = run;
+  return {
+    random: run.random,
+    faultsOn: run.faultsOn,
+    count: (kind) => run.faults.count(kind),
+    executions: [] as Execution[],
+    results: new Map(),
+    onChildren: (taskIds) => {
+      for (const taskId of taskIds) {
+        if (made.childIds.has(taskId)) continue;
+        made.childIds.add(taskId);
+        made.children.push(taskId);
+      }
+    },
+    onChildMismatch: (detail) => made.childMismatches.push(detail),
+    shape: {
+      ...SHAPES[options.sizes ?? 'small'],
+      ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    },
+    leaseTtlSeconds: run.leaseTtlSeconds,
+    cutOffShare: options.cutOffShare ?? 0.01,
+    longShare: options.longShare ?? 0.05,
+    failShare: options.failShare ?? 0.1,
   };
 }
 
