@@ -345,6 +345,14 @@ async function grantAll(
         fates.returnLater(LIMITED_RETRY_SECONDS, ...hints);
         return;
       }
+      if (ctx.now() - now > ctx.settings.reservationGraceSeconds * 500) {
+        // Past half the grace after which another claim of this session drops the reservation as stale: a grant
+        // sent now could land after that, be answered by a retry of this claim, and then be taken back. The
+        // reservation is freed and the hint goes back instead (a claim this slow meets it only on a stalled host).
+        grants.released.set(taskId, now);
+        fates.returnLater(0, ...hints);
+        return;
+      }
       const slots = [...admission.queueSlots]
         .filter(([, taken]) => taken.has(taskId))
         .map(([control]) => control);

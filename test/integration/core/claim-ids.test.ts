@@ -2,7 +2,7 @@
  * What an agent can recover when an answer is lost: a retried claim returns what its first attempt granted, a
  * checkpoint is fenced by the epoch it was taken under, and a session read lists what the session holds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   claimUntil,
   createTestStack,
@@ -16,7 +16,9 @@ import {
 describe('claim ids, fenced checkpoints and session reads', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['retry', 'fence', 'read', 'window', 'race', 'late'] });
+    stack = await createTestStack({
+      queues: ['retry', 'fence', 'read', 'window', 'race', 'late'],
+    });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -218,5 +220,44 @@ describe('claim ids, fenced checkpoints and session reads', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('a claim stalled past half the reservation grace sends no grant: its reservation may be dropped as stale by then', async () => {
+    // Prepare: one task; the claim stalls between its start (its reservation's time) and its reservation's write
+    // for 60 % of the grace, as a claim does on a host that stopped running it.
+    // A grace well within the session's time to live, so that the stall leaves the session live.
+    const own = await createTestStack({ queues: ['stalled'], settings: { reservationGraceSeconds: 4 } });
+    onTestFinished(() => own.destroy());
+    const { scheduler, clock, ctx } = own;
+    const agent = await startAgent(scheduler, { queues: ['stalled'] });
+    const { task } = await scheduler.submit({ queue: 'stalled', payload: { n: 1 } });
+    const graceMs = ctx.settings.reservationGraceSeconds * 1_000;
+    let stalled = false;
+    const stall = () =>
+      own.interleave(
+        (operation, input) =>
+          operation === 'UpdateItemCommand' &&
+          JSON.stringify(input.ExpressionAttributeNames).includes('"held"'),
+        async () => {
+          clock.advance(graceMs * 0.6);
+          stalled = true;
+        },
+      );
+
+    // Act: claim until the stalled claim has received the task's hint and reserved it.
+    stall();
+    let answered: Awaited<ReturnType<typeof scheduler.claim>> = [];
+    await waitFor(async () => {
+      answered = await scheduler.claim({ ...agent, claimId: 'claim-stalled-1' });
+      if (!stalled) return false;
+      return true;
+    });
+
+    // Assess: no grant, nothing leased, the slot freed; the next claim takes the task at the first epoch.
+    expect(answered).toEqual([]);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 0 });
+    expect((await scheduler.readSession(agent.agentId)).tasks).toEqual([]);
+    const next = await claimUntil(scheduler, agent, 1, 5_000);
+    expect(next.map((t) => [t.taskId, t.leaseEpoch])).toEqual([[task.taskId, 1]]);
   });
 });
