@@ -47,6 +47,8 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly phantomOkCount: number;
   readonly lostCount: number;
   readonly neverTerminalCount: number;
+  /** Tasks that left a terminal status other than by a redrive. */
+  readonly terminalLeftCount: number;
   /** Succeeded tasks whose kept result is not, byte for byte, what the handler of their last lease returned. */
   readonly resultMismatchCount: number;
   /** Tasks with an `onFailure` that died and have no hook task. */
@@ -72,6 +74,7 @@ export const VIOLATION_COUNTS = [
   'phantomOkCount',
   'lostCount',
   'neverTerminalCount',
+  'terminalLeftCount',
   'resultMismatchCount',
   'hookMissingCount',
   'childMismatchCount',
