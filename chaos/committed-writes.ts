@@ -21,6 +21,23 @@ interface Stack {
     options: { step: string; name: string; priority?: string },
   ): void;
 }
+/** The DynamoDB commands that write: the ones whose answers a chaos run loses after they committed. */
+export const WRITES: ReadonlySet<string> = new Set([
+  'PutItemCommand',
+  'BatchWriteItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'TransactWriteItemsCommand',
+]);
+
+/** Tasks retry quickly and often: the chaos runs are about ownership, not about giving up. */
+export const RETRYING = {
+  maxAttempts: 50,
+  timeoutSeconds: 20,
+  backoffBaseSeconds: 1,
+  backoffMaxSeconds: 1,
+} as const;
+
 export const stackOf = (client: DynamoDBClient | SQSClient) => client.middlewareStack as unknown as Stack;
 
 const ATTRIBUTE_TYPES = new Set(['S', 'N', 'B', 'BOOL', 'NULL', 'M', 'L', 'SS', 'NS', 'BS']);

@@ -17,6 +17,7 @@ import { NonRetryableError } from '#sdk/errors';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
 import type { Worker } from '#sdk/worker';
 import type { TaskContext } from '#sdk/worker-events';
+import { RETRYING } from './committed-writes';
 import type { Execution } from './history';
 
 export type Sizes = 'small' | 'agent';
@@ -36,14 +37,6 @@ export const SHAPES: Readonly<Record<Sizes, Shape>> = {
   // as JSON with what wraps it.
   agent: { concurrency: 25, resultBytes: { min: 50 * 1024, max: 250 * 1024 }, checkpointBytes: 15 * 1024 },
 };
-
-/** Tasks retry quickly and often: the run is about ownership, not about giving up. */
-const RETRYING = {
-  maxAttempts: 50,
-  timeoutSeconds: 20,
-  backoffBaseSeconds: 1,
-  backoffMaxSeconds: 1,
-} as const;
 
 /** What a task is, by its payload. */
 interface Payload {

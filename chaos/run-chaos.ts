@@ -4,7 +4,14 @@ import { isSchedulerError } from '#domain/errors';
 import { scratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import { createContext, type WiredContext } from '#wiring/context';
-import { emptyHistory, recordCommittedWrites, stackOf, writeKind } from './committed-writes';
+import {
+  emptyHistory,
+  RETRYING,
+  recordCommittedWrites,
+  stackOf,
+  WRITES,
+  writeKind,
+} from './committed-writes';
 import { buildDag, checkDag, type DagVerdict } from './dag';
 import { type ClientCall, checkHistory, type Verdict, violationDetails } from './history';
 import { superviseUnderChaos } from './supervisor-loop';
@@ -61,13 +68,6 @@ export interface ChaosReport extends Verdict, Partial<DagVerdict> {
 }
 
 const LEASE_TTL_SECONDS = 2;
-/** Tasks retry quickly and often: the run is about ownership, not about giving up. */
-const RETRYING = {
-  maxAttempts: 50,
-  timeoutSeconds: 20,
-  backoffBaseSeconds: 1,
-  backoffMaxSeconds: 1,
-} as const;
 const HEARTBEAT_MS = 500;
 /** Every twentieth flat task dies at once, with an onFailure; a tenth of the completions submit a child first. */
 const HOOKED_EVERY = 20;
@@ -90,14 +90,6 @@ const LOST_SHARE: Readonly<Record<string, number>> = {
 const SUPERVISOR_TICK_MS = 250;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const WRITES = new Set([
-  'PutItemCommand',
-  'BatchWriteItemCommand',
-  'UpdateItemCommand',
-  'DeleteItemCommand',
-  'TransactWriteItemsCommand',
-]);
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = performance.now();

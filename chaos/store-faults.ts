@@ -10,16 +10,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { WiredContext } from '#wiring/context';
-import { stackOf } from './committed-writes';
+import { stackOf, WRITES } from './committed-writes';
 import type { FaultCounts } from './http-faults';
-
-const WRITES = new Set([
-  'PutItemCommand',
-  'BatchWriteItemCommand',
-  'UpdateItemCommand',
-  'DeleteItemCommand',
-  'TransactWriteItemsCommand',
-]);
 
 /** The kind of write under way, innermost first. */
 const writing = new AsyncLocalStorage<string>();

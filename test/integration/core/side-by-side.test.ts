@@ -41,8 +41,10 @@ describe('the released functions beside the current ones', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a released claim never hands a dependent its dependency’s outcome without the result kept once for it', async () => {
-    // Prepare: a dependency that succeeds with a result; its dependent's input names the result kept once.
+  /** A dependency and its dependent; the dependency is claimed, then completed by `complete`. */
+  async function dependencySucceeded(
+    complete: (lease: { agentId: string; taskId: string; leaseEpoch: number }) => Promise<unknown>,
+  ) {
     const { scheduler } = stack;
     const agent = await startAgent(scheduler, { queues: ['side'], maxConcurrency: 5 });
     const { task: dependency } = await scheduler.submit({ queue: 'side', payload: { step: 1 } });
@@ -52,11 +54,17 @@ describe('the released functions beside the current ones', () => {
       dependsOn: [dependency.taskId],
     });
     const [first] = await claimUntil(scheduler, agent, 1, 3_000);
+    await complete({ agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 });
+    return { agent, dependency, dependent };
+  }
+
+  it('a released claim never hands a dependent its dependency’s outcome without the result kept once for it', async () => {
+    // Prepare: a dependency that succeeds with a result; its dependent's input names the result kept once.
     const result = { summary: 'x'.repeat(2_000) };
-    await scheduler.complete(
-      { agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 },
-      result,
+    const { agent, dependency, dependent } = await dependencySucceeded((lease) =>
+      stack.scheduler.complete(lease, result),
     );
+    const { scheduler } = stack;
 
     // Act: the released claim function serves the dependent's claim first; the call is then retried (same claim
     // id), as the SDK retries a claim that failed, and a current function serves it.
@@ -88,20 +96,11 @@ describe('the released functions beside the current ones', () => {
 
   it('a dependency completed by a released function hands its result to the dependent claimed by a current one', async () => {
     // Prepare: the released complete function copies the result into the dependent's input.
-    const { scheduler } = stack;
-    const agent = await startAgent(scheduler, { queues: ['side'], maxConcurrency: 5 });
-    const { task: dependency } = await scheduler.submit({ queue: 'side', payload: { step: 1 } });
-    const { task: dependent } = await scheduler.submit({
-      queue: 'side',
-      payload: { step: 2 },
-      dependsOn: [dependency.taskId],
-    });
-    const [first] = await claimUntil(scheduler, agent, 1, 3_000);
     const result = { summary: 'y'.repeat(2_000) };
-    await released.complete(
-      { agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 },
-      result,
+    const { agent, dependency, dependent } = await dependencySucceeded((lease) =>
+      released.complete(lease, result),
     );
+    const { scheduler } = stack;
 
     // Act
     const claimed = await claimUntil(scheduler, agent, 1, 3_000);
