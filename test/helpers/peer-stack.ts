@@ -7,7 +7,10 @@ import { LocalEventFeed } from '#adapters/event-publishers';
 import { LocalScheduleBackend } from '#local/local-schedules';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
-import { createTestStack, fireAsFunction, serveStack, type TestStack } from '#test/stack';
+import type { ClaimedTask, Task, TaskStatus } from '#sdk/types';
+import { Worker } from '#sdk/worker';
+import type { TaskHandler } from '#sdk/worker-events';
+import { createTestStack, fireAsFunction, serveStack, type TestStack, waitFor } from '#test/stack';
 
 /** How often the supervisor runs here (60 s in AWS). */
 export const SUPERVISOR_PERIOD_MS = 1_000;
@@ -22,10 +25,26 @@ export interface PeerStack {
     queues: readonly string[],
     options?: { maxConcurrency?: number; cut?: { value: boolean } },
   ): Promise<{ agentId: string; client: AgentSchedulerClient }>;
+  /**
+   * A Worker of a new agent serving `queues`, started (after `before`, for listeners that must hear its first
+   * claims), polling briefly and without push; `stopWorkers` stops every one started.
+   */
+  worker(
+    queues: readonly string[],
+    handler: TaskHandler,
+    options?: { concurrency?: number; cut?: { value: boolean }; before?: (worker: Worker) => void },
+  ): Promise<{ worker: Worker; agentId: string }>;
+  stopWorkers(): Promise<void>;
+  /** Waits until the task has `status`, and reads it. */
+  settled(taskId: string, status: TaskStatus, timeoutMs?: number): Promise<Task>;
   /** `GET /v1/events?since=…`, every page. */
   events(): Promise<{ type: string; taskId?: string; [field: string]: unknown }[]>;
   close(): Promise<void>;
 }
+
+/** The moment the server granted a claimed attempt, on the server's clock. */
+export const grantedAt = (claimed: ClaimedTask): number =>
+  Date.parse(claimed.leaseDeadline) - claimed.timeoutSeconds * 1_000;
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
 
@@ -65,7 +84,8 @@ export async function startPeerStack(
   );
   const operator = new AgentSchedulerClient({ endpoint: server.url, token: operatorToken });
   let agents = 0;
-  return {
+  const workers: Worker[] = [];
+  const peer: PeerStack = {
     url: server.url,
     operator,
     agent: async (agentQueues, options = {}) => {
@@ -88,6 +108,31 @@ export async function startPeerStack(
       });
       return { agentId: agent.agentId, client };
     },
+    worker: async (agentQueues, handler, options = {}) => {
+      const concurrency = options.concurrency ?? 1;
+      const { client, agentId } = await peer.agent(agentQueues, {
+        maxConcurrency: concurrency,
+        ...(options.cut ? { cut: options.cut } : {}),
+      });
+      const worker = new Worker({
+        client,
+        handler,
+        concurrency,
+        pollIntervalMs: { min: 20, max: 100 },
+        push: false,
+      });
+      workers.push(worker);
+      options.before?.(worker);
+      await worker.start();
+      return { worker, agentId };
+    },
+    stopWorkers: async () => {
+      await Promise.all(workers.splice(0).map((w) => w.stop({ drain: false, timeoutMs: 1_000 })));
+    },
+    settled: async (taskId, status, timeoutMs = 30_000) => {
+      await waitFor(async () => (await operator.getTask(taskId)).status === status, timeoutMs);
+      return operator.getTask(taskId);
+    },
     events: async () => {
       const all: { type: string; taskId?: string; [field: string]: unknown }[] = [];
       let since = 0;
@@ -108,4 +153,5 @@ export async function startPeerStack(
       await stack.destroy();
     },
   };
+  return peer;
 }

@@ -29,9 +29,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, Task, TaskStatus } from '#sdk/types';
-import { Worker } from '#sdk/worker';
+import type { Worker } from '#sdk/worker';
 import type { TaskHandler } from '#sdk/worker-events';
-import { LEASE_TTL_SECONDS, type PeerStack, SUPERVISOR_PERIOD_MS, startPeerStack } from '#test/peer-stack';
+import {
+  grantedAt,
+  LEASE_TTL_SECONDS,
+  type PeerStack,
+  SUPERVISOR_PERIOD_MS,
+  startPeerStack,
+} from '#test/peer-stack';
 import { waitFor } from '#test/stack';
 
 const QUEUES = [
@@ -52,50 +58,25 @@ const QUEUES = [
 describe('BullMQ scenarios on agent-scheduler', () => {
   let stack: PeerStack;
   let operator: AgentSchedulerClient;
-  const workers: Worker[] = [];
 
   beforeAll(async () => {
     stack = await startPeerStack(QUEUES, 'op_peers-bullmq');
     operator = stack.operator;
   });
   // Each scenario's workers stop with it, so none of them takes the next scenario's jobs.
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop({ drain: false, timeoutMs: 1_000 })));
-  });
+  afterEach(() => stack.stopWorkers());
   afterAll(async () => {
     await stack.close();
   });
 
-  async function startWorker(
+  const startWorker = async (
     queue: string,
     handler: TaskHandler,
     options: { concurrency?: number; cut?: { value: boolean } } = {},
-  ): Promise<Worker> {
-    const concurrency = options.concurrency ?? 1;
-    const { client } = await stack.agent([queue], {
-      maxConcurrency: concurrency,
-      ...(options.cut ? { cut: options.cut } : {}),
-    });
-    const worker = new Worker({
-      client,
-      handler,
-      concurrency,
-      pollIntervalMs: { min: 20, max: 100 },
-      push: false,
-    });
-    workers.push(worker);
-    await worker.start();
-    return worker;
-  }
+  ): Promise<Worker> => (await stack.worker([queue], handler, options)).worker;
 
-  async function settled(taskId: string, status: TaskStatus, timeoutMs = 30_000): Promise<Task> {
-    await waitFor(async () => (await operator.getTask(taskId)).status === status, timeoutMs);
-    return operator.getTask(taskId);
-  }
-
-  /** The moment the server granted a claimed attempt, on the server's clock. */
-  const grantedAt = (claimed: ClaimedTask) =>
-    Date.parse(claimed.leaseDeadline) - claimed.timeoutSeconds * 1_000;
+  const settled = (taskId: string, status: TaskStatus, timeoutMs?: number): Promise<Task> =>
+    stack.settled(taskId, status, timeoutMs);
 
   /** Claims through `client` until one task comes back. */
   async function claimOne(client: AgentSchedulerClient, sessionId: string, timeoutMs = 15_000) {

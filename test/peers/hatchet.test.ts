@@ -31,9 +31,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, Task, TaskStatus } from '#sdk/types';
-import { Worker } from '#sdk/worker';
+import type { Worker } from '#sdk/worker';
 import type { TaskHandler } from '#sdk/worker-events';
-import { type PeerStack, SUPERVISOR_PERIOD_MS, startPeerStack } from '#test/peer-stack';
+import { grantedAt, type PeerStack, SUPERVISOR_PERIOD_MS, startPeerStack } from '#test/peer-stack';
 import { waitFor } from '#test/stack';
 
 const QUEUES = [
@@ -55,7 +55,6 @@ const QUEUES = [
 describe('Hatchet scenarios on agent-scheduler', () => {
   let stack: PeerStack;
   let operator: AgentSchedulerClient;
-  const workers: Worker[] = [];
 
   beforeAll(async () => {
     // Leases of 10 s: no scenario here kills an agent, and a session that a loaded machine lets lapse must not
@@ -63,41 +62,21 @@ describe('Hatchet scenarios on agent-scheduler', () => {
     stack = await startPeerStack(QUEUES, 'op_peers-hatchet', { leaseTtlSeconds: 10 });
     operator = stack.operator;
   });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop({ drain: false, timeoutMs: 1_000 })));
-  });
+  afterEach(() => stack.stopWorkers());
   afterAll(async () => {
     await stack.close();
   });
 
-  async function startWorker(
+  const startWorker = (
     queues: readonly string[],
     handler: TaskHandler,
     concurrency = 1,
     /** Runs before the worker starts: listeners that must hear its first claims. */
     before: (worker: Worker) => void = () => undefined,
-  ): Promise<{ worker: Worker; agentId: string }> {
-    const { client, agentId } = await stack.agent(queues, { maxConcurrency: concurrency });
-    const worker = new Worker({
-      client,
-      handler,
-      concurrency,
-      pollIntervalMs: { min: 20, max: 100 },
-      push: false,
-    });
-    workers.push(worker);
-    before(worker);
-    await worker.start();
-    return { worker, agentId };
-  }
+  ) => stack.worker(queues, handler, { concurrency, before });
 
-  async function settled(taskId: string, status: TaskStatus, timeoutMs = 30_000): Promise<Task> {
-    await waitFor(async () => (await operator.getTask(taskId)).status === status, timeoutMs);
-    return operator.getTask(taskId);
-  }
-
-  const grantedAt = (claimed: ClaimedTask) =>
-    Date.parse(claimed.leaseDeadline) - claimed.timeoutSeconds * 1_000;
+  const settled = (taskId: string, status: TaskStatus, timeoutMs?: number): Promise<Task> =>
+    stack.settled(taskId, status, timeoutMs);
 
   it('a task past its execution timeout is stopped, taken back within the supervisor period + 5 s, and retried', async () => {
     const { task } = await operator.submitTask({
