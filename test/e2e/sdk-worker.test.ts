@@ -7,7 +7,7 @@ import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker } from '#sdk/worker';
-import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { createTestStack, cuttableAgentClient, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_e2e-operator-token';
 const LEASE_TTL_SECONDS = 3;
@@ -44,18 +44,7 @@ describe('SDK and Worker end to end', () => {
       queues: [queue],
       maxConcurrency: options.maxConcurrency ?? 1,
     });
-    const cut = options.cut;
-    return new AgentSchedulerClient({
-      endpoint: server.url,
-      token,
-      retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
-      ...(cut
-        ? {
-            fetch: (...[input, init]: Parameters<typeof fetch>) =>
-              cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
-          }
-        : {}),
-    });
+    return cuttableAgentClient(server.url, token, options.cut);
   }
 
   it('a task goes from submit to succeeded through the SDK and a Worker', async () => {

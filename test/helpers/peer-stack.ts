@@ -10,7 +10,14 @@ import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, Task, TaskStatus } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import type { TaskHandler } from '#sdk/worker-events';
-import { createTestStack, fireAsFunction, serveStack, type TestStack, waitFor } from '#test/stack';
+import {
+  createTestStack,
+  cuttableAgentClient,
+  fireAsFunction,
+  serveStack,
+  type TestStack,
+  waitFor,
+} from '#test/stack';
 
 /** How often the supervisor runs here (60 s in AWS). */
 export const SUPERVISOR_PERIOD_MS = 1_000;
@@ -94,18 +101,7 @@ export async function startPeerStack(
         queues: [...agentQueues],
         maxConcurrency: options.maxConcurrency ?? 1,
       });
-      const cut = options.cut;
-      const client = new AgentSchedulerClient({
-        endpoint: server.url,
-        token,
-        retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
-        ...(cut
-          ? {
-              fetch: (...[input, init]: Parameters<typeof fetch>) =>
-                cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
-            }
-          : {}),
-      });
+      const client = cuttableAgentClient(server.url, token, options.cut);
       return { agentId: agent.agentId, client };
     },
     worker: async (agentQueues, handler, options = {}) => {

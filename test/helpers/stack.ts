@@ -19,6 +19,7 @@ import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emula
 import { type FunctionName, runAs } from '#local/function-scope';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
 import { type LocalServerOptions, startLocalServer } from '#local/server';
+import { AgentSchedulerClient } from '#sdk/client';
 import { createContext, type WiredContext } from '#wiring/context';
 import { type FaultPlan, injectFaults } from './faults';
 import { recordAwsUsage, recordingPublisher, recordingScheduleBackend, startRecording } from './iam-usage';
@@ -373,4 +374,23 @@ export function collectedEvents(): { readonly publisher: EventPublisher; readonl
       },
     },
   };
+}
+
+/** An agent's SDK client with short retries, through a fetch the test can cut (`cut.value = true`) when given. */
+export function cuttableAgentClient(
+  url: string,
+  token: string,
+  cut?: { value: boolean },
+): AgentSchedulerClient {
+  return new AgentSchedulerClient({
+    endpoint: url,
+    token,
+    retries: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
+    ...(cut
+      ? {
+          fetch: (...[input, init]: Parameters<typeof fetch>) =>
+            cut.value ? Promise.reject(new TypeError('network cut')) : fetch(input, init),
+        }
+      : {}),
+  });
 }
