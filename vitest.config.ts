@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/setup/longest-first.ts';
 
 // Local tooling runs on Node 20; the functions themselves run on Node 22 in Lambda.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -18,6 +19,7 @@ const emulators = ['test/setup/emulators.ts'];
 export default defineConfig({
   test: {
     reporters: ['default', './test/setup/summary-reporter.ts'],
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
