@@ -77,6 +77,16 @@ export const newClaimId = (): string => globalThis.crypto.randomUUID();
 /** A new open id: one per open, sent again on each of its retries. */
 export const newOpenId = (): string => globalThis.crypto.randomUUID();
 
+let lastOpenSeq = 0;
+/**
+ * A number for a new open, above every earlier one of this process and, being the clock in ms, above those of the
+ * process this one restarted (see `OpenSessionOptions.openSeq`).
+ */
+export const nextOpenSeq = (): number => {
+  lastOpenSeq = Math.max(Date.now(), lastOpenSeq + 1);
+  return lastOpenSeq;
+};
+
 const segment = (value: string): string => encodeURIComponent(value);
 
 /**
@@ -331,19 +341,22 @@ export class AgentSchedulerClient {
   /**
    * Opens the agent's session; a session it had before ends, and the tasks it held are taken back. Every attempt
    * carries one open id (a new one unless given), so a retry after a lost answer, or a copy delivered late, gets
-   * the session the first attempt opened instead of ending it. A server older than open ids refuses the field
-   * (400): the open is then sent without it.
+   * the session the first attempt opened instead of ending it; and a number, so that an open the agent gave up on,
+   * delivered after a later one, cannot end the later one's session. A server older than either refuses the
+   * field (400): the open is then sent without it.
    */
   async openSession(options: OpenSessionOptions = {}): Promise<Session> {
     const open = (body: object) => this.call<Session>({ method: 'POST', path: '/v1/agent/session', body });
+    const openId = options.openId ?? newOpenId();
+    const refuses = (error: unknown, field: string) =>
+      error instanceof AgentSchedulerError && error.status === 400 && error.message.includes(`"${field}"`);
     try {
-      return await open({ openId: options.openId ?? newOpenId() });
+      return await open({ openId, openSeq: options.openSeq ?? nextOpenSeq() });
     } catch (error) {
-      if (!(error instanceof AgentSchedulerError && error.status === 400 && /openId/.test(error.message))) {
-        throw error;
-      }
-      return open({});
+      if (refuses(error, 'openId')) return open({});
+      if (!refuses(error, 'openSeq')) throw error;
     }
+    return open({ openId });
   }
 
   /** What the agent's live session holds: its tasks with their epochs, and its roles. */

@@ -456,6 +456,12 @@ export interface OpenSessionOptions {
    * was lost returns the session the first attempt opened. @default a new id per call
    */
   readonly openId?: string;
+  /**
+   * Grows with each new open of the agent: while the session an open made lives, an open numbered below it (sent
+   * before it and delivered late, e.g. by a start given up on) is refused with a `SessionLost` 409 instead of
+   * ending it. @default the clock in ms, above every earlier open of this process
+   */
+  readonly openSeq?: number;
 }
 
 export interface ClaimInput {

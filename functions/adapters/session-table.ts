@@ -48,6 +48,7 @@ export function sessionFromItem(item: Item): AgentSession {
     ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),
     ...(typeof item.endedAt === 'number' ? { endedAt: item.endedAt } : {}),
     ...(typeof item.openId === 'string' ? { openId: item.openId } : {}),
+    ...(typeof item.openSeq === 'number' ? { openSeq: item.openSeq } : {}),
     ...(typeof item.opens === 'object' && item.opens !== null ? { opens: numberMap(item.opens) } : {}),
   };
 }

@@ -90,7 +90,17 @@ const OPEN_ATTEMPTS = 3;
 export interface OpenSessionOptions {
   /** The open's id; without one (an SDK older than open ids), every call opens a new session. */
   readonly openId?: string;
+  /**
+   * The open's number, growing with each new open the agent sends (the SDK numbers them by its clock in ms, so a
+   * restarted agent's opens still grow): an open numbered below the one that made the live session was sent before
+   * it, by a start the agent gave up on, and is refused. Without one, an open is not ordered.
+   */
+  readonly openSeq?: number;
 }
+
+/** Open numbers the server takes: positive integers JavaScript counts exactly. */
+export const isOpenSeq = (value: unknown): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= 1;
 
 /**
  * Opens a session for the agent, ending the one it had: what that one held (tasks and roles) is taken back
@@ -103,9 +113,12 @@ export async function openSession(
   agentId: string,
   options: OpenSessionOptions = {},
 ): Promise<OpenedSession> {
-  const { openId } = options;
+  const { openId, openSeq } = options;
   if (openId !== undefined && !OPEN_ID_PATTERN.test(openId)) {
     throw new ValidationError('openId: 8 to 64 letters, digits, "-" or "_"');
+  }
+  if (openSeq !== undefined && !isOpenSeq(openSeq)) {
+    throw new ValidationError('openSeq: an integer from 1 to 2^53 - 1');
   }
   const agent = await ctx.agents.get(agentId);
   if (!agent) throw new AgentNotFoundError(agentId);
@@ -123,6 +136,8 @@ export async function openSession(
         : undefined;
       if (beat?.ok) return openedView(ctx, beat.session);
       // The session it made is over (or ended just now): a new one is opened under the same id.
+    } else if (current && outrunOpen(current, openSeq, ctx.now())) {
+      throw new SessionLostError('a later open of this agent made its live session; open with a new id');
     }
     if (current) await giveUp(ctx, current);
     // Dated once the hand-over is done: a slow one must not leave the new session with less than its TTL.
@@ -148,6 +163,7 @@ export async function openSession(
       rolesPicked: {},
       rolesLost: {},
       ...(openId === undefined ? {} : { openId }),
+      ...(openSeq === undefined ? {} : { openSeq }),
       ...(remembered.length > 0 ? { opens: Object.fromEntries(remembered) } : {}),
     };
     const outcome = await ctx.sessions.open(session, current);
@@ -162,6 +178,16 @@ export async function openSession(
   }
   throw new ServiceUnavailableError('the agent’s session kept changing while it was opened; retry');
 }
+
+/**
+ * An open sent before the one that made the live session: ordered only when both are numbered, and only while
+ * that session lives (an agent restarted on a host whose clock is behind waits out its old session's lease).
+ */
+const outrunOpen = (current: AgentSession, openSeq: number | undefined, now: number): boolean =>
+  openSeq !== undefined &&
+  current.openSeq !== undefined &&
+  openSeq < current.openSeq &&
+  isSessionLive(current, now);
 
 const openedView = (ctx: SchedulerContext, session: AgentSession): OpenedSession => ({
   sessionId: session.sessionId,

@@ -176,6 +176,11 @@ export interface AgentSession {
    */
   readonly openId?: string;
   /**
+   * The number the agent gave that open (see `OpenSessionOptions.openSeq`): while this session lives, an open
+   * numbered below it is refused. Absent when the agent gave none and on sessions opened before open numbers.
+   */
+  readonly openSeq?: number;
+  /**
    * The agent's most recent open ids, this session's included, each with the start of the session it made. An
    * open sent again with one of these ids once a later open has replaced its session is refused: it must not end
    * the session the agent now uses.

@@ -30,6 +30,14 @@ export const openSessionBody = z.strictObject({
       'Chosen by the agent and sent again on every retry of this open: a retry, or a copy delivered late, is answered with the session this open made instead of replacing it, and refused once a later open replaced that session.',
     )
     .optional(),
+  openSeq: z
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .describe(
+      'The open’s number, growing with each new open the agent sends (the SDK uses its clock in milliseconds). While the session an open made lives, an open numbered below it (sent before it, by a start the agent gave up on, and delivered late) is refused with 409 instead of replacing it. The same on every retry of one open.',
+    )
+    .optional(),
 });
 
 export const claimBody = z.strictObject({
@@ -137,10 +145,10 @@ export function agentOperations(scheduler: Scheduler): Record<string, Operation>
   return {
     openSession: async (request) => {
       const body = parseBody(openSessionBody, request.body);
-      const session = await scheduler.openSession(
-        agentOf(request),
-        body.openId === undefined ? {} : { openId: body.openId },
-      );
+      const session = await scheduler.openSession(agentOf(request), {
+        ...(body.openId === undefined ? {} : { openId: body.openId }),
+        ...(body.openSeq === undefined ? {} : { openSeq: body.openSeq }),
+      });
       return {
         status: 200,
         body: {

@@ -29,7 +29,7 @@ describe('opening a session', () => {
     // random 0: backoff draws are zero, so a task taken back is claimable at once.
     stack = await createTestStack({
       random: () => 0,
-      queues: ['opens', 'again', 'older', 'noid', 'failed', 'release'],
+      queues: ['opens', 'again', 'older', 'noid', 'failed', 'release', 'given-up', 'skewed'],
     });
   });
   afterAll(async () => {
@@ -81,6 +81,40 @@ describe('opening a session', () => {
     expect(session?.sessionId).toBe(later.sessionId);
     expect(session && isSessionLive(session, stack.clock.now())).toBe(true);
     expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'leased', leaseEpoch: 1 });
+  });
+
+  it('an open sent before a later one but delivered after it (a start given up on) is refused by its number', async () => {
+    const { scheduler } = stack;
+    const agentId = await register('given-up');
+    // The start given up on sent open 1; the agent's next start sent open 2, which landed first.
+    const later = await scheduler.openSession(agentId, { openId: 'open-second-0002', openSeq: 2_000 });
+    const { task } = await scheduler.submit({ queue: 'given-up', payload: {} });
+    await claimUntil(scheduler, { agentId, sessionId: later.sessionId }, 1);
+
+    const late = await rejection(
+      scheduler.openSession(agentId, { openId: 'open-first-00001', openSeq: 1_000 }),
+    );
+
+    expect(late).toBeInstanceOf(SessionLostError);
+    const session = await stack.ctx.sessions.get(agentId);
+    expect(session?.sessionId).toBe(later.sessionId);
+    expect(session && isSessionLive(session, stack.clock.now())).toBe(true);
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'leased', leaseEpoch: 1 });
+  });
+
+  it('an open numbered below a session that is over, or one written before open numbers, opens anew', async () => {
+    // An agent restarted on a host whose clock is behind: it waits out the old session's lease, no longer.
+    const { scheduler, ctx } = stack;
+    const agentId = await register('skewed');
+    const first = await scheduler.openSession(agentId, { openId: 'open-ahead-00001', openSeq: 9_000 });
+    stack.clock.advance(ctx.settings.leaseTtlSeconds * 1_000 + 1);
+
+    const behind = await scheduler.openSession(agentId, { openId: 'open-behind-0001', openSeq: 1_000 });
+    const unnumbered = await scheduler.openSession(agentId, { openId: 'open-nonum-00001' });
+    const numbered = await scheduler.openSession(agentId, { openId: 'open-numbered-01', openSeq: 500 });
+
+    expect(new Set([first, behind, unnumbered, numbered].map((s) => s.sessionId)).size).toBe(4);
+    expect((await ctx.sessions.get(agentId))?.sessionId).toBe(numbered.sessionId);
   });
 
   it('an open without an id (an SDK older than open ids) replaces the session and takes its tasks back', async () => {
@@ -235,7 +269,7 @@ describe('opening a session', () => {
     }
   });
 
-  it('over HTTP, an open id is optional, checked, and sent again returns the same session', async () => {
+  it('over HTTP, an open id and number are optional, checked; sent again returns the same session, numbered below is refused', async () => {
     const server: LocalServer = await serveStack(stack, OPERATOR);
     try {
       const call = async (path: string, token: string, body?: unknown) => {
@@ -261,12 +295,21 @@ describe('opening a session', () => {
           { openId: 7 },
           { openId: 'a b c d e f g' },
           { other: 1 },
+          { openId: 'http-open-bad-seq', openSeq: 0 },
+          { openSeq: -5 },
+          { openSeq: 1.5 },
+          { openSeq: '7' },
+          { openSeq: 2 ** 53 },
+          { openSeq: null },
         ].map((body) => call('/v1/agent/session', token, body)),
       );
       const none = await call('/v1/agent/session', token);
       const empty = await call('/v1/agent/session', token, {});
       const first = await call('/v1/agent/session', token, { openId: 'http-open-00001' });
       const second = await call('/v1/agent/session', token, { openId: 'http-open-00001' });
+      const numbered = await call('/v1/agent/session', token, { openId: 'http-open-00002', openSeq: 20 });
+      const older = await call('/v1/agent/session', token, { openId: 'http-open-00003', openSeq: 10 });
+      const replayed = await call('/v1/agent/session', token, { openId: 'http-open-00002', openSeq: 20 });
 
       expect(bad.map((b) => [b.status, (b.body.error as { code?: string })?.code])).toEqual(
         bad.map(() => [400, 'ValidationError']),
@@ -274,6 +317,9 @@ describe('opening a session', () => {
       expect([none.status, empty.status, first.status, second.status]).toEqual([200, 200, 200, 200]);
       expect(empty.body.sessionId).not.toBe(none.body.sessionId);
       expect(second.body.sessionId).toBe(first.body.sessionId);
+      expect([numbered.status, older.status, replayed.status]).toEqual([200, 409, 200]);
+      expect((older.body.error as { code?: string }).code).toBe('SessionLost');
+      expect(replayed.body.sessionId).toBe(numbered.body.sessionId);
       expect(Date.parse(String(second.body.expiresAt))).toBeGreaterThanOrEqual(
         Date.parse(String(first.body.expiresAt)),
       );

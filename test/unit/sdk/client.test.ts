@@ -235,7 +235,41 @@ describe('openSession', () => {
     });
     const { fetch, seen } = scripted(old, json(200, SESSION));
     await expect(clientWith(fetch).openSession()).resolves.toEqual(SESSION);
-    expect(seen.map((request) => JSON.parse(request.body))).toEqual([{ openId: expect.any(String) }, {}]);
+    expect(seen.map((request) => JSON.parse(request.body))).toEqual([
+      { openId: expect.any(String), openSeq: expect.any(Number) },
+      {},
+    ]);
+  });
+
+  it('opens with its id alone when the server knows open ids but not open numbers', async () => {
+    const older = json(400, {
+      error: { code: 'ValidationError', message: 'body: Unrecognized key: "openSeq"' },
+      requestId: 'req-400',
+    });
+    const { fetch, seen } = scripted(older, json(200, SESSION));
+    await expect(clientWith(fetch).openSession({ openId: 'open-given-0002' })).resolves.toEqual(SESSION);
+    expect(seen.map((request) => JSON.parse(request.body))).toEqual([
+      { openId: 'open-given-0002', openSeq: expect.any(Number) },
+      { openId: 'open-given-0002' },
+    ]);
+  });
+
+  it('numbers each open above the last, the same on every retry of one', async () => {
+    const { fetch, seen } = scripted(
+      failure(503, 'ServiceUnavailable'),
+      json(200, SESSION),
+      json(200, SESSION),
+    );
+    const client = clientWith(fetch);
+    await client.openSession();
+    await client.openSession({ openSeq: 7 });
+    const before = Date.now();
+    await client.openSession();
+    const seqs = seen.map((request) => JSON.parse(request.body).openSeq);
+    expect(seqs[0]).toBe(seqs[1]);
+    expect(seqs[2]).toBe(7);
+    expect(seqs[3]).toBeGreaterThan(seqs[0]);
+    expect(seqs[3]).toBeGreaterThanOrEqual(before);
   });
 
   it('does not send again without the id for any other refusal', async () => {
