@@ -22,6 +22,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
 import type { PushPrincipal } from '#domain/push';
+import { Expression } from './expression';
 
 type Item = Record<string, unknown>;
 
@@ -73,13 +74,14 @@ export class ConnectionTable implements ConnectionStore {
   }
 
   async takeTicket(hash: string, now: number): Promise<PushPrincipal | undefined> {
+    const e = new Expression();
     try {
       const output = await this.doc.send(
         new DeleteCommand({
           TableName: this.tableName,
           Key: ticketKey(hash),
-          ConditionExpression: 'attribute_exists(pk) AND expiresAt > :now',
-          ExpressionAttributeValues: { ':now': now },
+          ConditionExpression: `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(now)}`,
+          ...e.attributes(),
           ReturnValues: 'ALL_OLD',
         }),
       );
@@ -149,19 +151,21 @@ export class ConnectionTable implements ConnectionStore {
     if (connection.principal.kind !== 'agent') return;
     const { agentId } = connection.principal;
     // Records a newer connection of the same agent wrote are its own: deleted only while they name this one.
-    const mine = (Key: Item) =>
-      this.doc
+    const mine = (Key: Item) => {
+      const e = new Expression();
+      return this.doc
         .send(
           new DeleteCommand({
             TableName: this.tableName,
             Key,
-            ConditionExpression: 'connectionId = :c',
-            ExpressionAttributeValues: { ':c': connectionId },
+            ConditionExpression: `${e.n('connectionId')} = ${e.v(connectionId)}`,
+            ...e.attributes(),
           }),
         )
         .catch((error: unknown) => {
           if (!failedCondition(error)) throw error;
         });
+    };
     await Promise.all([
       mine(agentKey(agentId)),
       ...connection.queues.map((queue) => mine(listenerKey(queue, agentId))),
@@ -181,16 +185,16 @@ export class ConnectionTable implements ConnectionStore {
     queues: readonly string[],
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
     const marked = await Promise.all(
-      queues.map((queue) =>
-        this.doc
+      queues.map((queue) => {
+        const e = new Expression();
+        return this.doc
           .send(
             new UpdateCommand({
               TableName: this.tableName,
               Key: listenerKey(queue, agentId),
-              UpdateExpression: 'SET #idle = :true',
-              ConditionExpression: 'attribute_exists(pk) AND expiresAt > :now',
-              ExpressionAttributeNames: { '#idle': 'idle' },
-              ExpressionAttributeValues: { ':true': true, ':now': this.now() },
+              UpdateExpression: `SET ${e.n('idle')} = ${e.v(true)}`,
+              ConditionExpression: `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
+              ...e.attributes(),
               // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
               ReturnValues: 'ALL_OLD',
             }),
@@ -204,8 +208,8 @@ export class ConnectionTable implements ConnectionStore {
               if (failedCondition(error)) return undefined;
               throw error;
             },
-          ),
-      ),
+          );
+      }),
     );
     const listening = marked.filter((mark) => mark !== undefined);
     return listening.length > 0
@@ -217,30 +221,30 @@ export class ConnectionTable implements ConnectionStore {
   }
 
   async findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
-    const items = await this.query(`queue#${queue}`, limit, {
-      FilterExpression: '#idle = :true AND wokenAt <= :before AND expiresAt > :now',
-      ExpressionAttributeNames: { '#idle': 'idle' },
-      ExpressionAttributeValues: { ':true': true, ':before': wokenBefore, ':now': this.now() },
-    });
+    const items = await this.query(`queue#${queue}`, limit, (e) =>
+      [
+        `${e.n('idle')} = ${e.v(true)}`,
+        `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
+        `${e.n('expiresAt')} > ${e.v(this.now())}`,
+      ].join(' AND '),
+    );
     return items.map(listenerOf);
   }
 
   async takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean> {
+    const e = new Expression();
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: listenerKey(queue, listener.agentId),
-          UpdateExpression: 'SET #idle = :false, wokenAt = :now',
-          ConditionExpression: 'connectionId = :c AND #idle = :true AND wokenAt <= :before',
-          ExpressionAttributeNames: { '#idle': 'idle' },
-          ExpressionAttributeValues: {
-            ':false': false,
-            ':true': true,
-            ':now': now,
-            ':c': listener.connectionId,
-            ':before': wokenBefore,
-          },
+          UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}, ${e.n('wokenAt')} = ${e.v(now)}`,
+          ConditionExpression: [
+            `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
+            `${e.n('idle')} = ${e.v(true)}`,
+            `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
+          ].join(' AND '),
+          ...e.attributes(),
         }),
       );
       return true;
@@ -252,22 +256,22 @@ export class ConnectionTable implements ConnectionStore {
 
   async markBusy(listener: Listener, queues: readonly string[]): Promise<void> {
     await Promise.all(
-      queues.map((queue) =>
-        this.doc
+      queues.map((queue) => {
+        const e = new Expression();
+        return this.doc
           .send(
             new UpdateCommand({
               TableName: this.tableName,
               Key: listenerKey(queue, listener.agentId),
-              UpdateExpression: 'SET #idle = :false',
-              ConditionExpression: 'connectionId = :c',
-              ExpressionAttributeNames: { '#idle': 'idle' },
-              ExpressionAttributeValues: { ':false': false, ':c': listener.connectionId },
+              UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}`,
+              ConditionExpression: `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
+              ...e.attributes(),
             }),
           )
           .catch((error: unknown) => {
             if (!failedCondition(error)) throw error;
-          }),
-      ),
+          });
+      }),
     );
   }
 
@@ -288,11 +292,12 @@ export class ConnectionTable implements ConnectionStore {
 
   async watchers(taskId: string): Promise<string[]> {
     // The task was marked watched after the watch was written: a strong read sees every such watch.
-    const items = await this.query(`task#${taskId}`, Number.POSITIVE_INFINITY, {
-      FilterExpression: 'expiresAt > :now',
-      ExpressionAttributeValues: { ':now': this.now() },
-      ConsistentRead: true,
-    });
+    const items = await this.query(
+      `task#${taskId}`,
+      Number.POSITIVE_INFINITY,
+      (e) => `${e.n('expiresAt')} > ${e.v(this.now())}`,
+      { consistent: true },
+    );
     return items.map((item) => String(item.connectionId));
   }
 
@@ -300,22 +305,22 @@ export class ConnectionTable implements ConnectionStore {
   private async query(
     pk: string,
     limit: number,
-    filter: {
-      readonly FilterExpression: string;
-      readonly ExpressionAttributeNames?: Record<string, string>;
-      readonly ExpressionAttributeValues: Item;
-      readonly ConsistentRead?: boolean;
-    },
+    filter: (e: Expression) => string,
+    { consistent = false } = {},
   ): Promise<Item[]> {
+    const e = new Expression();
+    const keyCondition = `${e.n('pk')} = ${e.v(pk)}`;
+    const filterExpression = filter(e);
     const found: Item[] = [];
     let startKey: Item | undefined;
     do {
       const output = await this.doc.send(
         new QueryCommand({
           TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ...filter,
-          ExpressionAttributeValues: { ':pk': pk, ...filter.ExpressionAttributeValues },
+          KeyConditionExpression: keyCondition,
+          FilterExpression: filterExpression,
+          ...e.attributes(),
+          ...(consistent ? { ConsistentRead: true } : {}),
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
       );
