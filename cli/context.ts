@@ -2,9 +2,10 @@
  * What every command shares: the global options, the connection (resolved when a command first needs it, so help
  * and usage errors need no endpoint), and output that is escaped, coloured only for people, and JSON with --json.
  */
+
+import { iamSigner } from '#console/aws-signer';
 import { AgentSchedulerClient, type AgentSchedulerClientOptions } from '#sdk/client';
 import type { PushOptions, WebSocketConstructor } from '#sdk/push-channel';
-import { iamSigner } from './aws-signer';
 import { type Colours, colours, colourWanted } from './colour';
 import { type CliConnection, resolveConnection } from './config';
 import { printable } from './format';

@@ -4,8 +4,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { SchedulerLog } from '#core/context';
-import { answerConsole, listenOn } from '#local/server';
 import { type ConsoleGatewayOptions, consoleGateway, isLoopbackAddress } from './gateway';
+import { answerConsole, listenOn } from './serve';
 
 export interface ConsoleServerOptions extends ConsoleGatewayOptions {
   /** 0 picks a free port. */

@@ -4,20 +4,15 @@
  * token standing in for IAM on operator routes.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import {
-  createServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-  STATUS_CODES,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import type { AgentTable } from '#adapters/agent-table';
 import type { LocalEventFeed } from '#adapters/event-publishers';
+import type { ConsoleGateway } from '#console/gateway';
+import { answerConsole, headersOf, listenOn, readBody } from '#console/serve';
 import { authenticateAgent } from '#core/auth';
 import type { SchedulerLog } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
 import { bearerToken } from '#domain/agent-token';
-import type { ConsoleGateway } from '../console/gateway';
 import { agentOperations } from '../functions/http/agent-operations';
 import {
   type AgentRateLimit,
@@ -90,29 +85,6 @@ const errorResult = (
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ error: { code, message }, requestId }),
 });
-
-/** Past this, a request is cut off rather than read to its end. */
-const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
-
-/**
- * Reads the body, keeping nothing past the limit. The rest is still read (and dropped), up to a bound, so the
- * client gets its 413 instead of a reset connection.
- */
-export async function readBody(request: IncomingMessage): Promise<{ body: string; tooLarge: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length;
-    if (size > DRAIN_LIMIT_BYTES) {
-      request.destroy();
-      break;
-    }
-    if (size <= MAX_BODY_BYTES + 1024) chunks.push(chunk as Buffer);
-  }
-  return size > MAX_BODY_BYTES + 1024
-    ? { body: '', tooLarge: true }
-    : { body: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
-}
 
 /** One request as the local server sees it, read off the socket. */
 export interface LocalRequest {
@@ -228,79 +200,6 @@ export function localRequestHandler(
       ? runAs('agentApi', () => agentApi(event))
       : runAs('operatorApi', () => operatorApi(event));
   };
-}
-
-/** A request's headers by lower-case name, repeated ones joined as HTTP joins them. */
-const headersOf = (request: IncomingMessage): Record<string, string | undefined> =>
-  Object.fromEntries(
-    Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(',') : v]),
-  );
-
-/** Listens on `host:port` (0: a free port); the URL it serves and how to stop it, open connections included. */
-export async function listenOn(
-  server: Server,
-  port: number,
-  host: string,
-): Promise<{ url: string; close(): Promise<void> }> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address();
-  const bound = typeof address === 'object' && address ? address.port : port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
-
-/** One request to the console's gateway, answered on its socket. */
-export function answerConsole(
-  gateway: ConsoleGateway,
-  request: IncomingMessage,
-  response: ServerResponse,
-  log: SchedulerLog,
-): void {
-  readBody(request)
-    .then(({ body, tooLarge }) => {
-      if (tooLarge) {
-        response.writeHead(413, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({
-            error: {
-              code: 'PayloadTooLarge',
-              message: `the request body is larger than ${MAX_BODY_BYTES} bytes`,
-            },
-          }),
-        );
-        return;
-      }
-      return gateway
-        .answer({
-          method: request.method ?? 'GET',
-          url: request.url ?? '/',
-          headers: headersOf(request),
-          body,
-          remoteAddress: request.socket.remoteAddress,
-          localAddress: request.socket.localAddress,
-          localPort: request.socket.localPort ?? 0,
-        })
-        .then((answer) => {
-          response.writeHead(answer.statusCode, answer.headers);
-          response.end(answer.body);
-        });
-    })
-    .catch((error: unknown) => {
-      log.error('console request failed', { error: error instanceof Error ? error.message : String(error) });
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({ error: { code: 'InternalError', message: 'the request could not be completed' } }),
-      );
-    });
 }
 
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {

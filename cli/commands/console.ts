@@ -4,7 +4,7 @@
  * with AWS Signature Version 4 for a deployed stack), and a browser gets in only with the code printed here.
  */
 import type { Command } from 'commander';
-import { iamSigner } from '../aws-signer';
+import { iamSigner } from '#console/aws-signer';
 import type { Cli } from '../context';
 import { isLoopbackEndpoint, UsageError } from '../errors';
 import { wholeNumber } from '../input';
