@@ -3,7 +3,7 @@
  * used once, idle agents woken (a bounded number, each once per cooldown, by conditional writes), gone
  * connections forgotten, role grants and task endings pushed, bad frames refused without changing anything.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { CONNECTION_TTL_SECONDS, type PushFrame, TICKET_TTL_SECONDS } from '#domain/push';
 import {
   claimUntil,
@@ -51,6 +51,11 @@ describe('push channel', () => {
     const answer = await stack.scheduler.claimOrListen(agent);
     expect(answer.tasks).toEqual([]);
     return answer;
+  };
+  /** Holds the clock still for the rest of the test: only `advance` moves it. */
+  const holdClock = () => {
+    stack.clock.stop();
+    onTestFinished(() => stack.clock.resume());
   };
   const wakesTo = (connectionId: string) => sender.to(connectionId).filter((f) => f.type === 'wake');
   /** Claims and completes `count` tasks of a queue, so later tests start from an empty queue. */
@@ -147,6 +152,8 @@ describe('push channel', () => {
     });
 
     it('an agent woken is not woken again within the cooldown, and is told to look once it is over', async () => {
+      // The cooldown passes only when the test moves the clock, however long the calls take on a busy machine.
+      holdClock();
       const agent = await connectedAgent(['cool']);
       await idle(agent);
       // The only agent of its queue.
@@ -213,6 +220,8 @@ describe('push channel', () => {
     });
 
     it('a task given back, a lease taken back, a hint sent again and a schedule fire each wake an idle agent', async () => {
+      // A retry's backoff and the cooldown end only when the test moves the clock, however long the calls take.
+      holdClock();
       const listener = await connectedAgent(['back']);
       const wakeReasons = () => wakesTo(listener.connectionId).map((f) => (f as { reason: string }).reason);
       const worker = await startAgent(stack.scheduler, { queues: ['back'] });
