@@ -384,7 +384,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
 
     let lastPassMs = 0;
-    // A tick in ten (or the share asked for) runs two passes at once, counted in time rather than in passes.
+    // A tick in ten (or the share asked for) runs its pass twice at once, as a duplicated invocation does.
     const supervisor = superviseUnderChaos({
       pass: async () => {
         const result = await scheduler.supervise();

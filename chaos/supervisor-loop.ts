@@ -1,12 +1,15 @@
 /**
  * The chaos supervisor: one pass after another, a tick apart, as the scheduled function runs; and, at the rate
- * asked for, two passes started at the same instant, as when a scheduled invocation is delivered twice.
+ * asked for, a tick whose pass is run twice at once, as when EventBridge Scheduler delivers an invocation twice.
  *
- * The doubled passes keep a clock of their own: counting them per pass made the rate depend on how long a pass
- * takes, and a pass under load takes seconds (one run doubled once in 80 s where one tick in ten was meant).
+ * The duplicates are drawn per tick, as at-least-once delivery duplicates invocations: a tick in ten doubled is two
+ * passes at once a tenth of the time, never more. Drawn on a clock of their own instead (a pair every ten ticks of
+ * time, whatever the passes took), a pass that took seconds under load overlapped a pair nearly always, so three
+ * passes ran at once and each queued task's next look was written three times over (a 2,000-task run: 1,807 of
+ * its 1,976 tasks looked at had exactly three such writes, within a third of a second of each other).
  */
 export interface SupervisorLoop {
-  /** Passes run, doubled ones included, and the times two were started together. */
+  /** Passes run, doubled ones included, and the ticks whose pass ran twice. */
   readonly passes: number;
   readonly doubled: number;
   stop(): Promise<void>;
@@ -15,37 +18,32 @@ export interface SupervisorLoop {
 export function superviseUnderChaos(options: {
   readonly pass: () => Promise<unknown>;
   readonly tickMs: number;
-  /** Doubled starts per tick of time. */
+  /** Share of ticks (while the faults last) whose pass runs twice at once. */
   readonly doublingShare: number;
   readonly faultsOn: () => boolean;
 }): SupervisorLoop {
   let stopping = false;
   let passes = 0;
   let doubled = 0;
+  let ticks = 0;
   const pass = () => {
     passes++;
     return options.pass().catch(() => undefined);
   };
   const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  const single = (async () => {
+  // Spread evenly rather than drawn: the tick that takes the running count of doubled ticks past its share.
+  const isDoubled = (tick: number) =>
+    Math.floor(tick * options.doublingShare) > Math.floor((tick - 1) * options.doublingShare);
+  const loop = (async () => {
     while (!stopping) {
-      await pass();
+      ticks++;
+      if (options.faultsOn() && isDoubled(ticks)) {
+        doubled++;
+        await Promise.all([pass(), pass()]);
+      } else await pass();
       await wait(options.tickMs);
     }
   })();
-  const inFlight = new Set<Promise<unknown>>();
-  const doubling =
-    options.doublingShare > 0
-      ? setInterval(() => {
-          // At most one doubled pair at a time: a pass slower than the doubling period would otherwise pile
-          // passes up without bound, where a deployed supervisor's passes are bounded by its function's timeout.
-          if (stopping || !options.faultsOn() || inFlight.size > 0) return;
-          doubled++;
-          const both = Promise.all([pass(), pass()]);
-          inFlight.add(both);
-          void both.finally(() => inFlight.delete(both));
-        }, options.tickMs / options.doublingShare)
-      : undefined;
   return {
     get passes() {
       return passes;
@@ -55,8 +53,7 @@ export function superviseUnderChaos(options: {
     },
     async stop() {
       stopping = true;
-      clearInterval(doubling);
-      await Promise.all([single, ...inFlight]);
+      await loop;
     },
   };
 }
