@@ -25,19 +25,20 @@ export function superviseUnderChaos(options: {
   let stopping = false;
   let passes = 0;
   let doubled = 0;
+  /** Ticks while the faults last. */
   let ticks = 0;
   const pass = () => {
     passes++;
     return options.pass().catch(() => undefined);
   };
   const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  // Spread evenly rather than drawn: the tick that takes the running count of doubled ticks past its share.
+  // Spread evenly rather than drawn, the first tick of the faults included, so a short run has one too: the tick
+  // that takes the running count of doubled ticks up to its share.
   const isDoubled = (tick: number) =>
-    Math.floor(tick * options.doublingShare) > Math.floor((tick - 1) * options.doublingShare);
+    Math.ceil(tick * options.doublingShare) > Math.ceil((tick - 1) * options.doublingShare);
   const loop = (async () => {
     while (!stopping) {
-      ticks++;
-      if (options.faultsOn() && isDoubled(ticks)) {
+      if (options.faultsOn() && isDoubled(++ticks)) {
         doubled++;
         await Promise.all([pass(), pass()]);
       } else await pass();

@@ -39,6 +39,21 @@ describe('the chaos supervisor loop', () => {
     expect(loop.doubled).toBeLessThanOrEqual(Math.ceil(ticks / 10));
   });
 
+  it('doubles the first tick of the faults, so a run of fewer than ten ticks has one', async () => {
+    const loop = superviseUnderChaos({
+      pass: () => new Promise((resolve) => setTimeout(resolve, 1_000)),
+      tickMs: 250,
+      doublingShare: 0.1,
+      faultsOn: () => true,
+    });
+    await vi.advanceTimersByTimeAsync(3_000);
+    const stopped = loop.stop();
+    await vi.advanceTimersByTimeAsync(2_000);
+    await stopped;
+    expect(loop.passes - loop.doubled).toBeLessThan(10);
+    expect(loop.doubled).toBe(1);
+  });
+
   it('doubles no tick once the faults are off', async () => {
     let faultsOn = true;
     const loop = superviseUnderChaos({
