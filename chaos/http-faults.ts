@@ -105,6 +105,10 @@ export function faultyNetwork(options: NetworkOptions) {
   const seen = { requests: 0, staleRejected: 0 };
   /** Requests of each route while the faults last. */
   const sent: Record<string, number> = {};
+  /** How long the server took to answer each route's requests (ms), and how many it was still working on when the
+   * agent gave them up: a server slower than the agents' time budgets turns into lost work and lapsed sessions. */
+  const answerMs: Record<string, number[]> = {};
+  const abandoned: Record<string, number> = {};
   /** Notes what the server answered to a claim, before the answer can be lost. */
   const noteAnswer = (
     operation: string,
@@ -185,8 +189,18 @@ export function faultyNetwork(options: NetworkOptions) {
         );
         return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
       }
-      const response = await fetch(input, init);
-      const text = await response.text();
+      const sentAt = Date.now();
+      const answered = await fetch(input, init)
+        .then(async (response) => ({ response, text: await response.text() }))
+        .catch((error: unknown) => {
+          // Given up by the agent while the server had it: the server's work on it is thrown away.
+          if (signal?.aborted) abandoned[operation] = (abandoned[operation] ?? 0) + 1;
+          throw error;
+        });
+      const { response, text } = answered;
+      const times = answerMs[operation] ?? [];
+      times.push(Date.now() - sentAt);
+      answerMs[operation] = times;
       const lost = draw >= hung && draw < answerLost;
       noteAnswer(operation, claimId, response.status, text, !lost);
       if (lost) {
@@ -202,6 +216,16 @@ export function faultyNetwork(options: NetworkOptions) {
     claimAnswers,
     heard: heard as ReadonlySet<string>,
     requestsWhere: sent as Readonly<Record<string, number>>,
+    abandonedWhere: abandoned as Readonly<Record<string, number>>,
+    /** The median and 99th percentile of the server's answer times, by route. */
+    answerMs: () =>
+      Object.fromEntries(
+        Object.entries(answerMs).map(([operation, times]) => {
+          const sorted = [...times].sort((a, b) => a - b);
+          const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+          return [operation, { p50: at(0.5), p99: at(0.99) }];
+        }),
+      ),
     get requests() {
       return seen.requests;
     },

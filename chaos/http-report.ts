@@ -18,6 +18,13 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly requests: number;
   /** Requests by route while the faults lasted. */
   readonly requestsWhere: Readonly<Record<string, number>>;
+  /**
+   * How long the server took to answer, by route (ms), and the requests an agent gave up on while the server worked
+   * on them: when the one process running the server and every agent is starved, its answers outlast the agents'
+   * budgets, and the run measures the machine rather than the scheduler.
+   */
+  readonly answerMs: Readonly<Record<string, { readonly p50: number; readonly p99: number }>>;
+  readonly abandonedWhere: Readonly<Record<string, number>>;
   readonly executions: number;
   readonly roleHoldings: number;
   readonly cancelled: number;
@@ -99,6 +106,11 @@ export function summaryLines(report: HttpChaosReport): string[] {
     ...Object.entries(report.faultsWhere)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([kind, where]) => `  ${kind}: ${listed(where)}`),
+    `  server answers p50/p99 ms: ${Object.entries(report.answerMs)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([operation, { p50, p99 }]) => `${operation} ${p50}/${p99}`)
+      .join(', ')}`,
+    `  given up while the server worked: ${listed(report.abandonedWhere)}`,
     ...(report.violationDetails ?? []).map((detail) => `  violation: ${detail}`),
   ];
 }

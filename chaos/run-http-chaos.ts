@@ -228,6 +228,8 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
       faultsWhere: run.faults.byWhere,
       requests: run.network.requests,
       requestsWhere: run.network.requestsWhere,
+      answerMs: run.network.answerMs(),
+      abandonedWhere: run.network.abandonedWhere,
       executions: run.executions.length,
       roleHoldings: run.holdings.length,
       cancelled,
