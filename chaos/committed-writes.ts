@@ -12,6 +12,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { payloadJsonOf } from '#adapters/task-table';
+import type { WiredContext } from '#wiring/context';
 import type { History } from './history';
 
 type Next = (args: { input: object }) => Promise<{ output: object }>;
@@ -60,6 +61,7 @@ export const emptyHistory = (): History => ({
   acknowledged: new Set(),
   finalStatus: new Map(),
   occurrenceTasks: new Map(),
+  takenBackBy: new Map(),
 });
 
 /** Records into `history` every task and session version that `dynamodb` commits to `tables`. */
@@ -140,6 +142,29 @@ export function recordCommittedWrites(
     },
     { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
   );
+}
+
+/**
+ * Which of the scheduler's functions took each lease back (the claim's own look at its session, a sweep, an open,
+ * a revocation), read from the call's stack, and the reason it wrote: a few hundred take-backs a run, against tens
+ * of thousands of writes.
+ */
+export function recordTakeBacks(ctx: Pick<WiredContext, 'tasks'>, history: History): void {
+  const takeBack = ctx.tasks.takeBack.bind(ctx.tasks);
+  ctx.tasks.takeBack = async (observed, taking, now) => {
+    const callers = [
+      ...(new Error().stack ?? '').matchAll(/at (?:async )?([\w.]+) \([^)]*functions\/core\//g),
+    ]
+      .map((frame) => frame[1])
+      .join(' < ');
+    const result = await takeBack(observed, taking, now);
+    if (result.ok)
+      history.takenBackBy?.set(
+        `${observed.taskId}#${observed.leaseEpoch}`,
+        `${callers}: ${taking.error.message}`,
+      );
+    return result;
+  };
 }
 
 type Marshalled = Record<string, unknown>;

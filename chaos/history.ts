@@ -72,6 +72,11 @@ export interface History {
    * and took it back) was never an agent's: its lease ends when it is taken back.
    */
   readonly answered?: ReadonlySet<string>;
+  /**
+   * Which of the scheduler's functions took each lease (`taskId#leaseEpoch`) back, and why, for the explanation of
+   * a violation; absent when the run does not record them.
+   */
+  readonly takenBackBy?: Map<string, string>;
 }
 
 export interface Verdict {
@@ -272,6 +277,10 @@ export function checkHistory(history: History): Verdict {
             overlapAt,
             finishedAt,
             sessionAtOverlap: latest,
+            // When the agent opened the session granted the earlier lease: a sweep's read of the agent's session
+            // made before then knows only the session it replaced.
+            sessionOpenedAt: sessions.find((s) => s.sessionId === grant.sessionId)?.at,
+            takenBackBy: history.takenBackBy?.get(`${taskId}#${grant.leaseEpoch}`),
             versions: ordered,
           });
           break;

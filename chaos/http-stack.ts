@@ -12,7 +12,7 @@ import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { Worker, WorkerOptions } from '#sdk/worker';
 import { createContext, type WiredContext } from '#wiring/context';
-import { emptyHistory, recordCommittedWrites } from './committed-writes';
+import { emptyHistory, recordCommittedWrites, recordTakeBacks } from './committed-writes';
 import type { CheckpointWrite, Execution, RoleHolding } from './history';
 import { FaultCounts, faultyNetwork } from './http-faults';
 import { SHAPES, type Sizes, type WorkloadState } from './http-workload';
@@ -133,6 +133,7 @@ export async function setUp(options: HttpChaosOptions) {
   options.mutateContext?.(ctx);
   const made = recordMadeTasks(ctx, history);
   const checkpointWrites = recordCheckpoints(ctx);
+  recordTakeBacks(ctx, history);
   const scheduler = new Scheduler(ctx);
   options.mutateScheduler?.(scheduler);
   const operatorToken = `op_${randomBytes(12).toString('base64url')}`;

@@ -8,6 +8,7 @@ import {
   emptyHistory,
   RETRYING,
   recordCommittedWrites,
+  recordTakeBacks,
   stackOf,
   WRITES,
   writeKind,
@@ -203,6 +204,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     },
   });
   options.mutate?.(ctx);
+  recordTakeBacks(ctx, history);
   const scheduler = new Scheduler(ctx);
 
   const record = async <T>(call: Omit<ClientCall, 'at' | 'outcome' | 'code'>, work: () => Promise<T>) => {

@@ -4,7 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { emptyHistory } from '../../../chaos/committed-writes';
-import { checkHistory, type History, type SessionVersion, type TaskVersion } from '../../../chaos/history';
+import {
+  checkHistory,
+  type History,
+  type SessionVersion,
+  type TaskVersion,
+  violationDetails,
+} from '../../../chaos/history';
 
 const ttl = 2_000;
 const taskId = 't_one';
@@ -70,6 +76,15 @@ describe('checkHistory: grants no claim answer carried', () => {
   it('still finds the overlap when an answer carried the lease to its agent', () => {
     const verdict = checkHistory({ ...regranted(live), answered: new Set([`${taskId}#1`, `${taskId}#2`]) });
     expect(verdict.overlapCount).toBe(1);
+  });
+
+  it('names the function that took the overlapping lease back in the violation it explains', () => {
+    const history = { ...regranted(live), answered: new Set([`${taskId}#1`, `${taskId}#2`]) };
+    history.takenBackBy?.set(`${taskId}#1`, 'reclaimTask < reclaimExpiredLeases');
+    violationDetails.length = 0;
+    expect(checkHistory(history).overlapCount).toBe(1);
+    expect(violationDetails).toHaveLength(1);
+    expect(violationDetails[0]).toContain('"takenBackBy":"reclaimTask < reclaimExpiredLeases"');
   });
 });
 
