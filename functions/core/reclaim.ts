@@ -183,15 +183,18 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
     ),
   );
 
-  // One read per owner, shared by the owner's tasks looked at together.
-  const sessions = new Map<string, Promise<AgentSession | undefined>>();
-  const sessionOf = (agentId: string) => {
-    let session = sessions.get(agentId);
-    if (!session) {
-      session = ctx.sessions.get(agentId);
-      sessions.set(agentId, session);
-    }
-    return session;
+  // One read per owner, shared by the owner's tasks looked at together, with the shard it was made for. The shards
+  // are read one after another, so a read made for an earlier shard may predate the grant of a task read since: the
+  // agent may have opened a new session and been granted the task in it, and its agent answered (the HTTP chaos
+  // run's lease overlaps). Such a read can keep a lease, but not end one: a task it finds over for its session is
+  // looked at again with a read made after the task's (one more read per owner and shard, only then).
+  const sessions = new Map<string, { read: Promise<AgentSession | undefined>; shard: string }>();
+  const sessionOf = (agentId: string, shard: string, since: boolean) => {
+    const known = sessions.get(agentId);
+    if (known && (!since || known.shard === shard)) return known.read;
+    const read = ctx.sessions.get(agentId);
+    sessions.set(agentId, { read, shard });
+    return read;
   };
   const dueIn = queryEveryDueShard(ctx, now, ctx.settings.sweepLimit);
   for (const shard of ctx.tasks.dueShards) {
@@ -205,8 +208,12 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
         await eachConcurrently(leased, SWEEP_CONCURRENCY, (task) =>
           attempt(
             async () => {
-              const session = await sessionOf(task.owner ?? '');
-              const reason = leaseExpiry(task, session, now);
+              let session = await sessionOf(task.owner ?? '', shard, false);
+              let reason = leaseExpiry(task, session, now);
+              if (reason === 'session') {
+                session = await sessionOf(task.owner ?? '', shard, true);
+                reason = leaseExpiry(task, session, now);
+              }
               if (reason === 'session' && session && session.sessionId === task.sessionId) {
                 // Its session expired: end it first, or find it alive after all.
                 if (!(await endSession(ctx, session, now))) {

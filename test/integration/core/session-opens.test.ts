@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLeaseId } from '#adapters/session-table';
+import { dueShardOf } from '#adapters/task-table';
 import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { isSessionLive } from '#domain/task';
+import { runApart } from '#local/function-scope';
 import type { LocalServer } from '#local/server';
 import { loadReleasedSdk } from '#test/released-sdk';
 import { claimUntil, createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
@@ -29,7 +31,18 @@ describe('opening a session', () => {
     // random 0: backoff draws are zero, so a task taken back is claimable at once.
     stack = await createTestStack({
       random: () => 0,
-      queues: ['opens', 'again', 'older', 'noid', 'failed', 'release', 'given-up', 'skewed'],
+      queues: [
+        'opens',
+        'again',
+        'older',
+        'noid',
+        'failed',
+        'release',
+        'given-up',
+        'skewed',
+        'swept-old',
+        'swept-new',
+      ],
     });
   });
   afterAll(async () => {
@@ -231,6 +244,70 @@ describe('opening a session', () => {
       }
     },
   );
+
+  it('a sweep that read the agent’s session before the agent opened anew takes nothing from the new session', async () => {
+    const { scheduler, ctx, clock } = stack;
+    const { agent } = await scheduler.registerAgent({
+      name: 'swept',
+      queues: ['swept-old', 'swept-new'],
+      maxConcurrency: 2,
+    });
+    const { agentId } = agent;
+    // A pass reads the due shards one after another, and the agent's session once for all its tasks: the old
+    // session's task must be in an earlier shard than the task the new session is granted.
+    const shardOf = (taskId: string) => ctx.tasks.dueShards.indexOf(dueShardOf(taskId));
+    const submitIn = async (queue: string, fits: (shard: number) => boolean) => {
+      for (;;) {
+        const { task } = await scheduler.submit({ queue, payload: {} });
+        if (fits(shardOf(task.taskId))) return task.taskId;
+        await scheduler.cancel(task.taskId);
+      }
+    };
+    const oldTask = await submitIn('swept-old', (shard) => shard < ctx.tasks.dueShards.length - 1);
+    const newTask = await submitIn('swept-new', (shard) => shard > shardOf(oldTask));
+    const claimIn = async (from: typeof scheduler, sessionId: string, queue: string) => {
+      let claimed: Awaited<ReturnType<typeof scheduler.claim>> = [];
+      await waitFor(async () => {
+        claimed = await from.claim({ agentId, sessionId, queues: [queue] });
+        return claimed.length > 0;
+      });
+      return claimed;
+    };
+    const first = await scheduler.openSession(agentId);
+    expect((await claimIn(scheduler, first.sessionId, 'swept-old')).map((t) => t.taskId)).toEqual([oldTask]);
+    // Both tasks come due for the sweep's look (their hints' reconcile time) while the agent keeps its session.
+    for (let step = 0; step < 5; step++) {
+      clock.advance(25_000);
+      await scheduler.heartbeat(agentId, first.sessionId);
+    }
+    // The pass has read the agent's session for the old task and found its lease good; before it goes on, the
+    // agent restarts: it opens a new session (the old task is taken back) and is granted the other task in it.
+    const restarted = stack.sibling();
+    let second = '';
+    let granted: string[] = [];
+    stack.interleave(
+      (operation, input) => operation === 'UpdateItemCommand' && JSON.stringify(input.Key).includes(oldTask),
+      () =>
+        runApart('agentApi', async () => {
+          second = (await restarted.openSession(agentId)).sessionId;
+          granted = (await claimIn(restarted, second, 'swept-new')).map((t) => t.taskId);
+        }),
+    );
+
+    const swept = await scheduler.reclaim();
+
+    // The new session is live and its agent was answered the task: the pass leaves it leased there.
+    expect(granted).toEqual([newTask]);
+    expect(swept.requeued).not.toContain(newTask);
+    expect(await scheduler.getTask(newTask)).toMatchObject({
+      status: 'leased',
+      sessionId: second,
+      leaseEpoch: 1,
+    });
+    const session = await ctx.sessions.get(agentId);
+    expect(session?.sessionId).toBe(second);
+    expect(session?.endedAt).toBeUndefined();
+  });
 
   it('the SDK of the last release opens, runs a task and reopens against this server', async () => {
     // Prepare: that release's SDK sources, as they were (the SDK imports nothing outside itself).
