@@ -11,7 +11,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { payloadJsonOf } from '#adapters/task-table';
+import { payloadJsonOf } from '#adapters/task-items';
 import type { WiredContext } from '#wiring/context';
 import type { History } from './history';
 

@@ -1,24 +1,19 @@
 /**
  * The tasks table: the state item every transition rewrites, and the payload item written once.
  */
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
-  BatchWriteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
-  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type {
   Ending,
   Grant,
   LadderClimb,
-  LaneEntry,
   ListingCursor,
   NewPayload,
   Observed,
@@ -31,29 +26,31 @@ import type {
   TakingBack,
   TaskStore,
   TaskWrite,
-  TurnSlot,
   WrittenPayloads,
 } from '#core/ports/task-store';
-import { shardOf } from '#domain/ids';
-import { laneOf } from '#domain/lanes';
-import { isPriority } from '#domain/priority';
 import type { DependencyOutcome, FinishRecord, Task, TaskError } from '#domain/task';
-import { isTaskStatus, isTerminal } from '#domain/task-status';
+import { isTerminal } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
-import { PAYLOAD_OBJECT_PREFIX, type PayloadObjects } from './payload-objects';
+import type { PayloadObjects } from './payload-objects';
+import { DUE_INDEX, dependentPart, inputPart, LISTED_INDEX, RESULT_PART } from './tables';
 import {
-  DUE_INDEX,
-  DUE_SHARDS,
-  dependentPart,
-  inputPart,
-  LANE_INDEX,
-  LISTED_INDEX,
-  LISTED_SHARDS,
-  laneTurnKey,
-  payloadPart,
-  RESULT_PART,
-  TASK_PART,
-} from './tables';
+  ALL_DUE_SHARDS,
+  decodePayload,
+  dueShardOf,
+  encodePayload,
+  type Item,
+  inlineAttributes,
+  itemFromNewTask,
+  legacyPayloadKey,
+  listedShardsOf,
+  payloadAttributes,
+  payloadJsonOf,
+  payloadKey,
+  payloadObjectKey,
+  stateKey,
+  taskFromItem,
+} from './task-items';
+import { batchGet, batchWrite, extendPurge, inputItems, sleep } from './task-requests';
 import {
   destinationClauses,
   endingClauses,
@@ -64,211 +61,11 @@ import {
   stillAsObserved,
 } from './task-writes';
 
-type Item = Record<string, unknown>;
-
-const shardName = (prefix: string, shard: number): string => `${prefix}#${String(shard).padStart(2, '0')}`;
-
-/** The `due` index partition of a task: a sweep queries every one. */
-export const dueShardOf = (taskId: string): string => shardName('due', shardOf(taskId, DUE_SHARDS));
-
-const ALL_DUE_SHARDS: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) =>
-  shardName('due', shard),
-);
-
-/** The `listed` index partition of a task: its queue, and a shard of it. */
-export const listedShardOf = (queue: string, taskId: string): string =>
-  shardName(queue, shardOf(taskId, LISTED_SHARDS));
-
-const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
-const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
-const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
-const payloadObjectKey = (taskId: string, specHash: string) =>
-  `${PAYLOAD_OBJECT_PREFIX}${taskId}/${specHash}`;
-
-const optionalNumber = (value: unknown): number | undefined =>
-  typeof value === 'number' ? value : undefined;
-const optionalString = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : undefined;
-const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : undefined);
-
-/**
- * Payloads shorter than this are stored as they are: they fit a write unit with the item's keys anyway.
- * DynamoDB bills writes per started kilobyte of item, so a longer one is stored deflated when that is smaller:
- * a 1 KB JSON payload of random base64 (the worst case short of encrypted data) fits one write unit, not two.
- */
-const COMPRESS_FROM_BYTES = 512;
-
-/** A payload's bytes as stored: its JSON text, or the raw deflate of it when that is smaller. */
-function encodePayload(payloadJson: string): { bytes: Uint8Array; encoding: PayloadEncoding } {
-  const text = Buffer.from(payloadJson);
-  if (text.length < COMPRESS_FROM_BYTES) return { bytes: text, encoding: 'json' };
-  const deflated = deflateRawSync(text);
-  return deflated.length < text.length
-    ? { bytes: deflated, encoding: 'deflate' }
-    : { bytes: text, encoding: 'json' };
-}
-
-const inlineAttributes = (
-  payloadJson: string,
-  { bytes, encoding }: ReturnType<typeof encodePayload>,
-): { payload: string } | { payloadDeflated: Uint8Array } =>
-  encoding === 'deflate' ? { payloadDeflated: bytes } : { payload: payloadJson };
-
-/** The attributes holding a payload: `payload` (JSON text) or `payloadDeflated` (raw deflate of it). */
-export const payloadAttributes = (payloadJson: string) =>
-  inlineAttributes(payloadJson, encodePayload(payloadJson));
-
-/** The payload's JSON text from a payload item that holds it; undefined when it has none (or names an object). */
-export function payloadJsonOf(item: Item): string | undefined {
-  if (typeof item.payload === 'string') return item.payload;
-  if (item.payloadDeflated instanceof Uint8Array) return decodePayload(item.payloadDeflated, 'deflate');
-  return undefined;
-}
-
-type PayloadEncoding = 'json' | 'deflate';
-
-const decodePayload = (bytes: Uint8Array, encoding: PayloadEncoding): string =>
-  (encoding === 'deflate' ? inflateRawSync(bytes) : Buffer.from(bytes)).toString('utf8');
-
 /** Where large payloads go; without it every payload stays in its DynamoDB item. */
 export interface PayloadObjectStore {
   readonly objects: PayloadObjects;
   /** Payloads larger than this once encoded become S3 objects. */
   readonly fromBytes: number;
-}
-
-/** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
-export function taskFromItem(item: Item): Task {
-  const { status, priority } = item;
-  if (!isTaskStatus(status)) throw new Error(`task ${String(item.taskId)} has an unknown status`);
-  if (!isPriority(priority)) throw new Error(`task ${String(item.taskId)} has an unknown priority`);
-  const error = item.error as TaskError | undefined;
-  const lastFinish = item.lastFinish as FinishRecord | undefined;
-  const task: Task = {
-    taskId: String(item.taskId),
-    queue: String(item.queue),
-    priority,
-    status,
-    attempt: Number(item.attempt ?? 0),
-    retryPolicy: {
-      maxAttempts: Number(item.maxAttempts),
-      backoffBaseSeconds: Number(item.backoffBaseSeconds),
-      backoffMaxSeconds: Number(item.backoffMaxSeconds),
-    },
-    timeoutSeconds: Number(item.timeoutMs) / 1_000,
-    leaseEpoch: Number(item.leaseEpoch ?? 0),
-    dispatchCount: Number(item.dispatchCount ?? 0),
-    specHash: String(item.specHash),
-    payloadBytes: Number(item.payloadBytes ?? 0),
-    createdAt: Number(item.createdAt),
-    updatedAt: Number(item.updatedAt),
-  };
-  return Object.assign(
-    task,
-    definedOnly({
-      owner: optionalString(item.owner),
-      sessionId: optionalString(item.sessionId),
-      leasedAt: optionalNumber(item.leasedAt),
-      queueSlots: Array.isArray(item.queueSlots) ? item.queueSlots.map(String) : undefined,
-      leaseDeadline: optionalNumber(item.leaseDeadline),
-      notBefore: optionalNumber(item.notBefore),
-      dispatchedAt: optionalNumber(item.dispatchedAt),
-      checkpoint: parseJson(item.checkpoint),
-      result: parseJson(item.result),
-      error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
-      lastFinish,
-      claimId: optionalString(item.claimId),
-      readyAt: item.status === 'queued' ? optionalNumber(item.readyAt) : undefined,
-      starvationLevel: optionalNumber(item.starvationLevel),
-      needsAttention: item.needsAttention === true ? true : undefined,
-      idempotencyKey: optionalString(item.idempotencyKey),
-      finishedAt: optionalNumber(item.finishedAt),
-      payloadInObject: item.payloadInObject === true ? true : undefined,
-      payloadPurgeAt: optionalNumber(item.payloadPurgeAt),
-      watched: item.watched === true ? true : undefined,
-      expiresAt: optionalNumber(item.expiresAt),
-      hasOnFailure: item.hasOnFailure === true ? true : undefined,
-      failureOf: failureOfItem(item.failureOf),
-      followUpPending: item.followUp === true ? true : undefined,
-      redrives: optionalNumber(item.redrives),
-      dependencyCount: optionalNumber(item.dependencyCount),
-      onDependencyFailure:
-        item.onDependencyFailure === 'run' || item.onDependencyFailure === 'cancel'
-          ? item.onDependencyFailure
-          : undefined,
-      waitingOn:
-        typeof item.waitingOn === 'object' && item.waitingOn !== null
-          ? Object.keys(item.waitingOn)
-          : undefined,
-      failedDependency: optionalString(item.failedDependency),
-      hasDependents: item.hasDependents === true ? true : undefined,
-      dependentCount: optionalNumber(item.dependentCount),
-      parentTaskId: optionalString(item.parentTaskId),
-      rootTaskId: optionalString(item.rootTaskId),
-      concurrencyKey: optionalString(item.concurrencyKey),
-    }),
-  );
-}
-
-const turnSlotOf = (item: Item): TurnSlot =>
-  definedOnly({
-    token: optionalString(item.turnToken),
-    visibleAt: optionalNumber(item.visibleAt),
-    heldAt: optionalNumber(item.heldAt),
-    lastOfferAt: optionalNumber(item.lastOfferAt),
-  });
-
-function failureOfItem(value: unknown): Task['failureOf'] {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { taskId, error } = value as { taskId?: unknown; error?: TaskError };
-  return {
-    taskId: String(taskId),
-    ...(error ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } } : {}),
-  };
-}
-
-function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
-  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** The item for a newly submitted task, due at `dueAt`; its listing partition is its for good. */
-export function itemFromNewTask(task: Task, dueAt: number): Item {
-  return definedOnly({
-    ...stateKey(task.taskId),
-    queue: task.queue,
-    priority: task.priority,
-    status: task.status,
-    attempt: task.attempt,
-    maxAttempts: task.retryPolicy.maxAttempts,
-    backoffBaseSeconds: task.retryPolicy.backoffBaseSeconds,
-    backoffMaxSeconds: task.retryPolicy.backoffMaxSeconds,
-    timeoutMs: task.timeoutSeconds * 1_000,
-    leaseEpoch: task.leaseEpoch,
-    notBefore: task.notBefore,
-    dispatchedAt: task.dispatchedAt,
-    dispatchCount: task.dispatchCount,
-    idempotencyKey: task.idempotencyKey,
-    specHash: task.specHash,
-    payloadBytes: task.payloadBytes,
-    payloadInObject: task.payloadInObject,
-    payloadPurgeAt: task.payloadPurgeAt,
-    expiresAt: task.expiresAt,
-    hasOnFailure: task.hasOnFailure,
-    failureOf: task.failureOf,
-    dependencyCount: task.dependencyCount,
-    onDependencyFailure: task.onDependencyFailure,
-    waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
-    parentTaskId: task.parentTaskId,
-    rootTaskId: task.rootTaskId,
-    concurrencyKey: task.concurrencyKey,
-    laneId: laneOf(task)?.laneId,
-    readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
-    createdAt: task.createdAt,
-    updatedAt: task.updatedAt,
-    dueShard: dueShardOf(task.taskId),
-    dueAt,
-    listShard: listedShardOf(task.queue, task.taskId),
-  });
 }
 
 export type ConditionalResult = TaskWrite;
@@ -304,12 +101,7 @@ export class TaskTable implements TaskStore {
     const inObject = (payload: Pick<NewPayload, 'taskId' | 'specHash'>) =>
       objects.has(payloadObjectKey(payload.taskId, payload.specHash));
     const writes = items.map((Item): Item => ({ PutRequest: { Item } }));
-    await untilProcessed(writes, 25, 'BatchWriteItem', async (pending) => {
-      const output = await this.doc.send(
-        new BatchWriteCommand({ RequestItems: { [this.tableName]: [...pending] } }),
-      );
-      return output.UnprocessedItems?.[this.tableName];
-    });
+    await batchWrite(this, writes);
     return { inObject };
   }
 
@@ -321,12 +113,7 @@ export class TaskTable implements TaskStore {
   async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
     // Through BatchWriteItem, which payloads are written with: the functions that write them need no other grant.
     const writes: Item[] = [{ DeleteRequest: { Key: payloadKey(task.taskId, task.specHash) } }];
-    await untilProcessed(writes, 25, 'BatchWriteItem', async (pending) => {
-      const output = await this.doc.send(
-        new BatchWriteCommand({ RequestItems: { [this.tableName]: [...pending] } }),
-      );
-      return output.UnprocessedItems?.[this.tableName];
-    });
+    await batchWrite(this, writes);
     await this.deletePayloadObject(task);
   }
 
@@ -395,34 +182,13 @@ export class TaskTable implements TaskStore {
       part: dependentPart(task.taskId),
     }));
     await Promise.all([
-      this.extendPurge(payloadKey(task.taskId, task.specHash), 'purgeAt', purgeAt).then(
+      extendPurge(this, payloadKey(task.taskId, task.specHash), 'purgeAt', purgeAt).then(
         // A payload from before items named their specification has the key of that time.
-        (kept) => kept || this.extendPurge(legacyPayloadKey(task.taskId), 'purgeAt', purgeAt),
+        (kept) => kept || extendPurge(this, legacyPayloadKey(task.taskId), 'purgeAt', purgeAt),
       ),
-      ...[...inputs, ...links].map((key) => this.extendPurge(key, 'purgeAt', purgeAt)),
+      ...[...inputs, ...links].map((key) => extendPurge(this, key, 'purgeAt', purgeAt)),
     ]);
-    await this.extendPurge(stateKey(task.taskId), 'payloadPurgeAt', purgeAt);
-  }
-
-  /** Moves an item's purge time to `purgeAt` if it exists and is to be purged earlier. False if it does not exist. */
-  private async extendPurge(key: Item, attribute: string, purgeAt: number): Promise<boolean> {
-    const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `SET ${e.n(attribute)} = ${e.v(purgeAt)}`,
-          ConditionExpression: `attribute_exists(${e.n('taskId')}) AND (attribute_not_exists(${e.n(attribute)}) OR ${e.n(attribute)} < ${e.v(purgeAt)})`,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return error.Item !== undefined;
-      throw error;
-    }
+    await extendPurge(this, stateKey(task.taskId), 'payloadPurgeAt', purgeAt);
   }
 
   /**
@@ -433,36 +199,11 @@ export class TaskTable implements TaskStore {
   private async inputKeys(taskId: string): Promise<Item[]> {
     const keys: Item[] = [];
     const projected = ['taskId', 'part', 'dependencyId', 'resultKept'];
-    for await (const item of this.inputItems(taskId, { projected, consistent: false })) {
+    for await (const item of inputItems(this, taskId, { projected, consistent: false })) {
       keys.push({ taskId: item.taskId, part: item.part });
       if (item.resultKept === true) keys.push({ taskId: String(item.dependencyId), part: RESULT_PART });
     }
     return keys;
-  }
-
-  /** The input items kept for a task, page after page (a query bills the whole items it reads, projected or not). */
-  private async *inputItems(
-    taskId: string,
-    options: { projected?: readonly string[]; consistent: boolean },
-  ): AsyncGenerator<Item> {
-    let startKey: Item | undefined;
-    do {
-      const e = new Expression();
-      const output = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: `${e.n('taskId')} = ${e.v(taskId)} AND begins_with(${e.n('part')}, ${e.v(inputPart(''))})`,
-          ...(options.projected
-            ? { ProjectionExpression: options.projected.map((name) => e.n(name)).join(', ') }
-            : {}),
-          ExclusiveStartKey: startKey,
-          ...(options.consistent ? { ConsistentRead: true } : {}),
-          ...e.attributes(),
-        }),
-      );
-      yield* output.Items ?? [];
-      startKey = output.LastEvaluatedKey;
-    } while (startKey);
   }
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
@@ -568,7 +309,7 @@ export class TaskTable implements TaskStore {
     taskIds: readonly string[],
     { consistent = true }: ReadOptions = {},
   ): Promise<Map<string, Task>> {
-    const items = await this.batchGet(taskIds.map(stateKey), consistent);
+    const items = await batchGet(this, taskIds.map(stateKey), consistent);
     return new Map(items.map((item) => [String(item.taskId), taskFromItem(item)]));
   }
 
@@ -587,7 +328,8 @@ export class TaskTable implements TaskStore {
       );
     };
     await collect(
-      await this.batchGet(
+      await batchGet(
+        this,
         tasks.map((t) => payloadKey(t.taskId, t.specHash)),
         false,
       ),
@@ -596,7 +338,7 @@ export class TaskTable implements TaskStore {
     if (missing.length > 0) {
       // Strongly consistent, and under the key payloads had before they named their specification.
       const keys = missing.flatMap((t) => [payloadKey(t.taskId, t.specHash), legacyPayloadKey(t.taskId)]);
-      await collect(await this.batchGet(keys, true));
+      await collect(await batchGet(this, keys, true));
     }
     return found;
   }
@@ -728,109 +470,6 @@ export class TaskTable implements TaskStore {
     });
   }
 
-  async laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<LaneEntry[]> {
-    const e = new Expression();
-    const key = [`${e.n('laneId')} = ${e.v(laneId)}`];
-    if (readyBy !== undefined) key.push(`${e.n('readyAt')} <= ${e.v(readyBy)}`);
-    const output = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: LANE_INDEX,
-        KeyConditionExpression: key.join(' AND '),
-        Limit: limit,
-        ...e.attributes(),
-      }),
-    );
-    return (output.Items ?? []).map((item) => ({
-      taskId: String(item.taskId),
-      readyAt: Number(item.readyAt),
-    }));
-  }
-
-  async noteOffer(laneId: string, now: number): Promise<TurnSlot> {
-    const e = new Expression();
-    const output = await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: laneTurnKey(laneId),
-        UpdateExpression: `SET ${e.n('lastOfferAt')} = ${e.v(now)}`,
-        ReturnValues: 'ALL_NEW',
-        ...e.attributes(),
-      }),
-    );
-    return turnSlotOf(output.Attributes ?? {});
-  }
-
-  takeTurnSlot(
-    laneId: string,
-    slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
-    replacing: string | undefined,
-  ): Promise<boolean> {
-    return this.writeTurnSlot(laneId, (e) => ({
-      set: `SET ${e.n('turnToken')} = ${e.v(slot.token)}, ${e.n('visibleAt')} = ${e.v(slot.visibleAt)}, ${e.n('heldAt')} = ${e.v(slot.now)}`,
-      condition:
-        replacing === undefined
-          ? `attribute_not_exists(${e.n('turnToken')})`
-          : `${e.n('turnToken')} = ${e.v(replacing)}`,
-    }));
-  }
-
-  holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
-    return this.writeTurnSlot(laneId, (e) => ({
-      set: `SET ${e.n('visibleAt')} = ${e.v(visibleAt)}, ${e.n('heldAt')} = ${e.v(now)}`,
-      condition: `${e.n('turnToken')} = ${e.v(token)}`,
-    }));
-  }
-
-  /** One conditional write of a lane's turn slot: true if its condition held. */
-  private async writeTurnSlot(
-    laneId: string,
-    build: (e: Expression) => { set: string; condition: string },
-  ): Promise<boolean> {
-    const e = new Expression();
-    const { set, condition } = build(e);
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: laneTurnKey(laneId),
-          UpdateExpression: set,
-          ConditionExpression: condition,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
-  }
-
-  async freeTurnSlot(
-    laneId: string,
-    token: string,
-    quietSince: number,
-  ): Promise<'freed' | 'offered' | 'superseded'> {
-    const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: laneTurnKey(laneId),
-          UpdateExpression: `REMOVE ${e.n('turnToken')}, ${e.n('visibleAt')}, ${e.n('heldAt')}`,
-          ConditionExpression: `${e.n('turnToken')} = ${e.v(token)} AND (attribute_not_exists(${e.n('lastOfferAt')}) OR ${e.n('lastOfferAt')} < ${e.v(quietSince)})`,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...e.attributes(),
-        }),
-      );
-      return 'freed';
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item ? unmarshall(error.Item) : {};
-      return current.turnToken === token ? 'offered' : 'superseded';
-    }
-  }
-
   async addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined> {
     // The record is written once: a linking repeated (a retried submit) finds it and does not count it again.
     const p = new Expression();
@@ -939,7 +578,8 @@ export class TaskTable implements TaskStore {
 
   async keptResults(taskIds: readonly string[]): Promise<Map<string, unknown>> {
     const found = new Map<string, unknown>();
-    const items = await this.batchGet(
+    const items = await batchGet(
+      this,
       [...new Set(taskIds)].map((taskId) => ({ taskId, part: RESULT_PART })),
       true,
     );
@@ -952,7 +592,7 @@ export class TaskTable implements TaskStore {
 
   async inputsOf(taskId: string): Promise<Map<string, StoredInput>> {
     const inputs = new Map<string, StoredInput>();
-    for await (const item of this.inputItems(taskId, { consistent: true })) {
+    for await (const item of inputItems(this, taskId, { consistent: true })) {
       const resultJson = item.resultKept === true ? undefined : payloadJsonOf(item);
       const error = item.error as TaskError | undefined;
       inputs.set(String(item.dependencyId), {
@@ -1069,7 +709,7 @@ export class TaskTable implements TaskStore {
   }
 
   listedShards(queue: string): readonly string[] {
-    return Array.from({ length: LISTED_SHARDS }, (_, shard) => shardName(queue, shard));
+    return listedShardsOf(queue);
   }
 
   /** Task ids in one shard of the `due` index whose time to be looked at has come. */
@@ -1118,40 +758,4 @@ export class TaskTable implements TaskStore {
       ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
     };
   }
-
-  private async batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {
-    const items: Item[] = [];
-    await untilProcessed(keys, 100, 'BatchGetItem', async (pending) => {
-      const output = await this.doc.send(
-        new BatchGetCommand({
-          RequestItems: { [this.tableName]: { Keys: [...pending], ConsistentRead: consistent } },
-        }),
-      );
-      items.push(...(output.Responses?.[this.tableName] ?? []));
-      return output.UnprocessedKeys?.[this.tableName]?.Keys;
-    });
-    return items;
-  }
 }
-
-/**
- * Sends `all` in requests of at most `size`, and sends again whatever DynamoDB left unprocessed (it may under
- * load), backing off up to a second; ten rounds per request at most.
- */
-async function untilProcessed<T>(
-  all: readonly T[],
-  size: number,
-  operation: string,
-  send: (pending: readonly T[]) => Promise<readonly T[] | undefined>,
-): Promise<void> {
-  for (let i = 0; i < all.length; i += size) {
-    let pending: readonly T[] | undefined = all.slice(i, i + size);
-    for (let round = 0; pending && pending.length > 0; round++) {
-      if (round >= 10) throw new Error(`${operation} left items unprocessed after retries`);
-      if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
-      pending = await send(pending);
-    }
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -8,6 +8,7 @@ import type { ScheduleBackend } from '#domain/schedule';
 import { SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { EventPublisher } from './ports/event-publisher';
+import type { LaneStore } from './ports/lane-store';
 import type { OccurrenceStore } from './ports/occurrence-store';
 import type { PushChannel } from './ports/push-channel';
 import type { QueueControlStore } from './ports/queue-control-store';
@@ -138,7 +139,10 @@ export interface SchedulerLog {
 export const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 
 export interface SchedulerContext {
+  /** A task's state item: its status, lease and what it records; every transition rewrites it. */
   readonly tasks: TaskStore;
+  /** Fairness between keys: each lane's queued tasks and its turn slot. */
+  readonly lanes: LaneStore;
   readonly sessions: SessionStore;
   /** Roles share the leases table with the sessions that keep them. */
   readonly roles: RoleStore;

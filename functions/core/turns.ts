@@ -57,18 +57,18 @@ export async function offerTurn(
   if (!lane) return false;
   const now = ctx.now();
   const visibleAt = now + delaySeconds * 1_000;
-  const slot = await ctx.tasks.noteOffer(lane.laneId, now);
+  const slot = await ctx.lanes.noteOffer(lane.laneId, now);
   const live =
     slot.token !== undefined && (slot.heldAt ?? 0) > now - (options.staleAfterMs ?? TURN_SLOT_STALE_MS);
   // A live turn visible in time serves this task too; one held back for a later task does not.
   if (live && (slot.visibleAt ?? 0) <= visibleAt + 1_000) return false;
   const token = newTurnToken();
-  if (!(await ctx.tasks.takeTurnSlot(lane.laneId, { token, visibleAt, now }, slot.token))) return false;
+  if (!(await ctx.lanes.takeTurnSlot(lane.laneId, { token, visibleAt, now }, slot.token))) return false;
   try {
     await ctx.queues.sendTurn(task.queue, task.priority, { keyHash: lane.keyHash, token }, delaySeconds);
   } catch (error) {
     // Not in line after all: the slot is let go, so the next offer (the supervisor's, for this task) puts one in.
-    await ctx.tasks.freeTurnSlot(lane.laneId, token, Number.MAX_SAFE_INTEGER).catch(() => undefined);
+    await ctx.lanes.freeTurnSlot(lane.laneId, token, Number.MAX_SAFE_INTEGER).catch(() => undefined);
     throw error;
   }
   return true;
@@ -121,7 +121,7 @@ export async function takeTurns(
     }
     seen.add(laneId);
     const take = Math.min(left, share);
-    const entries = await ctx.tasks.laneTasks(laneId, now, Math.min(take, LIMITS.claimMax) + 1);
+    const entries = await ctx.lanes.laneTasks(laneId, now, Math.min(take, LIMITS.claimMax) + 1);
     const ids = entries.slice(0, take).map((e) => e.taskId);
     left -= ids.length;
     taken.push({
@@ -202,7 +202,7 @@ async function passTurn(
   const now = ctx.now();
   const again = async (visibleAt: number, waits = 0) => {
     // Only the turn the slot names goes back in line; any other was a duplicate, or replaced.
-    if (await ctx.tasks.holdTurnSlot(laneId, turn.token, visibleAt, now)) {
+    if (await ctx.lanes.holdTurnSlot(laneId, turn.token, visibleAt, now)) {
       await ctx.queues.sendTurn(
         turn.queue,
         turn.priority,
@@ -220,9 +220,9 @@ async function passTurn(
   } else if (more) {
     await again(now);
   } else {
-    const [next] = await ctx.tasks.laneTasks(laneId, undefined, 1);
+    const [next] = await ctx.lanes.laneTasks(laneId, undefined, 1);
     if (next) await again(next.readyAt);
-    else if ((await ctx.tasks.freeTurnSlot(laneId, turn.token, now - OFFER_QUIET_MS)) === 'offered')
+    else if ((await ctx.lanes.freeTurnSlot(laneId, turn.token, now - OFFER_QUIET_MS)) === 'offered')
       await again(now + OFFER_QUIET_MS);
   }
   await ctx.queues.delete([turn]);

@@ -11,6 +11,7 @@ import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { ConnectionTable } from '#adapters/connection-table';
 import { noEvents } from '#adapters/event-publishers';
+import { LaneTable } from '#adapters/lane-table';
 import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
 import { QueueControlTable } from '#adapters/queue-control-table';
@@ -59,6 +60,7 @@ export interface SchedulerDependencies {
  */
 export interface WiredContext extends SchedulerContext {
   readonly tasks: TaskTable;
+  readonly lanes: LaneTable;
   readonly sessions: SessionTable;
   readonly roles: RoleTable;
   readonly agents: AgentTable;
@@ -93,6 +95,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
         },
       ),
     ),
+    lanes: translatingAwsErrors(new LaneTable(doc, deps.tables.tasks)),
     sessions: translatingAwsErrors(
       new SessionTable(doc, deps.tables.leases, settings.retentionSeconds, deps.tables.agents),
     ),

@@ -5,7 +5,6 @@
  */
 import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
-import { laneOf } from '#domain/lanes';
 import type { Task, TaskError } from '#domain/task';
 import { isTerminal, statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 
@@ -29,6 +28,11 @@ export class FakeTaskStore implements Port.TaskStore {
   private readonly results = new Map<string, { result: unknown; purgeAt: number }>();
   /** Every write attempted, landed or not: what a test counts. */
   readonly writes: { readonly kind: string; readonly taskId: string; readonly ok: boolean }[] = [];
+
+  /** Every task held, as it is now: what the other fakes of the tasks table read beside their own records. */
+  all(): Task[] {
+    return [...this.records.values()].map((r) => structuredClone(r.task));
+  }
 
   async get(taskId: string): Promise<Task | undefined> {
     const stored = this.records.get(taskId);
@@ -222,61 +226,6 @@ export class FakeTaskStore implements Port.TaskStore {
       r.task = next;
       return true;
     });
-  }
-
-  private readonly turnSlots = new Map<string, Port.TurnSlot>();
-
-  async laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<Port.LaneEntry[]> {
-    return [...this.records.values()]
-      .map((r) => r.task)
-      .filter((t) => t.status === 'queued' && laneOf(t)?.laneId === laneId)
-      .map((t) => ({ taskId: t.taskId, readyAt: t.notBefore ?? t.createdAt }))
-      .filter((entry) => readyBy === undefined || entry.readyAt <= readyBy)
-      .sort((a, b) => a.readyAt - b.readyAt || a.taskId.localeCompare(b.taskId))
-      .slice(0, limit);
-  }
-
-  async noteOffer(laneId: string, now: number): Promise<Port.TurnSlot> {
-    const slot = { ...this.turnSlots.get(laneId), lastOfferAt: now };
-    this.turnSlots.set(laneId, slot);
-    return { ...slot };
-  }
-
-  async takeTurnSlot(
-    laneId: string,
-    slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
-    replacing: string | undefined,
-  ): Promise<boolean> {
-    const current = this.turnSlots.get(laneId) ?? {};
-    if (current.token !== replacing) return false;
-    this.turnSlots.set(laneId, {
-      ...current,
-      token: slot.token,
-      visibleAt: slot.visibleAt,
-      heldAt: slot.now,
-    });
-    return true;
-  }
-
-  async holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
-    const current = this.turnSlots.get(laneId) ?? {};
-    if (current.token !== token) return false;
-    this.turnSlots.set(laneId, { ...current, visibleAt, heldAt: now });
-    return true;
-  }
-
-  async freeTurnSlot(
-    laneId: string,
-    token: string,
-    quietSince: number,
-  ): Promise<'freed' | 'offered' | 'superseded'> {
-    const current = this.turnSlots.get(laneId) ?? {};
-    if (current.token !== token) return 'superseded';
-    if (current.lastOfferAt !== undefined && current.lastOfferAt >= quietSince) return 'offered';
-    this.turnSlots.set(laneId, {
-      ...(current.lastOfferAt === undefined ? {} : { lastOfferAt: current.lastOfferAt }),
-    });
-    return 'freed';
   }
 
   async addDependent(taskId: string, dependentId: string): Promise<Task | undefined> {

@@ -4,7 +4,7 @@
  * deployed functions or of `npm start` can reach them.
  */
 import type { Expression } from '#adapters/expression';
-import { dueShardOf } from '#adapters/task-table';
+import { dueShardOf } from '#adapters/task-items';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
 import { ending } from '#core/transitions';

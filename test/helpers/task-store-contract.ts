@@ -14,7 +14,7 @@ export interface StoreUnderTest {
   now(): number;
 }
 
-const QUEUE = 'contract';
+export const QUEUE = 'contract';
 const AGENT = 'a_contractagentcontractagent';
 const SESSION = 's_contract';
 const LEASE_MS = 60_000;
@@ -25,7 +25,7 @@ const newTaskId = () =>
     .padEnd(28, 'x')
     .slice(0, 28);
 
-function newTask(now: number): Task {
+export function newTask(now: number): Task {
   return {
     taskId: newTaskId(),
     queue: QUEUE,

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DUE_INDEX, LISTED_INDEX } from '#adapters/tables';
-import { dueShardOf, listedShardOf } from '#adapters/task-table';
+import { dueShardOf, listedShardOf } from '#adapters/task-items';
 import { newTaskId } from '#domain/ids';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 

@@ -1,5 +1,6 @@
-/** The DynamoDB adapter keeps the task store's promises, on DynamoDB Local. */
+/** The DynamoDB adapters of the tasks table keep their stores' promises, on DynamoDB Local. */
 import { afterAll, beforeAll } from 'vitest';
+import { laneStoreContract } from '#test/lane-store-contract';
 import { createTestStack, type TestStack } from '#test/stack';
 import { taskStoreContract } from '#test/task-store-contract';
 
@@ -12,3 +13,8 @@ afterAll(async () => {
 });
 
 taskStoreContract('DynamoDB', () => ({ store: stack.ctx.tasks, now: () => stack.clock.now() }));
+laneStoreContract('DynamoDB', () => ({
+  lanes: stack.ctx.lanes,
+  tasks: stack.ctx.tasks,
+  now: () => stack.clock.now(),
+}));

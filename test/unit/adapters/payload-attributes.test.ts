@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { payloadAttributes, payloadJsonOf } from '#adapters/task-table';
+import { payloadAttributes, payloadJsonOf } from '#adapters/task-items';
 
 describe('payload attributes', () => {
   it('keeps a short payload as JSON text', () => {

@@ -1,0 +1,212 @@
+/**
+ * The items of the tasks table, read and written by its adapters (`task-table.ts` the state item, `lane-table.ts`
+ * lanes and their turns, `payload-table.ts` payloads, `dependency-table.ts` dependents, inputs and kept results):
+ * their keys, the partitions of the indexes, the state item's codec and the payload's encoding.
+ */
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { shardOf } from '#domain/ids';
+import { laneOf } from '#domain/lanes';
+import { isPriority } from '#domain/priority';
+import type { FinishRecord, Task, TaskError } from '#domain/task';
+import { isTaskStatus } from '#domain/task-status';
+import { PAYLOAD_OBJECT_PREFIX } from './payload-objects';
+import { DUE_SHARDS, LISTED_SHARDS, payloadPart, TASK_PART } from './tables';
+
+export type Item = Record<string, unknown>;
+
+const shardName = (prefix: string, shard: number): string => `${prefix}#${String(shard).padStart(2, '0')}`;
+
+/** The `due` index partition of a task: a sweep queries every one. */
+export const dueShardOf = (taskId: string): string => shardName('due', shardOf(taskId, DUE_SHARDS));
+
+/** Every partition of the `due` index. */
+export const ALL_DUE_SHARDS: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) =>
+  shardName('due', shard),
+);
+
+/** The `listed` index partition of a task: its queue, and a shard of it. */
+export const listedShardOf = (queue: string, taskId: string): string =>
+  shardName(queue, shardOf(taskId, LISTED_SHARDS));
+
+/** Every partition of the `listed` index for `queue`. */
+export const listedShardsOf = (queue: string): readonly string[] =>
+  Array.from({ length: LISTED_SHARDS }, (_, shard) => shardName(queue, shard));
+
+export const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
+export const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
+/** The key of a payload item written before payload items named their specification. */
+export const legacyPayloadKey = (taskId: string) => ({ taskId, part: 'payload' });
+export const payloadObjectKey = (taskId: string, specHash: string) =>
+  `${PAYLOAD_OBJECT_PREFIX}${taskId}/${specHash}`;
+
+export const optionalNumber = (value: unknown): number | undefined =>
+  typeof value === 'number' ? value : undefined;
+export const optionalString = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : undefined;
+const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : undefined);
+
+/**
+ * Payloads shorter than this are stored as they are: they fit a write unit with the item's keys anyway.
+ * DynamoDB bills writes per started kilobyte of item, so a longer one is stored deflated when that is smaller:
+ * a 1 KB JSON payload of random base64 (the worst case short of encrypted data) fits one write unit, not two.
+ */
+const COMPRESS_FROM_BYTES = 512;
+
+/** A payload's bytes as stored: its JSON text, or the raw deflate of it when that is smaller. */
+export function encodePayload(payloadJson: string): { bytes: Uint8Array; encoding: PayloadEncoding } {
+  const text = Buffer.from(payloadJson);
+  if (text.length < COMPRESS_FROM_BYTES) return { bytes: text, encoding: 'json' };
+  const deflated = deflateRawSync(text);
+  return deflated.length < text.length
+    ? { bytes: deflated, encoding: 'deflate' }
+    : { bytes: text, encoding: 'json' };
+}
+
+/** The attributes of an item that holds an encoded payload itself. */
+export const inlineAttributes = (
+  payloadJson: string,
+  { bytes, encoding }: ReturnType<typeof encodePayload>,
+): { payload: string } | { payloadDeflated: Uint8Array } =>
+  encoding === 'deflate' ? { payloadDeflated: bytes } : { payload: payloadJson };
+
+/** The attributes holding a payload: `payload` (JSON text) or `payloadDeflated` (raw deflate of it). */
+export const payloadAttributes = (payloadJson: string) =>
+  inlineAttributes(payloadJson, encodePayload(payloadJson));
+
+/** The payload's JSON text from a payload item that holds it; undefined when it has none (or names an object). */
+export function payloadJsonOf(item: Item): string | undefined {
+  if (typeof item.payload === 'string') return item.payload;
+  if (item.payloadDeflated instanceof Uint8Array) return decodePayload(item.payloadDeflated, 'deflate');
+  return undefined;
+}
+
+export type PayloadEncoding = 'json' | 'deflate';
+
+export const decodePayload = (bytes: Uint8Array, encoding: PayloadEncoding): string =>
+  (encoding === 'deflate' ? inflateRawSync(bytes) : Buffer.from(bytes)).toString('utf8');
+
+/** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
+export function taskFromItem(item: Item): Task {
+  const { status, priority } = item;
+  if (!isTaskStatus(status)) throw new Error(`task ${String(item.taskId)} has an unknown status`);
+  if (!isPriority(priority)) throw new Error(`task ${String(item.taskId)} has an unknown priority`);
+  const error = item.error as TaskError | undefined;
+  const lastFinish = item.lastFinish as FinishRecord | undefined;
+  const task: Task = {
+    taskId: String(item.taskId),
+    queue: String(item.queue),
+    priority,
+    status,
+    attempt: Number(item.attempt ?? 0),
+    retryPolicy: {
+      maxAttempts: Number(item.maxAttempts),
+      backoffBaseSeconds: Number(item.backoffBaseSeconds),
+      backoffMaxSeconds: Number(item.backoffMaxSeconds),
+    },
+    timeoutSeconds: Number(item.timeoutMs) / 1_000,
+    leaseEpoch: Number(item.leaseEpoch ?? 0),
+    dispatchCount: Number(item.dispatchCount ?? 0),
+    specHash: String(item.specHash),
+    payloadBytes: Number(item.payloadBytes ?? 0),
+    createdAt: Number(item.createdAt),
+    updatedAt: Number(item.updatedAt),
+  };
+  return Object.assign(
+    task,
+    definedOnly({
+      owner: optionalString(item.owner),
+      sessionId: optionalString(item.sessionId),
+      leasedAt: optionalNumber(item.leasedAt),
+      queueSlots: Array.isArray(item.queueSlots) ? item.queueSlots.map(String) : undefined,
+      leaseDeadline: optionalNumber(item.leaseDeadline),
+      notBefore: optionalNumber(item.notBefore),
+      dispatchedAt: optionalNumber(item.dispatchedAt),
+      checkpoint: parseJson(item.checkpoint),
+      result: parseJson(item.result),
+      error: error ? { message: String(error.message), retryable: Boolean(error.retryable) } : undefined,
+      lastFinish,
+      claimId: optionalString(item.claimId),
+      readyAt: item.status === 'queued' ? optionalNumber(item.readyAt) : undefined,
+      starvationLevel: optionalNumber(item.starvationLevel),
+      needsAttention: item.needsAttention === true ? true : undefined,
+      idempotencyKey: optionalString(item.idempotencyKey),
+      finishedAt: optionalNumber(item.finishedAt),
+      payloadInObject: item.payloadInObject === true ? true : undefined,
+      payloadPurgeAt: optionalNumber(item.payloadPurgeAt),
+      watched: item.watched === true ? true : undefined,
+      expiresAt: optionalNumber(item.expiresAt),
+      hasOnFailure: item.hasOnFailure === true ? true : undefined,
+      failureOf: failureOfItem(item.failureOf),
+      followUpPending: item.followUp === true ? true : undefined,
+      redrives: optionalNumber(item.redrives),
+      dependencyCount: optionalNumber(item.dependencyCount),
+      onDependencyFailure:
+        item.onDependencyFailure === 'run' || item.onDependencyFailure === 'cancel'
+          ? item.onDependencyFailure
+          : undefined,
+      waitingOn:
+        typeof item.waitingOn === 'object' && item.waitingOn !== null
+          ? Object.keys(item.waitingOn)
+          : undefined,
+      failedDependency: optionalString(item.failedDependency),
+      hasDependents: item.hasDependents === true ? true : undefined,
+      dependentCount: optionalNumber(item.dependentCount),
+      parentTaskId: optionalString(item.parentTaskId),
+      rootTaskId: optionalString(item.rootTaskId),
+      concurrencyKey: optionalString(item.concurrencyKey),
+    }),
+  );
+}
+
+function failureOfItem(value: unknown): Task['failureOf'] {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { taskId, error } = value as { taskId?: unknown; error?: TaskError };
+  return {
+    taskId: String(taskId),
+    ...(error ? { error: { message: String(error.message), retryable: Boolean(error.retryable) } } : {}),
+  };
+}
+
+export function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The item for a newly submitted task, due at `dueAt`; its listing partition is its for good. */
+export function itemFromNewTask(task: Task, dueAt: number): Item {
+  return definedOnly({
+    ...stateKey(task.taskId),
+    queue: task.queue,
+    priority: task.priority,
+    status: task.status,
+    attempt: task.attempt,
+    maxAttempts: task.retryPolicy.maxAttempts,
+    backoffBaseSeconds: task.retryPolicy.backoffBaseSeconds,
+    backoffMaxSeconds: task.retryPolicy.backoffMaxSeconds,
+    timeoutMs: task.timeoutSeconds * 1_000,
+    leaseEpoch: task.leaseEpoch,
+    notBefore: task.notBefore,
+    dispatchedAt: task.dispatchedAt,
+    dispatchCount: task.dispatchCount,
+    idempotencyKey: task.idempotencyKey,
+    specHash: task.specHash,
+    payloadBytes: task.payloadBytes,
+    payloadInObject: task.payloadInObject,
+    payloadPurgeAt: task.payloadPurgeAt,
+    expiresAt: task.expiresAt,
+    hasOnFailure: task.hasOnFailure,
+    failureOf: task.failureOf,
+    dependencyCount: task.dependencyCount,
+    onDependencyFailure: task.onDependencyFailure,
+    waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
+    parentTaskId: task.parentTaskId,
+    rootTaskId: task.rootTaskId,
+    concurrencyKey: task.concurrencyKey,
+    laneId: laneOf(task)?.laneId,
+    readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
+    createdAt: task.createdAt,
+    updatedAt: task.updatedAt,
+    dueShard: dueShardOf(task.taskId),
+    dueAt,
+    listShard: listedShardOf(task.queue, task.taskId),
+  });
+}
