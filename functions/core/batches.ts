@@ -55,7 +55,9 @@ export async function submitBatch(
     ),
   );
   // Every payload first, in shared requests, then each state.
-  const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));
+  const written = await ctx.payloads.putPayloads(
+    prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])),
+  );
   const pending: PendingDispatch[] = [];
   const settled = await Promise.allSettled(
     prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending)) : p)),

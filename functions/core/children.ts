@@ -21,7 +21,8 @@ import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
 import { checkDependencies } from './dependencies';
 import { dispatchMany, type PendingDispatch } from './dispatch';
-import type { OwnerFence, WrittenPayloads } from './ports/task-store';
+import type { WrittenPayloads } from './ports/payload-store';
+import type { OwnerFence } from './ports/task-store';
 import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
 
 /** Most children in one call, as for an operator's batch. */
@@ -155,7 +156,7 @@ async function commitChild(
     return await commitSubmission(ctx, prepared, written, pending, fence);
   } catch (error) {
     if (error instanceof LeaseLostError && !(await ctx.tasks.get(prepared.task.taskId))) {
-      await ctx.tasks.deletePayload(prepared.task).catch((cause: unknown) =>
+      await ctx.payloads.deletePayload(prepared.task).catch((cause: unknown) =>
         ctx.log.warn('could not take back the payload of a refused child', {
           taskId: prepared.task.taskId,
           error: errorName(cause),
@@ -175,7 +176,7 @@ export async function submitChild(
   const { lineage, fence, fenceHeld } = await parentOf(ctx, lease);
   const prepared = await checkChild(ctx, spec, lineage);
   if (!fenceHeld) throw lostFence(fence);
-  const written = await ctx.tasks.putPayloads([prepared.payload]);
+  const written = await ctx.payloads.putPayloads([prepared.payload]);
   return commitChild(ctx, prepared, written, undefined, fence);
 }
 
@@ -203,7 +204,9 @@ export async function submitChildren(
       ),
     ),
   );
-  const written = await ctx.tasks.putPayloads(prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])));
+  const written = await ctx.payloads.putPayloads(
+    prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])),
+  );
   const pending: PendingDispatch[] = [];
   // One after another: each child's transaction checks the same parent item, and DynamoDB refuses transactions
   // on one item that overlap.

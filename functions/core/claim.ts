@@ -632,7 +632,7 @@ const isOwnGrant = (task: Task, session: AgentSession, now: number, claimId: str
 async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
   if (granted.length === 0) return [];
   const [payloads, inputs] = await Promise.all([
-    ctx.tasks.getPayloads(granted),
+    ctx.payloads.getPayloads(granted),
     (async () => {
       const budget = { bytes: DEPENDENCY_RESULTS_BYTES };
       const all = [];

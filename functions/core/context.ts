@@ -10,6 +10,7 @@ import type { AgentStore } from './ports/agent-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
 import type { OccurrenceStore } from './ports/occurrence-store';
+import type { PayloadStore } from './ports/payload-store';
 import type { PushChannel } from './ports/push-channel';
 import type { QueueControlStore } from './ports/queue-control-store';
 import type { RoleStore } from './ports/role-store';
@@ -141,6 +142,8 @@ export const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 export interface SchedulerContext {
   /** A task's state item: its status, lease and what it records; every transition rewrites it. */
   readonly tasks: TaskStore;
+  /** A task's payload and `onFailure`, written once at submit; the S3 object of a large one. */
+  readonly payloads: PayloadStore;
   /** Fairness between keys: each lane's queued tasks and its turn slot. */
   readonly lanes: LaneStore;
   readonly sessions: SessionStore;

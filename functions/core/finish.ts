@@ -85,7 +85,7 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
         if (status === 'succeeded') await tellOfEnd(ctx, written.task);
         // A task that succeeded never runs again: its S3 payload can go now rather than at the bucket's expiry.
         if (status === 'succeeded' && written.task.payloadInObject) {
-          await ctx.tasks.deletePayloadObject(written.task).catch((error: unknown) =>
+          await ctx.payloads.deletePayloadObject(written.task).catch((error: unknown) =>
             ctx.log.warn('could not delete a payload object', {
               taskId: lease.taskId,
               error: errorName(error),

@@ -47,7 +47,7 @@ export async function followUpEnd(ctx: SchedulerContext, task: Task): Promise<vo
 }
 
 async function submitOnFailure(ctx: SchedulerContext, task: Task): Promise<void> {
-  const json = await ctx.tasks.getOnFailure(task);
+  const json = await ctx.payloads.getOnFailure(task);
   if (json === undefined) {
     // Kept as long as the task (`keepPayloadFor`): only a payload lost before that rule, or deleted by hand, is.
     const reason = 'the onFailure is no longer kept; nothing submitted';

@@ -218,6 +218,6 @@ export async function readTaskPayload(
   ctx: SchedulerContext,
   task: Task,
 ): Promise<{ readonly payload: unknown } | { readonly gone: true }> {
-  const json = (await ctx.tasks.getPayloads([task])).get(task.taskId);
+  const json = (await ctx.payloads.getPayloads([task])).get(task.taskId);
   return json === undefined ? { gone: true } : { payload: JSON.parse(json) as unknown };
 }

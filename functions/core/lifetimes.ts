@@ -54,6 +54,6 @@ export async function keepPayloadFor(ctx: SchedulerContext, task: Task, claimabl
   const needed = Math.ceil(claimableAt / 1_000) + settings.retentionSeconds + guardSeconds(settings);
   if (payloadKeptUntil(settings, task) >= needed) return task;
   const payloadPurgeAt = payloadPurgeAtFor(settings, claimableAt);
-  await ctx.tasks.keepPayload(task, payloadPurgeAt);
+  await ctx.payloads.keepPayload(task, payloadPurgeAt);
   return { ...task, payloadPurgeAt };
 }

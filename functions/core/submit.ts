@@ -15,7 +15,8 @@ import { checkDependencies, linkDependencies, recheckAt } from './dependencies';
 import { dispatch, type PendingDispatch } from './dispatch';
 import { emit } from './events';
 import { payloadPurgeAtFor } from './lifetimes';
-import type { NewPayload, OwnerFence, WrittenPayloads } from './ports/task-store';
+import type { NewPayload, WrittenPayloads } from './ports/payload-store';
+import type { OwnerFence } from './ports/task-store';
 import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './transitions';
 
 export interface SubmitResult {
@@ -196,7 +197,7 @@ export async function commitSubmission(
     // The payload was written again with the time of this call: one kept longer since is kept as long again.
     const keptUntil = existing.payloadPurgeAt;
     if (!isTerminal(existing.status) && keptUntil !== undefined && keptUntil > prepared.payload.purgeAt) {
-      await ctx.tasks.keepPayload(existing, keptUntil);
+      await ctx.payloads.keepPayload(existing, keptUntil);
     }
     // Likewise its links to its dependencies, which the first call may not have finished.
     if (existing.status === 'waiting' && dependsOn) {
@@ -233,5 +234,5 @@ export async function submitTask(
 ): Promise<SubmitResult> {
   const prepared = prepareSubmission(ctx, input, options);
   await checkBeforeWriting(ctx, prepared);
-  return commitSubmission(ctx, prepared, await ctx.tasks.putPayloads([prepared.payload]));
+  return commitSubmission(ctx, prepared, await ctx.payloads.putPayloads([prepared.payload]));
 }

@@ -14,6 +14,7 @@ import { noEvents } from '#adapters/event-publishers';
 import { LaneTable } from '#adapters/lane-table';
 import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
+import { PayloadTable } from '#adapters/payload-table';
 import { QueueControlTable } from '#adapters/queue-control-table';
 import { RoleTable } from '#adapters/role-table';
 import { ScheduleTable } from '#adapters/schedule-table';
@@ -60,6 +61,7 @@ export interface SchedulerDependencies {
  */
 export interface WiredContext extends SchedulerContext {
   readonly tasks: TaskTable;
+  readonly payloads: PayloadTable;
   readonly lanes: LaneTable;
   readonly sessions: SessionTable;
   readonly roles: RoleTable;
@@ -85,8 +87,9 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     };
   }
   return {
-    tasks: translatingAwsErrors(
-      new TaskTable(
+    tasks: translatingAwsErrors(new TaskTable(doc, deps.tables.tasks)),
+    payloads: translatingAwsErrors(
+      new PayloadTable(
         doc,
         deps.tables.tasks,
         deps.payloadBucket && {

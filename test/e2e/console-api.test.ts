@@ -64,7 +64,7 @@ describe('the API the console reads', () => {
     expect((await operator.getTask(offloaded.taskId, { includePayload: true })).payload).toEqual(large);
 
     // The object past its retention: the task is still shown, its payload said to be gone.
-    const objects = stack.ctx.tasks.payloadObjects?.objects;
+    const objects = stack.ctx.payloads.payloadObjects?.objects;
     if (!objects) throw new Error('the stack has no payload bucket');
     const listed = await objects.s3.send(
       new ListObjectsV2Command({ Bucket: objects.bucketName, Prefix: 'payloads/' }),

@@ -26,7 +26,7 @@ export interface Expiry {
  */
 export function simulateExpiry(stack: TestStack): Expiry {
   const doc = DynamoDBDocumentClient.from(stack.dynamodb);
-  const store = stack.ctx.tasks.payloadObjects;
+  const store = stack.ctx.payloads.payloadObjects;
   const writtenAt = new Map<string, number>();
   const startedAt = stack.clock.now();
   store?.objects.s3.middlewareStack.add(

@@ -20,8 +20,6 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export class FakeTaskStore implements Port.TaskStore {
   readonly dueShards = ['due#00'];
   private readonly records = new Map<string, StoredTask>();
-  private readonly payloads = new Map<string, string>();
-  private readonly onFailures = new Map<string, string>();
   private readonly dependents = new Map<string, Set<string>>();
   private readonly inputs = new Map<string, Map<string, Port.StoredInput>>();
   /** Results kept once for their dependents, with the time they are kept until. */
@@ -46,15 +44,6 @@ export class FakeTaskStore implements Port.TaskStore {
       if (task) found.set(id, task);
     }
     return found;
-  }
-
-  async getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>> {
-    return new Map(
-      tasks.flatMap((t) => {
-        const json = this.payloads.get(`${t.taskId}#${t.specHash}`);
-        return json === undefined ? [] : [[t.taskId, json] as const];
-      }),
-    );
   }
 
   async queryDue(_shard: string, dueBy: number, limit: number): Promise<string[]> {
@@ -82,33 +71,6 @@ export class FakeTaskStore implements Port.TaskStore {
       entries: page.map((t) => ({ taskId: t.taskId, createdAt: t.createdAt })),
       ...(start + from.limit < all.length ? { startKey: { index: start + from.limit } } : {}),
     };
-  }
-
-  async putPayloads(payloads: readonly Port.NewPayload[]): Promise<Port.WrittenPayloads> {
-    for (const p of payloads) {
-      this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
-      if (p.onFailureJson !== undefined) this.onFailures.set(`${p.taskId}#${p.specHash}`, p.onFailureJson);
-    }
-    return { inObject: () => false };
-  }
-
-  async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
-    return this.onFailures.get(`${task.taskId}#${task.specHash}`);
-  }
-
-  async deletePayloadObject(): Promise<void> {}
-
-  async keepPayload(task: Port.PayloadHolder, purgeAt: number): Promise<void> {
-    await this.write('keepPayload', task.taskId, (r) => {
-      if ((r.task.payloadPurgeAt ?? 0) >= purgeAt) return false;
-      r.task = { ...r.task, payloadPurgeAt: purgeAt };
-      return true;
-    });
-  }
-
-  async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
-    this.payloads.delete(`${task.taskId}#${task.specHash}`);
-    this.onFailures.delete(`${task.taskId}#${task.specHash}`);
   }
 
   async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
@@ -390,12 +352,11 @@ export class FakeTaskStore implements Port.TaskStore {
     return written.ok ? written.task : undefined;
   }
 
-  /** One conditional write: `apply` changes the record and says whether its condition held. */
-  private async write(
-    kind: string,
-    taskId: string,
-    apply: (r: StoredTask) => boolean,
-  ): Promise<Port.TaskWrite> {
+  /**
+   * One conditional write: `apply` changes the record and says whether its condition held. The other fakes of the
+   * tasks table write the state record through here, as their adapters do.
+   */
+  async write(kind: string, taskId: string, apply: (r: StoredTask) => boolean): Promise<Port.TaskWrite> {
     const stored = this.records.get(taskId);
     if (!stored) {
       this.writes.push({ kind, taskId, ok: false });

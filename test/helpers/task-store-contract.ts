@@ -69,44 +69,49 @@ function landed(write: TaskWrite): Task {
   return write.task;
 }
 
+/** A task of its own in `status`, reached through the store's writes. */
+export async function taskInStatus(store: TaskStore, now: () => number, status: TaskStatus): Promise<Task> {
+  const task: Task =
+    status === 'waiting'
+      ? { ...newTask(now()), status: 'waiting' }
+      : status === 'expired'
+        ? { ...newTask(now()), expiresAt: now() }
+        : newTask(now());
+  expect(await store.create(task, now())).toEqual({ created: true });
+  if (status === 'queued' || status === 'waiting') return task;
+  if (status === 'expired')
+    return landed(await store.expire(observed(task), ending('expired', now()), now()));
+  if (status === 'cancelled')
+    return landed(await store.cancel(observed(task), ending('cancelled', now()), now()));
+  const leased = landed(
+    await store.grant(task.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
+  );
+  if (status === 'leased') return leased;
+  if (status === 'succeeded')
+    return landed(
+      await store.finish(
+        task.taskId,
+        leaseOf(leased),
+        { event: 'complete', to: ending('succeeded', now()) },
+        now(),
+      ),
+    );
+  return landed(
+    await store.takeBack(
+      observed(leased),
+      { event: 'fail', to: ending('dead', now()), error: { message: 'x', retryable: false } },
+      now(),
+    ),
+  );
+}
+
 export function taskStoreContract(name: string, subject: () => StoreUnderTest): void {
   describe(`the task store contract: ${name}`, () => {
     /** A task of its own in `status`, reached through the store's writes. */
-    async function taskIn(status: TaskStatus): Promise<Task> {
+    const taskIn = (status: TaskStatus): Promise<Task> => {
       const { store, now } = subject();
-      const task: Task =
-        status === 'waiting'
-          ? { ...newTask(now()), status: 'waiting' }
-          : status === 'expired'
-            ? { ...newTask(now()), expiresAt: now() }
-            : newTask(now());
-      expect(await store.create(task, now())).toEqual({ created: true });
-      if (status === 'queued' || status === 'waiting') return task;
-      if (status === 'expired')
-        return landed(await store.expire(observed(task), ending('expired', now()), now()));
-      if (status === 'cancelled')
-        return landed(await store.cancel(observed(task), ending('cancelled', now()), now()));
-      const leased = landed(
-        await store.grant(task.taskId, { queue: QUEUE, agentId: AGENT, sessionId: SESSION }, now()),
-      );
-      if (status === 'leased') return leased;
-      if (status === 'succeeded')
-        return landed(
-          await store.finish(
-            task.taskId,
-            leaseOf(leased),
-            { event: 'complete', to: ending('succeeded', now()) },
-            now(),
-          ),
-        );
-      return landed(
-        await store.takeBack(
-          observed(leased),
-          { event: 'fail', to: ending('dead', now()), error: { message: 'x', retryable: false } },
-          now(),
-        ),
-      );
-    }
+      return taskInStatus(store, now, status);
+    };
 
     interface Write {
       readonly name: string;
@@ -495,21 +500,6 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const second = await dieOnce(back);
       const again = landed(await store.redrive(observed(second), requeue(now()), now()));
       expect(again.redrives).toBe(2);
-    });
-
-    it('keeps a payload longer, never shorter, in every status, and records the time on the task; a missing task stays missing', async () => {
-      const { store, now } = subject();
-      const purgeAt = Math.ceil(now() / 1_000) + 86_400;
-      for (const status of TASK_STATUSES) {
-        const task = await taskIn(status);
-        await store.keepPayload(task, purgeAt);
-        expect(await store.get(task.taskId)).toMatchObject({ status, payloadPurgeAt: purgeAt });
-        await store.keepPayload(task, purgeAt - 60);
-        expect((await store.get(task.taskId))?.payloadPurgeAt).toBe(purgeAt);
-      }
-      const missing = newTask(now());
-      await store.keepPayload(missing, purgeAt);
-      expect(await store.get(missing.taskId)).toBeUndefined();
     });
   });
 }

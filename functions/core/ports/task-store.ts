@@ -1,5 +1,6 @@
 /**
- * Where tasks are kept: a state record that every transition rewrites, and a payload written once.
+ * Where a task's state is kept: the record that every transition rewrites. (Its payload, its dependencies and its
+ * lane have stores of their own: `payload-store.ts`, `dependency-store.ts`, `lane-store.ts`.)
  *
  * Every write here is one conditional write. A write that changes a task's status is allowed from the statuses the
  * domain's transition table (`TRANSITIONS` in `task-status.ts`) lists for its event and destination, and from no
@@ -88,29 +89,8 @@ export interface LadderClimb {
   readonly needsAttention: boolean;
 }
 
-/** A payload to write: the task's, with the hash of its specification and when it may be purged. */
-export interface NewPayload {
-  readonly taskId: string;
-  readonly payloadJson: string;
-  /** The task's `onFailure` specification (JSON), kept beside its payload. */
-  readonly onFailureJson?: string;
-  readonly specHash: string;
-  readonly purgeAt: number;
-}
-
-/** What `keepPayload` needs to know of a task to find everything kept for it. */
-export type PayloadHolder = Pick<
-  Task,
-  'taskId' | 'specHash' | 'status' | 'payloadInObject' | 'dependencyCount' | 'waitingOn'
->;
-
 /** How a dependency ended, as kept for its dependent: its result copied, or kept once in its own record. */
 export type StoredInput = DependencyOutcome & { readonly resultKept?: true };
-
-/** What `putPayloads` wrote: whether a payload went to an object of its own rather than into its item. */
-export interface WrittenPayloads {
-  inObject(payload: Pick<NewPayload, 'taskId' | 'specHash'>): boolean;
-}
 
 export interface ReadOptions {
   /** Read after every write that committed (the default); `false` may miss the latest, at half the cost. */
@@ -124,16 +104,6 @@ export interface TaskStore {
   // Reads.
   get(taskId: string, options?: ReadOptions): Promise<Task | undefined>;
   getMany(taskIds: readonly string[], options?: ReadOptions): Promise<Map<string, Task>>;
-  /** Payload JSON by task id; a task whose payload is gone (past its retention) is missing. */
-  getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
-  /** The `onFailure` specification (JSON) kept beside the task's payload; undefined if it has none (or is gone). */
-  getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined>;
-  /**
-   * Keeps what a task still to run needs until `purgeAt` (epoch seconds) at least: its payload item (and with it
-   * its `onFailure`), its payload's S3 object, the inputs its dependencies left it and, while it waits, its links
-   * in their partitions; then records `purgeAt` on the state item (`payloadPurgeAt`). Extends only, never shortens; a record already gone stays gone.
-   */
-  keepPayload(task: PayloadHolder, purgeAt: number): Promise<void>;
   /** The partitions of the due index: a sweep queries each. */
   readonly dueShards: readonly string[];
   /** Task ids in one due partition whose time to be looked at has come. */
@@ -147,12 +117,6 @@ export interface TaskStore {
   ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }>;
 
   // Submission.
-  /** Writes payloads (no condition: a payload's key names its specification, so a retry writes the same). */
-  putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads>;
-  /** Lets go of a payload's object once its task can never run again. */
-  deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
-  /** Takes back a payload (its item and its object) written for a task whose state item was then never written. */
-  deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
   /** Creates the task's record, due at `dueAt`, unless one exists; then answers the existing task. */
   create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }>;
   /**

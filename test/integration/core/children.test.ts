@@ -34,7 +34,7 @@ describe('follow-up tasks: what they reach, what a refusal leaves', () => {
       for (const item of page.Items ?? []) lines.push(JSON.stringify(item));
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey);
-    const objects = stack.ctx.tasks.payloadObjects;
+    const objects = stack.ctx.payloads.payloadObjects;
     if (!objects) throw new Error('the stack has no payload bucket');
     const listed = await objects.objects.s3.send(
       new ListObjectsV2Command({ Bucket: objects.objects.bucketName }),

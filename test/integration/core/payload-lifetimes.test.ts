@@ -233,7 +233,7 @@ describe('payload lifetimes', () => {
       },
       { step: 'initialize', name: 'countPayloadUpdates' },
     );
-    const objects = stack.ctx.tasks.payloadObjects?.objects;
+    const objects = stack.ctx.payloads.payloadObjects?.objects;
     objects?.s3.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName === 'CopyObjectCommand')

@@ -11,7 +11,7 @@ import { claimUntil, createTestStack, startAgent, type TestStack, waitFor } from
 describe('payloads in S3', () => {
   let stack: TestStack;
   const bucket = () => {
-    const store = stack.ctx.tasks.payloadObjects;
+    const store = stack.ctx.payloads.payloadObjects;
     if (!store) throw new Error('the stack has no payload bucket');
     return store.objects;
   };

@@ -54,7 +54,7 @@ describe('schedules with large payloads', () => {
     const { tasks } = await scheduler.listTasks({ queue: 'work' });
     expect(tasks).toHaveLength(2);
     for (const task of tasks) expect(task.payloadInObject).toBe(true);
-    const [payload] = (await stack.ctx.tasks.getPayloads([firstTask])).values();
+    const [payload] = (await stack.ctx.payloads.getPayloads([firstTask])).values();
     expect(JSON.parse(payload ?? '{}')).toEqual(schedule.task.payload);
   });
 });

@@ -1,6 +1,7 @@
 /** The DynamoDB adapters of the tasks table keep their stores' promises, on DynamoDB Local. */
 import { afterAll, beforeAll } from 'vitest';
 import { laneStoreContract } from '#test/lane-store-contract';
+import { payloadStoreContract } from '#test/payload-store-contract';
 import { createTestStack, type TestStack } from '#test/stack';
 import { taskStoreContract } from '#test/task-store-contract';
 
@@ -15,6 +16,11 @@ afterAll(async () => {
 taskStoreContract('DynamoDB', () => ({ store: stack.ctx.tasks, now: () => stack.clock.now() }));
 laneStoreContract('DynamoDB', () => ({
   lanes: stack.ctx.lanes,
+  tasks: stack.ctx.tasks,
+  now: () => stack.clock.now(),
+}));
+payloadStoreContract('DynamoDB', () => ({
+  payloads: stack.ctx.payloads,
   tasks: stack.ctx.tasks,
   now: () => stack.clock.now(),
 }));

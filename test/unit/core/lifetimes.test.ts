@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, type SchedulerContext } from '#core/context';
 import { keepPayloadFor, payloadKeptUntil } from '#core/lifetimes';
 import type { Task } from '#domain/task';
+import { FakePayloadStore } from '#test/fake-payload-store';
 import { FakeTaskStore } from '#test/fake-task-store';
 
 const CREATED = Date.UTC(2026, 10, 1);
@@ -15,7 +16,11 @@ const DAY = 86_400;
 
 function setup(overrides: Partial<Task> = {}) {
   const tasks = new FakeTaskStore();
-  const ctx = { tasks, settings: DEFAULT_SETTINGS } as unknown as SchedulerContext;
+  const ctx = {
+    tasks,
+    payloads: new FakePayloadStore(tasks),
+    settings: DEFAULT_SETTINGS,
+  } as unknown as SchedulerContext;
   const task: Task = {
     taskId: 't_lifetimelifetimelifetimeli',
     queue: 'work',

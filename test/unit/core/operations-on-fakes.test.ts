@@ -10,6 +10,7 @@ import { InvalidTransitionError } from '#domain/errors';
 import type { SchedulerEvent } from '#domain/events';
 import type { DispatchHint } from '#domain/hint';
 import type { Task } from '#domain/task';
+import { FakePayloadStore } from '#test/fake-payload-store';
 import { FakeTaskStore } from '#test/fake-task-store';
 
 const NOW = Date.UTC(2026, 10, 25, 12);
@@ -21,6 +22,7 @@ function fakeContext() {
   const events: SchedulerEvent[] = [];
   const ctx = {
     tasks,
+    payloads: new FakePayloadStore(tasks),
     sessions: {
       notify: async (
         agentId: string,
