@@ -7,6 +7,7 @@ import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
 import { SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
+import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
 import type { OccurrenceStore } from './ports/occurrence-store';
@@ -144,6 +145,8 @@ export interface SchedulerContext {
   readonly tasks: TaskStore;
   /** A task's payload and `onFailure`, written once at submit; the S3 object of a large one. */
   readonly payloads: PayloadStore;
+  /** What links tasks: the dependents of each, the inputs its dependencies left it, its result kept for them. */
+  readonly dependencies: DependencyStore;
   /** Fairness between keys: each lane's queued tasks and its turn slot. */
   readonly lanes: LaneStore;
   readonly sessions: SessionStore;

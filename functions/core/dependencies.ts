@@ -29,7 +29,7 @@ import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
-import type { StoredInput } from './ports/task-store';
+import type { StoredInput } from './ports/dependency-store';
 import { announceEnd } from './push';
 import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
 
@@ -81,7 +81,7 @@ export async function linkDependencies(
   purgeAt: number,
 ): Promise<void> {
   await eachConcurrently(dependsOn, SWEEP_CONCURRENCY, async (dependencyId) => {
-    const dependency = await ctx.tasks.addDependent(dependencyId, dependent.taskId, purgeAt);
+    const dependency = await ctx.dependencies.addDependent(dependencyId, dependent.taskId, purgeAt);
     if (dependency && isTerminal(dependency.status)) await resolve(ctx, dependent.taskId, dependency);
   });
 }
@@ -126,9 +126,9 @@ async function resolve(
   }
   const purgeAt = purgeAtOf(ctx, dependent);
   if (hasResult(dependency) && !resultKept) {
-    await ctx.tasks.keepResult(dependency, purgeAt, keptResultPurgeAt(ctx, ctx.now()));
+    await ctx.dependencies.keepResult(dependency, purgeAt, keptResultPurgeAt(ctx, ctx.now()));
   }
-  await ctx.tasks.putInput(dependentId, dependency.taskId, outcomeOf(dependency), purgeAt);
+  await ctx.dependencies.putInput(dependentId, dependency.taskId, outcomeOf(dependency), purgeAt);
   const struck = await ctx.tasks.strikeDependency(dependentId, dependency.taskId);
   if (struck.ok && (struck.task.waitingOn?.length ?? 0) === 0) await unblock(ctx, struck.task);
 }
@@ -191,11 +191,11 @@ export async function releaseDependents(ctx: SchedulerContext, task: Task): Prom
     const keptNow = hasResult(task);
     if (keptNow) {
       const purgeAt = keptResultPurgeAt(ctx, ctx.now());
-      await ctx.tasks.keepResult(task, purgeAt, purgeAt);
+      await ctx.dependencies.keepResult(task, purgeAt, purgeAt);
     }
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await ctx.tasks.dependentsOf(task.taskId, startKey);
+      const page = await ctx.dependencies.dependentsOf(task.taskId, startKey);
       await eachConcurrently(page.ids, SWEEP_CONCURRENCY, (id) =>
         resolve(ctx, id, task, keptNow).catch((error: unknown) =>
           ctx.log.warn('resolving a dependent failed; its recheck will', {
@@ -262,10 +262,11 @@ export async function dependencyInputs(
   budget: { bytes: number },
 ): Promise<Record<string, DependencyOutcome> | undefined> {
   if (!task.dependencyCount) return undefined;
-  const inputs = await ctx.tasks.inputsOf(task.taskId);
+  const inputs = await ctx.dependencies.inputsOf(task.taskId);
   // Results kept once are read from their records; inputs written before that carry a copy of their own.
   const referenced = [...inputs].flatMap(([id, input]) => (input.resultKept ? [id] : []));
-  const kept = referenced.length > 0 ? await ctx.tasks.keptResults(referenced) : new Map<string, unknown>();
+  const kept =
+    referenced.length > 0 ? await ctx.dependencies.keptResults(referenced) : new Map<string, unknown>();
   return Object.fromEntries(
     [...inputs].map(([id, input]): [string, DependencyOutcome] => {
       const { resultKept, ...stored } = input;

@@ -10,6 +10,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { ConnectionTable } from '#adapters/connection-table';
+import { DependencyTable } from '#adapters/dependency-table';
 import { noEvents } from '#adapters/event-publishers';
 import { LaneTable } from '#adapters/lane-table';
 import { OccurrenceTable } from '#adapters/occurrence-table';
@@ -62,6 +63,7 @@ export interface SchedulerDependencies {
 export interface WiredContext extends SchedulerContext {
   readonly tasks: TaskTable;
   readonly payloads: PayloadTable;
+  readonly dependencies: DependencyTable;
   readonly lanes: LaneTable;
   readonly sessions: SessionTable;
   readonly roles: RoleTable;
@@ -86,8 +88,11 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
       },
     };
   }
+  // The dependencies' adapter marks a linked task through the state adapter itself, not its wrapper: the AWS errors
+  // of that write are translated once, by the wrapper of the call that made it.
+  const tasks = new TaskTable(doc, deps.tables.tasks);
   return {
-    tasks: translatingAwsErrors(new TaskTable(doc, deps.tables.tasks)),
+    tasks: translatingAwsErrors(tasks),
     payloads: translatingAwsErrors(
       new PayloadTable(
         doc,
@@ -98,6 +103,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
         },
       ),
     ),
+    dependencies: translatingAwsErrors(new DependencyTable(doc, deps.tables.tasks, tasks)),
     lanes: translatingAwsErrors(new LaneTable(doc, deps.tables.tasks)),
     sessions: translatingAwsErrors(
       new SessionTable(doc, deps.tables.leases, settings.retentionSeconds, deps.tables.agents),

@@ -20,10 +20,6 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export class FakeTaskStore implements Port.TaskStore {
   readonly dueShards = ['due#00'];
   private readonly records = new Map<string, StoredTask>();
-  private readonly dependents = new Map<string, Set<string>>();
-  private readonly inputs = new Map<string, Map<string, Port.StoredInput>>();
-  /** Results kept once for their dependents, with the time they are kept until. */
-  private readonly results = new Map<string, { result: unknown; purgeAt: number }>();
   /** Every write attempted, landed or not: what a test counts. */
   readonly writes: { readonly kind: string; readonly taskId: string; readonly ok: boolean }[] = [];
 
@@ -188,55 +184,6 @@ export class FakeTaskStore implements Port.TaskStore {
       r.task = next;
       return true;
     });
-  }
-
-  async addDependent(taskId: string, dependentId: string): Promise<Task | undefined> {
-    const set = this.dependents.get(taskId) ?? new Set<string>();
-    const added = !set.has(dependentId);
-    set.add(dependentId);
-    this.dependents.set(taskId, set);
-    const marked = await this.write('addDependent', taskId, (r) => {
-      r.task = {
-        ...r.task,
-        hasDependents: true,
-        ...(added ? { dependentCount: (r.task.dependentCount ?? 0) + 1 } : {}),
-      };
-      return true;
-    });
-    return marked.ok ? marked.task : undefined;
-  }
-
-  async dependentsOf(taskId: string): Promise<{ ids: string[] }> {
-    return { ids: [...(this.dependents.get(taskId) ?? [])] };
-  }
-
-  async putInput(dependentId: string, dependencyId: string, outcome: Port.StoredInput): Promise<void> {
-    const map = this.inputs.get(dependentId) ?? new Map<string, Port.StoredInput>();
-    map.set(dependencyId, structuredClone(outcome));
-    this.inputs.set(dependentId, map);
-  }
-
-  async inputsOf(taskId: string): Promise<Map<string, Port.StoredInput>> {
-    return new Map(this.inputs.get(taskId) ?? []);
-  }
-
-  async keepResult(
-    task: Pick<Task, 'taskId' | 'result'>,
-    neededUntil: number,
-    purgeAt: number,
-  ): Promise<void> {
-    const kept = this.results.get(task.taskId);
-    if (kept && kept.purgeAt >= neededUntil) return;
-    this.results.set(task.taskId, { result: structuredClone(task.result ?? null), purgeAt });
-  }
-
-  async keptResults(taskIds: readonly string[]): Promise<Map<string, unknown>> {
-    return new Map(
-      taskIds.flatMap((id) => {
-        const kept = this.results.get(id);
-        return kept ? [[id, structuredClone(kept.result)] as const] : [];
-      }),
-    );
   }
 
   async strikeDependency(taskId: string, dependencyId: string): Promise<Port.TaskWrite> {

@@ -449,20 +449,6 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       });
     });
 
-    it('counts each dependent once, however often it is linked', async () => {
-      const { store, now } = subject();
-      const task = await taskIn('queued');
-      const purgeAt = Math.ceil(now() / 1_000) + 3_600;
-      await store.addDependent(task.taskId, 't_firstdependentfirstdepende', purgeAt);
-      await store.addDependent(task.taskId, 't_firstdependentfirstdepende', purgeAt);
-      const marked = await store.addDependent(task.taskId, 't_seconddependentseconddepen', purgeAt);
-      expect(marked).toMatchObject({ hasDependents: true, dependentCount: 2 });
-      expect((await store.dependentsOf(task.taskId)).ids.sort()).toEqual([
-        't_firstdependentfirstdepende',
-        't_seconddependentseconddepen',
-      ]);
-    });
-
     it('redrives a dead task with a fresh set of attempts', async () => {
       const { store, now } = subject();
       const dead = await taskIn('dead');

@@ -9,7 +9,7 @@
  * A refused write changes nothing and answers the task as it is now, so the caller can tell why.
  */
 import type { Priority } from '#domain/priority';
-import type { DependencyOutcome, Task, TaskError } from '#domain/task';
+import type { Task, TaskError } from '#domain/task';
 
 /** What a conditional write answers: the task as written, or as found when the condition failed. */
 export type TaskWrite =
@@ -88,9 +88,6 @@ export interface LadderClimb {
   readonly priority?: Priority;
   readonly needsAttention: boolean;
 }
-
-/** How a dependency ended, as kept for its dependent: its result copied, or kept once in its own record. */
-export type StoredInput = DependencyOutcome & { readonly resultKept?: true };
 
 export interface ReadOptions {
   /** Read after every write that committed (the default); `false` may miss the latest, at half the cost. */
@@ -171,35 +168,7 @@ export interface TaskStore {
   /** The starvation ladder's step, from the level observed. */
   climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
 
-  // Dependencies.
-  /**
-   * Records that `dependentId` waits for `taskId`, then marks `taskId` as having dependents, in that order: an
-   * end of `taskId` written after the mark finds the record. Answers `taskId` as it is after the mark (an end
-   * written before it shows there), or undefined if there is no such task.
-   */
-  addDependent(taskId: string, dependentId: string, purgeAt: number): Promise<Task | undefined>;
-  /** A page of the tasks that wait (or waited) for `taskId`. */
-  dependentsOf(
-    taskId: string,
-    startKey?: ListingCursor,
-  ): Promise<{ ids: string[]; startKey?: ListingCursor }>;
-  /**
-   * Keeps, for the dependent, how its dependency ended; written before the dependency is struck off its list. A
-   * result is not copied: `resultKept` says it is in the dependency's result record (`keepResult`).
-   */
-  putInput(dependentId: string, dependencyId: string, outcome: StoredInput, purgeAt: number): Promise<void>;
-  /**
-   * How each dependency of the task ended, as kept for it: a result copied into the input (as written before
-   * results were kept once), or `resultKept`.
-   */
-  inputsOf(taskId: string): Promise<Map<string, StoredInput>>;
-  /**
-   * Keeps a succeeded task's result once for all its dependents: unless a record kept until `neededUntil` (epoch
-   * seconds) is there already, writes one kept until `purgeAt`.
-   */
-  keepResult(task: Pick<Task, 'taskId' | 'result'>, neededUntil: number, purgeAt: number): Promise<void>;
-  /** The results kept by `keepResult`, by task id; a task whose record is gone is missing. */
-  keptResults(taskIds: readonly string[]): Promise<Map<string, unknown>>;
+  // Dependencies: a waiting task's list is on its state item (`dependency-store.ts` keeps the rest).
   /** Strikes a dependency off a waiting task's list, if it is still on it. */
   strikeDependency(taskId: string, dependencyId: string): Promise<TaskWrite>;
 

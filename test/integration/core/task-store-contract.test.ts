@@ -1,5 +1,6 @@
 /** The DynamoDB adapters of the tasks table keep their stores' promises, on DynamoDB Local. */
 import { afterAll, beforeAll } from 'vitest';
+import { dependencyStoreContract } from '#test/dependency-store-contract';
 import { laneStoreContract } from '#test/lane-store-contract';
 import { payloadStoreContract } from '#test/payload-store-contract';
 import { createTestStack, type TestStack } from '#test/stack';
@@ -21,6 +22,11 @@ laneStoreContract('DynamoDB', () => ({
 }));
 payloadStoreContract('DynamoDB', () => ({
   payloads: stack.ctx.payloads,
+  tasks: stack.ctx.tasks,
+  now: () => stack.clock.now(),
+}));
+dependencyStoreContract('DynamoDB', () => ({
+  dependencies: stack.ctx.dependencies,
   tasks: stack.ctx.tasks,
   now: () => stack.clock.now(),
 }));
