@@ -1,5 +1,8 @@
 /**
- * The tasks table: the state item every transition rewrites, and the payload item written once.
+ * The state item of a task in the tasks table (`part = "state"`): every transition rewrites it, each write one
+ * conditional update (`update`) or, for a follow-up task fenced by its parent's lease, one transaction of two state
+ * items. The table's other records have adapters of their own: `payload-table.ts`, `dependency-table.ts`,
+ * `lane-table.ts`.
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
