@@ -5,6 +5,7 @@
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { NewPayload, PayloadHolder, PayloadStore, WrittenPayloads } from '#core/ports/payload-store';
 import type { Task } from '#domain/task';
+import { Expression } from './expression';
 import type { PayloadObjects } from './payload-objects';
 import { dependentPart, RESULT_PART } from './tables';
 import {
@@ -102,12 +103,14 @@ export class PayloadTable implements PayloadStore {
   }
 
   async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
+    const e = new Expression();
     const output = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: payloadKey(task.taskId, task.specHash),
-        ProjectionExpression: 'onFailure',
+        ProjectionExpression: e.n('onFailure'),
         ConsistentRead: true,
+        ...e.attributes(),
       }),
     );
     const json = output.Item?.onFailure;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLeaseId } from '#adapters/session-table';
-import { dueShardOf } from '#adapters/task-table';
+import { dueShardOf } from '#adapters/task-items';
 import { AgentRevokedError, ServiceUnavailableError, SessionLostError } from '#domain/errors';
 import { isSessionLive } from '#domain/task';
 import { runApart } from '#local/function-scope';
