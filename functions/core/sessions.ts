@@ -98,10 +98,6 @@ export interface OpenSessionOptions {
   readonly openSeq?: number;
 }
 
-/** Open numbers the server takes: positive integers JavaScript counts exactly. */
-export const isOpenSeq = (value: unknown): value is number =>
-  Number.isSafeInteger(value) && (value as number) >= 1;
-
 /**
  * Opens a session for the agent, ending the one it had: what that one held (tasks and roles) is taken back
  * before the new session is written, so a failure on the way leaves it on the old item for the sweep, and the
@@ -117,7 +113,8 @@ export async function openSession(
   if (openId !== undefined && !OPEN_ID_PATTERN.test(openId)) {
     throw new ValidationError('openId: 8 to 64 letters, digits, "-" or "_"');
   }
-  if (openSeq !== undefined && !isOpenSeq(openSeq)) {
+  // Positive integers JavaScript counts exactly.
+  if (openSeq !== undefined && !(Number.isSafeInteger(openSeq) && openSeq >= 1)) {
     throw new ValidationError('openSeq: an integer from 1 to 2^53 - 1');
   }
   const agent = await ctx.agents.get(agentId);
