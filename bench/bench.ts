@@ -19,8 +19,9 @@
  * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
  */
 import { parseArgs } from 'node:util';
+import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
-import { type AgentMonth, runIdle } from './run-idle';
+import { runIdle } from './run-idle';
 import { type Cost, runWorkflow } from './run-workflow';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';

@@ -10,15 +10,11 @@
  */
 import { AwsMeter } from '#adapters/aws-meter';
 import { DEFAULT_SETTINGS } from '#core/context';
-import type { EventPublisher } from '#core/ports/event-publisher';
-import { Scheduler } from '#core/scheduler';
+import { type ServedLocalStack, startLocalStack } from '#local/local-stack';
 import { percentile } from '#local/percentile';
-import { scratchStack } from '#local/scratch-stack';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
-import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
-import { createContext } from '#wiring/context';
 import { API_FUNCTION_MEMORY_GB, PRICES } from './prices';
 
 export interface BenchOptions {
@@ -95,260 +91,341 @@ const apiCallUsd = (lambdaMs: number) =>
   PRICES.lambda.request +
   (Math.ceil(lambdaMs) / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond;
 
-export async function runBench(options: BenchOptions): Promise<BenchReport> {
-  const { tasks: total, agents: agentCount, batch, payloadBytes } = options;
-  const scratch = await scratchStack({ name: 'bench', queues: ['bench'], endpoints: options.endpoints });
-  const { dynamodb, sqs, tables, queues } = scratch;
-  const meter = new AwsMeter();
-  meter.attach(dynamodb, 'dynamodb');
-  meter.attach(sqs, 'sqs');
-  meter.attach(scratch.s3, 's3');
+interface BenchAgent {
+  readonly client: AgentSchedulerClient;
+  readonly sessionId: string;
+}
 
-  let events = 0;
-  const countingEvents: EventPublisher = {
-    publish: async (published) => {
-      events += published.length;
-    },
+/** The stack under load, with what is counted on it: AWS requests, API calls and their handler time, events. */
+interface Bench {
+  readonly stack: ServedLocalStack;
+  readonly meter: AwsMeter;
+  readonly api: {
+    calls: number;
+    lambdaMs: number;
+    readonly byOperation: Map<string, { calls: number; ms: number }>;
   };
-  // Agents here are idle only while the run starts and ends: short waits keep the figures about the work.
-  const scheduler = new Scheduler(
-    createContext({
-      dynamodb,
-      sqs,
-      tables,
-      queues,
-      events: countingEvents,
-      payloadBucket: { s3: scratch.s3, bucketName: scratch.payloadBucket },
-      settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50 },
-    }),
-  );
+  readonly counted: { events: number };
+  readonly operator: AgentSchedulerClient;
+  readonly agents: readonly BenchAgent[];
+  /** Every task's payload. */
+  readonly payload: unknown;
+}
+
+/** What one call costs on average over a few: AWS totals and handler time, per call. */
+interface PerCall {
+  readonly requests: number;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  readonly sqsRequests: number;
+  readonly lambdaMs: number;
+}
+
+/** What the measured run and the probes after it counted. */
+interface Measured {
+  readonly durationMs: number;
+  readonly dispatch: number[];
+  readonly completion: number[];
+  readonly totals: ReturnType<AwsMeter['totals']>;
+  readonly sqsRequests: number;
+  readonly s3Puts: number;
+  readonly s3Gets: number;
+  readonly requests: Record<string, number>;
+  readonly apiCalls: number;
+  readonly apiLambdaMs: number;
+  readonly operations: ReadonlyMap<string, { calls: number; ms: number }>;
+  readonly events: number;
+  readonly heartbeat: PerCall;
+  readonly idleClaim: PerCall;
+}
+
+/** The stack, metered, with the agents registered and their sessions open. */
+async function setUpBench(options: BenchOptions): Promise<Bench> {
+  const meter = new AwsMeter();
+  const counted = { events: 0 };
   const api = { calls: 0, lambdaMs: 0, byOperation: new Map<string, { calls: number; ms: number }>() };
-  const server = await startLocalServer({
-    scheduler,
-    agents: scheduler.ctx.agents,
-    operatorToken: OPERATOR_TOKEN,
-    port: 0,
-    log: { info() {}, warn() {}, error() {} },
-    // As API Gateway caches the authorizer's answers in the construct: its reads are not per request.
-    authorizerCacheTtlMs: 60_000,
-    onRequest: ({ operation, durationMs }) => {
-      api.calls++;
-      api.lambdaMs += Math.ceil(durationMs);
-      const entry = api.byOperation.get(operation) ?? { calls: 0, ms: 0 };
-      entry.calls++;
-      entry.ms += durationMs;
-      api.byOperation.set(operation, entry);
+  const stack = await startLocalStack({
+    name: 'bench',
+    queues: ['bench'],
+    endpoints: options.endpoints,
+    payloadBucket: true,
+    onClients: ({ dynamodb, sqs, s3 }) => {
+      meter.attach(dynamodb, 'dynamodb');
+      meter.attach(sqs, 'sqs');
+      meter.attach(s3, 's3');
+    },
+    context: {
+      events: {
+        publish: async (published) => {
+          counted.events += published.length;
+        },
+      },
+      // Agents here are idle only while the run starts and ends: short waits keep the figures about the work.
+      settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50 },
+    },
+    serve: {
+      operatorToken: OPERATOR_TOKEN,
+      // As API Gateway caches the authorizer's answers in the construct: its reads are not per request.
+      authorizerCacheTtlMs: 60_000,
+      onRequest: ({ operation, durationMs }) => {
+        api.calls++;
+        api.lambdaMs += Math.ceil(durationMs);
+        const entry = api.byOperation.get(operation) ?? { calls: 0, ms: 0 };
+        entry.calls++;
+        entry.ms += durationMs;
+        api.byOperation.set(operation, entry);
+      },
     },
   });
-
   try {
-    const operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR_TOKEN });
+    const operator = new AgentSchedulerClient({ endpoint: stack.server.url, token: OPERATOR_TOKEN });
     const agents = await Promise.all(
-      Array.from({ length: agentCount }, async (_, i) => {
+      Array.from({ length: options.agents }, async (_, i) => {
         const { token } = await operator.createAgent({
           name: `bench-${i}`,
           queues: ['bench'],
-          maxConcurrency: batch,
+          maxConcurrency: options.batch,
         });
-        const client = new AgentSchedulerClient({ endpoint: server.url, token });
+        const client = new AgentSchedulerClient({ endpoint: stack.server.url, token });
         const { sessionId } = await client.openSession();
         return { client, sessionId };
       }),
     );
     // Random text: payloads are stored deflated when that is smaller, and a repeated character would make any
     // size look free.
-    const payload = randomTextPayload(payloadBytes, seededRandom(7));
+    const payload = randomTextPayload(options.payloadBytes, seededRandom(7));
+    return { stack, meter, api, counted, operator, agents, payload };
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+}
 
-    /** Submits `count` tasks and has the agents claim and complete them all; latencies per task, in ms. */
-    const load = async (count: number, keyPrefix: string) => {
-      const submittedAt = new Map<string, number>();
-      const dispatch: number[] = [];
-      const completion: number[] = [];
-      let submitted = 0;
-      let completed = 0;
-      const backlogLimit = Math.max(50, agentCount * batch * 4);
-      const started = performance.now();
+/** Submits `count` tasks and has the agents claim and complete them all; latencies per task, in ms. */
+async function runLoad(bench: Bench, options: BenchOptions, count: number, keyPrefix: string) {
+  const { batch } = options;
+  const { operator, agents, payload } = bench;
+  const submittedAt = new Map<string, number>();
+  const dispatch: number[] = [];
+  const completion: number[] = [];
+  let submitted = 0;
+  let completed = 0;
+  const backlogLimit = Math.max(50, options.agents * batch * 4);
+  const started = performance.now();
 
-      const submitter = async (share: number[]) => {
-        for (let i = 0; i < share.length; i += batch) {
-          while (submitted - completed > backlogLimit) await sleep(2);
-          const chunk = share.slice(i, i + batch);
-          const specs: SubmitTaskInput[] = chunk.map((n) => ({
-            queue: 'bench',
-            payload,
-            idempotencyKey: `${keyPrefix}-${n}`,
-          }));
-          if (batch === 1 && specs[0]) {
-            const { task } = await operator.submitTask(specs[0]);
-            submittedAt.set(task.taskId, performance.now());
-          } else {
-            for (const result of await operator.submitTasks(specs)) {
-              if (!result.ok) throw new Error(`a submission failed: ${result.error.code}`);
-              submittedAt.set(result.task.taskId, performance.now());
-            }
-          }
-          submitted += chunk.length;
+  const submitter = async (share: number[]) => {
+    for (let i = 0; i < share.length; i += batch) {
+      while (submitted - completed > backlogLimit) await sleep(2);
+      const chunk = share.slice(i, i + batch);
+      const specs: SubmitTaskInput[] = chunk.map((n) => ({
+        queue: 'bench',
+        payload,
+        idempotencyKey: `${keyPrefix}-${n}`,
+      }));
+      if (batch === 1 && specs[0]) {
+        const { task } = await operator.submitTask(specs[0]);
+        submittedAt.set(task.taskId, performance.now());
+      } else {
+        for (const result of await operator.submitTasks(specs)) {
+          if (!result.ok) throw new Error(`a submission failed: ${result.error.code}`);
+          submittedAt.set(result.task.taskId, performance.now());
         }
-      };
-      const worker = async (agent: (typeof agents)[number]) => {
-        let idleClaims = 0;
-        while (completed < count) {
-          const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
-          if (claim.tasks.length === 0) {
-            idleClaims++;
-            await sleep(claim.retryAfterMs ?? 20);
-            continue;
-          }
-          idleClaims = 0;
-          const claimedAt = performance.now();
-          for (const task of claim.tasks)
-            dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
-          await finish(agent.client, claim.tasks);
-          const doneAt = performance.now();
-          for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
-          completed += claim.tasks.length;
-        }
-      };
-      const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
-        if (batch === 1) {
-          for (const task of claimed)
-            await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
-          return;
-        }
-        const results = await client.completeTasks(
-          claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
-        );
-        if (results.some((r) => !r.ok)) throw new Error('a completion failed');
-      };
+      }
+      submitted += chunk.length;
+    }
+  };
+  const worker = async (agent: BenchAgent) => {
+    let idleClaims = 0;
+    while (completed < count) {
+      const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
+      if (claim.tasks.length === 0) {
+        idleClaims++;
+        await sleep(claim.retryAfterMs ?? 20);
+        continue;
+      }
+      idleClaims = 0;
+      const claimedAt = performance.now();
+      for (const task of claim.tasks) dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
+      await finish(agent.client, claim.tasks);
+      const doneAt = performance.now();
+      for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
+      completed += claim.tasks.length;
+    }
+  };
+  const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
+    if (batch === 1) {
+      for (const task of claimed)
+        await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
+      return;
+    }
+    const results = await client.completeTasks(
+      claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
+    );
+    if (results.some((r) => !r.ok)) throw new Error('a completion failed');
+  };
 
-      const submitters = 4;
-      const shares = Array.from({ length: submitters }, (_, s) =>
-        Array.from({ length: count }, (_, n) => n).filter((n) => n % submitters === s),
-      );
-      await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
-      return { durationMs: performance.now() - started, dispatch, completion };
-    };
+  const submitters = 4;
+  const shares = Array.from({ length: submitters }, (_, s) =>
+    Array.from({ length: count }, (_, n) => n).filter((n) => n % submitters === s),
+  );
+  await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
+  return { durationMs: performance.now() - started, dispatch, completion };
+}
 
-    // A first run whose figures are dropped: the emulators' JIT and the functions' caches warm up, as a deployed
-    // scheduler's are under steady load.
-    if (options.warmupTasks) await load(options.warmupTasks, 'warmup');
-    meter.reset();
-    api.calls = 0;
-    api.lambdaMs = 0;
-    api.byOperation.clear();
-    events = 0;
+/** What `calls` calls of one kind cost, per call. */
+async function perCall(bench: Bench, calls: number, call: () => Promise<unknown>): Promise<PerCall> {
+  const { meter, api } = bench;
+  meter.reset();
+  api.lambdaMs = 0;
+  for (let i = 0; i < calls; i++) await call();
+  const totals = meter.totals();
+  const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
+  return {
+    requests: totals.requests / calls,
+    writeUnits: totals.writeUnits / calls,
+    readUnits: totals.readUnits / calls,
+    sqsRequests: sqsRequests / calls,
+    lambdaMs: api.lambdaMs / calls,
+  };
+}
 
-    const { durationMs, dispatch, completion } = await load(total, 'bench');
+/** The warm-up, the measured run with what it counted, then a heartbeat's and an idle poll's cost. */
+async function runMeasured(bench: Bench, options: BenchOptions): Promise<Measured> {
+  const { meter, api, counted } = bench;
+  // A first run whose figures are dropped: the emulators' JIT and the functions' caches warm up, as a deployed
+  // scheduler's are under steady load.
+  if (options.warmupTasks) await runLoad(bench, options, options.warmupTasks, 'warmup');
+  meter.reset();
+  api.calls = 0;
+  api.lambdaMs = 0;
+  api.byOperation.clear();
+  counted.events = 0;
 
-    const operationsOfRun = new Map(api.byOperation);
-    const totals = meter.totals();
-    const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
-    const s3Puts = meter.totals((r) => r.service === 's3' && r.operation === 'PutObjectCommand').requests;
-    const s3Gets = meter.totals((r) => r.service === 's3' && r.operation === 'GetObjectCommand').requests;
-    // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
-    const authorizerInvocations = agentCount * Math.ceil(durationMs / 60_000);
-    const perTask = {
-      dynamodbWriteUnits: round(totals.writeUnits / total),
-      dynamodbReadUnits: round(totals.readUnits / total),
-      dynamodbIndexWriteUnits: round(totals.indexWriteUnits / total),
-      sqsRequests: round(sqsRequests / total),
-      s3Requests: round((s3Puts + s3Gets) / total),
-      apiCalls: round(api.calls / total),
-      lambdaInvocations: round((api.calls + authorizerInvocations) / total),
-      lambdaMs: round(api.lambdaMs / total, 2),
-      events: round(events / total),
-      requests: Object.fromEntries(
-        Object.entries(meter.byOperation())
-          .map(([operation, count]) => [operation.replace(/Command$/, ''), round(count / total)] as const)
-          .sort(([a], [b]) => a.localeCompare(b)),
-      ),
-    };
-    const byService = {
-      dynamodb:
-        (totals.writeUnits * PRICES.dynamodb.writeUnit + totals.readUnits * PRICES.dynamodb.readUnit) / total,
-      sqs: (sqsRequests * PRICES.sqs.request) / total,
-      s3: (s3Puts * PRICES.s3.put + s3Gets * PRICES.s3.get) / total,
-      apiGateway: (api.calls * PRICES.apiGateway.httpRequest) / total,
-      lambda:
-        ((api.calls + authorizerInvocations) * PRICES.lambda.request +
-          (api.lambdaMs / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond) /
-        total,
-      eventBridge: (events * PRICES.eventBridge.customEvent) / total,
-    };
-    const usdPerTask = Object.values(byService).reduce((sum, usd) => sum + usd, 0);
+  const { durationMs, dispatch, completion } = await runLoad(bench, options, options.tasks, 'bench');
+  const run = {
+    durationMs,
+    dispatch,
+    completion,
+    totals: meter.totals(),
+    sqsRequests: meter.totals((r) => r.service === 'sqs').requests,
+    s3Puts: meter.totals((r) => r.service === 's3' && r.operation === 'PutObjectCommand').requests,
+    s3Gets: meter.totals((r) => r.service === 's3' && r.operation === 'GetObjectCommand').requests,
+    requests: meter.byOperation(),
+    apiCalls: api.calls,
+    apiLambdaMs: api.lambdaMs,
+    operations: new Map(api.byOperation),
+    events: counted.events,
+  };
 
-    // A heartbeat: what keeps an agent's leases alive, once per interval whatever it holds.
-    const [first] = agents;
-    if (!first) throw new Error('the benchmark needs at least one agent');
-    /** What one call costs on average over a few: AWS totals and handler time, per call. */
-    const perCall = async (calls: number, call: () => Promise<unknown>) => {
-      meter.reset();
-      api.lambdaMs = 0;
-      for (let i = 0; i < calls; i++) await call();
-      const totals = meter.totals();
-      const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
-      return {
-        requests: totals.requests / calls,
-        writeUnits: totals.writeUnits / calls,
-        readUnits: totals.readUnits / calls,
-        sqsRequests: sqsRequests / calls,
-        lambdaMs: api.lambdaMs / calls,
-      };
-    };
-    const beat = await perCall(5, () => first.client.heartbeat({ sessionId: first.sessionId }));
-    const heartbeat = {
-      dynamodbWriteUnits: round(beat.writeUnits),
-      requests: round(beat.requests),
-      lambdaMs: round(beat.lambdaMs, 2),
-    };
-    const heartbeatUsd =
-      heartbeat.dynamodbWriteUnits * PRICES.dynamodb.writeUnit +
-      beat.readUnits * PRICES.dynamodb.readUnit +
-      apiCallUsd(heartbeat.lambdaMs);
-    const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
+  const [first] = bench.agents;
+  if (!first) throw new Error('the benchmark needs at least one agent');
+  // A heartbeat: what keeps an agent's leases alive, once per interval whatever it holds.
+  const heartbeat = await perCall(bench, 5, () => first.client.heartbeat({ sessionId: first.sessionId }));
+  // An idle agent: it holds nothing, so sends no heartbeats, and polls at the longest suggested wait.
+  const idleClaim = await perCall(bench, 5, () =>
+    first.client.claim({ sessionId: first.sessionId, idleClaims: 100 }),
+  );
+  return { ...run, heartbeat, idleClaim };
+}
 
-    // An idle agent: it holds nothing, so sends no heartbeats, and polls at the longest suggested wait.
-    const idle = await perCall(5, () => first.client.claim({ sessionId: first.sessionId, idleClaims: 100 }));
-    const idleClaim = {
-      awsRequests: round(idle.requests),
-      dynamodbReadUnits: round(idle.readUnits),
-      lambdaMs: round(idle.lambdaMs, 2),
-    };
-    const idlePollUsd =
-      idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
-      idle.sqsRequests * PRICES.sqs.request +
-      apiCallUsd(idleClaim.lambdaMs);
-    const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleRetryMaxMs;
+/** Per task: requests and capacity, API calls, invocations and their time, events; and dollars by service. */
+function perTaskOf(options: BenchOptions, run: Measured) {
+  const total = options.tasks;
+  const { totals, sqsRequests, s3Puts, s3Gets, apiCalls, apiLambdaMs, events } = run;
+  // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
+  const authorizerInvocations = options.agents * Math.ceil(run.durationMs / 60_000);
+  const perTask = {
+    dynamodbWriteUnits: round(totals.writeUnits / total),
+    dynamodbReadUnits: round(totals.readUnits / total),
+    dynamodbIndexWriteUnits: round(totals.indexWriteUnits / total),
+    sqsRequests: round(sqsRequests / total),
+    s3Requests: round((s3Puts + s3Gets) / total),
+    apiCalls: round(apiCalls / total),
+    lambdaInvocations: round((apiCalls + authorizerInvocations) / total),
+    lambdaMs: round(apiLambdaMs / total, 2),
+    events: round(events / total),
+    requests: Object.fromEntries(
+      Object.entries(run.requests)
+        .map(([operation, count]) => [operation.replace(/Command$/, ''), round(count / total)] as const)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    ),
+  };
+  const byService = {
+    dynamodb:
+      (totals.writeUnits * PRICES.dynamodb.writeUnit + totals.readUnits * PRICES.dynamodb.readUnit) / total,
+    sqs: (sqsRequests * PRICES.sqs.request) / total,
+    s3: (s3Puts * PRICES.s3.put + s3Gets * PRICES.s3.get) / total,
+    apiGateway: (apiCalls * PRICES.apiGateway.httpRequest) / total,
+    lambda:
+      ((apiCalls + authorizerInvocations) * PRICES.lambda.request +
+        (apiLambdaMs / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond) /
+      total,
+    eventBridge: (events * PRICES.eventBridge.customEvent) / total,
+  };
+  return { perTask, byService };
+}
 
-    return {
-      tasks: total,
-      warmupTasks: options.warmupTasks ?? 0,
-      agents: agentCount,
-      batch,
-      payloadBytes: JSON.stringify(payload).length,
-      durationMs: Math.round(durationMs),
-      tasksPerSecond: round(total / (durationMs / 1_000), 1),
-      dispatchLatencyMs: percentiles(dispatch),
-      completionLatencyMs: percentiles(completion),
-      perTask,
-      operations: Object.fromEntries(
-        [...operationsOfRun].map(([operation, { calls, ms }]) => [
-          operation,
-          { calls, meanMs: round(ms / calls, 1) },
-        ]),
-      ),
-      usdPerMillionTasks: round(usdPerTask * 1e6, 2),
-      usdPerMillionTasksByService: Object.fromEntries(
-        Object.entries(byService).map(([service, usd]) => [service, round(usd * 1e6, 2)]),
-      ),
-      heartbeat,
-      heartbeatUsdPerAgentHour: round(heartbeatUsdPerAgentHour, 5),
-      idleClaim,
-      idleAgentUsdPerMonth: round(idlePollUsd * pollsPerMonth, 4),
-      prices: `${PRICES.region} list prices checked ${PRICES.checkedOn} (bench/prices.ts)`,
-    };
+/** The report: the run's figures per task, priced, and what an agent's heartbeats and idle polls cost. */
+function reportBench(options: BenchOptions, payload: unknown, run: Measured): BenchReport {
+  const { perTask, byService } = perTaskOf(options, run);
+  const usdPerTask = Object.values(byService).reduce((sum, usd) => sum + usd, 0);
+  const beat = run.heartbeat;
+  const heartbeat = {
+    dynamodbWriteUnits: round(beat.writeUnits),
+    requests: round(beat.requests),
+    lambdaMs: round(beat.lambdaMs, 2),
+  };
+  const heartbeatUsd =
+    heartbeat.dynamodbWriteUnits * PRICES.dynamodb.writeUnit +
+    beat.readUnits * PRICES.dynamodb.readUnit +
+    apiCallUsd(heartbeat.lambdaMs);
+  const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
+  const idle = run.idleClaim;
+  const idleClaim = {
+    awsRequests: round(idle.requests),
+    dynamodbReadUnits: round(idle.readUnits),
+    lambdaMs: round(idle.lambdaMs, 2),
+  };
+  const idlePollUsd =
+    idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
+    idle.sqsRequests * PRICES.sqs.request +
+    apiCallUsd(idleClaim.lambdaMs);
+  const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleRetryMaxMs;
+  const { durationMs } = run;
+  return {
+    tasks: options.tasks,
+    warmupTasks: options.warmupTasks ?? 0,
+    agents: options.agents,
+    batch: options.batch,
+    payloadBytes: JSON.stringify(payload).length,
+    durationMs: Math.round(durationMs),
+    tasksPerSecond: round(options.tasks / (durationMs / 1_000), 1),
+    dispatchLatencyMs: percentiles(run.dispatch),
+    completionLatencyMs: percentiles(run.completion),
+    perTask,
+    operations: Object.fromEntries(
+      [...run.operations].map(([operation, { calls, ms }]) => [
+        operation,
+        { calls, meanMs: round(ms / calls, 1) },
+      ]),
+    ),
+    usdPerMillionTasks: round(usdPerTask * 1e6, 2),
+    usdPerMillionTasksByService: Object.fromEntries(
+      Object.entries(byService).map(([service, usd]) => [service, round(usd * 1e6, 2)]),
+    ),
+    heartbeat,
+    heartbeatUsdPerAgentHour: round(heartbeatUsdPerAgentHour, 5),
+    idleClaim,
+    idleAgentUsdPerMonth: round(idlePollUsd * pollsPerMonth, 4),
+    prices: `${PRICES.region} list prices checked ${PRICES.checkedOn} (bench/prices.ts)`,
+  };
+}
+
+export async function runBench(options: BenchOptions): Promise<BenchReport> {
+  const bench = await setUpBench(options);
+  try {
+    return reportBench(options, bench.payload, await runMeasured(bench, options));
   } finally {
-    await server.close();
-    await scratch.dispose();
+    await bench.stack.stop();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Tables and queues of their own on the emulators, for a benchmark or a chaos run: on emulators given by
- * endpoint (the test suite's), or on emulators started here in memory. `dispose()` leaves nothing behind.
+ * Tables and queues on the emulators, for the local stack, a benchmark or a chaos run: on emulators given by
+ * endpoint (the test suite's), or on emulators started here (in memory, or the local stack's store on disk).
+ * `dispose()` leaves nothing behind but a store on disk.
  */
 import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -12,33 +13,63 @@ import { startDynamoDbLocal } from './emulators/dynamodb-local';
 import { startSqsEmulator } from './emulators/sqs';
 import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from './provision';
 
+export interface EmulatorEndpoints {
+  readonly dynamodb: string;
+  readonly sqs: string;
+}
+
+export interface ScratchStackOptions {
+  /** The tables' and queues' prefix, with the time after it unless `exactNames`. */
+  readonly name: string;
+  readonly queues: readonly string[];
+  /** Emulators to use; started here, and stopped by `dispose()`, when absent. */
+  readonly endpoints?: EmulatorEndpoints | undefined;
+  /**
+   * Names are `name` exactly, as the local stack's are, to find its tables again after a restart.
+   * @default false: the time follows the name, so runs on shared emulators never meet
+   */
+  readonly exactNames?: boolean;
+  /** Where a DynamoDB Local started here keeps its data. @default in memory */
+  readonly dbPath?: string | undefined;
+  /** A bucket of the stack's own for large payloads. @default true */
+  readonly payloadBucket?: boolean;
+}
+
 export interface ScratchStack {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly tables: TableNames;
   readonly queues: QueueDirectory;
-  /** S3 on the SQS emulator, and a bucket of this stack's own for large payloads. */
+  /** S3 on the SQS emulator. */
   readonly s3: S3Client;
-  readonly payloadBucket: string;
+  /** The stack's bucket for large payloads, unless it was asked for none. */
+  readonly payloadBucket: string | undefined;
+  readonly endpoints: EmulatorEndpoints;
+  /** The JVM of a DynamoDB Local started here. */
+  readonly dynamodbPid: number | undefined;
   dispose(): Promise<void>;
 }
 
-export async function scratchStack(options: {
-  readonly name: string;
-  readonly queues: readonly string[];
-  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string } | undefined;
-}): Promise<ScratchStack> {
+export async function scratchStack(options: ScratchStackOptions): Promise<ScratchStack> {
   const [dynamodbLocal, sqsEmulator] = options.endpoints
     ? [undefined, undefined]
-    : await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({})]);
-  const dynamodb = localDynamoDbClient(options.endpoints?.dynamodb ?? dynamodbLocal?.endpoint ?? '');
-  const sqs = localSqsClient(options.endpoints?.sqs ?? sqsEmulator?.endpoint ?? '');
-  const s3 = localS3Client(options.endpoints?.sqs ?? sqsEmulator?.endpoint ?? '');
-  const prefix = `${options.name}${Date.now().toString(36)}`;
+    : await Promise.all([
+        startDynamoDbLocal(options.dbPath === undefined ? { inMemory: true } : { dbPath: options.dbPath }),
+        startSqsEmulator({}),
+      ]);
+  const endpoints = options.endpoints ?? {
+    dynamodb: dynamodbLocal?.endpoint ?? '',
+    sqs: sqsEmulator?.endpoint ?? '',
+  };
+  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
+  const sqs = localSqsClient(endpoints.sqs);
+  const s3 = localS3Client(endpoints.sqs);
+  const prefix = options.exactNames ? options.name : `${options.name}${Date.now().toString(36)}`;
   const tables = tableNamesFor(prefix);
   await provisionTables(dynamodb, tables);
   const queues = await provisionQueues(sqs, prefix, options.queues);
-  const payloadBucket = await provisionPayloadBucket(s3, prefix);
+  const payloadBucket =
+    options.payloadBucket === false ? undefined : await provisionPayloadBucket(s3, prefix);
   return {
     dynamodb,
     sqs,
@@ -46,6 +77,8 @@ export async function scratchStack(options: {
     queues,
     s3,
     payloadBucket,
+    endpoints,
+    dynamodbPid: dynamodbLocal?.pid,
     dispose: async () => {
       // Emulators of our own go with their data; shared ones keep running without our tables.
       if (options.endpoints) {
@@ -55,7 +88,8 @@ export async function scratchStack(options: {
           ),
         );
       }
-      await Promise.all([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
+      // Both are stopped even if one fails to.
+      await Promise.allSettled([dynamodbLocal?.stop(), sqsEmulator?.stop()]);
     },
   };
 }
