@@ -17,19 +17,15 @@ import { consoleGateway, loginCodeLine } from '#console/gateway';
 import { bearerUpstream, signedUpstream } from '#console/upstream';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
-import { Scheduler } from '#core/scheduler';
+import type { Scheduler } from '#core/scheduler';
 import { type NumberSetting, outOfBounds, SETTINGS } from '#domain/settings';
 import { queueNameSchema } from '#domain/task-spec';
-import { createContext } from '#wiring/context';
 import type { TaskScheduleProps } from '../infra/task-schedule';
-import { localDynamoDbClient, localSqsClient } from './emulators/clients';
-import { isPortFree, startDynamoDbLocal } from './emulators/dynamodb-local';
-import { startSqsEmulator } from './emulators/sqs';
+import { isPortFree } from './emulators/dynamodb-local';
 import { runAs } from './function-scope';
 import { LocalScheduleBackend } from './local-schedules';
-import { provisionQueues, provisionTables, tableNamesFor } from './provision';
-import { LOCAL_PUSH_PATH, LocalPushSender } from './push-server';
-import { startLocalServer } from './server';
+import { type ServedLocalStack, startLocalStack } from './local-stack';
+import { LocalPushSender } from './push-server';
 
 /** What the command line gives, as text: each is checked here, in the bounds the construct accepts. */
 export interface DevStackArguments {
@@ -128,128 +124,37 @@ function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Se
   };
 }
 
-/**
- * Checks the command line, then starts everything. Throws `DevStackUsageError` for a wrong command line or a port
- * in use, before any emulator starts.
- */
-export async function startDevStack(
-  args: DevStackArguments,
-  definition: DevStackDefinition,
-): Promise<DevStack> {
-  const started = performance.now();
-  const settings = settingsOf(args, definition);
-  const { port, dataDir, inMemory, iam } = settings;
-  // Before any emulator starts: a port in use is one line, at once, not a stack trace after them.
-  if (port !== 0 && !(await isPortFree(port))) {
-    const other = port === 65_535 ? 3000 : port + 1;
-    throw new DevStackUsageError(
-      `port ${port} is in use: stop what listens there, or pick another, e.g. PORT=${other} ${definition.command}`,
-    );
-  }
-  mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-  // JSON lines with timestamps, as the functions log in AWS. POWERTOOLS_LOG_LEVEL=WARN shows less.
-  const log = new Logger({ serviceName: 'agent-scheduler' });
-
-  // The console's files (built from source in this repository) while the emulators start.
-  const assetsLoaded = loadConsoleAssets();
-  // Awaited below; a failure meanwhile is not an unhandled one.
-  assetsLoaded.catch(() => undefined);
-  const [dynamodbLocal, sqsEmulator] = await Promise.all([
-    startDynamoDbLocal(inMemory ? { inMemory: true } : { dbPath: join(dataDir, 'dynamodb') }),
-    startSqsEmulator({}),
-  ]);
-  const dynamodb = localDynamoDbClient(dynamodbLocal.endpoint);
-  const sqs = localSqsClient(sqsEmulator.endpoint);
-  const tables = tableNamesFor('agent-scheduler');
-  await provisionTables(dynamodb, tables);
-  const queues = await provisionQueues(sqs, 'agent-scheduler', definition.queues);
-
-  const scheduleBackend = new LocalScheduleBackend(log);
-  const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
-  /** Every event also makes a log line: one per task transition, as it happens. */
-  const loggedEvents: EventPublisher = {
-    publish: async (published) => {
-      for (const { type, time: _time, version: _version, ...fields } of published) log.info(type, fields);
-      await events.publish(published);
-    },
-  };
-  // The push channel at /v1/push of the same server: its URL is known once the server listens.
-  const push = new LocalPushSender();
-  let pushUrl = '';
-  const scheduler = new Scheduler(
-    createContext({
-      dynamodb,
-      sqs,
-      tables,
-      queues,
-      log,
-      scheduleBackend,
-      push: { sender: push, url: () => pushUrl },
-      events: loggedEvents,
-      // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
-      // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
-      // Events cost nothing here either: the feed shows every task's way. Agents may submit follow-up tasks to
-      // every queue of the local stack.
-      settings: {
-        agentSubmitQueues: definition.queues,
-        missedRunGraceSeconds: 5,
-        idleRetryMaxMs: 2_000,
-        routineEvents: true,
-        leaseTtlSeconds: settings.leaseTtlSeconds,
-        heartbeatIntervalSeconds: settings.heartbeatIntervalSeconds,
-      },
-      declaredSchedules: definition.schedules ?? [],
-    }),
+/** Before any emulator starts: a port in use is one line, at once, not a stack trace after them. */
+async function refuseBusyPort(port: number, command: string): Promise<void> {
+  if (port === 0 || (await isPortFree(port))) return;
+  const other = port === 65_535 ? 3000 : port + 1;
+  throw new DevStackUsageError(
+    `port ${port} is in use: stop what listens there, or pick another, e.g. PORT=${other} ${command}`,
   );
+}
 
-  // Keep the operator token across restarts of a persistent store, so scripts and the CLI keep working.
-  const localFile = join(dataDir, 'local.json');
+/** Keep the operator token across restarts of a persistent store, so scripts and the CLI keep working. */
+function operatorTokenOf(localFile: string, inMemory: boolean): string {
   const previous =
     !inMemory && existsSync(localFile)
       ? (JSON.parse(readFileSync(localFile, 'utf8')) as { operatorToken?: string })
       : {};
-  const operatorToken = previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
-  // The console at /: its requests reach the API as the CLI's do, with the operator token or signed.
-  const upstream = iam
-    ? signedUpstream(iamSigner(iam.region, iam.credentials))
-    : bearerUpstream(operatorToken);
-  const assets = await assetsLoaded;
-  let loginCode = '';
-  const server = await startLocalServer({
-    console: (url) =>
-      consoleGateway({
-        mode: 'local',
-        endpoint: url,
-        events: 'poll',
-        assets,
-        upstream,
-        onUpstreamError: (error) => log.warn('console request to the API failed', { error: String(error) }),
-        onCode: (code, why) => {
-          loginCode = code;
-          if (why !== 'start') console.log(loginCodeLine(code, why));
-        },
-      }),
-    scheduler,
-    agents: scheduler.ctx.agents,
-    operatorToken,
-    ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
-    port,
-    log,
-    events,
-    push,
-  });
-  pushUrl = `${server.url.replace(/^http/, 'ws')}${LOCAL_PUSH_PATH}`;
-  const connection = iam
-    ? { endpoint: server.url, auth: 'iam', region: iam.region }
-    : { endpoint: server.url, operatorToken };
-  writeFileSync(localFile, `${JSON.stringify(connection, null, 2)}\n`, { mode: 0o600 });
-  // The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run. Served while
-  // this runs: Workers of a killed stack get their heartbeats in first (494 hints took some 20 s on two busy cores).
-  const restoreStarted = performance.now();
-  const restored = await scheduler.reconcile({ everything: true });
-  const restoreMs = Math.round(performance.now() - restoreStarted);
+  return previous.operatorToken ?? `op_${randomBytes(24).toString('base64url')}`;
+}
 
-  const supervisor = setInterval(() => {
+/** Every event also makes a log line: one per task transition, as it happens. */
+function loggedEvents(log: Logger, feed: LocalEventFeed): EventPublisher {
+  return {
+    publish: async (published) => {
+      for (const { type, time: _time, version: _version, ...fields } of published) log.info(type, fields);
+      await feed.publish(published);
+    },
+  };
+}
+
+/** The supervisor's pass every `periodMs`, logged when it did something. */
+function superviseEvery(scheduler: Scheduler, log: Logger, periodMs: number): NodeJS.Timeout {
+  return setInterval(() => {
     runAs('supervisor', () => scheduler.supervise())
       .then((cycle) => {
         const acted =
@@ -262,8 +167,16 @@ export async function startDevStack(
         if (acted > 0) log.info('supervisor pass', { cycle });
       })
       .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
-  }, settings.supervisorMs);
-  scheduleBackend.start(
+  }, periodMs);
+}
+
+/** Fires the stored schedules on time, as EventBridge Scheduler does in AWS. */
+async function fireSchedules(
+  backend: LocalScheduleBackend,
+  scheduler: Scheduler,
+  log: Logger,
+): Promise<void> {
+  backend.start(
     async (record, scheduledTime) => {
       const fired = await runAs('scheduleFire', () =>
         fireSchedule(scheduler.ctx, {
@@ -278,31 +191,150 @@ export async function startDevStack(
     },
     await scheduler.listSchedules(),
   );
+}
 
-  const banner = `
-agent-scheduler is running at ${server.url}  (ready in ${Math.round(performance.now() - started)} ms)
-  queues:          ${definition.queues.join(', ')}
-  operators:       ${iam ? `AWS Signature V4 with ${iam.credentials.accessKeyId}, region ${iam.region}` : `operator token ${operatorToken}`}
+/** What runs where, and what to do next. */
+function bannerOf(
+  stack: ServedLocalStack,
+  settings: Settings,
+  facts: {
+    readonly queues: readonly string[];
+    readonly readyMs: number;
+    readonly operatorToken: string;
+    readonly restoredHints: number;
+    readonly restoreMs: number;
+    readonly loginCode: string;
+    readonly localFile: string;
+  },
+): string {
+  const { iam, dataDir, inMemory } = settings;
+  const url = stack.server.url;
+  return `
+agent-scheduler is running at ${url}  (ready in ${facts.readyMs} ms)
+  queues:          ${facts.queues.join(', ')}
+  operators:       ${iam ? `AWS Signature V4 with ${iam.credentials.accessKeyId}, region ${iam.region}` : `operator token ${facts.operatorToken}`}
   data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
-  dynamodb local:  ${dynamodbLocal.endpoint} (pid ${dynamodbLocal.pid})
-  sqs emulator:    ${sqsEmulator.endpoint}
-  restored hints:  ${restored.redispatched.length} (in ${restoreMs} ms, while serving)
+  dynamodb local:  ${stack.endpoints.dynamodb} (pid ${stack.dynamodbPid})
+  sqs emulator:    ${stack.endpoints.sqs}
+  restored hints:  ${facts.restoredHints} (in ${facts.restoreMs} ms, while serving)
   leases:          ${settings.leaseTtlSeconds} s, heartbeat every ${settings.heartbeatIntervalSeconds} s
   events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
-  console:         ${server.url}/  login code ${loginCode} (single use: a new one is printed once it is used)
-  endpoint and operator credentials are in ${localFile}
+  console:         ${url}/  login code ${facts.loginCode} (single use: a new one is printed once it is used)
+  endpoint and operator credentials are in ${facts.localFile}
 
-Next: npx agent-scheduler agents create --name worker-1 --queue ${definition.queues[0]}
+Next: npx agent-scheduler agents create --name worker-1 --queue ${facts.queues[0]}
 Ctrl-C stops everything.
 `;
+}
+
+/**
+ * Checks the command line, then starts everything. Throws `DevStackUsageError` for a wrong command line or a port
+ * in use, before any emulator starts.
+ */
+export async function startDevStack(
+  args: DevStackArguments,
+  definition: DevStackDefinition,
+): Promise<DevStack> {
+  const started = performance.now();
+  const settings = settingsOf(args, definition);
+  const { dataDir, inMemory, iam } = settings;
+  await refuseBusyPort(settings.port, definition.command);
+  mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
+  // JSON lines with timestamps, as the functions log in AWS. POWERTOOLS_LOG_LEVEL=WARN shows less.
+  const log = new Logger({ serviceName: 'agent-scheduler' });
+
+  // The console's files (built from source in this repository) while the emulators start.
+  const assetsLoaded = loadConsoleAssets();
+  // Awaited below; a failure meanwhile is not an unhandled one.
+  assetsLoaded.catch(() => undefined);
+  const scheduleBackend = new LocalScheduleBackend(log);
+  const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
+  const localFile = join(dataDir, 'local.json');
+  const operatorToken = operatorTokenOf(localFile, inMemory);
+  // The console at /: its requests reach the API as the CLI's do, with the operator token or signed.
+  const upstream = iam
+    ? signedUpstream(iamSigner(iam.region, iam.credentials))
+    : bearerUpstream(operatorToken);
+  let loginCode = '';
+  const stack = await startLocalStack({
+    name: 'agent-scheduler',
+    exactNames: true,
+    queues: definition.queues,
+    dbPath: inMemory ? undefined : join(dataDir, 'dynamodb'),
+    // The push channel at /v1/push of the same server.
+    push: new LocalPushSender(),
+    context: {
+      log,
+      scheduleBackend,
+      events: loggedEvents(log, events),
+      // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
+      // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
+      // Events cost nothing here either: the feed shows every task's way. Agents may submit follow-up tasks to
+      // every queue of the local stack.
+      settings: {
+        agentSubmitQueues: definition.queues,
+        missedRunGraceSeconds: 5,
+        idleRetryMaxMs: 2_000,
+        routineEvents: true,
+        leaseTtlSeconds: settings.leaseTtlSeconds,
+        heartbeatIntervalSeconds: settings.heartbeatIntervalSeconds,
+      },
+      declaredSchedules: definition.schedules ?? [],
+    },
+    serve: async () => {
+      const assets = await assetsLoaded;
+      return {
+        console: (url) =>
+          consoleGateway({
+            mode: 'local',
+            endpoint: url,
+            events: 'poll',
+            assets,
+            upstream,
+            onUpstreamError: (error) =>
+              log.warn('console request to the API failed', { error: String(error) }),
+            onCode: (code, why) => {
+              loginCode = code;
+              if (why !== 'start') console.log(loginCodeLine(code, why));
+            },
+          }),
+        operatorToken,
+        ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
+        port: settings.port,
+        events,
+      };
+    },
+  });
+  const { scheduler, server } = stack;
+  const connection = iam
+    ? { endpoint: server.url, auth: 'iam', region: iam.region }
+    : { endpoint: server.url, operatorToken };
+  writeFileSync(localFile, `${JSON.stringify(connection, null, 2)}\n`, { mode: 0o600 });
+  // The SQS emulator keeps nothing across restarts: hint every task still queued from a previous run. Served while
+  // this runs: Workers of a killed stack get their heartbeats in first (494 hints took some 20 s on two busy cores).
+  const restoreStarted = performance.now();
+  const restored = await scheduler.reconcile({ everything: true });
+  const restoreMs = Math.round(performance.now() - restoreStarted);
+
+  const supervisor = superviseEvery(scheduler, log, settings.supervisorMs);
+  await fireSchedules(scheduleBackend, scheduler, log);
+
+  const banner = bannerOf(stack, settings, {
+    queues: definition.queues,
+    readyMs: Math.round(performance.now() - started),
+    operatorToken,
+    restoredHints: restored.redispatched.length,
+    restoreMs,
+    loginCode,
+    localFile,
+  });
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       clearInterval(supervisor);
       scheduleBackend.stop();
-      await server.close();
-      await Promise.allSettled([dynamodbLocal.stop(), sqsEmulator.stop()]);
+      await stack.stop();
     })();
     return stopping;
   };
