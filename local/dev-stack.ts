@@ -214,8 +214,8 @@ agent-scheduler is running at ${url}  (ready in ${facts.readyMs} ms)
   queues:          ${facts.queues.join(', ')}
   operators:       ${iam ? `AWS Signature V4 with ${iam.credentials.accessKeyId}, region ${iam.region}` : `operator token ${facts.operatorToken}`}
   data:            ${inMemory ? 'in memory (nothing is kept)' : dataDir}
-  dynamodb local:  ${stack.endpoints.dynamodb} (pid ${stack.dynamodbPid})
-  sqs emulator:    ${stack.endpoints.sqs}
+  dynamodb local:  ${stack.scratch.endpoints.dynamodb} (pid ${stack.scratch.dynamodbPid})
+  sqs emulator:    ${stack.scratch.endpoints.sqs}
   restored hints:  ${facts.restoredHints} (in ${facts.restoreMs} ms, while serving)
   leases:          ${settings.leaseTtlSeconds} s, heartbeat every ${settings.heartbeatIntervalSeconds} s
   events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}

@@ -47,10 +47,12 @@ export interface LocalStackOptions extends ScratchStackOptions {
   readonly serve?: ServeOptions | ((ctx: WiredContext) => ServeOptions | Promise<ServeOptions>);
 }
 
-export interface LocalStack extends Omit<ScratchStack, 'dispose'> {
+export interface LocalStack {
+  /** The emulators' part: the clients, the tables, queues and bucket, the endpoints. */
+  readonly scratch: ScratchStack;
   readonly ctx: WiredContext;
   readonly scheduler: Scheduler;
-  /** Closes the server, then deletes the tables or stops the emulators (see `scratchStack`). Idempotent. */
+  /** Closes the server, then deletes the tables or stops the emulators (`scratch.dispose()`). Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -84,7 +86,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const server = options.serve && (await serve(ctx, scheduler, options.serve, options.push));
   if (server) pushUrl = `${server.url.replace(/^http/, 'ws')}${LOCAL_PUSH_PATH}`;
 
-  const { dispose: _, ...parts } = scratch;
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
@@ -93,7 +94,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     })();
     return stopping;
   };
-  return { ...parts, ctx, scheduler, ...(server ? { server } : {}), stop };
+  return { scratch, ctx, scheduler, ...(server ? { server } : {}), stop };
 }
 
 async function serve(
