@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { LocalEventFeed } from '#adapters/event-publishers';
-import { loadConsoleAssets } from '#console/assets';
+import { type ConsoleAssets, loadConsoleAssets } from '#console/assets';
 import { iamSigner } from '#console/aws-signer';
 import { consoleGateway, loginCodeLine } from '#console/gateway';
 import { bearerUpstream, signedUpstream } from '#console/upstream';
@@ -24,7 +24,7 @@ import type { TaskScheduleProps } from '../infra/task-schedule';
 import { isPortFree } from './emulators/dynamodb-local';
 import { runAs } from './function-scope';
 import { LocalScheduleBackend } from './local-schedules';
-import { type ServedLocalStack, startLocalStack } from './local-stack';
+import { type ServedLocalStack, type ServeOptions, startLocalStack } from './local-stack';
 import { LocalPushSender } from './push-server';
 
 /** What the command line gives, as text: each is checked here, in the bounds the construct accepts. */
@@ -193,6 +193,47 @@ async function fireSchedules(
   );
 }
 
+/**
+ * The server's part: the console at `/` (its requests reach the API as the CLI's do, with the operator token or
+ * signed), the operators' credentials, the port and the event feed.
+ */
+function served(
+  settings: Settings,
+  parts: {
+    readonly log: Logger;
+    readonly assets: ConsoleAssets;
+    readonly operatorToken: string;
+    readonly events: LocalEventFeed;
+    /** Told of each login code; one made after the first is printed. */
+    readonly onCode: (code: string) => void;
+  },
+): ServeOptions {
+  const { iam } = settings;
+  const { log, assets, operatorToken } = parts;
+  const upstream = iam
+    ? signedUpstream(iamSigner(iam.region, iam.credentials))
+    : bearerUpstream(operatorToken);
+  return {
+    console: (url) =>
+      consoleGateway({
+        mode: 'local',
+        endpoint: url,
+        events: 'poll',
+        assets,
+        upstream,
+        onUpstreamError: (error) => log.warn('console request to the API failed', { error: String(error) }),
+        onCode: (code, why) => {
+          parts.onCode(code);
+          if (why !== 'start') console.log(loginCodeLine(code, why));
+        },
+      }),
+    operatorToken,
+    ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
+    port: settings.port,
+    events: parts.events,
+  };
+}
+
 /** What runs where, and what to do next. */
 function bannerOf(
   stack: ServedLocalStack,
@@ -251,10 +292,6 @@ export async function startDevStack(
   const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
   const localFile = join(dataDir, 'local.json');
   const operatorToken = operatorTokenOf(localFile, inMemory);
-  // The console at /: its requests reach the API as the CLI's do, with the operator token or signed.
-  const upstream = iam
-    ? signedUpstream(iamSigner(iam.region, iam.credentials))
-    : bearerUpstream(operatorToken);
   let loginCode = '';
   const stack = await startLocalStack({
     name: 'agent-scheduler',
@@ -281,29 +318,16 @@ export async function startDevStack(
       },
       declaredSchedules: definition.schedules ?? [],
     },
-    serve: async () => {
-      const assets = await assetsLoaded;
-      return {
-        console: (url) =>
-          consoleGateway({
-            mode: 'local',
-            endpoint: url,
-            events: 'poll',
-            assets,
-            upstream,
-            onUpstreamError: (error) =>
-              log.warn('console request to the API failed', { error: String(error) }),
-            onCode: (code, why) => {
-              loginCode = code;
-              if (why !== 'start') console.log(loginCodeLine(code, why));
-            },
-          }),
+    serve: async () =>
+      served(settings, {
+        log,
+        assets: await assetsLoaded,
         operatorToken,
-        ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
-        port: settings.port,
         events,
-      };
-    },
+        onCode: (code) => {
+          loginCode = code;
+        },
+      }),
   });
   const { scheduler, server } = stack;
   const connection = iam
