@@ -1,6 +1,7 @@
 /**
  * The composition root of what runs the scheduler on this machine: the local stack (`npm start`, `agent-scheduler
- * dev`), the benchmarks and the chaos runs all build theirs here. From options it starts (or reaches) the emulators,
+ * dev`) and the benchmarks build theirs here, and its hooks are the ones the chaos runs need (faults and recorders on
+ * the clients, wrapped adapters, mutants of the scheduler). From options it starts (or reaches) the emulators,
  * provisions the tables and queues (`scratch-stack.ts`), builds the context and the scheduler on them
  * (`functions/wiring/context.ts`), and serves the scheduler over the local HTTP server (`server.ts`). Hooks between
  * the steps let a caller meter or fault the clients, wrap the context's adapters or the scheduler's operations, all
@@ -34,7 +35,10 @@ export interface LocalStackOptions extends ScratchStackOptions {
   >;
   /** The push channel: the context sends frames through it, the server serves its sockets at `/v1/push`. */
   readonly push?: LocalPushSender;
-  /** Called once the clients exist, before anything is built on them: meters, injected faults, recorders. */
+  /**
+   * Called once the tables and queues are provisioned, before anything is built on the clients: meters, injected
+   * faults, recorders, which so see none of the provisioning.
+   */
   readonly onClients?: (stack: ScratchStack) => void;
   /** Called with the context before the scheduler is built on it: its adapters wrapped or rewritten. */
   readonly onContext?: (ctx: WiredContext) => void;
