@@ -152,7 +152,7 @@ async function idleScenario(): Promise<void> {
       `load average    ${report.loadAverage.start} at start, ${report.loadAverage.end} at end; ${s(report.durationMs)} in all`,
       `idle fleet      all idle ${report.idle.readyMs} ms after start; ${report.idle.claimsInQuietWindow} claims in a ${report.idle.quietWindowMs} ms quiet window`,
       `pickup (push)   p50 ${report.pickupMs.p50} ms, p99 ${report.pickupMs.p99} ms, max ${report.pickupMs.max} ms, mean ${report.pickupMs.mean} ms (submit sent → handler start); ${report.pickupMs.missed} not picked up in 30 s`,
-      `pickup (poll)   computed for push: false at the ${s(report.settings.idleRetryMaxMs)} idle wait, not run: in step (one agent, or Workers started together) p50 ${s(p.inStep.p50)}, p99 ${s(p.inStep.p99)}, max ${s(p.inStep.max)}; ${report.agents} at random phases p50 ${s(p.independentPhases.p50)}, p99 ${s(p.independentPhases.p99)}, max ${s(p.independentPhases.max)}`,
+      `pickup (poll)   computed for push: false at the ${s(report.settings.idleClaimRetryMaxMs)} idle wait, not run: in step (one agent, or Workers started together) p50 ${s(p.inStep.p50)}, p99 ${s(p.inStep.p99)}, max ${s(p.inStep.max)}; ${report.agents} at random phases p50 ${s(p.independentPhases.p50)}, p99 ${s(p.independentPhases.p99)}, max ${s(p.independentPhases.max)}`,
       `per task        ${report.perTask.wakes} wakes, ${report.perTask.claims} claims; frames ${Object.entries(
         report.perTask.frames,
       )

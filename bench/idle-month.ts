@@ -124,7 +124,7 @@ const month = (items: CostItem[]): AgentMonth => {
 /** The months of an idle agent on the push channel and polling, from the measured steps and the server's waits. */
 export function idleAgentMonths(
   m: MeasuredSteps,
-  settings: { readonly pushSafetyPollMs: number; readonly idleRetryMaxMs: number },
+  settings: { readonly pushSafetyPollMs: number; readonly idleClaimRetryMaxMs: number },
 ): IdleAgentMonths {
   const { httpAuthorizer, ticket, connectAuthorizer, listeningFirstClaim, disconnectReplaced } = m;
   const { listeningEmptyClaim, pollingEmptyClaim, connect: connected } = m;
@@ -172,10 +172,10 @@ export function idleAgentMonths(
       add(httpRequestUsd, stepUsd('agentApi', listeningEmptyClaim), coldAuthorizer),
     ),
   ]);
-  const polls = MONTH_MS / settings.idleRetryMaxMs;
+  const polls = MONTH_MS / settings.idleClaimRetryMaxMs;
   const polling = month([
     item(
-      `empty claims every ${settings.idleRetryMaxMs / 1_000} s (HTTP, agent fn, DynamoDB, SQS)`,
+      `empty claims every ${settings.idleClaimRetryMaxMs / 1_000} s (HTTP, agent fn, DynamoDB, SQS)`,
       polls,
       add(httpRequestUsd, stepUsd('agentApi', pollingEmptyClaim)),
     ),

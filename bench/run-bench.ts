@@ -161,7 +161,7 @@ async function setUpBench(options: BenchOptions): Promise<Bench> {
         },
       },
       // Agents here are idle only while the run starts and ends: short waits keep the figures about the work.
-      settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50 },
+      settings: { idleClaimRetryBaseMs: 10, idleClaimRetryMaxMs: 50 },
     },
     serve: {
       operatorToken: OPERATOR_TOKEN,
@@ -390,7 +390,7 @@ function reportBench(options: BenchOptions, payload: unknown, run: Measured): Be
     idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
     idle.sqsRequests * PRICES.sqs.request +
     apiCallUsd(idleClaim.lambdaMs);
-  const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleRetryMaxMs;
+  const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleClaimRetryMaxMs;
   const { durationMs } = run;
   return {
     tasks: options.tasks,

@@ -63,7 +63,7 @@ export interface IdleReport {
     readonly pushSafetyPollMs: number;
     readonly wakesPerTask: number;
     readonly wakeCooldownMs: number;
-    readonly idleRetryMaxMs: number;
+    readonly idleClaimRetryMaxMs: number;
   };
   /** The machine's 1-minute load average at the start and the end of the run (other work shares it). */
   readonly loadAverage: { readonly start: number; readonly end: number };
@@ -510,7 +510,7 @@ function reportIdle(
       pushSafetyPollMs: settings.pushSafetyPollMs,
       wakesPerTask: settings.wakesPerTask,
       wakeCooldownMs: settings.wakeCooldownMs,
-      idleRetryMaxMs: settings.idleRetryMaxMs,
+      idleClaimRetryMaxMs: settings.idleClaimRetryMaxMs,
     },
     loadAverage: { start: round(run.loadAtStart, 2), end: round(loadavg()[0] ?? 0, 2) },
     durationMs: Math.round(performance.now() - run.runStarted),
@@ -522,7 +522,7 @@ function reportIdle(
       mean: round(mean(pickups), 0),
       missed: taskCount - pickups.length,
     },
-    pollingPickupMs: pollingPickup(DEFAULT_SETTINGS.idleRetryMaxMs, options.agents),
+    pollingPickupMs: pollingPickup(DEFAULT_SETTINGS.idleClaimRetryMaxMs, options.agents),
     perTask: {
       wakes: round(wakes / taskCount),
       claims: round(claims / taskCount),

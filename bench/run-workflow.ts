@@ -64,7 +64,7 @@ async function setUpWorkflow(options: WorkflowOptions): Promise<Workflow> {
       meter.attach(dynamodb, 'dynamodb');
       meter.attach(sqs, 'sqs');
     },
-    context: { settings: { idleRetryBaseMs: 10, idleRetryMaxMs: 50, agentSubmitQueues: ['wf'] } },
+    context: { settings: { idleClaimRetryBaseMs: 10, idleClaimRetryMaxMs: 50, agentSubmitQueues: ['wf'] } },
   });
   try {
     const { scheduler } = stack;

@@ -124,8 +124,8 @@ export async function setUp(options: HttpChaosOptions) {
       reservationGraceSeconds: 2,
       // Idle agents wait up to half a second between claims: fifty agents polling every 100 ms would keep the one
       // process that runs them all too busy to serve the work.
-      idleRetryBaseMs: 20,
-      idleRetryMaxMs: 500,
+      idleClaimRetryBaseMs: 20,
+      idleClaimRetryMaxMs: 500,
       agentSubmitQueues: ['chaos'],
     },
   });

@@ -11,6 +11,7 @@ import { AgentTable } from '#adapters/agent-table';
 import { requiredEnv } from '#adapters/environment';
 import { withoutSdkLogging } from '#adapters/sdk-clients';
 import { authenticateAgent } from '#core/auth';
+import { RESOURCE_ENV } from '#domain/settings';
 
 interface AuthorizerEvent {
   readonly headers?: Readonly<Record<string, string | undefined>>;
@@ -24,7 +25,7 @@ interface AuthorizerResult {
 const logger = new Logger();
 const agents = new AgentTable(
   DynamoDBDocumentClient.from(withoutSdkLogging(new DynamoDBClient({}))),
-  requiredEnv('AGENTS_TABLE_NAME'),
+  requiredEnv(RESOURCE_ENV.agentsTable),
 );
 
 export const handler = middy<AuthorizerEvent, AuthorizerResult>()

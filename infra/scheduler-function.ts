@@ -23,6 +23,7 @@ import {
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { TEXT_SETTINGS } from '../functions/domain/settings';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -129,7 +130,7 @@ export class SchedulerFunction extends LambdaFunction {
       logGroup,
       environment: {
         POWERTOOLS_SERVICE_NAME: props.serviceName,
-        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
+        [TEXT_SETTINGS.metricsNamespace.env]: props.metricsNamespace,
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,

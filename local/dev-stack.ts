@@ -311,7 +311,7 @@ export async function startDevStack(
       settings: {
         agentSubmitQueues: definition.queues,
         missedRunGraceSeconds: 5,
-        idleRetryMaxMs: 2_000,
+        idleClaimRetryMaxMs: 2_000,
         routineEvents: true,
         leaseTtlSeconds: settings.leaseTtlSeconds,
         heartbeatIntervalSeconds: settings.heartbeatIntervalSeconds,

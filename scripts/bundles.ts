@@ -9,14 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
+import { RESOURCE_ENV, TEXT_SETTINGS } from '../functions/domain/settings';
 import { bundleOptions, FUNCTION_ENTRIES } from '../infra/scheduler-function';
 
 /** Environment a function reads at start-up; dummy values, nothing is called while importing. */
 const DUMMY_ENV = {
-  TASKS_TABLE_NAME: 'tasks',
-  AGENTS_TABLE_NAME: 'agents',
-  LEASES_TABLE_NAME: 'leases',
-  QUEUE_DIRECTORY: JSON.stringify({
+  [RESOURCE_ENV.tasksTable]: 'tasks',
+  [RESOURCE_ENV.agentsTable]: 'agents',
+  [RESOURCE_ENV.leasesTable]: 'leases',
+  [TEXT_SETTINGS.queues.env]: JSON.stringify({
     base: 'https://sqs.us-east-1.amazonaws.com/000000000000/',
     queues: { q: ['c', 'h', 'n', 'l'] },
   }),
@@ -24,10 +25,10 @@ const DUMMY_ENV = {
   AWS_ACCESS_KEY_ID: 'x',
   AWS_SECRET_ACCESS_KEY: 'y',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-  SCHEDULE_GROUP_NAME: 'group',
-  SCHEDULE_TARGET_ARN: 'arn:aws:lambda:us-east-1:000000000000:function:fire',
-  SCHEDULE_ROLE_ARN: 'arn:aws:iam::000000000000:role/scheduler',
-  SCHEDULE_DEAD_LETTER_ARN: 'arn:aws:sqs:us-east-1:000000000000:dead-letters',
+  [RESOURCE_ENV.scheduleGroup]: 'group',
+  [RESOURCE_ENV.scheduleTarget]: 'arn:aws:lambda:us-east-1:000000000000:function:fire',
+  [RESOURCE_ENV.scheduleRole]: 'arn:aws:iam::000000000000:role/scheduler',
+  [RESOURCE_ENV.scheduleDeadLetters]: 'arn:aws:sqs:us-east-1:000000000000:dead-letters',
   POWERTOOLS_SERVICE_NAME: 'size',
 };
 

@@ -3,7 +3,16 @@
  * start with a message naming it, instead of failing the first request in a confusing way.
  */
 import { storedQueueLimitsSchema } from '#domain/queue-limits';
-import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '#domain/settings';
+import {
+  type NumberSetting,
+  outOfBounds,
+  RESOURCE_ENV,
+  type SchedulerSettingName,
+  SETTINGS,
+  type SettingName,
+  settingsReadBy,
+  TEXT_SETTINGS,
+} from '#domain/settings';
 import type { TableNames } from './tables';
 import { QueueDirectory } from './task-queues';
 
@@ -11,6 +20,14 @@ export function requiredEnv(name: string, env: NodeJS.ProcessEnv = process.env):
   const value = env[name];
   if (value === undefined || value === '') throw new Error(`environment variable ${name} is required`);
   return value;
+}
+
+/** The number settings `names` (`#domain/settings`) from their environment variables; each its default when unset. */
+export function settingsFromEnv<Name extends SettingName>(
+  names: readonly Name[],
+  env: NodeJS.ProcessEnv = process.env,
+): Record<Name, number> {
+  return Object.fromEntries(names.map((name) => [name, numberEnv(name, env)])) as Record<Name, number>;
 }
 
 /** A setting of the contract (`#domain/settings`) from its environment variable; its default when unset. */
@@ -26,16 +43,17 @@ function numberEnv(name: SettingName, env: NodeJS.ProcessEnv): number {
 }
 
 function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
-  const raw = env.QUEUE_LIMITS;
+  const name = TEXT_SETTINGS.queueLimits.env;
+  const raw = env[name];
   if (raw === undefined || raw === '') return {};
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new Error('environment variable QUEUE_LIMITS must be JSON');
+    throw new Error(`environment variable ${name} must be JSON`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new Error('environment variable QUEUE_LIMITS must be an object of limits by queue');
+    throw new Error(`environment variable ${name} must be an object of limits by queue`);
   const limits: FunctionConfig['queueLimits'] = {};
   for (const [queue, value] of Object.entries(parsed)) {
     // As stored: a stack deployed before the bound may carry a limit above it, enforced at the bound.
@@ -43,7 +61,7 @@ function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
     if (!checked.success) {
       const issue = checked.error.issues[0];
       throw new Error(
-        `environment variable QUEUE_LIMITS: limits of "${queue}" are invalid: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''} (got ${JSON.stringify(value).slice(0, 100)})`,
+        `environment variable ${name}: limits of "${queue}" are invalid: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''} (got ${JSON.stringify(value).slice(0, 100)})`,
       );
     }
     limits[queue] = checked.data;
@@ -66,29 +84,19 @@ function booleanEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): bo
 export function pushConfigFromEnv(
   env: NodeJS.ProcessEnv = process.env,
 ): { readonly url: string; readonly callbackUrl: string } | undefined {
-  const url = env.PUSH_URL;
-  const callbackUrl = env.PUSH_CALLBACK_URL;
-  if (!url || !callbackUrl || !env.CONNECTIONS_TABLE_NAME) return undefined;
+  const url = env[RESOURCE_ENV.pushUrl];
+  const callbackUrl = env[RESOURCE_ENV.pushCallbackUrl];
+  if (!url || !callbackUrl || !env[RESOURCE_ENV.connectionsTable]) return undefined;
   return { url, callbackUrl };
 }
 
 export interface FunctionConfig {
   readonly tables: TableNames;
   readonly queues: QueueDirectory;
-  readonly leaseTtlSeconds: number;
-  readonly heartbeatIntervalSeconds: number;
-  readonly retentionSeconds: number;
-  readonly starvation: {
-    readonly promoteAfterSeconds: number;
-    readonly announceAfterSeconds: number;
-    readonly attentionAfterSeconds: number;
-  };
-  /** The longest wait an empty claim suggests to an idle agent. */
-  readonly idleRetryMaxSeconds: number;
+  /** The number settings every function that builds a scheduler reads, by their names in `#domain/settings`. */
+  readonly settings: Record<SchedulerSettingName, number>;
   /** Whether `task.submitted`, `task.claimed` and `task.completed` are published. */
   readonly routineEvents: boolean;
-  /** Most roles one agent may register. */
-  readonly maxRolesPerAgent: number;
   /** Per-queue limits declared in the construct: `{ "<queue>": { maxConcurrency?, ratePerSecond?, burst? } }`. */
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
   /** The queues agents may submit follow-up tasks to: a JSON array of queue names. */
@@ -98,39 +106,31 @@ export interface FunctionConfig {
 export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): FunctionConfig {
   return {
     tables: {
-      tasks: requiredEnv('TASKS_TABLE_NAME', env),
-      agents: requiredEnv('AGENTS_TABLE_NAME', env),
-      leases: requiredEnv('LEASES_TABLE_NAME', env),
-      ...(env.CONNECTIONS_TABLE_NAME ? { connections: env.CONNECTIONS_TABLE_NAME } : {}),
+      tasks: requiredEnv(RESOURCE_ENV.tasksTable, env),
+      agents: requiredEnv(RESOURCE_ENV.agentsTable, env),
+      leases: requiredEnv(RESOURCE_ENV.leasesTable, env),
+      ...(env[RESOURCE_ENV.connectionsTable] ? { connections: env[RESOURCE_ENV.connectionsTable] } : {}),
     },
-    queues: QueueDirectory.fromJson(requiredEnv('QUEUE_DIRECTORY', env)),
-    leaseTtlSeconds: numberEnv('leaseTtl', env),
-    heartbeatIntervalSeconds: numberEnv('heartbeatInterval', env),
-    retentionSeconds: numberEnv('taskRetention', env),
-    starvation: {
-      promoteAfterSeconds: numberEnv('starvationPromoteAfter', env),
-      announceAfterSeconds: numberEnv('starvationAnnounceAfter', env),
-      attentionAfterSeconds: numberEnv('starvationAttentionAfter', env),
-    },
-    idleRetryMaxSeconds: numberEnv('idleClaimRetryMax', env),
-    routineEvents: booleanEnv('ROUTINE_EVENTS', false, env),
-    maxRolesPerAgent: numberEnv('maxRolesPerAgent', env),
+    queues: QueueDirectory.fromJson(requiredEnv(TEXT_SETTINGS.queues.env, env)),
+    settings: settingsFromEnv(settingsReadBy('all but the authorizer'), env),
+    routineEvents: booleanEnv(TEXT_SETTINGS.routineEvents.env, false, env),
     queueLimits: queueLimitsEnv(env),
     agentSubmitQueues: agentSubmitQueuesEnv(env),
   };
 }
 
 function agentSubmitQueuesEnv(env: NodeJS.ProcessEnv): string[] {
-  const raw = env.AGENT_SUBMIT_QUEUES;
+  const name = TEXT_SETTINGS.agentSubmitQueues.env;
+  const raw = env[name];
   if (raw === undefined || raw === '') return [];
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new Error('environment variable AGENT_SUBMIT_QUEUES must be JSON');
+    throw new Error(`environment variable ${name} must be JSON`);
   }
   if (!Array.isArray(parsed) || !parsed.every((q) => typeof q === 'string')) {
-    throw new Error('environment variable AGENT_SUBMIT_QUEUES must be an array of queue names');
+    throw new Error(`environment variable ${name} must be an array of queue names`);
   }
   return parsed;
 }
@@ -140,5 +140,6 @@ export function agentRateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): {
   ratePerSecond: number;
   burst: number;
 } {
-  return { ratePerSecond: numberEnv('agentRatePerSecond', env), burst: numberEnv('agentBurst', env) };
+  const { agentRatePerSecond, agentBurst } = settingsFromEnv(['agentRatePerSecond', 'agentBurst'], env);
+  return { ratePerSecond: agentRatePerSecond, burst: agentBurst };
 }

@@ -26,9 +26,9 @@ export const PAYLOAD_OBJECT_PREFIX = 'payloads/';
  */
 export const payloadObjectDays = (settings: {
   readonly maxQueueAgeSeconds: number;
-  readonly retentionSeconds: number;
+  readonly taskRetentionSeconds: number;
 }): number =>
-  Math.ceil((LIMITS.delaySeconds + settings.maxQueueAgeSeconds + settings.retentionSeconds) / 86_400);
+  Math.ceil((LIMITS.delaySeconds + settings.maxQueueAgeSeconds + settings.taskRetentionSeconds) / 86_400);
 
 export class PayloadObjects {
   constructor(

@@ -74,12 +74,12 @@ export interface ClaimedTask {
  * before this one: doubling from the base, capped. It shrinks to nothing as soon as a claim finds work.
  */
 export function idleRetryAfterMs(
-  settings: Pick<SchedulerContext['settings'], 'idleRetryBaseMs' | 'idleRetryMaxMs'>,
+  settings: Pick<SchedulerContext['settings'], 'idleClaimRetryBaseMs' | 'idleClaimRetryMaxMs'>,
   idleClaims: number,
 ): number {
   return Math.min(
-    settings.idleRetryMaxMs,
-    settings.idleRetryBaseMs * 2 ** Math.min(Math.max(0, idleClaims), 30),
+    settings.idleClaimRetryMaxMs,
+    settings.idleClaimRetryBaseMs * 2 ** Math.min(Math.max(0, idleClaims), 30),
   );
 }
 

@@ -5,7 +5,7 @@
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
-import { SETTINGS } from '#domain/settings';
+import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
@@ -28,7 +28,7 @@ export interface SchedulerSettings {
   /** A queued task not claimed this long after its dispatch is sent again (its message may be lost). */
   readonly reconcileAfterSeconds: number;
   /** Finished tasks are kept this long, then DynamoDB's TTL removes them. */
-  readonly retentionSeconds: number;
+  readonly taskRetentionSeconds: number;
   /** Payload items expire this long after the task became claimable, plus the retention. */
   readonly maxQueueAgeSeconds: number;
   /** How long a received hint stays hidden from other claims while one claim decides on it. */
@@ -62,8 +62,8 @@ export interface SchedulerSettings {
    * What a claim that found nothing tells the agent to wait: the base after the first empty claim, doubling
    * with each one in a row, up to the cap. Idle polling is most of what an idle agent costs.
    */
-  readonly idleRetryBaseMs: number;
-  readonly idleRetryMaxMs: number;
+  readonly idleClaimRetryBaseMs: number;
+  readonly idleClaimRetryMaxMs: number;
   /**
    * Whether the three events every task causes on its way (`task.submitted`, `task.claimed`, `task.completed`)
    * are published. Off, a task that succeeds costs no event at all ($1 per million events each in EventBridge);
@@ -100,27 +100,41 @@ export interface SchedulerSettings {
   readonly agentSubmitQueues: readonly string[];
 }
 
+/**
+ * The settings a deployment chooses (`#domain/settings`, by their declared names) as the operations read them:
+ * each named after its prop, with its unit.
+ */
+export function schedulerSettingsOf(chosen: Readonly<Record<SchedulerSettingName, number>>) {
+  return {
+    leaseTtlSeconds: chosen.leaseTtl,
+    heartbeatIntervalSeconds: chosen.heartbeatInterval,
+    taskRetentionSeconds: chosen.taskRetention,
+    starvation: {
+      promoteAfterSeconds: chosen.starvationPromoteAfter,
+      announceAfterSeconds: chosen.starvationAnnounceAfter,
+      attentionAfterSeconds: chosen.starvationAttentionAfter,
+    },
+    idleClaimRetryMaxMs: chosen.idleClaimRetryMax * 1_000,
+    maxRolesPerAgent: chosen.maxRolesPerAgent,
+  } satisfies Partial<SchedulerSettings>;
+}
+
+const DEFAULT_CHOSEN = Object.fromEntries(
+  Object.entries(SETTINGS).map(([name, setting]) => [name, setting.default]),
+) as Record<SchedulerSettingName, number>;
+
 export const DEFAULT_SETTINGS: SchedulerSettings = {
-  leaseTtlSeconds: SETTINGS.leaseTtl.default,
-  heartbeatIntervalSeconds: SETTINGS.heartbeatInterval.default,
+  ...schedulerSettingsOf(DEFAULT_CHOSEN),
   reconcileAfterSeconds: 120,
-  retentionSeconds: SETTINGS.taskRetention.default,
   maxQueueAgeSeconds: 14 * 24 * 60 * 60,
   claimVisibilityTimeoutSeconds: 30,
   receiveWaitSeconds: 0,
   reservationGraceSeconds: 60,
   priorityWeights: DEFAULT_PRIORITY_WEIGHTS,
   sweepLimit: 200,
-  maxRolesPerAgent: SETTINGS.maxRolesPerAgent.default,
-  starvation: {
-    promoteAfterSeconds: SETTINGS.starvationPromoteAfter.default,
-    announceAfterSeconds: SETTINGS.starvationAnnounceAfter.default,
-    attentionAfterSeconds: SETTINGS.starvationAttentionAfter.default,
-  },
   missedRunGraceSeconds: 120,
   queueLimits: {},
-  idleRetryBaseMs: 500,
-  idleRetryMaxMs: SETTINGS.idleClaimRetryMax.default * 1_000,
+  idleClaimRetryBaseMs: 500,
   routineEvents: false,
   emptyTierRecheckMs: 1_000,
   payloadObjectFromBytes: 10 * 1024,

@@ -104,7 +104,7 @@ const keptResultPurgeAt = (ctx: SchedulerContext, now: number): number =>
   Math.ceil(now / 1_000) +
   LIMITS.delaySeconds +
   ctx.settings.maxQueueAgeSeconds +
-  ctx.settings.retentionSeconds;
+  ctx.settings.taskRetentionSeconds;
 
 /**
  * Resolves one ended dependency of `dependentId`, read fresh: struck off (its outcome kept), or the dependent

@@ -20,7 +20,7 @@
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 
-type LifetimeSettings = Pick<SchedulerContext['settings'], 'maxQueueAgeSeconds' | 'retentionSeconds'>;
+type LifetimeSettings = Pick<SchedulerContext['settings'], 'maxQueueAgeSeconds' | 'taskRetentionSeconds'>;
 
 /**
  * How close a payload's purge may come before it is kept longer: longer than any stretch in which nothing looks
@@ -31,7 +31,7 @@ const guardSeconds = (settings: LifetimeSettings): number => settings.maxQueueAg
 
 /** When a payload written for a task first claimable at `claimableAt` may be purged (epoch seconds). */
 export const payloadPurgeAtFor = (settings: LifetimeSettings, claimableAt: number): number =>
-  Math.ceil(claimableAt / 1_000) + settings.maxQueueAgeSeconds + settings.retentionSeconds;
+  Math.ceil(claimableAt / 1_000) + settings.maxQueueAgeSeconds + settings.taskRetentionSeconds;
 
 /**
  * Until when the task's payload is kept for sure (epoch seconds). A task submitted before the time was recorded
@@ -51,7 +51,7 @@ export const payloadKeptUntil = (
  */
 export async function keepPayloadFor(ctx: SchedulerContext, task: Task, claimableAt: number): Promise<Task> {
   const { settings } = ctx;
-  const needed = Math.ceil(claimableAt / 1_000) + settings.retentionSeconds + guardSeconds(settings);
+  const needed = Math.ceil(claimableAt / 1_000) + settings.taskRetentionSeconds + guardSeconds(settings);
   if (payloadKeptUntil(settings, task) >= needed) return task;
   const payloadPurgeAt = payloadPurgeAtFor(settings, claimableAt);
   await ctx.payloads.keepPayload(task, payloadPurgeAt);

@@ -54,7 +54,7 @@ export function ending<Status extends Ending['status']>(
   status: Status,
   task?: Pick<Task, 'hasOnFailure'>,
 ): Ending & { status: Status } {
-  const purgeAt = Math.ceil(now / 1_000) + ctx.settings.retentionSeconds;
+  const purgeAt = Math.ceil(now / 1_000) + ctx.settings.taskRetentionSeconds;
   // A death with an `onFailure` to submit stays due: the supervisor submits it if this caller's attempt is lost.
   return status === 'dead' && task?.hasOnFailure
     ? { status, purgeAt, followUpAt: now + ctx.settings.reconcileAfterSeconds * 1_000 }

@@ -1,10 +1,28 @@
 /**
- * The settings a deployment chooses, each declared once: the construct prop that sets it, the environment
- * variable that carries it to the functions, its unit, default and bounds. The construct refuses a prop out of
- * bounds at synth and builds the functions' environment from this; a function refuses an out-of-bounds value at
- * its cold start; the local runner and the bench start from the same defaults; the README's settings table is
- * checked against it (`test/infra/settings.test.ts`).
+ * Every construct prop that reaches a function, declared once: the prop that sets it, the environment variable
+ * that carries it, which functions read it and, for a number, its unit, default and bounds. The construct refuses
+ * a number out of bounds at synth and builds each function's environment from this; a function reads its settings
+ * by these names and refuses an out-of-bounds value at its cold start; the local runner and the bench start from
+ * the same defaults; the README's two settings tables are checked against it (`test/infra/settings.test.ts`). The
+ * names of the resources the construct hands to the functions (`RESOURCE_ENV`) are declared here too, so that each
+ * environment variable is written once, for the construct that sets it and the function that reads it.
+ *
+ * The environment variables are the wire between a deployed construct and its functions: during a deploy old and
+ * new functions run side by side with the new environment, so none is renamed.
  */
+
+/**
+ * Which functions read a prop: every function that builds a scheduler (`schedulerFromEnvironment`: all but the
+ * HTTP API's authorizer, the push functions included); of those, the ones that also publish events and keep
+ * payloads (not the push functions); the agent API, besides what the others read; the functions that know the
+ * declared schedules; every function (Powertools).
+ */
+export type ReadBy =
+  | 'all but the authorizer'
+  | 'APIs, supervisor, schedule fire'
+  | 'agent API'
+  | 'supervisor, operator API'
+  | 'every function';
 
 export interface NumberSetting {
   /** The `AgentScheduler` prop, dotted when nested (a `Duration` for seconds, a number otherwise). */
@@ -16,6 +34,7 @@ export interface NumberSetting {
   readonly min: number;
   readonly max: number;
   readonly integer: boolean;
+  readonly readBy: ReadBy;
   /** What it does, in a line. */
   readonly meaning: string;
 }
@@ -31,6 +50,7 @@ export const SETTINGS = {
     min: 1,
     max: DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'a session, and every lease it holds, lives this long after its last heartbeat',
   },
   heartbeatInterval: {
@@ -41,6 +61,7 @@ export const SETTINGS = {
     min: 1,
     max: DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'the interval agents are told to beat at; the construct defaults it to a third of `leaseTtl`',
   },
   taskRetention: {
@@ -51,6 +72,7 @@ export const SETTINGS = {
     min: 60,
     max: 365 * DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'finished tasks are kept this long, then DynamoDB removes them',
   },
   starvationPromoteAfter: {
@@ -61,6 +83,7 @@ export const SETTINGS = {
     min: 1,
     max: 30 * DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'a claimable task waiting this long is promoted one priority',
   },
   starvationAnnounceAfter: {
@@ -71,6 +94,7 @@ export const SETTINGS = {
     min: 1,
     max: 30 * DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'then announced (`task.starved`)',
   },
   starvationAttentionAfter: {
@@ -81,6 +105,7 @@ export const SETTINGS = {
     min: 1,
     max: 30 * DAY,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'then marked as needing attention (an alarm)',
   },
   idleClaimRetryMax: {
@@ -91,6 +116,7 @@ export const SETTINGS = {
     min: 1,
     max: 900,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'the longest wait an empty claim suggests to an idle agent',
   },
   maxRolesPerAgent: {
@@ -101,6 +127,7 @@ export const SETTINGS = {
     min: 1,
     max: 10_000,
     integer: true,
+    readBy: 'all but the authorizer',
     meaning: 'most roles one agent may register',
   },
   agentRatePerSecond: {
@@ -111,6 +138,7 @@ export const SETTINGS = {
     min: 0.1,
     max: 10_000,
     integer: false,
+    readBy: 'agent API',
     meaning: 'requests one agent may make, per agent API instance',
   },
   agentBurst: {
@@ -121,11 +149,104 @@ export const SETTINGS = {
     min: 1,
     max: 10_000,
     integer: true,
+    readBy: 'agent API',
     meaning: 'requests one agent may make at once above that rate',
   },
 } as const satisfies Record<string, NumberSetting>;
 
 export type SettingName = keyof typeof SETTINGS;
+
+/** The number settings `R` reads. */
+export type SettingReadBy<R extends ReadBy> = {
+  [Name in SettingName]: (typeof SETTINGS)[Name]['readBy'] extends R ? Name : never;
+}[SettingName];
+
+/** The number settings every function that builds a scheduler reads. */
+export type SchedulerSettingName = SettingReadBy<'all but the authorizer'>;
+
+/** The number settings `readBy` reads, in the order of their declaration. */
+export function settingsReadBy<R extends ReadBy>(readBy: R): SettingReadBy<R>[] {
+  return (Object.keys(SETTINGS) as SettingName[]).filter(
+    (name): name is SettingReadBy<R> => SETTINGS[name].readBy === readBy,
+  );
+}
+
+/** A prop that reaches the functions as text: a flag, a list or a document. */
+export interface TextSetting {
+  /** The `AgentScheduler` prop. */
+  readonly prop: string;
+  /** The environment variable of the functions. */
+  readonly env: string;
+  readonly readBy: ReadBy;
+  /** How the environment variable writes it, and what it is when unset. */
+  readonly carriedAs: string;
+  /** What the functions do with it, in a line. */
+  readonly meaning: string;
+}
+
+export const TEXT_SETTINGS = {
+  queues: {
+    prop: 'queues',
+    env: 'QUEUE_DIRECTORY',
+    readBy: 'all but the authorizer',
+    carriedAs: "JSON: a shared URL base and each task queue's SQS queue names; required",
+    meaning: "where each task queue's priority queues and dead-letter queue are",
+  },
+  routineEvents: {
+    prop: 'routineEvents',
+    env: 'ROUTINE_EVENTS',
+    readBy: 'APIs, supervisor, schedule fire',
+    carriedAs: '`true` or `false`; unset: `false`',
+    meaning: 'whether `task.submitted`, `task.claimed` and `task.completed` are published',
+  },
+  queueLimits: {
+    prop: 'queueLimits',
+    env: 'QUEUE_LIMITS',
+    readBy: 'APIs, supervisor, schedule fire',
+    carriedAs: 'JSON: limits by queue; unset when none',
+    meaning: 'the limits of a queue whose control record sets none',
+  },
+  agentSubmitQueues: {
+    prop: 'agentSubmitQueues',
+    env: 'AGENT_SUBMIT_QUEUES',
+    readBy: 'APIs, supervisor, schedule fire',
+    carriedAs: 'JSON: queue names; unset when none',
+    meaning: 'the queues agents may submit follow-up tasks to',
+  },
+  schedules: {
+    prop: 'schedules',
+    env: 'DECLARED_SCHEDULES',
+    readBy: 'supervisor, operator API',
+    carriedAs: 'JSON: the schedules as declared',
+    meaning: 'the declared schedules, for missed runs and for listing',
+  },
+  metricsNamespace: {
+    prop: 'metricsNamespace',
+    env: 'POWERTOOLS_METRICS_NAMESPACE',
+    readBy: 'every function',
+    carriedAs: 'text; read by Powertools',
+    meaning: "the CloudWatch namespace of the scheduler's own metrics",
+  },
+} as const satisfies Record<string, TextSetting>;
+
+/**
+ * The resources the construct creates and hands to the functions by name. The push channel is on in a function
+ * when the connections table and both URLs are set; run-time schedules need the four `schedule*` names.
+ */
+export const RESOURCE_ENV = {
+  tasksTable: 'TASKS_TABLE_NAME',
+  agentsTable: 'AGENTS_TABLE_NAME',
+  leasesTable: 'LEASES_TABLE_NAME',
+  connectionsTable: 'CONNECTIONS_TABLE_NAME',
+  eventBus: 'EVENT_BUS_NAME',
+  payloadBucket: 'PAYLOAD_BUCKET_NAME',
+  pushUrl: 'PUSH_URL',
+  pushCallbackUrl: 'PUSH_CALLBACK_URL',
+  scheduleGroup: 'SCHEDULE_GROUP_NAME',
+  scheduleTarget: 'SCHEDULE_TARGET_ARN',
+  scheduleRole: 'SCHEDULE_ROLE_ARN',
+  scheduleDeadLetters: 'SCHEDULE_DEAD_LETTER_ARN',
+} as const;
 
 /** Why `value` is out of `setting`'s bounds ("a whole number from 1 to 900"), or undefined when it is in. */
 export function outOfBounds(

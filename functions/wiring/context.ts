@@ -106,7 +106,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     dependencies: translatingAwsErrors(new DependencyTable(doc, deps.tables.tasks, tasks)),
     lanes: translatingAwsErrors(new LaneTable(doc, deps.tables.tasks)),
     sessions: translatingAwsErrors(
-      new SessionTable(doc, deps.tables.leases, settings.retentionSeconds, deps.tables.agents),
+      new SessionTable(doc, deps.tables.leases, settings.taskRetentionSeconds, deps.tables.agents),
     ),
     roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),

@@ -13,8 +13,9 @@ import { pushConfigFromEnv, requiredEnv, schedulerConfigFromEnv } from '#adapter
 import { EventBridgePublisher } from '#adapters/event-publishers';
 import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
 import { withoutSdkLogging } from '#adapters/sdk-clients';
-import type { SchedulerLog } from '#core/context';
+import { type SchedulerLog, schedulerSettingsOf } from '#core/context';
 import { Scheduler } from '#core/scheduler';
+import { RESOURCE_ENV, TEXT_SETTINGS } from '#domain/settings';
 import { createContext } from './context';
 
 /**
@@ -28,6 +29,8 @@ export function schedulerFromEnvironment(
 ): Scheduler {
   const config = schedulerConfigFromEnv(env);
   const push = pushConfigFromEnv(env);
+  const eventBus = env[RESOURCE_ENV.eventBus];
+  const payloadBucket = env[RESOURCE_ENV.payloadBucket];
   return new Scheduler(
     createContext({
       dynamodb: withoutSdkLogging(new DynamoDBClient({})),
@@ -35,28 +38,18 @@ export function schedulerFromEnvironment(
       tables: config.tables,
       queues: config.queues,
       settings: {
-        leaseTtlSeconds: config.leaseTtlSeconds,
-        heartbeatIntervalSeconds: config.heartbeatIntervalSeconds,
-        retentionSeconds: config.retentionSeconds,
-        starvation: config.starvation,
-        idleRetryMaxMs: config.idleRetryMaxSeconds * 1_000,
+        ...schedulerSettingsOf(config.settings),
         routineEvents: config.routineEvents,
-        maxRolesPerAgent: config.maxRolesPerAgent,
         queueLimits: config.queueLimits,
         agentSubmitQueues: config.agentSubmitQueues,
       },
       log,
-      declaredSchedules: JSON.parse(env.DECLARED_SCHEDULES ?? '[]') as unknown[],
-      ...(env.EVENT_BUS_NAME
-        ? {
-            events: new EventBridgePublisher(
-              withoutSdkLogging(new EventBridgeClient({})),
-              env.EVENT_BUS_NAME,
-            ),
-          }
+      declaredSchedules: JSON.parse(env[TEXT_SETTINGS.schedules.env] ?? '[]') as unknown[],
+      ...(eventBus
+        ? { events: new EventBridgePublisher(withoutSdkLogging(new EventBridgeClient({})), eventBus) }
         : {}),
-      ...(env.PAYLOAD_BUCKET_NAME
-        ? { payloadBucket: { s3: withoutSdkLogging(new S3Client({})), bucketName: env.PAYLOAD_BUCKET_NAME } }
+      ...(payloadBucket
+        ? { payloadBucket: { s3: withoutSdkLogging(new S3Client({})), bucketName: payloadBucket } }
         : {}),
       ...(push
         ? {
@@ -71,10 +64,10 @@ export function schedulerFromEnvironment(
       ...(options.schedules
         ? {
             scheduleBackend: new EventBridgeScheduleBackend(withoutSdkLogging(new SchedulerClient({})), {
-              groupName: requiredEnv('SCHEDULE_GROUP_NAME', env),
-              targetArn: options.targetArn ?? requiredEnv('SCHEDULE_TARGET_ARN', env),
-              roleArn: requiredEnv('SCHEDULE_ROLE_ARN', env),
-              deadLetterArn: requiredEnv('SCHEDULE_DEAD_LETTER_ARN', env),
+              groupName: requiredEnv(RESOURCE_ENV.scheduleGroup, env),
+              targetArn: options.targetArn ?? requiredEnv(RESOURCE_ENV.scheduleTarget, env),
+              roleArn: requiredEnv(RESOURCE_ENV.scheduleRole, env),
+              deadLetterArn: requiredEnv(RESOURCE_ENV.scheduleDeadLetters, env),
             }),
           }
         : {}),

@@ -208,8 +208,8 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
   // Agents may submit follow-up tasks to every queue of a test stack unless a test says otherwise.
   const settings = {
-    idleRetryBaseMs: 20,
-    idleRetryMaxMs: 200,
+    idleClaimRetryBaseMs: 20,
+    idleClaimRetryMaxMs: 200,
     agentSubmitQueues: options.queues ?? ['work'],
     ...options.settings,
   };

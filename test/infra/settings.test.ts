@@ -1,30 +1,55 @@
 /**
- * The settings contract (`functions/domain/settings.ts`) holds end to end: the README's table is the contract's,
- * every default is within its own bounds, and what a deployment chooses in the construct's props reaches each
- * function's environment and is read back by the function as the same value.
+ * The settings contract (`functions/domain/settings.ts`) holds end to end: the README's tables are the contract's,
+ * every default is within its own bounds, what a deployment chooses in the construct's props reaches each
+ * function's environment and is read back by the function as the same value, and every environment variable a
+ * function is given is declared there.
  */
 import { readFileSync } from 'node:fs';
 import { Duration } from 'aws-cdk-lib';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { agentRateLimitFromEnv, schedulerConfigFromEnv } from '#adapters/environment';
-import { DEFAULT_SETTINGS } from '#core/context';
-import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '#domain/settings';
+import { DEFAULT_SETTINGS, schedulerSettingsOf } from '#core/context';
+import {
+  type NumberSetting,
+  outOfBounds,
+  RESOURCE_ENV,
+  type ReadBy,
+  SETTINGS,
+  type SettingName,
+  TEXT_SETTINGS,
+  type TextSetting,
+} from '#domain/settings';
 import { synthExample } from '#test/synth';
+import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 
 /** The README's table of these settings, one row each. */
 function settingsTable(): string {
   const number = (n: number) => n.toLocaleString('en-US');
   const rows = Object.values(SETTINGS).map((s: NumberSetting) => {
     const unit = s.unit === 'count' ? '' : ` ${s.unit === 'seconds' ? 's' : '/s'}`;
-    return `| \`${s.prop}\` | \`${s.env}\` | ${number(s.default)}${unit} | ${number(s.min)} to ${number(s.max)}${unit} | ${s.meaning} |`;
+    return `| \`${s.prop}\` | \`${s.env}\` | ${number(s.default)}${unit} | ${number(s.min)} to ${number(s.max)}${unit} | ${s.readBy} | ${s.meaning} |`;
   });
   return [
-    '| prop | environment variable | default | bounds | what it does |',
-    '|------|----------------------|---------|--------|--------------|',
+    '| prop | environment variable | default | bounds | read by | what it does |',
+    '|------|----------------------|---------|--------|---------|--------------|',
     ...rows,
   ].join('\n');
 }
+
+/** The README's table of the props that reach the functions as text. */
+function textSettingsTable(): string {
+  const rows = Object.values(TEXT_SETTINGS).map(
+    (s: TextSetting) => `| \`${s.prop}\` | \`${s.env}\` | ${s.carriedAs} | ${s.readBy} | ${s.meaning} |`,
+  );
+  return [
+    '| prop | environment variable | carried as | read by | what the functions do with it |',
+    '|------|----------------------|------------|---------|-------------------------------|',
+    ...rows,
+  ].join('\n');
+}
+
+type FunctionName = keyof ReturnType<typeof synthExample>['stack']['scheduler']['functions'];
 
 /** A function's environment as the template has it, references replaced by what the functions would read. */
 function environmentOf(
@@ -48,28 +73,46 @@ function environmentOf(
   ) as Record<string, string>;
 }
 
-/** What a function read of each setting, by the contract's name. */
+/** What a function's operations read of each setting (as `schedulerFromEnvironment` gives it them), by the contract's name. */
 function readBack(env: Record<string, string>): Record<SettingName, number> {
-  const config = schedulerConfigFromEnv(env);
+  const settings = schedulerSettingsOf(schedulerConfigFromEnv(env).settings);
   const rate = agentRateLimitFromEnv(env);
   return {
-    leaseTtl: config.leaseTtlSeconds,
-    heartbeatInterval: config.heartbeatIntervalSeconds,
-    taskRetention: config.retentionSeconds,
-    starvationPromoteAfter: config.starvation.promoteAfterSeconds,
-    starvationAnnounceAfter: config.starvation.announceAfterSeconds,
-    starvationAttentionAfter: config.starvation.attentionAfterSeconds,
-    idleClaimRetryMax: config.idleRetryMaxSeconds,
-    maxRolesPerAgent: config.maxRolesPerAgent,
+    leaseTtl: settings.leaseTtlSeconds,
+    heartbeatInterval: settings.heartbeatIntervalSeconds,
+    taskRetention: settings.taskRetentionSeconds,
+    starvationPromoteAfter: settings.starvation.promoteAfterSeconds,
+    starvationAnnounceAfter: settings.starvation.announceAfterSeconds,
+    starvationAttentionAfter: settings.starvation.attentionAfterSeconds,
+    idleClaimRetryMax: settings.idleClaimRetryMaxMs / 1_000,
+    maxRolesPerAgent: settings.maxRolesPerAgent,
     agentRatePerSecond: rate.ratePerSecond,
     agentBurst: rate.burst,
   };
+}
+
+const QUEUE_LIMITS = { research: { maxConcurrency: 3, ratePerSecond: 2 } };
+
+/** The example with every prop that reaches a function set, synthesized once. */
+let synthesized: ReturnType<typeof synthExample> | undefined;
+function everyPropSet(): ReturnType<typeof synthExample> {
+  synthesized ??= synthExample({
+    ...EXAMPLE_SCHEDULER,
+    queues: ['research', 'emails'],
+    schedules: [],
+    routineEvents: true,
+    queueLimits: QUEUE_LIMITS,
+    agentSubmitQueues: ['emails'],
+    metricsNamespace: 'Fleet',
+  });
+  return synthesized;
 }
 
 describe('the settings contract', () => {
   it('is the table the README shows', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     expect(readme).toContain(settingsTable());
+    expect(readme).toContain(textSettingsTable());
   });
 
   it.each(Object.entries(SETTINGS) as [SettingName, NumberSetting][])(
@@ -84,9 +127,9 @@ describe('the settings contract', () => {
     expect(DEFAULT_SETTINGS).toMatchObject({
       leaseTtlSeconds: SETTINGS.leaseTtl.default,
       heartbeatIntervalSeconds: SETTINGS.heartbeatInterval.default,
-      retentionSeconds: SETTINGS.taskRetention.default,
+      taskRetentionSeconds: SETTINGS.taskRetention.default,
       maxRolesPerAgent: SETTINGS.maxRolesPerAgent.default,
-      idleRetryMaxMs: SETTINGS.idleClaimRetryMax.default * 1_000,
+      idleClaimRetryMaxMs: SETTINGS.idleClaimRetryMax.default * 1_000,
       starvation: {
         promoteAfterSeconds: SETTINGS.starvationPromoteAfter.default,
         announceAfterSeconds: SETTINGS.starvationAnnounceAfter.default,
@@ -134,5 +177,56 @@ describe('the settings contract', () => {
       expect(readBack(env), fn).toMatchObject(shared);
       expect(env, fn).not.toHaveProperty(SETTINGS.agentRatePerSecond.env);
     }
+  });
+
+  it('carries the props given as text to the functions that read them, which read them back as given', () => {
+    const synth = everyPropSet();
+    for (const fn of ['agentApi', 'operatorApi', 'supervisor', 'scheduleFire'] as const) {
+      const env = environmentOf(synth, fn);
+      const config = schedulerConfigFromEnv(env);
+      expect(config.routineEvents, fn).toBe(true);
+      expect(config.queueLimits, fn).toEqual(QUEUE_LIMITS);
+      expect(config.agentSubmitQueues, fn).toEqual(['emails']);
+      expect(env[TEXT_SETTINGS.metricsNamespace.env], fn).toBe('Fleet');
+    }
+  });
+
+  it('gives each prop to exactly the functions the declaration says read it', () => {
+    const synth = everyPropSet();
+    const all = Object.keys(synth.stack.scheduler.functions) as FunctionName[];
+    const readers: Record<ReadBy, readonly FunctionName[]> = {
+      'all but the authorizer': all.filter((fn) => fn !== 'authorizer'),
+      'APIs, supervisor, schedule fire': ['agentApi', 'operatorApi', 'supervisor', 'scheduleFire'],
+      'agent API': ['agentApi'],
+      'supervisor, operator API': ['supervisor', 'operatorApi'],
+      'every function': all,
+    };
+    for (const setting of [...Object.values(SETTINGS), ...Object.values(TEXT_SETTINGS)] as (
+      | NumberSetting
+      | TextSetting
+    )[]) {
+      const given = all.filter((fn) => setting.env in environmentOf(synth, fn));
+      expect(given.sort(), setting.prop).toEqual([...readers[setting.readBy]].sort());
+    }
+  });
+
+  it('declares every environment variable a function is given, each under one name', () => {
+    // Set for every function by `SchedulerFunction`, read by Powertools and Node.js rather than by our readers.
+    const runtime = ['POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_LOG_LEVEL', 'NODE_OPTIONS'];
+    const declared: string[] = [
+      ...Object.values(SETTINGS).map((s) => s.env),
+      ...Object.values(TEXT_SETTINGS).map((s) => s.env),
+      ...Object.values(RESOURCE_ENV),
+    ];
+    expect(new Set(declared).size).toBe(declared.length);
+    const synth = everyPropSet();
+    const given = new Set<string>();
+    for (const fn of Object.keys(
+      synth.stack.scheduler.functions,
+    ) as (keyof typeof synth.stack.scheduler.functions)[])
+      for (const name of Object.keys(environmentOf(synth, fn))) given.add(name);
+    expect([...given].filter((name) => !declared.includes(name) && !runtime.includes(name))).toEqual([]);
+    // And every declared name reaches some function.
+    expect(declared.filter((name) => !given.has(name))).toEqual([]);
   });
 });

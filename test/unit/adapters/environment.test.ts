@@ -17,8 +17,8 @@ describe('function configuration', () => {
     const config = schedulerConfigFromEnv({ ...env, LEASE_TTL_SECONDS: '45' });
     expect(config.tables).toEqual({ tasks: 'tasks', agents: 'agents', leases: 'leases' });
     expect(config.queues.urlFor('work', 'high')).toBe('https://sqs.eu-west-1.amazonaws.com/123456789012/w-h');
-    expect(config.leaseTtlSeconds).toBe(45);
-    expect(config.heartbeatIntervalSeconds).toBe(10);
+    expect(config.settings.leaseTtl).toBe(45);
+    expect(config.settings.heartbeatInterval).toBe(10);
     expect(config.routineEvents).toBe(false);
     expect(schedulerConfigFromEnv({ ...env, ROUTINE_EVENTS: 'true' }).routineEvents).toBe(true);
   });

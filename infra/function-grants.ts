@@ -1,0 +1,227 @@
+/**
+ * Least privilege: each function gets the actions it uses on the resources it uses, nothing else, every table
+ * and index by its exact ARN. Each grant says which operation needs it; `AGENT_SCHEDULER_IAM_CHECK` and the
+ * infrastructure tests hold the grants to the requests the functions make.
+ */
+import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type { EventBus } from 'aws-cdk-lib/aws-events';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { DUE_INDEX, LANE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
+import type { PayloadBucket } from './payload-bucket';
+import type { PriorityQueues } from './priority-queues';
+import type { PushChannel } from './push-channel';
+import type { SchedulerFunctions } from './scheduler-functions';
+import type { SchedulerTables } from './scheduler-tables';
+
+/** What the functions are granted on. */
+export interface GrantedResources {
+  readonly tables: SchedulerTables;
+  readonly queues: readonly PriorityQueues[];
+  readonly functions: SchedulerFunctions;
+  readonly push: PushChannel;
+  readonly eventBus: EventBus;
+  readonly payloads: PayloadBucket;
+}
+
+export function grantLeastPrivilege(resources: GrantedResources): void {
+  grantAgentApi(resources);
+  grantOperatorApi(resources);
+  grantSweepsAndFires(resources);
+  grantPushChannel(resources);
+  grantEventsAndPayloads(resources);
+}
+
+/** Grants `actions` on a table (or one of its indexes) by exact ARN, without the `index/*` wildcard. */
+function grantOnTable(grantee: IGrantable, table: TableV2, actions: string[], indexName?: string): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions,
+      resources: [indexName ? `${table.tableArn}/index/${indexName}` : table.tableArn],
+    }),
+  );
+}
+
+function onQueues(queues: readonly PriorityQueues[], grantee: IGrantable, ...actions: string[]): void {
+  for (const q of queues) q.grant(grantee, ...actions);
+}
+
+/** The agent API: sessions, roles, claims and the ends of tasks. */
+function grantAgentApi({ tables, queues, functions }: GrantedResources): void {
+  const { tasks, agents, leases } = tables;
+  const { agentApi } = functions;
+  // PutItem, BatchWriteItem: a task that dies under its agent has its `onFailure` submitted by that call.
+  // Query (the table's own key): a task's dependents when it ends, and its dependencies' outcomes at its claim.
+  // ConditionCheckItem: a follow-up task is created in a transaction that checks the lease on its parent.
+  grantOnTable(agentApi, tasks, [
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:PutItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:Query',
+    'dynamodb:ConditionCheckItem',
+  ]);
+  // A claim reads the oldest tasks of a key's lane when it receives the lane's turn.
+  grantOnTable(agentApi, tasks, ['dynamodb:Query'], LANE_INDEX);
+  // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
+  grantOnTable(agentApi, leases, [
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:PutItem',
+    'dynamodb:ConditionCheckItem',
+  ]);
+  // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
+  // ConditionCheckItem: a session is opened in a transaction that checks the agent is not revoked.
+  grantOnTable(agentApi, agents, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem']);
+  onQueues(
+    queues,
+    agentApi,
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:ChangeMessageVisibility',
+    'sqs:SendMessage',
+  );
+}
+
+/** The operator API: submissions, listings, cancels, agents and run-time schedules' records. */
+function grantOperatorApi({ tables, queues, functions }: GrantedResources): void {
+  const { tasks, agents, leases } = tables;
+  const { operatorApi } = functions;
+  // BatchWriteItem: payload items, written without a condition (their key names the specification).
+  // Query (the table's own key): a cancelled task's dependents are told.
+  grantOnTable(operatorApi, tasks, [
+    'dynamodb:PutItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:Query',
+  ]);
+  grantOnTable(operatorApi, tasks, ['dynamodb:Query'], DUE_INDEX);
+  // Listing tasks reads the `listed` index, then the tasks of a page with BatchGetItem.
+  grantOnTable(operatorApi, tasks, ['dynamodb:Query'], LISTED_INDEX);
+  grantOnTable(operatorApi, agents, [
+    'dynamodb:PutItem',
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:Scan',
+  ]);
+  // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
+  // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
+  // BatchGetItem: a page of agents reads their sessions (online, last heartbeat, tasks held) in one request.
+  grantOnTable(operatorApi, leases, [
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:PutItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:Scan',
+    'dynamodb:ConditionCheckItem',
+  ]);
+  onQueues(queues, operatorApi, 'sqs:SendMessage');
+}
+
+/** The authorizer, the supervisor's sweeps and the schedules' fires. */
+function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): void {
+  const { tasks, agents, leases } = tables;
+  const { authorizer, supervisor, scheduleFire } = functions;
+  grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
+
+  // PutItem: a missed schedule occurrence that its policy runs is submitted by the supervisor.
+  // Query (the table's own key): the dependents of a task that died or expired are told.
+  grantOnTable(supervisor, tasks, [
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:PutItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:Query',
+  ]);
+  grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
+  grantOnTable(supervisor, leases, [
+    'dynamodb:Scan',
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:ConditionCheckItem',
+  ]);
+  // Reconcile reads how many hints wait in a queue before sending a task's hint again.
+  onQueues(queues, supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
+
+  // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
+  // Query (the table's own key): a task cancelled by `cancelOther` has its dependents told.
+  grantOnTable(scheduleFire, tasks, [
+    'dynamodb:PutItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:GetItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:Query',
+  ]);
+  grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+  onQueues(queues, scheduleFire, 'sqs:SendMessage');
+}
+
+/** The push channel's tables and frames, for the functions that wake, tell and connect. */
+function grantPushChannel({ tables, functions, push }: GrantedResources): void {
+  const { tasks, agents, connections } = tables;
+  const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi } = functions;
+  // The push channel (`connection-table.ts`). Whoever makes a task claimable wakes idle listeners of its queue
+  // (Query a queue's listeners, UpdateItem to take one and mark it busy in its other queues); whoever ends a task
+  // tells the connections watching it (Query); whoever hands a role over looks up the new holder's connection
+  // (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
+  grantOnTable(agentApi, connections, [
+    // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle.
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:Query',
+    'dynamodb:GetItem',
+    'dynamodb:DeleteItem',
+  ]);
+  grantOnTable(operatorApi, connections, [
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:Query',
+    'dynamodb:GetItem',
+    'dynamodb:DeleteItem',
+  ]);
+  for (const fn of [supervisor, scheduleFire])
+    grantOnTable(fn, connections, [
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:GetItem',
+      'dynamodb:DeleteItem',
+    ]);
+  // The connect ticket is used up with a conditional DeleteItem; a ticket of an agent revoked since is refused.
+  grantOnTable(pushAuthorizer, connections, ['dynamodb:DeleteItem']);
+  grantOnTable(pushAuthorizer, agents, ['dynamodb:GetItem']);
+  // $connect: the agent's queues, then its connection and listener records in a BatchWriteItem. $disconnect:
+  // read the connection, delete its records. $default: an operator's watch (PutItem) marks the task watched
+  // and reads its status in one UpdateItem.
+  grantOnTable(pushApi, connections, [
+    'dynamodb:BatchWriteItem',
+    'dynamodb:PutItem',
+    'dynamodb:GetItem',
+    'dynamodb:DeleteItem',
+  ]);
+  grantOnTable(pushApi, agents, ['dynamodb:GetItem']);
+  grantOnTable(pushApi, tasks, ['dynamodb:UpdateItem']);
+  // Every function that sends frames; the authorizer sends none.
+  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, pushApi]) push.grantSend(fn);
+}
+
+/** Events, payload objects and the dead letters of tasks that die. */
+function grantEventsAndPayloads({ queues, functions, eventBus, payloads }: GrantedResources): void {
+  const { agentApi, operatorApi, supervisor, scheduleFire } = functions;
+  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) eventBus.grantPutEventsTo(fn);
+  // Whoever submits writes large payloads (the supervisor submits missed schedule occurrences); claims read them.
+  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire]) payloads.grantWrite(fn);
+  // Claims read payloads; so does an operator's `GET /v1/tasks/{taskId}?include=payload`.
+  payloads.grantRead(agentApi);
+  payloads.grantRead(operatorApi);
+  // Keeping a payload object for a task that lives long is a copy of it onto itself: a read and a write.
+  payloads.grantRead(supervisor);
+  payloads.grantDelete(agentApi);
+  // A task that dies leaves a record in its queue's dead-letter queue (revoking an agent can end a task's last
+  // attempt, as a sweep can).
+  for (const fn of [agentApi, operatorApi, supervisor])
+    for (const q of queues) q.deadLetterQueue.grant(fn, 'sqs:SendMessage');
+}

@@ -1,0 +1,249 @@
+/**
+ * What a deployment chooses: the `AgentScheduler` props, and the checks that refuse at synth the props a
+ * deployment cannot run with. The props that reach the functions are declared once in `#domain/settings`, each
+ * by its path here (`leaseTtl`, `starvation.promoteAfter`): a prop renamed here and not there fails the type check.
+ */
+import { type Duration, type RemovalPolicy, Token } from 'aws-cdk-lib';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { queueLimitsSchema } from '../functions/domain/queue-limits';
+import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '../functions/domain/settings';
+import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
+import type { QueueLimits } from '../sdk/types';
+import type { TaskScheduleProps } from './task-schedule';
+
+export interface AgentSchedulerProps {
+  /**
+   * The task queues. A queue's name is the capability an agent declares to be given its tasks; each gets four SQS
+   * queues (critical, high, normal, low) and a dead-letter queue.
+   */
+  readonly queues: readonly string[];
+  /** Cron, rate and one-time schedules that submit tasks. @default - none */
+  readonly schedules?: readonly TaskScheduleProps[];
+  /** How long a session, and every lease it holds, lives after the agent's last heartbeat. @default 30 seconds */
+  readonly leaseTtl?: Duration;
+  /** The heartbeat interval agents are told to use. @default a third of `leaseTtl` */
+  readonly heartbeatInterval?: Duration;
+  /** How often the supervisor sweeps; whole minutes, at least one. @default 1 minute */
+  readonly supervisorPeriod?: Duration;
+  /** How long finished tasks are kept before DynamoDB's TTL removes them. @default 7 days */
+  readonly taskRetention?: Duration;
+  /** What happens to tables and queues when the stack is deleted. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Where alarms notify. @default - alarms change state without notifying anyone */
+  readonly alarmTopic?: ITopic;
+  /** Retention of function and access logs. @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+  /** API Gateway's default throttling, for routes without limits of their own. @default 100 requests per second, bursts of 200 */
+  readonly apiThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of each agent route (session, heartbeat, claim, complete, …), across all agents.
+   * @default 100 requests per second, bursts of 200
+   */
+  readonly agentRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of each operator route, apart from the agent routes' so agents cannot starve operators.
+   * @default 50 requests per second, bursts of 100
+   */
+  readonly operatorRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway's limit of the push channel's WebSocket stage: connects and client frames (keep-alives included,
+   * about one per connection every five minutes) across all connections.
+   * @default 100 requests per second, bursts of 200
+   */
+  readonly pushThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * Sets the account's API Gateway CloudWatch role (one per account and region), which the push channel's access
+   * logs need: without it the WebSocket stage cannot be created. `false` when the account already has one.
+   * @default true
+   */
+  readonly apiGatewayAccountLogRole?: boolean;
+  /**
+   * Requests a second one agent may make, enforced by each agent API instance (with N instances the bound is N
+   * times this); past it the agent gets 429 with `Retry-After`. A Worker makes about one call per task.
+   * @default 50 requests per second, bursts of 100
+   */
+  readonly agentRateLimit?: { readonly ratePerSecond: number; readonly burst: number };
+  /** A hint waiting longer than this raises the queue's alarm. @default 15 minutes */
+  readonly oldestMessageAlarmAge?: Duration;
+  /** CloudWatch namespace of the scheduler's own metrics. @default 'AgentScheduler' */
+  readonly metricsNamespace?: string;
+  /**
+   * The starvation ladder: a claimable task waiting this long is promoted one priority, then announced with a
+   * `task.starved` event, then marked as needing attention (the StarvedTasks alarm).
+   * @default 5, 15 and 60 minutes
+   */
+  readonly starvation?: {
+    readonly promoteAfter?: Duration;
+    readonly announceAfter?: Duration;
+    readonly attentionAfter?: Duration;
+  };
+  /**
+   * The longest wait an empty claim tells an idle agent to take. Idle polling is what an idle agent costs: at 90 s
+   * about $0.09 a month (API call, function invocation, SQS receives); shorter picks up new work sooner.
+   * @default Duration.seconds(90)
+   */
+  readonly idleClaimRetryMax?: Duration;
+  /**
+   * Publish `task.submitted`, `task.claimed` and `task.completed` for every task. EventBridge charges $1 per
+   * million events, so these three alone cost $3 per million tasks, about as much as the API calls. Failures,
+   * losses, dead letters, starvation, agent, role and schedule events are published either way.
+   * @default false
+   */
+  readonly routineEvents?: boolean;
+  /**
+   * Most roles one agent may register, 1 to 10,000: each registered role is an entry in the role's item and a
+   * line of every role listing. Counted exactly, even under parallel registrations.
+   * @default 100
+   */
+  readonly maxRolesPerAgent?: number;
+  /**
+   * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
+   * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time. A concurrency
+   * limit (`maxConcurrency`, `perKeyConcurrency`) is at most 5,000, the slots one queue's control record holds.
+   * @default - no limits
+   */
+  readonly queueLimits?: Readonly<Record<string, QueueLimits>>;
+  /**
+   * The queues agents may submit follow-up tasks to (`POST /v1/agent/tasks`), each fenced by the agent's lease on
+   * the task it runs. Agents submit nothing unless named here.
+   * @default - none
+   */
+  readonly agentSubmitQueues?: readonly string[];
+}
+
+/** Refuses props a deployment cannot run with; answers the settings of the contract as they are chosen. */
+export function validateProps(props: AgentSchedulerProps): Record<SettingName, number> {
+  if (props.queues.length === 0) throw new Error('queues must name at least one task queue');
+  const seen = new Set<string>();
+  for (const name of props.queues) {
+    if (!QUEUE_NAME_PATTERN.test(name))
+      throw new Error(`queue name "${name}" must be 1 to 48 letters, digits, "-" or "_"`);
+    if (seen.has(name)) throw new Error(`queue name "${name}" is declared twice`);
+    seen.add(name);
+  }
+  const period = props.supervisorPeriod;
+  if (period && !Token.isUnresolved(period) && (period.toSeconds() < 60 || period.toSeconds() % 60 !== 0)) {
+    throw new Error(`supervisorPeriod must be whole minutes, at least one (got ${period.toHumanString()})`);
+  }
+  for (const queue of props.agentSubmitQueues ?? []) {
+    if (!props.queues.includes(queue))
+      throw new Error(`agentSubmitQueues names queue "${queue}", which is not declared`);
+  }
+  for (const [queue, limits] of Object.entries(props.queueLimits ?? {})) {
+    if (!props.queues.includes(queue))
+      throw new Error(`queueLimits names queue "${queue}", which is not declared`);
+    const parsed = queueLimitsSchema.safeParse(limits);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = String(issue?.path[0] ?? '');
+      const got = field ? (limits as Record<string, unknown>)[field] : limits;
+      throw new Error(
+        `queueLimits of "${queue}" are invalid: ${field} ${issue?.message ?? ''} (got ${JSON.stringify(got)})`,
+      );
+    }
+  }
+  for (const [name, given] of Object.entries(settingsInProps(props)) as [SettingName, Given][]) {
+    const setting: NumberSetting = SETTINGS[name];
+    const problem = outOfBounds(setting, given.value);
+    if (problem) {
+      const unit = setting.unit === 'seconds' ? ' seconds' : '';
+      throw new Error(`${setting.prop} must be ${problem}${unit} (got ${given.shown})`);
+    }
+  }
+  // SQS reports ages up to its longest retention, 14 days.
+  const alarmAge = props.oldestMessageAlarmAge;
+  if (alarmAge !== undefined && !alarmAge.isUnresolved()) {
+    const problem = outOfBounds(
+      { min: 1, max: 14 * 86_400, integer: true },
+      alarmAge.toSeconds({ integral: false }),
+    );
+    if (problem)
+      throw new Error(`oldestMessageAlarmAge must be ${problem} seconds (got ${alarmAge.toHumanString()})`);
+  }
+  type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
+  const throttles: [string, number | undefined, Bounds][] = [
+    // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
+    ...(['apiThrottle', 'agentRouteThrottle', 'operatorRouteThrottle', 'pushThrottle'] as const).flatMap(
+      (name): [string, number | undefined, Bounds][] => [
+        [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
+        [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],
+      ],
+    ),
+  ];
+  for (const [name, value, bounds] of throttles) {
+    if (value === undefined || Token.isUnresolved(value)) continue;
+    const problem = outOfBounds(bounds, value);
+    if (problem) throw new Error(`${name} must be ${problem} (got ${value})`);
+  }
+  const chosen = chosenSettings(props);
+  const promote = chosen.starvationPromoteAfter;
+  const announce = chosen.starvationAnnounceAfter;
+  const attention = chosen.starvationAttentionAfter;
+  if (!(promote < announce && announce < attention)) {
+    throw new Error(
+      `starvation thresholds must grow: promoteAfter < announceAfter < attentionAfter (got ${promote}, ${announce}, ${attention} s)`,
+    );
+  }
+  if (props.heartbeatInterval !== undefined && chosen.heartbeatInterval >= chosen.leaseTtl) {
+    throw new Error(
+      `heartbeatInterval (${chosen.heartbeatInterval} s) must be shorter than leaseTtl (${chosen.leaseTtl} s)`,
+    );
+  }
+  return chosen;
+}
+
+/** A setting of the contract as the props give it: its value in the contract's unit, and as the caller wrote it. */
+interface Given {
+  readonly value: number;
+  readonly shown: string;
+}
+
+/** The paths of the props that set a number: `leaseTtl`, and one level down, `starvation.promoteAfter`. */
+type NumberProp = {
+  [Prop in keyof AgentSchedulerProps & string]-?: NonNullable<AgentSchedulerProps[Prop]> extends
+    | Duration
+    | number
+    ? Prop
+    : NonNullable<AgentSchedulerProps[Prop]> extends Readonly<Record<string, Duration | number | undefined>>
+      ? `${Prop}.${keyof NonNullable<AgentSchedulerProps[Prop]> & string}`
+      : never;
+}[keyof AgentSchedulerProps & string];
+
+/** The prop at `path`, as the caller gave it. */
+function propAt(props: AgentSchedulerProps, path: NumberProp): Duration | number | undefined {
+  let value: unknown = props;
+  for (const key of path.split('.')) value = (value as Record<string, unknown> | undefined)?.[key];
+  return value as Duration | number | undefined;
+}
+
+/** The settings of the contract (`#domain/settings`) the props set; unresolved tokens are left to CloudFormation. */
+function settingsInProps(props: AgentSchedulerProps): Partial<Record<SettingName, Given>> {
+  const given: Partial<Record<SettingName, Given>> = {};
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    const setting = SETTINGS[name];
+    const value = propAt(props, setting.prop);
+    if (value === undefined) continue;
+    if (typeof value === 'number') {
+      if (!Token.isUnresolved(value)) given[name] = { value, shown: String(value) };
+    } else if (!value.isUnresolved()) {
+      given[name] = { value: value.toSeconds({ integral: false }), shown: value.toHumanString() };
+    }
+  }
+  return given;
+}
+
+/** Every setting of the contract as this deployment has it: given, or its default. */
+function chosenSettings(props: AgentSchedulerProps): Record<SettingName, number> {
+  const given = settingsInProps(props);
+  const chosen = Object.fromEntries(
+    (Object.keys(SETTINGS) as SettingName[]).map((name) => [
+      name,
+      given[name]?.value ?? SETTINGS[name].default,
+    ]),
+  ) as Record<SettingName, number>;
+  // Unless given, agents beat three times per lease.
+  if (given.heartbeatInterval === undefined)
+    chosen.heartbeatInterval = Math.max(1, Math.floor(chosen.leaseTtl / 3));
+  return chosen;
+}
