@@ -23,9 +23,16 @@ module.exports = {
     {
       name: 'domain-stands-alone',
       severity: 'error',
-      comment: 'The domain (states, rules, shapes) imports nothing of the operations, the stores or AWS.',
+      comment:
+        'The domain (states, rules, shapes) imports nothing of the operations, the stores or AWS; of the SDK, only the wire it declares (types, vocabulary, lifecycle events, push frames).',
       from: { path: '^functions/domain/' },
-      to: { path: ['^functions/(core|adapters|wiring|http)/', '^node_modules/@aws-sdk/'] },
+      to: {
+        path: [
+          '^functions/(core|adapters|wiring|http)/',
+          '^node_modules/@aws-sdk/',
+          '^sdk/(?!(types|vocabulary|lifecycle-events|push-channel)\\.ts$)',
+        ],
+      },
     },
     {
       name: 'sdk-stands-alone',
@@ -35,12 +42,20 @@ module.exports = {
       to: { path: ['^functions/', '^infra/', '^node_modules/'] },
     },
     {
+      name: 'sdk-wire-stands-alone',
+      severity: 'error',
+      comment:
+        'sdk/types.ts, sdk/vocabulary.ts and sdk/lifecycle-events.ts are the one declaration of the wire: the server, the console page and the SDK take them, so they take nothing but each other, and a page that bundles them bundles only their constants.',
+      from: { path: '^sdk/(types|vocabulary|lifecycle-events)\\.ts$' },
+      to: { pathNot: '^sdk/(types|vocabulary|lifecycle-events)\\.ts$' },
+    },
+    {
       name: 'console-page-stands-alone',
       severity: 'error',
       comment:
-        'The console page runs in a browser: it is bundled from its own files, with no package and no server code; it reads the records as the SDK types them.',
+        'The console page runs in a browser: it is bundled from its own files, with no package and no server code. Of the SDK it takes the wire only: the records as the SDK types them (sdk/types.ts, sdk/lifecycle-events.ts) and the priorities and statuses it declares (sdk/vocabulary.ts).',
       from: { path: '^console/app/' },
-      to: { pathNot: '^(console/app/|sdk/types\\.ts$)' },
+      to: { pathNot: '^(console/app/|sdk/(types|vocabulary|lifecycle-events)\\.ts$)' },
     },
   ],
   options: {

@@ -1,12 +1,14 @@
 /**
- * The records of the v1 HTTP API as a client sees them: JSON with ISO-8601 timestamps. Written against the wire
- * contract rather than imported from the server, so the SDK can be used on its own.
+ * The records of the v1 HTTP API as a client sees them: JSON with ISO-8601 timestamps. With `vocabulary.ts` (the
+ * priorities and statuses) and `lifecycle-events.ts`, the one declaration of the wire: the server's schemas and
+ * views are held to these types by the compiler, and the console's page reads the records through them. They
+ * import nothing else, so the SDK can be used on its own.
  */
 
-export type Priority = 'critical' | 'high' | 'normal' | 'low';
+import type { Priority, TaskStatus } from './vocabulary.js';
 
-/** `waiting`: for its dependencies; `expired`: not started by its deadline. */
-export type TaskStatus = 'waiting' | 'queued' | 'leased' | 'succeeded' | 'dead' | 'cancelled' | 'expired';
+export type { EventPage, EventType, FeedEvent, SchedulerEvent } from './lifecycle-events.js';
+export type { Priority, TaskStatus } from './vocabulary.js';
 
 export interface TaskError {
   readonly message: string;
@@ -62,6 +64,9 @@ export interface Task {
   /** Read with `includePayload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention). */
   readonly payloadGone?: true;
 }
+
+/** A task in a list: no result, checkpoint or payload (`getTask` has them). */
+export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'payload' | 'payloadGone'>;
 
 /** A task as a claim hands it to its new owner, payload included. */
 export interface ClaimedTask {
@@ -192,7 +197,7 @@ export interface ListTasksInput {
 }
 
 export interface TaskPage {
-  readonly tasks: readonly Task[];
+  readonly tasks: readonly TaskSummary[];
   /** Absent on the last page. */
   readonly nextCursor?: string;
 }
@@ -319,8 +324,23 @@ export interface Schedule extends ScheduleSpec {
   readonly nextFires: readonly string[];
 }
 
+/** A schedule in a list: its task template without the payload (`getSchedule` has it). */
+export type ScheduleSummary = Omit<Schedule, 'task'> & { readonly task: Omit<TaskTemplate, 'payload'> };
+
+export interface SchedulePage {
+  readonly schedules: readonly ScheduleSummary[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+export interface AgentPage {
+  readonly agents: readonly Agent[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
+}
+
 export interface Health {
-  readonly status: string;
+  readonly status: 'ok';
 }
 
 export interface Session {
@@ -534,6 +554,25 @@ export interface CompleteItem {
   readonly taskId: string;
   readonly leaseEpoch: number;
   readonly result?: unknown;
+}
+
+/** `POST /v1/agent/tasks/complete`: up to 10 completions in one call. */
+export interface CompleteTasksInput {
+  readonly tasks: readonly CompleteItem[];
+}
+
+/** The lease of the task an agent runs, which fences the follow-up tasks it submits. */
+export interface ParentLease {
+  readonly parentTaskId: string;
+  readonly leaseEpoch: number;
+}
+
+/** `POST /v1/agent/tasks`: one follow-up task, under its parent's lease. */
+export type SubmitChildInput = ChildTaskInput & ParentLease;
+
+/** `POST /v1/agent/tasks/batch`: follow-up tasks (up to 25), under their parent's lease. */
+export interface SubmitChildrenInput extends ParentLease {
+  readonly tasks: readonly ChildTaskInput[];
 }
 
 /** A ticket to open one push connection: `url` is the WebSocket URL to open (ticket included), good once. */

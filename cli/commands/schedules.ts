@@ -3,11 +3,11 @@
  */
 import { type Command, Option } from 'commander';
 import type { MissedRunPolicy, OverlapPolicy, Priority } from '#sdk/types';
+import { PRIORITIES } from '#sdk/vocabulary';
 import type { Cli } from '../context';
 import { record, table } from '../format';
 import { jsonArgument } from '../input';
 import { defined, examples } from './shared';
-import { PRIORITIES } from './tasks';
 
 /** What the server accepts (`scheduleSpecSchema` in `functions/domain/schedule.ts`). */
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'bufferOne', 'allowAll', 'cancelOther'];

@@ -4,6 +4,7 @@
 import { type Command, Option } from 'commander';
 import { TaskWaitTimeoutError } from '#sdk/task-waiter';
 import type { FollowUpTaskInput, Priority, SubmitTaskInput, Task, TaskStatus } from '#sdk/types';
+import { PRIORITIES, TASK_STATUSES } from '#sdk/vocabulary';
 import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
 import { UsageError } from '../errors';
@@ -15,9 +16,6 @@ import { defined, examples } from './shared';
 export const EXIT_TASK_FAILED = 3;
 /** `submit --wait`: the task had not ended when --wait-timeout ran out (it may still end). */
 export const EXIT_WAIT_TIMEOUT = 4;
-
-export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
-export const STATUSES = ['waiting', 'queued', 'leased', 'succeeded', 'dead', 'cancelled', 'expired'] as const;
 
 const TASK_COLUMNS = [
   'taskId',
@@ -32,6 +30,13 @@ const TASK_COLUMNS = [
 ];
 
 export function taskCommands(program: Command, cli: Cli): void {
+  submitCommand(program, cli);
+  getCommand(program, cli);
+  listCommand(program, cli);
+  endCommands(program, cli);
+}
+
+function submitCommand(program: Command, cli: Cli): void {
   program
     .command('submit')
     .summary('submit a task (or a batch of up to 25)')
@@ -85,7 +90,9 @@ export function taskCommands(program: Command, cli: Cli): void {
     .action(async (options: SubmitOptions) => {
       cli.exitCode = await submit(cli, options);
     });
+}
 
+function getCommand(program: Command, cli: Cli): void {
   program
     .command('get')
     .summary('show a task, with its payload size, result and error')
@@ -102,12 +109,14 @@ export function taskCommands(program: Command, cli: Cli): void {
     .action(async (taskId: string, options: { payload?: boolean }) => {
       printTask(cli, await cli.operator().getTask(taskId, { includePayload: options.payload === true }));
     });
+}
 
+function listCommand(program: Command, cli: Cli): void {
   program
     .command('list')
     .summary('list tasks, newest first, a page at a time')
     .option('--queue <queue>', 'only this queue')
-    .addOption(new Option('--status <status>', 'only tasks with this status').choices(STATUSES))
+    .addOption(new Option('--status <status>', 'only tasks with this status').choices(TASK_STATUSES))
     .option('--limit <n>', 'tasks on the page, 1 to 100 (server default 50)', wholeNumber)
     .option('--cursor <cursor>', 'the page after the one that printed this cursor')
     .option('--key <key>', 'only tasks of this concurrency key')
@@ -147,7 +156,10 @@ export function taskCommands(program: Command, cli: Cli): void {
         });
       },
     );
+}
 
+/** Cancel and redrive: a task sent to an end, or back from one. */
+function endCommands(program: Command, cli: Cli): void {
   for (const [verb, summary] of [
     ['cancel', 'cancel a queued or leased task'],
     ['redrive', 'send a dead task back to its queue, with fresh attempts'],

@@ -1,9 +1,11 @@
 /**
- * The console's calls and the shapes of their answers: the records are the SDK's types (imported as types only,
- * so nothing of the SDK is bundled), which the API's views and response schemas are checked against.
+ * The console's calls and the shapes of their answers: the records are the SDK's types (`sdk/types.ts`, imported
+ * as types only), which the API's views and response schemas are held to; the priorities and statuses are the
+ * SDK's too (`sdk/vocabulary.ts`, a few constants: all the page bundles of the SDK).
  */
 import type {
-  Agent,
+  AgentPage,
+  EventPage,
   ListTasksInput,
   Occurrence,
   Priority,
@@ -12,32 +14,17 @@ import type {
   QueueStats,
   Role,
   Schedule,
+  SchedulePage,
+  SubmitTaskInput as SdkSubmitTaskInput,
   Task,
-  TaskStatus,
+  TaskPage,
 } from '../../sdk/types';
+import { PRIORITIES, TASK_STATUSES, TERMINAL_STATUSES } from '../../sdk/vocabulary';
 import { apiRequest, keepSessionKey, query, request } from './http';
 
 export type * from '../../sdk/types';
+export { PRIORITIES, TASK_STATUSES, TERMINAL_STATUSES };
 
-export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const satisfies readonly Priority[];
-
-export const TASK_STATUSES = [
-  'waiting',
-  'queued',
-  'leased',
-  'succeeded',
-  'dead',
-  'cancelled',
-  'expired',
-] as const satisfies readonly TaskStatus[];
-/** A status the SDK names that the list above lacks fails to compile here, until the console shows it. */
-const everyStatusListed: [Exclude<TaskStatus, (typeof TASK_STATUSES)[number]>] extends [never]
-  ? true
-  : never = true;
-void everyStatusListed;
-
-/** Statuses a task never leaves, but `dead`, which a redrive leaves. */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
 /** The only status a redrive accepts. */
 export const REDRIVABLE_STATUS = 'dead';
 
@@ -51,54 +38,14 @@ export interface Session {
   readonly refreshSeconds?: number;
 }
 
-/** A task in a list: no result, checkpoint or payload. */
-export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'payload' | 'payloadGone'>;
 /** A task read with `include=payload`. */
 export type TaskWithPayload = Task;
 
 /** The filters `GET /v1/tasks` takes; the times are ISO-8601 with an offset. */
 export type TaskFilter = Omit<ListTasksInput, 'status'> & { readonly status?: string };
 
-export interface TaskPage {
-  readonly tasks: readonly TaskSummary[];
-  readonly nextCursor?: string;
-}
-
-export interface AgentPage {
-  readonly agents: readonly Agent[];
-  readonly nextCursor?: string;
-}
-
-export interface SchedulePage {
-  readonly schedules: readonly Schedule[];
-  readonly nextCursor?: string;
-}
-
-export interface SchedulerEvent {
-  readonly sequence: number;
-  readonly type: string;
-  readonly time: string;
-  readonly taskId?: string;
-  readonly agentId?: string;
-  readonly queue?: string;
-  readonly schedule?: string;
-  readonly role?: string;
-  readonly data?: Readonly<Record<string, unknown>>;
-}
-
-export interface EventPage {
-  readonly events: readonly SchedulerEvent[];
-  /** The sequence of the last event on the page: `since` for the next read. */
-  readonly next: number;
-  /** The newest sequence the feed holds: below `since`, the feed began anew. */
-  readonly latest?: number;
-}
-
-export interface SubmitTaskInput {
-  readonly queue: string;
-  readonly priority: Priority;
-  readonly payload: unknown;
-}
+/** What the submit form sends: a queue, a priority and a payload; the rest takes its defaults. */
+export type SubmitTaskInput = Pick<SdkSubmitTaskInput, 'queue' | 'payload'> & { readonly priority: Priority };
 
 type Signal = AbortSignal | undefined;
 const path = (...parts: string[]) => parts.map(encodeURIComponent).join('/');

@@ -3,7 +3,7 @@
  * newest 1,000 events, shared by the views that show events. A first read catches up in pages of 1,000 (the
  * feed keeps 10,000); after that, one request per refresh.
  */
-import { api, type SchedulerEvent } from './api';
+import { api, type FeedEvent } from './api';
 
 /** The most events the API returns at once. */
 const PAGE = 1_000;
@@ -14,7 +14,7 @@ export class EventFeed {
   /** Events kept, the newest. */
   readonly keep = 1_000;
   /** Oldest first. */
-  events: SchedulerEvent[] = [];
+  events: FeedEvent[] = [];
   private since = 0;
 
   async read(signal?: AbortSignal): Promise<void> {

@@ -6,6 +6,7 @@ import { appendFile } from 'node:fs/promises';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { EVENT_SOURCE, type SchedulerEvent } from '#domain/events';
+import type { EventPage } from '#sdk/lifecycle-events';
 
 export const noEvents: EventPublisher = { publish: async () => undefined };
 
@@ -60,10 +61,7 @@ export class LocalEventFeed implements EventPublisher {
    * Events after sequence `since`, oldest first, at most `limit`; `latest` is the newest sequence, so a reader
    * whose `since` is past it knows the feed began anew.
    */
-  read(
-    since: number,
-    limit: number,
-  ): { events: (SchedulerEvent & { sequence: number })[]; next: number; latest: number } {
+  read(since: number, limit: number): EventPage {
     const page = this.events.filter((e) => e.sequence > since).slice(0, limit);
     return {
       events: page.map((e) => ({ sequence: e.sequence, ...e.event })),

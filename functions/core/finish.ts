@@ -4,11 +4,10 @@
  * A call retried after its first attempt committed (the response was lost) finds its own finish record on the
  * task and gets the same outcome instead of an error.
  */
-import { z } from 'zod';
 import { errorName, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
-import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
+import { describeIssues, encodeBoundedJson, LIMITS, taskErrorSchema } from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
@@ -191,11 +190,6 @@ export async function completeTask(
   });
 }
 
-export const taskErrorSchema = z.strictObject({
-  message: z.string().min(1).max(LIMITS.errorMessageChars),
-  retryable: z.boolean().default(true),
-});
-
 /**
  * The owner reports a failed attempt. A retryable error goes back to the queue after a backoff while attempts
  * remain; otherwise the task is dead.
@@ -207,7 +201,7 @@ export async function failTask(
 ): Promise<FinishResult> {
   const parsed = taskErrorSchema.safeParse(error);
   if (!parsed.success) throw new ValidationError(`error.${describeIssues(parsed.error)}`);
-  const taskError = parsed.data;
+  const taskError = { message: parsed.data.message, retryable: parsed.data.retryable ?? true };
   const outcome = await finish(ctx, lease, {
     event: 'fail',
     needsTask: true,

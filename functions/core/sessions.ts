@@ -25,17 +25,21 @@ import {
   printableNameSchema,
   queueNameSchema,
 } from '#domain/task-spec';
+import { accepts } from '#domain/wire-match';
+import type * as Sdk from '#sdk/types';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import { takeBackTasks } from './reclaim';
 import { takeBackRoles } from './roles';
 
-export const agentSpecSchema = z.strictObject({
-  name: printableNameSchema(128),
-  queues: z.array(queueNameSchema).min(1).max(32),
-  maxConcurrency: z.int().min(1).max(1_000).default(1),
-  interactive: z.boolean().default(true),
-});
+export const agentSpecSchema = accepts<Sdk.CreateAgentInput>()(
+  z.strictObject({
+    name: printableNameSchema(128),
+    queues: z.array(queueNameSchema).min(1).max(32),
+    maxConcurrency: z.int().min(1).max(1_000).default(1),
+    interactive: z.boolean().default(true),
+  }),
+);
 
 export type AgentSpecInput = z.input<typeof agentSpecSchema>;
 

@@ -3,31 +3,13 @@
  * `source: "agent-scheduler"`, `detail-type` the event's type, and `detail` this object. Consumers match on
  * `detail-type` and read `detail.version` before relying on fields; fields are only ever added within a version.
  */
+import { EVENT_TYPES, type EventType, type SchedulerEvent as WireEvent } from '#sdk/lifecycle-events';
+
 export const EVENT_SOURCE = 'agent-scheduler';
 export const EVENT_SCHEMA_VERSION = 1;
 
-export const EVENT_TYPES = [
-  'task.submitted',
-  'task.claimed',
-  'task.completed',
-  'task.failed',
-  'task.dead',
-  'task.lost',
-  'task.cancelled',
-  'task.expired',
-  'task.starved',
-  'task.onFailureLost',
-  'agent.online',
-  'agent.offline',
-  'schedule.fired',
-  'schedule.skipped',
-  'queue.noCapableAgent',
-  'role.picked',
-  'role.released',
-  'role.lost',
-] as const;
-
-export type EventType = (typeof EVENT_TYPES)[number];
+// The event types are the wire's: declared once, in the SDK's types.
+export { EVENT_TYPES, type EventType };
 
 /** The events of a task's ordinary way from submit to success: published only when asked for (cost). */
 export const ROUTINE_EVENT_TYPES: ReadonlySet<EventType> = new Set([
@@ -36,18 +18,9 @@ export const ROUTINE_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'task.completed',
 ]);
 
-export interface SchedulerEvent {
+/** An event as published: the SDK's type of it, at this schema version. */
+export interface SchedulerEvent extends WireEvent {
   readonly version: typeof EVENT_SCHEMA_VERSION;
-  readonly type: EventType;
-  /** When it happened (ISO). */
-  readonly time: string;
-  readonly taskId?: string;
-  readonly agentId?: string;
-  readonly queue?: string;
-  readonly schedule?: string;
-  readonly role?: string;
-  /** Type-specific fields: `leaseEpoch`, `attempt`, `reason`, `status`, `scheduledTime`, … */
-  readonly data?: Readonly<Record<string, unknown>>;
 }
 
 export function schedulerEvent(

@@ -7,8 +7,10 @@
  * `weight(low) / sum(weights)` of all claims, so its expected wait is bounded by the claim rate rather than
  * by the arrival rate of higher-priority work. After the drawn tier, the rest follow in strict order.
  */
-export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
-export type Priority = (typeof PRIORITIES)[number];
+import { PRIORITIES, type Priority } from '#sdk/vocabulary';
+
+// The priorities are the wire's, most urgent first: declared once, in the SDK's types.
+export { PRIORITIES, type Priority };
 
 export const DEFAULT_PRIORITY: Priority = 'normal';
 

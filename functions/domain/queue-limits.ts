@@ -1,5 +1,7 @@
 /** A queue's limits, enforced across all agents (see `core/queue-limits.ts`): how many leased at once, how fast. */
 import { z } from 'zod';
+import type * as Sdk from '#sdk/types';
+import { accepts } from './wire-match';
 
 /**
  * The most slots one control item holds, and so the highest `maxConcurrency` and `perKeyConcurrency`. A queue's
@@ -34,7 +36,7 @@ const limitsShape = (slotsMax: number) => ({
 });
 
 /** Limits as they may be set (through the API or declared in the construct). */
-export const queueLimitsSchema = z.strictObject(limitsShape(QUEUE_SLOTS_MAX));
+export const queueLimitsSchema = accepts<Sdk.QueueLimits>()(z.strictObject(limitsShape(QUEUE_SLOTS_MAX)));
 
 /**
  * Limits as they may be stored: one set before `QUEUE_SLOTS_MAX` may be above it. It is kept, shown as it was set,

@@ -4,29 +4,35 @@
  * this machine).
  */
 import { z } from 'zod';
+import type * as Sdk from '#sdk/types';
 import { PRIORITIES } from './priority';
 import { jsonValueSchema, LIMITS, queueNameSchema } from './task-spec';
+import { accepts } from './wire-match';
 
 export const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-export const taskTemplateSchema = z.strictObject({
-  queue: queueNameSchema,
-  priority: z.enum(PRIORITIES).optional(),
-  payload: jsonValueSchema.optional(),
-  maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).optional(),
-  timeoutSeconds: z.int().min(1).max(LIMITS.timeoutSeconds).optional(),
-});
+export const taskTemplateSchema = accepts<Sdk.TaskTemplate>()(
+  z.strictObject({
+    queue: queueNameSchema,
+    priority: z.enum(PRIORITIES).optional(),
+    payload: jsonValueSchema.optional(),
+    maxAttempts: z.int().min(1).max(LIMITS.maxAttempts).optional(),
+    timeoutSeconds: z.int().min(1).max(LIMITS.timeoutSeconds).optional(),
+  }),
+);
 
-export const scheduleSpecSchema = z.strictObject({
-  name: z.string().regex(SCHEDULE_NAME, 'a schedule name is 1 to 64 letters, digits, "-" or "_"'),
-  expression: z.string().min(1).max(256),
-  timeZone: z.string().min(1).max(64).default('UTC'),
-  task: taskTemplateSchema,
-  overlap: z.enum(['skip', 'bufferOne', 'allowAll', 'cancelOther']).default('skip'),
-  missedRuns: z.enum(['skip', 'runOnce', 'runAll']).default('skip'),
-  enabled: z.boolean().default(true),
-  description: z.string().max(256).optional(),
-});
+export const scheduleSpecSchema = accepts<Sdk.ScheduleSpec>()(
+  z.strictObject({
+    name: z.string().regex(SCHEDULE_NAME, 'a schedule name is 1 to 64 letters, digits, "-" or "_"'),
+    expression: z.string().min(1).max(256),
+    timeZone: z.string().min(1).max(64).default('UTC'),
+    task: taskTemplateSchema,
+    overlap: z.enum(['skip', 'bufferOne', 'allowAll', 'cancelOther']).default('skip'),
+    missedRuns: z.enum(['skip', 'runOnce', 'runAll']).default('skip'),
+    enabled: z.boolean().default(true),
+    description: z.string().max(256).optional(),
+  }),
+);
 
 export type ScheduleSpec = z.output<typeof scheduleSpecSchema>;
 

@@ -2,11 +2,13 @@
  * What a caller may submit, and the limits that keep one task cheap to store and to move.
  */
 import { z } from 'zod';
+import type * as Sdk from '#sdk/types';
 import { PayloadTooLargeError, ValidationError } from './errors';
 import { TASK_ID_PATTERN } from './ids';
 import { CONCURRENCY_KEY_CHARS } from './lanes';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
+import { accepts } from './wire-match';
 
 export const LIMITS = {
   /** Serialised JSON, UTF-8 bytes. Payloads live in their own item, so this never touches hot-path writes. */
@@ -129,25 +131,35 @@ const runShape = {
  * deadline, if any, counts from when it is submitted (`ttlSeconds`): a moment fixed now could pass before it is.
  */
 const { expiresAt: _fixedMoment, ...followUpShape } = runShape;
-export const followUpSpecSchema = z.strictObject(followUpShape);
+export const followUpSpecSchema = accepts<Sdk.FollowUpTaskInput>()(z.strictObject(followUpShape));
 
-export const taskSpecSchema = z.strictObject({
-  ...runShape,
-  idempotencyKey: idempotencyKeySchema.optional(),
-  /** Tasks (submitted before this one) that must all succeed before this one may be claimed. */
-  dependsOn: z
-    .array(z.string().regex(TASK_ID_PATTERN, 'a task id'))
-    .min(1)
-    .max(LIMITS.dependsOn)
-    .refine((ids) => new Set(ids).size === ids.length, 'each task once')
-    .optional(),
-  /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
-  onDependencyFailure: z.enum(['cancel', 'run']).optional(),
-  /** Submitted once, when this task ends `dead`: the new task names this one and carries its last error. */
-  onFailure: followUpSpecSchema.optional(),
-});
+export const taskSpecSchema = accepts<Sdk.SubmitTaskInput>()(
+  z.strictObject({
+    ...runShape,
+    idempotencyKey: idempotencyKeySchema.optional(),
+    /** Tasks (submitted before this one) that must all succeed before this one may be claimed. */
+    dependsOn: z
+      .array(z.string().regex(TASK_ID_PATTERN, 'a task id'))
+      .min(1)
+      .max(LIMITS.dependsOn)
+      .refine((ids) => new Set(ids).size === ids.length, 'each task once')
+      .optional(),
+    /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
+    onDependencyFailure: z.enum(['cancel', 'run']).optional(),
+    /** Submitted once, when this task ends `dead`: the new task names this one and carries its last error. */
+    onFailure: followUpSpecSchema.optional(),
+  }),
+);
 
 export type TaskSpecInput = z.input<typeof taskSpecSchema>;
+
+/** An error as an agent reports a failed attempt; one that does not say whether it is retryable is. */
+export const taskErrorSchema = accepts<Sdk.FailInput['error']>()(
+  z.strictObject({
+    message: z.string().min(1).max(LIMITS.errorMessageChars),
+    retryable: z.boolean().optional(),
+  }),
+);
 
 export interface TaskSpec {
   readonly queue: string;

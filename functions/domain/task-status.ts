@@ -17,25 +17,11 @@
  * that owner must present. The store enforces each arrow with a conditional write; this module only says
  * which arrows exist, so the rules can be read and tested in one place.
  */
+import { TASK_STATUSES, type TaskStatus, TERMINAL_STATUSES } from '#sdk/vocabulary';
 import { InvalidTransitionError } from './errors';
 
-export const TASK_STATUSES = [
-  'waiting',
-  'queued',
-  'leased',
-  'succeeded',
-  'dead',
-  'cancelled',
-  'expired',
-] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set([
-  'succeeded',
-  'dead',
-  'cancelled',
-  'expired',
-]);
+// The statuses are the wire's: declared once, in the SDK's types.
+export { TASK_STATUSES, type TaskStatus, TERMINAL_STATUSES };
 
 export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
 

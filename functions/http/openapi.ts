@@ -23,7 +23,7 @@ import {
   submitChildrenBody,
   volunteerBody,
   withdrawBody,
-} from './agent-operations';
+} from './request-bodies';
 import {
   agentPageSchema,
   batchResultsSchema,

@@ -1,16 +1,18 @@
 /**
- * The operator routes: submit and inspect tasks, cancel them, register and revoke agents.
+ * The operator routes: submit and inspect tasks, cancel and redrive them; pause queues and set their limits;
+ * schedules; register and revoke agents, list roles.
  */
 
 import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
 import { ValidationError } from '#domain/errors';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
-import { itemView, noBody } from './agent-operations';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
+import { noBody } from './request-bodies';
 import {
   agentView,
+  itemView,
   occurrenceView,
   pushTicketView,
   queueControlView,
@@ -33,10 +35,18 @@ function queueParam(request: ApiRequest): string {
   return name;
 }
 
-export function operatorOperations(scheduler: Scheduler): Record<string, Operation> {
+export const operatorOperations = (scheduler: Scheduler): Record<string, Operation> => ({
+  health: async () => ({ status: 200, body: { status: 'ok' } }),
+  openApi: async () => ({ status: 200, body: openApiDocument() }),
+  ...taskOperations(scheduler),
+  ...queueOperations(scheduler),
+  ...scheduleOperations(scheduler),
+  ...fleetOperations(scheduler),
+});
+
+/** Tasks: submit (one or a batch), list, read, cancel, redrive. */
+function taskOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
-    health: async () => ({ status: 200, body: { status: 'ok' } }),
-    openApi: async () => ({ status: 200, body: openApiDocument() }),
     submitTask: async (request) => {
       const { task, created } = await scheduler.submit(request.body);
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
@@ -72,10 +82,27 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         },
       };
     },
+    getTask: async (request) => {
+      const include = request.query.get('include');
+      if (include !== null && include !== 'payload') throw new ValidationError('include: only "payload"');
+      const task = await scheduler.getTask(taskIdParam(request));
+      if (include === null) return { status: 200, body: { task: taskView(task) } };
+      return { status: 200, body: { task: taskWithPayloadView(task, await scheduler.taskPayload(task)) } };
+    },
+    cancelTask: async (request) => {
+      noBody(request);
+      return { status: 200, body: { task: taskView(await scheduler.cancel(taskIdParam(request))) } };
+    },
     redriveTask: async (request) => {
       noBody(request);
       return { status: 200, body: { task: taskView(await scheduler.redrive(taskIdParam(request))) } };
     },
+  };
+}
+
+/** Queues: their counts, a pause and a resume, their limits. */
+function queueOperations(scheduler: Scheduler): Record<string, Operation> {
+  return {
     listQueues: async () => ({ status: 200, body: { queues: await scheduler.queueStats() } }),
     pauseQueue: async (request) => {
       noBody(request);
@@ -95,6 +122,12 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
     }),
+  };
+}
+
+/** Schedules created through the API, and what happened at their fire times. */
+function scheduleOperations(scheduler: Scheduler): Record<string, Operation> {
+  return {
     listSchedules: async (request) => {
       const page = await scheduler.listSchedulePage({
         ...optional('cursor', request.query.get('cursor')),
@@ -127,17 +160,12 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
       status: 200,
       body: { occurrences: (await scheduler.listOccurrences(request.params.name ?? '')).map(occurrenceView) },
     }),
-    getTask: async (request) => {
-      const include = request.query.get('include');
-      if (include !== null && include !== 'payload') throw new ValidationError('include: only "payload"');
-      const task = await scheduler.getTask(taskIdParam(request));
-      if (include === null) return { status: 200, body: { task: taskView(task) } };
-      return { status: 200, body: { task: taskWithPayloadView(task, await scheduler.taskPayload(task)) } };
-    },
-    cancelTask: async (request) => {
-      noBody(request);
-      return { status: 200, body: { task: taskView(await scheduler.cancel(taskIdParam(request))) } };
-    },
+  };
+}
+
+/** The agents, the roles they hold, and the operator's push ticket. */
+function fleetOperations(scheduler: Scheduler): Record<string, Operation> {
+  return {
     registerAgent: async (request) => {
       // The token is minted for an id chosen up front, so the stored hash and the id always go together.
       const { agent, token } = await scheduler.registerAgent(request.body, issueAgentToken);
@@ -157,18 +185,18 @@ export function operatorOperations(scheduler: Scheduler): Record<string, Operati
         },
       };
     },
-    createPushTicket: async (request) => {
+    revokeAgent: async (request) => {
       noBody(request);
-      return { status: 201, body: pushTicketView(await scheduler.pushTicket({ kind: 'operator' })) };
+      await scheduler.revokeAgent(request.params.agentId ?? '');
+      return { status: 200, body: { revoked: true } };
     },
     listRoles: async () => ({
       status: 200,
       body: { roles: (await scheduler.listRoles()).map(roleView) },
     }),
-    revokeAgent: async (request) => {
+    createPushTicket: async (request) => {
       noBody(request);
-      await scheduler.revokeAgent(request.params.agentId ?? '');
-      return { status: 200, body: { revoked: true } };
+      return { status: 201, body: pushTicketView(await scheduler.pushTicket({ kind: 'operator' })) };
     },
   };
 }

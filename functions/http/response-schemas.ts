@@ -5,6 +5,8 @@
  *
  * Objects are open (`looseObject`): a client generated from the document keeps working when a field is added.
  * Timestamps are ISO-8601 strings; a field a view may leave out is optional, one it sends as `null` is nullable.
+ * Each record the SDK reads is held to its type in `sdk/types.ts` (`answers`): a field changed on one side and
+ * not on the other fails to compile here.
  */
 import { z } from 'zod';
 import { ROLE_NAME_PATTERN } from '#core/roles';
@@ -15,6 +17,8 @@ import { QUEUE_SLOTS_MAX, storedQueueLimitsSchema } from '#domain/queue-limits';
 import { scheduleSpecSchema, taskTemplateSchema } from '#domain/schedule';
 import { jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
+import { answers } from '#domain/wire-match';
+import type * as Sdk from '#sdk/types';
 
 /** Every schema published in `components/schemas`, by id. */
 export const responseRegistry = z.registry<{ readonly id: string }>();
@@ -63,102 +67,110 @@ export const gatewayErrorSchema = published('GatewayError', z.looseObject({ mess
 /** taskView */
 export const taskSchema = published(
   'Task',
-  z.looseObject({
-    taskId,
-    queue: queueNameSchema,
-    priority: z.enum(PRIORITIES),
-    status: z.enum(TASK_STATUSES),
-    attempt: count,
-    maxAttempts: z.int().min(1),
-    timeoutSeconds: z.int().min(1),
-    leaseEpoch: count,
-    owner: agentId.optional(),
-    result: jsonValueSchema.optional(),
-    error: taskError.optional(),
-    checkpoint: jsonValueSchema.optional(),
-    idempotencyKey: z.string().optional(),
-    payloadBytes: count,
-    notBefore: timestamp.optional(),
-    leaseDeadline: timestamp.optional().describe("Only while leased: the attempt's hard deadline."),
-    expiresAt: timestamp
-      .optional()
-      .describe('Not claimed after this: still waiting then, the task ends `expired`.'),
-    failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
-    onFailureTaskId: taskId
-      .optional()
-      .describe(
-        'It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). Each death after a redrive has its own; this names the one of the latest death, or of the next while the task runs again.',
-      ),
-    dependencyCount: count.optional().describe('Submitted with `dependsOn`: how many tasks it depends on.'),
-    onDependencyFailure: z.enum(['cancel', 'run']).optional(),
-    waitingOn: z.array(taskId).optional().describe('While `waiting`: the dependencies not ended yet.'),
-    failedDependency: taskId.optional().describe('Cancelled because this dependency did not succeed.'),
-    parentTaskId: taskId.optional().describe('Submitted by the agent running this task.'),
-    rootTaskId: taskId.optional().describe('The task that began the tree it belongs to.'),
-    concurrencyKey: z
-      .string()
-      .optional()
-      .describe('Its key: keys of a queue take turns, and share no limit.'),
-    createdAt: timestamp,
-    updatedAt: timestamp,
-    finishedAt: timestamp.optional(),
-    payload: jsonValueSchema
-      .optional()
-      .describe('With `include=payload`: the payload as submitted, from its item or its S3 object.'),
-    payloadGone: z
-      .literal(true)
-      .optional()
-      .describe(
-        'With `include=payload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention).',
-      ),
-  }),
+  answers<Sdk.Task>()(
+    z.looseObject({
+      taskId,
+      queue: queueNameSchema,
+      priority: z.enum(PRIORITIES),
+      status: z.enum(TASK_STATUSES),
+      attempt: count,
+      maxAttempts: z.int().min(1),
+      timeoutSeconds: z.int().min(1),
+      leaseEpoch: count,
+      owner: agentId.optional(),
+      result: jsonValueSchema.optional(),
+      error: taskError.optional(),
+      checkpoint: jsonValueSchema.optional(),
+      idempotencyKey: z.string().optional(),
+      payloadBytes: count,
+      notBefore: timestamp.optional(),
+      leaseDeadline: timestamp.optional().describe("Only while leased: the attempt's hard deadline."),
+      expiresAt: timestamp
+        .optional()
+        .describe('Not claimed after this: still waiting then, the task ends `expired`.'),
+      failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
+      onFailureTaskId: taskId
+        .optional()
+        .describe(
+          'It has an `onFailure`: the id that task has once submitted (when this one ends `dead`). Each death after a redrive has its own; this names the one of the latest death, or of the next while the task runs again.',
+        ),
+      dependencyCount: count.optional().describe('Submitted with `dependsOn`: how many tasks it depends on.'),
+      onDependencyFailure: z.enum(['cancel', 'run']).optional(),
+      waitingOn: z.array(taskId).optional().describe('While `waiting`: the dependencies not ended yet.'),
+      failedDependency: taskId.optional().describe('Cancelled because this dependency did not succeed.'),
+      parentTaskId: taskId.optional().describe('Submitted by the agent running this task.'),
+      rootTaskId: taskId.optional().describe('The task that began the tree it belongs to.'),
+      concurrencyKey: z
+        .string()
+        .optional()
+        .describe('Its key: keys of a queue take turns, and share no limit.'),
+      createdAt: timestamp,
+      updatedAt: timestamp,
+      finishedAt: timestamp.optional(),
+      payload: jsonValueSchema
+        .optional()
+        .describe('With `include=payload`: the payload as submitted, from its item or its S3 object.'),
+      payloadGone: z
+        .literal(true)
+        .optional()
+        .describe(
+          'With `include=payload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention).',
+        ),
+    }),
+  ),
 );
 
 /** taskListView: a task in a list, without its result and checkpoint. */
 export const taskSummarySchema = published(
   'TaskSummary',
-  taskSchema.omit({ result: true, checkpoint: true, payload: true, payloadGone: true }),
+  answers<Sdk.TaskSummary>()(
+    taskSchema.omit({ result: true, checkpoint: true, payload: true, payloadGone: true }),
+  ),
 );
 
 /** claimedTaskView */
 export const claimedTaskSchema = published(
   'ClaimedTask',
-  z.looseObject({
-    taskId,
-    queue: queueNameSchema,
-    priority: z.enum(PRIORITIES),
-    payload: jsonValueSchema,
-    attempt: z.int().min(1),
-    leaseEpoch: z.int().min(1),
-    leaseDeadline: timestamp,
-    timeoutSeconds: z.int().min(1),
-    checkpoint: jsonValueSchema.optional(),
-    failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
-    dependencies: z
-      .record(z.string(), dependencyOutcome)
-      .optional()
-      .describe('Submitted with `dependsOn`: how each dependency ended, by task id, results included.'),
-    parentTaskId: taskId.optional(),
-    rootTaskId: taskId.optional(),
-  }),
+  answers<Sdk.ClaimedTask>()(
+    z.looseObject({
+      taskId,
+      queue: queueNameSchema,
+      priority: z.enum(PRIORITIES),
+      payload: jsonValueSchema,
+      attempt: z.int().min(1),
+      leaseEpoch: z.int().min(1),
+      leaseDeadline: timestamp,
+      timeoutSeconds: z.int().min(1),
+      checkpoint: jsonValueSchema.optional(),
+      failureOf: failureOf.optional().describe('This task is the `onFailure` of that dead task.'),
+      dependencies: z
+        .record(z.string(), dependencyOutcome)
+        .optional()
+        .describe('Submitted with `dependsOn`: how each dependency ended, by task id, results included.'),
+      parentTaskId: taskId.optional(),
+      rootTaskId: taskId.optional(),
+    }),
+  ),
 );
 
 /** agentView */
 export const agentSchema = published(
   'Agent',
-  z.looseObject({
-    agentId,
-    name: z.string(),
-    queues: z.array(queueNameSchema),
-    maxConcurrency: z.int().min(1),
-    interactive: z.boolean(),
-    createdAt: timestamp,
-    revokedAt: timestamp.optional(),
-    // In a list only: the agent's presence.
-    online: z.boolean().optional().describe('A session of the agent is live (lists only)'),
-    lastHeartbeatAt: timestamp.optional().describe('When the agent was last heard from (lists only)'),
-    tasksHeld: count.optional().describe('Tasks its session holds (lists only)'),
-  }),
+  answers<Sdk.Agent>()(
+    z.looseObject({
+      agentId,
+      name: z.string(),
+      queues: z.array(queueNameSchema),
+      maxConcurrency: z.int().min(1),
+      interactive: z.boolean(),
+      createdAt: timestamp,
+      revokedAt: timestamp.optional(),
+      // In a list only: the agent's presence.
+      online: z.boolean().optional().describe('A session of the agent is live (lists only)'),
+      lastHeartbeatAt: timestamp.optional().describe('When the agent was last heard from (lists only)'),
+      tasksHeld: count.optional().describe('Tasks its session holds (lists only)'),
+    }),
+  ),
 );
 
 const taskTemplate = z.looseObject(taskTemplateSchema.shape);
@@ -166,24 +178,26 @@ const taskTemplate = z.looseObject(taskTemplateSchema.shape);
 /** scheduleView: the specification with its defaults filled in; `createdAt` is absent on a declared schedule. */
 export const scheduleSchema = published(
   'Schedule',
-  z.looseObject({
-    ...scheduleSpecSchema.shape,
-    task: taskTemplate,
-    source: z.enum(['api', 'declared']),
-    createdAt: timestamp.optional(),
-    nextFires: z
-      .array(timestamp)
-      .max(5)
-      .describe(
-        'The next fire times, in UTC (up to 5); none while it is disabled, nor for a declared rate(), whose count starts at the deploy.',
-      ),
-  }),
+  answers<Sdk.Schedule>()(
+    z.looseObject({
+      ...scheduleSpecSchema.shape,
+      task: taskTemplate,
+      source: z.enum(['api', 'declared']),
+      createdAt: timestamp.optional(),
+      nextFires: z
+        .array(timestamp)
+        .max(5)
+        .describe(
+          'The next fire times, in UTC (up to 5); none while it is disabled, nor for a declared rate(), whose count starts at the deploy.',
+        ),
+    }),
+  ),
 );
 
 /** scheduleListView: a schedule in a list, its task template without the payload. */
 export const scheduleSummarySchema = published(
   'ScheduleSummary',
-  scheduleSchema.extend({ task: taskTemplate.omit({ payload: true }) }),
+  answers<Sdk.ScheduleSummary>()(scheduleSchema.extend({ task: taskTemplate.omit({ payload: true }) })),
 );
 
 const queueLimits = z.looseObject(storedQueueLimitsSchema.shape);
@@ -196,107 +210,122 @@ const enforcedLimits = queueLimits
 /** queueControlView */
 export const queueControlSchema = published(
   'QueueControl',
-  z.looseObject({
-    name: queueNameSchema,
-    paused: z.boolean(),
-    limits: queueLimits,
-    enforcedLimits,
-    updatedAt: timestamp.optional(),
-  }),
+  answers<Sdk.QueueControl>()(
+    z.looseObject({
+      name: queueNameSchema,
+      paused: z.boolean(),
+      limits: queueLimits,
+      enforcedLimits,
+      updatedAt: timestamp.optional(),
+    }),
+  ),
 );
 
 /** A queue as `GET /v1/queues` counts it. */
 export const queueStatsSchema = published(
   'QueueStats',
-  z.looseObject({
-    name: queueNameSchema,
-    paused: z.boolean(),
-    limits: queueLimits,
-    enforcedLimits,
-    depth: z.looseObject(
-      Object.fromEntries(PRIORITIES.map((p) => [p, count])) as Record<
-        (typeof PRIORITIES)[number],
-        typeof count
-      >,
-    ),
-    running: count,
-    oldestAgeSeconds: z.number().nonnegative(),
-    truncated: z.boolean().describe('The count stopped at its bound: the figures are lower bounds.'),
-  }),
+  answers<Sdk.QueueStats>()(
+    z.looseObject({
+      name: queueNameSchema,
+      paused: z.boolean(),
+      limits: queueLimits,
+      enforcedLimits,
+      depth: z.looseObject(
+        Object.fromEntries(PRIORITIES.map((p) => [p, count])) as Record<
+          (typeof PRIORITIES)[number],
+          typeof count
+        >,
+      ),
+      running: count,
+      oldestAgeSeconds: z.number().nonnegative(),
+      truncated: z.boolean().describe('The count stopped at its bound: the figures are lower bounds.'),
+    }),
+  ),
 );
 
 /** occurrenceView */
 export const occurrenceSchema = published(
   'Occurrence',
-  z.looseObject({
-    scheduledTime: timestamp,
-    status: z.enum(['fired', 'skipped']),
-    taskId: taskId.optional(),
-    reason: z.string().optional(),
-    recordedAt: timestamp,
-  }),
+  answers<Sdk.Occurrence>()(
+    z.looseObject({
+      scheduledTime: timestamp,
+      status: z.enum(['fired', 'skipped']),
+      taskId: taskId.optional(),
+      reason: z.string().optional(),
+      recordedAt: timestamp,
+    }),
+  ),
 );
 
 /** roleView: `holder` and `since` are null while nobody holds the role. */
 export const roleSchema = published(
   'Role',
-  z.looseObject({
-    role: roleName,
-    holder: agentId.nullable(),
-    leaseEpoch: count,
-    since: timestamp.nullable(),
-    volunteers: z.array(agentId),
-    registered: z.array(agentId),
-  }),
+  answers<Sdk.Role>()(
+    z.looseObject({
+      role: roleName,
+      holder: agentId.nullable(),
+      leaseEpoch: count,
+      since: timestamp.nullable(),
+      volunteers: z.array(agentId),
+      registered: z.array(agentId),
+    }),
+  ),
 );
 
 export const roleLeaseSchema = published(
   'RoleLease',
-  z.looseObject({ role: roleName, leaseEpoch: z.int().min(1) }),
+  answers<Sdk.RoleLease>()(z.looseObject({ role: roleName, leaseEpoch: z.int().min(1) })),
 );
 
 /** sessionHoldingsView */
 export const sessionHoldingsSchema = published(
   'SessionHoldings',
-  z.looseObject({
-    sessionId: z.string(),
-    expiresAt: timestamp,
-    tasks: z.array(
-      z.looseObject({
-        taskId,
-        queue: queueNameSchema,
-        leaseEpoch: z.int().min(1),
-        attempt: z.int().min(1),
-        leaseDeadline: timestamp,
-      }),
-    ),
-    roles: z.array(roleLeaseSchema),
-  }),
+  answers<Sdk.SessionHoldings>()(
+    z.looseObject({
+      sessionId: z.string(),
+      expiresAt: timestamp,
+      tasks: z.array(
+        z.looseObject({
+          taskId,
+          queue: queueNameSchema,
+          leaseEpoch: z.int().min(1),
+          attempt: z.int().min(1),
+          leaseDeadline: timestamp,
+        }),
+      ),
+      roles: z.array(roleLeaseSchema),
+    }),
+  ),
 );
 
 /** itemView: one item of a batch, its task or the error the single call would have answered. */
 export const batchItemResultSchema = published(
   'BatchItemResult',
-  z.discriminatedUnion('ok', [
-    z.looseObject({
-      ok: z.literal(true),
-      task: taskSchema,
-      created: z
-        .boolean()
-        .optional()
-        .describe('Submissions only: false when the idempotency key already named a task.'),
-    }),
-    z.looseObject({
-      ok: z.literal(false),
-      error: z.looseObject({ code: z.string(), message: z.string() }),
-      status: z.int().min(400).max(599),
-    }),
-  ]),
+  answers<Sdk.BatchItemResult>()(
+    z.discriminatedUnion('ok', [
+      z.looseObject({
+        ok: z.literal(true),
+        task: taskSchema,
+        created: z
+          .boolean()
+          .optional()
+          .describe('Submissions only: false when the idempotency key already named a task.'),
+      }),
+      z.looseObject({
+        ok: z.literal(false),
+        error: z.looseObject({ code: z.string(), message: z.string() }),
+        status: z.int().min(400).max(599),
+      }),
+    ]),
+  ),
 );
 
 // --- response bodies ----------------------------------------------------------------------------------------
 
-export const healthSchema = published('Health', z.looseObject({ status: z.literal('ok') }));
+export const healthSchema = published(
+  'Health',
+  answers<Sdk.Health>()(z.looseObject({ status: z.literal('ok') })),
+);
 
 /** Only what a client needs to recognise the document; its shape is OpenAPI 3.1's own. */
 export const openApiDocumentSchema = published(
@@ -318,7 +347,7 @@ export const openApiDocumentSchema = published(
 export const taskResponseSchema = published('TaskResponse', z.looseObject({ task: taskSchema }));
 export const taskPageSchema = published(
   'TaskPage',
-  z.looseObject({ tasks: z.array(taskSummarySchema), nextCursor }),
+  answers<Sdk.TaskPage>()(z.looseObject({ tasks: z.array(taskSummarySchema), nextCursor })),
 );
 export const batchResultsSchema = published(
   'BatchResults',
@@ -328,19 +357,21 @@ export const queueListSchema = published('QueueList', z.looseObject({ queues: z.
 export const queueResponseSchema = published('QueueResponse', z.looseObject({ queue: queueControlSchema }));
 export const createdAgentSchema = published(
   'CreatedAgent',
-  z.looseObject({
-    agent: agentSchema,
-    token: z.string().min(1).describe("The agent's bearer token: shown once, stored only as a hash."),
-  }),
+  answers<Sdk.CreatedAgent>()(
+    z.looseObject({
+      agent: agentSchema,
+      token: z.string().min(1).describe("The agent's bearer token: shown once, stored only as a hash."),
+    }),
+  ),
 );
 export const agentPageSchema = published(
   'AgentPage',
-  z.looseObject({ agents: z.array(agentSchema), nextCursor }),
+  answers<Sdk.AgentPage>()(z.looseObject({ agents: z.array(agentSchema), nextCursor })),
 );
 export const revokedSchema = published('Revoked', z.looseObject({ revoked: z.literal(true) }));
 export const schedulePageSchema = published(
   'SchedulePage',
-  z.looseObject({ schedules: z.array(scheduleSummarySchema), nextCursor }),
+  answers<Sdk.SchedulePage>()(z.looseObject({ schedules: z.array(scheduleSummarySchema), nextCursor })),
 );
 export const scheduleResponseSchema = published(
   'ScheduleResponse',
@@ -355,102 +386,124 @@ export const roleListSchema = published('RoleList', z.looseObject({ roles: z.arr
 
 export const sessionSchema = published(
   'Session',
-  z.looseObject({
-    sessionId: z.string(),
-    leaseTtlSeconds: z.int().min(1),
-    heartbeatIntervalSeconds: z.int().min(1),
-    expiresAt: timestamp,
-  }),
+  answers<Sdk.Session>()(
+    z.looseObject({
+      sessionId: z.string(),
+      leaseTtlSeconds: z.int().min(1),
+      heartbeatIntervalSeconds: z.int().min(1),
+      expiresAt: timestamp,
+    }),
+  ),
 );
 export const sessionResponseSchema = published(
   'SessionResponse',
   z.looseObject({ session: sessionHoldingsSchema }),
 );
+/** The SDK reads `lostLeases` as optional, for servers older than it; this one always sends it. */
+type WithLostLeases = Sdk.HeartbeatResult & { readonly lostLeases: readonly Sdk.TaskLease[] };
 export const heartbeatResultSchema = published(
   'HeartbeatResult',
-  z.looseObject({
-    cancelled: z.array(taskId).describe('Tasks of this session an operator cancelled: stop working on them.'),
-    lost: z.array(taskId).describe('Tasks this session held and no longer does.'),
-    lostLeases: z
-      .array(z.looseObject({ taskId, leaseEpoch: z.int().min(1) }))
-      .describe(
-        'The same, each with the epoch of the lease lost: a run of the task at a later epoch (claimed again since) is not lost.',
-      ),
-    roles: z
-      .looseObject({ picked: z.array(roleLeaseSchema), lost: z.array(roleLeaseSchema) })
-      .describe('Roles granted to this session, and taken from it, since the last heartbeat.'),
-    held: z.array(taskId).describe('Task ids the session holds or is reserving: a superset of its leases.'),
-    expiresAt: timestamp,
-  }),
+  answers<WithLostLeases>()(
+    z.looseObject({
+      cancelled: z
+        .array(taskId)
+        .describe('Tasks of this session an operator cancelled: stop working on them.'),
+      lost: z.array(taskId).describe('Tasks this session held and no longer does.'),
+      lostLeases: z
+        .array(z.looseObject({ taskId, leaseEpoch: z.int().min(1) }))
+        .describe(
+          'The same, each with the epoch of the lease lost: a run of the task at a later epoch (claimed again since) is not lost.',
+        ),
+      roles: z
+        .looseObject({ picked: z.array(roleLeaseSchema), lost: z.array(roleLeaseSchema) })
+        .describe('Roles granted to this session, and taken from it, since the last heartbeat.'),
+      held: z.array(taskId).describe('Task ids the session holds or is reserving: a superset of its leases.'),
+      expiresAt: timestamp,
+    }),
+  ),
 );
 export const pushTicketSchema = published(
   'PushTicket',
-  z.looseObject({
-    ticket: z.string().describe('Good once, for 60 seconds.'),
-    url: z.string().describe('The WebSocket URL to open, ticket included.'),
-    expiresAt: timestamp,
-  }),
+  answers<Sdk.PushTicket>()(
+    z.looseObject({
+      ticket: z.string().describe('Good once, for 60 seconds.'),
+      url: z.string().describe('The WebSocket URL to open, ticket included.'),
+      expiresAt: timestamp,
+    }),
+  ),
 );
 
 export const claimResultSchema = published(
   'ClaimResult',
-  z.looseObject({
-    tasks: z.array(claimedTaskSchema),
-    retryAfterMs: count
-      .optional()
-      .describe(
-        'Sent when nothing was granted: how long to wait before claiming again. To an agent listening on the push channel, its safety poll: a wake comes first.',
-      ),
-  }),
+  answers<Sdk.ClaimResult>()(
+    z.looseObject({
+      tasks: z.array(claimedTaskSchema),
+      retryAfterMs: count
+        .optional()
+        .describe(
+          'Sent when nothing was granted: how long to wait before claiming again. To an agent listening on the push channel, its safety poll: a wake comes first.',
+        ),
+    }),
+  ),
 );
 export const roleResponseSchema = published('RoleResponse', z.looseObject({ role: roleSchema }));
 export const volunteerResultSchema = published(
   'VolunteerResult',
-  z.looseObject({
-    picked: z.boolean().describe('Whether the role was granted to this agent now; if not, it waits in line.'),
-    leaseEpoch: z.int().min(1).optional(),
-    role: roleSchema,
-  }),
+  answers<Sdk.VolunteerResult>()(
+    z.looseObject({
+      picked: z
+        .boolean()
+        .describe('Whether the role was granted to this agent now; if not, it waits in line.'),
+      leaseEpoch: z.int().min(1).optional(),
+      role: roleSchema,
+    }),
+  ),
 );
 export const releaseRoleResultSchema = published(
   'ReleaseRoleResult',
-  z.looseObject({
-    released: z.literal(true),
-    nextHolder: agentId.optional().describe('The live volunteer granted the role in the same write.'),
-    role: roleSchema,
-  }),
+  answers<Sdk.ReleaseRoleResult>()(
+    z.looseObject({
+      released: z.literal(true),
+      nextHolder: agentId.optional().describe('The live volunteer granted the role in the same write.'),
+      role: roleSchema,
+    }),
+  ),
 );
 export const withdrawRoleResultSchema = published(
   'WithdrawRoleResult',
-  z.looseObject({
-    withdrawn: z.boolean(),
-    released: z.boolean(),
-    nextHolder: agentId.optional(),
-    role: roleSchema,
-  }),
+  answers<Sdk.WithdrawRoleResult>()(
+    z.looseObject({
+      withdrawn: z.boolean(),
+      released: z.boolean(),
+      nextHolder: agentId.optional(),
+      role: roleSchema,
+    }),
+  ),
 );
 
 /** `GET /v1/events` (local mode only): lifecycle events in the order they happened. */
 export const eventPageSchema = published(
   'EventPage',
-  z.looseObject({
-    events: z.array(
-      z.looseObject({
-        sequence: z.int().positive(),
-        version: z.int(),
-        type: z.enum(EVENT_TYPES),
-        time: timestamp,
-        taskId: taskId.optional(),
-        agentId: agentId.optional(),
-        queue: z.string().optional(),
-        schedule: z.string().optional(),
-        role: roleName.optional(),
-        data: z.record(z.string(), z.unknown()).optional(),
-      }),
-    ),
-    next: count.describe('The sequence of the last event on the page: pass it as `since` to read on.'),
-    latest: count.describe(
-      'The sequence of the newest event the feed holds; below a `since` given, the feed counts anew (the local stack restarted).',
-    ),
-  }),
+  answers<Sdk.EventPage>()(
+    z.looseObject({
+      events: z.array(
+        z.looseObject({
+          sequence: z.int().positive(),
+          version: z.int(),
+          type: z.enum(EVENT_TYPES),
+          time: timestamp,
+          taskId: taskId.optional(),
+          agentId: agentId.optional(),
+          queue: z.string().optional(),
+          schedule: z.string().optional(),
+          role: roleName.optional(),
+          data: z.record(z.string(), z.unknown()).optional(),
+        }),
+      ),
+      next: count.describe('The sequence of the last event on the page: pass it as `since` to read on.'),
+      latest: count.describe(
+        'The sequence of the newest event the feed holds; below a `since` given, the feed counts anew (the local stack restarted).',
+      ),
+    }),
+  ),
 );

@@ -3,6 +3,7 @@
  * inside.
  */
 
+import type { ItemOutcome } from '#core/batches';
 import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
 import type { QueueControl } from '#core/queue-controls';
@@ -183,3 +184,17 @@ export const pushTicketView = (ticket: { ticket: string; url: string; expiresAt:
   url: ticket.url,
   expiresAt: iso(ticket.expiresAt),
 });
+
+/** One item of a batch answer: the task, or the error the single call would have answered. */
+export const itemView = (outcome: ItemOutcome<{ task: Task; created?: boolean }>) =>
+  outcome.ok
+    ? {
+        ok: true,
+        task: taskView(outcome.task),
+        ...(outcome.created === undefined ? {} : { created: outcome.created }),
+      }
+    : {
+        ok: false,
+        error: { code: outcome.error.code, message: outcome.error.message },
+        status: outcome.error.status,
+      };

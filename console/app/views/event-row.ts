@@ -1,5 +1,5 @@
 /** One lifecycle event as table cells: time, type, task, agent, queue, and the rest in a few words. */
-import type { SchedulerEvent } from '../api';
+import type { FeedEvent } from '../api';
 import type { Child } from '../dom';
 import { time } from '../format';
 import { taskLink } from './task-link';
@@ -7,7 +7,7 @@ import { taskLink } from './task-link';
 /** Longest text of an event's `data` shown. */
 const DATA_CHARS = 300;
 
-function details(event: SchedulerEvent): string {
+function details(event: FeedEvent): string {
   const parts = [
     event.schedule !== undefined && `schedule ${event.schedule}`,
     event.role !== undefined && `role ${event.role}`,
@@ -17,7 +17,7 @@ function details(event: SchedulerEvent): string {
   return text.length > DATA_CHARS ? `${text.slice(0, DATA_CHARS)}…` : text;
 }
 
-export const eventRow = (event: SchedulerEvent): Child[] => [
+export const eventRow = (event: FeedEvent): Child[] => [
   time(event.time),
   event.type,
   event.taskId ? taskLink(event.taskId, `event:${event.sequence}`) : '',

@@ -1,0 +1,156 @@
+/**
+ * The bodies the agent routes take, each held to the SDK's type of what it sends (`accepts`, `sdk/types.ts`): a
+ * field changed on one side and not on the other fails to compile here. The operator routes' bodies are the
+ * specifications the domain declares (`taskSpecSchema`, `scheduleSpecSchema`, `queueLimitsSchema`) and the
+ * sessions' `agentSpecSchema`, held the same way where they are declared. The OpenAPI document publishes these
+ * very schemas.
+ */
+import { z } from 'zod';
+import { BATCH_LIMITS } from '#core/batches';
+import { CHILDREN_LIMIT, childKeySchema } from '#core/children';
+import { CLAIM_ID_PATTERN } from '#core/claim';
+import { checkpointsSchema, OPEN_ID_PATTERN } from '#core/sessions';
+import { ValidationError } from '#domain/errors';
+import { TASK_ID_PATTERN } from '#domain/ids';
+import {
+  describeIssues,
+  jsonValueSchema,
+  LIMITS,
+  queueNameSchema,
+  taskErrorSchema,
+  taskSpecSchema,
+} from '#domain/task-spec';
+import { accepts } from '#domain/wire-match';
+import type * as Sdk from '#sdk/types';
+import type { ApiRequest } from './http-api';
+
+const sessionIdSchema = z.string().regex(/^s_[a-z2-7]{26}$/, 'a session id');
+const leaseEpochSchema = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+export const heartbeatBody = accepts<Sdk.HeartbeatInput>()(
+  z.strictObject({
+    sessionId: sessionIdSchema,
+    checkpoints: checkpointsSchema.optional(),
+  }),
+);
+/** An open's id is optional: an SDK older than open ids sends `{}` or nothing, and every call opens anew. */
+export const openSessionBody = accepts<Sdk.OpenSessionOptions>()(
+  z.strictObject({
+    openId: z
+      .string()
+      .regex(OPEN_ID_PATTERN, 'an open id: 8 to 64 letters, digits, "-" or "_"')
+      .describe(
+        'Chosen by the agent and sent again on every retry of this open: a retry, or a copy delivered late, is answered with the session this open made instead of replacing it, and refused once a later open replaced that session.',
+      )
+      .optional(),
+    openSeq: z
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .describe(
+        'The open’s number, growing with each new open the agent sends (the SDK uses its clock in milliseconds). While the session an open made lives, an open numbered below it (sent before it, by a start the agent gave up on, and delivered late) is refused with 409 instead of replacing it. The same on every retry of one open.',
+      )
+      .optional(),
+  }),
+);
+
+export const claimBody = accepts<Sdk.ClaimInput>()(
+  z.strictObject({
+    sessionId: sessionIdSchema,
+    /** Chosen by the agent and sent again with a retry: a retried claim returns what the first one granted. */
+    claimId: z.string().regex(CLAIM_ID_PATTERN, 'a claim id: 8 to 64 letters, digits, "-" or "_"').optional(),
+    /** The claim's number in the session, growing with each new claim: an attempt delivered late grants nothing. */
+    claimSeq: z.int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    max: z.int().min(1).max(LIMITS.claimMax).optional(),
+    queues: z.array(queueNameSchema).min(1).max(32).optional(),
+    /** Claims in a row that found nothing before this one: the server answers an empty claim with a wait that grows. */
+    idleClaims: z.int().min(0).max(1_000_000).optional(),
+    /** The agent listens on the push channel: if the claim finds nothing, it waits to be woken. */
+    listening: z.boolean().optional(),
+  }),
+);
+export const completeBody = accepts<Sdk.CompleteInput>()(
+  z.strictObject({
+    leaseEpoch: leaseEpochSchema,
+    result: jsonValueSchema.optional(),
+  }),
+);
+export const completeManyBody = accepts<Sdk.CompleteTasksInput>()(
+  z.strictObject({
+    tasks: z
+      .array(
+        z.strictObject({
+          taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+          leaseEpoch: leaseEpochSchema,
+          result: jsonValueSchema.optional(),
+        }),
+      )
+      .min(1)
+      .max(BATCH_LIMITS.complete),
+  }),
+);
+export const failBody = accepts<Sdk.FailInput>()(
+  z.strictObject({
+    leaseEpoch: leaseEpochSchema,
+    error: taskErrorSchema,
+  }),
+);
+export const releaseBody = accepts<Sdk.ReleaseInput>()(z.strictObject({ leaseEpoch: leaseEpochSchema }));
+export const volunteerBody = accepts<Sdk.VolunteerInput>()(z.strictObject({ sessionId: sessionIdSchema }));
+export const releaseRoleBody = accepts<Sdk.ReleaseRoleInput>()(
+  z.strictObject({ leaseEpoch: leaseEpochSchema }),
+);
+export const withdrawBody = accepts<Sdk.WithdrawRoleInput>()(
+  z.strictObject({
+    sessionId: sessionIdSchema,
+    /** The holding to give up too, if the session holds the role at this epoch. */
+    leaseEpoch: leaseEpochSchema.optional(),
+  }),
+);
+
+/** A follow-up task an agent submits: a task specification, named by a key of the agent's (not an idempotency key). */
+export const childSpecSchema = accepts<Sdk.ChildTaskInput>()(
+  taskSpecSchema.omit({ idempotencyKey: true }).extend({
+    /** Names the child among its parent's: the same key again (the parent run again) gives back the same task. */
+    key: childKeySchema,
+  }),
+);
+const parentFence = {
+  /** The task the agent runs, whose lease fences the submission. */
+  parentTaskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+  leaseEpoch: leaseEpochSchema,
+};
+export const submitChildBody = accepts<Sdk.SubmitChildInput>()(childSpecSchema.extend(parentFence));
+export const submitChildrenBody = accepts<Sdk.SubmitChildrenInput>()(
+  z.strictObject({
+    ...parentFence,
+    tasks: z.array(childSpecSchema).min(1).max(CHILDREN_LIMIT),
+  }),
+);
+/**
+ * The fence of a child submission, read first, and the rest of the body as it was sent: the specifications are
+ * checked item by item, strictly, so every key reaches that check (a schema's output would drop `__proto__`).
+ */
+export function fenceOf(body: unknown): {
+  parentTaskId: string;
+  leaseEpoch: number;
+  rest: Record<string, unknown>;
+} {
+  const fence = parseBody(z.looseObject(parentFence), body);
+  const rest = Object.fromEntries(
+    Object.entries(body as Record<string, unknown>).filter(([key]) => !Object.hasOwn(parentFence, key)),
+  );
+  return { parentTaskId: fence.parentTaskId, leaseEpoch: fence.leaseEpoch, rest };
+}
+
+export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  // No body is an empty object; a body of `null` is a body, and not an object.
+  const parsed = schema.safeParse(body === undefined ? {} : body);
+  if (!parsed.success) throw new ValidationError(describeIssues(parsed.error));
+  return parsed.data;
+}
+
+/** A route that takes no body: none, or `{}`, is all it accepts, so a body meant for another route changes nothing. */
+export const noBody = (request: ApiRequest): void => {
+  parseBody(z.strictObject({}), request.body);
+};
