@@ -4,12 +4,12 @@
  */
 import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES } from '../api';
 import { button, type Child, el, mainRegion, replaceKeepingFocus } from '../dom';
-import { type EventFeed, sharedEventFeed } from '../event-feed';
+import { sharedEventFeed } from '../event-feed';
 import { bytes, jsonBlock, time } from '../format';
 import { ApiError, isAbort } from '../http';
 import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
-import type { View } from '../view';
+import type { View, ViewContext } from '../view';
 import { eventRow } from './event-row';
 import { cancelTask, redriveTask } from './task-actions';
 import { taskLink } from './task-link';
@@ -91,14 +91,115 @@ function details(task: Task): Child[] {
   ];
 }
 
+/** The payload's section: its size, and a button that reads it once (the refresh reads the task without it). */
+function payloadSection(taskId: string, context: ViewContext) {
+  const section = el('section', { 'aria-labelledby': 'task-payload', hidden: true });
+  const size = el('p', {});
+  let loading = false;
+  const show = async (pressed: HTMLButtonElement) => {
+    if (loading) return;
+    loading = true;
+    pressed.setAttribute('aria-disabled', 'true');
+    try {
+      const task = await api.getTaskWithPayload(taskId, context.signal);
+      const block =
+        'payload' in task
+          ? jsonBlock(task.payload, 'Payload')
+          : el(
+              'p',
+              { tabindex: -1 },
+              task.payloadGone
+                ? 'The payload is no longer kept: one stored in S3 is deleted when its task succeeds, and any once its retention has passed.'
+                : 'The server sent no payload.',
+            );
+      size.remove();
+      pressed.replaceWith(block);
+      // Focus goes to what replaced the button: the payload's region (in a wrapper when truncated).
+      (block.querySelector('pre') ?? block).focus();
+    } catch (error) {
+      if (!isAbort(error) && !context.signal.aborted) {
+        alertError(`The payload could not be read: ${messageOf(error)}`);
+      }
+      pressed.removeAttribute('aria-disabled');
+    } finally {
+      loading = false;
+    }
+  };
+  section.append(
+    el('h2', { id: 'task-payload' }, 'Payload'),
+    size,
+    button('Show payload', (b) => void show(b), { class: 'secondary', 'data-key': 'show-payload' }),
+  );
+  return {
+    section,
+    showFor: (task: Task) => {
+      section.hidden = false;
+      size.textContent = `${bytes(task.payloadBytes)}, read from the server only when asked.`;
+    },
+    hide: () => {
+      if (section.contains(document.activeElement)) mainRegion()?.focus({ preventScroll: true });
+      section.hidden = true;
+    },
+  };
+}
+
+/**
+ * The task's events, from the local feed, read only once asked for: `read` does nothing until then. `refresh`
+ * reads at once, when they are asked for.
+ */
+function eventsSection(taskId: string, context: ViewContext, refresh: () => void) {
+  const section = el('section', { 'aria-labelledby': 'task-events' });
+  const feed = context.session.events === 'poll' ? sharedEventFeed() : undefined;
+  let table: DataTable | undefined;
+  let shown = '';
+  section.append(el('h2', { id: 'task-events' }, 'Events'));
+  if (!feed) {
+    section.append(el('p', {}, 'Events are on the EventBridge bus in AWS.'));
+  } else {
+    section.append(
+      el(
+        'p',
+        {},
+        `This task’s events among the last ${feed.keep.toLocaleString('en')} events of the local feed; older ones are not looked at.`,
+      ),
+      button(
+        'Show events',
+        (b) => {
+          table = new DataTable('Events of this task', ['Time', 'Type', 'Agent', 'Details']);
+          b.replaceWith(table.element);
+          table.element.focus();
+          refresh();
+        },
+        { class: 'secondary', 'data-key': 'show-events' },
+      ),
+    );
+  }
+  const read = async () => {
+    if (!table || !feed) return;
+    await feed.read(context.signal);
+    const mine = feed.events.filter((event) => event.taskId === taskId).reverse();
+    const key = JSON.stringify(mine.map((event) => event.sequence));
+    if (key === shown) return;
+    shown = key;
+    table.rows(
+      mine.map((event) => {
+        const [when, type, , agent, , more] = eventRow(event);
+        return [when, type, agent, more];
+      }),
+      'No events of this task among them.',
+    );
+  };
+  return { section, read };
+}
+
 export const taskView =
   (taskId: string): View =>
   (root, context) => {
     const actions = el('div', { class: 'toolbar' });
     const body = el('div', {}, el('p', {}, 'Loading…'));
-    const payload = el('section', { 'aria-labelledby': 'task-payload', hidden: true });
-    const events = el('section', { 'aria-labelledby': 'task-events' });
-    root.append(el('h1', {}, `Task ${taskId}`), actions, body, payload, events);
+    const payload = payloadSection(taskId, context);
+    const events = eventsSection(taskId, context, () => void poller.now());
+    root.append(el('h1', {}, `Task ${taskId}`), actions, body, payload.section, events.section);
 
     const actionButtons = (task: Task): Child[] => [
       !TERMINAL_STATUSES.has(task.status) &&
@@ -113,44 +214,6 @@ export const taskView =
         }),
     ];
 
-    // The payload: read once, when asked; the refresh reads the task without it.
-    const payloadSize = el('p', {});
-    let payloadLoading = false;
-    const showPayload = async (pressed: HTMLButtonElement) => {
-      if (payloadLoading) return;
-      payloadLoading = true;
-      pressed.setAttribute('aria-disabled', 'true');
-      try {
-        const task = await api.getTaskWithPayload(taskId, context.signal);
-        const block =
-          'payload' in task
-            ? jsonBlock(task.payload, 'Payload')
-            : el(
-                'p',
-                { tabindex: -1 },
-                task.payloadGone
-                  ? 'The payload is no longer kept: one stored in S3 is deleted when its task succeeds, and any once its retention has passed.'
-                  : 'The server sent no payload.',
-              );
-        payloadSize.remove();
-        pressed.replaceWith(block);
-        // Focus goes to what replaced the button: the payload's region (in a wrapper when truncated).
-        (block.querySelector('pre') ?? block).focus();
-      } catch (error) {
-        if (!isAbort(error) && !context.signal.aborted) {
-          alertError(`The payload could not be read: ${messageOf(error)}`);
-        }
-        pressed.removeAttribute('aria-disabled');
-      } finally {
-        payloadLoading = false;
-      }
-    };
-    payload.append(
-      el('h2', { id: 'task-payload' }, 'Payload'),
-      payloadSize,
-      button('Show payload', (b) => void showPayload(b), { class: 'secondary', 'data-key': 'show-payload' }),
-    );
-
     let shown = '';
     const showTask = (task: Task) => {
       const key = JSON.stringify(task);
@@ -158,36 +221,8 @@ export const taskView =
       shown = key;
       replaceKeepingFocus(actions, actionButtons(task));
       replaceKeepingFocus(body, details(task));
-      payload.hidden = false;
-      payloadSize.textContent = `${bytes(task.payloadBytes)}, read from the server only when asked.`;
+      payload.showFor(task);
     };
-
-    // Events: the local feed, read only once asked for.
-    const feed = context.session.events === 'poll' ? sharedEventFeed() : undefined;
-    let eventTable: DataTable | undefined;
-    let eventsShown = '';
-    events.append(el('h2', { id: 'task-events' }, 'Events'));
-    if (!feed) {
-      events.append(el('p', {}, 'Events are on the EventBridge bus in AWS.'));
-    } else {
-      events.append(
-        el(
-          'p',
-          {},
-          `This task’s events among the last ${feed.keep.toLocaleString('en')} events of the local feed; older ones are not looked at.`,
-        ),
-        button(
-          'Show events',
-          (b) => {
-            eventTable = new DataTable('Events of this task', ['Time', 'Type', 'Agent', 'Details']);
-            b.replaceWith(eventTable.element);
-            eventTable.element.focus();
-            void poller.now();
-          },
-          { class: 'secondary', 'data-key': 'show-events' },
-        ),
-      );
-    }
 
     const readTask = async () => {
       try {
@@ -196,8 +231,7 @@ export const taskView =
         // No such task, or not a task id: say so in place of the details.
         if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
           shown = '';
-          if (payload.contains(document.activeElement)) mainRegion()?.focus({ preventScroll: true });
-          payload.hidden = true;
+          payload.hide();
           replaceKeepingFocus(actions, []);
           replaceKeepingFocus(body, [el('p', {}, 'This task could not be read.')]);
         }
@@ -205,22 +239,7 @@ export const taskView =
       }
     };
 
-    const readEvents = async (table: DataTable, from: EventFeed) => {
-      await from.read(context.signal);
-      const mine = from.events.filter((event) => event.taskId === taskId).reverse();
-      const key = JSON.stringify(mine.map((event) => event.sequence));
-      if (key === eventsShown) return;
-      eventsShown = key;
-      table.rows(
-        mine.map((event) => {
-          const [when, type, , agent, , more] = eventRow(event);
-          return [when, type, agent, more];
-        }),
-        'No events of this task among them.',
-      );
-    };
-
     const poller = context.poll(async () => {
-      await Promise.all([readTask(), eventTable && feed ? readEvents(eventTable, feed) : undefined]);
+      await Promise.all([readTask(), events.read()]);
     });
   };

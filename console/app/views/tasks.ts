@@ -9,7 +9,7 @@ import { time } from '../format';
 import { Pager } from '../pager';
 import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
-import type { View } from '../view';
+import type { View, ViewContext } from '../view';
 import { submitTask } from './submit-task';
 import { taskLink } from './task-link';
 
@@ -27,9 +27,24 @@ function isoOf(local: string): string {
   return Number.isNaN(date.getTime()) ? '' : date.toISOString();
 }
 
-export const tasksView: View = (root, context) => {
-  let queues: string[] = [];
-  const queueSelect = select('queue', queueOptions(queues));
+/** A task as a row of the list. */
+const taskRow = (task: TaskSummary) => [
+  taskLink(task.taskId),
+  task.queue,
+  task.priority,
+  task.status,
+  `${task.attempt} of ${task.maxAttempts}`,
+  task.owner ?? 'none',
+  time(task.createdAt),
+  time(task.updatedAt),
+];
+
+/**
+ * The filter form: queue, status, concurrency key and creation times. `read` gives them as `GET /v1/tasks` takes
+ * them; `changed` runs at each change (not as a field is half typed).
+ */
+function taskFilters(changed: () => void) {
+  const queueSelect = select('queue', queueOptions([]));
   const statusSelect = select('status', [
     { value: '', label: 'All statuses' },
     ...TASK_STATUSES.map((status) => ({ value: status, label: status })),
@@ -38,6 +53,76 @@ export const tasksView: View = (root, context) => {
   const createdAfter = input('createdAfter', { type: 'datetime-local', 'aria-describedby': noteId });
   const createdBefore = input('createdBefore', { type: 'datetime-local', 'aria-describedby': noteId });
   const concurrencyKey = input('concurrencyKey', { type: 'text', autocomplete: 'off', maxlength: '128' });
+  const form = el(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
+    field('Queue', queueSelect),
+    field('Status', statusSelect),
+    field('Concurrency key', concurrencyKey),
+    field('Created after', createdAfter),
+    field('Created before', createdBefore),
+  );
+  form.addEventListener('submit', (event) => event.preventDefault());
+  form.addEventListener('change', changed);
+  const note = el(
+    'p',
+    { class: 'note', id: noteId },
+    'Newest first. Created after and Created before are in your time zone; leave one empty for no bound.',
+  );
+  return {
+    form,
+    note,
+    setQueues: (queues: readonly string[]) =>
+      setOptions(queueSelect, queueOptions(queues), queueSelect.value),
+    read: () => ({
+      queue: queueSelect.value,
+      status: statusSelect.value,
+      concurrencyKey: concurrencyKey.value.trim(),
+      createdAfter: isoOf(createdAfter.value),
+      createdBefore: isoOf(createdBefore.value),
+    }),
+  };
+}
+
+/**
+ * The "Submit task" button, and the notice naming the task it submitted. `queuesNow` gives the queues to offer,
+ * read first if need be.
+ */
+function submitControls(context: ViewContext, queuesNow: () => Promise<readonly string[]>) {
+  const notice = el('p', { class: 'notice', hidden: true });
+  const submitAndShow = async (trigger: HTMLElement, queues: readonly string[]) => {
+    const task = await submitTask(queues, trigger);
+    if (!task) return;
+    notice.hidden = false;
+    notice.replaceChildren('Submitted task ', taskLink(task.taskId, 'submitted'), ` to ${task.queue}.`);
+    await context.act(async () => `Task ${task.taskId} submitted to ${task.queue}: ${task.status}.`);
+  };
+  let submitting = false;
+  const openSubmit = async (trigger: HTMLElement) => {
+    if (submitting) return;
+    submitting = true;
+    try {
+      const queues = await queuesNow();
+      // Left while the queues were read: no dialog over another view.
+      if (context.signal.aborted) return;
+      await submitAndShow(trigger, queues);
+    } finally {
+      submitting = false;
+    }
+  };
+  return {
+    button: button('Submit task', openSubmit, { class: 'primary', 'data-key': 'submit-task' }),
+    notice,
+  };
+}
+
+export const tasksView: View = (root, context) => {
+  let queues: string[] = [];
+  const filters = taskFilters(() => {
+    applied = filters.read();
+    pager.reset();
+    void poller.now();
+  });
   const table = new DataTable('Tasks', [
     'Task',
     'Queue',
@@ -49,59 +134,17 @@ export const tasksView: View = (root, context) => {
     'Updated',
   ]);
   const pager = new Pager('tasks', () => void poller.now());
-  const submitted = el('p', { class: 'notice', hidden: true });
-
-  let submitting = false;
-  const openSubmit = async (trigger: HTMLElement) => {
-    if (submitting) return;
-    submitting = true;
-    try {
-      if (queues.length === 0) await loadQueues();
-      // Left while the queues were read: no dialog over another view.
-      if (context.signal.aborted) return;
-      await submitAndShow(trigger);
-    } finally {
-      submitting = false;
-    }
-  };
-  const submitAndShow = async (trigger: HTMLElement) => {
-    const task = await submitTask(queues, trigger);
-    if (!task) return;
-    submitted.hidden = false;
-    submitted.replaceChildren('Submitted task ', taskLink(task.taskId, 'submitted'), ` to ${task.queue}.`);
-    await context.act(async () => `Task ${task.taskId} submitted to ${task.queue}: ${task.status}.`);
-  };
-
-  const filters = el(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
-    field('Queue', queueSelect),
-    field('Status', statusSelect),
-    field('Concurrency key', concurrencyKey),
-    field('Created after', createdAfter),
-    field('Created before', createdBefore),
-  );
-  filters.addEventListener('submit', (event) => event.preventDefault());
-  filters.addEventListener('change', () => {
-    applied = readFilters();
-    pager.reset();
-    void poller.now();
+  const submit = submitControls(context, async () => {
+    if (queues.length === 0) await loadQueues();
+    return queues;
   });
 
   root.append(
     el('h1', {}, 'Tasks'),
-    el(
-      'div',
-      { class: 'toolbar' },
-      button('Submit task', openSubmit, { class: 'primary', 'data-key': 'submit-task' }),
-    ),
-    submitted,
-    filters,
-    el(
-      'p',
-      { class: 'note', id: noteId },
-      'Newest first. Created after and Created before are in your time zone; leave one empty for no bound.',
-    ),
+    el('div', { class: 'toolbar' }, submit.button),
+    submit.notice,
+    filters.form,
+    filters.note,
     table.element,
     pager.element,
   );
@@ -109,32 +152,14 @@ export const tasksView: View = (root, context) => {
   async function loadQueues(): Promise<void> {
     try {
       queues = (await api.listQueues(context.signal)).map((q) => q.name);
-      setOptions(queueSelect, queueOptions(queues), queueSelect.value);
+      filters.setQueues(queues);
     } catch (error) {
       if (!context.signal.aborted) alertError(`Queues could not be read: ${messageOf(error)}`);
     }
   }
 
-  const row = (task: TaskSummary) => [
-    taskLink(task.taskId),
-    task.queue,
-    task.priority,
-    task.status,
-    `${task.attempt} of ${task.maxAttempts}`,
-    task.owner ?? 'none',
-    time(task.createdAt),
-    time(task.updatedAt),
-  ];
-
   /** The filters as last applied (at a change), not as half typed: a refresh reads with these. */
-  const readFilters = () => ({
-    queue: queueSelect.value,
-    status: statusSelect.value,
-    concurrencyKey: concurrencyKey.value.trim(),
-    createdAfter: isoOf(createdAfter.value),
-    createdBefore: isoOf(createdBefore.value),
-  });
-  let applied = readFilters();
+  let applied = filters.read();
   const currentFilter = () => ({ ...applied, cursor: pager.cursor });
 
   let shown = '';
@@ -147,7 +172,7 @@ export const tasksView: View = (root, context) => {
     const key = JSON.stringify([filter, page.tasks]);
     if (key === shown) return;
     shown = key;
-    table.rows(page.tasks.map(row), 'No tasks match.');
+    table.rows(page.tasks.map(taskRow), 'No tasks match.');
   });
   void loadQueues();
 };
