@@ -9,7 +9,8 @@ import type { z } from 'zod';
 import type { clientFrameSchema } from '#domain/push';
 import type { queueLimitsSchema } from '#domain/queue-limits';
 import type { scheduleSpecSchema } from '#domain/schedule';
-import type { JsonValue, taskSpecSchema } from '#domain/task-spec';
+import type { taskSpecSchema } from '#domain/task-spec';
+import type { OnTheWire, Same } from '#domain/wire-match';
 import type { ClientFrame } from '#sdk/push-channel';
 import type * as Sdk from '#sdk/types';
 import type {
@@ -23,45 +24,6 @@ import type {
   sessionHoldingsView,
   taskWithPayloadView,
 } from '../../../functions/http/views';
-
-/**
- * A record as JSON carries it: fields that may be undefined become optional, since JSON drops them; a field that
- * holds any JSON value is as unknown to a client as one typed `unknown`.
- */
-type OnTheWire<T> = unknown extends T
-  ? T
-  : [JsonValue] extends [T]
-    ? unknown
-    : T extends readonly (infer E)[]
-      ? readonly OnTheWire<E>[]
-      : T extends object
-        ? Flat<
-            { [K in keyof T as undefined extends T[K] ? never : K]: OnTheWire<T[K]> } & {
-              [K in keyof T as undefined extends T[K] ? K : never]?: OnTheWire<Exclude<T[K], undefined>>;
-            }
-          >
-        : T;
-
-type Flat<T> = { [K in keyof T]: T[K] };
-
-/** The keys of fields of any type: JSON cannot say whether such a field is optional, so neither side does. */
-type AnyKeys<T> = { [K in keyof T]-?: unknown extends T[K] ? K : never }[keyof T];
-
-/** Readonly or not, the same record. */
-type Plain<T> = unknown extends T
-  ? T
-  : T extends readonly (infer E)[]
-    ? Plain<E>[]
-    : T extends object
-      ? Flat<
-          { -readonly [K in keyof T as K extends AnyKeys<T> ? never : K]: Plain<T[K]> } & {
-            -readonly [K in keyof T as K extends AnyKeys<T> ? K : never]-?: unknown;
-          }
-        >
-      : T;
-
-/** True only when each type is assignable to the other: the same fields, optional alike, of the same types. */
-type Same<A, B> = [Plain<A>] extends [Plain<B>] ? ([Plain<B>] extends [Plain<A>] ? true : false) : false;
 
 type Server<View extends (...args: never[]) => unknown> = OnTheWire<ReturnType<View>>;
 
