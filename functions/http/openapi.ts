@@ -4,7 +4,6 @@
  * handlers accept and answer.
  */
 import { z } from 'zod';
-import { BATCH_LIMITS } from '#core/batches';
 import { agentSpecSchema } from '#core/sessions';
 import { queueLimitsSchema } from '#domain/queue-limits';
 import { scheduleSpecSchema } from '#domain/schedule';
@@ -21,6 +20,7 @@ import {
   releaseRoleBody,
   submitChildBody,
   submitChildrenBody,
+  submitTasksBody,
   volunteerBody,
   withdrawBody,
 } from './request-bodies';
@@ -103,7 +103,7 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     summary: 'Submit tasks in a batch',
     request: {
       id: 'SubmitTasksRequest',
-      schema: z.strictObject({ tasks: z.array(taskSpecSchema).min(1).max(BATCH_LIMITS.submit) }),
+      schema: submitTasksBody,
     },
     responses: ok(batchResultsSchema, 'One result per task, in order'),
   },

@@ -108,6 +108,14 @@ export const withdrawBody = accepts<Sdk.WithdrawRoleInput>()(
   }),
 );
 
+/**
+ * `POST /v1/tasks/batch`, as the document describes it: the route reads `tasks` itself, and each specification in
+ * turn, so one bad item is that item's error and not the batch's.
+ */
+export const submitTasksBody = accepts<{ readonly tasks: readonly Sdk.SubmitTaskInput[] }>()(
+  z.strictObject({ tasks: z.array(taskSpecSchema).min(1).max(BATCH_LIMITS.submit) }),
+);
+
 /** A follow-up task an agent submits: a task specification, named by a key of the agent's (not an idempotency key). */
 export const childSpecSchema = accepts<Sdk.ChildTaskInput>()(
   taskSpecSchema.omit({ idempotencyKey: true }).extend({
