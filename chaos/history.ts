@@ -174,138 +174,167 @@ function inCommitOrder(answered: readonly SessionVersion[]): SessionVersion[] {
   });
 }
 
-export function checkHistory(history: History): Verdict {
-  let overlapCount = 0;
-  let nonMonotonicEpochCount = 0;
-  let staleAcceptedCount = 0;
-  let duplicateTerminalCount = 0;
-  let terminalLeftCount = 0;
-  const reclaimLatencies: number[] = [];
-  const sessionsByAgent = new Map(
-    [...groupBy(history.sessions, (s) => s.agentId)].map(([agentId, versions]) => [
-      agentId,
-      inCommitOrder(versions),
-    ]),
+/**
+ * The order of a task's writes: by epoch, a lease's own writes before the one that ends it, then by time; and its
+ * grants, the first version of each epoch leased.
+ */
+function taskOrder(versions: readonly TaskVersion[]): { ordered: TaskVersion[]; grants: TaskVersion[] } {
+  const ordered = [...versions].sort(
+    (a, b) =>
+      a.leaseEpoch - b.leaseEpoch ||
+      Number(a.status !== 'leased') - Number(b.status !== 'leased') ||
+      a.at - b.at,
   );
+  const grants = ordered.filter(
+    (v, i) => v.status === 'leased' && ordered[i - 1]?.leaseEpoch !== v.leaseEpoch,
+  );
+  return { ordered, grants };
+}
 
-  for (const [taskId, versions] of groupBy(history.tasks, (v) => v.taskId)) {
-    // The order of a task's writes: by epoch, a lease's own writes before the one that ends it, then by time.
-    const ordered = [...versions].sort(
-      (a, b) =>
-        a.leaseEpoch - b.leaseEpoch ||
-        Number(a.status !== 'leased') - Number(b.status !== 'leased') ||
-        a.at - b.at,
-    );
-    const grants = ordered.filter(
-      (v, i) => v.status === 'leased' && ordered[i - 1]?.leaseEpoch !== v.leaseEpoch,
-    );
-    // One holder per epoch, and each later epoch granted later.
-    for (const version of ordered) {
-      const grant = grants.find((g) => g.leaseEpoch === version.leaseEpoch);
-      const sameHolder = grant && version.owner === grant.owner && version.sessionId === grant.sessionId;
-      if (version.status === 'leased' && !sameHolder) nonMonotonicEpochCount++;
-    }
-    grants.forEach((grant, i) => {
-      const previous = grants[i - 1];
-      if (previous && grant.at < previous.at) nonMonotonicEpochCount++;
-    });
-    // A finish must name the lease it ends: the epoch and owner of the version before it.
-    let terminals = 0;
-    ordered.forEach((version, i) => {
-      const previous = ordered[i - 1];
-      if (TERMINAL.has(version.status) && !TERMINAL.has(previous?.status ?? '')) terminals++;
-      // Out of a terminal status only through a redrive, which counts itself on the record.
-      if (
-        previous &&
-        TERMINAL.has(previous.status) &&
-        !TERMINAL.has(version.status) &&
-        (version.redrives ?? 0) <= (previous.redrives ?? 0)
-      ) {
-        terminalLeftCount++;
-        explain('terminal state left without a redrive', { previous, version });
-      }
-      const finish = version.lastFinish;
-      if (finish && previous && finish !== previous.lastFinish && previous.status === 'leased') {
-        const changedByFinish =
-          previous.lastFinish === undefined ||
-          previous.lastFinish.leaseEpoch !== finish.leaseEpoch ||
-          previous.lastFinish.kind !== finish.kind;
-        if (
-          changedByFinish &&
-          (finish.leaseEpoch !== previous.leaseEpoch || finish.agentId !== previous.owner)
-        ) {
-          staleAcceptedCount++;
-          explain('stale finish accepted', { previous, version });
-        }
-      }
-    });
-    if (terminals > 1) duplicateTerminalCount += terminals - 1;
-
-    // No two leases good at once: when a lease is granted, every earlier one must be over, and stay over.
-    const finishOf = (lease: TaskVersion) =>
-      ordered.find(
-        (v) =>
-          v.at >= lease.at &&
-          v.lastFinish?.leaseEpoch === lease.leaseEpoch &&
-          v.lastFinish.agentId === lease.owner,
-      )?.at;
-    const takenBackUnseen = (lease: TaskVersion) =>
-      history.answered === undefined || history.answered.has(`${taskId}#${lease.leaseEpoch}`)
-        ? undefined
-        : ordered.find((v) => v.at >= lease.at && v.leaseEpoch === lease.leaseEpoch && v.status !== 'leased')
-            ?.at;
-    grants.forEach((grant, i) => {
-      const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
-      const finishedAt = finishOf(grant) ?? takenBackUnseen(grant);
-      for (const later of grants.slice(i + 1)) {
-        const until = grants[grants.indexOf(later) + 1]?.at ?? Number.POSITIVE_INFINITY;
-        // The later grant's time, and every write of the earlier lease's session while the later one holds.
-        const probes = [
-          later.at,
-          ...sessions
-            .slice(lastAtOrBefore(sessions, later.at) + 1, lastAtOrBefore(sessions, until) + 1)
-            .filter((s) => s.sessionId === grant.sessionId && s.at < until)
-            .map((s) => s.at),
-        ];
-        const overlapAt = probes.find((t) => validAt(grant, t, sessions, finishedAt));
-        if (overlapAt !== undefined) {
-          overlapCount++;
-          const latest = sessions[lastAtOrBefore(sessions, overlapAt)];
-          explain('lease overlap', {
-            grant,
-            later,
-            overlapAt,
-            finishedAt,
-            sessionAtOverlap: latest,
-            // When the agent opened the session granted the earlier lease: a sweep's read of the agent's session
-            // made before then knows only the session it replaced.
-            sessionOpenedAt: sessions.find((s) => s.sessionId === grant.sessionId)?.at,
-            takenBackBy: history.takenBackBy?.get(`${taskId}#${grant.leaseEpoch}`),
-            versions: ordered,
-          });
-          break;
-        }
-      }
-    });
-
-    for (const crash of history.crashes.filter((c) => c.taskId === taskId)) {
-      const takenBack = ordered.find(
-        (v) => v.at > crash.at && v.leaseEpoch === crash.leaseEpoch && v.status !== 'leased',
-      );
-      if (takenBack) reclaimLatencies.push(takenBack.at - crash.at);
-    }
+/** One holder per epoch, and each later epoch granted later: the versions that break either. */
+function nonMonotonicEpochs(ordered: readonly TaskVersion[], grants: readonly TaskVersion[]): number {
+  let count = 0;
+  for (const version of ordered) {
+    const grant = grants.find((g) => g.leaseEpoch === version.leaseEpoch);
+    const sameHolder = grant && version.owner === grant.owner && version.sessionId === grant.sessionId;
+    if (version.status === 'leased' && !sameHolder) count++;
   }
+  grants.forEach((grant, i) => {
+    const previous = grants[i - 1];
+    if (previous && grant.at < previous.at) count++;
+  });
+  return count;
+}
 
-  // A session is extended past an expiry it had reached only while idle there (holding nothing, owing nothing:
-  // the claim that gives an idle agent work extends it), and never once it was ended (a sweep ends a session
-  // before it takes anything back). Writes that keep the expiry (a release, a notice) tie with the version before
-  // them, and their answers may come back in either order: a tie is read as a set, not a sequence.
-  for (const versions of groupBy(history.sessions, (v) => v.sessionId).values()) {
+/** The version enters a terminal status from one that was not. */
+const becomesTerminal = (previous: TaskVersion | undefined, version: TaskVersion): boolean =>
+  TERMINAL.has(version.status) && !TERMINAL.has(previous?.status ?? '');
+
+/** Out of a terminal status only through a redrive, which counts itself on the record. */
+const leavesTerminalWithoutRedrive = (previous: TaskVersion | undefined, version: TaskVersion): boolean =>
+  previous !== undefined &&
+  TERMINAL.has(previous.status) &&
+  !TERMINAL.has(version.status) &&
+  (version.redrives ?? 0) <= (previous.redrives ?? 0);
+
+/** A finish must name the lease it ends: the epoch and owner of the version before it. */
+function acceptsStaleFinish(previous: TaskVersion | undefined, version: TaskVersion): boolean {
+  const finish = version.lastFinish;
+  if (!finish || !previous || finish === previous.lastFinish || previous.status !== 'leased') return false;
+  const changedByFinish =
+    previous.lastFinish === undefined ||
+    previous.lastFinish.leaseEpoch !== finish.leaseEpoch ||
+    previous.lastFinish.kind !== finish.kind;
+  return changedByFinish && (finish.leaseEpoch !== previous.leaseEpoch || finish.agentId !== previous.owner);
+}
+
+/** A task's terminal writes beyond its first, its terminal states left, and the stale finishes it accepted. */
+function endings(ordered: readonly TaskVersion[]) {
+  let terminals = 0;
+  let terminalLeft = 0;
+  let staleAccepted = 0;
+  ordered.forEach((version, i) => {
+    const previous = ordered[i - 1];
+    if (becomesTerminal(previous, version)) terminals++;
+    if (leavesTerminalWithoutRedrive(previous, version)) {
+      terminalLeft++;
+      explain('terminal state left without a redrive', { previous, version });
+    }
+    if (acceptsStaleFinish(previous, version)) {
+      staleAccepted++;
+      explain('stale finish accepted', { previous, version });
+    }
+  });
+  return { duplicateTerminals: Math.max(0, terminals - 1), terminalLeft, staleAccepted };
+}
+
+/** No two leases good at once: when a lease is granted, every earlier one must be over, and stay over. */
+function overlappingLeases(
+  taskId: string,
+  ordered: readonly TaskVersion[],
+  grants: readonly TaskVersion[],
+  sessionsByAgent: ReadonlyMap<string, readonly SessionVersion[]>,
+  history: History,
+): number {
+  let count = 0;
+  const finishOf = (lease: TaskVersion) =>
+    ordered.find(
+      (v) =>
+        v.at >= lease.at &&
+        v.lastFinish?.leaseEpoch === lease.leaseEpoch &&
+        v.lastFinish.agentId === lease.owner,
+    )?.at;
+  const takenBackUnseen = (lease: TaskVersion) =>
+    history.answered === undefined || history.answered.has(`${taskId}#${lease.leaseEpoch}`)
+      ? undefined
+      : ordered.find((v) => v.at >= lease.at && v.leaseEpoch === lease.leaseEpoch && v.status !== 'leased')
+          ?.at;
+  grants.forEach((grant, i) => {
+    const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
+    const finishedAt = finishOf(grant) ?? takenBackUnseen(grant);
+    for (const later of grants.slice(i + 1)) {
+      const until = grants[grants.indexOf(later) + 1]?.at ?? Number.POSITIVE_INFINITY;
+      // The later grant's time, and every write of the earlier lease's session while the later one holds.
+      const probes = [
+        later.at,
+        ...sessions
+          .slice(lastAtOrBefore(sessions, later.at) + 1, lastAtOrBefore(sessions, until) + 1)
+          .filter((s) => s.sessionId === grant.sessionId && s.at < until)
+          .map((s) => s.at),
+      ];
+      const overlapAt = probes.find((t) => validAt(grant, t, sessions, finishedAt));
+      if (overlapAt !== undefined) {
+        count++;
+        const latest = sessions[lastAtOrBefore(sessions, overlapAt)];
+        explain('lease overlap', {
+          grant,
+          later,
+          overlapAt,
+          finishedAt,
+          sessionAtOverlap: latest,
+          // When the agent opened the session granted the earlier lease: a sweep's read of the agent's session
+          // made before then knows only the session it replaced.
+          sessionOpenedAt: sessions.find((s) => s.sessionId === grant.sessionId)?.at,
+          takenBackBy: history.takenBackBy?.get(`${taskId}#${grant.leaseEpoch}`),
+          versions: ordered,
+        });
+        break;
+      }
+    }
+  });
+  return count;
+}
+
+/** How long after each crash of an agent holding the task its lease was taken back. */
+function reclaimLatencies(
+  taskId: string,
+  ordered: readonly TaskVersion[],
+  crashes: readonly Crash[],
+): number[] {
+  const latencies: number[] = [];
+  for (const crash of crashes.filter((c) => c.taskId === taskId)) {
+    const takenBack = ordered.find(
+      (v) => v.at > crash.at && v.leaseEpoch === crash.leaseEpoch && v.status !== 'leased',
+    );
+    if (takenBack) latencies.push(takenBack.at - crash.at);
+  }
+  return latencies;
+}
+
+/**
+ * A session is extended past an expiry it had reached only while idle there (holding nothing, owing nothing:
+ * the claim that gives an idle agent work extends it), and never once it was ended (a sweep ends a session
+ * before it takes anything back). Writes that keep the expiry (a release, a notice) tie with the version before
+ * them, and their answers may come back in either order: a tie is read as a set, not a sequence.
+ */
+function revivedSessions(sessions: readonly SessionVersion[]): number {
+  let count = 0;
+  for (const versions of groupBy(sessions, (v) => v.sessionId).values()) {
     const endedAt = Math.min(...versions.filter((v) => v.ended).map((v) => v.expiresAt));
     const expiries = [...new Set(versions.map((v) => v.expiresAt))].sort((a, b) => a - b);
     for (const version of versions) {
       if (version.expiresAt > endedAt) {
-        staleAcceptedCount++;
+        count++;
         explain('ended session revived', { endedAt, version });
         continue;
       }
@@ -313,7 +342,7 @@ export function checkHistory(history: History): Verdict {
       if (before === undefined || version.at <= before) continue;
       const idleThere = versions.some((v) => v.expiresAt === before && v.idle && !v.ended);
       if (!idleThere) {
-        staleAcceptedCount++;
+        count++;
         explain('expired session revived', {
           expiredAt: before,
           version,
@@ -322,26 +351,34 @@ export function checkHistory(history: History): Verdict {
       }
     }
   }
+  return count;
+}
 
-  // Every "ok" the clients saw is a committed transition.
+/** Every "ok" the clients saw of a finish is a committed transition: the oks no committed write shows. */
+function phantomOks(history: History): number {
   const committed = new Set(
     history.tasks
       .filter((v) => v.lastFinish)
       .map((v) => `${v.taskId}:${v.lastFinish?.kind}:${v.lastFinish?.leaseEpoch}:${v.lastFinish?.agentId}`),
   );
-  const phantomOkCount = history.calls.filter(
+  return history.calls.filter(
     (call) =>
       call.outcome === 'ok' &&
       (call.op === 'complete' || call.op === 'fail' || call.op === 'release') &&
       !committed.has(`${call.taskId}:${call.op}:${call.leaseEpoch}:${call.agentId}`),
   ).length;
-  // An owner write on a task since given to another agent is answered as if the task did not exist.
-  const staleRejectedCount = history.calls.filter(
+}
+
+/** An owner write on a task since given to another agent is answered as if the task did not exist. */
+const staleRejected = (calls: readonly ClientCall[]): number =>
+  calls.filter(
     (call) =>
       call.outcome === 'fail' &&
       (call.code === 'LeaseLost' || call.code === 'SessionLost' || call.code === 'TaskNotFound'),
   ).length;
 
+/** Acknowledged submissions the store no longer holds, and those it holds in a status that is not terminal. */
+function unfinished(history: History): { lostCount: number; neverTerminalCount: number } {
   let lostCount = 0;
   let neverTerminalCount = 0;
   for (const taskId of history.acknowledged) {
@@ -349,23 +386,50 @@ export function checkHistory(history: History): Verdict {
     if (status === undefined) lostCount++;
     else if (!TERMINAL.has(status)) neverTerminalCount++;
   }
+  return { lostCount, neverTerminalCount };
+}
 
-  const duplicateFireCount = [...history.occurrenceTasks.values()].filter((tasks) => tasks.size > 1).length;
+/** Schedule occurrences that created more than one task. */
+const duplicateFires = (history: History): number =>
+  [...history.occurrenceTasks.values()].filter((tasks) => tasks.size > 1).length;
 
+export function checkHistory(history: History): Verdict {
+  let overlapCount = 0;
+  let nonMonotonicEpochCount = 0;
+  let staleAcceptedCount = 0;
+  let duplicateTerminalCount = 0;
+  let terminalLeftCount = 0;
+  const latencies: number[] = [];
+  const sessionsByAgent = new Map(
+    [...groupBy(history.sessions, (s) => s.agentId)].map(([agentId, versions]) => [
+      agentId,
+      inCommitOrder(versions),
+    ]),
+  );
+  for (const [taskId, versions] of groupBy(history.tasks, (v) => v.taskId)) {
+    const { ordered, grants } = taskOrder(versions);
+    nonMonotonicEpochCount += nonMonotonicEpochs(ordered, grants);
+    const ended = endings(ordered);
+    duplicateTerminalCount += ended.duplicateTerminals;
+    terminalLeftCount += ended.terminalLeft;
+    staleAcceptedCount += ended.staleAccepted;
+    overlapCount += overlappingLeases(taskId, ordered, grants, sessionsByAgent, history);
+    latencies.push(...reclaimLatencies(taskId, ordered, history.crashes));
+  }
+  staleAcceptedCount += revivedSessions(history.sessions);
   return {
     overlapCount,
-    duplicateFireCount,
+    duplicateFireCount: duplicateFires(history),
     nonMonotonicEpochCount,
     staleAcceptedCount,
-    staleRejectedCount,
+    staleRejectedCount: staleRejected(history.calls),
     duplicateTerminalCount,
     terminalLeftCount,
-    phantomOkCount,
-    lostCount,
-    neverTerminalCount,
+    phantomOkCount: phantomOks(history),
+    ...unfinished(history),
     reclaimLatencyMs: {
-      p50: Math.round(percentile(reclaimLatencies, 0.5)),
-      p99: Math.round(percentile(reclaimLatencies, 0.99)),
+      p50: Math.round(percentile(latencies, 0.5)),
+      p99: Math.round(percentile(latencies, 0.99)),
     },
   };
 }
