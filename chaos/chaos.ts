@@ -13,6 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { summaryLines } from './http-report';
+import { summaryLines as inProcessSummaryLines } from './inprocess-report';
 import { runChaos } from './run-chaos';
 import { runHttpChaos } from './run-http-chaos';
 
@@ -103,31 +104,5 @@ const report = await runChaos({
 });
 
 if (values.json) console.log(JSON.stringify(report));
-else {
-  console.log(
-    [
-      `${report.tasks} tasks, ${report.agents} agents, seed ${report.seed}: ${report.durationMs} ms, ${report.calls} calls`,
-      `faults          ${Object.entries(report.faults)
-        .map(([kind, n]) => `${kind} ${n}`)
-        .join(', ')}`,
-      `overlapping leases ${report.overlapCount}, non-monotonic epochs ${report.nonMonotonicEpochCount}`,
-      `stale writes accepted ${report.staleAcceptedCount}, rejected ${report.staleRejectedCount}`,
-      `duplicate terminals ${report.duplicateTerminalCount}, phantom oks ${report.phantomOkCount}, duplicate fires ${report.duplicateFireCount}`,
-      `lost ${report.lostCount}, never terminal ${report.neverTerminalCount}`,
-      ...(report.dagTasks
-        ? [
-            `dag             ${report.dagTasks} tasks, ${report.joins} joins; ended ${Object.entries(
-              report.dagEnds ?? {},
-            )
-              .map(([status, n]) => `${status} ${n}`)
-              .join(
-                ', ',
-              )}; premature starts ${report.prematureStartCount}, cascade violations ${report.cascadeViolationCount}`,
-          ]
-        : []),
-      `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
-      report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
-    ].join('\n'),
-  );
-}
+else console.log(inProcessSummaryLines(report).join('\n'));
 process.exit(report.violations === 0 ? 0 : 1);

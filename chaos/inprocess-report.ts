@@ -1,0 +1,105 @@
+/** What an in-process chaos run reports: the final statuses read back, the history checked, its figures on lines. */
+import { checkDag, type DagTask, type DagVerdict } from './dag';
+import { checkHistory, type Verdict, violationDetails } from './history';
+import type { InProcessRun } from './inprocess-stack';
+
+export interface ChaosReport extends Verdict, Partial<DagVerdict> {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly faults: Readonly<Record<string, number>>;
+  /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
+  readonly lostAnswers: Readonly<Record<string, number>>;
+  /** Tasks that died with an `onFailure` whose hook was never submitted. */
+  readonly hookMissingCount: number;
+  readonly calls: number;
+  readonly violations: number;
+  /** The first violations found, each with the versions that make it one. */
+  readonly violationDetails?: readonly string[];
+}
+
+const debug = (what: string) => {
+  if (process.env.CHAOS_DEBUG) console.error(`${new Date().toISOString()} ${what}`);
+};
+
+/** The hooks the scheduler submitted for dead tasks, as the recorder of committed writes saw them made. */
+export const hooksOf = (run: InProcessRun): Set<string> =>
+  new Set(run.history.tasks.flatMap((v) => (v.failureOf ? [v.taskId] : [])));
+
+/**
+ * Reads back every acknowledged task (hooks included) and checks the history: the server's properties, the
+ * workflow's, and that every task that died with an onFailure has its hook.
+ */
+export async function reportOf(
+  run: InProcessRun,
+  dag: readonly DagTask[],
+  started: number,
+): Promise<ChaosReport> {
+  const { options, history } = run;
+  for (const hook of hooksOf(run)) history.acknowledged.add(hook);
+  const final = await run.ctx.tasks.getMany([...history.acknowledged]);
+  for (const taskId of history.acknowledged) history.finalStatus.set(taskId, final.get(taskId)?.status);
+  // Every task that died with an onFailure has its hook.
+  const hooked = new Set(history.tasks.flatMap((v) => (v.failureOf ? [v.failureOf] : [])));
+  const hookMissingCount = [...final.values()].filter(
+    (task) => task.status === 'dead' && task.hasOnFailure && !hooked.has(task.taskId),
+  ).length;
+  debug(
+    `read back; ${history.tasks.length} task versions, ${history.sessions.length} session versions, ${history.calls.length} calls`,
+  );
+  violationDetails.length = 0;
+  const verdict = checkHistory({ ...history, answered: run.answered });
+  const dagVerdict =
+    dag.length > 0 ? checkDag(dag, run.dagClaims, history.finalStatus, violationDetails) : undefined;
+  debug('checked');
+  const violations =
+    (dagVerdict ? dagVerdict.prematureStartCount + dagVerdict.cascadeViolationCount : 0) +
+    verdict.overlapCount +
+    verdict.nonMonotonicEpochCount +
+    verdict.staleAcceptedCount +
+    verdict.duplicateTerminalCount +
+    verdict.terminalLeftCount +
+    verdict.phantomOkCount +
+    verdict.duplicateFireCount +
+    verdict.lostCount +
+    verdict.neverTerminalCount +
+    hookMissingCount;
+  return {
+    tasks: options.tasks,
+    agents: options.agents,
+    seed: options.seed,
+    durationMs: Math.round(performance.now() - started),
+    faults: run.faults,
+    lostAnswers: run.lostAnswers,
+    hookMissingCount,
+    calls: history.calls.length,
+    ...verdict,
+    ...(dagVerdict ?? {}),
+    violations,
+    ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
+  };
+}
+
+/** A run's figures, a line each. */
+export function summaryLines(report: ChaosReport): string[] {
+  const listed = (counts: Readonly<Record<string, number>>) =>
+    Object.entries(counts)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(', ');
+  return [
+    `${report.tasks} tasks, ${report.agents} agents, seed ${report.seed}: ${report.durationMs} ms, ${report.calls} calls`,
+    `faults          ${listed(report.faults)}`,
+    `overlapping leases ${report.overlapCount}, non-monotonic epochs ${report.nonMonotonicEpochCount}`,
+    `stale writes accepted ${report.staleAcceptedCount}, rejected ${report.staleRejectedCount}`,
+    `duplicate terminals ${report.duplicateTerminalCount}, phantom oks ${report.phantomOkCount}, duplicate fires ${report.duplicateFireCount}`,
+    `lost ${report.lostCount}, never terminal ${report.neverTerminalCount}`,
+    ...(report.dagTasks
+      ? [
+          `dag             ${report.dagTasks} tasks, ${report.joins} joins; ended ${listed(report.dagEnds ?? {})}; premature starts ${report.prematureStartCount}, cascade violations ${report.cascadeViolationCount}`,
+        ]
+      : []),
+    `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
+    report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
+  ];
+}

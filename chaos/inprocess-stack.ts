@@ -1,0 +1,275 @@
+/**
+ * The stack under test of the in-process chaos run: the scheduler's handlers on scratch tables and queues, the
+ * faults of its DynamoDB and SQS clients, the recorders of what it commits, and the state the run shares.
+ *
+ * Faults, while they last: 2 % of DynamoDB writes throttled before they are sent; 2 % committed and their answer
+ * lost to a timeout (a fifth to a half of the writes a run makes only tens of, `LOST_SHARE`), both retried by the
+ * AWS SDK as in AWS; 5 % of SQS sends lost and 5 % delivered twice.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { Scheduler } from '#core/scheduler';
+import { isSchedulerError } from '#domain/errors';
+import { type ScratchStack, scratchStack } from '#local/scratch-stack';
+import { seededRandom } from '#local/seeded-random';
+import { createContext, type WiredContext } from '#wiring/context';
+import {
+  emptyHistory,
+  recordCommittedWrites,
+  recordTakeBacks,
+  stackOf,
+  WRITES,
+  writeKind,
+} from './committed-writes';
+import type { ClientCall, History } from './history';
+
+export interface ChaosOptions {
+  readonly tasks: number;
+  readonly agents: number;
+  readonly seed: number;
+  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+  /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
+  readonly mutate?: (ctx: WiredContext) => void;
+  /**
+   * Changes each schedule delivery before it is handled: how a test makes occurrences be told apart by something
+   * other than their scheduled time (the schedule mutant).
+   */
+  readonly mutateFire?: (fire: ScheduleFire) => ScheduleFire;
+  /** Share of supervisor ticks that run two passes at once. @default 0.1 */
+  readonly supervisorDoubling?: number;
+  /** Longest wait for every task to end once the faults stop. @default 60 s */
+  readonly drainTimeoutMs?: number;
+  /**
+   * Longest time an agent works on a task before it finishes it (each draws up to this). Longer work holds each
+   * lease longer, so a late write of an earlier lease is more likely to land while a later one holds the task.
+   * @default 10 ms
+   */
+  readonly workMs?: number;
+  /** Tasks of a random DAG (fan-out, joins, doomed tasks) submitted after the flat ones. @default 0 */
+  readonly dag?: number;
+}
+
+/** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
+export interface ScheduleFire {
+  readonly schedule: string;
+  readonly scheduledTime: string;
+  readonly executionId: string;
+  readonly overlap: string;
+  readonly task: Record<string, unknown>;
+}
+
+export const LEASE_TTL_SECONDS = 2;
+export const HEARTBEAT_MS = 500;
+/**
+ * The share of lost answers of writes a run makes tens of, not thousands (others lose one in fifty), so each
+ * kind is hit in a run of 1,000 tasks: about 50 hooks, 80 children, 100 opens, and a few dozen role transfers.
+ */
+const LOST_SHARE: Readonly<Record<string, number>> = {
+  open: 0.2,
+  childSubmit: 0.2,
+  hookSubmit: 0.2,
+  roleTransfer: 0.5,
+};
+
+/** A claim of a workflow task: what its claim said of how each dependency ended. */
+export interface DagClaim {
+  readonly taskId: string;
+  readonly dependencies?: Readonly<Record<string, { readonly status: string }>>;
+}
+
+/** What the faults, the recorders and the run share while it goes. */
+export interface ChaosState {
+  readonly random: () => number;
+  readonly history: History;
+  /** Faults injected, by kind. */
+  readonly faults: Record<string, number>;
+  /** The committed writes whose answer was lost, by what they wrote. */
+  readonly lostAnswers: Record<string, number>;
+  /**
+   * The leases the claims answered with: a grant no answer carried was taken back by its own claim (its session no
+   * longer held the slot), and no agent ever held it.
+   */
+  readonly answered: Set<string>;
+  readonly dagClaims: DagClaim[];
+  /** Calls and time spent by command, kept with `CHAOS_DEBUG` set. */
+  readonly latency: Map<string, { n: number; ms: number }>;
+  readonly live: { faultsOn: boolean; stopping: boolean; completed: number; lastPassMs: number };
+  count(kind: string): void;
+}
+
+/** The outcome of one client call, as `record` keeps it in the history. */
+export type Recorded<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly code: string };
+
+/** The stack under test and what the run shares. */
+export interface InProcessRun extends ChaosState {
+  readonly options: ChaosOptions;
+  readonly scratch: ScratchStack;
+  readonly ctx: WiredContext;
+  readonly scheduler: Scheduler;
+  /** Runs a client call and records it, with its outcome as the caller saw it: ok, fail (definite) or unknown. */
+  record<T>(call: Omit<ClientCall, 'at' | 'outcome' | 'code'>, work: () => Promise<T>): Promise<Recorded<T>>;
+}
+
+function chaosState(seed: number): ChaosState {
+  const faults: Record<string, number> = {};
+  return {
+    random: seededRandom(seed),
+    history: emptyHistory(),
+    faults,
+    lostAnswers: {},
+    answered: new Set(),
+    dagClaims: [],
+    latency: new Map(),
+    live: {
+      faultsOn: process.env.CHAOS_NO_FAULTS === undefined,
+      stopping: false,
+      completed: 0,
+      lastPassMs: 0,
+    },
+    count: (kind) => {
+      faults[kind] = (faults[kind] ?? 0) + 1;
+    },
+  };
+}
+
+/** The stack under test: the scratch tables and queues, their clients' faults and recorders, and the scheduler. */
+export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
+  const state = chaosState(options.seed);
+  const scratch = await scratchStack({ name: 'chaos', queues: ['chaos'], endpoints: options.endpoints });
+  const { dynamodb, sqs, tables, queues } = scratch;
+  injectWriteFaults(dynamodb, tables, state);
+  if (process.env.CHAOS_DEBUG) measureLatency([dynamodb, sqs], state.latency);
+  // Added after the faults, so it runs inside them: closest to the wire.
+  recordCommittedWrites(dynamodb, tables, state.history);
+  injectSqsFaults(sqs, state);
+  const ctx = createContext({
+    dynamodb,
+    sqs,
+    tables,
+    queues,
+    random: seededRandom(options.seed + 1),
+    settings: {
+      leaseTtlSeconds: LEASE_TTL_SECONDS,
+      heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
+      reconcileAfterSeconds: 2,
+      claimVisibilityTimeoutSeconds: 2,
+      reservationGraceSeconds: 2,
+      idleRetryBaseMs: 10,
+      idleRetryMaxMs: 50,
+      // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
+      dependencyRecheckSeconds: 2,
+      // Agents submit children to the run's queue; a dead task's onFailure goes there too.
+      agentSubmitQueues: ['chaos'],
+    },
+  });
+  options.mutate?.(ctx);
+  recordTakeBacks(ctx, state.history);
+  const scheduler = new Scheduler(ctx);
+  return { ...state, options, scratch, ctx, scheduler, record: recorderOf(state.history) };
+}
+
+/** Under the SDK's retries: a lost answer or a throttle is retried by the SDK, as in AWS. */
+function injectWriteFaults(
+  dynamodb: DynamoDBClient,
+  tables: { readonly tasks: string; readonly leases: string },
+  state: ChaosState,
+): void {
+  stackOf(dynamodb).add(
+    (next, context) => async (args) => {
+      if (!state.live.faultsOn || !WRITES.has(context.commandName ?? '')) return next(args);
+      const draw = state.random();
+      if (draw < 0.02) {
+        state.count('dynamodbThrottledBeforeSend');
+        throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
+      }
+      const kind = writeKind(context.commandName ?? '', args.input, tables);
+      const result = await next(args);
+      if (draw < 0.02 + (LOST_SHARE[kind] ?? 0.02)) {
+        state.count('dynamodbTimeoutAfterCommit');
+        state.lostAnswers[kind] = (state.lostAnswers[kind] ?? 0) + 1;
+        throw Object.assign(new Error('injected timeout after commit'), {
+          name: 'TimeoutError',
+          $metadata: {},
+        });
+      }
+      return result;
+    },
+    { step: 'finalizeRequest', name: 'chaosDynamoDbFaults', priority: 'low' },
+  );
+}
+
+/** Counts each command's calls and time, for the progress lines of a `CHAOS_DEBUG` run. */
+function measureLatency(
+  clients: readonly (DynamoDBClient | SQSClient)[],
+  latency: Map<string, { n: number; ms: number }>,
+): void {
+  for (const client of clients)
+    stackOf(client).add(
+      (next, context) => async (args) => {
+        const t = performance.now();
+        try {
+          return await next(args);
+        } finally {
+          const key = context.commandName ?? '?';
+          const entry = latency.get(key) ?? { n: 0, ms: 0 };
+          entry.n++;
+          entry.ms += performance.now() - t;
+          latency.set(key, entry);
+        }
+      },
+      { step: 'finalizeRequest', name: 'chaosLatency', priority: 'low' },
+    );
+}
+
+/** Sends lost (answered as sent) and sends delivered twice. */
+function injectSqsFaults(sqs: SQSClient, state: ChaosState): void {
+  stackOf(sqs).add(
+    (next, context) => async (args) => {
+      const operation = context.commandName ?? '';
+      if (
+        !state.live.faultsOn ||
+        (operation !== 'SendMessageCommand' && operation !== 'SendMessageBatchCommand')
+      ) {
+        return next(args);
+      }
+      const draw = state.random();
+      if (draw < 0.05) {
+        state.count('sqsSendLost');
+        const entries = (args.input as { Entries?: { Id: string }[] }).Entries ?? [];
+        return {
+          output: {
+            MessageId: 'lost',
+            Successful: entries.map((e) => ({ Id: e.Id, MessageId: 'lost', MD5OfMessageBody: '' })),
+            Failed: [],
+            $metadata: {},
+          },
+        };
+      }
+      if (draw < 0.1) {
+        state.count('sqsDuplicateDelivery');
+        await next(args);
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'chaosSqsFaults' },
+  );
+}
+
+/** A client call recorded into `history`: a refusal below 500 is definite, anything else may have happened. */
+function recorderOf(history: History): InProcessRun['record'] {
+  return async (call, work) => {
+    const at = Date.now();
+    try {
+      const value = await work();
+      history.calls.push({ ...call, at, outcome: 'ok' });
+      return { ok: true as const, value };
+    } catch (error) {
+      const definite = isSchedulerError(error) && error.statusCode < 500;
+      const code = isSchedulerError(error) ? error.code : error instanceof Error ? error.name : 'Error';
+      history.calls.push({ ...call, at, outcome: definite ? 'fail' : 'unknown', code });
+      return { ok: false as const, code };
+    }
+  };
+}

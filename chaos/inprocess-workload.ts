@@ -1,0 +1,71 @@
+/**
+ * The work of the in-process chaos run besides the agents': the submissions (flat tasks, one in twenty doomed with
+ * an `onFailure` hook, then a workflow's), and a schedule firing while the faults last, its occurrences delivered
+ * more than once.
+ */
+import { fireSchedule } from '#core/fire-schedule';
+import { RETRYING } from './committed-writes';
+import type { DagTask } from './dag';
+import type { InProcessRun, ScheduleFire } from './inprocess-stack';
+
+/** Every twentieth flat task dies at once, with an onFailure. */
+const HOOKED_EVERY = 20;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Submissions, 25 at a time, each batch tried up to five times: acknowledged ones must never be lost. One flat
+ * task in twenty dies at its first attempt, and has an onFailure hook submitted for it.
+ */
+export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Promise<void> {
+  const { options, history, scheduler } = run;
+  const specs = Array.from({ length: options.tasks }, (_, n) => ({
+    queue: 'chaos',
+    ...(n % HOOKED_EVERY === HOOKED_EVERY - 1
+      ? { payload: { n, doom: true }, onFailure: { queue: 'chaos', payload: { hookFor: n } } }
+      : { payload: { n } }),
+    ...RETRYING,
+    idempotencyKey: `chaos-${options.seed}-${n}`,
+  }));
+  const all = [...specs, ...dag.map((t) => t.spec)];
+  for (let i = 0; i < all.length; i += 25) {
+    const chunk = all.slice(i, i + 25);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const submitted = await run.record({ op: 'submit' }, () => scheduler.submitBatch(chunk));
+      if (submitted.ok) {
+        for (const outcome of submitted.value) if (outcome.ok) history.acknowledged.add(outcome.task.taskId);
+        if (submitted.value.every((o) => o.ok)) break;
+      }
+    }
+  }
+}
+
+/**
+ * A schedule fires every 200 ms while the faults last; a third of its occurrences are delivered two or three times
+ * at once, as EventBridge Scheduler may (each delivery with its own execution id).
+ */
+export async function tickSchedule(run: InProcessRun): Promise<void> {
+  const { options, history, live } = run;
+  // Occurrences in the past: a delivery ahead of its time would hold its task until then.
+  const base = Date.now() - 10 * 24 * 60 * 60 * 1_000;
+  for (let tick = 0; live.faultsOn && !live.stopping; tick++) {
+    const deliveries = tick % 3 === 0 ? 2 + Math.floor(run.random() * 2) : 1;
+    if (deliveries > 1) run.count('scheduleFireDuplicated');
+    await Promise.all(
+      Array.from({ length: deliveries }, async (_, d) => {
+        const delivery: ScheduleFire = {
+          schedule: 'chaos-tick',
+          scheduledTime: new Date(base + tick * 60_000).toISOString(),
+          executionId: `exec-${tick}-${d}`,
+          overlap: 'allowAll',
+          task: { queue: 'chaos', payload: { tick }, ...RETRYING },
+        };
+        const fired = await run.record({ op: 'submit' }, () =>
+          fireSchedule(run.scheduler.ctx, options.mutateFire ? options.mutateFire(delivery) : delivery),
+        );
+        if (fired.ok && fired.value.taskId) history.acknowledged.add(fired.value.taskId);
+      }),
+    );
+    await sleep(200);
+  }
+}
