@@ -93,144 +93,208 @@ export interface NetworkOptions {
   readonly rareRouteBoost?: number;
 }
 
+/** What the network makes of one request: a refusal, a hang, a late delivery, or its answer served or lost. */
+type Fault = 'unavailable' | 'hung' | 'answerLost' | 'late' | 'none';
+
+/** One request of an agent, as the network reads it. */
+interface AgentRequest {
+  readonly url: string;
+  readonly operation: string;
+  /** The claim's id, on a claim. */
+  readonly claimId: string | undefined;
+  readonly signal: AbortSignal | null | undefined;
+}
+
+async function requestOf(
+  input: Parameters<typeof fetch>[0],
+  init: RequestInit | undefined,
+): Promise<AgentRequest> {
+  const request = input instanceof Request ? input : undefined;
+  const url = request ? request.url : String(input);
+  const method = request ? request.method : (init?.method ?? 'GET');
+  const body = request
+    ? await request.clone().text()
+    : typeof init?.body === 'string'
+      ? init.body
+      : undefined;
+  const operation = operationOf(method, url, body);
+  const claimId =
+    operation === 'claimTasks' && body ? (JSON.parse(body) as { claimId?: string }).claimId : undefined;
+  return { url, operation, claimId, signal: init?.signal };
+}
+
 /** The agents' network: a faulty fetch per agent, and what it saw the server answer. */
-export function faultyNetwork(options: NetworkOptions) {
-  const { random, faults } = options;
-  const claimAnswers: ClaimAnswer[] = [];
+export class FaultyNetwork {
+  readonly claimAnswers: ClaimAnswer[] = [];
   /**
    * The leases (`taskId#leaseEpoch`) of the claim answers that reached their agent: one held in the network or lost
    * on the way was never an agent's, and a grant its claim then took back ended there.
    */
-  const heard = new Set<string>();
-  const seen = { requests: 0, staleRejected: 0 };
+  private readonly heardLeases = new Set<string>();
   /** Requests of each route while the faults last. */
-  const sent: Record<string, number> = {};
-  /** How long the server took to answer each route's requests (ms), and how many it was still working on when the
-   * agent gave them up: a server slower than the agents' time budgets turns into lost work and lapsed sessions. */
-  const answerMs: Record<string, number[]> = {};
-  const abandoned: Record<string, number> = {};
+  private readonly sent: Record<string, number> = {};
+  /**
+   * How long the server took to answer each route's requests (ms), and how many it was still working on when the
+   * agent gave them up: a server slower than the agents' time budgets turns into lost work and lapsed sessions.
+   */
+  private readonly answerTimes: Record<string, number[]> = {};
+  private readonly abandoned: Record<string, number> = {};
+  private requestCount = 0;
+  private staleRejected = 0;
+
+  constructor(private readonly options: NetworkOptions) {}
+
+  get heard(): ReadonlySet<string> {
+    return this.heardLeases;
+  }
+  get requestsWhere(): Readonly<Record<string, number>> {
+    return this.sent;
+  }
+  get abandonedWhere(): Readonly<Record<string, number>> {
+    return this.abandoned;
+  }
+  get requests(): number {
+    return this.requestCount;
+  }
+  get staleRejectedCount(): number {
+    return this.staleRejected;
+  }
+
+  /** The median and 99th percentile of the server's answer times, by route. */
+  answerMs(): Record<string, { p50: number; p99: number }> {
+    return Object.fromEntries(
+      Object.entries(this.answerTimes).map(([operation, times]) => {
+        const sorted = [...times].sort((a, b) => a - b);
+        const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+        return [operation, { p50: at(0.5), p99: at(0.99) }];
+      }),
+    );
+  }
+
+  /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
+  fetchFor(agent: { readonly cutOffUntil: number }): typeof fetch {
+    return (input, init) => this.send(agent, input, init);
+  }
+
+  private async send(
+    agent: { readonly cutOffUntil: number },
+    input: Parameters<typeof fetch>[0],
+    init: RequestInit | undefined,
+  ): Promise<Response> {
+    const { faults, attemptTimeoutMs } = this.options;
+    this.requestCount++;
+    const request = await requestOf(input, init);
+    // A cut-off, once begun, lasts its time even after the other faults stop.
+    if (Date.now() < agent.cutOffUntil) {
+      faults.count('agentCutOffRequest');
+      return hangUntilAborted(request.signal, attemptTimeoutMs * 2);
+    }
+    const fault = this.drawFault(request);
+    if (fault === 'unavailable') {
+      faults.count('unavailableBeforeDelivery', request.operation);
+      return new Response(JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'injected' } }), {
+        status: 503,
+        headers: { 'content-type': 'application/json' },
+      });
+    }
+    if (fault === 'hung') {
+      faults.count('requestHung', request.operation);
+      return hangUntilAborted(request.signal, attemptTimeoutMs * 2);
+    }
+    if (fault === 'late') return this.deliverLate(request, input, init);
+    return this.serve(request, input, init, fault === 'answerLost');
+  }
+
+  /**
+   * The fault of one request: the shares one after another on the unit interval, `rareRouteBoost` times them on a
+   * rare route. Until a route has had a request delivered late and one whose answer was lost, its next request is.
+   */
+  private drawFault({ url, operation }: AgentRequest): Fault {
+    const { options } = this;
+    const boost = RARE.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
+    const lateShare = options.lateShare ?? 0.01;
+    const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
+    const unavailable = 0.03 * boost;
+    const hung = unavailable + 0.01 * boost;
+    const answerLost = hung + 0.03 * boost;
+    const late = answerLost + (lateRoute ? lateShare * boost : 0);
+    if (options.faultsOn()) this.sent[operation] = (this.sent[operation] ?? 0) + 1;
+    const forceLate = lateRoute && lateShare > 0 && !options.faults.byWhere.deliveredLate?.[operation];
+    const forceLost = !forceLate && !options.faults.byWhere.answerLost?.[operation];
+    const draw = !options.faultsOn() ? 1 : forceLate ? answerLost : forceLost ? hung : options.random();
+    if (draw < unavailable) return 'unavailable';
+    if (draw < hung) return 'hung';
+    if (draw < answerLost) return 'answerLost';
+    return draw < late ? 'late' : 'none';
+  }
+
+  /**
+   * Held in the network: the attempt gives up, the server gets the request later all the same. What it answers
+   * then reaches nobody (a late claim may lease what the agent never hears of: its session's held tasks are
+   * reconciled).
+   */
+  private deliverLate(
+    request: AgentRequest,
+    input: Parameters<typeof fetch>[0],
+    init: RequestInit | undefined,
+  ): Promise<never> {
+    const { options } = this;
+    options.faults.count('deliveredLate', request.operation);
+    const { signal: _attempt, ...rest } = init ?? {};
+    const delay = options.lateDelayMs ?? { min: 500, max: 6_000 };
+    setTimeout(
+      () =>
+        void fetch(input, rest)
+          .then(async (answer) =>
+            this.noteAnswer(request.operation, request.claimId, answer.status, await answer.text(), false),
+          )
+          .catch(() => undefined),
+      delay.min + options.random() * (delay.max - delay.min),
+    );
+    return hangUntilAborted(request.signal, options.attemptTimeoutMs * 2);
+  }
+
+  /** Sends the request to the server, timing its answer; a lost answer is noted, then fails as fetch does. */
+  private async serve(
+    request: AgentRequest,
+    input: Parameters<typeof fetch>[0],
+    init: RequestInit | undefined,
+    lost: boolean,
+  ): Promise<Response> {
+    const { operation, signal } = request;
+    const sentAt = Date.now();
+    const { response, text } = await fetch(input, init)
+      .then(async (response) => ({ response, text: await response.text() }))
+      .catch((error: unknown) => {
+        // Given up by the agent while the server had it: the server's work on it is thrown away.
+        if (signal?.aborted) this.abandoned[operation] = (this.abandoned[operation] ?? 0) + 1;
+        throw error;
+      });
+    const times = this.answerTimes[operation] ?? [];
+    times.push(Date.now() - sentAt);
+    this.answerTimes[operation] = times;
+    this.noteAnswer(operation, request.claimId, response.status, text, !lost);
+    if (lost) {
+      this.options.faults.count('answerLost', operation);
+      throw new TypeError('fetch failed: injected loss of the answer');
+    }
+    return new Response(text, { status: response.status, headers: response.headers });
+  }
+
   /** Notes what the server answered to a claim, before the answer can be lost. */
-  const noteAnswer = (
+  private noteAnswer(
     operation: string,
     claimId: string | undefined,
     status: number,
     text: string,
     delivered: boolean,
-  ) => {
-    if (refusedAsStale(status, text)) seen.staleRejected++;
+  ): void {
+    if (refusedAsStale(status, text)) this.staleRejected++;
     if (operation !== 'claimTasks' || status !== 200 || !claimId) return;
     const answer = JSON.parse(text) as { tasks?: { taskId: string; leaseEpoch: number }[] };
     if (!answer.tasks) return;
     const granted = answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`);
-    claimAnswers.push({ claimId, granted });
-    if (delivered) for (const lease of granted) heard.add(lease);
-  };
-
-  /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
-  const fetchFor = (agent: { readonly cutOffUntil: number }): typeof fetch => {
-    return async (input, init) => {
-      seen.requests++;
-      const signal = init?.signal;
-      const request = input instanceof Request ? input : undefined;
-      const url = request ? request.url : String(input);
-      const method = request ? request.method : (init?.method ?? 'GET');
-      const body = request
-        ? await request.clone().text()
-        : typeof init?.body === 'string'
-          ? init.body
-          : undefined;
-      const operation = operationOf(method, url, body);
-      const claimId =
-        operation === 'claimTasks' && body ? (JSON.parse(body) as { claimId?: string }).claimId : undefined;
-      // A cut-off, once begun, lasts its time even after the other faults stop.
-      if (Date.now() < agent.cutOffUntil) {
-        faults.count('agentCutOffRequest');
-        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
-      }
-      const boost = RARE.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
-      const lateShare = options.lateShare ?? 0.01;
-      const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
-      // The shares, one after another on the unit interval.
-      const unavailable = 0.03 * boost;
-      const hung = unavailable + 0.01 * boost;
-      const answerLost = hung + 0.03 * boost;
-      const late = answerLost + (lateRoute ? lateShare * boost : 0);
-      if (options.faultsOn()) sent[operation] = (sent[operation] ?? 0) + 1;
-      // Until a route has had a request delivered late and one whose answer was lost, its next request is.
-      const forceLate = lateRoute && lateShare > 0 && !faults.byWhere.deliveredLate?.[operation];
-      const forceLost = !forceLate && !faults.byWhere.answerLost?.[operation];
-      const draw = !options.faultsOn() ? 1 : forceLate ? answerLost : forceLost ? hung : random();
-      if (draw < unavailable) {
-        faults.count('unavailableBeforeDelivery', operation);
-        return new Response(JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'injected' } }), {
-          status: 503,
-          headers: { 'content-type': 'application/json' },
-        });
-      }
-      if (draw < hung) {
-        faults.count('requestHung', operation);
-        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
-      }
-      if (draw >= answerLost && draw < late) {
-        // Held in the network: the attempt gives up, the server gets the request later all the same. What it
-        // answers then reaches nobody (a late claim may lease what the agent never hears of: its session's held
-        // tasks are reconciled).
-        faults.count('deliveredLate', operation);
-        const { signal: _attempt, ...rest } = init ?? {};
-        const delay = options.lateDelayMs ?? { min: 500, max: 6_000 };
-        setTimeout(
-          () =>
-            void fetch(input, rest)
-              .then(async (answer) =>
-                noteAnswer(operation, claimId, answer.status, await answer.text(), false),
-              )
-              .catch(() => undefined),
-          delay.min + random() * (delay.max - delay.min),
-        );
-        return hangUntilAborted(signal, options.attemptTimeoutMs * 2);
-      }
-      const sentAt = Date.now();
-      const answered = await fetch(input, init)
-        .then(async (response) => ({ response, text: await response.text() }))
-        .catch((error: unknown) => {
-          // Given up by the agent while the server had it: the server's work on it is thrown away.
-          if (signal?.aborted) abandoned[operation] = (abandoned[operation] ?? 0) + 1;
-          throw error;
-        });
-      const { response, text } = answered;
-      const times = answerMs[operation] ?? [];
-      times.push(Date.now() - sentAt);
-      answerMs[operation] = times;
-      const lost = draw >= hung && draw < answerLost;
-      noteAnswer(operation, claimId, response.status, text, !lost);
-      if (lost) {
-        faults.count('answerLost', operation);
-        throw new TypeError('fetch failed: injected loss of the answer');
-      }
-      return new Response(text, { status: response.status, headers: response.headers });
-    };
-  };
-
-  return {
-    fetchFor,
-    claimAnswers,
-    heard: heard as ReadonlySet<string>,
-    requestsWhere: sent as Readonly<Record<string, number>>,
-    abandonedWhere: abandoned as Readonly<Record<string, number>>,
-    /** The median and 99th percentile of the server's answer times, by route. */
-    answerMs: () =>
-      Object.fromEntries(
-        Object.entries(answerMs).map(([operation, times]) => {
-          const sorted = [...times].sort((a, b) => a - b);
-          const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-          return [operation, { p50: at(0.5), p99: at(0.99) }];
-        }),
-      ),
-    get requests() {
-      return seen.requests;
-    },
-    get staleRejectedCount() {
-      return seen.staleRejected;
-    },
-  };
+    this.claimAnswers.push({ claimId, granted });
+    if (delivered) for (const lease of granted) this.heardLeases.add(lease);
+  }
 }

@@ -1,6 +1,11 @@
-/** What an HTTP chaos run reports, and its figures on one line. */
-import type { AgentSideVerdict } from './history';
-import type { Sizes } from './http-workload';
+/**
+ * What an HTTP chaos run reports: the final statuses read back, the server's history and the agents' side
+ * checked, each kept result against its handler's; and its figures on one line.
+ */
+import { type AgentSideVerdict, checkAgentSide, checkHistory, overlaps, violationDetails } from './history';
+import type { Agent } from './http-fleet';
+import type { HttpChaosOptions, Run } from './http-stack';
+import { digestOf, type Sizes } from './http-workload';
 
 export interface HttpChaosReport extends AgentSideVerdict {
   readonly mode: 'http';
@@ -113,4 +118,134 @@ export function summaryLines(report: HttpChaosReport): string[] {
     `  given up while the server worked: ${listed(report.abandonedWhere)}`,
     ...(report.violationDetails ?? []).map((detail) => `  violation: ${detail}`),
   ];
+}
+
+/** What the run phase leaves for the report: the work acknowledged, the fleet, what the operators and the supervisor did. */
+export interface RunOutcome {
+  readonly acknowledged: readonly string[];
+  /** The tasks with an `onFailure`: each that dies must have its hook. */
+  readonly withHook: ReadonlySet<string>;
+  readonly agents: readonly Agent[];
+  readonly supervisorPasses: number;
+  readonly supervisorDoubled: number;
+  readonly cancelled: number;
+  readonly revoked: number;
+  readonly phasesMs: Readonly<Record<string, number>>;
+}
+
+/** The report of a run: its figures, and the verdicts of `verify`. */
+export async function reportOf(
+  run: Run,
+  options: HttpChaosOptions,
+  outcome: RunOutcome,
+  started: number,
+): Promise<HttpChaosReport> {
+  const verdict = await verify(run, outcome);
+  return {
+    mode: 'http',
+    sizes: options.sizes ?? 'small',
+    tasks: options.tasks,
+    children: run.made.childIds.size,
+    hooks: run.made.hooks.size,
+    agents: options.agents,
+    seed: options.seed,
+    durationMs: Math.round(performance.now() - started),
+    faults: { ...run.faults.byKind, supervisorDoubled: outcome.supervisorDoubled },
+    faultsWhere: run.faults.byWhere,
+    requests: run.network.requests,
+    requestsWhere: run.network.requestsWhere,
+    answerMs: run.network.answerMs(),
+    abandonedWhere: run.network.abandonedWhere,
+    executions: run.executions.length,
+    roleHoldings: run.holdings.length,
+    cancelled: outcome.cancelled,
+    revoked: outcome.revoked,
+    supervisorPasses: outcome.supervisorPasses,
+    phasesMs: outcome.phasesMs,
+    staleRejectedCount: run.network.staleRejectedCount,
+    eventLoopDelayMs: {
+      p99: Math.round(run.loopDelay.percentile(99) / 1e6),
+      max: Math.round(run.loopDelay.max / 1e6),
+    },
+    claimAnswers: run.network.claimAnswers.length,
+    checkpointWrites: run.checkpointWrites.length,
+    serverWarnings: run.serverWarnings,
+    workerWarnings: run.workerWarnings,
+    grantsGivenBack: run.grantsGivenBack.count,
+    ...verdict,
+  };
+}
+
+/**
+ * The verdicts: the server's side (leases, epochs, stale writes accepted, terminals, phantom oks, lost, never
+ * ended), the agents' side, each kept result against its handler's, each dead task's hook, each child retry.
+ */
+async function verify(run: Run, { acknowledged, withHook, agents }: RunOutcome) {
+  const until = Date.now();
+  const everyTask = [...new Set([...acknowledged, ...run.history.acknowledged])];
+  let resultMismatchCount = 0;
+  let hookMissingCount = 0;
+  violationDetails.length = 0;
+  // Read 25 at a time: a result may be 250 KB, and one read answers at most 16 MB.
+  for (let i = 0; i < everyTask.length; i += 25) {
+    const final = await run.ctx.tasks.getMany(everyTask.slice(i, i + 25));
+    for (const taskId of everyTask.slice(i, i + 25)) {
+      const task = final.get(taskId);
+      run.history.finalStatus.set(taskId, task?.status);
+      if (task?.status === 'succeeded') {
+        const returned = run.workload.results.get(`${taskId}#${task.leaseEpoch}`);
+        if (returned !== digestOf(task.result)) {
+          resultMismatchCount++;
+          if (violationDetails.length < 10)
+            violationDetails.push(
+              `result not the one returned: ${taskId}#${task.leaseEpoch} ${returned ?? 'none returned'}`,
+            );
+        }
+      }
+      if (task?.status === 'dead' && withHook.has(taskId) && !run.made.hooks.has(taskId)) {
+        hookMissingCount++;
+        if (violationDetails.length < 10) violationDetails.push(`dead without its hook: ${taskId}`);
+      }
+    }
+  }
+  const {
+    staleRejectedCount: _counted,
+    reclaimLatencyMs: _latency,
+    duplicateFireCount: _none,
+    ...server
+  } = checkHistory({
+    ...run.history,
+    answered: run.network.heard,
+  });
+  const agentSide = checkAgentSide(run.executions, run.holdings, until, {
+    claims: run.network.claimAnswers,
+    checkpoints: run.checkpointWrites,
+  });
+  const agentIds = new Map(agents.map((a) => [a.name, a.agentId]));
+  for (const overlapping of overlaps(run.holdings, (h) => h.role, until)) {
+    const from = Math.min(...overlapping.map((h) => h.start)) - 3_000;
+    const to = Math.max(...overlapping.map((h) => h.end ?? until));
+    const names = new Set(overlapping.map((h) => h.agent));
+    violationDetails.push(
+      `role held twice: ${JSON.stringify({
+        holdings: overlapping.map((h) => ({ ...h, agentId: agentIds.get(h.agent) })),
+        serverRoleEvents: run.roleEvents.filter((e) => e.at >= from && e.at <= to),
+        workerNotes: run.workerNotes.filter((n) => n.at >= from && n.at <= to && names.has(n.agent)),
+      })}`,
+    );
+  }
+  for (const detail of run.made.childMismatches.slice(0, 5))
+    violationDetails.push(`child retry answered anew: ${detail}`);
+  const counts = {
+    ...server,
+    ...agentSide,
+    resultMismatchCount,
+    hookMissingCount,
+    childMismatchCount: run.made.childMismatches.length,
+  };
+  return {
+    ...counts,
+    violations: VIOLATION_COUNTS.reduce((sum, name) => sum + counts[name], 0),
+    ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
+  };
 }

@@ -14,7 +14,7 @@ import type { Worker, WorkerOptions } from '#sdk/worker';
 import { createContext, type WiredContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites, recordTakeBacks } from './committed-writes';
 import type { CheckpointWrite, Execution, RoleHolding } from './history';
-import { FaultCounts, faultyNetwork } from './http-faults';
+import { FaultCounts, FaultyNetwork } from './http-faults';
 import { SHAPES, type Sizes, type WorkloadState } from './http-workload';
 import { injectStoreFaults, labelWrites } from './store-faults';
 import { written } from './written';
@@ -144,7 +144,7 @@ export async function setUp(options: HttpChaosOptions) {
     port: 0,
     log: ctx.log,
   });
-  const network = faultyNetwork({
+  const network = new FaultyNetwork({
     random,
     faultsOn,
     faults,

@@ -12,12 +12,10 @@
  * their Worker stops without releasing anything (0.5 % of claims), and a new one takes its place.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { AgentSchedulerClient } from '#sdk/client';
-import { Worker, type WorkerOptions } from '#sdk/worker';
-import { checkAgentSide, checkHistory, overlaps, type RoleHolding, violationDetails } from './history';
-import { type HttpChaosReport, VIOLATION_COUNTS } from './http-report';
-import { ATTEMPT_TIMEOUT_MS, type HttpChaosOptions, type Run, setUp } from './http-stack';
-import { digestOf, handlerFor, taskSpecs } from './http-workload';
+import { type Agent, fleet } from './http-fleet';
+import { type HttpChaosReport, type RunOutcome, reportOf } from './http-report';
+import { type HttpChaosOptions, type Run, setUp } from './http-stack';
+import { taskSpecs } from './http-workload';
 import { superviseUnderChaos } from './supervisor-loop';
 
 export type { HttpChaosReport } from './http-report';
@@ -25,108 +23,105 @@ export type { HttpChaosOptions } from './http-stack';
 
 const SUPERVISOR_TICK_MS = 250;
 const TERMINAL = new Set(['succeeded', 'dead', 'cancelled', 'expired']);
-const ROLE = 'chaos-leader';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Agent {
-  readonly name: string;
-  readonly agentId: string;
-  readonly worker: Worker;
-  readonly state: { cutOffUntil: number };
-  gone: boolean;
+/** Sets the stack up (`http-stack.ts`), runs the fleet under the faults, and reports (`http-report.ts`). */
+export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaosReport> {
+  const started = performance.now();
+  const run = await setUp(options);
+  // How late this process runs its timers: every agent, the server and the supervisor share one event loop here,
+  // and a lease reckoned on the agent's side is only as punctual as its timers.
+  run.loopDelay.enable();
+  try {
+    const outcome = await runUnderFaults(run, options, started);
+    return await reportOf(run, options, outcome, started);
+  } finally {
+    run.live.stopping = true;
+    run.loopDelay.disable();
+    await run.server.close();
+    await run.scratch.dispose();
+  }
 }
 
-/** The fleet: agents started (a few of them volunteering for the role), and replaced when crashed or revoked. */
-function fleet(run: Run, options: HttpChaosOptions) {
-  const agents: Agent[] = [];
-  let serial = 0;
-  const concurrency = run.workload.shape.concurrency;
-  const startAgent = async (index: number, roles: boolean): Promise<void> => {
-    const name = `chaos-${index}-${serial++}`;
-    const created = await run.operator.createAgent({ name, queues: ['chaos'], maxConcurrency: concurrency });
-    const state: { name: string; cutOffUntil: number; worker?: Worker } = { name, cutOffUntil: 0 };
-    const client = new AgentSchedulerClient({
-      endpoint: run.server.url,
-      token: created.token,
-      fetch: run.network.fetchFor(state),
-      timeoutMs: ATTEMPT_TIMEOUT_MS,
-      retries: { maxAttempts: 4, baseDelayMs: 20, maxDelayMs: 200 },
-    });
-    const base: WorkerOptions = {
-      client,
-      concurrency,
-      pollIntervalMs: { min: 20, max: 200 },
-      handler: handlerFor(run.workload, state),
-      log: {
-        debug: () => undefined,
-        info: () => undefined,
-        warn: (message, fields) => {
-          if (message.startsWith('giving back a task')) run.grantsGivenBack.count++;
-          const reason = (fields as { reason?: unknown } | undefined)?.reason;
-          const key = typeof reason === 'string' ? `${message} (${reason})` : message;
-          run.workerWarnings[key] = (run.workerWarnings[key] ?? 0) + 1;
-          if (roles) run.workerNotes.push({ at: Date.now(), agent: name, message, fields });
-        },
-        error: () => undefined,
-      },
-      ...(roles ? { roles: { [ROLE]: roleHandler(run, name) } } : {}),
-    };
-    // A session that cannot open under the faults is tried again with a new Worker (one starts only once).
-    let worker: Worker | undefined;
-    for (let attempt = 0; !worker; attempt++) {
-      const candidate = new Worker(options.mutateWorker ? options.mutateWorker(base) : base);
-      candidate.on('error', () => undefined);
-      options.mutateWorkerInstance?.(candidate);
-      try {
-        await candidate.start();
-        worker = candidate;
-      } catch (error) {
-        if (attempt >= 20) throw error;
+/**
+ * Submits the work, starts the fleet, the supervisor and the operators, stops the faults once half the work has
+ * run, and waits for every task to end; then stops everything.
+ */
+async function runUnderFaults(run: Run, options: HttpChaosOptions, started: number): Promise<RunOutcome> {
+  const { live } = run;
+  const phasesMs: Record<string, number> = {};
+  const mark = (phase: string) => {
+    phasesMs[phase] = Math.round(performance.now() - started);
+  };
+  const { acknowledged, withHook } = await submitAll(run, options);
+  for (const taskId of acknowledged) run.history.acknowledged.add(taskId);
+  const { agents, startAgent, replace } = fleet(run, options);
+  await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
+  const fleetStarted = performance.now();
+  live.fleetStarted = true;
+  const supervisor = superviseUnderChaos({
+    pass: () => run.scheduler.supervise(),
+    tickMs: SUPERVISOR_TICK_MS,
+    doublingShare: options.supervisorDoubling ?? 0.1,
+    faultsOn: () => live.faultsOn,
+  });
+  const operated = { cancelled: 0, revoked: 0 };
+  const operators = operate(run, acknowledged, agents, replace, operated);
+  mark('submitted');
+  const left = await drain(run, options, acknowledged, withHook, fleetStarted, () => mark('faultsOff'));
+  mark('drained');
+  if (process.env.CHAOS_DEBUG && left.length > 0) await tellWhyOpen(run, left);
+  live.faultsOn = false;
+  live.stopping = true;
+  await Promise.all([supervisor.stop(), operators]);
+  await Promise.all(
+    agents.map((a) => a.worker.stop({ drain: false, timeoutMs: 2_000 }).catch(() => undefined)),
+  );
+  mark('stopped');
+  return {
+    acknowledged,
+    withHook,
+    agents,
+    supervisorPasses: supervisor.passes,
+    supervisorDoubled: supervisor.doubled,
+    ...operated,
+    phasesMs,
+  };
+}
+
+/** Operators: cancel a task now and then, revoke an agent now and then; crashed agents are replaced. */
+async function operate(
+  run: Run,
+  acknowledged: readonly string[],
+  agents: Agent[],
+  replace: (agent: Agent, index: number) => Promise<void>,
+  operated: { cancelled: number; revoked: number },
+): Promise<void> {
+  const { live } = run;
+  while (!live.stopping && live.faultsOn) {
+    await sleep(100);
+    const target = acknowledged[Math.floor(run.random() * acknowledged.length)];
+    if (target && run.random() < 0.1) {
+      await run.operator.cancelTask(target).then(
+        () => operated.cancelled++,
+        () => undefined,
+      );
+    }
+    const standing = agents.filter((a) => !a.gone);
+    if (run.random() < 0.005) {
+      const victim = standing[Math.floor(run.random() * standing.length)];
+      if (victim) {
+        await run.operator.revokeAgent(victim.agentId).catch(() => undefined);
+        operated.revoked++;
+        run.faults.count('agentRevoked');
+        await replace(victim, agents.indexOf(victim));
       }
     }
-    state.worker = worker;
-    const agentId = created.agent.agentId;
-    const heard = (op: 'complete' | 'fail') => (task: { taskId: string; leaseEpoch: number }) => {
-      if (op === 'complete') {
-        const execution = run.executions.findLast((e) => e.taskId === task.taskId && e.agent === name);
-        if (execution) execution.succeededAt = Date.now();
-      }
-      run.history.calls.push({
-        op,
-        agentId,
-        taskId: task.taskId,
-        leaseEpoch: task.leaseEpoch,
-        at: Date.now(),
-        outcome: 'ok',
-      });
-    };
-    worker.on('completed', heard('complete'));
-    worker.on('failed', heard('fail'));
-    agents.push({ name, agentId, worker, state, gone: false });
-  };
-  const replace = async (agent: Agent, index: number) => {
-    agent.gone = true;
-    // A crashed or revoked agent's Worker is left cut off; its handlers' signals abort when it is stopped.
-    void agent.worker.stop({ drain: false, timeoutMs: 1 }).catch(() => undefined);
-    await startAgent(index, false).catch(() => run.faults.count('agentNotReplaced'));
-  };
-  return { agents, startAgent, replace };
+    for (const crashed of standing.filter((a) => a.state.cutOffUntil === Number.POSITIVE_INFINITY))
+      await replace(crashed, agents.indexOf(crashed));
+  }
 }
-
-/** The role's handler: holds the role until aborted, or gives it up after a while so it moves between holders. */
-const roleHandler =
-  (run: Run, name: string) =>
-  async ({ leaseEpoch, signal }: { leaseEpoch: number; signal: AbortSignal }) => {
-    const holding: RoleHolding = { role: ROLE, agent: name, leaseEpoch, start: Date.now() };
-    run.holdings.push(holding);
-    await new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      signal.addEventListener('abort', () => resolve(), { once: true });
-      setTimeout(resolve, 500 + run.random() * 1_500);
-    });
-    holding.end = Date.now();
-  };
 
 /** The work is in before the fleet starts, so the faults fall on a full queue rather than on the submissions. */
 async function submitAll(run: Run, options: HttpChaosOptions) {
@@ -150,110 +145,6 @@ async function submitAll(run: Run, options: HttpChaosOptions) {
     }
   }
   return { acknowledged, withHook };
-}
-
-export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaosReport> {
-  const started = performance.now();
-  const run = await setUp(options);
-  // How late this process runs its timers: every agent, the server and the supervisor share one event loop here,
-  // and a lease reckoned on the agent's side is only as punctual as its timers.
-  run.loopDelay.enable();
-  const { live } = run;
-  const phasesMs: Record<string, number> = {};
-  const mark = (phase: string) => {
-    phasesMs[phase] = Math.round(performance.now() - started);
-  };
-  try {
-    const { acknowledged, withHook } = await submitAll(run, options);
-    for (const taskId of acknowledged) run.history.acknowledged.add(taskId);
-    const { agents, startAgent, replace } = fleet(run, options);
-    await Promise.all(Array.from({ length: options.agents }, (_, i) => startAgent(i, i < 3)));
-    const fleetStarted = performance.now();
-    live.fleetStarted = true;
-    const supervisor = superviseUnderChaos({
-      pass: () => run.scheduler.supervise(),
-      tickMs: SUPERVISOR_TICK_MS,
-      doublingShare: options.supervisorDoubling ?? 0.1,
-      faultsOn: () => live.faultsOn,
-    });
-    let cancelled = 0;
-    let revoked = 0;
-    // Operators: cancel a task now and then, revoke an agent now and then; crashed agents are replaced.
-    const operators = (async () => {
-      while (!live.stopping && live.faultsOn) {
-        await sleep(100);
-        const target = acknowledged[Math.floor(run.random() * acknowledged.length)];
-        if (target && run.random() < 0.1) {
-          await run.operator.cancelTask(target).then(
-            () => cancelled++,
-            () => undefined,
-          );
-        }
-        const standing = agents.filter((a) => !a.gone);
-        if (run.random() < 0.005) {
-          const victim = standing[Math.floor(run.random() * standing.length)];
-          if (victim) {
-            await run.operator.revokeAgent(victim.agentId).catch(() => undefined);
-            revoked++;
-            run.faults.count('agentRevoked');
-            await replace(victim, agents.indexOf(victim));
-          }
-        }
-        for (const crashed of standing.filter((a) => a.state.cutOffUntil === Number.POSITIVE_INFINITY))
-          await replace(crashed, agents.indexOf(crashed));
-      }
-    })();
-    mark('submitted');
-    const left = await drain(run, options, acknowledged, withHook, fleetStarted, () => mark('faultsOff'));
-    mark('drained');
-    if (process.env.CHAOS_DEBUG && left.length > 0) await tellWhyOpen(run, left);
-    live.faultsOn = false;
-    live.stopping = true;
-    await Promise.all([supervisor.stop(), operators]);
-    await Promise.all(
-      agents.map((a) => a.worker.stop({ drain: false, timeoutMs: 2_000 }).catch(() => undefined)),
-    );
-    mark('stopped');
-    const verdict = await verify(run, acknowledged, withHook, agents);
-    return {
-      mode: 'http',
-      sizes: options.sizes ?? 'small',
-      tasks: options.tasks,
-      children: run.made.childIds.size,
-      hooks: run.made.hooks.size,
-      agents: options.agents,
-      seed: options.seed,
-      durationMs: Math.round(performance.now() - started),
-      faults: { ...run.faults.byKind, supervisorDoubled: supervisor.doubled },
-      faultsWhere: run.faults.byWhere,
-      requests: run.network.requests,
-      requestsWhere: run.network.requestsWhere,
-      answerMs: run.network.answerMs(),
-      abandonedWhere: run.network.abandonedWhere,
-      executions: run.executions.length,
-      roleHoldings: run.holdings.length,
-      cancelled,
-      revoked,
-      supervisorPasses: supervisor.passes,
-      phasesMs,
-      staleRejectedCount: run.network.staleRejectedCount,
-      eventLoopDelayMs: {
-        p99: Math.round(run.loopDelay.percentile(99) / 1e6),
-        max: Math.round(run.loopDelay.max / 1e6),
-      },
-      claimAnswers: run.network.claimAnswers.length,
-      checkpointWrites: run.checkpointWrites.length,
-      serverWarnings: run.serverWarnings,
-      workerWarnings: run.workerWarnings,
-      grantsGivenBack: run.grantsGivenBack.count,
-      ...verdict,
-    };
-  } finally {
-    live.stopping = true;
-    run.loopDelay.disable();
-    await run.server.close();
-    await run.scratch.dispose();
-  }
 }
 
 /**
@@ -325,83 +216,4 @@ async function tellWhyOpen(run: Run, open: readonly string[]): Promise<void> {
     new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['ApproximateNumberOfMessages'] }),
   );
   console.error(`dead letters: ${attributes.Attributes?.ApproximateNumberOfMessages}`);
-}
-
-/**
- * The verdicts: the server's side (leases, epochs, stale writes accepted, terminals, phantom oks, lost, never
- * ended), the agents' side, each kept result against its handler's, each dead task's hook, each child retry.
- */
-async function verify(
-  run: Run,
-  acknowledged: readonly string[],
-  withHook: ReadonlySet<string>,
-  agents: readonly Agent[],
-) {
-  const until = Date.now();
-  const everyTask = [...new Set([...acknowledged, ...run.history.acknowledged])];
-  let resultMismatchCount = 0;
-  let hookMissingCount = 0;
-  violationDetails.length = 0;
-  // Read 25 at a time: a result may be 250 KB, and one read answers at most 16 MB.
-  for (let i = 0; i < everyTask.length; i += 25) {
-    const final = await run.ctx.tasks.getMany(everyTask.slice(i, i + 25));
-    for (const taskId of everyTask.slice(i, i + 25)) {
-      const task = final.get(taskId);
-      run.history.finalStatus.set(taskId, task?.status);
-      if (task?.status === 'succeeded') {
-        const returned = run.workload.results.get(`${taskId}#${task.leaseEpoch}`);
-        if (returned !== digestOf(task.result)) {
-          resultMismatchCount++;
-          if (violationDetails.length < 10)
-            violationDetails.push(
-              `result not the one returned: ${taskId}#${task.leaseEpoch} ${returned ?? 'none returned'}`,
-            );
-        }
-      }
-      if (task?.status === 'dead' && withHook.has(taskId) && !run.made.hooks.has(taskId)) {
-        hookMissingCount++;
-        if (violationDetails.length < 10) violationDetails.push(`dead without its hook: ${taskId}`);
-      }
-    }
-  }
-  const {
-    staleRejectedCount: _counted,
-    reclaimLatencyMs: _latency,
-    duplicateFireCount: _none,
-    ...server
-  } = checkHistory({
-    ...run.history,
-    answered: run.network.heard,
-  });
-  const agentSide = checkAgentSide(run.executions, run.holdings, until, {
-    claims: run.network.claimAnswers,
-    checkpoints: run.checkpointWrites,
-  });
-  const agentIds = new Map(agents.map((a) => [a.name, a.agentId]));
-  for (const overlapping of overlaps(run.holdings, (h) => h.role, until)) {
-    const from = Math.min(...overlapping.map((h) => h.start)) - 3_000;
-    const to = Math.max(...overlapping.map((h) => h.end ?? until));
-    const names = new Set(overlapping.map((h) => h.agent));
-    violationDetails.push(
-      `role held twice: ${JSON.stringify({
-        holdings: overlapping.map((h) => ({ ...h, agentId: agentIds.get(h.agent) })),
-        serverRoleEvents: run.roleEvents.filter((e) => e.at >= from && e.at <= to),
-        workerNotes: run.workerNotes.filter((n) => n.at >= from && n.at <= to && names.has(n.agent)),
-      })}`,
-    );
-  }
-  for (const detail of run.made.childMismatches.slice(0, 5))
-    violationDetails.push(`child retry answered anew: ${detail}`);
-  const counts = {
-    ...server,
-    ...agentSide,
-    resultMismatchCount,
-    hookMissingCount,
-    childMismatchCount: run.made.childMismatches.length,
-  };
-  return {
-    ...counts,
-    violations: VIOLATION_COUNTS.reduce((sum, name) => sum + counts[name], 0),
-    ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
-  };
 }
