@@ -17,21 +17,37 @@
  * The SQS emulator keeps nothing across a restart: `local/start.ts` re-sends the hint of every queued task before
  * it serves (`reconcile({ everything: true })`), and the report gives how many and how long the start took.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { findFreePort } from '#local/emulators/dynamodb-local';
-import { isRunning } from '#local/processes';
 import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { Task } from '#sdk/types';
 import { Worker } from '#sdk/worker';
+import {
+  jvmOutlivesServer,
+  killGroup,
+  type RunningStack,
+  type StackPlace,
+  sleep,
+  startStack,
+  waitUntil,
+} from './kill-stack-process';
+import {
+  completedEventsOf,
+  type HandlerRecord,
+  type KillRunOutcome,
+  type KillStackReport,
+  type Outage,
+  reportOf,
+} from './kill-stack-report';
 
-const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+export type { KillStackReport, Outage } from './kill-stack-report';
+
 const QUEUE = 'research';
 
 export interface KillStackOptions {
@@ -57,237 +73,90 @@ export interface KillStackOptions {
   readonly verbose?: boolean;
 }
 
-export interface Outage {
-  /** Kill to the restarted server answering `/v1/health`. */
-  readonly ms: number;
-  /** The restart alone: spawn to the server answering `/v1/health`. */
-  readonly startMs: number;
-  /**
-   * What `local/start.ts` itself took (its banner's "ready in"): both emulators, the tables, and re-sending the
-   * hints of queued tasks; the rest of `startMs` is loading the TypeScript.
-   */
-  readonly readyInMs: number;
-  readonly restoredHints: number;
-  /** Re-sending those hints, after the server answers. */
-  readonly restoreMs: number;
-  /** Tasks finished (by the handlers' record) when the stack was killed. */
-  readonly finishedAtKill: number;
-  /** The DynamoDB Local JVM of the killed stack was still running after the group kill. */
-  readonly staleJvmAfterGroupKill: boolean;
+export async function runKillStack(options: KillStackOptions): Promise<KillStackReport> {
+  const run = await setUp(options);
+  const outcome = await runUnderKills(run, options);
+  await killGroup(run.stack);
+  await rm(run.place.dataDir, { recursive: true, force: true });
+  return reportOf(
+    {
+      workers: options.workers,
+      concurrency: options.concurrency,
+      seed: options.seed,
+      leaseTtlSeconds: run.place.leaseTtlSeconds,
+      heartbeatSeconds: run.place.heartbeatSeconds,
+      marginMs: run.marginMs,
+      outageBoundMs: run.outageBoundMs,
+      staleJvmAfterServerKill: run.staleJvmAfterServerKill,
+      firstStartMs: run.firstStartMs,
+      started: run.started,
+      workerErrors: run.fleet.errors,
+    },
+    outcome,
+  );
 }
 
-export interface KillStackReport {
-  readonly tasks: number;
-  readonly workers: number;
-  readonly concurrency: number;
-  readonly seed: number;
-  readonly leaseTtlSeconds: number;
-  readonly heartbeatSeconds: number;
-  readonly marginMs: number;
-  /** TTL − heartbeat − margin: every outage must be shorter. */
-  readonly outageBoundMs: number;
-  readonly outages: readonly Outage[];
-  readonly outagesWithinBound: boolean;
-  /** After a SIGKILL of the server process alone, its DynamoDB Local JVM kept running. */
-  readonly staleJvmAfterServerKill: boolean | undefined;
-  readonly firstStartMs: number;
-  readonly durationMs: number;
-  readonly drainMs: number;
-  readonly drained: boolean;
-  readonly byStatus: Readonly<Record<string, number>>;
-  readonly lost: number;
-  /** Tasks with more than one `task.completed` in the server's event feed. */
-  readonly finishedTwice: number;
-  /** Tasks whose handler returned more than once (the Worker's side of a re-run). */
-  readonly handlerReturnedTwice: number;
-  /** Handlers stopped by their signal: the Worker reckoned their lease over (the stack was down too long). */
-  readonly handlerAborts: number;
-  /** Pairs of runs of one task that overlapped in time, each from its start to its return or abort. */
-  readonly overlappingRuns: number;
-  /** `task.completed` events in the feed: one per task when nothing finished twice. */
-  readonly completedEvents: number;
-  readonly rerunAfterFinish: number;
-  /** For each re-run: the task, and seconds from its handler's first return to the next start. */
-  readonly reruns: readonly { taskId: string; afterSeconds: number }[];
-  /** The handler records (ms from the first start) of every task run twice at once or again after it finished. */
-  readonly twiceRun: Readonly<Record<string, readonly string[]>>;
-  readonly handlerStarts: number;
-  readonly handlerEnds: number;
-  /** `error` events of the Workers: heartbeats, claims and completions that failed while the stack was down. */
-  readonly workerErrors: number;
-  readonly violations: number;
-}
-
-interface HandlerRecord {
-  readonly taskId: string;
-  readonly kind: 'start' | 'end' | 'abort';
-  readonly attempt: number;
-  readonly leaseEpoch: number;
-  readonly at: number;
-}
-
-interface RunningStack {
-  readonly child: ChildProcess;
-  readonly startMs: number;
-  readonly answeredAt: number;
-  readonly banner: Promise<{ javaPid: number; restoredHints: number; readyInMs: number; restoreMs: number }>;
-  readonly exited: Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+type KillRun = Awaited<ReturnType<typeof setUp>>;
 
 /**
- * Pairs of one task's runs that overlap in time: a run lasts from its start to its return or abort (the next
- * record of the same lease), and one never ended lasts to the end.
+ * The stack started on a scratch data directory (after a first start that only asks whether DynamoDB Local
+ * outlives its server killed alone), an operator's client, and the fleet of Workers, not started yet.
  */
-function overlapsOf(records: readonly HandlerRecord[]): number {
-  const runs = records
-    .filter((r) => r.kind === 'start')
-    .map((start) => ({
-      start: start.at,
-      end:
-        records.find((r) => r.kind !== 'start' && r.leaseEpoch === start.leaseEpoch && r.at >= start.at)
-          ?.at ?? Number.POSITIVE_INFINITY,
-    }));
-  let pairs = 0;
-  runs.forEach((run, i) => {
-    for (const other of runs.slice(i + 1)) if (run.start < other.end && other.start < run.end) pairs++;
-  });
-  return pairs;
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) return false;
-    await sleep(50);
-  }
-  return true;
-}
-
-export async function runKillStack(options: KillStackOptions): Promise<KillStackReport> {
+async function setUp(options: KillStackOptions) {
   const leaseTtlSeconds = options.leaseTtlSeconds ?? 30;
   const heartbeatSeconds = options.heartbeatSeconds ?? 3;
-  const taskTimeoutSeconds = options.taskTimeoutSeconds ?? 45;
-  const [minMs, maxMs] = options.handlerMs ?? [200, 2_000];
   // The Worker's default margin (sdk/worker.ts): 1 s, or a fifth of the TTL when that is shorter.
   const marginMs = Math.min(1_000, (leaseTtlSeconds * 1_000) / 5);
   const outageBoundMs = leaseTtlSeconds * 1_000 - heartbeatSeconds * 1_000 - marginMs;
-  const random = seededRandom(options.seed);
   const say = (line: string) => {
     if (options.verbose) console.error(`[kill-stack] ${line}`);
   };
-
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-scheduler-kill-'));
   const port = await findFreePort();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const place: StackPlace = {
+    dataDir,
+    port,
+    endpoint: `http://127.0.0.1:${port}`,
+    leaseTtlSeconds,
+    heartbeatSeconds,
+  };
   const started = Date.now();
-
-  const start = async (): Promise<RunningStack> => {
-    const spawnedAt = Date.now();
-    // A group of its own: one SIGKILL to the group takes the server and DynamoDB Local's JVM with it.
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'local/start.ts',
-        '--data-dir',
-        dataDir,
-        '--port',
-        String(port),
-        '--supervisor-seconds',
-        '1',
-        '--lease-ttl-seconds',
-        String(leaseTtlSeconds),
-        '--heartbeat-seconds',
-        String(heartbeatSeconds),
-      ],
-      {
-        cwd: REPO_ROOT,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, CI: 'true' },
-      },
-    );
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-20_000);
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-20_000);
-    });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let gone = false;
-    void exited.then(() => {
-      gone = true;
-    });
-    let answering = 0;
-    const probe = async () => {
-      while (!gone && answering === 0 && Date.now() - spawnedAt < 120_000) {
-        const ok = await fetch(`${endpoint}/v1/health`).then(
-          (r) => r.status === 200,
-          () => false,
-        );
-        if (ok) answering = Date.now();
-        else await sleep(100);
-      }
-    };
-    await probe();
-    if (answering === 0 || gone) {
-      if (!gone && child.pid) process.kill(-child.pid, 'SIGKILL');
-      throw new Error(`the local stack did not start:\n${output.slice(-4_000)}`);
-    }
-    // The banner follows the re-sent hints, which the server answers during.
-    const banner = waitUntil(() => gone || output.includes('Ctrl-C stops everything'), 120_000).then(() => ({
-      javaPid: Number(/\(pid (\d+)\)/.exec(output)?.[1] ?? 0),
-      restoredHints: Number(/restored hints:\s+(\d+)/.exec(output)?.[1] ?? 0),
-      readyInMs: Number(/ready in (\d+) ms/.exec(output)?.[1] ?? 0),
-      restoreMs: Number(/restored hints:\s+\d+ \(in (\d+) ms/.exec(output)?.[1] ?? 0),
-    }));
-    return { child, startMs: answering - spawnedAt, answeredAt: answering, banner, exited };
-  };
-
-  /** SIGKILL to the whole group; whether the JVM outlived it. */
-  const killGroup = async (stack: RunningStack): Promise<boolean> => {
-    try {
-      if (stack.child.pid) process.kill(-stack.child.pid, 'SIGKILL');
-    } catch {
-      // The group is already gone.
-    }
-    await stack.exited;
-    const { javaPid } = await stack.banner;
-    const jvmGone = javaPid === 0 || (await waitUntil(() => !isRunning(javaPid), 2_000));
-    if (!jvmGone) process.kill(javaPid, 'SIGKILL');
-    return !jvmGone;
-  };
-
-  // A first start only to answer one question: does DynamoDB Local outlive its server killed alone?
-  let staleJvmAfterServerKill: boolean | undefined;
-  {
-    const probe = await start();
-    const { javaPid } = await probe.banner;
-    probe.child.kill('SIGKILL');
-    await probe.exited;
-    staleJvmAfterServerKill = javaPid !== 0 && (await waitUntil(() => !isRunning(javaPid), 2_000)) === false;
-    say(`server killed alone: its JVM ${staleJvmAfterServerKill ? 'kept running' : 'went with it'}`);
-    await killGroup(probe);
-  }
-
+  const staleJvmAfterServerKill = await jvmOutlivesServer(place);
+  say(`server killed alone: its JVM ${staleJvmAfterServerKill ? 'kept running' : 'went with it'}`);
   const firstStart = Date.now();
-  let stack = await start();
+  const stack = await startStack(place);
   await stack.banner;
   const firstStartMs = Date.now() - firstStart;
-  say(`stack ready in ${firstStartMs} ms on ${endpoint}, data in ${dataDir}`);
+  say(`stack ready in ${firstStartMs} ms on ${place.endpoint}, data in ${dataDir}`);
   const { operatorToken } = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as {
     operatorToken: string;
   };
-  const operator = new AgentSchedulerClient({ endpoint, token: operatorToken });
+  const operator = new AgentSchedulerClient({ endpoint: place.endpoint, token: operatorToken });
+  const fleet = await fleetOf(operator, place.endpoint, options);
+  return {
+    place,
+    marginMs,
+    outageBoundMs,
+    say,
+    random: seededRandom(options.seed),
+    started,
+    staleJvmAfterServerKill,
+    firstStartMs,
+    /** The stack now running: each restart replaces it. */
+    stack: stack as RunningStack,
+    operator,
+    fleet,
+  };
+}
 
-  const records: HandlerRecord[] = [];
-  const finished = new Set<string>();
-  let workerErrors = 0;
-  const workers: Worker[] = [];
+/** The Workers, each an agent of its own, whose handlers record each run's start and its return or abort. */
+async function fleetOf(operator: AgentSchedulerClient, endpoint: string, options: KillStackOptions) {
+  const fleet = {
+    workers: [] as Worker[],
+    records: [] as HandlerRecord[],
+    finished: new Set<string>(),
+    errors: 0,
+  };
   for (let i = 0; i < options.workers; i++) {
     const { token } = await operator.createAgent({
       name: `kill-${i}`,
@@ -301,7 +170,7 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
       // Works for the task's time, or until the Worker aborts it (its lease is over by the Worker's reckoning).
       handler: async (task, { signal }) => {
         const record = (kind: HandlerRecord['kind']) =>
-          records.push({
+          fleet.records.push({
             taskId: task.taskId,
             kind,
             attempt: task.attempt,
@@ -316,69 +185,112 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
           throw error;
         }
         record('end');
-        finished.add(task.taskId);
+        fleet.finished.add(task.taskId);
         return { ok: true };
       },
     });
     worker.on('error', () => {
-      workerErrors++;
+      fleet.errors++;
     });
-    workers.push(worker);
+    fleet.workers.push(worker);
   }
+  return fleet;
+}
 
+/**
+ * Submits the work, starts the fleet, kills the stack `kills` times under load (each time started again on the
+ * same data and port), then waits for every task to end and stops the fleet.
+ */
+async function runUnderKills(run: KillRun, options: KillStackOptions): Promise<KillRunOutcome> {
+  const taskIds = await submitAll(run, options);
+  run.say(`${taskIds.length} tasks submitted`);
+  // Submitted before the fleet starts, so the kills fall under load rather than in the tail of the work.
+  await Promise.all(run.fleet.workers.map((w) => w.start()));
+  const outages: Outage[] = [];
+  let finishedWhenUp = 0;
+  for (let k = 0; k < options.kills; k++) {
+    const restarted = await killAndRestart(run, taskIds.length - finishedWhenUp, finishedWhenUp, k);
+    outages.push(restarted.outage);
+    finishedWhenUp = restarted.finishedWhenUp;
+  }
+  const { tasks, drained, drainMs } = await drain(run, taskIds, options);
+  await Promise.all(run.fleet.workers.map((w) => w.stop().catch(() => undefined)));
+  return {
+    taskIds,
+    outages,
+    tasks,
+    drained,
+    drainMs,
+    records: run.fleet.records,
+    completedEvents: completedEventsOf(run.place.dataDir),
+  };
+}
+
+async function submitAll(run: KillRun, options: KillStackOptions): Promise<string[]> {
+  const [minMs, maxMs] = options.handlerMs ?? [200, 2_000];
   const taskIds: string[] = [];
   for (let i = 0; i < options.tasks; i += 25) {
     const batch = Array.from({ length: Math.min(25, options.tasks - i) }, (_, j) => ({
       queue: QUEUE,
-      payload: { n: i + j, ms: Math.round(minMs + random() * (maxMs - minMs)) },
-      timeoutSeconds: taskTimeoutSeconds,
+      payload: { n: i + j, ms: Math.round(minMs + run.random() * (maxMs - minMs)) },
+      timeoutSeconds: options.taskTimeoutSeconds ?? 45,
       maxAttempts: 10,
     }));
-    for (const item of await operator.submitTasks(batch)) {
+    for (const item of await run.operator.submitTasks(batch)) {
       if ('task' in item && item.task) taskIds.push(item.task.taskId);
       else throw new Error(`a submit failed: ${JSON.stringify(item)}`);
     }
   }
-  say(`${taskIds.length} tasks submitted`);
-  // Submitted before the fleet starts, so the kills fall under load rather than in the tail of the work.
-  await Promise.all(workers.map((w) => w.start()));
+  return taskIds;
+}
 
-  const outages: Outage[] = [];
-  let finishedWhenUp = 0;
-  for (let k = 0; k < options.kills; k++) {
-    // A random moment under load: 15–35 % of what was left when the stack answered again done since.
-    const remaining = taskIds.length - finishedWhenUp;
-    const target = finishedWhenUp + Math.round(remaining * (0.15 + random() * 0.2));
-    await waitUntil(() => finished.size >= target, 120_000);
-    await sleep(random() * 1_000);
-    const finishedAtKill = finished.size;
-    const killedAt = Date.now();
-    const staleJvmAfterGroupKill = await killGroup(stack);
-    stack = await start();
-    const ms = stack.answeredAt - killedAt;
-    finishedWhenUp = finished.size;
-    const { readyInMs, restoredHints, restoreMs } = await stack.banner;
-    outages.push({
+/**
+ * The `k`th kill, at a random moment under load: once 15–35 % of what was left (`remaining`) when the stack last
+ * answered again is done since. Returns the outage, from the kill to the restarted server answering, and the tasks
+ * finished by then.
+ */
+async function killAndRestart(
+  run: KillRun,
+  remaining: number,
+  finishedWhenUp: number,
+  k: number,
+): Promise<{ outage: Outage; finishedWhenUp: number }> {
+  const { finished } = run.fleet;
+  const target = finishedWhenUp + Math.round(remaining * (0.15 + run.random() * 0.2));
+  await waitUntil(() => finished.size >= target, 120_000);
+  await sleep(run.random() * 1_000);
+  const finishedAtKill = finished.size;
+  const killedAt = Date.now();
+  const staleJvmAfterGroupKill = await killGroup(run.stack);
+  run.stack = await startStack(run.place);
+  const ms = run.stack.answeredAt - killedAt;
+  const up = finished.size;
+  const { readyInMs, restoredHints, restoreMs } = await run.stack.banner;
+  run.say(
+    `kill ${k + 1}: outage ${ms} ms (start ${run.stack.startMs} ms, then ${restoredHints} hints re-sent in ${restoreMs} ms)`,
+  );
+  return {
+    outage: {
       ms,
-      startMs: stack.startMs,
+      startMs: run.stack.startMs,
       readyInMs,
       restoredHints,
       restoreMs,
       finishedAtKill,
       staleJvmAfterGroupKill,
-    });
-    say(
-      `kill ${k + 1}: outage ${ms} ms (start ${stack.startMs} ms, then ${restoredHints} hints re-sent in ${restoreMs} ms)`,
-    );
-  }
+    },
+    finishedWhenUp: up,
+  };
+}
 
-  // Drain: every task terminal, or the timeout.
+/** Every task terminal, or the timeout (`drainTimeoutMs`, by default the task timeout and a minute). */
+async function drain(run: KillRun, taskIds: readonly string[], options: KillStackOptions) {
   const drainStarted = Date.now();
-  const drainTimeoutMs = options.drainTimeoutMs ?? taskTimeoutSeconds * 1_000 + 60_000;
+  const drainTimeoutMs = options.drainTimeoutMs ?? (options.taskTimeoutSeconds ?? 45) * 1_000 + 60_000;
   let tasks: Task[] = [];
   let drained = false;
   while (Date.now() - drainStarted < drainTimeoutMs) {
-    tasks = await listAll(operator).catch(() => tasks);
+    tasks = await listAll(run.operator).catch(() => tasks);
     if (
       tasks.length >= taskIds.length &&
       tasks.every((t) => t.status !== 'queued' && t.status !== 'leased')
@@ -389,97 +301,8 @@ export async function runKillStack(options: KillStackOptions): Promise<KillStack
     await sleep(2_000);
   }
   const drainMs = Date.now() - drainStarted;
-  say(`drain ${drained ? 'done' : 'timed out'} after ${drainMs} ms`);
-  await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
-
-  // The server's record of successes: `task.completed` in the event feed, kept across restarts.
-  const completedEvents = new Map<string, number>();
-  for (const line of readFileSync(join(dataDir, 'events.jsonl'), 'utf8').split('\n')) {
-    if (!line) continue;
-    const event = JSON.parse(line) as { type?: string; detail?: { taskId?: string }; taskId?: string };
-    const taskId = event.taskId ?? event.detail?.taskId;
-    if (event.type === 'task.completed' && taskId)
-      completedEvents.set(taskId, (completedEvents.get(taskId) ?? 0) + 1);
-  }
-  await killGroup(stack);
-  await rm(dataDir, { recursive: true, force: true });
-
-  const byTask = new Map<string, HandlerRecord[]>();
-  for (const r of records) byTask.set(r.taskId, [...(byTask.get(r.taskId) ?? []), r]);
-  const reruns: { taskId: string; afterSeconds: number }[] = [];
-  let finishedTwice = 0;
-  let handlerReturnedTwice = 0;
-  let overlappingRuns = 0;
-  /** Tasks run twice at once or again after they finished: their records go into the report. */
-  const twice = new Set<string>();
-  for (const taskId of taskIds) {
-    const own = byTask.get(taskId) ?? [];
-    const atOnce = overlapsOf(own);
-    overlappingRuns += atOnce;
-    if (atOnce > 0) twice.add(taskId);
-    const firstEnd = own.find((r) => r.kind === 'end');
-    const startAfter = firstEnd && own.find((r) => r.kind === 'start' && r.at > firstEnd.at);
-    if (firstEnd && startAfter) {
-      reruns.push({ taskId, afterSeconds: Math.round((startAfter.at - firstEnd.at) / 100) / 10 });
-      twice.add(taskId);
-    }
-    if ((completedEvents.get(taskId) ?? 0) > 1) finishedTwice++;
-    if (own.filter((r) => r.kind === 'end').length > 1) handlerReturnedTwice++;
-  }
-  const byStatus: Record<string, number> = {};
-  for (const t of tasks) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
-  const terminal = new Set(
-    tasks.filter((t) => t.status !== 'queued' && t.status !== 'leased').map((t) => t.taskId),
-  );
-  const lost = taskIds.filter((id) => !terminal.has(id)).length;
-  const outagesWithinBound = outages.every((o) => o.ms < outageBoundMs);
-  const violations =
-    lost +
-    finishedTwice +
-    reruns.length +
-    overlappingRuns +
-    (byStatus.dead ?? 0) +
-    (outagesWithinBound ? 0 : 1);
-  return {
-    tasks: taskIds.length,
-    workers: options.workers,
-    concurrency: options.concurrency,
-    seed: options.seed,
-    leaseTtlSeconds,
-    heartbeatSeconds,
-    marginMs,
-    outageBoundMs,
-    outages,
-    outagesWithinBound,
-    staleJvmAfterServerKill,
-    firstStartMs,
-    durationMs: Date.now() - started,
-    drainMs,
-    drained,
-    byStatus,
-    lost,
-    finishedTwice,
-    handlerReturnedTwice,
-    handlerAborts: records.filter((r) => r.kind === 'abort').length,
-    overlappingRuns,
-    completedEvents: [...completedEvents.values()].reduce((sum, n) => sum + n, 0),
-    rerunAfterFinish: reruns.length,
-    reruns,
-    twiceRun: Object.fromEntries(
-      [...twice].map((id) => {
-        const own = byTask.get(id) ?? [];
-        const first = own[0]?.at ?? 0;
-        return [
-          id,
-          own.map((r) => `${r.kind} epoch ${r.leaseEpoch} attempt ${r.attempt} +${r.at - first} ms`),
-        ];
-      }),
-    ),
-    handlerStarts: records.filter((r) => r.kind === 'start').length,
-    handlerEnds: records.filter((r) => r.kind === 'end').length,
-    workerErrors,
-    violations,
-  };
+  run.say(`drain ${drained ? 'done' : 'timed out'} after ${drainMs} ms`);
+  return { tasks, drained, drainMs };
 }
 
 async function listAll(client: AgentSchedulerClient): Promise<Task[]> {
