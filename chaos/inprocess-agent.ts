@@ -2,9 +2,10 @@
  * An agent of the in-process chaos run: it registers, opens a session, and claims one task at a time on the
  * scheduler's handlers, heartbeating as the SDK's Worker does. While the faults last, 5 % of its claims end in a
  * crash (the task dropped, the heartbeats stopped, a new session later) and 8 % in a pause past the lease, after
- * which its three late writes must each be refused. The rest it works on and fails (a fifth, or at once when the
- * task is doomed) or completes, a tenth submitting a child first. The first `ROLE_VOLUNTEERS` agents volunteer for
- * a role, stepping down after each task, so it changes hands.
+ * which its three late writes must each be refused. The rest it works on, then fails (a doomed task for good, at
+ * its first attempt; a draw under 0.2, to be retried) or completes, a draw from 0.2 to 0.3 submitting a child
+ * first. The first `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so it changes
+ * hands.
  */
 import type { ClaimedTask } from '#core/claim';
 import { RETRYING } from './committed-writes';
@@ -167,8 +168,8 @@ class ChaosAgent {
 
   /**
    * Works on the task, then finishes it: a doomed task dies at its first attempt (a DAG's dependents must be
-   * cancelled, a flat one's hook run), a fifth fail to be retried, the rest complete, a tenth of those after
-   * submitting a child.
+   * cancelled, a flat one's hook run); a draw under 0.2 fails it to be retried; the rest complete, those drawn
+   * under 0.2 + `CHILD_SHARE` after submitting a child.
    */
   private async work(task: ClaimedTask, lease: Lease, draw: number): Promise<void> {
     const { run } = this;

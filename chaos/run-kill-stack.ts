@@ -73,6 +73,7 @@ export interface KillStackOptions {
   readonly verbose?: boolean;
 }
 
+/** Sets the stack and the fleet up, runs the work under the kills, reports (`kill-stack-report.ts`). */
 export async function runKillStack(options: KillStackOptions): Promise<KillStackReport> {
   const run = await setUp(options);
   const outcome = await runUnderKills(run, options);
