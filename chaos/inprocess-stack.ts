@@ -156,8 +156,8 @@ export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
       reconcileAfterSeconds: 2,
       claimVisibilityTimeoutSeconds: 2,
       reservationGraceSeconds: 2,
-      idleRetryBaseMs: 10,
-      idleRetryMaxMs: 50,
+      idleClaimRetryBaseMs: 10,
+      idleClaimRetryMaxMs: 50,
       // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
       dependencyRecheckSeconds: 2,
       // Agents submit children to the run's queue; a dead task's onFailure goes there too.
