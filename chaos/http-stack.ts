@@ -4,14 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Scheduler } from '#core/scheduler';
+import type { Scheduler } from '#core/scheduler';
 import type { Task } from '#domain/task';
-import { scratchStack } from '#local/scratch-stack';
+import { startLocalStack } from '#local/local-stack';
 import { seededRandom } from '#local/seeded-random';
-import { startLocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { Worker, WorkerOptions } from '#sdk/worker';
-import { createContext, type WiredContext } from '#wiring/context';
+import type { WiredContext } from '#wiring/context';
 import { emptyHistory, recordCommittedWrites, recordTakeBacks } from './committed-writes';
 import type { CheckpointWrite, Execution, RoleHolding } from './history';
 import { FaultCounts, FaultyNetwork } from './http-faults';
@@ -81,20 +80,9 @@ export async function setUp(options: HttpChaosOptions) {
   const faults = new FaultCounts();
   const live = { faultsOn: true, stopping: false, fleetStarted: false };
   const faultsOn = () => live.faultsOn;
-  const scratch = await scratchStack({ name: 'chaoshttp', queues: ['chaos'], endpoints: options.endpoints });
-  // Added before the recorder, so the recorder runs inside the faults and sees a write whose answer is then lost.
-  injectStoreFaults(scratch.dynamodb, {
-    random: seededRandom(options.seed + 2),
-    // From the fleet's start: lost answers of submissions are the in-process run's; here they only slow the start.
-    faultsOn: () => live.faultsOn && live.fleetStarted,
-    faults,
-    lostShare: options.storeLostShare ?? 0.02,
-    rareBoost: options.rareBoost ?? 5,
-  });
   // What the tables committed, checked as the in-process run's history is; the agents' calls that came back ok
   // (completions and failures the Workers heard of) must each be a committed transition.
   const history = emptyHistory();
-  recordCommittedWrites(scratch.dynamodb, scratch.tables, history);
   const serverWarnings: Record<string, number> = {};
   // What the server said of the role and what the Workers said of their sessions, with times: the story of a role
   // held twice, told in the report when it happens.
@@ -102,48 +90,62 @@ export async function setUp(options: HttpChaosOptions) {
   const note = (message: string) => {
     serverWarnings[message] = (serverWarnings[message] ?? 0) + 1;
   };
-  const ctx = createContext({
-    events: {
-      publish: async (events) => {
-        for (const e of events)
-          if (e.type.startsWith('role.'))
-            roleEvents.push({ at: Date.parse(e.time), type: e.type, agentId: e.agentId, data: e.data });
+  const operatorToken = `op_${randomBytes(12).toString('base64url')}`;
+  const recorders: {
+    made?: ReturnType<typeof recordMadeTasks>;
+    checkpointWrites?: ReturnType<typeof recordCheckpoints>;
+  } = {};
+  const { scratch, ctx, scheduler, server } = await startLocalStack({
+    name: 'chaoshttp',
+    queues: ['chaos'],
+    endpoints: options.endpoints,
+    onClients: ({ dynamodb, tables }) => {
+      // Added before the recorder, so the recorder runs inside the faults and sees a write whose answer is then lost.
+      injectStoreFaults(dynamodb, {
+        random: seededRandom(options.seed + 2),
+        // From the fleet's start: lost answers of submissions are the in-process run's; here they only slow the start.
+        faultsOn: () => live.faultsOn && live.fleetStarted,
+        faults,
+        lostShare: options.storeLostShare ?? 0.02,
+        rareBoost: options.rareBoost ?? 5,
+      });
+      recordCommittedWrites(dynamodb, tables, history);
+    },
+    context: {
+      events: {
+        publish: async (events) => {
+          for (const e of events)
+            if (e.type.startsWith('role.'))
+              roleEvents.push({ at: Date.parse(e.time), type: e.type, agentId: e.agentId, data: e.data });
+        },
+      },
+      log: { info() {}, warn: note, error: note },
+      random: seededRandom(options.seed + 1),
+      settings: {
+        leaseTtlSeconds,
+        heartbeatIntervalSeconds: leaseTtlSeconds / 4,
+        reconcileAfterSeconds: options.reconcileAfterSeconds ?? 2,
+        claimVisibilityTimeoutSeconds: 2,
+        reservationGraceSeconds: 2,
+        // Idle agents wait up to half a second between claims: fifty agents polling every 100 ms would keep the one
+        // process that runs them all too busy to serve the work.
+        idleClaimRetryBaseMs: 20,
+        idleClaimRetryMaxMs: 500,
+        agentSubmitQueues: ['chaos'],
       },
     },
-    log: { info() {}, warn: note, error: note },
-    dynamodb: scratch.dynamodb,
-    sqs: scratch.sqs,
-    tables: scratch.tables,
-    queues: scratch.queues,
-    random: seededRandom(options.seed + 1),
-    settings: {
-      leaseTtlSeconds,
-      heartbeatIntervalSeconds: leaseTtlSeconds / 4,
-      reconcileAfterSeconds: options.reconcileAfterSeconds ?? 2,
-      claimVisibilityTimeoutSeconds: 2,
-      reservationGraceSeconds: 2,
-      // Idle agents wait up to half a second between claims: fifty agents polling every 100 ms would keep the one
-      // process that runs them all too busy to serve the work.
-      idleClaimRetryBaseMs: 20,
-      idleClaimRetryMaxMs: 500,
-      agentSubmitQueues: ['chaos'],
+    onContext: (ctx) => {
+      labelWrites(ctx);
+      options.mutateContext?.(ctx);
+      recorders.made = recordMadeTasks(ctx, history);
+      recorders.checkpointWrites = recordCheckpoints(ctx);
+      recordTakeBacks(ctx, history);
     },
+    onScheduler: (scheduler) => options.mutateScheduler?.(scheduler),
+    serve: { operatorToken },
   });
-  labelWrites(ctx);
-  options.mutateContext?.(ctx);
-  const made = recordMadeTasks(ctx, history);
-  const checkpointWrites = recordCheckpoints(ctx);
-  recordTakeBacks(ctx, history);
-  const scheduler = new Scheduler(ctx);
-  options.mutateScheduler?.(scheduler);
-  const operatorToken = `op_${randomBytes(12).toString('base64url')}`;
-  const server = await startLocalServer({
-    scheduler,
-    agents: ctx.agents,
-    operatorToken,
-    port: 0,
-    log: ctx.log,
-  });
+  const { made, checkpointWrites } = recorders;
+  if (!made || !checkpointWrites) throw new Error('the context was built without its recorders');
   const network = new FaultyNetwork({
     random,
     faultsOn,

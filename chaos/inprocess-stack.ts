@@ -8,11 +8,12 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { Scheduler } from '#core/scheduler';
+import type { Scheduler } from '#core/scheduler';
 import { isSchedulerError } from '#domain/errors';
-import { type ScratchStack, scratchStack } from '#local/scratch-stack';
+import { startLocalStack } from '#local/local-stack';
+import type { ScratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
-import { createContext, type WiredContext } from '#wiring/context';
+import type { WiredContext } from '#wiring/context';
 import {
   emptyHistory,
   recordCommittedWrites,
@@ -137,36 +138,38 @@ function chaosState(seed: number): ChaosState {
 /** The stack under test: the scratch tables and queues, their clients' faults and recorders, and the scheduler. */
 export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
   const state = chaosState(options.seed);
-  const scratch = await scratchStack({ name: 'chaos', queues: ['chaos'], endpoints: options.endpoints });
-  const { dynamodb, sqs, tables, queues } = scratch;
-  injectWriteFaults(dynamodb, tables, state);
-  if (process.env.CHAOS_DEBUG) measureLatency([dynamodb, sqs], state.latency);
-  // Added after the faults, so it runs inside them: closest to the wire.
-  recordCommittedWrites(dynamodb, tables, state.history);
-  injectSqsFaults(sqs, state);
-  const ctx = createContext({
-    dynamodb,
-    sqs,
-    tables,
-    queues,
-    random: seededRandom(options.seed + 1),
-    settings: {
-      leaseTtlSeconds: LEASE_TTL_SECONDS,
-      heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
-      reconcileAfterSeconds: 2,
-      claimVisibilityTimeoutSeconds: 2,
-      reservationGraceSeconds: 2,
-      idleClaimRetryBaseMs: 10,
-      idleClaimRetryMaxMs: 50,
-      // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
-      dependencyRecheckSeconds: 2,
-      // Agents submit children to the run's queue; a dead task's onFailure goes there too.
-      agentSubmitQueues: ['chaos'],
+  const { scratch, ctx, scheduler } = await startLocalStack({
+    name: 'chaos',
+    queues: ['chaos'],
+    endpoints: options.endpoints,
+    onClients: ({ dynamodb, sqs, tables }) => {
+      injectWriteFaults(dynamodb, tables, state);
+      if (process.env.CHAOS_DEBUG) measureLatency([dynamodb, sqs], state.latency);
+      // Added after the faults, so it runs inside them: closest to the wire.
+      recordCommittedWrites(dynamodb, tables, state.history);
+      injectSqsFaults(sqs, state);
+    },
+    context: {
+      random: seededRandom(options.seed + 1),
+      settings: {
+        leaseTtlSeconds: LEASE_TTL_SECONDS,
+        heartbeatIntervalSeconds: HEARTBEAT_MS / 1_000,
+        reconcileAfterSeconds: 2,
+        claimVisibilityTimeoutSeconds: 2,
+        reservationGraceSeconds: 2,
+        idleClaimRetryBaseMs: 10,
+        idleClaimRetryMaxMs: 50,
+        // A resolution lost to a fault is made by the recheck: looked at as often as the hints are.
+        dependencyRecheckSeconds: 2,
+        // Agents submit children to the run's queue; a dead task's onFailure goes there too.
+        agentSubmitQueues: ['chaos'],
+      },
+    },
+    onContext: (ctx) => {
+      options.mutate?.(ctx);
+      recordTakeBacks(ctx, state.history);
     },
   });
-  options.mutate?.(ctx);
-  recordTakeBacks(ctx, state.history);
-  const scheduler = new Scheduler(ctx);
   return { ...state, options, scratch, ctx, scheduler, record: recorderOf(state.history) };
 }
 
