@@ -63,8 +63,13 @@ export interface HttpChaosReport extends AgentSideVerdict {
   readonly terminalLeftCount: number;
   /** Succeeded tasks whose kept result is not, byte for byte, what the handler of their last lease returned. */
   readonly resultMismatchCount: number;
-  /** Tasks with an `onFailure` that died and have no hook task. */
+  /** Tasks with an `onFailure` that died and have no hook task, while their record owes none: the hook was lost. */
   readonly hookMissingCount: number;
+  /**
+   * Tasks with an `onFailure` that died and whose record still owes the hook (`followUpPending`): the run ended
+   * before the supervisor made it. Late rather than lost, and a violation all the same: everything ends in a run.
+   */
+  readonly hookOwedCount: number;
   /** Child submissions sent again under the same keys that were answered with other tasks. */
   readonly childMismatchCount: number;
   readonly violations: number;
@@ -89,6 +94,7 @@ export const VIOLATION_COUNTS = [
   'terminalLeftCount',
   'resultMismatchCount',
   'hookMissingCount',
+  'hookOwedCount',
   'childMismatchCount',
 ] as const satisfies readonly (keyof HttpChaosReport)[];
 
@@ -185,6 +191,7 @@ async function verify(run: Run, { acknowledged, withHook, agents }: RunOutcome) 
   const everyTask = [...new Set([...acknowledged, ...run.history.acknowledged])];
   let resultMismatchCount = 0;
   let hookMissingCount = 0;
+  let hookOwedCount = 0;
   violationDetails.length = 0;
   // Read 25 at a time: a result may be 250 KB, and one read answers at most 16 MB.
   for (let i = 0; i < everyTask.length; i += 25) {
@@ -203,8 +210,11 @@ async function verify(run: Run, { acknowledged, withHook, agents }: RunOutcome) 
         }
       }
       if (task?.status === 'dead' && withHook.has(taskId) && !run.made.hooks.has(taskId)) {
-        hookMissingCount++;
-        if (violationDetails.length < 10) violationDetails.push(`dead without its hook: ${taskId}`);
+        const owed = task.followUpPending === true;
+        if (owed) hookOwedCount++;
+        else hookMissingCount++;
+        if (violationDetails.length < 10)
+          violationDetails.push(`dead without its hook${owed ? ' (still owed)' : ''}: ${taskId}`);
       }
     }
   }
@@ -241,6 +251,7 @@ async function verify(run: Run, { acknowledged, withHook, agents }: RunOutcome) 
     ...agentSide,
     resultMismatchCount,
     hookMissingCount,
+    hookOwedCount,
     childMismatchCount: run.made.childMismatches.length,
   };
   return {
