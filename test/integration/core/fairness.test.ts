@@ -1,7 +1,7 @@
 /**
  * Fairness between the keys of one queue, and per-key concurrency, on the emulators.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ClaimedTask } from '#core/claim';
 import { keyHashOf } from '#domain/lanes';
 import { createTestStack, startAgent, type TestStack } from '#test/stack';
@@ -59,8 +59,11 @@ describe('fairness between keys', () => {
     );
     const order: string[] = [];
     const bLeft = () => [...b].filter((id) => !order.includes(id)).length;
-    const deadline = Date.now() + 60_000;
-    while (bLeft() > 0 && Date.now() < deadline) {
+    // Claims, not seconds, bound the loop: past the 60th claim plus one more round (5 agents, up to 10 each), B's
+    // tasks are either all in or the test fails, however fast the machine runs. With 5,000 tasks queued each round
+    // claims some; as many rounds as claims end a loop whose claims come back empty.
+    const enough = 60 + 5 * 10;
+    for (let round = 0; bLeft() > 0 && order.length < enough && round < enough; round++) {
       await Promise.all(
         agents.map(async (agent) => {
           const tasks: ClaimedTask[] = await scheduler.claim({ ...agent, max: 10 });
@@ -92,7 +95,9 @@ describe('fairness between keys', () => {
     expect(sent.filter((input) => input.MessageGroupId === keyHashOf('tenant-a')).length).toBeLessThan(
       order.length,
     );
-  }, 120_000);
+    // A guard against a hang, not a bound: the 5,000 submissions take 25 s on two quiet cores, seven times that
+    // beside other CPU-bound work.
+  }, 400_000);
 
   it('perKeyConcurrency 3 under 20 parallel claimers: never more than 3 of the key leased, other keys kept busy', async () => {
     const { scheduler } = stack;
@@ -109,8 +114,19 @@ describe('fairness between keys', () => {
     const held: { agentId: string; taskId: string; leaseEpoch: number; round: number }[] = [];
     let maxHot = 0;
     let maxOthers = 0;
-    const deadline = Date.now() + 60_000;
-    for (let round = 0; Date.now() < deadline; round++) {
+    // A key at its limit has its turn back 1 s later, doubling while it stays full, up to 30 s (turns.ts); SQS
+    // holds it in real time. So the run ends when every task has, and fails only once no task has ended for twice
+    // that longest wait: a lane that is stuck, not a machine that is slow.
+    const STALL_MS = 2 * 30_000;
+    let ended = 0;
+    let endedAt = Date.now();
+    let lastBeat = Date.now();
+    for (let round = 0; Date.now() - endedAt < STALL_MS; round++) {
+      // The claimers keep their sessions alive as a worker would (the lease TTL is 30 s).
+      if (Date.now() - lastBeat > 5_000) {
+        await Promise.all(claimers.map((c) => scheduler.heartbeat(c.agentId, c.sessionId)));
+        lastBeat = Date.now();
+      }
       // Each claimer takes what it can; tasks are held for two rounds, then completed.
       const granted = await Promise.all(claimers.map((c) => scheduler.claim({ ...c, max: 2 })));
       granted.forEach((tasks, i) => {
@@ -134,8 +150,10 @@ describe('fairness between keys', () => {
         ),
       );
       held.splice(0, held.length, ...held.filter((h) => h.round > round - 2));
-      if ([...states.values()].every((t) => t.status === 'succeeded')) break;
-      // A key at its limit has its turn back a second later: rounds a tenth of that apart.
+      const succeeded = [...states.values()].filter((t) => t.status === 'succeeded').length;
+      if (succeeded === states.size) break;
+      if (succeeded > ended) [ended, endedAt] = [succeeded, Date.now()];
+      // Rounds a tenth of the shortest wait of a key at its limit apart.
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const states = await stack.ctx.tasks.getMany([...hot, ...others]);
@@ -146,16 +164,21 @@ describe('fairness between keys', () => {
     expect(maxHot).toBe(3);
     expect(maxOthers).toBeGreaterThan(3);
     expect(done).toBe(states.size);
-  }, 120_000);
+    // A guard against a hang, not a bound: 12 s on two quiet cores; the stall bound above is the test's.
+  }, 400_000);
 
   it('a turn lost from SQS is put in line again by the supervisor', async () => {
-    const { scheduler, clock, faults } = stack;
+    // On tables of its own: in the shared ones, the 4,960 tasks of key A the first test left queued would be due
+    // too once the clock moves, and the pass would look at each of them (29 s on two quiet cores) besides this one.
+    const own = await createTestStack({ queues: ['plain'] });
+    onTestFinished(() => own.destroy());
+    const { scheduler, clock, faults } = own;
     // The send of the key's turn fails after the slot was taken: the task waits without a turn in line.
     faults.sqs.failNext('SendMessageCommand', 1, 'before');
     const { task } = await scheduler.submit({ queue: 'plain', payload: {}, concurrencyKey: 'lost' });
     const agent = await startAgent(scheduler, { queues: ['plain'] });
     expect(await scheduler.claim(agent)).toEqual([]);
-    clock.advance(stack.ctx.settings.reconcileAfterSeconds * 1_000);
+    clock.advance(own.ctx.settings.reconcileAfterSeconds * 1_000);
     expect((await scheduler.reconcile()).redispatched).toContain(task.taskId);
     const again = await startAgent(scheduler, { queues: ['plain'] });
     const [claimed] = await scheduler.claim(again);
