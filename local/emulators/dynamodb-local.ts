@@ -223,6 +223,11 @@ export interface StartDynamoDbLocalOptions {
   inMemory?: boolean;
   /** Directory for the SQLite file (`shared-local-instance.db`); implies `inMemory: false`. */
   dbPath?: string;
+  /**
+   * How long the JVM may take to answer its first request.
+   * @default 30 s (about 6 s on two quiet cores)
+   */
+  readyTimeoutMs?: number;
 }
 
 export interface DynamoDbLocal {
@@ -262,7 +267,7 @@ export async function startDynamoDbLocal(opts: StartDynamoDbLocalOptions = {}): 
   for (let attempt = 1; ; attempt++) {
     const port = opts.port ?? (await findFreePort());
     try {
-      return await launch(dir, port, dbPath);
+      return await launch(dir, port, dbPath, opts.readyTimeoutMs ?? READY_TIMEOUT_MS);
     } catch (error) {
       if (!(error instanceof PortInUseError) || attempt >= attempts) throw error;
     }
@@ -286,7 +291,12 @@ function canRunJavaSource(): Promise<boolean> {
   return sourceLauncher;
 }
 
-async function launch(dir: string, port: number, dbPath: string | undefined): Promise<DynamoDbLocal> {
+async function launch(
+  dir: string,
+  port: number,
+  dbPath: string | undefined,
+  readyTimeoutMs: number,
+): Promise<DynamoDbLocal> {
   const loopback = await canRunJavaSource();
   if (!loopback) {
     process.stderr.write(
@@ -344,7 +354,7 @@ async function launch(dir: string, port: number, dbPath: string | undefined): Pr
     credentials: LOCAL_CREDENTIALS,
     maxAttempts: 1,
   });
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const deadline = Date.now() + readyTimeoutMs;
   let lastError: unknown;
   try {
     for (;;) {
@@ -364,7 +374,7 @@ async function launch(dir: string, port: number, dbPath: string | undefined): Pr
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         throw new Error(
-          `DynamoDB Local did not answer ListTables on ${endpoint} within ${READY_TIMEOUT_MS} ms ` +
+          `DynamoDB Local did not answer ListTables on ${endpoint} within ${readyTimeoutMs} ms ` +
             `(last error: ${describe(lastError)}). Output:\n${output.tail()}`,
         );
       }

@@ -31,7 +31,9 @@ interface Emulators {
 async function startEmulators(): Promise<Emulators> {
   const started = performance.now();
   const [dynamodb, sqs] = await Promise.allSettled([
-    startDynamoDbLocal({ inMemory: true }),
+    // Beside other CPU-bound work the JVM has taken over 30 s to answer (its own default bound), where both emulators
+    // start in about 6 s on two quiet cores: the suite waits for it rather than fail on a slow start.
+    startDynamoDbLocal({ inMemory: true, readyTimeoutMs: 180_000 }),
     startSqsEmulator({}),
   ]);
   if (dynamodb.status === 'rejected' || sqs.status === 'rejected') {
