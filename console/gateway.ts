@@ -164,68 +164,47 @@ function newCode(): string {
 
 const normalCode = (code: string) => code.toUpperCase().replace(/[\s-]/g, '');
 
-export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
-  const now = options.now ?? Date.now;
-  const sessionTtlMs = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
-  const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
-  const endpoint = options.endpoint.replace(/\/+$/, '');
-  /**
-   * Sessions by the SHA-256 of their cookie: the SHA-256 of their key, and when each ends. In insertion order,
-   * oldest first.
-   */
-  const sessions = new Map<string, { keyHash: Buffer; until: number }>();
-  let code = '';
-  let wrongGuesses = 0;
-  let lockouts = 0;
-  let lockedUntil = 0;
-  const replaceCode = (why: 'start' | 'used' | 'guessed') => {
-    code = newCode();
-    wrongGuesses = 0;
-    options.onCode(code, why);
-  };
-  replaceCode('start');
+/**
+ * Who is signed in: the login code on the operator's terminal, its lockout after wrong guesses, and the browsers'
+ * sessions, by the SHA-256 of their cookie (with the SHA-256 of their key, and when each ends), oldest first.
+ */
+class SignIns {
+  private readonly sessions = new Map<string, { keyHash: Buffer; until: number }>();
+  private code = '';
+  private wrongGuesses = 0;
+  private lockouts = 0;
+  private lockedUntil = 0;
+
+  constructor(
+    private readonly onCode: ConsoleGatewayOptions['onCode'],
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+  ) {
+    this.replaceCode('start');
+  }
+
+  private replaceCode(why: 'start' | 'used' | 'guessed'): void {
+    this.code = newCode();
+    this.wrongGuesses = 0;
+    this.onCode(this.code, why);
+  }
 
   /** The session the cookie names, when the request also carries its key. */
-  const sessionOf = (request: ConsoleRequest): string | undefined => {
+  sessionOf(request: ConsoleRequest): string | undefined {
     const value = parseCookies(request.headers.cookie).get(cookieNameFor(request.localPort));
     if (!value) return undefined;
     const id = hash(value).toString('base64url');
-    const session = sessions.get(id);
+    const session = this.sessions.get(id);
     if (session === undefined) return undefined;
-    if (session.until <= now()) {
-      sessions.delete(id);
+    if (session.until <= this.now()) {
+      this.sessions.delete(id);
       return undefined;
     }
     if (!timingSafeEqual(hash(request.headers[SESSION_KEY_HEADER] ?? ''), session.keyHash)) return undefined;
     return id;
-  };
+  }
 
-  /** Refuses what does not come from this machine, to a loopback name, from the console's own page. */
-  const refusedOrigin = (request: ConsoleRequest, pathname: string): ConsoleResponse | undefined => {
-    if (!isLoopbackAddress(request.remoteAddress))
-      return refusal(403, 'Forbidden', 'the console answers requests from this machine only');
-    const host = expectedHost(request.localAddress, request.localPort);
-    if (host === undefined || request.headers.host !== host)
-      return refusal(
-        421,
-        'MisdirectedRequest',
-        `open the console at the address it printed: http://${host ?? '127.0.0.1'}/`,
-      );
-    // The page itself may be opened from anywhere (a link, a bookmark): it holds nothing and cannot be framed.
-    const reads = /^(GET|HEAD)$/i.test(request.method);
-    if (reads && options.assets.has(pathname)) return undefined;
-    const origin = request.headers.origin;
-    const site = request.headers['sec-fetch-site'];
-    if (
-      (origin !== undefined && origin !== `http://${host}`) ||
-      (!reads && origin === undefined) ||
-      (site !== undefined && site !== 'same-origin' && site !== 'none')
-    )
-      return refusal(403, 'Forbidden', 'the console takes requests from its own page only');
-    return undefined;
-  };
-
-  const login = (request: ConsoleRequest): ConsoleResponse => {
+  login(request: ConsoleRequest): ConsoleResponse {
     let given: unknown;
     try {
       given = (JSON.parse(request.body) as { code?: unknown }).code;
@@ -234,7 +213,7 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
     }
     if (typeof given !== 'string' || given.length > 64)
       return refusal(400, 'ValidationError', 'the body is { "code": "<the code printed in the terminal>" }');
-    const waitMs = lockedUntil - now();
+    const waitMs = this.lockedUntil - this.now();
     if (waitMs > 0)
       return refusal(
         429,
@@ -242,88 +221,152 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
         'too many wrong login codes: wait, then type the new code printed in the terminal',
         { 'retry-after': String(Math.ceil(waitMs / 1000)) },
       );
-    const expected = Buffer.from(normalCode(code));
+    const expected = Buffer.from(normalCode(this.code));
     const typed = Buffer.from(normalCode(given));
     if (typed.length !== expected.length || !timingSafeEqual(typed, expected)) {
-      wrongGuesses += 1;
-      if (wrongGuesses >= LOGIN_ATTEMPTS_PER_CODE) {
-        lockedUntil = now() + Math.min(LOGIN_LOCKOUT_MS.max, LOGIN_LOCKOUT_MS.first * 2 ** lockouts);
-        lockouts += 1;
-        replaceCode('guessed');
+      this.wrongGuesses += 1;
+      if (this.wrongGuesses >= LOGIN_ATTEMPTS_PER_CODE) {
+        this.lockedUntil =
+          this.now() + Math.min(LOGIN_LOCKOUT_MS.max, LOGIN_LOCKOUT_MS.first * 2 ** this.lockouts);
+        this.lockouts += 1;
+        this.replaceCode('guessed');
       }
       return refusal(401, 'Unauthorized', 'that is not the login code printed in the terminal');
     }
-    lockouts = 0;
-    replaceCode('used');
+    this.lockouts = 0;
+    this.replaceCode('used');
     const secret = randomBytes(32).toString('base64url');
     const key = randomBytes(32).toString('base64url');
-    if (sessions.size >= MAX_SESSIONS) {
-      const oldest = sessions.keys().next().value;
-      if (oldest !== undefined) sessions.delete(oldest);
+    if (this.sessions.size >= MAX_SESSIONS) {
+      const oldest = this.sessions.keys().next().value;
+      if (oldest !== undefined) this.sessions.delete(oldest);
     }
-    sessions.set(hash(secret).toString('base64url'), { keyHash: hash(key), until: now() + sessionTtlMs });
+    this.sessions.set(hash(secret).toString('base64url'), {
+      keyHash: hash(key),
+      until: this.now() + this.ttlMs,
+    });
     return json(
       200,
       { key },
       {
-        'set-cookie': `${cookieNameFor(request.localPort)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(sessionTtlMs / 1000)}`,
+        'set-cookie': `${cookieNameFor(request.localPort)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(this.ttlMs / 1000)}`,
       },
     );
-  };
+  }
 
-  const forward = async (request: ConsoleRequest, url: URL): Promise<ConsoleResponse> => {
-    const path = url.pathname.slice(API_PREFIX.length);
-    const method = request.method.toUpperCase();
-    const matched = matchRoute(ROUTES, method, path);
-    const route = matched && 'route' in matched ? matched.route : undefined;
-    if (!route || route.access === 'agent' || (route.localOnly && options.events !== 'poll'))
-      return refusal(404, 'NotFound', 'the console forwards the API’s operator routes only');
-    if (request.body !== '' && (method === 'GET' || method === 'DELETE'))
-      return refusal(400, 'ValidationError', `a ${method} request has no body`);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (request.body !== '') headers['content-type'] = 'application/json';
-    let status: number;
-    let contentType: string;
-    let body: Buffer;
-    try {
-      const answer = await options.upstream(
-        new Request(`${endpoint}${path}${url.search}`, {
-          method,
-          headers,
-          ...(request.body !== '' ? { body: request.body } : {}),
-          signal: AbortSignal.timeout(upstreamTimeoutMs),
-        }),
-      );
-      status = answer.status;
-      contentType = answer.headers.get('content-type') ?? 'application/json';
-      body = Buffer.from(await answer.arrayBuffer());
-    } catch (error) {
-      options.onUpstreamError?.(error);
-      const timedOut = (error as Error).name === 'TimeoutError';
-      return timedOut
-        ? refusal(504, 'UpstreamTimeout', 'the API did not answer in time')
-        : refusal(502, 'UpstreamUnavailable', 'the API could not be reached (the terminal says why)');
-    }
-    // The API refusing the console's own credentials is not the browser's session ending.
-    if (status === 401)
-      return refusal(
-        502,
-        'UpstreamUnauthorized',
-        'the API refused the console’s credentials: restart the console with credentials it takes',
-      );
-    return {
-      statusCode: status,
-      headers: { 'content-type': contentType, 'cache-control': 'no-store' },
-      body,
-    };
+  logout(request: ConsoleRequest): ConsoleResponse {
+    const session = this.sessionOf(request);
+    if (session) this.sessions.delete(session);
+    return noContent({
+      'set-cookie': `${cookieNameFor(request.localPort)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`,
+    });
+  }
+}
+
+/** Refuses what does not come from this machine, to a loopback name, from the console's own page. */
+function refusedOrigin(
+  request: ConsoleRequest,
+  pathname: string,
+  assets: ConsoleAssets,
+): ConsoleResponse | undefined {
+  if (!isLoopbackAddress(request.remoteAddress))
+    return refusal(403, 'Forbidden', 'the console answers requests from this machine only');
+  const host = expectedHost(request.localAddress, request.localPort);
+  if (host === undefined || request.headers.host !== host)
+    return refusal(
+      421,
+      'MisdirectedRequest',
+      `open the console at the address it printed: http://${host ?? '127.0.0.1'}/`,
+    );
+  // The page itself may be opened from anywhere (a link, a bookmark): it holds nothing and cannot be framed.
+  const reads = /^(GET|HEAD)$/i.test(request.method);
+  if (reads && assets.has(pathname)) return undefined;
+  const origin = request.headers.origin;
+  const site = request.headers['sec-fetch-site'];
+  if (
+    (origin !== undefined && origin !== `http://${host}`) ||
+    (!reads && origin === undefined) ||
+    (site !== undefined && site !== 'same-origin' && site !== 'none')
+  )
+    return refusal(403, 'Forbidden', 'the console takes requests from its own page only');
+  return undefined;
+}
+
+/** Sends a signed-in browser's request on to the API's operator route it names, with the operator's credentials. */
+async function forward(
+  options: ConsoleGatewayOptions,
+  request: ConsoleRequest,
+  url: URL,
+): Promise<ConsoleResponse> {
+  const path = url.pathname.slice(API_PREFIX.length);
+  const method = request.method.toUpperCase();
+  const matched = matchRoute(ROUTES, method, path);
+  const route = matched && 'route' in matched ? matched.route : undefined;
+  if (!route || route.access === 'agent' || (route.localOnly && options.events !== 'poll'))
+    return refusal(404, 'NotFound', 'the console forwards the API’s operator routes only');
+  if (request.body !== '' && (method === 'GET' || method === 'DELETE'))
+    return refusal(400, 'ValidationError', `a ${method} request has no body`);
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (request.body !== '') headers['content-type'] = 'application/json';
+  let status: number;
+  let contentType: string;
+  let body: Buffer;
+  try {
+    const answer = await options.upstream(
+      new Request(`${options.endpoint.replace(/\/+$/, '')}${path}${url.search}`, {
+        method,
+        headers,
+        ...(request.body !== '' ? { body: request.body } : {}),
+        signal: AbortSignal.timeout(options.upstreamTimeoutMs ?? 30_000),
+      }),
+    );
+    status = answer.status;
+    contentType = answer.headers.get('content-type') ?? 'application/json';
+    body = Buffer.from(await answer.arrayBuffer());
+  } catch (error) {
+    options.onUpstreamError?.(error);
+    const timedOut = (error as Error).name === 'TimeoutError';
+    return timedOut
+      ? refusal(504, 'UpstreamTimeout', 'the API did not answer in time')
+      : refusal(502, 'UpstreamUnavailable', 'the API could not be reached (the terminal says why)');
+  }
+  // The API refusing the console's own credentials is not the browser's session ending.
+  if (status === 401)
+    return refusal(
+      502,
+      'UpstreamUnauthorized',
+      'the API refused the console’s credentials: restart the console with credentials it takes',
+    );
+  return {
+    statusCode: status,
+    headers: { 'content-type': contentType, 'cache-control': 'no-store' },
+    body,
   };
+}
+
+/** A refusal opened as a page (typed in the address bar) reads as a sentence, not as JSON. */
+function asPage(response: ConsoleResponse, headers: Record<string, string>): ConsoleResponse {
+  const { error } = JSON.parse(String(response.body)) as { error: { message: string } };
+  return {
+    statusCode: response.statusCode,
+    headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' },
+    body: `agent-scheduler console: ${error.message}\n`,
+  };
+}
+
+export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
+  const signIns = new SignIns(
+    options.onCode,
+    options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
+    options.now ?? Date.now,
+  );
 
   const answer = async (request: ConsoleRequest): Promise<ConsoleResponse> => {
     if (!URL.canParse(request.url, 'http://localhost'))
       return refusal(400, 'MalformedRequest', 'the request target is not a valid URL');
     const url = new URL(request.url, 'http://localhost');
     const { pathname } = url;
-    const refused = refusedOrigin(request, pathname);
+    const refused = refusedOrigin(request, pathname, options.assets);
     if (refused) return refused;
     const method = request.method.toUpperCase();
     const asset = method === 'GET' || method === 'HEAD' ? options.assets.get(pathname) : undefined;
@@ -335,24 +378,18 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
       };
     if (pathname === '/console/session' && method === 'GET')
       return json(200, {
-        authenticated: sessionOf(request) !== undefined,
+        authenticated: signIns.sessionOf(request) !== undefined,
         mode: options.mode,
         endpoint: options.endpoint,
         events: options.events,
         refreshSeconds: options.refreshSeconds ?? DEFAULT_REFRESH_SECONDS[options.mode],
       });
-    if (pathname === '/console/login' && method === 'POST') return login(request);
-    if (pathname === '/console/logout' && method === 'POST') {
-      const session = sessionOf(request);
-      if (session) sessions.delete(session);
-      return noContent({
-        'set-cookie': `${cookieNameFor(request.localPort)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`,
-      });
-    }
+    if (pathname === '/console/login' && method === 'POST') return signIns.login(request);
+    if (pathname === '/console/logout' && method === 'POST') return signIns.logout(request);
     if (pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`)) {
-      if (!sessionOf(request))
+      if (!signIns.sessionOf(request))
         return refusal(401, 'Unauthorized', 'sign in with the code printed in the terminal');
-      return forward(request, url);
+      return forward(options, request, url);
     }
     return refusal(404, 'NotFound', `no console page at ${pathname.slice(0, 200)}`);
   };
@@ -362,15 +399,8 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
     answer: async (request) => {
       const response = await answer(request);
       const headers = { ...SECURITY_HEADERS, ...response.headers };
-      // A refusal opened as a page (typed in the address bar) reads as a sentence, not as JSON.
-      if (response.statusCode >= 400 && request.headers['sec-fetch-dest'] === 'document') {
-        const { error } = JSON.parse(String(response.body)) as { error: { message: string } };
-        return {
-          statusCode: response.statusCode,
-          headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' },
-          body: `agent-scheduler console: ${error.message}\n`,
-        };
-      }
+      if (response.statusCode >= 400 && request.headers['sec-fetch-dest'] === 'document')
+        return asPage(response, headers);
       return { ...response, headers };
     },
   };
