@@ -9,7 +9,7 @@ import type { SchedulerContext } from './context';
 import { tellOfEnd } from './dependencies';
 import { emit } from './events';
 import { freeQueueSlots } from './queue-limits';
-import { ending } from './transitions';
+import { ending } from './timing';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.

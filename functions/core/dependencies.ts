@@ -31,7 +31,7 @@ import { emit } from './events';
 import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
 import type { StoredInput } from './ports/dependency-store';
 import { announceEnd } from './push';
-import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './transitions';
+import { dueNoLaterThanExpiry, ending, requeueAfter, sendsNow } from './timing';
 
 /**
  * The dependencies must exist: a task can only depend on tasks submitted before it, so no cycle can form. An agent's

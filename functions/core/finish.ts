@@ -17,7 +17,7 @@ import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import type { OwnerFinish } from './ports/task-store';
 import { freeQueueSlots } from './queue-limits';
-import { ending, requeueAfter, retryInTime } from './transitions';
+import { ending, requeueAfter, retryInTime } from './timing';
 
 export interface LeaseRef {
   readonly agentId: string;

@@ -13,7 +13,7 @@ import type { SchedulerContext } from './context';
 import { tellOfEnd } from './dependencies';
 import { emit } from './events';
 import { submitTask } from './submit';
-import { ending } from './transitions';
+import { ending } from './timing';
 
 /** Ends a task whose deadline to start passed while it waited. True if this call ended it. */
 export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boolean> {

@@ -15,7 +15,7 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import { freeQueueSlots } from './queue-limits';
-import { ending, requeueAfter, retryInTime, sendsNow } from './transitions';
+import { ending, requeueAfter, retryInTime, sendsNow } from './timing';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
 export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';

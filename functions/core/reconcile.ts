@@ -22,7 +22,7 @@ import { keepPayloadFor } from './lifetimes';
 import { wake, wakeFor } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
-import { dueNoLaterThanExpiry } from './transitions';
+import { dueNoLaterThanExpiry } from './timing';
 import { offerTurn } from './turns';
 
 export interface ReconcileSummary {

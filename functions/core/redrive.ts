@@ -8,7 +8,7 @@ import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
 import { followUpEnd } from './follow-ups';
 import { keepPayloadFor } from './lifetimes';
-import { requeueAfter } from './transitions';
+import { requeueAfter } from './timing';
 
 export async function redriveTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   const task = await ctx.tasks.get(taskId);

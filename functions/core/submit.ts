@@ -17,7 +17,7 @@ import { emit } from './events';
 import { payloadPurgeAtFor } from './lifetimes';
 import type { NewPayload, WrittenPayloads } from './ports/payload-store';
 import type { OwnerFence } from './ports/task-store';
-import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './transitions';
+import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './timing';
 
 export interface SubmitResult {
   readonly task: Task;

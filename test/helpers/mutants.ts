@@ -7,7 +7,7 @@ import type { Expression } from '#adapters/expression';
 import { dueShardOf } from '#adapters/task-items';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
-import { ending } from '#core/transitions';
+import { ending } from '#core/timing';
 import type { Worker } from '#sdk/worker';
 import type { WiredContext } from '#wiring/context';
 import { written } from '../../chaos/written';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { dispatch } from '#core/dispatch';
-import { requeueAfter } from '#core/transitions';
+import { requeueAfter } from '#core/timing';
 import { applyMutant, type Mutant } from '#test/mutants';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 import { emptyHistory, recordCommittedWrites } from '../../../chaos/committed-writes';

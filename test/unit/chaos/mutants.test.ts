@@ -6,7 +6,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ending, requeueAfter } from '#core/transitions';
+import { ending, requeueAfter } from '#core/timing';
 import { mockContext, NOW, sessionItem, stateItem } from '#test/mock-context';
 import { applyMutant, checkpointWithoutFence, type Mutant } from '#test/mutants';
 import type { WiredContext } from '#wiring/context';

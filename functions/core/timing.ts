@@ -1,6 +1,7 @@
 /**
  * Where a transition leaves a task, in time: when a requeued task may be claimed and looked at again, and when
- * a finished one may be purged. The store turns these into the record's attributes.
+ * a finished one may be purged. The store turns these into the record's attributes. Which transitions there are
+ * is `TRANSITIONS`, in `functions/domain/task-status.ts`.
  */
 import type { RetryDecision } from '#domain/retry-policy';
 import type { Task } from '#domain/task';
