@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentSchedulerClient } from '#sdk/client';
 import { NonRetryableError } from '#sdk/errors';
 import { PollBackoff } from '#sdk/poll-backoff';
+import { describeFailure } from '#sdk/task-outcomes';
 import type { ClaimedTask } from '#sdk/types';
-import { describeFailure, Worker, type WorkerOptions } from '#sdk/worker';
+import { Worker, type WorkerOptions } from '#sdk/worker';
 import { type LostReason, TaskAbortedError, type TaskHandler } from '#sdk/worker-events';
 import { aborted, deferred, FakeScheduler } from './fake-scheduler';
 

@@ -1,0 +1,151 @@
+/**
+ * What becomes of a task a Worker ran: its outcome recorded under its lease (completed, failed), or the task given
+ * back; and what is reported when the lease is gone first.
+ */
+import type { AgentSchedulerClient } from './client.js';
+import { CompletionSender } from './completion-sender.js';
+import { AgentSchedulerError, LeaseLostError, NonRetryableError, SessionLostError } from './errors.js';
+import { isRefusal, jsonBytes, SERVER_LIMITS } from './limits.js';
+import { PollBackoff } from './poll-backoff.js';
+import type { RunningTask } from './running-task.js';
+import { sleep } from './sleep.js';
+import type { CompleteItem, FailInput } from './types.js';
+import { type LostReason, TaskError, type WorkerEvents } from './worker-events.js';
+
+/** What a handler came to: the value it returned, or what it threw. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Backoff between sends of a finished result whose call failed, while its lease lasts. */
+const RESULT_RETRY = { min: 100, max: 2_000 };
+
+/** The server answers a task whose lease went to another agent as it answers a task that does not exist. */
+export const isLeaseGone = (error: unknown): boolean =>
+  error instanceof LeaseLostError ||
+  error instanceof SessionLostError ||
+  (error instanceof AgentSchedulerError && error.code === 'TaskNotFound');
+
+/** What a failed give-back of `taskId` reports: nothing if the lease is gone anyway, else an error naming it. */
+export const givingBackFailed =
+  (report: (error: unknown) => void, taskId: string) =>
+  (error: unknown): void => {
+    if (!isLeaseGone(error)) report(new TaskError(taskId, 'could not be given back', { cause: error }));
+  };
+
+/** What recording outcomes needs of the Worker. */
+export interface OutcomeHost {
+  readonly client: AgentSchedulerClient;
+  /** How long one attempt of a call about a lease may take. */
+  attemptTimeoutMs(): number;
+  /** The server says session `sessionId` is gone: if it is the worker's session still, it is over. */
+  sessionGone(sessionId: string): void;
+  emit<K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]): void;
+  report(error: unknown): void;
+}
+
+export class TaskOutcomes {
+  /** Completions, grouped into as few calls as the server takes. */
+  private readonly completions: CompletionSender;
+
+  constructor(private readonly host: OutcomeHost) {
+    this.completions = new CompletionSender(host.client, () => host.attemptTimeoutMs());
+  }
+
+  /**
+   * Sends a finished task's outcome until it lands: a failure that may be passing (network, throttling, a 5xx)
+   * is waited out and the outcome sent again, for as long as the lease is good by the agent's own reckoning. Once
+   * that runs out, nothing more is sent and the task is reported `lost`: a later send could land on another
+   * agent's lease (the server would refuse it, but the work would have been done twice anyway).
+   */
+  async record(entry: RunningTask, outcome: Outcome): Promise<void> {
+    const backoff = new PollBackoff(RESULT_RETRY);
+    for (;;) {
+      if (entry.aborted) {
+        this.host.emit('lost', entry.task, lostReasonOf(entry));
+        return;
+      }
+      try {
+        if (outcome.ok) await this.complete(entry, outcome.value);
+        else await this.fail(entry, outcome.error);
+        return;
+      } catch (error) {
+        if (isLeaseGone(error)) {
+          this.host.emit('lost', entry.task, lostReasonOf(entry));
+          if (error instanceof SessionLostError) this.host.sessionGone(entry.sessionId);
+          return;
+        }
+        if (entry.aborted) continue;
+        this.host.report(
+          new TaskError(entry.taskId, 'its outcome could not be recorded yet; sending it again', {
+            cause: error,
+          }),
+        );
+        await sleep(backoff.next(), entry.signal);
+      }
+    }
+  }
+
+  /** Gives the task back to its queue without using up an attempt; `lost` if its lease is gone already. */
+  async release(entry: RunningTask): Promise<void> {
+    try {
+      await this.host.client.release(entry.taskId, { leaseEpoch: entry.task.leaseEpoch });
+    } catch (error) {
+      if (!isLeaseGone(error)) throw error;
+      this.host.emit('lost', entry.task, 'lost');
+      return;
+    }
+    this.host.emit('released', entry.task);
+  }
+
+  private async complete(entry: RunningTask, result: unknown): Promise<void> {
+    const item: CompleteItem = {
+      taskId: entry.taskId,
+      leaseEpoch: entry.task.leaseEpoch,
+      ...(result === undefined ? {} : { result }),
+    };
+    let bytes: number;
+    try {
+      bytes = jsonBytes(item);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      return this.fail(entry, new NonRetryableError(`the result is not JSON: ${reason}`));
+    }
+    try {
+      await this.completions.send(item, bytes, entry.signal);
+    } catch (error) {
+      // Only a call of this result alone gets here refused (too large, nested too deep): it would be refused again
+      // on every attempt.
+      if (isRefusal(error)) {
+        return this.fail(entry, new NonRetryableError(`the result was refused: ${error.message}`));
+      }
+      throw error;
+    }
+    this.host.emit('completed', entry.task, result);
+  }
+
+  private async fail(entry: RunningTask, error: unknown): Promise<void> {
+    await this.host.client.fail(
+      entry.taskId,
+      { leaseEpoch: entry.task.leaseEpoch, error: describeFailure(error) },
+      { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+    );
+    this.host.emit('failed', entry.task, error);
+  }
+}
+
+/** What a `lost` event says of a task whose lease ended under it. */
+const lostReasonOf = (entry: RunningTask): LostReason => {
+  const reason = entry.abortReason;
+  return reason === undefined || reason === 'released' ? 'lost' : reason;
+};
+
+/** The `error` of a fail call: a non-empty message within the server's limit, and whether to try again. */
+export function describeFailure(error: unknown): FailInput['error'] {
+  const raw = error instanceof Error ? error.message || error.name : String(error);
+  const message = (raw || 'the handler failed').slice(0, SERVER_LIMITS.errorMessageChars);
+  const retryable = !(
+    typeof error === 'object' &&
+    error !== null &&
+    Reflect.get(error, 'retryable') === false
+  );
+  return { message, retryable };
+}
