@@ -14,15 +14,19 @@
  * server's. When the reckoning runs out, the handlers (tasks and roles) are aborted, nothing more is sent about
  * them, and every call about them still in flight is abandoned. A finished result is sent again, with backoff,
  * until it lands or that reckoning runs out.
+ *
+ * Here: the session (opened, reckoned, lost and opened again), the handlers run, and the stop. Beside it, each
+ * wired to the session here: the claims (`claim-loop.ts`), the heartbeats and the checkpoints they carry
+ * (`heartbeats.ts`), outcomes recorded and tasks given back (`task-outcomes.ts`), grants never heard of
+ * (`unknown-holdings.ts`), roles (`worker-roles.ts`) and the push channel (`worker-push.ts`).
  */
 import { EventEmitter } from 'node:events';
 import { ClaimLoop, isRevoked } from './claim-loop.js';
-import type { AgentSchedulerClient } from './client.js';
-import { newOpenId } from './client.js';
+import { type AgentSchedulerClient, newOpenId } from './client.js';
 import { SessionLostError } from './errors.js';
-import { CHECKPOINT_FOLLOW_UP_MS, checkpointsToSend, heartbeatCarrying } from './heartbeat-checkpoints.js';
+import { Heartbeats } from './heartbeats.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
-import { PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
+import type { PushOptions } from './push-channel.js';
 import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
 import { givingBackFailed, type Outcome, TaskOutcomes } from './task-outcomes.js';
@@ -37,6 +41,7 @@ import {
   type WorkerEvents,
   type WorkerLog,
 } from './worker-events.js';
+import { WorkerPush } from './worker-push.js';
 import { WorkerRoles } from './worker-roles.js';
 
 export interface WorkerOptions {
@@ -99,20 +104,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly tasks = new Set<RunningTask>();
   private readonly stopSignal = new AbortController();
   private readonly forceSignal = new AbortController();
-  private heartbeatTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Turned off once a stop has dealt with every task, so no beat is scheduled after it. */
-  private heartbeating = true;
-  private beatChain: Promise<void> = Promise.resolve();
   private starting: Promise<void> = Promise.resolve();
   private readonly claims: ClaimLoop;
   private claimLoop: Promise<void> = Promise.resolve();
-  private readonly pushOptions: PushOptions | undefined;
-  private channel: PushChannel | undefined;
+  private readonly push: WorkerPush;
   private readonly roles: WorkerRoles;
   private readonly holdings: UnknownHoldings;
   private readonly outcomes: TaskOutcomes;
-  /** The sooner beat that carries checkpoints a beat had no room for. */
-  private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly heartbeats: Heartbeats;
   private stopping: Promise<void> | undefined;
   private removeSignalHandlers: (() => void) | undefined;
 
@@ -134,7 +133,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
       throw new RangeError('leaseMarginMs must be 0 or more');
     }
     this.leaseMarginMs = options.leaseMarginMs;
-    this.pushOptions = options.push === false ? undefined : options.push === true ? {} : (options.push ?? {});
+    this.push = new WorkerPush(
+      {
+        client: this.client,
+        queues: this.queues,
+        log: this.log,
+        stopSignal: this.stopSignal.signal,
+        running: () => this.state === 'running',
+        hasSession: () => this.session !== undefined,
+        nudge: () => this.claims.nudge(),
+        beat: () => this.heartbeats.beat().catch(() => undefined),
+      },
+      options.push === false ? undefined : options.push === true ? {} : (options.push ?? {}),
+    );
     const report = (error: unknown) => this.report(error);
     const emit = <K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]) =>
       this.emitSafe(event, ...args);
@@ -164,6 +175,21 @@ export class Worker extends EventEmitter<WorkerEvents> {
       runningTaskIds: () => new Set([...this.tasks].map((entry) => entry.taskId)),
       claims: () => this.claims.claims,
       heardHoldings: (holdings, session) => this.emitSafe('holdings', holdings, session),
+      report,
+    });
+    this.heartbeats = new Heartbeats({
+      client: this.client,
+      session: () => this.session,
+      tasks: () => this.tasks,
+      holdsAnything: () => this.holdsAnything(),
+      sessionValidUntil: () => this.sessionValidUntil,
+      sessionSignal: () => this.sessionAbort.signal,
+      answered: (session, sentAt, result) => {
+        this.acknowledged(session, sentAt);
+        this.emitSafe('heartbeat', result, session);
+      },
+      heard: (session, result) => this.heardBeat(session, result),
+      failed: (session, error) => this.beatFailed(session, error),
       report,
     });
   }
@@ -196,7 +222,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** Whether the push channel's socket is up now: claims say `listening`, and an idle wait ends at a wake. */
   get listening(): boolean {
-    return this.channel?.connected === true;
+    return this.push.listening;
   }
 
   /**
@@ -255,7 +281,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     this.state = 'stopping';
     this.stopSignal.abort();
-    this.closePushChannel();
+    this.push.close();
     if (!drain) this.forceSignal.abort();
     this.claims.wake();
     this.stopping = this.shutdown(timeoutMs);
@@ -302,59 +328,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // A stop that came while the session was opening wins: nothing starts.
     if (this.state !== 'running') return;
     this.useSession(session, sentAt);
-    this.openPushChannel();
+    this.push.open();
     for (const [role, handler] of Object.entries(this.roleHandlers)) this.roles.hold(role, handler);
     if (this.handler) this.claimLoop = this.claims.run().catch((error: unknown) => this.report(error));
-  }
-
-  // Push channel
-
-  private openPushChannel(): void {
-    if (!this.pushOptions || this.channel) return;
-    const channel = new PushChannel({
-      ...this.pushOptions,
-      ticket: () => this.client.pushTicket('agent', { signal: this.stopSignal.signal }),
-    });
-    this.channel = channel;
-    channel.on('frame', (frame) => this.heardPush(frame));
-    // A new connection listens but is not idle yet, and a lost one hears nothing: either way, claim now (saying
-    // whether it listens) rather than at the end of a wait set for the other case.
-    channel.on('connected', () => {
-      this.log.debug('push channel connected', {});
-      this.claims.nudge();
-    });
-    channel.on('disconnected', () => {
-      if (this.channel !== channel) return;
-      this.log.info('push channel down; polling until it is back', {});
-      this.claims.nudge();
-    });
-    channel.on('unavailable', (reason) => {
-      this.log.info('no push channel; polling', {
-        reason: reason instanceof Error ? reason.message : String(reason),
-      });
-    });
-    channel.on('failure', (error) => {
-      this.log.debug('push channel connect failed', {
-        error: error instanceof Error ? error.message : String(error),
-      });
-    });
-    channel.start();
-  }
-
-  private closePushChannel(): void {
-    const channel = this.channel;
-    this.channel = undefined;
-    channel?.close();
-  }
-
-  private heardPush(frame: PushFrame): void {
-    if (this.state !== 'running') return;
-    if (frame.type === 'wake') {
-      if (!this.queues || this.queues.includes(frame.queue)) this.claims.nudge();
-    } else if (frame.type === 'role' && this.session) {
-      // The grant is in the session's notices: a heartbeat now brings it (and starts the role's handler).
-      this.beat().catch(() => undefined);
-    }
   }
 
   // Roles
@@ -364,7 +340,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.roles.track(follower);
   }
 
-  // Session and heartbeats
+  // Session
 
   private useSession(session: Session, sentAt: number): void {
     this.session = session;
@@ -375,7 +351,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.acknowledged(session, sentAt);
     this.log.info('session opened', { sessionId: session.sessionId });
     this.emitSafe('session', session);
-    this.scheduleHeartbeat();
+    this.heartbeats.schedule();
     this.claims.wake();
   }
 
@@ -404,22 +380,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.sessionLost(session, 'expired');
   }
 
-  private scheduleHeartbeat(): void {
-    clearTimeout(this.heartbeatTimer);
-    const session = this.session;
-    if (!session || !this.heartbeating) return;
-    this.heartbeatTimer = setTimeout(() => {
-      // Holding nothing, there is nothing to keep alive: an idle agent costs no heartbeats, and the claim that
-      // gives it work extends its session.
-      const beat = this.holdsAnything() ? this.beat() : Promise.resolve();
-      beat
-        .catch(() => undefined)
-        .finally(() => {
-          if (this.session === session) this.scheduleHeartbeat();
-        });
-    }, session.heartbeatIntervalSeconds * 1_000);
-  }
-
   /** Tasks, roles, or someone listening for heartbeats (a role subscription): the session must stay live. */
   private holdsAnything(): boolean {
     return (
@@ -429,61 +389,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     );
   }
 
-  /**
-   * One heartbeat at a time: a beat asked for while one is in flight goes after it, with newer checkpoints. A beat
-   * asked for by a task's `heartbeatNow` carries that task's checkpoint first.
-   */
-  private beat(first?: RunningTask): Promise<void> {
-    const run = this.beatChain.then(() => this.sendHeartbeat(first));
-    this.beatChain = run.catch(() => undefined);
-    return run;
-  }
-
-  private async sendHeartbeat(first?: RunningTask): Promise<void> {
-    const session = this.session;
-    if (!session) {
-      throw new SessionLostError({
-        status: 409,
-        code: 'SessionLost',
-        message: 'the worker has no live session',
-      });
-    }
-    const { carried, leftOver } = checkpointsToSend(this.tasks, session, first);
-    const sentAt = Date.now();
-    let result: HeartbeatResult;
-    let landed: readonly { entry: RunningTask; version: number }[];
-    try {
-      ({ result, landed } = await heartbeatCarrying(
-        {
-          client: this.client,
-          attempt: () => ({
-            // An attempt may not outlast the next beat, nor the session's own reckoning.
-            timeoutMs: Math.max(
-              100,
-              Math.min(session.heartbeatIntervalSeconds * 1_000, this.sessionValidUntil - sentAt),
-            ),
-            signal: this.sessionAbort.signal,
-          }),
-          beatSoon: () => this.beatSoon(session),
-          report: (error) => this.report(error),
-        },
-        session,
-        carried,
-      ));
-    } catch (error) {
-      if (error instanceof SessionLostError) this.sessionLost(session);
-      else if (isRevoked(error)) this.revoked(error);
-      else if (this.session === session) {
-        // Its answer may have been lost, notices with it: ask what the session holds once a beat gets through.
-        this.holdings.lookAfterNextBeat();
-        this.report(error);
-      }
-      throw error;
-    }
-    this.acknowledged(session, sentAt);
-    this.emitSafe('heartbeat', result, session);
-    for (const p of landed) p.entry.acknowledgeCheckpoint(p.version);
-    if (leftOver) this.beatSoon(session);
+  /** What a heartbeat's answer says of the session: tasks cancelled or lost, and what the session holds. */
+  private heardBeat(session: Session, result: HeartbeatResult): void {
     for (const taskId of result.cancelled)
       this.abortTask(this.findTask(taskId, session.sessionId), 'cancelled');
     // Each lost lease by its epoch: a run of the task this session claimed again since is not the one lost. A
@@ -494,23 +401,22 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.holdings.notice(session, result.held);
   }
 
-  /** A beat sooner than the interval, for checkpoints the last one had no room for. */
-  private beatSoon(session: Session): void {
-    if (this.checkpointTimer !== undefined) return;
-    this.checkpointTimer = setTimeout(
-      () => {
-        this.checkpointTimer = undefined;
-        if (this.session === session && this.heartbeating) this.beat().catch(() => undefined);
-      },
-      Math.min(CHECKPOINT_FOLLOW_UP_MS, session.heartbeatIntervalSeconds * 1_000),
-    );
+  /** A heartbeat failed: the session is gone, the agent revoked, or the answer lost (with its notices, maybe). */
+  private beatFailed(session: Session, error: unknown): void {
+    if (error instanceof SessionLostError) this.sessionLost(session);
+    else if (isRevoked(error)) this.revoked(error);
+    else if (this.session === session) {
+      // Its answer may have been lost, notices with it: ask what the session holds once a beat gets through.
+      this.holdings.lookAfterNextBeat();
+      this.report(error);
+    }
   }
 
   /** Every lease of the session is gone: abort their handlers, then open a new session unless stopping. */
   private sessionLost(session: Session, reason: 'session' | 'expired' = 'session'): void {
     if (this.session !== session) return;
     this.session = undefined;
-    clearTimeout(this.heartbeatTimer);
+    this.heartbeats.cancelNext();
     clearTimeout(this.sessionTimer);
     // Nothing more is sent under it: calls in flight (results included) are abandoned.
     this.sessionAbort.abort(new Error(`session ${session.sessionId} is over`));
@@ -579,7 +485,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const context: TaskContext = {
       signal: entry.signal,
       checkpoint: (value) => entry.setCheckpoint(value),
-      heartbeatNow: () => this.beat(entry),
+      heartbeatNow: () => this.heartbeats.beat(entry),
       submit: (children) =>
         this.client.submitChildren(
           entry.taskId,
@@ -637,11 +543,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       // Outcomes being recorded are let through: their leases are still good.
       await Promise.allSettled([...this.tasks].filter((e) => e.phase === 'finishing').map((e) => e.done));
     } finally {
-      this.heartbeating = false;
-      clearTimeout(this.heartbeatTimer);
-      clearTimeout(this.checkpointTimer);
+      const beats = this.heartbeats.stop();
       clearTimeout(this.sessionTimer);
-      await this.beatChain;
+      await beats;
       this.state = 'stopped';
       this.removeSignalHandlers?.();
     }
