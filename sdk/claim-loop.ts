@@ -80,7 +80,7 @@ export class ClaimLoop {
   }
 
   /** Claims of the session: one being sent now, one awaiting its answer, and how many were sent. */
-  get claims(): { readonly inFlight: boolean; readonly unanswered: boolean; readonly sent: number } {
+  get status(): { readonly inFlight: boolean; readonly unanswered: boolean; readonly sent: number } {
     return { inFlight: this.claiming, unanswered: this.pendingClaim !== undefined, sent: this.claimsSent };
   }
 

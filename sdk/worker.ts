@@ -173,7 +173,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       session: () => this.session,
       sessionSignal: () => this.sessionAbort.signal,
       runningTaskIds: () => new Set([...this.tasks].map((entry) => entry.taskId)),
-      claims: () => this.claims.claims,
+      claims: () => this.claims.status,
       heardHoldings: (holdings, session) => this.emitSafe('holdings', holdings, session),
       report,
     });
