@@ -47,6 +47,19 @@ export function errorForResponse(init: AgentSchedulerErrorInit): AgentSchedulerE
   return new AgentSchedulerError(init);
 }
 
+/** A call ended by its caller's signal: nothing more is sent, and whether the server acted is unknown. */
+export function abortedError(signal: AbortSignal, message: string): AgentSchedulerError {
+  return new AgentSchedulerError({ status: 0, code: 'Aborted', message, cause: signal.reason });
+}
+
+/** An answer that asking again will not change (a 4xx other than 408 and 429): the caller may not, or it is not there. */
+export const isRefusal = (error: unknown): boolean =>
+  error instanceof AgentSchedulerError &&
+  error.status >= 400 &&
+  error.status < 500 &&
+  error.status !== 408 &&
+  error.status !== 429;
+
 export const isAgentSchedulerError = (error: unknown, code?: string): error is AgentSchedulerError =>
   error instanceof AgentSchedulerError && (code === undefined || error.code === code);
 

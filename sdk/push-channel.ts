@@ -12,7 +12,7 @@
  * channel is `unavailable` from the start.
  */
 import { EventEmitter } from 'node:events';
-import { AgentSchedulerError } from './errors.js';
+import { isRefusal } from './errors.js';
 import { PollBackoff } from './poll-backoff.js';
 import type { PushTicket } from './types.js';
 
@@ -210,14 +210,6 @@ class ConnectFailed extends Error {
   }
 }
 
-/** A ticket refused for good: no push channel here (404), or none for this caller. */
-const isRefusal = (error: unknown): boolean =>
-  error instanceof AgentSchedulerError &&
-  error.status >= 400 &&
-  error.status < 500 &&
-  error.status !== 408 &&
-  error.status !== 429;
-
 const unref = (timer: unknown): void => {
   (timer as { unref?: () => void }).unref?.();
 };
@@ -308,6 +300,7 @@ export class PushChannel extends EventEmitter<PushChannelEvents> {
           return;
         } catch (error) {
           if (this.closed) return;
+          // Refused for good: no push channel here (404), or none for this caller.
           if (isRefusal(error)) {
             this.giveUp(error);
             return;

@@ -8,10 +8,12 @@
  * while the socket is up. A socket that drops loses its watches: the waits poll until a new one is open, then
  * subscribe again on it.
  */
-import { AgentSchedulerError } from './errors.js';
+import { AgentSchedulerError, abortedError, isRefusal } from './errors.js';
 import { PollBackoff } from './poll-backoff.js';
 import { PUSH_VERSION, PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
 import type { PushTicket, Task, TaskStatus } from './types.js';
+
+const WAIT_ABANDONED = 'the wait was abandoned';
 
 export interface WaitOptions {
   /** Reject with a `TaskWaitTimeoutError` if the task has not ended by then. @default no limit */
@@ -95,10 +97,10 @@ export class TaskWaiter {
 
   wait(taskId: string, options: WaitOptions = {}): Promise<Task> {
     const { timeoutMs, signal } = options;
-    if (signal?.aborted) return Promise.reject(abortedError(signal));
+    if (signal?.aborted) return Promise.reject(abortedError(signal, WAIT_ABANDONED));
     return new Promise<Task>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => wait.reject(abortedError(signal as AbortSignal));
+      const onAbort = () => wait.reject(abortedError(signal as AbortSignal, WAIT_ABANDONED));
       const finish = () => {
         wait.settled = true;
         clearTimeout(timer);
@@ -328,21 +330,4 @@ export class TaskWaiter {
       else this.toPolling(wait, POLL.min);
     }
   }
-}
-
-/** An answer that reading again will not change: the task does not exist, or the caller may not read it. */
-const isRefusal = (error: unknown): boolean =>
-  error instanceof AgentSchedulerError &&
-  error.status >= 400 &&
-  error.status < 500 &&
-  error.status !== 408 &&
-  error.status !== 429;
-
-function abortedError(signal: AbortSignal): AgentSchedulerError {
-  return new AgentSchedulerError({
-    status: 0,
-    code: 'Aborted',
-    message: 'the wait was abandoned',
-    cause: signal.reason,
-  });
 }

@@ -3,7 +3,7 @@
  * Every attempt builds and signs a fresh `Request`: a signature covers the time it was made, and a body can be
  * read only once.
  */
-import { AgentSchedulerError, errorForResponse, NetworkError } from './errors.js';
+import { AgentSchedulerError, abortedError, errorForResponse, NetworkError } from './errors.js';
 import {
   backoffDelayMs,
   isRetryableStatus,
@@ -14,6 +14,9 @@ import {
   resolveRetryPolicy,
 } from './retry.js';
 import { sleep } from './sleep.js';
+
+/** The call was ended by its caller's signal: nothing more is sent, and whether the server acted is unknown. */
+const CALL_ABANDONED = 'the call was abandoned: the lease it was about is over by the agent’s own reckoning';
 
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
@@ -81,9 +84,9 @@ export class HttpTransport {
   async request<T>(spec: RequestSpec): Promise<TransportResponse<T>> {
     const mode = spec.retry ?? 'always';
     for (let attempt = 1; ; attempt++) {
-      if (spec.signal?.aborted) throw abortedError(spec.signal);
+      if (spec.signal?.aborted) throw abortedError(spec.signal, CALL_ABANDONED);
       const outcome = await this.attempt(spec);
-      if (spec.signal?.aborted) throw abortedError(spec.signal);
+      if (spec.signal?.aborted) throw abortedError(spec.signal, CALL_ABANDONED);
       const last = attempt >= this.policy.maxAttempts;
       if (outcome.kind === 'network') {
         if (last || mode !== 'always') throw networkError(outcome);
@@ -211,16 +214,6 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
         reject(error);
       },
     );
-  });
-}
-
-/** The call was ended by its caller's signal: nothing more is sent, and whether the server acted is unknown. */
-function abortedError(signal: AbortSignal): AgentSchedulerError {
-  return new AgentSchedulerError({
-    status: 0,
-    code: 'Aborted',
-    message: 'the call was abandoned: the lease it was about is over by the agent’s own reckoning',
-    cause: signal.reason,
   });
 }
 
