@@ -8,7 +8,7 @@ import { AgentSchedulerClient, type AgentSchedulerClientOptions } from '#sdk/cli
 import type { PushOptions, WebSocketConstructor } from '#sdk/push-channel';
 import { type Colours, colours, colourWanted } from './colour';
 import { type CliConnection, resolveConnection } from './config';
-import { printable } from './format';
+import { printable, type Row, table } from './format';
 
 export interface CliIo {
   /** Writes a line to standard output. */
@@ -139,5 +139,10 @@ export class Cli {
     // JSON stays valid: control characters only occur inside its strings, where the escape means the same.
     if (this.globals.json) this.io.write(printable(JSON.stringify(value, null, 2)));
     else this.say(human());
+  }
+
+  /** A list of records: its JSON with --json, else a table of `columns`. */
+  printTable(rows: readonly object[], columns: readonly string[]): void {
+    this.print(rows, () => table(rows as readonly Row[], columns));
   }
 }

@@ -102,14 +102,6 @@ export function agentCommands(program: Command, cli: Cli): void {
     .summary('list roles: holder, epoch, since, volunteers')
     .action(async () => {
       const roles = await cli.operator().listRoles();
-      cli.print(roles, () =>
-        table(roles as unknown as Record<string, unknown>[], [
-          'role',
-          'holder',
-          'leaseEpoch',
-          'since',
-          'volunteers',
-        ]),
-      );
+      cli.printTable(roles, ['role', 'holder', 'leaseEpoch', 'since', 'volunteers']);
     });
 }

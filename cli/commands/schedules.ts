@@ -5,7 +5,7 @@ import { type Command, Option } from 'commander';
 import type { MissedRunPolicy, OverlapPolicy, Priority } from '#sdk/types';
 import { PRIORITIES } from '#sdk/vocabulary';
 import type { Cli } from '../context';
-import { record, table } from '../format';
+import { record } from '../format';
 import { jsonArgument } from '../input';
 import { defined, examples } from './shared';
 
@@ -42,16 +42,7 @@ export function scheduleCommands(program: Command, cli: Cli): void {
     .summary('list schedules, declared and created at run time')
     .action(async () => {
       const list = await cli.operator().listSchedules();
-      cli.print(list, () =>
-        table(list as unknown as Record<string, unknown>[], [
-          'name',
-          'expression',
-          'timeZone',
-          'source',
-          'enabled',
-          'task',
-        ]),
-      );
+      cli.printTable(list, ['name', 'expression', 'timeZone', 'source', 'enabled', 'task']);
     });
 
   schedules
@@ -131,13 +122,6 @@ export function scheduleCommands(program: Command, cli: Cli): void {
     .argument('<name>', 'the schedule name')
     .action(async (name: string) => {
       const occurrences = await cli.operator().listOccurrences(name);
-      cli.print(occurrences, () =>
-        table(occurrences as unknown as Record<string, unknown>[], [
-          'scheduledTime',
-          'status',
-          'taskId',
-          'reason',
-        ]),
-      );
+      cli.printTable(occurrences, ['scheduledTime', 'status', 'taskId', 'reason']);
     });
 }
