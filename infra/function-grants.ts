@@ -31,11 +31,42 @@ export function grantLeastPrivilege(resources: GrantedResources): void {
   grantEventsAndPayloads(resources);
 }
 
-/** Grants `actions` on a table (or one of its indexes) by exact ARN, without the `index/*` wildcard. */
-function grantOnTable(grantee: IGrantable, table: TableV2, actions: string[], indexName?: string): void {
+/** A DynamoDB action, named without its `dynamodb:` prefix. */
+type TableAction =
+  | 'GetItem'
+  | 'BatchGetItem'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'BatchWriteItem'
+  | 'ConditionCheckItem'
+  | 'Query'
+  | 'Scan';
+
+/**
+ * On the tasks table, what a function that ends tasks needs: their state read and written (GetItem, UpdateItem,
+ * BatchGetItem), the `onFailure` of a task that dies submitted (PutItem, BatchWriteItem), and the dependents of a
+ * task that ends found and told (Query on the table's own key).
+ */
+const ENDS_TASKS: readonly TableAction[] = [
+  'GetItem',
+  'UpdateItem',
+  'BatchGetItem',
+  'PutItem',
+  'BatchWriteItem',
+  'Query',
+];
+
+/** Grants the DynamoDB `actions` on a table (or one of its indexes) by exact ARN, without the `index/*` wildcard. */
+function grantOnTable(
+  grantee: IGrantable,
+  table: TableV2,
+  actions: readonly TableAction[],
+  indexName?: string,
+): void {
   grantee.grantPrincipal.addToPrincipalPolicy(
     new PolicyStatement({
-      actions,
+      actions: actions.map((action) => `dynamodb:${action}`),
       resources: [indexName ? `${table.tableArn}/index/${indexName}` : table.tableArn],
     }),
   );
@@ -50,29 +81,16 @@ function grantAgentApi({ tables, queues, functions }: GrantedResources): void {
   const { tasks, agents, leases } = tables;
   const { agentApi } = functions;
   // PutItem, BatchWriteItem: a task that dies under its agent has its `onFailure` submitted by that call.
-  // Query (the table's own key): a task's dependents when it ends, and its dependencies' outcomes at its claim.
+  // Query (the table's own key): also its dependencies' outcomes at its claim.
   // ConditionCheckItem: a follow-up task is created in a transaction that checks the lease on its parent.
-  grantOnTable(agentApi, tasks, [
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:BatchGetItem',
-    'dynamodb:PutItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:Query',
-    'dynamodb:ConditionCheckItem',
-  ]);
+  grantOnTable(agentApi, tasks, [...ENDS_TASKS, 'ConditionCheckItem']);
   // A claim reads the oldest tasks of a key's lane when it receives the lane's turn.
-  grantOnTable(agentApi, tasks, ['dynamodb:Query'], LANE_INDEX);
+  grantOnTable(agentApi, tasks, ['Query'], LANE_INDEX);
   // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
-  grantOnTable(agentApi, leases, [
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:PutItem',
-    'dynamodb:ConditionCheckItem',
-  ]);
+  grantOnTable(agentApi, leases, ['GetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem']);
   // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
   // ConditionCheckItem: a session is opened in a transaction that checks the agent is not revoked.
-  grantOnTable(agentApi, agents, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem']);
+  grantOnTable(agentApi, agents, ['GetItem', 'UpdateItem', 'ConditionCheckItem']);
   onQueues(
     queues,
     agentApi,
@@ -90,33 +108,28 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
   // BatchWriteItem: payload items, written without a condition (their key names the specification).
   // Query (the table's own key): a cancelled task's dependents are told.
   grantOnTable(operatorApi, tasks, [
-    'dynamodb:PutItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:BatchGetItem',
-    'dynamodb:Query',
+    'PutItem',
+    'BatchWriteItem',
+    'GetItem',
+    'UpdateItem',
+    'BatchGetItem',
+    'Query',
   ]);
-  grantOnTable(operatorApi, tasks, ['dynamodb:Query'], DUE_INDEX);
+  grantOnTable(operatorApi, tasks, ['Query'], DUE_INDEX);
   // Listing tasks reads the `listed` index, then the tasks of a page with BatchGetItem.
-  grantOnTable(operatorApi, tasks, ['dynamodb:Query'], LISTED_INDEX);
-  grantOnTable(operatorApi, agents, [
-    'dynamodb:PutItem',
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:Scan',
-  ]);
+  grantOnTable(operatorApi, tasks, ['Query'], LISTED_INDEX);
+  grantOnTable(operatorApi, agents, ['PutItem', 'GetItem', 'UpdateItem', 'Scan']);
   // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
   // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
   // BatchGetItem: a page of agents reads their sessions (online, last heartbeat, tasks held) in one request.
   grantOnTable(operatorApi, leases, [
-    'dynamodb:GetItem',
-    'dynamodb:BatchGetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:PutItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:Scan',
-    'dynamodb:ConditionCheckItem',
+    'GetItem',
+    'BatchGetItem',
+    'UpdateItem',
+    'PutItem',
+    'DeleteItem',
+    'Scan',
+    'ConditionCheckItem',
   ]);
   onQueues(queues, operatorApi, 'sqs:SendMessage');
 }
@@ -125,38 +138,19 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
 function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): void {
   const { tasks, agents, leases } = tables;
   const { authorizer, supervisor, scheduleFire } = functions;
-  grantOnTable(authorizer, agents, ['dynamodb:GetItem']);
+  grantOnTable(authorizer, agents, ['GetItem']);
 
-  // PutItem: a missed schedule occurrence that its policy runs is submitted by the supervisor.
-  // Query (the table's own key): the dependents of a task that died or expired are told.
-  grantOnTable(supervisor, tasks, [
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:BatchGetItem',
-    'dynamodb:PutItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:Query',
-  ]);
-  grantOnTable(supervisor, tasks, ['dynamodb:Query'], DUE_INDEX);
-  grantOnTable(supervisor, leases, [
-    'dynamodb:Scan',
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:ConditionCheckItem',
-  ]);
+  // It ends tasks that die or expire; and PutItem: a missed schedule occurrence that its policy runs is submitted.
+  grantOnTable(supervisor, tasks, ENDS_TASKS);
+  grantOnTable(supervisor, tasks, ['Query'], DUE_INDEX);
+  grantOnTable(supervisor, leases, ['Scan', 'GetItem', 'UpdateItem', 'ConditionCheckItem']);
   // Reconcile reads how many hints wait in a queue before sending a task's hint again.
   onQueues(queues, supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
 
   // Submit, look at earlier occurrences' tasks, cancel them (cancelOther), and keep the occurrence ledger.
   // Query (the table's own key): a task cancelled by `cancelOther` has its dependents told.
-  grantOnTable(scheduleFire, tasks, [
-    'dynamodb:PutItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:Query',
-  ]);
-  grantOnTable(scheduleFire, leases, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+  grantOnTable(scheduleFire, tasks, ['PutItem', 'BatchWriteItem', 'GetItem', 'UpdateItem', 'Query']);
+  grantOnTable(scheduleFire, leases, ['GetItem', 'UpdateItem']);
   onQueues(queues, scheduleFire, 'sqs:SendMessage');
 }
 
@@ -170,40 +164,24 @@ function grantPushChannel({ tables, functions, push }: GrantedResources): void {
   // (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
   grantOnTable(agentApi, connections, [
     // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle.
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:Query',
-    'dynamodb:GetItem',
-    'dynamodb:DeleteItem',
+    'PutItem',
+    'UpdateItem',
+    'Query',
+    'GetItem',
+    'DeleteItem',
   ]);
-  grantOnTable(operatorApi, connections, [
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:Query',
-    'dynamodb:GetItem',
-    'dynamodb:DeleteItem',
-  ]);
+  grantOnTable(operatorApi, connections, ['PutItem', 'UpdateItem', 'Query', 'GetItem', 'DeleteItem']);
   for (const fn of [supervisor, scheduleFire])
-    grantOnTable(fn, connections, [
-      'dynamodb:UpdateItem',
-      'dynamodb:Query',
-      'dynamodb:GetItem',
-      'dynamodb:DeleteItem',
-    ]);
+    grantOnTable(fn, connections, ['UpdateItem', 'Query', 'GetItem', 'DeleteItem']);
   // The connect ticket is used up with a conditional DeleteItem; a ticket of an agent revoked since is refused.
-  grantOnTable(pushAuthorizer, connections, ['dynamodb:DeleteItem']);
-  grantOnTable(pushAuthorizer, agents, ['dynamodb:GetItem']);
+  grantOnTable(pushAuthorizer, connections, ['DeleteItem']);
+  grantOnTable(pushAuthorizer, agents, ['GetItem']);
   // $connect: the agent's queues, then its connection and listener records in a BatchWriteItem. $disconnect:
   // read the connection, delete its records. $default: an operator's watch (PutItem) marks the task watched
   // and reads its status in one UpdateItem.
-  grantOnTable(pushApi, connections, [
-    'dynamodb:BatchWriteItem',
-    'dynamodb:PutItem',
-    'dynamodb:GetItem',
-    'dynamodb:DeleteItem',
-  ]);
-  grantOnTable(pushApi, agents, ['dynamodb:GetItem']);
-  grantOnTable(pushApi, tasks, ['dynamodb:UpdateItem']);
+  grantOnTable(pushApi, connections, ['BatchWriteItem', 'PutItem', 'GetItem', 'DeleteItem']);
+  grantOnTable(pushApi, agents, ['GetItem']);
+  grantOnTable(pushApi, tasks, ['UpdateItem']);
   // Every function that sends frames; the authorizer sends none.
   for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, pushApi]) push.grantSend(fn);
 }
