@@ -2,6 +2,9 @@
  * Import rules for the sources, checked by `npm run lint:deps` (part of `npm test`). Type-only imports count:
  * a cycle through types still ties two modules together.
  */
+/** The one declaration of the wire (`sdk-wire-stands-alone`), which the console page may also take. */
+const SDK_WIRE = 'sdk/(types|vocabulary|lifecycle-events)\\.ts$';
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -46,8 +49,8 @@ module.exports = {
       severity: 'error',
       comment:
         'sdk/types.ts, sdk/vocabulary.ts and sdk/lifecycle-events.ts are the one declaration of the wire: the server, the console page and the SDK take them, so they take nothing but each other, and a page that bundles them bundles only their constants.',
-      from: { path: '^sdk/(types|vocabulary|lifecycle-events)\\.ts$' },
-      to: { pathNot: '^sdk/(types|vocabulary|lifecycle-events)\\.ts$' },
+      from: { path: `^${SDK_WIRE}` },
+      to: { pathNot: `^${SDK_WIRE}` },
     },
     {
       name: 'console-page-stands-alone',
@@ -55,7 +58,7 @@ module.exports = {
       comment:
         'The console page runs in a browser: it is bundled from its own files, with no package and no server code. Of the SDK it takes the wire only: the records as the SDK types them (sdk/types.ts, sdk/lifecycle-events.ts) and the priorities and statuses it declares (sdk/vocabulary.ts).',
       from: { path: '^console/app/' },
-      to: { pathNot: '^(console/app/|sdk/(types|vocabulary|lifecycle-events)\\.ts$)' },
+      to: { pathNot: `^(console/app/|${SDK_WIRE})` },
     },
   ],
   options: {
