@@ -11,48 +11,26 @@
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
  * violation.
  */
-import { parseArgs } from 'node:util';
+import { integer, readOptions, share } from './command-line';
 import { summaryLines } from './http-report';
 import { summaryLines as inProcessSummaryLines } from './inprocess-report';
 import { runChaos } from './run-chaos';
 import { runHttpChaos } from './run-http-chaos';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const { values } = parseArgs({
-  options: {
-    mode: { type: 'string', default: 'inprocess' },
-    tasks: { type: 'string', default: '1000' },
-    agents: { type: 'string', default: '20' },
-    dag: { type: 'string', default: '1000' },
-    seed: { type: 'string', default: '1' },
-    json: { type: 'boolean', default: false },
-    'lease-ttl-seconds': { type: 'string', default: '2' },
-    'reconcile-after-seconds': { type: 'string', default: '2' },
-    'late-share': { type: 'string', default: '0.01' },
-    sizes: { type: 'string', default: 'small' },
-    'rare-boost': { type: 'string', default: '5' },
-    seeds: { type: 'string' },
-  },
+const values = readOptions({
+  mode: { type: 'string', default: 'inprocess' },
+  tasks: { type: 'string', default: '1000' },
+  agents: { type: 'string', default: '20' },
+  dag: { type: 'string', default: '1000' },
+  seed: { type: 'string', default: '1' },
+  json: { type: 'boolean', default: false },
+  'lease-ttl-seconds': { type: 'string', default: '2' },
+  'reconcile-after-seconds': { type: 'string', default: '2' },
+  'late-share': { type: 'string', default: '0.01' },
+  sizes: { type: 'string', default: 'small' },
+  'rare-boost': { type: 'string', default: '5' },
+  seeds: { type: 'string' },
 });
-
-const integer = (name: string, value: string | undefined, min: number, max: number): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    console.error(`--${name} must be an integer from ${min} to ${max}`);
-    process.exit(2);
-  }
-  return n;
-};
-
-const share = (name: string, value: string | undefined, max: number): number => {
-  const n = Number(value);
-  if (!(n >= 0 && n <= max)) {
-    console.error(`--${name} must be a number from 0 to ${max}`);
-    process.exit(2);
-  }
-  return n;
-};
 
 /** `--seeds 1-5` (or one seed, `--seeds 3`): the seeds to run one after another; `--seed` when absent. */
 const seedsOf = (range: string | undefined): number[] => {

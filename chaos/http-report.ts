@@ -2,22 +2,18 @@
  * What an HTTP chaos run reports: the final statuses read back, the server's history and the agents' side
  * checked, each kept result against its handler's; and its figures on one line.
  */
+import type { ChaosRunFigures } from './chaos-run';
 import { type AgentSideVerdict, checkAgentSide, checkHistory, overlaps, violationDetails } from './history';
 import type { Agent } from './http-fleet';
 import type { HttpChaosOptions, Run } from './http-stack';
 import { digestOf, type Sizes } from './http-workload';
 
-export interface HttpChaosReport extends AgentSideVerdict {
+export interface HttpChaosReport extends ChaosRunFigures, AgentSideVerdict {
   readonly mode: 'http';
   readonly sizes: Sizes;
-  readonly tasks: number;
   /** Tasks made during the run: children agents submitted, hooks the scheduler submitted for dead tasks. */
   readonly children: number;
   readonly hooks: number;
-  readonly agents: number;
-  readonly seed: number;
-  readonly durationMs: number;
-  readonly faults: Readonly<Record<string, number>>;
   /** Each fault by where it fell: the agent route's operation, or the kind of store write (`grant`, `open`, …). */
   readonly faultsWhere: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly requests: number;

@@ -11,6 +11,7 @@ import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { Worker, WorkerOptions } from '#sdk/worker';
 import type { WiredContext } from '#wiring/context';
+import type { ChaosRunOptions } from './chaos-run';
 import { emptyHistory, recordCommittedWrites, recordTakeBacks } from './committed-writes';
 import type { CheckpointWrite, Execution, RoleHolding } from './history';
 import { FaultCounts, FaultyNetwork } from './http-faults';
@@ -18,11 +19,7 @@ import { SHAPES, type Sizes, type WorkloadState } from './http-workload';
 import { injectStoreFaults, labelWrites } from './store-faults';
 import { written } from './written';
 
-export interface HttpChaosOptions {
-  readonly tasks: number;
-  readonly agents: number;
-  readonly seed: number;
-  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+export interface HttpChaosOptions extends ChaosRunOptions {
   /** The sizes of results and checkpoints, and the Workers' concurrency (`SHAPES`). @default 'small' */
   readonly sizes?: Sizes;
   /** Tasks each Worker runs at once (its claims ask for up to this many). @default 4, or 25 at agent sizes */
@@ -35,10 +32,6 @@ export interface HttpChaosOptions {
   readonly mutateWorker?: (options: WorkerOptions) => WorkerOptions;
   /** Changes each Worker once made, before it starts (SDK mutants). */
   readonly mutateWorkerInstance?: (worker: Worker) => void;
-  /** Share of supervisor ticks that run two passes at once. @default 0.1 */
-  readonly supervisorDoubling?: number;
-  /** Longest wait for every task to end once the faults stop. @default 60 s */
-  readonly drainTimeoutMs?: number;
   /** Share of handlers whose agent is cut off while they run 3 s (past the lease's time to live). @default 0.01 */
   readonly cutOffShare?: number;
   /** The lease TTL (heartbeats every quarter of it). @default 2 s */

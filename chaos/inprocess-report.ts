@@ -1,14 +1,10 @@
 /** What an in-process chaos run reports: the final statuses read back, the history checked, its figures on lines. */
+import type { ChaosRunFigures } from './chaos-run';
 import { checkDag, type DagTask, type DagVerdict } from './dag';
 import { checkHistory, type Verdict, violationDetails } from './history';
 import type { InProcessRun } from './inprocess-stack';
 
-export interface ChaosReport extends Verdict, Partial<DagVerdict> {
-  readonly tasks: number;
-  readonly agents: number;
-  readonly seed: number;
-  readonly durationMs: number;
-  readonly faults: Readonly<Record<string, number>>;
+export interface ChaosReport extends ChaosRunFigures, Verdict, Partial<DagVerdict> {
   /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
   readonly lostAnswers: Readonly<Record<string, number>>;
   /** Tasks that died with an `onFailure` whose hook was never submitted. */

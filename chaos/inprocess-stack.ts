@@ -14,6 +14,7 @@ import { startLocalStack } from '#local/local-stack';
 import type { ScratchStack } from '#local/scratch-stack';
 import { seededRandom } from '#local/seeded-random';
 import type { WiredContext } from '#wiring/context';
+import type { ChaosRunOptions } from './chaos-run';
 import {
   emptyHistory,
   recordCommittedWrites,
@@ -24,11 +25,7 @@ import {
 } from './committed-writes';
 import type { ClientCall, History } from './history';
 
-export interface ChaosOptions {
-  readonly tasks: number;
-  readonly agents: number;
-  readonly seed: number;
-  readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+export interface ChaosOptions extends ChaosRunOptions {
   /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
   readonly mutate?: (ctx: WiredContext) => void;
   /**
@@ -36,10 +33,6 @@ export interface ChaosOptions {
    * other than their scheduled time (the schedule mutant).
    */
   readonly mutateFire?: (fire: ScheduleFire) => ScheduleFire;
-  /** Share of supervisor ticks that run two passes at once. @default 0.1 */
-  readonly supervisorDoubling?: number;
-  /** Longest wait for every task to end once the faults stop. @default 60 s */
-  readonly drainTimeoutMs?: number;
   /**
    * Longest time an agent works on a task before it finishes it (each draws up to this). Longer work holds each
    * lease longer, so a late write of an earlier lease is more likely to land while a later one holds the task.

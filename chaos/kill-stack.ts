@@ -5,32 +5,19 @@
  * `run-kill-stack.ts`). Prints a JSON report; exits non-zero on a lost task, a task finished twice, a finished task
  * run again, or an outage longer than the lease allows.
  */
-import { parseArgs } from 'node:util';
+import { integer, readOptions } from './command-line';
 import { runKillStack } from './run-kill-stack';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const { values } = parseArgs({
-  options: {
-    tasks: { type: 'string', default: '600' },
-    workers: { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '4' },
-    kills: { type: 'string', default: '3' },
-    seed: { type: 'string', default: '1' },
-    'lease-ttl-seconds': { type: 'string', default: '30' },
-    'heartbeat-seconds': { type: 'string', default: '3' },
-    'task-timeout-seconds': { type: 'string', default: '45' },
-  },
+const values = readOptions({
+  tasks: { type: 'string', default: '600' },
+  workers: { type: 'string', default: '10' },
+  concurrency: { type: 'string', default: '4' },
+  kills: { type: 'string', default: '3' },
+  seed: { type: 'string', default: '1' },
+  'lease-ttl-seconds': { type: 'string', default: '30' },
+  'heartbeat-seconds': { type: 'string', default: '3' },
+  'task-timeout-seconds': { type: 'string', default: '45' },
 });
-
-const integer = (name: string, value: string | undefined, min: number, max: number): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    console.error(`--${name} must be an integer from ${min} to ${max}`);
-    process.exit(2);
-  }
-  return n;
-};
 
 const report = await runKillStack({
   tasks: integer('tasks', values.tasks, 1, 100_000),
