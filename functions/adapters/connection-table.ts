@@ -19,6 +19,7 @@ import {
   PutCommand,
   QueryCommand,
   UpdateCommand,
+  type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
 import type { PushPrincipal } from '#domain/push';
@@ -185,33 +186,22 @@ export class ConnectionTable implements ConnectionStore {
     queues: readonly string[],
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
     const marked = await Promise.all(
-      queues.map((queue) => {
-        const e = new Expression();
-        return this.doc
-          .send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: listenerKey(queue, agentId),
-              UpdateExpression: `SET ${e.n('idle')} = ${e.v(true)}`,
-              ConditionExpression: `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
-              ...e.attributes(),
-              // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
-              ReturnValues: 'ALL_OLD',
-            }),
-          )
-          .then(
-            (output) => ({
-              wokenAt: Number(output.Attributes?.wokenAt ?? 0),
-              wasIdle: output.Attributes?.idle === true,
-            }),
-            (error: unknown) => {
-              if (failedCondition(error)) return undefined;
-              throw error;
-            },
-          );
-      }),
+      queues.map((queue) =>
+        this.setIdle(
+          listenerKey(queue, agentId),
+          true,
+          (e) => `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
+          // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
+          'ALL_OLD',
+        ),
+      ),
     );
-    const listening = marked.filter((mark) => mark !== undefined);
+    const listening = marked
+      .filter((output) => output !== undefined)
+      .map((output) => ({
+        wokenAt: Number(output.Attributes?.wokenAt ?? 0),
+        wasIdle: output.Attributes?.idle === true,
+      }));
     return listening.length > 0
       ? {
           wokenAt: Math.max(...listening.map((mark) => mark.wokenAt)),
@@ -256,23 +246,42 @@ export class ConnectionTable implements ConnectionStore {
 
   async markBusy(listener: Listener, queues: readonly string[]): Promise<void> {
     await Promise.all(
-      queues.map((queue) => {
-        const e = new Expression();
-        return this.doc
-          .send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: listenerKey(queue, listener.agentId),
-              UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}`,
-              ConditionExpression: `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
-              ...e.attributes(),
-            }),
-          )
-          .catch((error: unknown) => {
-            if (!failedCondition(error)) throw error;
-          });
-      }),
+      queues.map((queue) =>
+        this.setIdle(
+          listenerKey(queue, listener.agentId),
+          false,
+          (e) => `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
+        ),
+      ),
     );
+  }
+
+  /**
+   * Sets the `idle` flag of one listener item if `condition` holds: what the update answered, or undefined when the
+   * condition failed (the agent no longer listens there, or listens under another connection).
+   */
+  private async setIdle(
+    key: Record<string, string>,
+    idle: boolean,
+    condition: (e: Expression) => string,
+    returnValues?: 'ALL_OLD',
+  ): Promise<UpdateCommandOutput | undefined> {
+    const e = new Expression();
+    try {
+      return await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `SET ${e.n('idle')} = ${e.v(idle)}`,
+          ConditionExpression: condition(e),
+          ...e.attributes(),
+          ...(returnValues ? { ReturnValues: returnValues } : {}),
+        }),
+      );
+    } catch (error) {
+      if (failedCondition(error)) return undefined;
+      throw error;
+    }
   }
 
   async watch(taskId: string, connectionId: string, expiresAt: number): Promise<void> {

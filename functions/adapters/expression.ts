@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 
 /**
@@ -97,6 +97,17 @@ export async function conditionalUpdate<T>(
     if (error instanceof ConditionalCheckFailedException) {
       return error.Item ? { ok: false, current: decode(unmarshall(error.Item)) } : { ok: false };
     }
+    throw error;
+  }
+}
+
+/** One conditional `UpdateItem`: true if it was written, false if its condition did not hold. */
+export async function updateIf(doc: DynamoDBDocumentClient, input: UpdateCommandInput): Promise<boolean> {
+  try {
+    await doc.send(new UpdateCommand(input));
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
     throw error;
   }
 }

@@ -5,12 +5,11 @@ import {
   PutCommand,
   ScanCommand,
   TransactWriteCommand,
-  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { RoleStore, Transfer, TransferOutcome } from '#core/ports/role-store';
 import type { Role, SessionRef } from '#domain/role';
 import type { AgentSession } from '#domain/task';
-import { Expression, updateExpression } from './expression';
+import { Expression, updateExpression, updateIf } from './expression';
 import { endClauses, liveClause, scanKind, sessionFromItem, sessionLeaseId } from './session-table';
 
 type Item = Record<string, unknown>;
@@ -188,41 +187,25 @@ export class RoleTable implements RoleStore {
    */
   async removeVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { leaseId: roleLeaseId(role.role) },
-          UpdateExpression: `SET ${e.n('updatedAt')} = ${e.v(now)} REMOVE ${e.n('volunteers', volunteer.agentId)}`,
-          ConditionExpression: `${sameHolder(e, role)} AND ${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: { leaseId: roleLeaseId(role.role) },
+      UpdateExpression: `SET ${e.n('updatedAt')} = ${e.v(now)} REMOVE ${e.n('volunteers', volunteer.agentId)}`,
+      ConditionExpression: `${sameHolder(e, role)} AND ${e.n('volunteers', volunteer.agentId, 'sessionId')} = ${e.v(volunteer.sessionId)}`,
+      ...e.attributes(),
+    });
   }
 
   /** Adds a candidate while the role's holder stays as read; false if it changed. */
   async addVolunteer(role: Role, volunteer: SessionRef, now: number): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { leaseId: roleLeaseId(role.role) },
-          UpdateExpression: `SET ${e.n('volunteers', volunteer.agentId)} = ${e.v({ sessionId: volunteer.sessionId, at: now })}, ${e.n('updatedAt')} = ${e.v(now)}`,
-          ConditionExpression: sameHolder(e, role),
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: { leaseId: roleLeaseId(role.role) },
+      UpdateExpression: `SET ${e.n('volunteers', volunteer.agentId)} = ${e.v({ sessionId: volunteer.sessionId, at: now })}, ${e.n('updatedAt')} = ${e.v(now)}`,
+      ConditionExpression: sameHolder(e, role),
+      ...e.attributes(),
+    });
   }
 
   /**
