@@ -6,8 +6,7 @@ import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
-import { tellOfEnd } from './dependencies';
-import { emit } from './events';
+import { publishEnd } from './dependencies';
 import { freeQueueSlots } from './queue-limits';
 import { ending } from './timing';
 
@@ -27,18 +26,12 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
         .catch(() => undefined);
     }
-    await tellOfEnd(ctx, written.task);
-    await emit(ctx, [
-      {
-        type: 'task.cancelled',
-        fields: {
-          taskId,
-          queue: task.queue,
-          ...(task.owner ? { agentId: task.owner } : {}),
-          data: { from: task.status },
-        },
-      },
-    ]);
+    await publishEnd(ctx, written.task, 'task.cancelled', {
+      taskId,
+      queue: task.queue,
+      ...(task.owner ? { agentId: task.owner } : {}),
+      data: { from: task.status },
+    });
     return written.task;
   }
   throw new ServiceUnavailableError(`task ${taskId} kept changing while being cancelled; try again`);

@@ -21,13 +21,14 @@
  * every step can be repeated.
  */
 import { ConflictError, errorName, ValidationError } from '#domain/errors';
+import type { EventType } from '#domain/events';
 import type { DependencyOutcome, Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { isTerminal } from '#domain/task-status';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
 import { dispatch } from './dispatch';
-import { emit } from './events';
+import { type EventFields, emit } from './events';
 import { keepPayloadFor, payloadPurgeAtFor } from './lifetimes';
 import type { StoredInput } from './ports/dependency-store';
 import { announceEnd } from './push';
@@ -161,17 +162,22 @@ async function cancelForDependency(ctx: SchedulerContext, dependent: Task, depen
   });
   if (!written.ok) return;
   // Its own dependents follow, in turn.
-  await tellOfEnd(ctx, written.task);
-  await emit(ctx, [
-    {
-      type: 'task.cancelled',
-      fields: {
-        taskId: dependent.taskId,
-        queue: dependent.queue,
-        data: { from: 'waiting', failedDependency: dependency.taskId, reason: error.message },
-      },
-    },
-  ]);
+  await publishEnd(ctx, written.task, 'task.cancelled', {
+    taskId: dependent.taskId,
+    queue: dependent.queue,
+    data: { from: 'waiting', failedDependency: dependency.taskId, reason: error.message },
+  });
+}
+
+/** An end this call wrote (a cancel, an expiry): what every end is followed by, then the event that says so. */
+export async function publishEnd(
+  ctx: SchedulerContext,
+  ended: Task,
+  type: EventType,
+  fields: EventFields,
+): Promise<void> {
+  await tellOfEnd(ctx, ended);
+  await emit(ctx, [{ type, fields }]);
 }
 
 /** What every end of a task is followed by: the connections watching it are told, and so are its dependents. */

@@ -6,9 +6,12 @@ import type { EventType, SchedulerEvent } from '#domain/events';
 import { ROUTINE_EVENT_TYPES, schedulerEvent } from '#domain/events';
 import type { SchedulerContext } from './context';
 
+/** What an event says beyond its type and time. */
+export type EventFields = Omit<SchedulerEvent, 'version' | 'type' | 'time'>;
+
 export async function emit(
   ctx: SchedulerContext,
-  all: readonly { type: EventType; fields?: Omit<SchedulerEvent, 'version' | 'type' | 'time'> }[],
+  all: readonly { type: EventType; fields?: EventFields }[],
 ): Promise<void> {
   const events = ctx.settings.routineEvents ? all : all.filter((e) => !ROUTINE_EVENT_TYPES.has(e.type));
   if (events.length === 0) return;

@@ -10,7 +10,7 @@ import { errorName, IdempotencyConflictError, ValidationError } from '#domain/er
 import { onFailureKeyOf } from '#domain/ids';
 import { deathOf, type Task } from '#domain/task';
 import type { SchedulerContext } from './context';
-import { tellOfEnd } from './dependencies';
+import { publishEnd } from './dependencies';
 import { emit } from './events';
 import { submitTask } from './submit';
 import { ending } from './timing';
@@ -22,17 +22,11 @@ export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boo
   if (task.status !== 'queued' && task.status !== 'waiting') return false;
   const written = await ctx.tasks.expire(task, ending(ctx, now, 'expired'), now);
   if (!written.ok) return false;
-  await tellOfEnd(ctx, written.task);
-  await emit(ctx, [
-    {
-      type: 'task.expired',
-      fields: {
-        taskId: task.taskId,
-        queue: task.queue,
-        data: { expiresAt: new Date(task.expiresAt).toISOString(), from: task.status },
-      },
-    },
-  ]);
+  await publishEnd(ctx, written.task, 'task.expired', {
+    taskId: task.taskId,
+    queue: task.queue,
+    data: { expiresAt: new Date(task.expiresAt).toISOString(), from: task.status },
+  });
   return true;
 }
 
