@@ -91,6 +91,16 @@ const apiCallUsd = (lambdaMs: number) =>
   PRICES.lambda.request +
   (Math.ceil(lambdaMs) / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond;
 
+/** What one agent call costs: the DynamoDB units and SQS requests it makes, and the API call that carries it. */
+const agentCallUsd = (
+  made: { readonly writeUnits?: number; readonly readUnits?: number; readonly sqsRequests?: number },
+  lambdaMs: number,
+) =>
+  (made.writeUnits ?? 0) * PRICES.dynamodb.writeUnit +
+  (made.readUnits ?? 0) * PRICES.dynamodb.readUnit +
+  (made.sqsRequests ?? 0) * PRICES.sqs.request +
+  apiCallUsd(lambdaMs);
+
 interface BenchAgent {
   readonly client: AgentSchedulerClient;
   readonly sessionId: string;
@@ -375,10 +385,10 @@ function reportBench(options: BenchOptions, payload: unknown, run: Measured): Be
     requests: round(beat.requests),
     lambdaMs: round(beat.lambdaMs, 2),
   };
-  const heartbeatUsd =
-    heartbeat.dynamodbWriteUnits * PRICES.dynamodb.writeUnit +
-    beat.readUnits * PRICES.dynamodb.readUnit +
-    apiCallUsd(heartbeat.lambdaMs);
+  const heartbeatUsd = agentCallUsd(
+    { writeUnits: heartbeat.dynamodbWriteUnits, readUnits: beat.readUnits },
+    heartbeat.lambdaMs,
+  );
   const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
   const idle = run.idleClaim;
   const idleClaim = {
@@ -386,10 +396,10 @@ function reportBench(options: BenchOptions, payload: unknown, run: Measured): Be
     dynamodbReadUnits: round(idle.readUnits),
     lambdaMs: round(idle.lambdaMs, 2),
   };
-  const idlePollUsd =
-    idleClaim.dynamodbReadUnits * PRICES.dynamodb.readUnit +
-    idle.sqsRequests * PRICES.sqs.request +
-    apiCallUsd(idleClaim.lambdaMs);
+  const idlePollUsd = agentCallUsd(
+    { readUnits: idleClaim.dynamodbReadUnits, sqsRequests: idle.sqsRequests },
+    idleClaim.lambdaMs,
+  );
   const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleClaimRetryMaxMs;
   const { durationMs } = run;
   return {
