@@ -2,16 +2,10 @@
  * Registered agents: who they are, which queues they serve and how many tasks they may hold at once.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentStore } from '#core/ports/agent-store';
 import type { Agent } from '#domain/agent';
-import { Expression } from './expression';
+import { Expression, updateIf } from './expression';
 
 function agentFromItem(item: Record<string, unknown>): Agent {
   return {
@@ -64,21 +58,13 @@ export class AgentTable implements AgentStore {
   /** Marks the agent revoked; returns false if it does not exist. */
   async revoke(agentId: string, now: number): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { agentId },
-          UpdateExpression: `SET ${e.n('revokedAt')} = if_not_exists(${e.n('revokedAt')}, ${e.v(now)})`,
-          ConditionExpression: `attribute_exists(${e.n('agentId')})`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: { agentId },
+      UpdateExpression: `SET ${e.n('revokedAt')} = if_not_exists(${e.n('revokedAt')}, ${e.v(now)})`,
+      ConditionExpression: `attribute_exists(${e.n('agentId')})`,
+      ...e.attributes(),
+    });
   }
 
   /** One page of agents from `startAfter` (an agent id) on, and the id to start the next page after. */

@@ -23,7 +23,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
 import type { PushPrincipal } from '#domain/push';
-import { Expression } from './expression';
+import { Expression, updateIf } from './expression';
 
 type Item = Record<string, unknown>;
 
@@ -223,25 +223,17 @@ export class ConnectionTable implements ConnectionStore {
 
   async takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: listenerKey(queue, listener.agentId),
-          UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}, ${e.n('wokenAt')} = ${e.v(now)}`,
-          ConditionExpression: [
-            `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
-            `${e.n('idle')} = ${e.v(true)}`,
-            `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
-          ].join(' AND '),
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (failedCondition(error)) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: listenerKey(queue, listener.agentId),
+      UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}, ${e.n('wokenAt')} = ${e.v(now)}`,
+      ConditionExpression: [
+        `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
+        `${e.n('idle')} = ${e.v(true)}`,
+        `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
+      ].join(' AND '),
+      ...e.attributes(),
+    });
   }
 
   async markBusy(listener: Listener, queues: readonly string[]): Promise<void> {

@@ -6,7 +6,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { LaneEntry, LaneStore, TurnSlot } from '#core/ports/lane-store';
-import { Expression } from './expression';
+import { Expression, updateIf } from './expression';
 import { LANE_INDEX, laneTurnKey } from './tables';
 import { definedOnly, type Item, optionalNumber, optionalString } from './task-items';
 
@@ -85,21 +85,13 @@ export class LaneTable implements LaneStore {
   ): Promise<boolean> {
     const e = new Expression();
     const { set, condition } = build(e);
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: laneTurnKey(laneId),
-          UpdateExpression: set,
-          ConditionExpression: condition,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: laneTurnKey(laneId),
+      UpdateExpression: set,
+      ConditionExpression: condition,
+      ...e.attributes(),
+    });
   }
 
   async freeTurnSlot(
