@@ -1,10 +1,11 @@
 /**
  * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--lease-ttl-seconds T]
- * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--rare-boost B] [--json]`
+ * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--rare-boost B] [--drain-seconds D] [--json]`
  * (`--lease-ttl-seconds`, `--reconcile-after-seconds`, `--late-share`, the share of requests delivered late,
  * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, `--seeds`, a range of seeds run one
  * after another with a line of figures each, and `--rare-boost`, how many times the fault shares are on rarely
- * called routes and writes (default 5), are read in the HTTP mode; `--dag`, the tasks of a random workflow
+ * called routes and writes (default 5), and `--drain-seconds`, how long the run waits for every task to end once
+ * the fleet runs (default 300), are read in the HTTP mode; `--dag`, the tasks of a random workflow
  * run beside the flat ones, default 1,000, in the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
@@ -27,6 +28,7 @@ const values = readOptions({
   'lease-ttl-seconds': { type: 'string', default: '2' },
   'reconcile-after-seconds': { type: 'string', default: '2' },
   'late-share': { type: 'string', default: '0.01' },
+  'drain-seconds': { type: 'string', default: '300' },
   sizes: { type: 'string', default: 'small' },
   'rare-boost': { type: 'string', default: '5' },
   seeds: { type: 'string' },
@@ -59,7 +61,7 @@ if (values.mode === 'http') {
       reconcileAfterSeconds: integer('reconcile-after-seconds', values['reconcile-after-seconds'], 1, 3_600),
       lateShare: share('late-share', values['late-share'], 0.5),
       rareBoost: integer('rare-boost', values['rare-boost'], 1, 10),
-      drainTimeoutMs: 300_000,
+      drainTimeoutMs: integer('drain-seconds', values['drain-seconds'], 10, 86_400) * 1_000,
     });
     violations += report.violations;
     if (values.json) console.log(JSON.stringify(report));
