@@ -11,7 +11,8 @@ import { describe, expect, inject, it } from 'vitest';
 import { Expression } from '#adapters/expression';
 import { written } from '#test/mutants';
 import type { WiredContext } from '#wiring/context';
-import { type ChaosOptions, runChaos } from '../../chaos/run-chaos';
+import type { ChaosOptions } from '../../chaos/run-chaos';
+import { shortChaosRun } from '../helpers/short-chaos-run';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
@@ -45,16 +46,7 @@ describe('chaos without a mutant', () => {
   const TIMEOUT_MS = 180_000;
 
   /** A short run: 100 tasks, 8 agents, half the supervisor ticks doubled. */
-  const shortRun = (options: Partial<ChaosOptions>) =>
-    runChaos({
-      tasks: 100,
-      agents: 8,
-      seed: 11,
-      endpoints,
-      supervisorDoubling: 0.5,
-      drainTimeoutMs: 20_000,
-      ...options,
-    });
+  const shortRun = (options: Partial<ChaosOptions>) => shortChaosRun(endpoints, options);
 
   it(
     'a slow supervisor alone breaks nothing (the control for the sweep mutant)',

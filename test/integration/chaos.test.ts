@@ -6,6 +6,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { applyMutant, type Mutant } from '#test/mutants';
 import { type ChaosOptions, type ChaosReport, runChaos } from '../../chaos/run-chaos';
+import { shortChaosRun } from '../helpers/short-chaos-run';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
 
@@ -68,16 +69,7 @@ describe('chaos', () => {
   const MUTANT_TIMEOUT_MS = 120_000;
 
   /** A short run: 100 tasks, 8 agents, half the supervisor ticks doubled. */
-  const shortRun = (options: Partial<ChaosOptions>) =>
-    runChaos({
-      tasks: 100,
-      agents: 8,
-      seed: 11,
-      endpoints,
-      supervisorDoubling: 0.5,
-      drainTimeoutMs: 20_000,
-      ...options,
-    });
+  const shortRun = (options: Partial<ChaosOptions>) => shortChaosRun(endpoints, options);
 
   /**
    * Each mutant with the invariant it breaks: it is caught when a run counts a violation of that one, not when
