@@ -91,15 +91,12 @@ const apiCallUsd = (lambdaMs: number) =>
   PRICES.lambda.request +
   (Math.ceil(lambdaMs) / 1_000) * API_FUNCTION_MEMORY_GB * PRICES.lambda.gbSecond;
 
-/** What one agent call costs: the DynamoDB units and SQS requests it makes, and the API call that carries it. */
-const agentCallUsd = (
-  made: { readonly writeUnits?: number; readonly readUnits?: number; readonly sqsRequests?: number },
-  lambdaMs: number,
-) =>
-  (made.writeUnits ?? 0) * PRICES.dynamodb.writeUnit +
-  (made.readUnits ?? 0) * PRICES.dynamodb.readUnit +
-  (made.sqsRequests ?? 0) * PRICES.sqs.request +
-  apiCallUsd(lambdaMs);
+/** What one agent call costs: every DynamoDB unit and SQS request it made, and the API call that carries it. */
+const agentCallUsd = (made: PerCall) =>
+  made.writeUnits * PRICES.dynamodb.writeUnit +
+  made.readUnits * PRICES.dynamodb.readUnit +
+  made.sqsRequests * PRICES.sqs.request +
+  apiCallUsd(made.lambdaMs);
 
 interface BenchAgent {
   readonly client: AgentSchedulerClient;
@@ -385,21 +382,14 @@ function reportBench(options: BenchOptions, payload: unknown, run: Measured): Be
     requests: round(beat.requests),
     lambdaMs: round(beat.lambdaMs, 2),
   };
-  const heartbeatUsd = agentCallUsd(
-    { writeUnits: heartbeat.dynamodbWriteUnits, readUnits: beat.readUnits },
-    heartbeat.lambdaMs,
-  );
-  const heartbeatUsdPerAgentHour = (heartbeatUsd * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
+  const heartbeatUsdPerAgentHour = (agentCallUsd(beat) * 3_600) / DEFAULT_SETTINGS.heartbeatIntervalSeconds;
   const idle = run.idleClaim;
   const idleClaim = {
     awsRequests: round(idle.requests),
     dynamodbReadUnits: round(idle.readUnits),
     lambdaMs: round(idle.lambdaMs, 2),
   };
-  const idlePollUsd = agentCallUsd(
-    { readUnits: idleClaim.dynamodbReadUnits, sqsRequests: idle.sqsRequests },
-    idleClaim.lambdaMs,
-  );
+  const idlePollUsd = agentCallUsd(idle);
   const pollsPerMonth = (30 * 24 * 3_600 * 1_000) / DEFAULT_SETTINGS.idleClaimRetryMaxMs;
   const { durationMs } = run;
   return {

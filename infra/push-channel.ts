@@ -14,10 +14,9 @@
  * `RestApi`'s `cloudWatchRole` does. An account that already has one can say so (`accountLogRole: false`).
  */
 import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { AccessLogFormat, CfnAccount } from 'aws-cdk-lib/aws-apigateway';
+import { CfnAccount } from 'aws-cdk-lib/aws-apigateway';
 import {
   CfnIntegrationResponse,
-  LogGroupLogDestination,
   WebSocketApi,
   type WebSocketIntegration,
   type WebSocketRoute,
@@ -30,9 +29,10 @@ import {
 } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { type IGrantable, ManagedPolicy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { PONG_FRAME } from '#domain/push';
+import { accessLogsOf } from './access-logs';
 import type { Throttle } from './scheduler-api';
 
 export interface PushChannelProps {
@@ -70,34 +70,20 @@ export class PushChannel extends Construct {
       // Client frames are JSON objects with a `type`: `ping` has a route of its own, everything else `$default`.
       routeSelectionExpression: '$request.body.type',
     });
-    this.accessLogs = new LogGroup(this, 'AccessLogs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
+    // Besides the fields every stage logs (see `accessLogsOf`):
+    const accessLogs = accessLogsOf(this, props.logRetention, {
+      eventType: '$context.eventType',
+      connectionId: '$context.connectionId',
+      authorizeStatus: '$context.authorize.status',
+      principal: '$context.authorizer.principal',
     });
+    this.accessLogs = accessLogs.logGroup;
     this.stage = new WebSocketStage(this, 'Stage', {
       webSocketApi: this.webSocketApi,
       stageName: PushChannel.STAGE_NAME,
       autoDeploy: true,
       throttle: props.throttle,
-      accessLogSettings: {
-        destination: new LogGroupLogDestination(this.accessLogs),
-        format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: '$context.requestId',
-            ip: '$context.identity.sourceIp',
-            requestTime: '$context.requestTime',
-            eventType: '$context.eventType',
-            routeKey: '$context.routeKey',
-            status: '$context.status',
-            connectionId: '$context.connectionId',
-            integrationLatency: '$context.integrationLatency',
-            authorizeStatus: '$context.authorize.status',
-            principal: '$context.authorizer.principal',
-            agentId: '$context.authorizer.agentId',
-            error: '$context.error.message',
-          }),
-        ),
-      },
+      accessLogSettings: accessLogs.settings,
     });
 
     if (props.accountLogRole ?? true) {

@@ -3,8 +3,7 @@
  * AWS IAM, health open. JSON access logs, default throttling on the stage and limits of their own on agent and
  * operator routes, so a flood on one kind of route leaves the other's alone.
  */
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import type { Duration } from 'aws-cdk-lib';
 import {
   type CfnStage,
   HttpApi,
@@ -13,7 +12,6 @@ import {
   HttpRouteKey,
   HttpStage,
   type IHttpRouteAuthorizer,
-  LogGroupLogDestination,
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   HttpIamAuthorizer,
@@ -24,9 +22,10 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Grant } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { DEPLOYED_ROUTES, type RouteDefinition } from '../functions/http/routes';
+import { accessLogsOf } from './access-logs';
 
 export interface SchedulerApiProps {
   readonly agentApi: IFunction;
@@ -65,34 +64,20 @@ export class SchedulerApi extends Construct {
       description: 'agent-scheduler API',
       createDefaultStage: false,
     });
-    this.accessLogs = new LogGroup(this, 'AccessLogs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
+    // Besides the fields every stage logs (see `accessLogsOf`):
+    const accessLogs = accessLogsOf(this, props.logRetention, {
+      httpMethod: '$context.httpMethod',
+      responseLength: '$context.responseLength',
+      latency: '$context.responseLatency',
+      caller: '$context.identity.caller',
     });
+    this.accessLogs = accessLogs.logGroup;
     this.stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.httpApi,
       stageName: '$default',
       autoDeploy: true,
       throttle: props.throttle,
-      accessLogSettings: {
-        destination: new LogGroupLogDestination(this.accessLogs),
-        format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: '$context.requestId',
-            ip: '$context.identity.sourceIp',
-            requestTime: '$context.requestTime',
-            httpMethod: '$context.httpMethod',
-            routeKey: '$context.routeKey',
-            status: '$context.status',
-            responseLength: '$context.responseLength',
-            integrationLatency: '$context.integrationLatency',
-            latency: '$context.responseLatency',
-            agentId: '$context.authorizer.agentId',
-            caller: '$context.identity.caller',
-            error: '$context.error.message',
-          }),
-        ),
-      },
+      accessLogSettings: accessLogs.settings,
     });
 
     const agentAuthorizer = new HttpLambdaAuthorizer('AgentToken', props.authorizer, {

@@ -7,12 +7,21 @@ import type { AgentStore } from '#core/ports/agent-store';
 import type { Agent } from '#domain/agent';
 import { Expression, updateIf } from './expression';
 
-function agentFromItem(item: Record<string, unknown>): Agent {
+/** Which agent, the queues it serves and how many tasks it may hold: on its record, and copied to each session. */
+export function agentScopeOf(
+  item: Record<string, unknown>,
+): Pick<Agent, 'agentId' | 'queues' | 'maxConcurrency'> {
   return {
     agentId: String(item.agentId),
-    name: String(item.name),
     queues: Array.isArray(item.queues) ? item.queues.map(String) : [],
     maxConcurrency: Number(item.maxConcurrency),
+  };
+}
+
+function agentFromItem(item: Record<string, unknown>): Agent {
+  return {
+    ...agentScopeOf(item),
+    name: String(item.name),
     interactive: Boolean(item.interactive),
     createdAt: Number(item.createdAt),
     ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),

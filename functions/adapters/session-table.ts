@@ -17,6 +17,7 @@ import type {
   TaskNotice,
 } from '#core/ports/session-store';
 import type { AgentSession } from '#domain/task';
+import { agentScopeOf } from './agent-table';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
 type Item = Record<string, unknown>;
@@ -30,10 +31,8 @@ const numberMap = (value: unknown): Record<string, number> => {
 
 export function sessionFromItem(item: Item): AgentSession {
   return {
-    agentId: String(item.agentId),
+    ...agentScopeOf(item),
     sessionId: String(item.sessionId),
-    queues: Array.isArray(item.queues) ? item.queues.map(String) : [],
-    maxConcurrency: Number(item.maxConcurrency),
     startedAt: Number(item.startedAt),
     heartbeatAt: Number(item.heartbeatAt),
     expiresAt: Number(item.expiresAt),

@@ -4,14 +4,12 @@
  * Times are milliseconds since the epoch. The payload is not part of this record: it is written once, in an
  * item of its own, so that claims, heartbeats and completions never rewrite (and never pay for) it.
  */
+import type * as Sdk from '#sdk/types';
 import type { Priority } from './priority';
 import type { RetryPolicy } from './retry-policy';
 import type { TaskStatus } from './task-status';
 
-export interface TaskError {
-  readonly message: string;
-  readonly retryable: boolean;
-}
+export type TaskError = Sdk.TaskError;
 
 /** The last fenced write an owner made, kept so that a retried call can be answered with the same outcome. */
 export interface FinishRecord {
@@ -21,7 +19,22 @@ export interface FinishRecord {
   readonly status: TaskStatus;
 }
 
-export interface Task {
+/**
+ * The fields the wire shows as they are stored (dependencies, the tree a child belongs to, its concurrency key) are
+ * declared once, in the SDK's `Task`. A key's tasks share the key's lane (fair turns between keys) and its limit.
+ */
+type AsOnTheWire = Pick<
+  Sdk.Task,
+  | 'dependencyCount'
+  | 'onDependencyFailure'
+  | 'waitingOn'
+  | 'failedDependency'
+  | 'parentTaskId'
+  | 'rootTaskId'
+  | 'concurrencyKey'
+>;
+
+export interface Task extends AsOnTheWire {
   readonly taskId: string;
   readonly queue: string;
   /** The priority it was submitted with. */
@@ -95,22 +108,10 @@ export interface Task {
    * its own (see `onFailureKeyOf`). Absent: never redriven (or redriven before redrives were counted).
    */
   readonly redrives?: number;
-  /** Submitted with `dependsOn`: how many, and what to do when one of them fails. */
-  readonly dependencyCount?: number;
-  readonly onDependencyFailure?: 'cancel' | 'run';
-  /** While `waiting`: the dependencies that have not ended yet. */
-  readonly waitingOn?: readonly string[];
-  /** Cancelled because this dependency ended without success. */
-  readonly failedDependency?: string;
   /** Other tasks depend on this one: its end resolves them. */
   readonly hasDependents?: boolean;
   /** How many tasks were linked to it as dependents (records written before this count are not in it). */
   readonly dependentCount?: number;
-  /** Submitted by an agent running this task (its parent), and the task that began the tree. */
-  readonly parentTaskId?: string;
-  readonly rootTaskId?: string;
-  /** Tasks of one key share the key's lane (fair turns between keys) and its concurrency limit. */
-  readonly concurrencyKey?: string;
 }
 
 /** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */

@@ -75,6 +75,14 @@ interface OperationDoc {
 
 const ok = (schema: z.ZodType, description = 'Done') => ({ '200': { description, schema } });
 
+/** An operation that takes a JSON body, published under `components/schemas` as `id`. */
+const withBody = (
+  summary: string,
+  id: string,
+  schema: z.ZodType,
+  responses: OperationDoc['responses'],
+): OperationDoc => ({ summary, request: { id, schema }, responses });
+
 const limit: QueryParameter = {
   name: 'limit',
   description: 'Items on the page (50 when absent).',
@@ -99,14 +107,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       '200': { description: 'The idempotency key already named this task', schema: taskResponseSchema },
     },
   },
-  submitTasks: {
-    summary: 'Submit tasks in a batch',
-    request: {
-      id: 'SubmitTasksRequest',
-      schema: submitTasksBody,
-    },
-    responses: ok(batchResultsSchema, 'One result per task, in order'),
-  },
+  submitTasks: withBody(
+    'Submit tasks in a batch',
+    'SubmitTasksRequest',
+    submitTasksBody,
+    ok(batchResultsSchema, 'One result per task, in order'),
+  ),
   listTasks: {
     summary: 'List tasks',
     query: [
@@ -152,11 +158,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   listQueues: { summary: 'List queues with their depth', responses: ok(queueListSchema) },
   pauseQueue: { summary: 'Pause a queue', responses: ok(queueResponseSchema) },
   resumeQueue: { summary: 'Resume a queue', responses: ok(queueResponseSchema) },
-  setQueueLimits: {
-    summary: 'Set the limits of a queue',
-    request: { id: 'QueueLimits', schema: queueLimitsSchema },
-    responses: ok(queueResponseSchema),
-  },
+  setQueueLimits: withBody(
+    'Set the limits of a queue',
+    'QueueLimits',
+    queueLimitsSchema,
+    ok(queueResponseSchema),
+  ),
   registerAgent: {
     summary: 'Register an agent',
     request: { id: 'AgentSpec', schema: agentSpecSchema },
@@ -204,28 +211,21 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     responses: ok(eventPageSchema, 'Events, oldest first'),
   },
 
-  openSession: {
-    summary: 'Open a session',
-    request: { id: 'OpenSessionRequest', schema: openSessionBody },
-    responses: ok(sessionSchema),
-  },
+  openSession: withBody('Open a session', 'OpenSessionRequest', openSessionBody, ok(sessionSchema)),
   readSession: { summary: 'Read what the session holds', responses: ok(sessionResponseSchema) },
-  heartbeat: {
-    summary: 'Keep the session alive',
-    request: { id: 'HeartbeatRequest', schema: heartbeatBody },
-    responses: ok(heartbeatResultSchema),
-  },
+  heartbeat: withBody('Keep the session alive', 'HeartbeatRequest', heartbeatBody, ok(heartbeatResultSchema)),
   createAgentPushTicket: {
     summary: 'Get a ticket to open a push connection (wakes, role grants)',
     responses: {
       '201': { description: 'A single-use ticket and the URL to open', schema: pushTicketSchema },
     },
   },
-  claimTasks: {
-    summary: 'Claim tasks',
-    request: { id: 'ClaimRequest', schema: claimBody },
-    responses: ok(claimResultSchema, 'The tasks granted, possibly none'),
-  },
+  claimTasks: withBody(
+    'Claim tasks',
+    'ClaimRequest',
+    claimBody,
+    ok(claimResultSchema, 'The tasks granted, possibly none'),
+  ),
   submitChildTask: {
     summary: 'Submit a follow-up task of the task the agent runs',
     request: { id: 'SubmitChildRequest', schema: submitChildBody },
@@ -237,47 +237,40 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       },
     },
   },
-  submitChildTasks: {
-    summary: 'Submit follow-up tasks of the task the agent runs, in a batch',
-    request: { id: 'SubmitChildrenRequest', schema: submitChildrenBody },
-    responses: ok(batchResultsSchema, 'One result per task, in order'),
-  },
-  completeTasks: {
-    summary: 'Complete tasks in a batch',
-    request: { id: 'CompleteTasksRequest', schema: completeManyBody },
-    responses: ok(batchResultsSchema, 'One result per task, in order'),
-  },
-  completeTask: {
-    summary: 'Complete a task',
-    request: { id: 'CompleteRequest', schema: completeBody },
-    responses: ok(taskResponseSchema),
-  },
-  failTask: {
-    summary: 'Fail a task',
-    request: { id: 'FailRequest', schema: failBody },
-    responses: ok(taskResponseSchema),
-  },
-  releaseTask: {
-    summary: 'Give a task back unfinished',
-    request: { id: 'ReleaseRequest', schema: releaseBody },
-    responses: ok(taskResponseSchema),
-  },
+  submitChildTasks: withBody(
+    'Submit follow-up tasks of the task the agent runs, in a batch',
+    'SubmitChildrenRequest',
+    submitChildrenBody,
+    ok(batchResultsSchema, 'One result per task, in order'),
+  ),
+  completeTasks: withBody(
+    'Complete tasks in a batch',
+    'CompleteTasksRequest',
+    completeManyBody,
+    ok(batchResultsSchema, 'One result per task, in order'),
+  ),
+  completeTask: withBody('Complete a task', 'CompleteRequest', completeBody, ok(taskResponseSchema)),
+  failTask: withBody('Fail a task', 'FailRequest', failBody, ok(taskResponseSchema)),
+  releaseTask: withBody('Give a task back unfinished', 'ReleaseRequest', releaseBody, ok(taskResponseSchema)),
   registerRole: { summary: 'Register for a role', responses: ok(roleResponseSchema) },
-  volunteerForRole: {
-    summary: 'Volunteer to hold a role',
-    request: { id: 'VolunteerRequest', schema: volunteerBody },
-    responses: ok(volunteerResultSchema),
-  },
-  releaseRole: {
-    summary: 'Release a held role',
-    request: { id: 'ReleaseRoleRequest', schema: releaseRoleBody },
-    responses: ok(releaseRoleResultSchema),
-  },
-  withdrawFromRole: {
-    summary: "Withdraw from a role's candidates",
-    request: { id: 'WithdrawRequest', schema: withdrawBody },
-    responses: ok(withdrawRoleResultSchema),
-  },
+  volunteerForRole: withBody(
+    'Volunteer to hold a role',
+    'VolunteerRequest',
+    volunteerBody,
+    ok(volunteerResultSchema),
+  ),
+  releaseRole: withBody(
+    'Release a held role',
+    'ReleaseRoleRequest',
+    releaseRoleBody,
+    ok(releaseRoleResultSchema),
+  ),
+  withdrawFromRole: withBody(
+    "Withdraw from a role's candidates",
+    'WithdrawRequest',
+    withdrawBody,
+    ok(withdrawRoleResultSchema),
+  ),
 };
 
 const PATH_PARAMETERS: Readonly<Record<string, string>> = {

@@ -21,64 +21,63 @@ export interface RouteDefinition {
   readonly localOnly?: boolean;
 }
 
+/** A table row: `operator('GET', '/v1/tasks', 'listTasks')`; `true` last marks a route of the local server only. */
+const routeOf =
+  (access: RouteAccess) =>
+  (method: HttpMethod, path: string, operation: string, localOnly?: true): RouteDefinition => ({
+    method,
+    path,
+    access,
+    operation,
+    ...(localOnly ? { localOnly } : {}),
+  });
+const unauthenticated = routeOf('public');
+const operator = routeOf('operator');
+const agent = routeOf('agent');
+
 export const ROUTES: readonly RouteDefinition[] = [
-  { method: 'GET', path: '/v1/health', access: 'public', operation: 'health' },
-  { method: 'GET', path: '/v1/openapi.json', access: 'operator', operation: 'openApi' },
+  unauthenticated('GET', '/v1/health', 'health'),
+  operator('GET', '/v1/openapi.json', 'openApi'),
 
-  { method: 'POST', path: '/v1/tasks', access: 'operator', operation: 'submitTask' },
-  { method: 'POST', path: '/v1/tasks/batch', access: 'operator', operation: 'submitTasks' },
-  { method: 'GET', path: '/v1/tasks', access: 'operator', operation: 'listTasks' },
-  { method: 'GET', path: '/v1/tasks/{taskId}', access: 'operator', operation: 'getTask' },
-  { method: 'POST', path: '/v1/tasks/{taskId}/cancel', access: 'operator', operation: 'cancelTask' },
-  { method: 'POST', path: '/v1/tasks/{taskId}/redrive', access: 'operator', operation: 'redriveTask' },
-  { method: 'GET', path: '/v1/queues', access: 'operator', operation: 'listQueues' },
-  { method: 'POST', path: '/v1/queues/{name}/pause', access: 'operator', operation: 'pauseQueue' },
-  { method: 'POST', path: '/v1/queues/{name}/resume', access: 'operator', operation: 'resumeQueue' },
-  { method: 'POST', path: '/v1/queues/{name}/limits', access: 'operator', operation: 'setQueueLimits' },
-  { method: 'POST', path: '/v1/agents', access: 'operator', operation: 'registerAgent' },
-  { method: 'GET', path: '/v1/agents', access: 'operator', operation: 'listAgents' },
-  { method: 'DELETE', path: '/v1/agents/{agentId}', access: 'operator', operation: 'revokeAgent' },
-  { method: 'GET', path: '/v1/schedules', access: 'operator', operation: 'listSchedules' },
-  { method: 'GET', path: '/v1/schedules/{name}', access: 'operator', operation: 'getSchedule' },
-  { method: 'POST', path: '/v1/schedules', access: 'operator', operation: 'createSchedule' },
-  { method: 'DELETE', path: '/v1/schedules/{name}', access: 'operator', operation: 'deleteSchedule' },
-  {
-    method: 'GET',
-    path: '/v1/schedules/{name}/occurrences',
-    access: 'operator',
-    operation: 'listOccurrences',
-  },
+  operator('POST', '/v1/tasks', 'submitTask'),
+  operator('POST', '/v1/tasks/batch', 'submitTasks'),
+  operator('GET', '/v1/tasks', 'listTasks'),
+  operator('GET', '/v1/tasks/{taskId}', 'getTask'),
+  operator('POST', '/v1/tasks/{taskId}/cancel', 'cancelTask'),
+  operator('POST', '/v1/tasks/{taskId}/redrive', 'redriveTask'),
+  operator('GET', '/v1/queues', 'listQueues'),
+  operator('POST', '/v1/queues/{name}/pause', 'pauseQueue'),
+  operator('POST', '/v1/queues/{name}/resume', 'resumeQueue'),
+  operator('POST', '/v1/queues/{name}/limits', 'setQueueLimits'),
+  operator('POST', '/v1/agents', 'registerAgent'),
+  operator('GET', '/v1/agents', 'listAgents'),
+  operator('DELETE', '/v1/agents/{agentId}', 'revokeAgent'),
+  operator('GET', '/v1/schedules', 'listSchedules'),
+  operator('GET', '/v1/schedules/{name}', 'getSchedule'),
+  operator('POST', '/v1/schedules', 'createSchedule'),
+  operator('DELETE', '/v1/schedules/{name}', 'deleteSchedule'),
+  operator('GET', '/v1/schedules/{name}/occurrences', 'listOccurrences'),
 
-  { method: 'GET', path: '/v1/roles', access: 'operator', operation: 'listRoles' },
-  { method: 'POST', path: '/v1/push-ticket', access: 'operator', operation: 'createPushTicket' },
+  operator('GET', '/v1/roles', 'listRoles'),
+  operator('POST', '/v1/push-ticket', 'createPushTicket'),
 
-  { method: 'GET', path: '/v1/events', access: 'operator', operation: 'listEvents', localOnly: true },
+  operator('GET', '/v1/events', 'listEvents', true),
 
-  { method: 'POST', path: '/v1/agent/session', access: 'agent', operation: 'openSession' },
-  { method: 'GET', path: '/v1/agent/session', access: 'agent', operation: 'readSession' },
-  { method: 'POST', path: '/v1/agent/heartbeat', access: 'agent', operation: 'heartbeat' },
-  { method: 'POST', path: '/v1/agent/claim', access: 'agent', operation: 'claimTasks' },
-  { method: 'POST', path: '/v1/agent/push-ticket', access: 'agent', operation: 'createAgentPushTicket' },
-  { method: 'POST', path: '/v1/agent/tasks', access: 'agent', operation: 'submitChildTask' },
-  { method: 'POST', path: '/v1/agent/tasks/batch', access: 'agent', operation: 'submitChildTasks' },
-  { method: 'POST', path: '/v1/agent/tasks/complete', access: 'agent', operation: 'completeTasks' },
-  { method: 'POST', path: '/v1/agent/tasks/{taskId}/complete', access: 'agent', operation: 'completeTask' },
-  { method: 'POST', path: '/v1/agent/tasks/{taskId}/fail', access: 'agent', operation: 'failTask' },
-  { method: 'POST', path: '/v1/agent/tasks/{taskId}/release', access: 'agent', operation: 'releaseTask' },
-  { method: 'POST', path: '/v1/agent/roles/{role}/register', access: 'agent', operation: 'registerRole' },
-  {
-    method: 'POST',
-    path: '/v1/agent/roles/{role}/volunteer',
-    access: 'agent',
-    operation: 'volunteerForRole',
-  },
-  { method: 'POST', path: '/v1/agent/roles/{role}/release', access: 'agent', operation: 'releaseRole' },
-  {
-    method: 'POST',
-    path: '/v1/agent/roles/{role}/withdraw',
-    access: 'agent',
-    operation: 'withdrawFromRole',
-  },
+  agent('POST', '/v1/agent/session', 'openSession'),
+  agent('GET', '/v1/agent/session', 'readSession'),
+  agent('POST', '/v1/agent/heartbeat', 'heartbeat'),
+  agent('POST', '/v1/agent/claim', 'claimTasks'),
+  agent('POST', '/v1/agent/push-ticket', 'createAgentPushTicket'),
+  agent('POST', '/v1/agent/tasks', 'submitChildTask'),
+  agent('POST', '/v1/agent/tasks/batch', 'submitChildTasks'),
+  agent('POST', '/v1/agent/tasks/complete', 'completeTasks'),
+  agent('POST', '/v1/agent/tasks/{taskId}/complete', 'completeTask'),
+  agent('POST', '/v1/agent/tasks/{taskId}/fail', 'failTask'),
+  agent('POST', '/v1/agent/tasks/{taskId}/release', 'releaseTask'),
+  agent('POST', '/v1/agent/roles/{role}/register', 'registerRole'),
+  agent('POST', '/v1/agent/roles/{role}/volunteer', 'volunteerForRole'),
+  agent('POST', '/v1/agent/roles/{role}/release', 'releaseRole'),
+  agent('POST', '/v1/agent/roles/{role}/withdraw', 'withdrawFromRole'),
 ];
 
 /** The routes one function serves: agent routes by the agent API, the others by the operator API. */
