@@ -1,10 +1,10 @@
 /**
  * `npm run bench -- [--scenario throughput|idle] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
- * [--seed S] [--json]`
+ * [--seed S] [--json] [--record]`
  *
  * `throughput` (the default) runs the local stack under load and reports throughput, latency, the AWS requests and
  * capacity one task costs, and dollars per million tasks at the list prices of `bench/prices.ts`. Figures, not a
- * pass or fail.
+ * pass or fail. `--record` appends the run's figures to `bench/history.csv` (see `history.ts`).
  *
  * By default 1,000 tasks run first and are not measured: in its first seconds DynamoDB Local (a JVM) is still
  * compiling its hot paths, so a cold run measures the emulator's start as much as the scheduler. `--warmup 0`
@@ -19,6 +19,7 @@
  * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
  */
 import { parseArgs } from 'node:util';
+import { recordHistory } from './history';
 import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
 import { runIdle } from './run-idle';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '1000' },
     seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
+    record: { type: 'boolean', default: false },
   },
 });
 
@@ -65,6 +67,7 @@ async function throughputScenario(): Promise<void> {
     warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
   });
 
+  if (values.record) console.error(`recorded in bench/history.csv: ${recordHistory(report)}`);
   if (values.json) {
     console.log(JSON.stringify(report));
   } else {
@@ -75,7 +78,13 @@ async function throughputScenario(): Promise<void> {
         `throughput      ${report.tasksPerSecond} tasks/s (${report.durationMs} ms)`,
         `dispatch        p50 ${report.dispatchLatencyMs.p50} ms, p99 ${report.dispatchLatencyMs.p99} ms (submit → claimed)`,
         `completion      p50 ${report.completionLatencyMs.p50} ms, p99 ${report.completionLatencyMs.p99} ms (submit → completed)`,
-        `per task        ${t.dynamodbWriteUnits} WCU (${t.dynamodbIndexWriteUnits} on indexes), ${t.dynamodbReadUnits} RCU, ${t.sqsRequests} SQS requests, ${t.apiCalls} API calls, ${t.lambdaInvocations} invocations, ${t.lambdaMs} ms, ${t.events} events`,
+        `per task        ${t.dynamodbWriteUnits} WCU (${t.dynamodbIndexWriteUnits} on indexes, ${t.dynamodbFailedWriteUnits} refused writes), ${t.dynamodbReadUnits} RCU, ${t.sqsRequests} SQS requests, ${t.apiCalls} API calls, ${t.lambdaInvocations} invocations, ${t.events} events`,
+        `Lambda per task ${t.lambdaMs} ms billed as modelled for AWS (${t.localLambdaMs} ms of handler time here; round trips assumed ${JSON.stringify(report.awsRoundTripMs)})`,
+        `one lifecycle   ${(['submit', 'claim', 'complete'] as const)
+          .map((name) => `${name} ${report.steps[name].writeUnits} WCU / ${report.steps[name].readUnits} RCU`)
+          .join(
+            ', ',
+          )}: ${report.steps.lifecycle.writeUnits} WCU / ${report.steps.lifecycle.readUnits} RCU a task, measured alone`,
         `requests        ${Object.entries(t.requests)
           .map(([operation, n]) => `${operation} ${n}`)
           .join(', ')}`,

@@ -3,10 +3,12 @@
  * emulator), agents on the SDK's client, and a meter on every AWS request. It reports throughput and latency,
  * what one task costs in requests and capacity, and that in dollars at the list prices of `prices.ts`.
  *
- * What is counted per task: DynamoDB capacity as DynamoDB Local reports it (tables and indexes), SQS requests,
- * API calls (each one Lambda invocation, plus the authorizer once per agent per cache period), Lambda duration
- * as measured around the handlers on this machine, and lifecycle events put on the bus. Heartbeats are per agent
- * per interval, not per task, and are reported as their own figure, as is an idle agent's month.
+ * What is counted per task, as AWS bills it: DynamoDB capacity (tables and indexes, failed conditional writes
+ * included: see `AwsMeter`), SQS requests, API calls (each one Lambda invocation, plus the authorizer once per
+ * agent per cache period), Lambda duration as `lambda-duration.ts` models it (the handler's own time here plus an
+ * in-Region round trip for each of its waits on AWS; the wall time here is reported beside it), and lifecycle
+ * events put on the bus. Heartbeats are per agent per interval, not per task, and are reported as their own
+ * figure, as is an idle agent's month.
  */
 import { AwsMeter } from '#adapters/aws-meter';
 import { DEFAULT_SETTINGS } from '#core/context';
@@ -15,6 +17,9 @@ import { percentile } from '#local/percentile';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
+import { timeAwsCalls } from './aws-calls';
+import { AWS_ROUND_TRIP_MS, modelledDuration } from './lambda-duration';
+import { type LifecycleSteps, measureLifecycle } from './lifecycle-steps';
 import { API_FUNCTION_MEMORY_GB, PRICES } from './prices';
 
 export interface BenchOptions {
@@ -50,10 +55,15 @@ export interface BenchReport {
     readonly dynamodbWriteUnits: number;
     readonly dynamodbReadUnits: number;
     readonly dynamodbIndexWriteUnits: number;
+    /** Of the write units, those billed for writes refused by their condition. */
+    readonly dynamodbFailedWriteUnits: number;
     readonly sqsRequests: number;
     readonly apiCalls: number;
     readonly lambdaInvocations: number;
+    /** Billed duration as modelled for AWS (see `lambda-duration.ts`). */
     readonly lambdaMs: number;
+    /** The handlers' wall time on this machine, beside the emulators. */
+    readonly localLambdaMs: number;
     readonly events: number;
     readonly requests: Readonly<Record<string, number>>;
   };
@@ -74,6 +84,10 @@ export interface BenchReport {
   };
   readonly idleAgentUsdPerMonth: number;
   readonly prices: string;
+  /** One lifecycle measured alone, step by step (see `lifecycle-steps.ts`): per task, in the run's batch size. */
+  readonly steps: LifecycleSteps;
+  /** How Lambda's duration was modelled: the round trip assumed for each AWS request, in ms. */
+  readonly awsRoundTripMs: Readonly<Record<string, number>>;
 }
 
 const OPERATOR_TOKEN = 'op_bench';
@@ -109,7 +123,10 @@ interface Bench {
   readonly meter: AwsMeter;
   readonly api: {
     calls: number;
+    /** Modelled billed duration (see `lambda-duration.ts`). */
     lambdaMs: number;
+    /** Wall time of the handlers here. */
+    localMs: number;
     readonly byOperation: Map<string, { calls: number; ms: number }>;
   };
   readonly counted: { events: number };
@@ -140,6 +157,7 @@ interface Measured {
   readonly requests: Record<string, number>;
   readonly apiCalls: number;
   readonly apiLambdaMs: number;
+  readonly apiLocalMs: number;
   readonly operations: ReadonlyMap<string, { calls: number; ms: number }>;
   readonly events: number;
   readonly heartbeat: PerCall;
@@ -150,7 +168,12 @@ interface Measured {
 async function setUpBench(options: BenchOptions): Promise<Bench> {
   const meter = new AwsMeter();
   const counted = { events: 0 };
-  const api = { calls: 0, lambdaMs: 0, byOperation: new Map<string, { calls: number; ms: number }>() };
+  const api = {
+    calls: 0,
+    lambdaMs: 0,
+    localMs: 0,
+    byOperation: new Map<string, { calls: number; ms: number }>(),
+  };
   const stack = await startLocalStack({
     name: 'bench',
     queues: ['bench'],
@@ -160,6 +183,9 @@ async function setUpBench(options: BenchOptions): Promise<Bench> {
       meter.attach(dynamodb, 'dynamodb');
       meter.attach(sqs, 'sqs');
       meter.attach(s3, 's3');
+      timeAwsCalls(dynamodb, 'dynamodb');
+      timeAwsCalls(sqs, 'sqs');
+      timeAwsCalls(s3, 's3');
     },
     context: {
       events: {
@@ -174,9 +200,10 @@ async function setUpBench(options: BenchOptions): Promise<Bench> {
       operatorToken: OPERATOR_TOKEN,
       // As API Gateway caches the authorizer's answers in the construct: its reads are not per request.
       authorizerCacheTtlMs: 60_000,
-      onRequest: ({ operation, durationMs }) => {
+      onRequest: ({ operation, durationMs, awsCalls }) => {
         api.calls++;
-        api.lambdaMs += Math.ceil(durationMs);
+        api.lambdaMs += modelledDuration(durationMs, awsCalls).billedMs;
+        api.localMs += Math.ceil(durationMs);
         const entry = api.byOperation.get(operation) ?? { calls: 0, ms: 0 };
         entry.calls++;
         entry.ms += durationMs;
@@ -284,6 +311,7 @@ async function perCall(bench: Bench, calls: number, call: () => Promise<unknown>
   const { meter, api } = bench;
   meter.reset();
   api.lambdaMs = 0;
+  api.localMs = 0;
   for (let i = 0; i < calls; i++) await call();
   const totals = meter.totals();
   const sqsRequests = meter.totals((r) => r.service === 'sqs').requests;
@@ -305,6 +333,7 @@ async function runMeasured(bench: Bench, options: BenchOptions): Promise<Measure
   meter.reset();
   api.calls = 0;
   api.lambdaMs = 0;
+  api.localMs = 0;
   api.byOperation.clear();
   counted.events = 0;
 
@@ -320,6 +349,7 @@ async function runMeasured(bench: Bench, options: BenchOptions): Promise<Measure
     requests: meter.byOperation(),
     apiCalls: api.calls,
     apiLambdaMs: api.lambdaMs,
+    apiLocalMs: api.localMs,
     operations: new Map(api.byOperation),
     events: counted.events,
   };
@@ -338,18 +368,20 @@ async function runMeasured(bench: Bench, options: BenchOptions): Promise<Measure
 /** Per task: requests and capacity, API calls, invocations and their time, events; and dollars by service. */
 function perTaskOf(options: BenchOptions, run: Measured) {
   const total = options.tasks;
-  const { totals, sqsRequests, s3Puts, s3Gets, apiCalls, apiLambdaMs, events } = run;
+  const { totals, sqsRequests, s3Puts, s3Gets, apiCalls, apiLambdaMs, apiLocalMs, events } = run;
   // The authorizer's answer is cached per token for 60 s: one invocation per agent per minute of work.
   const authorizerInvocations = options.agents * Math.ceil(run.durationMs / 60_000);
   const perTask = {
     dynamodbWriteUnits: round(totals.writeUnits / total),
     dynamodbReadUnits: round(totals.readUnits / total),
     dynamodbIndexWriteUnits: round(totals.indexWriteUnits / total),
+    dynamodbFailedWriteUnits: round(totals.failedWriteUnits / total),
     sqsRequests: round(sqsRequests / total),
     s3Requests: round((s3Puts + s3Gets) / total),
     apiCalls: round(apiCalls / total),
     lambdaInvocations: round((apiCalls + authorizerInvocations) / total),
     lambdaMs: round(apiLambdaMs / total, 2),
+    localLambdaMs: round(apiLocalMs / total, 2),
     events: round(events / total),
     requests: Object.fromEntries(
       Object.entries(run.requests)
@@ -373,7 +405,7 @@ function perTaskOf(options: BenchOptions, run: Measured) {
 }
 
 /** The report: the run's figures per task, priced, and what an agent's heartbeats and idle polls cost. */
-function reportBench(options: BenchOptions, payload: unknown, run: Measured): BenchReport {
+function reportBench(options: BenchOptions, payload: unknown, run: Measured): Omit<BenchReport, 'steps'> {
   const { perTask, byService } = perTaskOf(options, run);
   const usdPerTask = Object.values(byService).reduce((sum, usd) => sum + usd, 0);
   const beat = run.heartbeat;
@@ -418,13 +450,18 @@ function reportBench(options: BenchOptions, payload: unknown, run: Measured): Be
     idleClaim,
     idleAgentUsdPerMonth: round(idlePollUsd * pollsPerMonth, 4),
     prices: `${PRICES.region} list prices checked ${PRICES.checkedOn} (bench/prices.ts)`,
+    awsRoundTripMs: AWS_ROUND_TRIP_MS,
   };
 }
 
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const bench = await setUpBench(options);
   try {
-    return reportBench(options, bench.payload, await runMeasured(bench, options));
+    const measured = await runMeasured(bench, options);
+    const [agent] = bench.agents;
+    if (!agent) throw new Error('the benchmark needs at least one agent');
+    const steps = await measureLifecycle({ ...bench, agent, queue: 'bench' }, options.batch);
+    return { ...reportBench(options, bench.payload, measured), steps };
   } finally {
     await bench.stack.stop();
   }

@@ -34,3 +34,29 @@ export function runApart<T>(name: FunctionName, work: () => T): T {
 
 /** The function the current work stands for, if any. */
 export const currentFunction = (): FunctionName | undefined => scope.getStore();
+
+/** An AWS request made during an invocation: which service, and when it was sent and answered. */
+export interface AwsCall {
+  readonly service: string;
+  readonly operation: string;
+  readonly startedMs: number;
+  readonly endedMs: number;
+}
+
+/** What one invocation of a local handler did, as a Lambda's billed duration would count it. */
+export interface InvocationTrace {
+  readonly awsCalls: AwsCall[];
+}
+
+const invocation = new AsyncLocalStorage<InvocationTrace>();
+
+/** Runs `work` as one invocation, recording the AWS requests it makes (see `noteAwsCall`). */
+export function traceInvocation<T>(work: () => Promise<T>): Promise<{ result: T; trace: InvocationTrace }> {
+  const trace: InvocationTrace = { awsCalls: [] };
+  return invocation.run(trace, async () => ({ result: await work(), trace }));
+}
+
+/** Adds a request to the trace of the invocation that made it, if one is being traced. */
+export function noteAwsCall(call: AwsCall): void {
+  invocation.getStore()?.awsCalls.push(call);
+}

@@ -27,7 +27,7 @@ import { openApiDocument } from '../functions/http/openapi';
 import { operatorOperations } from '../functions/http/operator-operations';
 import { ROUTES, routesServedBy } from '../functions/http/routes';
 import { eventOperations } from './event-operations';
-import { runAs } from './function-scope';
+import { type AwsCall, runAs, traceInvocation } from './function-scope';
 import { attachPushChannel, type LocalPushSender } from './push-server';
 import { type SigV4VerifierOptions, verifySigV4 } from './sigv4-verifier';
 
@@ -60,7 +60,13 @@ export interface LocalServerOptions {
   /** Serves the web console at `/` and `/console/`: the gateway made once the server's URL is known. */
   readonly console?: (serverUrl: string) => ConsoleGateway;
   /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
-  readonly onRequest?: (request: { operation: string; statusCode: number; durationMs: number }) => void;
+  readonly onRequest?: (request: {
+    operation: string;
+    statusCode: number;
+    durationMs: number;
+    /** The AWS requests the handler made, each with when it was sent and answered (`performance.now()`). */
+    awsCalls: readonly AwsCall[];
+  }) => void;
 }
 
 export interface LocalServer {
@@ -223,8 +229,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       answerConsole(gateway, request, response, options.log);
       return;
     }
-    handle(request)
-      .then((result) => {
+    traceInvocation(() => handle(request))
+      .then(({ result, trace }) => {
         if (options.onRequest) {
           const url = URL.canParse(request.url ?? '/', 'http://localhost')
             ? new URL(request.url ?? '/', 'http://localhost')
@@ -234,6 +240,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
             operation: matched && 'route' in matched ? matched.route.operation : 'unmatched',
             statusCode: result.statusCode,
             durationMs: performance.now() - started,
+            awsCalls: trace.awsCalls,
           });
         }
         response.writeHead(result.statusCode, result.headers);

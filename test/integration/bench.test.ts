@@ -1,8 +1,10 @@
 /**
- * A small run of `npm run bench` on the test emulators: the report has every figure the JSON promises, and the
- * counts are what the routes imply (three calls a task alone, fewer in batches).
+ * A small run of `npm run bench` on the test emulators: the report has every figure the JSON promises, the
+ * counts are what the routes imply (three calls a task alone, fewer in batches), and one lifecycle costs no more
+ * units than `bench/budget.json` (the figures the README documents) allows.
  */
 import { describe, expect, inject, it } from 'vitest';
+import { readBudget } from '../../bench/history';
 import { runBench } from '../../bench/run-bench';
 
 describe('the benchmark', () => {
@@ -14,7 +16,7 @@ describe('the benchmark', () => {
     const batched = await runBench({
       tasks: 40,
       agents: 2,
-      batch: 5,
+      batch: 10,
       payloadBytes: 1_024,
       warmupTasks: 20,
       endpoints,
@@ -32,10 +34,29 @@ describe('the benchmark', () => {
     // A task's state item, and its payload item (written without a condition, so by BatchWriteItem).
     expect(single.perTask.requests['dynamodb:PutItem']).toBe(1);
     expect(single.perTask.requests['dynamodb:BatchWriteItem']).toBe(1);
-    // In fives: a submit, a claim and a complete call serve five tasks; the five payloads share one write.
+    // In tens: a submit, a claim and a complete call serve ten tasks; the ten payloads share one write.
     expect(batched.perTask.apiCalls).toBeLessThan(1.5);
-    expect(batched.perTask.requests['dynamodb:BatchWriteItem']).toBe(0.2);
+    expect(batched.perTask.requests['dynamodb:BatchWriteItem']).toBe(0.1);
     expect(batched.warmupTasks).toBe(20);
     expect(batched.usdPerMillionTasks).toBeLessThan(single.usdPerMillionTasks);
+
+    // Lambda is priced at the modelled duration; the time measured here is reported beside it.
+    for (const report of [single, batched]) {
+      expect(report.perTask.lambdaMs).toBeGreaterThan(0);
+      expect(report.perTask.localLambdaMs).toBeGreaterThan(0);
+      const { submit, claim, complete, lifecycle } = report.steps;
+      expect(lifecycle.writeUnits).toBeCloseTo(submit.writeUnits + claim.writeUnits + complete.writeUnits, 2);
+      expect(submit.writeUnits).toBeGreaterThan(0);
+      expect(claim.writeUnits).toBeGreaterThan(0);
+      expect(complete.writeUnits).toBeGreaterThan(0);
+    }
+
+    // The budget: a change that makes a lifecycle cost more units fails here, until the README and the budget
+    // say so.
+    const budget = readBudget();
+    expect(single.steps.lifecycle.writeUnits).toBeLessThanOrEqual(budget.singleCall.dynamodbWriteUnits);
+    expect(single.steps.lifecycle.readUnits).toBeLessThanOrEqual(budget.singleCall.dynamodbReadUnits);
+    expect(batched.steps.lifecycle.writeUnits).toBeLessThanOrEqual(budget.batchOf10.dynamodbWriteUnits);
+    expect(batched.steps.lifecycle.readUnits).toBeLessThanOrEqual(budget.batchOf10.dynamodbReadUnits);
   }, 60_000);
 });

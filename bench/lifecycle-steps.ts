@@ -1,0 +1,104 @@
+/**
+ * What one task's lifecycle costs, step by step, measured alone: a submit, the claim that takes the task, its
+ * completion, on the quiet stack after the run (in batches of `batch`, per task). Unlike the run's per-task
+ * figures these leave out what depends on timing (claims that found nothing, writes refused in a race), so they
+ * are the same on every machine: the README's per-step table and the budget `npm test` holds them to.
+ */
+import type { AwsMeter } from '#adapters/aws-meter';
+import type { AgentSchedulerClient } from '#sdk/client';
+
+export interface StepUnits {
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  /** Of the write units, those spent on index entries. */
+  readonly indexWriteUnits: number;
+  /** DynamoDB, SQS and S3 requests. */
+  readonly requests: number;
+}
+
+export interface LifecycleSteps {
+  readonly submit: StepUnits;
+  readonly claim: StepUnits;
+  readonly complete: StepUnits;
+  /** The three steps together: one task, submitted, claimed and completed. */
+  readonly lifecycle: StepUnits;
+}
+
+interface Parts {
+  readonly meter: AwsMeter;
+  readonly operator: AgentSchedulerClient;
+  readonly agent: { readonly client: AgentSchedulerClient; readonly sessionId: string };
+  readonly payload: unknown;
+  readonly queue: string;
+}
+
+const round = (value: number) => Number(value.toFixed(3));
+
+async function step(meter: AwsMeter, tasks: number, work: () => Promise<void>): Promise<StepUnits> {
+  meter.reset();
+  await work();
+  const totals = meter.totals();
+  return {
+    writeUnits: round(totals.writeUnits / tasks),
+    readUnits: round(totals.readUnits / tasks),
+    indexWriteUnits: round(totals.indexWriteUnits / tasks),
+    requests: round(totals.requests / tasks),
+  };
+}
+
+/** Submits `batch` tasks, claims them and completes them, metering each step; per task. */
+export async function measureLifecycle(parts: Parts, batch: number): Promise<LifecycleSteps> {
+  const { meter, operator, agent, payload, queue } = parts;
+  const specs = Array.from({ length: batch }, () => ({ queue, payload }));
+  const submit = await step(meter, batch, async () => {
+    if (batch === 1 && specs[0]) await operator.submitTask(specs[0]);
+    else await operator.submitTasks(specs);
+  });
+  let claimed: { taskId: string; leaseEpoch: number }[] = [];
+  // The hints are in the queue already, so the first claim should find them; a claim that finds nothing (a hint
+  // not visible yet) is not part of the step, and is left out.
+  const claims: StepUnits[] = [];
+  for (let attempt = 0; claimed.length < batch && attempt < 50; attempt++) {
+    let found = 0;
+    const units = await step(meter, 1, async () => {
+      const answer = await agent.client.claim({ sessionId: agent.sessionId, max: batch - claimed.length });
+      claimed = [...claimed, ...answer.tasks];
+      found = answer.tasks.length;
+    });
+    if (found > 0) claims.push(units);
+  }
+  if (claimed.length < batch) throw new Error(`claimed ${claimed.length} of ${batch} tasks`);
+  const claimTotal = (key: keyof StepUnits) =>
+    round(claims.reduce((sum, units) => sum + units[key], 0) / batch);
+  const claim: StepUnits = {
+    writeUnits: claimTotal('writeUnits'),
+    readUnits: claimTotal('readUnits'),
+    indexWriteUnits: claimTotal('indexWriteUnits'),
+    requests: claimTotal('requests'),
+  };
+  const complete = await step(meter, batch, async () => {
+    if (batch === 1 && claimed[0]) {
+      await agent.client.complete(claimed[0].taskId, {
+        leaseEpoch: claimed[0].leaseEpoch,
+        result: { ok: 1 },
+      });
+      return;
+    }
+    const results = await agent.client.completeTasks(
+      claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
+    );
+    if (results.some((r) => !r.ok)) throw new Error('a completion failed');
+  });
+  const sum = (key: keyof StepUnits) => round(submit[key] + claim[key] + complete[key]);
+  return {
+    submit,
+    claim,
+    complete,
+    lifecycle: {
+      writeUnits: sum('writeUnits'),
+      readUnits: sum('readUnits'),
+      indexWriteUnits: sum('indexWriteUnits'),
+      requests: sum('requests'),
+    },
+  };
+}
