@@ -15,6 +15,10 @@
  * the push channel picked up by wakes, tasks submitted one at a time 0.2 to 2 s apart: pickup latency, wakes and
  * claims per task, and what an idle agent costs a month in AWS, with the push channel and polling as today.
  *
+ * `scale` (`bench/scale-model.ts`; `--batch` default 1, `--agents` listeners per queue, default 50) prints each
+ * partition tasks share, its units per task and the tasks a second DynamoDB's per-partition limits allow, then the
+ * quotas that bind first. A model of today's layout, not a run.
+ *
  * `workflow` (`bench/run-workflow.ts`; `--tasks` joins, default 50, `--agents` dependencies per join, default 4)
  * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
  */
@@ -24,6 +28,7 @@ import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
 import { runIdle } from './run-idle';
 import { type Cost, runWorkflow } from './run-workflow';
+import { ceilings, lowestCeiling, quotas } from './scale-model';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -53,8 +58,9 @@ const positive = (name: string, value: string | undefined, max: number): number 
 if (values.scenario === 'idle') await idleScenario();
 else if (values.scenario === 'throughput') await throughputScenario();
 else if (values.scenario === 'workflow') await workflowScenario();
+else if (values.scenario === 'scale') scaleScenario();
 else {
-  console.error('--scenario must be throughput, idle or workflow');
+  console.error('--scenario must be throughput, idle, workflow or scale');
   process.exit(2);
 }
 
@@ -186,4 +192,34 @@ async function idleScenario(): Promise<void> {
       `prices          ${report.prices}`,
     ].join('\n'),
   );
+}
+
+function scaleScenario(): void {
+  const batch = positive('batch', values.batch, 10);
+  const listeners = positive('agents', values.agents ?? '50', 100_000);
+  const rows = (leasesHeld: number) => ceilings({ batch, leasesHeld, listeners });
+  const modelled = rows(25);
+  if (values.json) {
+    console.log(JSON.stringify({ batch, listeners, partitions: modelled, quotas: quotas(batch) }));
+    return;
+  }
+  const lines = [
+    `batch ${batch}, ${listeners} listeners a queue; DynamoDB: 1,000 write / 3,000 read units a partition a second`,
+  ];
+  for (const c of modelled)
+    lines.push(
+      `${c.scope.padEnd(16)} ${String(c.tasksPerSecond).padStart(7)} tasks/s  ${c.key} (${c.writeUnitsPerTask} W, ${c.readUnitsPerTask} R a task; ${c.when})`,
+    );
+  const unlimited = lowestCeiling(modelled, 'queue', (c) => c.when === 'every task');
+  lines.push(
+    `a queue without limits or push: ${unlimited} tasks/s; with push wakes: ${lowestCeiling(modelled, 'queue', (c) => !c.when.startsWith('a queue with'))}`,
+    `a concurrency key: ${lowestCeiling(modelled, 'concurrency key', (c) => c.when === 'a task with a concurrencyKey')} tasks/s`,
+    `a limited queue: ${[25, 250, 1_000, 5_000].map((held) => `${lowestCeiling(rows(held), 'queue', (c) => c.when.startsWith('a queue with'))} tasks/s with ${held} leases held`).join(', ')}`,
+    'quotas that bind first:',
+  );
+  for (const q of quotas(batch))
+    lines.push(
+      `  ${q.quota}: ${q.limit}${q.tasksPerSecond ? ` = ${q.tasksPerSecond} tasks/s` : ''} (${q.note})`,
+    );
+  console.log(lines.join('\n'));
 }

@@ -1,0 +1,201 @@
+/**
+ * The scale model (`npm run bench -- --scenario scale`): each DynamoDB partition a task's lifecycle writes or reads
+ * that other tasks share, its units per task, and the ceiling that DynamoDB's per-partition limits put on tasks a
+ * second; then the quotas of the stack that bind before them. The units are today's layout, as the per-step figures
+ * of the bench measure them (`lifecycle-steps.ts`) and the adapters write them; a partition written by one task
+ * only (its state, payload and dependency items) sets no ceiling and is not listed.
+ *
+ * A partition takes 1,000 write units and 3,000 read units a second
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html). Sharded keys
+ * spread a scope's tasks over their shards by a hash of the task id; the ceiling assumes an even spread (the busiest
+ * of the 16 `listed` shards took 650 of 10,000 tasks in `key-distribution.test.ts`, 4 % above even).
+ */
+import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
+
+export const PARTITION_WRITE_UNITS_PER_SECOND = 1_000;
+export const PARTITION_READ_UNITS_PER_SECOND = 3_000;
+
+export type Scope = 'stack' | 'queue' | 'concurrency key' | 'agent';
+
+export interface SharedPartition {
+  /** The items or index entries, by key. */
+  readonly key: string;
+  /** Whose tasks share it. */
+  readonly scope: Scope;
+  /** How many partitions the scope's tasks are spread over. */
+  readonly shards: number;
+  readonly writeUnitsPerTask: number;
+  readonly readUnitsPerTask: number;
+  /** When a lifecycle touches it at all. */
+  readonly when: string;
+}
+
+export interface Ceiling extends SharedPartition {
+  /** Tasks a second the scope takes before a partition of it reaches DynamoDB's limit. */
+  readonly tasksPerSecond: number;
+}
+
+/** Write units of an item of `bytes` (1 KB a unit). */
+const units = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
+
+/** Bytes a queue control item holds per lease it counts (its map of held slots), and the item without them. */
+const CONTROL_BYTES_PER_LEASE = 37;
+const CONTROL_BASE_BYTES = 80;
+/** Bytes of one agent's listener item in its queue's partition. */
+const LISTENER_BYTES = 120;
+
+export interface ScaleInputs {
+  /** Tasks a claim or complete call carries (1 single, up to 10). */
+  readonly batch: number;
+  /** Leases a limited queue (or key) holds at once when it is busy: the size of its control item. */
+  readonly leasesHeld: number;
+  /** Agents listening on a queue's push channel. */
+  readonly listeners: number;
+}
+
+export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
+  const controlUnits = units(CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * inputs.leasesHeld);
+  const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * inputs.listeners) / 4096)) * 0.5;
+  return [
+    {
+      key: `due index, due#<nn> (${DUE_SHARDS} shards)`,
+      scope: 'stack',
+      shards: DUE_SHARDS,
+      // The entry is written at submit and removed at the end.
+      writeUnitsPerTask: 2,
+      readUnitsPerTask: 0,
+      when: 'every task',
+    },
+    {
+      key: `listed index, <queue>#<nn> (${LISTED_SHARDS} shards)`,
+      scope: 'queue',
+      shards: LISTED_SHARDS,
+      writeUnitsPerTask: 1,
+      readUnitsPerTask: 0,
+      when: 'every task',
+    },
+    {
+      key: 'session item, session#<agentId>',
+      scope: 'agent',
+      shards: 1,
+      // A claim reserves its slots in one write; the claim's and the completion's reads are consistent.
+      writeUnitsPerTask: 1 / inputs.batch,
+      readUnitsPerTask: 3 / inputs.batch,
+      when: 'every task (per agent, not per queue)',
+    },
+    {
+      key: 'queue control item, control#<queue>',
+      scope: 'queue',
+      shards: 1,
+      // Read and written by each claim, written again at each lease's end; the item holds every lease's slot.
+      writeUnitsPerTask: 2 * controlUnits,
+      readUnitsPerTask: controlUnits / 4,
+      when: 'a queue with maxConcurrency or a rate',
+    },
+    {
+      key: 'key control item, control#<queue>#<key>',
+      scope: 'concurrency key',
+      shards: 1,
+      writeUnitsPerTask: 2 * controlUnits,
+      readUnitsPerTask: controlUnits / 4,
+      when: 'a key under perKeyConcurrency',
+    },
+    {
+      key: 'lanes index, <queue>#<priority>#<keyHash>',
+      scope: 'concurrency key',
+      shards: 1,
+      // Entered when the task becomes claimable, left when it is granted.
+      writeUnitsPerTask: 2,
+      readUnitsPerTask: 0.5,
+      when: 'a task with a concurrencyKey',
+    },
+    {
+      key: 'lane turn item, lane#<laneId>',
+      scope: 'concurrency key',
+      shards: 1,
+      // The offer of each task, and the turn passed on.
+      writeUnitsPerTask: 2,
+      readUnitsPerTask: 0,
+      when: 'a task with a concurrencyKey',
+    },
+    {
+      key: 'listener partition, queue#<queue>',
+      scope: 'queue',
+      shards: 1,
+      // A wake reads the queue's listeners whole, takes one (a write) and marks it busy (a write); the claim that
+      // finds the queue empty again marks it idle (a write).
+      writeUnitsPerTask: 3,
+      readUnitsPerTask: listenerReadUnits,
+      when: 'push wakes (agents listening on the push channel)',
+    },
+  ];
+}
+
+export function ceilings(inputs: ScaleInputs): Ceiling[] {
+  return sharedPartitions(inputs).map((partition) => {
+    const byWrites =
+      partition.writeUnitsPerTask > 0
+        ? PARTITION_WRITE_UNITS_PER_SECOND / partition.writeUnitsPerTask
+        : Infinity;
+    const byReads =
+      partition.readUnitsPerTask > 0
+        ? PARTITION_READ_UNITS_PER_SECOND / partition.readUnitsPerTask
+        : Infinity;
+    return { ...partition, tasksPerSecond: Math.floor(partition.shards * Math.min(byWrites, byReads)) };
+  });
+}
+
+/** The lowest partition ceiling of a scope, for the lifecycles that touch `when`. */
+export const lowestCeiling = (
+  all: readonly Ceiling[],
+  scope: Scope,
+  applies: (c: Ceiling) => boolean = () => true,
+) => Math.min(...all.filter((c) => c.scope === scope && applies(c)).map((c) => c.tasksPerSecond));
+
+/** The stack's quotas at the construct's defaults and AWS's, and the tasks a second each allows. */
+export function quotas(batch: number) {
+  return [
+    {
+      quota: 'agentRouteThrottle (each agent route, all agents together)',
+      limit: '100 requests/s',
+      tasksPerSecond: 100 * batch,
+      note: 'claim and complete each carry `batch` tasks; raise it in the construct',
+    },
+    {
+      quota: 'operatorRouteThrottle (each operator route)',
+      limit: '50 requests/s',
+      tasksPerSecond: 50 * (batch === 1 ? 1 : 25),
+      note: 'a batch submit carries up to 25 tasks',
+    },
+    {
+      quota: 'apiThrottle (stage default)',
+      limit: '100 requests/s, bursts of 200',
+      tasksPerSecond: undefined,
+      note: 'routes without their own limit',
+    },
+    {
+      quota: 'agentRateLimit (per agent, per function instance)',
+      limit: '50 requests/s, bursts of 100',
+      tasksPerSecond: undefined,
+      note: 'about one call per task for a Worker: 50 tasks/s per agent and instance',
+    },
+    {
+      quota: 'API Gateway account quota (HTTP APIs, per Region)',
+      limit: '10,000 requests/s, bursts of 5,000 (adjustable)',
+      tasksPerSecond: Math.floor(10_000 / (3 / batch)),
+      note: 'three calls a task single, fewer in batches',
+    },
+    {
+      quota: 'Lambda concurrency (per account and Region)',
+      limit: '1,000 at once (adjustable)',
+      tasksPerSecond: undefined,
+      note: 'at 30 ms a call, about 33,000 calls/s',
+    },
+    {
+      quota: 'EventBridge Scheduler invocations',
+      limit: '1,000 a second per account (adjustable)',
+      tasksPerSecond: undefined,
+      note: 'schedule fires only',
+    },
+  ];
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
+import { ceilings, lowestCeiling, quotas } from '../../../bench/scale-model';
+
+const model = (batch: number, leasesHeld = 25, listeners = 50) => ceilings({ batch, leasesHeld, listeners });
+
+describe('the scale model', () => {
+  it('spreads a queue’s index writes over its shards: each shard’s 1,000 write units a second, times the shards', () => {
+    const listed = model(10).find((c) => c.key.startsWith('listed index'));
+    expect(listed?.shards).toBe(LISTED_SHARDS);
+    expect(listed?.tasksPerSecond).toBe(LISTED_SHARDS * 1_000);
+    const due = model(10).find((c) => c.key.startsWith('due index'));
+    expect(due?.tasksPerSecond).toBe((DUE_SHARDS * 1_000) / 2);
+  });
+
+  it('puts a queue without limits or push above 5,000 tasks a second, and a concurrency key above 250', () => {
+    const all = model(10);
+    expect(lowestCeiling(all, 'queue', (c) => c.when === 'every task')).toBeGreaterThanOrEqual(5_000);
+    expect(
+      lowestCeiling(all, 'concurrency key', (c) => c.when === 'a task with a concurrencyKey'),
+    ).toBeGreaterThanOrEqual(250);
+  });
+
+  it('shows what today’s layout costs: a limited queue’s ceiling falls as its control item grows', () => {
+    const limited = (held: number) =>
+      lowestCeiling(model(10, held), 'queue', (c) => c.when.startsWith('a queue with'));
+    expect(limited(25)).toBe(500);
+    expect(limited(1_000)).toBeLessThan(limited(25) / 10);
+    // Push wakes read the queue's listeners whole and write them three times a task.
+    expect(lowestCeiling(model(10), 'queue', (c) => c.when.startsWith('push'))).toBe(333);
+  });
+
+  it('names the quotas that bind first: the agent routes’ throttle caps claims near 1,000 tasks a second in tens', () => {
+    const agentRoutes = quotas(10).find((q) => q.quota.startsWith('agentRouteThrottle'));
+    expect(agentRoutes?.tasksPerSecond).toBe(1_000);
+    expect(quotas(1).find((q) => q.quota.startsWith('agentRouteThrottle'))?.tasksPerSecond).toBe(100);
+  });
+});
