@@ -2,19 +2,8 @@
  * Times every request of an SDK client and adds it to the trace of the local invocation that made it (see
  * `traceInvocation`), so the bench can tell a handler's own time from its waits on AWS.
  */
+import type { MiddlewareClient } from '#adapters/aws-meter';
 import { noteAwsCall } from '#local/function-scope';
-
-interface MiddlewareClient {
-  readonly middlewareStack: {
-    add(
-      middleware: (
-        next: (args: { input: object }) => Promise<{ output: object }>,
-        context: { commandName?: string },
-      ) => (args: { input: object }) => Promise<{ output: object }>,
-      options: { step: 'initialize'; name: string; override?: boolean },
-    ): void;
-  };
-}
 
 export function timeAwsCalls(client: MiddlewareClient, service: string): void {
   client.middlewareStack.add(

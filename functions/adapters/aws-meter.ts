@@ -36,12 +36,14 @@ export interface MeteredRequest {
   readonly failedWriteUnits: number;
 }
 
-type Middleware = (
+/** An SDK v3 middleware, as the meter and the test and bench recorders add them. */
+export type Middleware = (
   next: (args: { input: object }) => Promise<{ output: object }>,
   context: { commandName?: string; clientName?: string },
 ) => (args: { input: object }) => Promise<{ output: object }>;
 
-interface MiddlewareClient {
+/** Any SDK v3 client: what a meter or recorder needs of it. */
+export interface MiddlewareClient {
   readonly middlewareStack: {
     add(middleware: Middleware, options: { step: 'initialize'; name: string; override?: boolean }): void;
   };

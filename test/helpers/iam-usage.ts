@@ -10,6 +10,7 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stack } from 'aws-cdk-lib';
+import type { MiddlewareClient } from '#adapters/aws-meter';
 import { DUE_INDEX, LANE_INDEX, LISTED_INDEX, type TableNames } from '#adapters/tables';
 import type { QueueDirectory } from '#adapters/task-queues';
 import type { EventPublisher } from '#core/ports/event-publisher';
@@ -90,17 +91,6 @@ export function readRecords(dir: string): Set<Use> {
 }
 
 type Input = Record<string, unknown>;
-interface MiddlewareClient {
-  readonly middlewareStack: {
-    add(
-      middleware: (
-        next: (args: { input: object }) => Promise<{ output: object }>,
-        context: { commandName?: string },
-      ) => (args: { input: object }) => Promise<{ output: object }>,
-      options: { step: 'initialize'; name: string },
-    ): void;
-  };
-}
 
 /** IAM authorizes a transaction item by item, and a batch of SQS entries by the single action. */
 const TRANSACT_ACTIONS: Readonly<Record<string, string>> = {
