@@ -175,7 +175,7 @@ async function idleScenario(): Promise<void> {
         .join(
           ', ',
         )}; ${report.agentsWoken} agents woken (at most ${report.mostWakesOneAgent} wakes each), ${report.wokenTwiceWithinCooldown} woken twice within the cooldown`,
-      'measured steps  (requests; DynamoDB units, a failed conditional write billed 1 WCU; handler ms on this machine)',
+      'measured steps  (requests; DynamoDB units as AWS bills them; Lambda ms modelled for AWS)',
       `  first listening claim    ${step(m.listeningFirstClaim)} (marks idle, looks twice)`,
       `  safety poll, idle        ${step(m.listeningEmptyClaim)}; retryAfterMs ${m.listeningEmptyClaim.retryAfterMs}`,
       `  polling empty claim      ${step(m.pollingEmptyClaim)}; retryAfterMs ${m.pollingEmptyClaim.retryAfterMs}`,

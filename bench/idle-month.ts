@@ -11,7 +11,7 @@ export interface StepUsage {
   /** DynamoDB and SQS requests by `service:operation`. */
   readonly requests: Readonly<Record<string, number>>;
   readonly dynamodbReadUnits: number;
-  /** Write units, with a write refused by its condition billed as 1 (DynamoDB bills a failed conditional write). */
+  /** Write units, a write refused by its condition included (DynamoDB bills it: see `AwsMeter`). */
   readonly dynamodbWriteUnits: number;
   readonly sqsRequests: number;
   /** Mean handler time of the function doing the step, on this machine. */

@@ -6,7 +6,7 @@
  *
  * The handler's own time is still measured on this machine, beside the emulators and the agents: an upper bound.
  */
-import type { AwsCall } from '#local/function-scope';
+import { type AwsCall, type InvocationTrace, withTrace } from '#local/function-scope';
 
 /**
  * Round trips assumed for a request from a Lambda function in the same Region, in ms. DynamoDB: "single-digit
@@ -69,4 +69,18 @@ export function modelledDuration(
   closeRun();
   const ownMs = Math.max(0, wallMs - waitedMs);
   return { ownMs, awsMs, billedMs: Math.ceil(ownMs + awsMs) };
+}
+
+/**
+ * Runs `work` as one invocation of a function and adds its modelled billed duration to `into`, whether it
+ * succeeds or throws. The AWS clients must be timed (`timeAwsCalls`) for its waits to be seen.
+ */
+export async function billed<T>(into: number[] | undefined, work: () => Promise<T>): Promise<T> {
+  const trace: InvocationTrace = { awsCalls: [] };
+  const started = performance.now();
+  try {
+    return await withTrace(trace, work);
+  } finally {
+    into?.push(modelledDuration(performance.now() - started, trace.awsCalls).billedMs);
+  }
 }

@@ -13,7 +13,8 @@
  * 3. An idle agent's month in AWS, priced at `prices.ts`: the requests and capacity of each step (a listening empty
  *    claim, an empty claim of a polling agent, a connect ticket, `$connect`, `$disconnect` of a replaced socket, the
  *    HTTP authorizer) are measured on the local stack with the AWS meter, each request attributed to the function
- *    that made it; the steps' counts per month follow from the client's timers.
+ *    that made it; the steps' counts per month follow from the client's timers. Each function's duration is
+ *    modelled for AWS as the throughput bench models it (`lambda-duration.ts`).
  */
 import { loadavg } from 'node:os';
 import { WebSocket } from 'ws';
@@ -29,7 +30,9 @@ import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { WebSocketConstructor } from '#sdk/push-channel';
 import { Worker } from '#sdk/worker';
+import { timeAwsCalls } from './aws-calls';
 import { type IdleAgentMonths, idleAgentMonths, type MeasuredSteps, type StepUsage } from './idle-month';
+import { billed, modelledDuration } from './lambda-duration';
 import { PRICES } from './prices';
 
 export interface IdleBenchOptions {
@@ -184,14 +187,7 @@ function timePushWork(
   const timed =
     <A extends unknown[], R>(fn: 'pushAuthorizer' | 'pushApi', work: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> =>
-      runApart(fn, async () => {
-        const started = performance.now();
-        try {
-          return await work(...args);
-        } finally {
-          handlerMs[fn]?.push(performance.now() - started);
-        }
-      });
+      runApart(fn, () => billed(handlerMs[fn], () => work(...args)));
   scheduler.redeemPushTicket = timed('pushAuthorizer', scheduler.redeemPushTicket.bind(scheduler));
   scheduler.openPushConnection = timed('pushApi', scheduler.openPushConnection.bind(scheduler));
   const close = timed('pushApi', scheduler.closePushConnection.bind(scheduler));
@@ -221,6 +217,9 @@ async function setUpIdle(options: IdleBenchOptions): Promise<IdleRig> {
       meter.attach(dynamodb, 'dynamodb');
       meter.attach(sqs, 'sqs');
       meter.attach(s3, 's3');
+      timeAwsCalls(dynamodb, 'dynamodb');
+      timeAwsCalls(sqs, 'sqs');
+      timeAwsCalls(s3, 's3');
       const record = meter.requests.push.bind(meter.requests);
       meter.requests.push = (...requests: MeteredRequest[]) => {
         for (const request of requests) functionOf.set(request, currentFunction() ?? 'none');
@@ -231,21 +230,14 @@ async function setUpIdle(options: IdleBenchOptions): Promise<IdleRig> {
     serve: (ctx) => ({
       // The HTTP authorizer's read of the agent, timed: its duration when the answer is not cached.
       agents: {
-        get: async (agentId: string) => {
-          const started = performance.now();
-          try {
-            return await ctx.agents.get(agentId);
-          } finally {
-            handlerMs.authorizer?.push(performance.now() - started);
-          }
-        },
+        get: (agentId: string) => billed(handlerMs.authorizer, () => ctx.agents.get(agentId)),
       },
       operatorToken: OPERATOR_TOKEN,
       // As API Gateway caches the authorizer's answers in the construct.
       authorizerCacheTtlMs: 60_000,
-      onRequest: ({ operation, durationMs }) => {
+      onRequest: ({ operation, durationMs, awsCalls }) => {
         const list = requestMs.get(operation) ?? [];
-        list.push(durationMs);
+        list.push(modelledDuration(durationMs, awsCalls).billedMs);
         requestMs.set(operation, list);
       },
     }),
@@ -368,13 +360,11 @@ function usageOf(rig: IdleRig, fn: string, ms: readonly number[]): StepUsage {
     const key = `${r.service}:${r.operation.replace(/Command$/, '')}`;
     byOperation[key] = (byOperation[key] ?? 0) + 1;
   }
-  const failedWrites = requests.filter(
-    (r) => r.service === 'dynamodb' && !r.ok && /^(Put|Update|Delete)Item/.test(r.operation),
-  ).length;
   return {
     requests: byOperation,
     dynamodbReadUnits: requests.reduce((sum, r) => sum + r.readUnits, 0),
-    dynamodbWriteUnits: requests.reduce((sum, r) => sum + r.writeUnits, 0) + failedWrites,
+    // The meter bills a write refused by its condition as DynamoDB does.
+    dynamodbWriteUnits: requests.reduce((sum, r) => sum + r.writeUnits, 0),
     sqsRequests: requests.filter((r) => r.service === 'sqs').length,
     lambdaMs: mean(ms),
   };

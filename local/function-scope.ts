@@ -50,10 +50,15 @@ export interface InvocationTrace {
 
 const invocation = new AsyncLocalStorage<InvocationTrace>();
 
-/** Runs `work` as one invocation, recording the AWS requests it makes (see `noteAwsCall`). */
+/** Runs `work` as one invocation, recording the AWS requests it makes in `trace` (see `noteAwsCall`). */
+export function withTrace<T>(trace: InvocationTrace, work: () => T): T {
+  return invocation.run(trace, work);
+}
+
+/** Runs `work` as one invocation, and answers with what it returned and the AWS requests it made. */
 export function traceInvocation<T>(work: () => Promise<T>): Promise<{ result: T; trace: InvocationTrace }> {
   const trace: InvocationTrace = { awsCalls: [] };
-  return invocation.run(trace, async () => ({ result: await work(), trace }));
+  return withTrace(trace, async () => ({ result: await work(), trace }));
 }
 
 /** Adds a request to the trace of the invocation that made it, if one is being traced. */
