@@ -34,6 +34,14 @@ interface Parts {
 
 const round = (value: number) => Number(value.toFixed(3));
 
+const KEYS = ['writeUnits', 'readUnits', 'indexWriteUnits', 'requests'] as const;
+
+/** Each figure summed over `parts`, per `per` tasks. */
+const addUp = (parts: readonly StepUnits[], per: number): StepUnits =>
+  Object.fromEntries(
+    KEYS.map((key) => [key, round(parts.reduce((sum, units) => sum + units[key], 0) / per)]),
+  ) as unknown as StepUnits;
+
 async function step(meter: AwsMeter, tasks: number, work: () => Promise<void>): Promise<StepUnits> {
   meter.reset();
   await work();
@@ -68,14 +76,7 @@ export async function measureLifecycle(parts: Parts, batch: number): Promise<Lif
     if (found > 0) claims.push(units);
   }
   if (claimed.length < batch) throw new Error(`claimed ${claimed.length} of ${batch} tasks`);
-  const claimTotal = (key: keyof StepUnits) =>
-    round(claims.reduce((sum, units) => sum + units[key], 0) / batch);
-  const claim: StepUnits = {
-    writeUnits: claimTotal('writeUnits'),
-    readUnits: claimTotal('readUnits'),
-    indexWriteUnits: claimTotal('indexWriteUnits'),
-    requests: claimTotal('requests'),
-  };
+  const claim = addUp(claims, batch);
   const complete = await step(meter, batch, async () => {
     if (batch === 1 && claimed[0]) {
       await agent.client.complete(claimed[0].taskId, {
@@ -89,16 +90,5 @@ export async function measureLifecycle(parts: Parts, batch: number): Promise<Lif
     );
     if (results.some((r) => !r.ok)) throw new Error('a completion failed');
   });
-  const sum = (key: keyof StepUnits) => round(submit[key] + claim[key] + complete[key]);
-  return {
-    submit,
-    claim,
-    complete,
-    lifecycle: {
-      writeUnits: sum('writeUnits'),
-      readUnits: sum('readUnits'),
-      indexWriteUnits: sum('indexWriteUnits'),
-      requests: sum('requests'),
-    },
-  };
+  return { submit, claim, complete, lifecycle: addUp([submit, claim, complete], 1) };
 }
