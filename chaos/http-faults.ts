@@ -14,7 +14,9 @@
  * - an agent cut off (every request hangs) for longer than the lease's time to live; see the workload.
  *
  * Whatever the draws, the first request of each route while the faults last is delivered late and the next one that
- * reaches the server loses its answer, so a short run too sends every route again after the server acted on it.
+ * reaches the server loses its answer, so a short run too sends every route again after the server acted on it. A
+ * route first called once the faults have stopped (a role that only began to move late) still owes them: its
+ * requests get them until it has had both, while the run goes on.
  */
 import { ROUTES } from '../functions/http/routes';
 import type { ClaimAnswer } from './history';
@@ -80,6 +82,11 @@ export const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs
 export interface NetworkOptions {
   readonly random: () => number;
   readonly faultsOn: () => boolean;
+  /**
+   * Whether the run goes on: until it stops, a route that has not yet had a request delivered late and one whose
+   * answer was lost gets them, faults on or off. @default the faults are on
+   */
+  readonly runningOn?: () => boolean;
   readonly faults: FaultCounts;
   /** Per-attempt timeout of the agents' clients: a hung request fails after it. */
   readonly attemptTimeoutMs: number;
@@ -207,7 +214,8 @@ export class FaultyNetwork {
 
   /**
    * The fault of one request: the shares one after another on the unit interval, `rareRouteBoost` times them on a
-   * rare route. Until a route has had a request delivered late and one whose answer was lost, its next request is.
+   * rare route. Until a route has had a request delivered late and one whose answer was lost, its next request is,
+   * after the faults too while the run goes on.
    */
   private drawFault({ url, operation }: AgentRequest): Fault {
     const { options } = this;
@@ -218,10 +226,12 @@ export class FaultyNetwork {
     const hung = unavailable + 0.01 * boost;
     const answerLost = hung + 0.03 * boost;
     const late = answerLost + (lateRoute ? lateShare * boost : 0);
-    if (options.faultsOn()) this.sent[operation] = (this.sent[operation] ?? 0) + 1;
+    const faultsOn = options.faultsOn();
+    if (faultsOn) this.sent[operation] = (this.sent[operation] ?? 0) + 1;
+    if (!faultsOn && !(options.runningOn?.() ?? false)) return 'none';
     const forceLate = lateRoute && lateShare > 0 && !options.faults.byWhere.deliveredLate?.[operation];
     const forceLost = !forceLate && !options.faults.byWhere.answerLost?.[operation];
-    const draw = !options.faultsOn() ? 1 : forceLate ? answerLost : forceLost ? hung : options.random();
+    const draw = forceLate ? answerLost : forceLost ? hung : faultsOn ? options.random() : 1;
     if (draw < unavailable) return 'unavailable';
     if (draw < hung) return 'hung';
     if (draw < answerLost) return 'answerLost';

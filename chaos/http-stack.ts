@@ -98,6 +98,7 @@ export async function setUp(options: HttpChaosOptions) {
         random: seededRandom(options.seed + 2),
         // From the fleet's start: lost answers of submissions are the in-process run's; here they only slow the start.
         faultsOn: () => live.faultsOn && live.fleetStarted,
+        runningOn: () => live.fleetStarted && !live.stopping,
         faults,
         lostShare: options.storeLostShare ?? 0.02,
         rareBoost: options.rareBoost ?? 5,
@@ -142,6 +143,7 @@ export async function setUp(options: HttpChaosOptions) {
   const network = new FaultyNetwork({
     random,
     faultsOn,
+    runningOn: () => !live.stopping,
     faults,
     attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
     rareRouteBoost: options.rareBoost ?? 5,

@@ -69,6 +69,8 @@ export function injectStoreFaults(
   options: {
     readonly random: () => number;
     readonly faultsOn: () => boolean;
+    /** Whether the run goes on: until it stops, a kind of write that has not lost an answer yet loses one. */
+    readonly runningOn?: () => boolean;
     readonly faults: FaultCounts;
     readonly throttleShare?: number;
     readonly lostShare?: number;
@@ -77,13 +79,18 @@ export function injectStoreFaults(
 ): void {
   stackOf(dynamodb).add(
     (next, context) => async (args) => {
-      if (!options.faultsOn() || !WRITES.has(context.commandName ?? '')) return next(args);
+      if (!WRITES.has(context.commandName ?? '')) return next(args);
+      const faultsOn = options.faultsOn();
+      if (!faultsOn && !(options.runningOn?.() ?? false)) return next(args);
       const kind = writing.getStore() ?? 'other';
+      const owed = !options.faults.byWhere.dynamodbTimeoutAfterCommit?.[kind];
+      if (!faultsOn && !owed) return next(args);
       const boost = RARE.has(kind) ? (options.rareBoost ?? 5) : 1;
       const throttled = (options.throttleShare ?? 0.01) * boost;
       const lost = throttled + (options.lostShare ?? 0.02) * boost;
-      // Whatever the draws, writes of each kind lose their answer until one that commits has.
-      const draw = options.faults.byWhere.dynamodbTimeoutAfterCommit?.[kind] ? options.random() : throttled;
+      // Whatever the draws, writes of each kind lose their answer until one that commits has, after the faults too
+      // while the run goes on (a kind first written once they stopped).
+      const draw = owed ? throttled : options.random();
       if (draw < throttled) {
         options.faults.count('dynamodbThrottledBeforeSend', kind);
         throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
