@@ -213,12 +213,15 @@ export class SessionTable implements SessionStore {
     }
   }
 
-  async get(agentId: string): Promise<AgentSession | undefined> {
+  async get(
+    agentId: string,
+    options: { readonly consistent?: boolean } = {},
+  ): Promise<AgentSession | undefined> {
     const output = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { leaseId: sessionLeaseId(agentId) },
-        ConsistentRead: true,
+        ConsistentRead: options.consistent ?? true,
       }),
     );
     return output.Item ? sessionFromItem(output.Item) : undefined;

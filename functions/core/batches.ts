@@ -7,7 +7,7 @@ import { isSchedulerError, ValidationError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatchMany, type PendingDispatch } from './dispatch';
-import { completeTask, type LeaseRef } from './finish';
+import { completeTask, type LeaseRef, ownerSession } from './finish';
 import { checkBeforeWriting, commitSubmission, prepareSubmission } from './submit';
 
 /** Most items in one batch: a submit batch's bodies stay within the API's request size. */
@@ -84,7 +84,7 @@ export async function completeBatch(
 ): Promise<ItemOutcome<{ task: Task; replayed: boolean }>[]> {
   items(completions, BATCH_LIMITS.complete, 'tasks');
   // One read of the agent's session for the whole batch, not one per completion.
-  const session = ctx.sessions.get(agentId);
+  const session = ownerSession(ctx, agentId);
   return Promise.all(
     completions.map((c) => {
       const lease: LeaseRef = { agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch };

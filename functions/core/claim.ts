@@ -23,6 +23,7 @@ import { DEPENDENCY_RESULTS_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
 import { markDead, reclaimTask } from './reclaim';
+import { readSessionFor } from './session-reads';
 import { passTurns, takeTurns } from './turns';
 
 export interface ClaimRequest {
@@ -225,9 +226,14 @@ async function grantsOfLiveSession(
   return granted.filter(holds);
 }
 
+/**
+ * The claim's session, read eventually consistent first (see `session-reads.ts`): the reservation's condition
+ * checks again everything decided on it.
+ */
 async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: number): Promise<AgentSession> {
-  const session = await ctx.sessions.get(request.agentId);
-  if (!session || session.sessionId !== request.sessionId || !canClaimUnder(session, now)) {
+  const usable = (s: AgentSession) => s.sessionId === request.sessionId && canClaimUnder(s, now);
+  const { session } = await readSessionFor(ctx, request.agentId, usable);
+  if (!session || !usable(session)) {
     throw new SessionLostError('the session expired or was replaced; open a new session', {
       context: { agentId: request.agentId },
     });

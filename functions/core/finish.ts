@@ -17,6 +17,7 @@ import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import type { OwnerFinish } from './ports/task-store';
 import { freeQueueSlots } from './queue-limits';
+import { readSessionFor, type SessionRead } from './session-reads';
 import { ending, requeueAfter, retryInTime } from './timing';
 
 export interface LeaseRef {
@@ -39,17 +40,45 @@ interface FinishPlan {
   /** Whether `decide` needs the task read first (a failure's retry depends on the attempts left). */
   readonly needsTask?: boolean;
   /** The owner's session, as a batch read it once for all its completions. */
-  readonly sessionRead?: Promise<AgentSession | undefined>;
+  readonly sessionRead?: Promise<SessionRead>;
 }
 
 /** What the shared path answers: the status written (or replayed), and the requeue it wrote, if it did. */
 type Finished = FinishResult & { status: TaskStatus; requeued?: { delayMs: number; sentNow: boolean } };
 
-/** The shared path of the owner's writes. */
+/**
+ * The owner's session for its writes, read eventually consistent first (see `session-reads.ts`); the write is
+ * fenced by the session and epoch of the lease as they are.
+ */
+export const ownerSession = (ctx: SchedulerContext, agentId: string): Promise<SessionRead> => {
+  const now = ctx.now();
+  return readSessionFor(ctx, agentId, (session) => isSessionLive(session, now));
+};
+
+/**
+ * The shared path of the owner's writes. A write refused because an old copy of the session named an earlier
+ * session of the agent, which holds the lease in its next one, is decided again on a consistent read.
+ */
 async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan): Promise<Finished> {
+  const read = await (plan.sessionRead ?? ownerSession(ctx, lease.agentId));
+  const finished = await finishUnder(ctx, lease, plan, read.session);
+  if (!('heldInAnotherSession' in finished)) return finished;
+  const session = read.consistent ? undefined : await ctx.sessions.get(lease.agentId);
+  if (session && session.sessionId !== read.session?.sessionId) {
+    const again = await finishUnder(ctx, lease, plan, session);
+    if (!('heldInAnotherSession' in again)) return again;
+  }
+  throw finished.heldInAnotherSession;
+}
+
+async function finishUnder(
+  ctx: SchedulerContext,
+  lease: LeaseRef,
+  plan: FinishPlan,
+  session: AgentSession | undefined,
+): Promise<Finished | { heldInAnotherSession: LeaseLostError }> {
   const { event: kind, needsTask = false } = plan;
   const now = ctx.now();
-  const session = await (plan.sessionRead ?? ctx.sessions.get(lease.agentId));
   let current: Task | undefined;
   if (session && isSessionLive(session, now)) {
     const known = needsTask ? await ctx.tasks.get(lease.taskId) : undefined;
@@ -130,6 +159,14 @@ async function finish(ctx: SchedulerContext, lease: LeaseRef, plan: FinishPlan):
   // Only the task's holder learns why its lease is gone; anyone else hears what a missing task answers, so an
   // agent cannot probe which tasks exist or at which epoch.
   if (!wasHeldBy(current, lease.agentId, session?.sessionId)) throw new TaskNotFoundError(lease.taskId);
+  // Leased to this agent at this epoch, in a session other than the one read: the read may be an old copy.
+  const heldElsewhere =
+    session !== undefined &&
+    current.status === 'leased' &&
+    current.owner === lease.agentId &&
+    current.leaseEpoch === lease.leaseEpoch &&
+    current.sessionId !== session.sessionId;
+  if (heldElsewhere) return { heldInAnotherSession: leaseLost(current, lease, now) };
   throw leaseLost(current, lease, now);
 }
 
@@ -175,7 +212,7 @@ export async function completeTask(
   ctx: SchedulerContext,
   lease: LeaseRef,
   result?: unknown,
-  sessionRead?: Promise<AgentSession | undefined>,
+  sessionRead?: Promise<SessionRead>,
 ): Promise<FinishResult> {
   const resultJson =
     result === undefined ? undefined : encodeBoundedJson(result, LIMITS.resultBytes, 'result');

@@ -62,8 +62,11 @@ export interface SessionStore {
    * none), only while the agent is not revoked.
    */
   open(session: AgentSession, replacing: AgentSession | undefined): Promise<OpenOutcome>;
-  /** The agent's session, read after every write that committed. */
-  get(agentId: string): Promise<AgentSession | undefined>;
+  /**
+   * The agent's session, read after every write that committed; `consistent: false` reads it eventually consistent
+   * (half the read units), which may miss the last writes, so a decision on it must be checked again by a write.
+   */
+  get(agentId: string, options?: { readonly consistent?: boolean }): Promise<AgentSession | undefined>;
   /** The sessions of many agents, eventually consistent (what an operator looks at). */
   getMany(agentIds: readonly string[]): Promise<Map<string, AgentSession>>;
   /** Every session that is live at `now`: which queues the agents at work serve. */

@@ -5,11 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { cancelTask } from '#core/cancel';
 import { DEFAULT_SETTINGS, type SchedulerContext } from '#core/context';
+import { completeTask } from '#core/finish';
 import { redriveTask } from '#core/redrive';
 import { InvalidTransitionError } from '#domain/errors';
 import type { SchedulerEvent } from '#domain/events';
 import type { DispatchHint } from '#domain/hint';
-import type { Task } from '#domain/task';
+import type { AgentSession, Task } from '#domain/task';
 import { FakePayloadStore } from '#test/fake-payload-store';
 import { FakeTaskStore } from '#test/fake-task-store';
 
@@ -128,5 +129,88 @@ describe('core operations on the fake task store', () => {
     await expect(redriveTask(ctx, 't_fakefakefakefakefakefakefa')).rejects.toBeInstanceOf(
       InvalidTransitionError,
     );
+  });
+});
+
+/** A session of agent `a_x` as its item holds it; `copies` answers eventually consistent reads, the last one others. */
+function sessionOf(sessionId: string, overrides: Partial<AgentSession> = {}): AgentSession {
+  return {
+    agentId: 'a_x',
+    sessionId,
+    queues: ['work'],
+    maxConcurrency: 1,
+    startedAt: NOW - 1_000,
+    heartbeatAt: NOW - 1_000,
+    expiresAt: NOW + 30_000,
+    held: { t_fakefakefakefakefakefakefa: NOW },
+    cancelled: {},
+    lost: {},
+    roles: {},
+    rolesPicked: {},
+    rolesLost: {},
+    ...overrides,
+  };
+}
+
+describe('the owner’s session, read eventually consistent first', () => {
+  const withSessions = (eventual: AgentSession | undefined, consistent: AgentSession | undefined) => {
+    const { ctx, tasks } = fakeContext();
+    const reads: string[] = [];
+    (ctx as { sessions: object }).sessions = {
+      ...ctx.sessions,
+      get: async (_agentId: string, options: { consistent?: boolean } = {}) => {
+        const isConsistent = options.consistent ?? true;
+        reads.push(isConsistent ? 'consistent' : 'eventual');
+        return isConsistent ? consistent : eventual;
+      },
+    };
+    return { ctx, tasks, reads };
+  };
+  const leasedTo = async (tasks: FakeTaskStore, sessionId: string) => {
+    await tasks.create(queuedTask(), NOW);
+    const granted = await tasks.grant(
+      't_fakefakefakefakefakefakefa',
+      { queue: 'work', agentId: 'a_x', sessionId },
+      NOW,
+    );
+    if (!granted.ok) throw new Error('the grant did not land');
+    return granted.task;
+  };
+  const lease = { agentId: 'a_x', taskId: 't_fakefakefakefakefakefakefa', leaseEpoch: 1 };
+
+  it('completes on the eventually consistent read alone when it shows the session live', async () => {
+    const { ctx, tasks, reads } = withSessions(sessionOf('s_new'), sessionOf('s_new'));
+    await leasedTo(tasks, 's_new');
+    const { task } = await completeTask(ctx, lease, { ok: 1 });
+    expect(task.status).toBe('succeeded');
+    expect(reads).toEqual(['eventual']);
+  });
+
+  it('does not refuse on an old copy that shows the session expired: the consistent read decides', async () => {
+    const { ctx, tasks, reads } = withSessions(
+      sessionOf('s_new', { expiresAt: NOW - 1 }),
+      sessionOf('s_new'),
+    );
+    await leasedTo(tasks, 's_new');
+    const { task } = await completeTask(ctx, lease, { ok: 1 });
+    expect(task.status).toBe('succeeded');
+    expect(reads).toEqual(['eventual', 'consistent']);
+  });
+
+  it('an old copy naming the agent’s previous session: the write refused on it is decided again on a consistent read', async () => {
+    const { ctx, tasks, reads } = withSessions(sessionOf('s_old'), sessionOf('s_new'));
+    await leasedTo(tasks, 's_new');
+    const { task } = await completeTask(ctx, lease, { ok: 1 });
+    expect(task.status).toBe('succeeded');
+    expect(reads).toEqual(['eventual', 'consistent']);
+  });
+
+  it('a lease truly lost costs no second read', async () => {
+    const { ctx, tasks, reads } = withSessions(sessionOf('s_new'), sessionOf('s_new'));
+    await leasedTo(tasks, 's_new');
+    await expect(completeTask(ctx, { ...lease, leaseEpoch: 2 }, { ok: 1 })).rejects.toMatchObject({
+      code: 'LeaseLost',
+    });
+    expect(reads).toEqual(['eventual']);
   });
 });
