@@ -43,9 +43,12 @@ export function readBudget(): { readonly singleCall: UnitBudget; readonly batchO
 const commitOf = (): string => {
   try {
     const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
-      encoding: 'utf8',
-    });
+    // The history itself changes with every recorded run: a second run on one commit is not a change of code.
+    const dirty = execFileSync(
+      'git',
+      ['status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/history.csv'],
+      { encoding: 'utf8' },
+    );
     return dirty.trim() ? `${head}+` : head;
   } catch {
     return 'unknown';
