@@ -15,7 +15,7 @@ import {
   ValidationError,
 } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
-import type { Task } from '#domain/task';
+import { isSessionLive, type Task } from '#domain/task';
 import { describeIssues, idempotencyKeySchema } from '#domain/task-spec';
 import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
@@ -42,13 +42,25 @@ export const childIdempotencyKey = (parentTaskId: string, key: string): string =
 
 const childSchema = z.looseObject({ key: childKeySchema, queue: z.string() });
 
-/** The parent as its agent holds it, and the fence every child's creation presents. */
+/**
+ * The parent as its agent holds it, and the fence every child's creation presents. The session is read eventually
+ * consistent first, as a claim's is (`session-reads.ts`), and again consistently unless that copy shows it live and,
+ * when the parent is the agent's, the session the parent names: no child is accepted under a session past its
+ * expiry, even before the sweep has ended it.
+ */
 async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
   if (!TASK_ID_PATTERN.test(lease.parentTaskId)) throw new ValidationError('parentTaskId: a task id');
-  const [session, parent] = await Promise.all([
-    ctx.sessions.get(lease.agentId),
+  const now = ctx.now();
+  const [copy, parent] = await Promise.all([
+    ctx.sessions.get(lease.agentId, { consistent: false }),
     ctx.tasks.get(lease.parentTaskId),
   ]);
+  const trusted =
+    copy !== undefined &&
+    isSessionLive(copy, now) &&
+    (parent?.owner !== lease.agentId || parent.sessionId === copy.sessionId);
+  const session = trusted ? copy : await ctx.sessions.get(lease.agentId);
+  const live = session !== undefined && isSessionLive(session, now);
   // Only its holder learns more than that the task does not exist (as for a finish).
   const heldIt =
     parent !== undefined &&
@@ -71,11 +83,12 @@ async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
     // The transaction checks the fence again; read now, it refuses before anything is written (the payload
     // first), so that a refusal leaves nothing behind.
     fenceHeld:
+      live &&
       parent.status === 'leased' &&
       parent.owner === fence.agentId &&
       parent.sessionId === fence.sessionId &&
       parent.leaseEpoch === fence.leaseEpoch &&
-      (parent.leaseDeadline ?? 0) > ctx.now(),
+      (parent.leaseDeadline ?? 0) > now,
   };
 }
 

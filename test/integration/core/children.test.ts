@@ -190,4 +190,20 @@ describe('follow-up tasks: what they reach, what a refusal leaves', () => {
     });
     expect(await snapshot()).toBe(taken);
   });
+
+  it('a child sent once the agent’s session has expired, before any sweep, is refused and writes nothing', async () => {
+    const { scheduler, clock } = stack;
+    const { lease } = await heldPlan();
+    // The attempt's deadline is far off; only the session, which no heartbeat kept, is over.
+    clock.advance((stack.ctx.settings.leaseTtlSeconds + 1) * 1_000);
+    const before = await snapshot();
+    await expect(
+      scheduler.submitChild(lease, { key: 'after-expiry', queue: 'steps', payload: big() }),
+    ).rejects.toMatchObject({ code: 'LeaseLost', statusCode: 409 });
+    const [item] = await scheduler.submitChildren(lease, [
+      { key: 'after-expiry-batch', queue: 'steps', payload: {} },
+    ]);
+    expect(item).toMatchObject({ ok: false, error: { code: 'LeaseLost', status: 409 } });
+    expect(await snapshot()).toBe(before);
+  });
 });
