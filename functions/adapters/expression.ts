@@ -60,6 +60,8 @@ export function updateExpression(clauses: { set?: string[]; remove?: string[]; a
 export interface ConditionalClauses {
   readonly set?: string[];
   readonly remove?: string[];
+  /** `ADD` actions: a number added to, or elements added to a set (made if absent). */
+  readonly add?: string[];
   readonly condition: string;
 }
 
@@ -79,12 +81,12 @@ export async function conditionalUpdate<T>(
   decode: (item: Record<string, unknown>) => T,
 ): Promise<ConditionalOutcome<T>> {
   const e = new Expression();
-  const { set, remove, condition } = build(e);
+  const { set, remove, add, condition } = build(e);
   try {
     const output = await doc.send(
       new UpdateCommand({
         ...target,
-        UpdateExpression: updateExpression({ set, remove }),
+        UpdateExpression: updateExpression({ set, remove, add }),
         ConditionExpression: condition,
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -33,6 +33,7 @@ import { type ConditionalClauses, conditionalUpdate, Expression } from './expres
 import { DUE_INDEX, LISTED_INDEX } from './tables';
 import {
   ALL_DUE_SHARDS,
+  barKey,
   dueShardOf,
   itemFromNewTask,
   listedShardsOf,
@@ -207,8 +208,21 @@ export class TaskTable implements TaskStore {
       condition: [
         statusCondition(e, 'claim', 'leased'),
         `${e.n('queue')} = ${e.v(grant.queue)}`,
+        `NOT contains(${e.n('barredGrants')}, ${e.v(barKey(grant.sessionId, now))})`,
         `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
         `(attribute_not_exists(${e.n('expiresAt')}) OR ${e.n('expiresAt')} > ${e.v(now)})`,
+      ].join(' AND '),
+    }));
+  }
+
+  barGrant(taskId: string, reservation: { sessionId: string; reservedAt: number }): Promise<TaskWrite> {
+    const { sessionId, reservedAt } = reservation;
+    return this.update(taskId, (e) => ({
+      // A string set: made by the first bar, and no bar's key can clash with another's.
+      add: [`${e.n('barredGrants')} ${e.v(new Set([barKey(sessionId, reservedAt)]))}`],
+      condition: [
+        `attribute_exists(${e.n('status')})`,
+        `NOT (${e.n('status')} = ${e.v('leased')} AND ${e.n('sessionId')} = ${e.v(sessionId)} AND ${e.n('leasedAt')} = ${e.v(reservedAt)})`,
       ].join(' AND '),
     }));
   }

@@ -220,6 +220,9 @@ async function grant(
       ? { kind: 'later', seconds: waitMs / 1_000 }
       : { kind: 'stale' };
   }
+  // Claimable and in this queue, yet refused: this session's grant is barred (the session ended, or the entry
+  // was given up, while the claim was deciding). The hint goes back for another claim at once.
+  if (current.status === 'queued' && current.queue === queue) return { kind: 'later', seconds: 0 };
   return { kind: 'stale' };
 }
 

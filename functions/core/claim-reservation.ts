@@ -4,7 +4,7 @@
  * with a condition on the size of that map, so per-agent concurrency is exact under parallel claims.
  */
 import { SessionLostError } from '#domain/errors';
-import { type AgentSession, canClaimUnder } from '#domain/task';
+import { type AgentSession, canClaimUnder, type Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 
 /** A claim numbered at or below one that already reserved in the session: its agent has moved on. */
@@ -85,8 +85,12 @@ export const merge = (a: Examined, b: Examined): Examined => ({
  * Sorts `held` entries by reading their tasks. An entry is stale when its task is not leased to this session
  * and either the grant made for this very reservation has landed and ended (the task still names this session
  * and a grant time equal to the reservation time), or the reservation is older than the grace period, past
- * which no claim is still deciding on it. A younger entry with no landed grant may belong to a claim in flight
- * and is kept. Eventually consistent reads are enough: an old view only keeps an entry longer.
+ * which no claim should still be deciding on it. A younger entry with no landed grant may belong to a claim in
+ * flight and is kept. Eventually consistent reads are enough: an old view only keeps an entry longer.
+ *
+ * An old entry with no landed grant is dropped only once its grant is barred (`TaskStore.barGrant`): a claim
+ * slower than the grace period would otherwise lease the task into a slot given to another, one task more than
+ * `maxConcurrency`. The bar is refused when that grant has just landed, and the entry is then the lease it is.
  */
 export async function examine(
   ctx: SchedulerContext,
@@ -98,14 +102,22 @@ export async function examine(
   if (taskIds.length === 0) return examined;
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
   const tasks = await ctx.tasks.getMany(taskIds, { consistent: false });
-  for (const id of taskIds) {
-    const reservedAt = session.held[id];
-    if (reservedAt === undefined) continue;
-    const task = tasks.get(id);
+  const sort = (id: string, reservedAt: number, task: Task | undefined, barred: boolean) => {
     const ours = task?.sessionId === session.sessionId;
     if (ours && task?.status === 'leased') examined.heldByUs.set(id, task.leaseEpoch);
-    else if ((ours && task?.leasedAt === reservedAt) || reservedAt < graceStart)
+    else if ((ours && task?.leasedAt === reservedAt) || (reservedAt < graceStart && barred))
       examined.stale.set(id, reservedAt);
-  }
+  };
+  await Promise.all(
+    taskIds.map(async (id) => {
+      const reservedAt = session.held[id];
+      if (reservedAt === undefined) return;
+      const task = tasks.get(id);
+      const landed = task?.sessionId === session.sessionId && task.leasedAt === reservedAt;
+      if (landed || reservedAt >= graceStart || !task) return sort(id, reservedAt, task, !task);
+      const bar = await ctx.tasks.barGrant(id, { sessionId: session.sessionId, reservedAt });
+      sort(id, reservedAt, bar.ok ? bar.task : bar.current, bar.ok || bar.current === undefined);
+    }),
+  );
   return examined;
 }

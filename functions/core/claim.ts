@@ -5,6 +5,9 @@
  * - Exactly one claimant wins a task: the grant's condition is `status = queued`, and it sets `leased`.
  * - Per-agent concurrency is exact under parallel claims: slots are reserved in the session item with a
  *   condition on the size of its `held` map before any grant is written.
+ * - A grant never lands for a session no one holds: whatever gives up a reservation while a claim may be between
+ *   it and its grant (the session's end, its replacement, a stale entry dropped) bars that grant first
+ *   (`TaskStore.barGrant`), or finds it landed and takes it back; so the claim need not read its session again.
  * - A stale or duplicate hint is deleted; a hint the agent cannot take now goes back to its queue.
  *
  * Here: the order of the phases, and the claim's answer (payloads and inputs attached, a replayed claim's grants
@@ -22,7 +25,7 @@ import type { SchedulerContext } from './context';
 import { DEPENDENCY_RESULTS_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
-import { markDead, reclaimTask } from './reclaim';
+import { markDead } from './reclaim';
 import { readSessionFor } from './session-reads';
 import { passTurns, takeTurns } from './turns';
 
@@ -159,10 +162,9 @@ export async function claimTasks(
   await settle(ctx, request, hints, admission, grants);
   await passTurns(ctx, turns, admission.refused);
 
-  const kept = await grantsOfLiveSession(ctx, request, grants.granted, now);
   await emit(
     ctx,
-    kept.map((task) => ({
+    grants.granted.map((task) => ({
       type: 'task.claimed' as const,
       fields: {
         taskId: task.taskId,
@@ -177,7 +179,7 @@ export async function claimTasks(
       cause: grants.errors[0],
     });
   }
-  return withPayloads(ctx, kept);
+  return withPayloads(ctx, grants.granted);
 }
 
 /** The claim's `max`, once every field of the request is known to be well formed. */
@@ -196,34 +198,6 @@ function checkClaimRequest(request: ClaimRequest): number {
     throw new ValidationError('claimSeq: numbers a claim that has a claimId');
   }
   return max;
-}
-
-/**
- * A grant lands on the task after its reservation landed on the session, in a write of its own. In between, the
- * session may have been replaced by the agent's next one, or ended by the sweep, each handing back what the session
- * held while the task was not leased yet: the grant then leaves the task leased to a session nobody looks at again.
- * So a claim that granted anything reads its session once more (one read, for a whole batch) and takes back,
- * fenced by the epoch, every grant the session does not hold any more. Whatever replaces or ends the session after
- * that read finds the grant landed and takes it back itself.
- */
-async function grantsOfLiveSession(
-  ctx: SchedulerContext,
-  request: Pick<ClaimRequest, 'agentId' | 'sessionId'>,
-  granted: readonly Task[],
-  reservedAt: number,
-): Promise<Task[]> {
-  if (granted.length === 0) return [];
-  const session = await ctx.sessions.get(request.agentId);
-  const holds = (task: Task) =>
-    session?.sessionId === request.sessionId &&
-    session.endedAt === undefined &&
-    session.held[task.taskId] === reservedAt;
-  const orphans = granted.filter((task) => !holds(task));
-  for (const task of orphans) {
-    ctx.log.warn('a grant landed after its session ended; taking it back', { taskId: task.taskId });
-    await reclaimTask(ctx, task.taskId, { reason: 'session', task });
-  }
-  return granted.filter(holds);
 }
 
 /**

@@ -106,8 +106,11 @@ export async function takeBackTasks(
   reason: 'session' | 'revoked' = 'session',
 ): Promise<{ outcomes: [string, ReclaimOutcome][]; retired: boolean }> {
   const outcomes: [string, ReclaimOutcome][] = [];
-  for (const taskId of Object.keys(session.held)) {
-    outcomes.push([taskId, await reclaimTask(ctx, taskId, { session, reason })]);
+  const entries = Object.entries(session.held);
+  const tasks =
+    entries.length === 0 ? new Map<string, Task>() : await ctx.tasks.getMany(entries.map(([id]) => id));
+  for (const [taskId, reservedAt] of entries) {
+    outcomes.push([taskId, await giveBack(ctx, session, reason, taskId, reservedAt, tasks.get(taskId))]);
   }
   const retired = await ctx.sessions.retire(session, ctx.now());
   if (retired.ok) {
@@ -116,6 +119,28 @@ export async function takeBackTasks(
     ]);
   }
   return { outcomes, retired: retired.ok };
+}
+
+/**
+ * One entry of an ended session: its lease taken back, or, when no grant has landed for the reservation, that grant
+ * barred, so a claim still between its reservation and its grant cannot lease the task to a session no one holds
+ * (a grant that lands first is found by the bar's refusal and taken back). An entry whose grant landed and ended
+ * costs nothing more.
+ */
+async function giveBack(
+  ctx: SchedulerContext,
+  session: AgentSession,
+  reason: 'session' | 'revoked',
+  taskId: string,
+  reservedAt: number,
+  task: Task | undefined,
+): Promise<ReclaimOutcome> {
+  if (task?.status === 'leased' && task.sessionId === session.sessionId)
+    return reclaimTask(ctx, taskId, { session, reason, task });
+  if (!task || (task.sessionId === session.sessionId && task.leasedAt === reservedAt)) return 'notLeased';
+  const barred = await ctx.tasks.barGrant(taskId, { sessionId: session.sessionId, reservedAt });
+  if (barred.ok || barred.current?.status !== 'leased') return 'notLeased';
+  return reclaimTask(ctx, taskId, { session, reason, task: barred.current });
 }
 
 /** Gives up on a leased task that cannot run (e.g. its payload is gone), fenced by the epoch observed. */

@@ -13,6 +13,8 @@ interface StoredTask {
   task: Task;
   dueAt?: number;
   purgeAt?: number;
+  /** Grants barred (`TaskStore.barGrant`), by session and reservation time. */
+  barred?: Set<string>;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -96,6 +98,7 @@ export class FakeTaskStore implements Port.TaskStore {
       if (
         !statusIn(t, 'claim', 'leased') ||
         t.queue !== grant.queue ||
+        r.barred?.has(`${grant.sessionId}@${now}`) ||
         (t.notBefore ?? 0) > now ||
         (t.expiresAt ?? Number.POSITIVE_INFINITY) <= now
       )
@@ -117,6 +120,19 @@ export class FakeTaskStore implements Port.TaskStore {
       else delete next.queueSlots;
       delete next.readyAt;
       r.task = next;
+      return true;
+    });
+  }
+
+  async barGrant(
+    taskId: string,
+    reservation: { readonly sessionId: string; readonly reservedAt: number },
+  ): Promise<Port.TaskWrite> {
+    const { sessionId, reservedAt } = reservation;
+    return this.write('barGrant', taskId, (r) => {
+      const t = r.task;
+      if (t.status === 'leased' && t.sessionId === sessionId && t.leasedAt === reservedAt) return false;
+      r.barred = new Set([...(r.barred ?? []), `${sessionId}@${reservedAt}`]);
       return true;
     });
   }

@@ -320,6 +320,32 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       expect(done.finishedAt).toBeDefined();
     });
 
+    it('a barred grant does not land, while the same session’s grant at another time does; a grant that landed is not barred', async () => {
+      const { store, now } = subject();
+      const queued = await taskIn('queued');
+      const reservedAt = now();
+      const grant = { queue: QUEUE, agentId: AGENT, sessionId: SESSION };
+      landed(await store.barGrant(queued.taskId, { sessionId: SESSION, reservedAt }));
+      // Barred twice: the same bar, written again.
+      landed(await store.barGrant(queued.taskId, { sessionId: SESSION, reservedAt }));
+      const refused = await store.grant(queued.taskId, grant, reservedAt);
+      expect(refused.ok).toBe(false);
+      expect(refused.ok ? undefined : refused.current).toMatchObject({ status: 'queued', leaseEpoch: 0 });
+      // Another session's grant at that time, and this session's at a later one, are not barred.
+      const other = landed(await store.grant(queued.taskId, { ...grant, sessionId: 's_other' }, reservedAt));
+      expect(other).toMatchObject({ status: 'leased', sessionId: 's_other', leaseEpoch: 1 });
+
+      const second = await taskIn('queued');
+      const grantedAt = now();
+      landed(await store.grant(second.taskId, grant, grantedAt));
+      const late = await store.barGrant(second.taskId, { sessionId: SESSION, reservedAt: grantedAt });
+      expect(late.ok).toBe(false);
+      expect(late.ok ? undefined : late.current).toMatchObject({ status: 'leased', leasedAt: grantedAt });
+      expect(
+        (await store.barGrant('t_nonenonenonenonenonenonene', { sessionId: SESSION, reservedAt })).ok,
+      ).toBe(false);
+    });
+
     it('grants at a new epoch and attempt; a release gives the attempt back; a delay holds the next grant off', async () => {
       const { store, now } = subject();
       const queued = await taskIn('queued');

@@ -128,8 +128,21 @@ export interface TaskStore {
   ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }>;
 
   // Status changes, each allowed from the statuses the transition table lists.
-  /** `claim`: queued → leased in `grant.queue`, if claimable at `now`; the epoch and the attempt grow by one. */
+  /**
+   * `claim`: queued → leased in `grant.queue`, if claimable at `now` and the grant of the session's reservation at
+   * `now` (the grant time is the reservation's) is not barred; the epoch and the attempt grow by one.
+   */
   grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite>;
+  /**
+   * Bars the grant a session's reservation of the task (made at `reservedAt`) would make, unless that grant has
+   * landed: the reservation is given up (its session ended, or the entry was dropped as stale) while a claim may
+   * still be between it and its grant. Refused, with the task as it is, when the grant has landed; refused without
+   * a task when there is none.
+   */
+  barGrant(
+    taskId: string,
+    reservation: { readonly sessionId: string; readonly reservedAt: number },
+  ): Promise<TaskWrite>;
   /** The owner's `complete`, `fail` or `release`, fenced by its lease; records the finish for a retried call. */
   finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite>;
   /**

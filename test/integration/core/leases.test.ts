@@ -27,6 +27,7 @@ describe('leases', () => {
         'orphan',
         'replaced',
         'relost',
+        'slow-claim',
       ],
     });
   });
@@ -138,29 +139,30 @@ describe('leases', () => {
     return answer;
   };
 
-  it('a grant that lands after the sweep ended its session is taken back, not left leased to no one', async () => {
+  it('a grant sent after the sweep ended its session does not land: the task is not left leased to no one', async () => {
     const { scheduler, clock, ctx } = stack;
     const agent = await startAgent(scheduler, { queues: ['orphan'] });
     const { task } = await scheduler.submit({ queue: 'orphan', payload: {} });
     // The claim stalls between its reservation and its grant for longer than a lease: meanwhile the sweep finds
-    // the session expired, ends it and hands back what it held (nothing is leased yet), then the grant lands.
+    // the session expired, ends it and hands back what it held (nothing is leased yet: it bars the grant), then
+    // the grant is sent.
     const answer = await claimAround(agent, async () => {
       clock.advance((ctx.settings.leaseTtlSeconds + 1) * 1_000);
       // The supervisor's own function, not the claim's: its actions are checked against its own role.
       await runApart('supervisor', () => scheduler.reclaim());
     });
 
-    // The agent is not told of it, and the task is waiting again at once, not until a sweep stumbles on it.
+    // The agent is not told of it, and the task is waiting at once, its hint back in the queue.
     expect(answer).toEqual([]);
     expect((await ctx.sessions.get(agent.agentId))?.endedAt).toBeDefined();
-    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 0 });
     const next = await startAgent(scheduler, { queues: ['orphan'] });
     const [taken] = await claimUntil(scheduler, next, 1);
-    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2 });
-    await scheduler.complete({ agentId: next.agentId, taskId: task.taskId, leaseEpoch: 2 });
+    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 1 });
+    await scheduler.complete({ agentId: next.agentId, taskId: task.taskId, leaseEpoch: 1 });
   });
 
-  it('a grant that lands after its agent opened a new session is taken back at once, however fast the claim', async () => {
+  it('a grant sent after its agent opened a new session does not land, however fast the claim', async () => {
     const { scheduler } = stack;
     const agent = await startAgent(scheduler, { queues: ['replaced'] });
     const { task } = await scheduler.submit({ queue: 'replaced', payload: {} });
@@ -172,14 +174,48 @@ describe('leases', () => {
     });
 
     expect(answer).toEqual([]);
-    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 1 });
+    expect(await scheduler.getTask(task.taskId)).toMatchObject({ status: 'queued', leaseEpoch: 0 });
     const [taken] = await claimUntil(
       scheduler,
       { agentId: agent.agentId, sessionId: reopened?.sessionId ?? '' },
       1,
     );
-    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 2 });
-    await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 2 });
+    expect(taken).toMatchObject({ taskId: task.taskId, leaseEpoch: 1 });
+    await scheduler.complete({ agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 1 });
+  });
+
+  it('a claim slower than the grace period: a parallel claim that drops its entry bars its grant, so the agent never holds more than its maxConcurrency', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const agent = await startAgent(scheduler, { queues: ['slow-claim'], maxConcurrency: 1 });
+    const { task: first } = await scheduler.submit({ queue: 'slow-claim', payload: { n: 1 } });
+    let parallel: { taskId: string; leaseEpoch: number }[] = [];
+    const answer = await claimAround(agent, async () => {
+      // The claim stalls past the grace period; a second task comes, and a parallel claim of the same agent
+      // finds the session full with an entry no grant has landed for: it drops the entry and takes the task.
+      // (Heartbeats meanwhile keep the session: the grace period is longer than a lease.)
+      const step = (ctx.settings.leaseTtlSeconds * 1_000) / 2;
+      for (let waited = 0; waited <= ctx.settings.reservationGraceSeconds * 1_000; waited += step) {
+        clock.advance(step);
+        await scheduler.heartbeat(agent.agentId, agent.sessionId);
+      }
+      await scheduler.submit({ queue: 'slow-claim', payload: { n: 2 } });
+      parallel = await claimUntil(scheduler, agent, 1, 3_000);
+    });
+    expect(answer).toEqual([]);
+    expect(parallel).toHaveLength(1);
+    const firstNow = await scheduler.getTask(first.taskId);
+    expect(firstNow).toMatchObject({ status: 'queued', leaseEpoch: 0 });
+    const [second] = parallel;
+    if (!second) throw new Error('the parallel claim took nothing');
+    const leased = [...(await ctx.tasks.getMany([first.taskId, second.taskId])).values()].filter(
+      (t) => t.status === 'leased' && t.owner === agent.agentId,
+    );
+    expect(leased.map((t) => t.taskId)).toEqual([second.taskId]);
+    await scheduler.complete({
+      agentId: agent.agentId,
+      taskId: second.taskId,
+      leaseEpoch: second.leaseEpoch,
+    });
   });
 
   it('a heartbeat that lands between the sweep reading the session and acting on it keeps the lease', async () => {
