@@ -23,6 +23,7 @@ import { checkDependencies } from './dependencies';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import type { WrittenPayloads } from './ports/payload-store';
 import type { OwnerFence } from './ports/task-store';
+import { confirmSession } from './session-reads';
 import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
 
 /** Most children in one call, as for an operator's batch. */
@@ -55,11 +56,12 @@ async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
     ctx.sessions.get(lease.agentId, { consistent: false }),
     ctx.tasks.get(lease.parentTaskId),
   ]);
-  const trusted =
-    copy !== undefined &&
-    isSessionLive(copy, now) &&
-    (parent?.owner !== lease.agentId || parent.sessionId === copy.sessionId);
-  const session = trusted ? copy : await ctx.sessions.get(lease.agentId);
+  const { session } = await confirmSession(
+    ctx,
+    lease.agentId,
+    copy,
+    (s) => isSessionLive(s, now) && (parent?.owner !== lease.agentId || parent.sessionId === s.sessionId),
+  );
   const live = session !== undefined && isSessionLive(session, now);
   // Only its holder learns more than that the task does not exist (as for a finish).
   const heldIt =

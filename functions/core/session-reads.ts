@@ -29,7 +29,19 @@ export async function readSessionFor(
   agentId: string,
   usable: (session: AgentSession) => boolean,
 ): Promise<SessionRead> {
-  const first = await ctx.sessions.get(agentId, { consistent: false });
-  if (first && usable(first)) return { session: first, consistent: false };
+  return confirmSession(ctx, agentId, await ctx.sessions.get(agentId, { consistent: false }), usable);
+}
+
+/**
+ * The second half of `readSessionFor`, for a caller that made the eventually consistent read itself (beside
+ * another read it needs to judge the copy): the copy if `usable` accepts it, else a consistent read.
+ */
+export async function confirmSession(
+  ctx: SchedulerContext,
+  agentId: string,
+  copy: AgentSession | undefined,
+  usable: (session: AgentSession) => boolean,
+): Promise<SessionRead> {
+  if (copy && usable(copy)) return { session: copy, consistent: false };
   return { session: await ctx.sessions.get(agentId), consistent: true };
 }

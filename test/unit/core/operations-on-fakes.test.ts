@@ -3,6 +3,7 @@
  * and fences as the DynamoDB adapter (the contract suite holds both to it), so these run in milliseconds.
  */
 import { describe, expect, it } from 'vitest';
+import { sessionFromItem } from '#adapters/session-table';
 import { cancelTask } from '#core/cancel';
 import { DEFAULT_SETTINGS, type SchedulerContext } from '#core/context';
 import { completeTask } from '#core/finish';
@@ -13,6 +14,7 @@ import type { DispatchHint } from '#domain/hint';
 import type { AgentSession, Task } from '#domain/task';
 import { FakePayloadStore } from '#test/fake-payload-store';
 import { FakeTaskStore } from '#test/fake-task-store';
+import { sessionItem } from '#test/mock-context';
 
 const NOW = Date.UTC(2026, 10, 25, 12);
 
@@ -132,25 +134,21 @@ describe('core operations on the fake task store', () => {
   });
 });
 
-/** A session of agent `a_x` as its item holds it; `copies` answers eventually consistent reads, the last one others. */
-function sessionOf(sessionId: string, overrides: Partial<AgentSession> = {}): AgentSession {
-  return {
-    agentId: 'a_x',
-    sessionId,
-    queues: ['work'],
-    maxConcurrency: 1,
-    startedAt: NOW - 1_000,
-    heartbeatAt: NOW - 1_000,
-    expiresAt: NOW + 30_000,
-    held: { t_fakefakefakefakefakefakefa: NOW },
-    cancelled: {},
-    lost: {},
-    roles: {},
-    rolesPicked: {},
-    rolesLost: {},
-    ...overrides,
-  };
-}
+/** A live session of agent `a_x`, holding the fake task, as its item would give it. */
+const sessionOf = (sessionId: string, overrides: Partial<AgentSession> = {}): AgentSession => ({
+  ...sessionFromItem(
+    sessionItem({
+      agentId: 'a_x',
+      sessionId,
+      maxConcurrency: 1,
+      startedAt: NOW - 1_000,
+      heartbeatAt: NOW - 1_000,
+      expiresAt: NOW + 30_000,
+      held: { t_fakefakefakefakefakefakefa: NOW },
+    }),
+  ),
+  ...overrides,
+});
 
 describe('the owner’s session, read eventually consistent first', () => {
   const withSessions = (eventual: AgentSession | undefined, consistent: AgentSession | undefined) => {
