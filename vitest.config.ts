@@ -6,13 +6,15 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /**
  * Files whose verdict depends on how fast this machine runs them: the chaos runs (faults timed against lease TTLs
- * of a few seconds, every agent in one process) and the local start's 15 s readiness bound. They run last, one at
+ * of a few seconds, every agent in one process), the local start's 15 s readiness bound and the held-back tasks'
+ * start within a second of their time. They run last, one at
  * a time, with both cores to themselves; everything else runs two files at a time.
  */
 const timed = [
   'test/integration/chaos.test.ts',
   'test/integration/chaos-http.test.ts',
   'test/e2e/npm-start.test.ts',
+  'test/e2e/on-time.test.ts',
 ];
 const emulators = ['test/setup/emulators.ts'];
 

@@ -21,12 +21,17 @@
  *
  * `workflow` (`bench/run-workflow.ts`; `--tasks` joins, default 50, `--agents` dependencies per join, default 4)
  * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
+ *
+ * `on-time` (`bench/run-on-time.ts`; `--agents` default 8, `--tasks` delayed tasks, default 20, `--fires` default 5)
+ * times held-back starts on an idle listening fleet in AWS's settings: a Scheduler that delivers anywhere in the
+ * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
  */
 import { parseArgs } from 'node:util';
 import { recordHistory } from './history';
 import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
 import { runIdle } from './run-idle';
+import { runOnTime } from './run-on-time';
 import { type Cost, runWorkflow } from './run-workflow';
 import { ceilings, lowestCeiling, quotas } from './scale-model';
 
@@ -43,6 +48,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
+    fires: { type: 'string', default: '5' },
   },
 });
 
@@ -59,8 +65,9 @@ if (values.scenario === 'idle') await idleScenario();
 else if (values.scenario === 'throughput') await throughputScenario();
 else if (values.scenario === 'workflow') await workflowScenario();
 else if (values.scenario === 'scale') scaleScenario();
+else if (values.scenario === 'on-time') await onTimeScenario();
 else {
-  console.error('--scenario must be throughput, idle, workflow or scale');
+  console.error('--scenario must be throughput, idle, workflow, scale or on-time');
   process.exit(2);
 }
 
@@ -222,4 +229,26 @@ function scaleScenario(): void {
       `  ${q.quota}: ${q.limit}${q.tasksPerSecond ? ` = ${q.tasksPerSecond} tasks/s` : ''} (${q.note})`,
     );
   console.log(lines.join('\n'));
+}
+
+async function onTimeScenario(): Promise<void> {
+  const report = await runOnTime({
+    agents: positive('agents', values.agents ?? '8', 200),
+    tasks: positive('tasks', values.tasks ?? '20', 1_000),
+    fires: positive('fires', values.fires, 60),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  const ms = (values: readonly number[]) => values.map((v) => Math.round(v)).join(', ');
+  console.log(
+    [
+      `on time: ${report.agents} idle listening agents, no supervisor pass, Scheduler deliveries anywhere in the minute`,
+      `  delayed tasks (${report.delayedMs.length}), ms after their time: ${ms(report.delayedMs)}`,
+      `  schedule occurrences by early fire (${report.firesMs.length}): ${ms(report.firesMs)}`,
+      `  first occurrence (no early fire yet): ${report.firstFireMs === undefined ? '-' : Math.round(report.firstFireMs)} ms`,
+      `  together: p50 ${Math.round(report.p50)} ms, p90 ${Math.round(report.p90)} ms, max ${Math.round(report.max)} ms`,
+    ].join('\n'),
+  );
 }

@@ -26,6 +26,7 @@ import { type AgentSchedulerProps, validateProps } from './scheduler-props';
 import { SchedulerTables } from './scheduler-tables';
 import type { TaskScheduleProps } from './task-schedule';
 import { TaskSchedules } from './task-schedules';
+import { WakeTimer } from './wake-timer';
 
 export type { AgentSchedulerProps } from './scheduler-props';
 
@@ -37,7 +38,12 @@ export class AgentScheduler extends Construct {
   readonly api: SchedulerApi;
   /** The WebSocket API over which agents are woken and told of role grants, and operators of task endings. */
   readonly push: PushChannel;
-  /** Schedule fires and supervisor passes that could not be delivered, and failed asynchronous invocations. */
+  /** Timed wakes: an idle agent hears of a held-back task within a second of its time, not at the next sweep. */
+  readonly wakeTimer: WakeTimer;
+  /**
+   * Schedule fires and supervisor passes that could not be delivered, failed asynchronous invocations, and timed
+   * wakes whose function failed three times.
+   */
   readonly deadLetterQueue: Queue;
   /** Lifecycle events (`source: agent-scheduler`): task, agent, schedule and queue events, schema version 1. */
   readonly eventBus: EventBus;
@@ -100,12 +106,18 @@ export class AgentScheduler extends Construct {
       logRetention,
       accountLogRole: props.apiGatewayAccountLogRole ?? true,
     });
-    tellWherePushIs(this.functions, this.tables.connections, this.push);
+    this.wakeTimer = new WakeTimer(this, 'Timer', {
+      reader: this.functions.wakeTimer,
+      deadLetterQueue: this.deadLetterQueue,
+      removalPolicy,
+    });
+    tellWherePushIs(this.functions, this.tables.connections, this.push, this.wakeTimer);
     grantLeastPrivilege({
       tables: this.tables,
       queues: [...this.queues.values()],
       functions: this.functions,
       push: this.push,
+      wakeTimer: this.wakeTimer,
       eventBus: this.eventBus,
       payloads: this.payloads,
     });

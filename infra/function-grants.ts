@@ -12,6 +12,7 @@ import type { PriorityQueues } from './priority-queues';
 import type { PushChannel } from './push-channel';
 import type { SchedulerFunctions } from './scheduler-functions';
 import type { SchedulerTables } from './scheduler-tables';
+import type { WakeTimer } from './wake-timer';
 
 /** What the functions are granted on. */
 export interface GrantedResources {
@@ -19,6 +20,7 @@ export interface GrantedResources {
   readonly queues: readonly PriorityQueues[];
   readonly functions: SchedulerFunctions;
   readonly push: PushChannel;
+  readonly wakeTimer: WakeTimer;
   readonly eventBus: EventBus;
   readonly payloads: PayloadBucket;
 }
@@ -155,9 +157,9 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
 }
 
 /** The push channel's tables and frames, for the functions that wake, tell and connect. */
-function grantPushChannel({ tables, functions, push }: GrantedResources): void {
+function grantPushChannel({ tables, functions, push, wakeTimer: timer }: GrantedResources): void {
   const { tasks, agents, connections } = tables;
-  const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi } = functions;
+  const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi, wakeTimer } = functions;
   // The push channel (`connection-table.ts`). Whoever makes a task claimable wakes idle listeners of its queue
   // (Query a queue's listeners, UpdateItem to take one and mark it busy in its other queues); whoever ends a task
   // tells the connections watching it (Query); whoever hands a role over looks up the new holder's connection
@@ -171,8 +173,11 @@ function grantPushChannel({ tables, functions, push }: GrantedResources): void {
     'DeleteItem',
   ]);
   grantOnTable(operatorApi, connections, ['PutItem', 'UpdateItem', 'Query', 'GetItem', 'DeleteItem']);
-  for (const fn of [supervisor, scheduleFire])
+  for (const fn of [supervisor, scheduleFire, wakeTimer])
     grantOnTable(fn, connections, ['UpdateItem', 'Query', 'GetItem', 'DeleteItem']);
+  // A task held back arms a timed wake (the timer's function arms again one longer than an SQS delay); the timer's
+  // event source mapping reads its queue with the function's role (granted by the mapping itself).
+  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, wakeTimer]) timer.grantArm(fn);
   // The connect ticket is used up with a conditional DeleteItem; a ticket of an agent revoked since is refused.
   grantOnTable(pushAuthorizer, connections, ['DeleteItem']);
   grantOnTable(pushAuthorizer, agents, ['GetItem']);
@@ -183,7 +188,7 @@ function grantPushChannel({ tables, functions, push }: GrantedResources): void {
   grantOnTable(pushApi, agents, ['GetItem']);
   grantOnTable(pushApi, tasks, ['UpdateItem']);
   // Every function that sends frames; the authorizer sends none.
-  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, pushApi]) push.grantSend(fn);
+  for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, pushApi, wakeTimer]) push.grantSend(fn);
 }
 
 /** Events, payload objects and the dead letters of tasks that die. */

@@ -59,6 +59,19 @@ export function acknowledgeNagFindings(scheduler: AcknowledgedParts): void {
         'Invoked synchronously by API Gateway: a failure is returned to the caller, there is no event to keep.',
     });
   }
+  // The timer's function and its event source mapping (a child of the function).
+  Validations.of(scheduler.functions.wakeTimer).acknowledge(
+    {
+      id: 'Serverless::Serverless-LambdaDLQ',
+      reason:
+        'Invoked synchronously by its SQS event source mapping: a failed batch goes back to the timer queue, whose redrive policy moves it to the stack’s dead-letter queue after three receives.',
+    },
+    {
+      id: 'Serverless::Serverless-LambdaEventSourceMappingDestination',
+      reason:
+        'The timer queue’s redrive policy already keeps a wake that failed three times, in the stack’s dead-letter queue (alarmed); an on-failure destination would keep it twice.',
+    },
+  );
   for (const fn of [scheduler.functions.supervisor, scheduler.functions.scheduleFire]) {
     Validations.of(scheduler.schedules.role).acknowledge({
       id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${stack.getLogicalId(fn.node.defaultChild as CfnFunction)}.Arn>:*]`,
@@ -134,6 +147,7 @@ function acknowledgePushFindings(scheduler: AcknowledgedParts): void {
     scheduler.functions.supervisor,
     scheduler.functions.scheduleFire,
     scheduler.functions.pushApi,
+    scheduler.functions.wakeTimer,
   ]) {
     Validations.of(fn.role ?? fn).acknowledge({
       id: `AwsSolutions::AwsSolutions-IAM5[Resource::${nagArn(stack, 'execute-api')}:<${api}>/${PushChannel.STAGE_NAME}/POST/@connections/*]`,

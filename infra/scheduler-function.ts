@@ -39,6 +39,7 @@ export const FUNCTION_ENTRIES = [
   'schedule-fire',
   'push-authorizer',
   'push-api',
+  'wake-timer',
 ] as const;
 export type FunctionEntry = (typeof FUNCTION_ENTRIES)[number];
 

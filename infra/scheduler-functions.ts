@@ -1,5 +1,5 @@
 /**
- * The scheduler's seven functions, each with the environment it reads: the names of the resources it uses and the
+ * The scheduler's eight functions, each with the environment it reads: the names of the resources it uses and the
  * props that reach it, both as `#domain/settings` declares them (the same names the functions read).
  */
 import { Duration } from 'aws-cdk-lib';
@@ -29,6 +29,8 @@ export interface SchedulerFunctions {
   readonly pushAuthorizer: SchedulerFunction;
   /** The push channel's `$connect`, `$disconnect` and `$default` routes. */
   readonly pushApi: SchedulerFunction;
+  /** Reads the wake timer's queue: wakes idle agents when a held-back task becomes claimable. */
+  readonly wakeTimer: SchedulerFunction;
 }
 
 /** What the functions are given at creation; the push channel and the schedules are told them later. */
@@ -139,6 +141,13 @@ export function createSchedulerFunctions(
       environment: base,
     }),
     pushApi: fn('PushApi', { entry: 'push-api', memorySize: 256, timeout: seconds(10), environment: base }),
+    // Wakes touch only the push channel's records and frames: no bus, no bucket.
+    wakeTimer: fn('WakeTimer', {
+      entry: 'wake-timer',
+      memorySize: 256,
+      timeout: seconds(10),
+      environment: base,
+    }),
   };
 }
 
@@ -158,11 +167,23 @@ export function tellWherePushIs(
   functions: SchedulerFunctions,
   connections: TableV2,
   push: { readonly url: string; readonly callbackUrl: string },
+  timer: { readonly queue: { readonly queueUrl: string } },
 ): void {
-  const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi } = functions;
-  for (const pushing of [agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi]) {
+  const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi, wakeTimer } = functions;
+  for (const pushing of [
+    agentApi,
+    operatorApi,
+    supervisor,
+    scheduleFire,
+    pushAuthorizer,
+    pushApi,
+    wakeTimer,
+  ]) {
     pushing.addEnvironment(RESOURCE_ENV.connectionsTable, connections.tableName);
     pushing.addEnvironment(RESOURCE_ENV.pushUrl, push.url);
     pushing.addEnvironment(RESOURCE_ENV.pushCallbackUrl, push.callbackUrl);
   }
+  // Whoever holds a task back arms its wake; the timer's function arms again a wake longer than SQS's delay.
+  for (const arming of [agentApi, operatorApi, supervisor, scheduleFire, wakeTimer])
+    arming.addEnvironment(RESOURCE_ENV.wakeTimerQueue, timer.queue.queueUrl);
 }

@@ -27,6 +27,9 @@ import { LocalScheduleBackend } from './local-schedules';
 import { type ServedLocalStack, type ServeOptions, startLocalStack } from './local-stack';
 import { LocalPushSender } from './push-server';
 
+/** How late in its minute a schedule's fire may come, as EventBridge Scheduler's may. */
+export const SCHEDULER_SPREAD_MS = 60_000;
+
 /** What the command line gives, as text: each is checked here, in the bounds the construct accepts. */
 export interface DevStackArguments {
   readonly port?: string;
@@ -185,6 +188,9 @@ async function fireSchedules(
           overlap: record.overlap,
           missedRuns: record.missedRuns,
           task: record.task,
+          // As the construct's schedules carry them: each fire arms the next occurrence's early fire.
+          expression: record.expression,
+          timeZone: record.timeZone,
         }),
       );
       log.info('schedule fired', { schedule: record.name, ...fired });
@@ -288,7 +294,8 @@ export async function startDevStack(
   const assetsLoaded = loadConsoleAssets();
   // Awaited below; a failure meanwhile is not an unhandled one.
   assetsLoaded.catch(() => undefined);
-  const scheduleBackend = new LocalScheduleBackend(log);
+  // Fires come anywhere in their minute, as EventBridge Scheduler's may: on time only by the early fires.
+  const scheduleBackend = new LocalScheduleBackend(log, Date.now, { spreadMs: SCHEDULER_SPREAD_MS });
   const events = new LocalEventFeed(join(dataDir, 'events.jsonl'));
   const localFile = join(dataDir, 'local.json');
   const operatorToken = operatorTokenOf(localFile, inMemory);
@@ -304,13 +311,13 @@ export async function startDevStack(
       log,
       scheduleBackend,
       events: loggedEvents(log, events),
-      // Locally schedules fire on time; a fire not recorded 5 s after its time was missed (the runner was down).
-      // An idle local worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
+      // A fire not recorded 5 s after the end of its minute was missed (the runner was down). An idle local
+      // worker polls at least every 2 s: nothing is billed here, and work is picked up quickly.
       // Events cost nothing here either: the feed shows every task's way. Agents may submit follow-up tasks to
       // every queue of the local stack.
       settings: {
         agentSubmitQueues: definition.queues,
-        missedRunGraceSeconds: 5,
+        missedRunGraceSeconds: SCHEDULER_SPREAD_MS / 1_000 + 5,
         idleClaimRetryMaxMs: 2_000,
         routineEvents: true,
         leaseTtlSeconds: settings.leaseTtlSeconds,

@@ -14,6 +14,7 @@ export const FUNCTION_NAMES = [
   'scheduleFire',
   'pushAuthorizer',
   'pushApi',
+  'wakeTimer',
 ] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 

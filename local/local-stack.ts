@@ -13,6 +13,7 @@ import { createContext, type SchedulerDependencies, type WiredContext } from '#w
 import { LOCAL_PUSH_PATH, type LocalPushSender } from './push-server';
 import { type ScratchStack, type ScratchStackOptions, scratchStack } from './scratch-stack';
 import { type LocalServer, type LocalServerOptions, startLocalServer } from './server';
+import { pollWakeTimer } from './wake-timer-poller';
 
 /** The server's options the stack does not decide itself. */
 export interface ServeOptions
@@ -69,7 +70,12 @@ export async function startLocalStack(
 ): Promise<ServedLocalStack>;
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack>;
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  const scratch = await scratchStack({ ...options, payloadBucket: options.payloadBucket === true });
+  // With a push channel comes its wake timer, read by a poller as the timer function's event source reads it.
+  const scratch = await scratchStack({
+    ...options,
+    payloadBucket: options.payloadBucket === true,
+    wakeTimer: options.push !== undefined,
+  });
   options.onClients?.(scratch);
   // Known once the server listens; frames are pushed only to sockets that reached it.
   let pushUrl = '';
@@ -82,17 +88,27 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     ...(scratch.payloadBucket
       ? { payloadBucket: { s3: scratch.s3, bucketName: scratch.payloadBucket } }
       : {}),
-    ...(options.push ? { push: { sender: options.push, url: () => pushUrl } } : {}),
+    ...(options.push
+      ? {
+          push: {
+            sender: options.push,
+            url: () => pushUrl,
+            ...(scratch.wakeTimerQueue ? { timerQueueUrl: scratch.wakeTimerQueue } : {}),
+          },
+        }
+      : {}),
   });
   options.onContext?.(ctx);
   const scheduler = new Scheduler(ctx);
   options.onScheduler?.(scheduler);
   const server = options.serve && (await serve(ctx, scheduler, options.serve, options.push));
   if (server) pushUrl = `${server.url.replace(/^http/, 'ws')}${LOCAL_PUSH_PATH}`;
+  const timer = scratch.wakeTimerQueue ? pollWakeTimer(scratch.sqs, scratch.wakeTimerQueue, ctx) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      await timer?.stop();
       await server?.close();
       await scratch.dispose();
     })();

@@ -113,3 +113,18 @@ export async function provisionPayloadBucket(s3: S3Client, prefix: string): Prom
   }
   return bucketName;
 }
+
+/**
+ * The wake timer's queue, `<prefix>-wake-timer`, as the construct creates it (its dead letters are the stack's
+ * concern, not a local one); creating it again is harmless.
+ */
+export async function provisionWakeTimerQueue(sqs: SQSClient, prefix: string): Promise<string> {
+  const created = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: `${prefix}-wake-timer`,
+      Attributes: { MessageRetentionPeriod: String(60 * 60), VisibilityTimeout: '60' },
+    }),
+  );
+  if (!created.QueueUrl) throw new Error('could not create the wake timer queue');
+  return created.QueueUrl;
+}

@@ -11,7 +11,13 @@ import type { QueueDirectory } from '#adapters/task-queues';
 import { localDynamoDbClient, localS3Client, localSqsClient } from './emulators/clients';
 import { startDynamoDbLocal } from './emulators/dynamodb-local';
 import { startSqsEmulator } from './emulators/sqs';
-import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from './provision';
+import {
+  provisionPayloadBucket,
+  provisionQueues,
+  provisionTables,
+  provisionWakeTimerQueue,
+  tableNamesFor,
+} from './provision';
 
 export interface EmulatorEndpoints {
   readonly dynamodb: string;
@@ -33,6 +39,8 @@ export interface ScratchStackOptions {
   readonly dbPath?: string | undefined;
   /** A bucket of the stack's own for large payloads. @default true */
   readonly payloadBucket?: boolean;
+  /** The wake timer's queue (`<prefix>-wake-timer`). @default false */
+  readonly wakeTimer?: boolean;
 }
 
 export interface ScratchStack {
@@ -44,6 +52,8 @@ export interface ScratchStack {
   readonly s3: S3Client;
   /** The stack's bucket for large payloads, unless it was asked for none. */
   readonly payloadBucket: string | undefined;
+  /** The wake timer's queue URL, when it was asked for. */
+  readonly wakeTimerQueue: string | undefined;
   readonly endpoints: EmulatorEndpoints;
   /** The JVM of a DynamoDB Local started here. */
   readonly dynamodbPid: number | undefined;
@@ -70,6 +80,7 @@ export async function scratchStack(options: ScratchStackOptions): Promise<Scratc
   const queues = await provisionQueues(sqs, prefix, options.queues);
   const payloadBucket =
     options.payloadBucket === false ? undefined : await provisionPayloadBucket(s3, prefix);
+  const wakeTimerQueue = options.wakeTimer ? await provisionWakeTimerQueue(sqs, prefix) : undefined;
   return {
     dynamodb,
     sqs,
@@ -77,6 +88,7 @@ export async function scratchStack(options: ScratchStackOptions): Promise<Scratc
     queues,
     s3,
     payloadBucket,
+    wakeTimerQueue,
     endpoints,
     dynamodbPid: dynamodbLocal?.pid,
     dispose: async () => {

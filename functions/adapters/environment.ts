@@ -83,11 +83,13 @@ function booleanEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): bo
  */
 export function pushConfigFromEnv(
   env: NodeJS.ProcessEnv = process.env,
-): { readonly url: string; readonly callbackUrl: string } | undefined {
+): { readonly url: string; readonly callbackUrl: string; readonly timerQueueUrl?: string } | undefined {
   const url = env[RESOURCE_ENV.pushUrl];
   const callbackUrl = env[RESOURCE_ENV.pushCallbackUrl];
   if (!url || !callbackUrl || !env[RESOURCE_ENV.connectionsTable]) return undefined;
-  return { url, callbackUrl };
+  // Functions deployed before the timer have no queue: they wake at the supervisor's pass, as before.
+  const timerQueueUrl = env[RESOURCE_ENV.wakeTimerQueue];
+  return { url, callbackUrl, ...(timerQueueUrl ? { timerQueueUrl } : {}) };
 }
 
 export interface FunctionConfig {

@@ -8,7 +8,7 @@ import { errorName } from '#domain/errors';
 import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
-import { wakeFor } from './push';
+import { wakeFor, wakeLater } from './push';
 import { offerTurn } from './turns';
 
 type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey'>;
@@ -30,6 +30,7 @@ export async function dispatch(
         delaySeconds,
       );
     if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
+    else await wakeLater(ctx, [task], delaySeconds);
     return true;
   } catch (error) {
     ctx.log.warn('dispatch failed; reconcile will send the task again', {
@@ -86,14 +87,21 @@ export async function dispatchMany(
     ctx.log.warn('dispatch failed; reconcile will send the task again', { taskId: hint.taskId });
   }
   const unsent = new Set(failed.map((hint) => hint.taskId));
+  const sent = pending.filter(({ task }) => !unsent.has(task.taskId));
+  // Hints held back for the same whole seconds share one timed wake per queue.
+  const later = new Map<number, Dispatched[]>();
+  for (const { task, delaySeconds } of sent) {
+    if (delaySeconds <= 0) continue;
+    const seconds = Math.ceil(delaySeconds);
+    later.set(seconds, [...(later.get(seconds) ?? []), task]);
+  }
   await Promise.all([
     ...failed.map((hint) => markUnsent(ctx, hint)),
     wakeFor(
       ctx,
-      pending
-        .filter(({ task, delaySeconds }) => delaySeconds <= 0 && !unsent.has(task.taskId))
-        .map((p) => p.task),
+      sent.filter(({ delaySeconds }) => delaySeconds <= 0).map((p) => p.task),
       reason,
     ),
+    ...[...later].map(([seconds, tasks]) => wakeLater(ctx, tasks, seconds)),
   ]);
 }

@@ -30,7 +30,7 @@ import type { Task } from '#domain/task';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { Listener, PushConnection } from './ports/connection-store';
-import type { PushChannel } from './ports/push-channel';
+import type { PushChannel, TimedWake } from './ports/push-channel';
 
 export interface PushTicket {
   readonly ticket: string;
@@ -181,6 +181,75 @@ export async function wakeFor(
       wake(ctx, queue, { reason, count: Math.ceil(n * ctx.settings.wakesPerTask) }),
     ),
   );
+}
+
+/**
+ * Wakes for tasks made claimable `delaySeconds` from now, by the push channel's timer: at the end of the same whole
+ * seconds their hints wait in SQS (armed after the hints, so each hint is visible when its wake comes). Without a
+ * timer, the supervisor's pass after their time wakes for them. Never throws: a wake is a hint.
+ */
+export async function wakeLater(
+  ctx: SchedulerContext,
+  tasks: readonly { readonly queue: string }[],
+  delaySeconds: number,
+): Promise<void> {
+  const timer = ctx.push?.timer;
+  if (!timer || tasks.length === 0) return;
+  const at = ctx.now() + Math.ceil(delaySeconds) * 1_000;
+  const perQueue = new Map<string, number>();
+  for (const task of tasks) perQueue.set(task.queue, (perQueue.get(task.queue) ?? 0) + 1);
+  try {
+    await timer.arm(
+      [...perQueue].map(([queue, n]) => ({
+        queue,
+        at,
+        count: Math.ceil(n * ctx.settings.wakesPerTask),
+        reason: 'due' as const,
+      })),
+    );
+  } catch (error) {
+    ctx.log.warn('arming a wake failed; idle agents find the task at their next poll', {
+      error: errorName(error),
+    });
+  }
+}
+
+/** What the timer's function did with the wakes it was handed. */
+export interface TimedWakesOutcome {
+  /** Idle agents woken. */
+  readonly woken: number;
+  /** Wakes not yet due (longer than SQS's longest delay), armed again. */
+  readonly rearmed: number;
+}
+
+/**
+ * The timer's function: wakes that are due wake their queues' idle agents; one delivered early (a wait longer
+ * than an SQS delay carries) is armed again for the rest. Never throws for a wake: each is a hint.
+ */
+export async function fireTimedWakes(
+  ctx: SchedulerContext,
+  wakes: readonly TimedWake[],
+): Promise<TimedWakesOutcome> {
+  const now = ctx.now();
+  const early = wakes.filter((w) => w.at - now >= 1_000);
+  const due = wakes.filter((w) => w.at - now < 1_000);
+  // Several due wakes of one queue are one wake for all their agents.
+  const perQueue = new Map<string, { count: number; reason: WakeReason }>();
+  for (const w of due) {
+    const seen = perQueue.get(w.queue);
+    perQueue.set(w.queue, { count: (seen?.count ?? 0) + w.count, reason: seen?.reason ?? w.reason });
+  }
+  const [woken] = await Promise.all([
+    Promise.all([...perQueue].map(([queue, { count, reason }]) => wake(ctx, queue, { reason, count }))),
+    early.length > 0 && ctx.push?.timer
+      ? ctx.push.timer.arm(early).catch((error: unknown) =>
+          ctx.log.warn('arming a wake again failed; idle agents find the task at their next poll', {
+            error: errorName(error),
+          }),
+        )
+      : undefined,
+  ]);
+  return { woken: woken.reduce((a, b) => a + b, 0), rearmed: early.length };
 }
 
 /** Tells an agent, on its connection if it has one, that a role is now its. Never throws. */

@@ -19,7 +19,7 @@ import { recheckWaiting } from './dependencies';
 import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
 import { keepPayloadFor } from './lifetimes';
-import { wake, wakeFor } from './push';
+import { wake, wakeFor, wakeLater } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
 import { dueNoLaterThanExpiry } from './timing';
@@ -258,6 +258,7 @@ async function reconcileTask(
       delayMs / 1_000,
     );
   if (delayMs <= 0) await wakeFor(ctx, [task], 'resent');
+  else await wakeLater(ctx, [task], delayMs / 1_000);
   await ctx.tasks.recordDispatch(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
     {

@@ -242,6 +242,7 @@ export const RESOURCE_ENV = {
   payloadBucket: 'PAYLOAD_BUCKET_NAME',
   pushUrl: 'PUSH_URL',
   pushCallbackUrl: 'PUSH_CALLBACK_URL',
+  wakeTimerQueue: 'WAKE_TIMER_QUEUE_URL',
   scheduleGroup: 'SCHEDULE_GROUP_NAME',
   scheduleTarget: 'SCHEDULE_TARGET_ARN',
   scheduleRole: 'SCHEDULE_ROLE_ARN',

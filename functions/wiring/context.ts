@@ -23,6 +23,7 @@ import { SessionTable } from '#adapters/session-table';
 import type { TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
+import { WakeTimerQueue } from '#adapters/wake-timer-queue';
 import {
   DEFAULT_SETTINGS,
   type SchedulerContext,
@@ -53,7 +54,12 @@ export interface SchedulerDependencies {
    * The push channel: how frames reach connections, and the URL clients open (a function when it is known only
    * once a server listens). Needs `tables.connections`. @default none: agents poll
    */
-  readonly push?: { readonly sender: PushSender; readonly url: string | (() => string) };
+  readonly push?: {
+    readonly sender: PushSender;
+    readonly url: string | (() => string);
+    /** The wake timer's SQS queue. @default none: a held-back task wakes an agent at the supervisor's next pass */
+    readonly timerQueueUrl?: string;
+  };
 }
 
 /**
@@ -79,10 +85,13 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
   const now = deps.now ?? Date.now;
   let push: PushChannel | undefined;
   if (deps.push && deps.tables.connections) {
-    const { sender, url } = deps.push;
+    const { sender, url, timerQueueUrl } = deps.push;
     push = {
       connections: translatingAwsErrors(new ConnectionTable(doc, deps.tables.connections, now)),
       sender: translatingAwsErrors(sender),
+      ...(timerQueueUrl
+        ? { timer: translatingAwsErrors(new WakeTimerQueue(deps.sqs, timerQueueUrl, now)) }
+        : {}),
       get url() {
         return typeof url === 'string' ? url : url();
       },

@@ -55,6 +55,7 @@ export function schedulerFromEnvironment(
         ? {
             push: {
               url: push.url,
+              ...(push.timerQueueUrl ? { timerQueueUrl: push.timerQueueUrl } : {}),
               sender: new ApiGatewayPushSender(
                 withoutSdkLogging(new ApiGatewayManagementApiClient({ endpoint: push.callbackUrl })),
               ),

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRunning } from '#local/processes';
 import { typeCheckConsumer } from '#test/packages';
 import { waitFor } from '#test/stack';
+import { FUNCTION_ENTRIES } from '../../infra/scheduler-function';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -100,9 +101,9 @@ app.synth();
     const functions = Object.values(template.Resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler',
     );
-    expect(functions).toHaveLength(7);
+    expect(functions).toHaveLength(FUNCTION_ENTRIES.length);
     const keys = new Set(functions.map((f) => f.Properties.Code?.S3Key));
-    expect(keys.size).toBe(7);
+    expect(keys.size).toBe(FUNCTION_ENTRIES.length);
     const assets = readdirSync(join(project, 'cdk.out')).filter((name) => name.startsWith('asset.'));
     for (const asset of assets) {
       if (existsSync(join(project, 'cdk.out', asset, 'index.mjs'))) {

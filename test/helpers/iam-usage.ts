@@ -60,6 +60,16 @@ export const UNEXERCISED_GRANTS: Readonly<Record<string, string>> = {
     'Reads a connection found gone after a fire’s wake; the same code as the operator API’s, which the push suite runs.',
   'scheduleFire|dynamodb:DeleteItem|table:connections':
     'Forgets a connection found gone after a fire’s wake; the same code as the operator API’s, which the push suite runs.',
+  'wakeTimer|sqs:GetQueueAttributes|wakeTimer':
+    'Lambda’s event source mapping reads the timer queue’s attributes with the function’s role (the grant CDK’s SqsEventSource makes); the local poller needs none.',
+  'wakeTimer|sqs:GetQueueUrl|wakeTimer':
+    'Part of the grant CDK’s SqsEventSource makes for the event source mapping; the local poller is given the URL.',
+  'wakeTimer|sqs:ChangeMessageVisibility|wakeTimer':
+    'Part of the grant CDK’s SqsEventSource makes for the event source mapping (it may shorten a failed batch’s visibility); the local poller lets a failed batch reappear on its own.',
+  'wakeTimer|dynamodb:GetItem|table:connections':
+    'Reads a connection found gone after a timed wake; the same code as the operator API’s, which the push suite runs.',
+  'wakeTimer|dynamodb:DeleteItem|table:connections':
+    'Forgets a connection found gone after a timed wake; the same code as the operator API’s, which the push suite runs.',
   'scheduleFire|scheduler:UpdateSchedule|scheduleGroup':
     'Replaces an early fire that already exists (EventBridge answers ConflictException); the local stand-in never conflicts. The request is asserted with the SDK mock in the adapter’s unit test.',
 };
@@ -109,7 +119,9 @@ const SQS_BATCH_ACTIONS: Readonly<Record<string, string>> = {
 export interface StackResources {
   readonly tables: TableNames;
   readonly queues: QueueDirectory;
-  readonly bucketName?: string;
+  readonly bucketName?: string | undefined;
+  /** The wake timer's queue, where the stack has one. */
+  readonly wakeTimerQueue?: string | undefined;
 }
 
 export function recordAwsUsage(
@@ -126,6 +138,7 @@ export function recordAwsUsage(
     const dlq = resources.queues.deadLetterUrlFor(queue);
     if (dlq) queueKinds.set(dlq, 'deadLetters');
   }
+  if (resources.wakeTimerQueue) queueKinds.set(resources.wakeTimerQueue, 'wakeTimer');
   const add = (client: MiddlewareClient, name: string, record: (operation: string, input: Input) => void) =>
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -224,6 +237,7 @@ export function grantedUses(stack: AgentSchedulerStack, template: CloudFormation
     kindOf(queues.deadLetterQueue.queueArn, 'deadLetters');
   }
   kindOf(scheduler.deadLetterQueue.queueArn, 'schedulerDeadLetters');
+  kindOf(scheduler.wakeTimer.queue.queueArn, 'wakeTimer');
   kindOf(scheduler.payloads.bucket.arnForObjects('payloads/*'), 'objects');
   kindOf(scheduler.payloads.bucket.bucketArn, 'bucket');
   kindOf(scheduler.eventBus.eventBusArn, 'bus');

@@ -17,8 +17,15 @@ import type { PushFrame } from '#domain/push';
 import type { ScheduleBackend } from '#domain/schedule';
 import { localDynamoDbClient, localS3Client, localSqsClient } from '#local/emulators/clients';
 import { type FunctionName, runAs } from '#local/function-scope';
-import { provisionPayloadBucket, provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import {
+  provisionPayloadBucket,
+  provisionQueues,
+  provisionTables,
+  provisionWakeTimerQueue,
+  tableNamesFor,
+} from '#local/provision';
 import { type LocalServerOptions, startLocalServer } from '#local/server';
+import { pollWakeTimer } from '#local/wake-timer-poller';
 import { AgentSchedulerClient } from '#sdk/client';
 import { createContext, type WiredContext } from '#wiring/context';
 import { type FaultPlan, injectFaults } from './faults';
@@ -133,7 +140,12 @@ export interface TestStackOptions {
    * A push channel whose frames go to this sender (a `RecordingPushSender`, or the local server's), at this URL.
    * @default none: the stack offers no push channel
    */
-  readonly push?: { readonly sender: PushSender; readonly url: string | (() => string) };
+  readonly push?: {
+    readonly sender: PushSender;
+    readonly url: string | (() => string);
+    /** A wake timer: its queue on the emulator, read by the local poller as the timer function. @default false */
+    readonly timer?: boolean;
+  };
 }
 
 /** A push sender that keeps every frame, by connection; connections in `gone` are answered as gone. */
@@ -201,9 +213,16 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const payloadBucket = options.payloadBucket
     ? { s3, bucketName: await provisionPayloadBucket(s3, prefix) }
     : undefined;
+  const wakeTimerQueue = options.push?.timer ? await provisionWakeTimerQueue(sqs, prefix) : undefined;
   const usageDir = inject('iamUsageDir');
   if (usageDir) startRecording(usageDir);
-  recordAwsUsage({ dynamodb, sqs, s3 }, { tables, queues: directory, bucketName: payloadBucket?.bucketName });
+  const resources = { tables, queues: directory, bucketName: payloadBucket?.bucketName, wakeTimerQueue };
+  recordAwsUsage({ dynamodb, sqs, s3 }, resources);
+  const push = options.push && {
+    sender: options.push.sender,
+    url: options.push.url,
+    ...(wakeTimerQueue ? { timerQueueUrl: wakeTimerQueue } : {}),
+  };
   const clock = new TestClock();
   // Idle claims are told to wait briefly, so tests with workers pick work up quickly.
   // Agents may submit follow-up tasks to every queue of a test stack unless a test says otherwise.
@@ -228,9 +247,10 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       ...(options.declaredSchedules ? { declaredSchedules: options.declaredSchedules } : {}),
       events: recordingPublisher(options.events ?? noEvents),
       ...(payloadBucket ? { payloadBucket } : {}),
-      ...(options.push ? { push: options.push } : {}),
+      ...(push ? { push } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
+  const timer = wakeTimerQueue ? pollWakeTimer(sqs, wakeTimerQueue, ctx, { waitSeconds: 1 }) : undefined;
   meter.reset();
   return {
     scheduler: asFunctions(new Scheduler(ctx)),
@@ -247,7 +267,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         sqs: localSqsClient(inject('sqsEndpoint')),
         s3: localS3Client(inject('sqsEndpoint')),
       };
-      recordAwsUsage(clients, { tables, queues: directory, bucketName: payloadBucket?.bucketName });
+      recordAwsUsage(clients, resources);
       const other = createContext({
         dynamodb: clients.dynamodb,
         sqs: clients.sqs,
@@ -257,7 +277,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         random: sibling.random ?? Math.random,
         settings,
         events: recordingPublisher(noEvents),
-        ...(options.push ? { push: options.push } : {}),
+        ...(push ? { push } : {}),
       });
       return asFunctions(new Scheduler(other));
     },
@@ -276,6 +296,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       );
     },
     destroy: async () => {
+      await timer?.stop();
       await Promise.all(
         Object.values(tables).map((TableName) =>
           dynamodb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),

@@ -159,9 +159,46 @@ describe('AgentScheduler construct', () => {
   });
 
   describe('queues', () => {
-    it('four priority queues and a dead-letter queue per task queue, plus one for failed deliveries', () => {
+    it('four priority queues and a dead-letter queue per task queue, plus one for failed deliveries and the wake timer', () => {
       const queues = resourcesOf(template, 'AWS::SQS::Queue');
-      expect(Object.keys(queues)).toHaveLength(EXAMPLE_SCHEDULER.queues.length * 5 + 1);
+      expect(Object.keys(queues)).toHaveLength(EXAMPLE_SCHEDULER.queues.length * 5 + 2);
+    });
+
+    it('the wake timer: delayed wakes kept an hour, read ten at a time by its function, dead letters after three tries', () => {
+      const timer = stack.getLogicalId(stack.scheduler.wakeTimer.queue.node.defaultChild as never);
+      const queue = template.toJSON().Resources[timer];
+      expect(queue.Properties).toMatchObject({
+        MessageRetentionPeriod: 3_600,
+        VisibilityTimeout: 60,
+        SqsManagedSseEnabled: true,
+        RedrivePolicy: {
+          deadLetterTargetArn: {
+            'Fn::GetAtt': [
+              stack.getLogicalId(stack.scheduler.deadLetterQueue.node.defaultChild as never),
+              'Arn',
+            ],
+          },
+          maxReceiveCount: 3,
+        },
+      });
+      template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: { 'Fn::GetAtt': [timer, 'Arn'] },
+        FunctionName: {
+          Ref: stack.getLogicalId(stack.scheduler.functions.wakeTimer.node.defaultChild as never),
+        },
+        BatchSize: 10,
+        ScalingConfig: { MaximumConcurrency: 20 },
+      });
+      // Every function that holds a task back knows where to arm its wake.
+      const { agentApi, operatorApi, supervisor, scheduleFire, wakeTimer, pushApi } =
+        stack.scheduler.functions;
+      const envOf = (fn: typeof agentApi) =>
+        template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as never)].Properties.Environment
+          .Variables as Record<string, unknown>;
+      for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, wakeTimer])
+        expect(envOf(fn).WAKE_TIMER_QUEUE_URL, fn.node.id).toEqual({ Ref: timer });
+      expect(envOf(pushApi).WAKE_TIMER_QUEUE_URL).toBeUndefined();
     });
 
     it('every queue is encrypted and refuses requests without TLS', () => {
@@ -264,9 +301,9 @@ describe('AgentScheduler construct', () => {
       for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
         expect(group.Properties.RetentionInDays).toBe(30);
       }
-      // Seven functions, and the access logs of the HTTP API and of the push channel.
+      // Eight functions, and the access logs of the HTTP API and of the push channel.
       const functions = Object.values(stack.scheduler.functions);
-      expect(functions).toHaveLength(7);
+      expect(functions).toHaveLength(8);
       expect(Object.keys(resourcesOf(template, 'AWS::Logs::LogGroup'))).toHaveLength(functions.length + 2);
       for (const fn of functions) {
         const resource = template.toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)];
@@ -395,6 +432,12 @@ describe('AgentScheduler construct', () => {
         ...actions,
       ),
     ];
+    /** Arming a timed wake: SendMessage on the wake timer's queue, nothing else of it. */
+    const armWakes = () => ({
+      Effect: 'Allow',
+      Action: ['sqs:SendMessage'],
+      Resource: [resolve(stack.scheduler.wakeTimer.queue.queueArn)],
+    });
     const putEvents = () => ({
       Effect: 'Allow',
       Action: ['events:PutEvents'],
@@ -447,6 +490,7 @@ describe('AgentScheduler construct', () => {
         table('agents', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'),
         // PutItem: connect tickets.
         ...pushes('dynamodb:PutItem'),
+        armWakes(),
         ...queues(
           'sqs:ReceiveMessage',
           'sqs:DeleteMessage',
@@ -486,6 +530,7 @@ describe('AgentScheduler construct', () => {
         ...deadLetters(),
         ...inScheduleGroup('scheduler:CreateSchedule', 'scheduler:DeleteSchedule'),
         ...pushes('dynamodb:PutItem'),
+        armWakes(),
       ]),
       authorizer: grantsOf([logs('authorizer'), table('agents', 'dynamodb:GetItem')]),
       supervisor: grantsOf([
@@ -514,6 +559,7 @@ describe('AgentScheduler construct', () => {
         ),
         ...queues('sqs:SendMessage', 'sqs:GetQueueAttributes'),
         ...pushes(),
+        armWakes(),
         {
           Effect: 'Allow',
           Action: ['sqs:SendMessage'],
@@ -536,6 +582,7 @@ describe('AgentScheduler construct', () => {
         table('leases', 'dynamodb:GetItem', 'dynamodb:UpdateItem'),
         ...queues('sqs:SendMessage'),
         ...pushes(),
+        armWakes(),
         {
           Effect: 'Allow',
           Action: ['sqs:SendMessage'],
@@ -562,6 +609,24 @@ describe('AgentScheduler construct', () => {
         // An operator's watch marks the task watched and reads its status in one write.
         table('tasks', 'dynamodb:UpdateItem'),
       ]),
+      // Wakes idle listeners; arms again a wake longer than an SQS delay. Its event source mapping reads the timer
+      // queue with this role (the grant CDK's SqsEventSource makes).
+      wakeTimer: grantsOf([
+        logs('wakeTimer'),
+        ...pushes(),
+        armWakes(),
+        {
+          Effect: 'Allow',
+          Action: [
+            'sqs:ChangeMessageVisibility',
+            'sqs:DeleteMessage',
+            'sqs:GetQueueAttributes',
+            'sqs:GetQueueUrl',
+            'sqs:ReceiveMessage',
+          ],
+          Resource: [resolve(stack.scheduler.wakeTimer.queue.queueArn)],
+        },
+      ]),
     });
 
     it.each([
@@ -572,6 +637,7 @@ describe('AgentScheduler construct', () => {
       'scheduleFire',
       'pushAuthorizer',
       'pushApi',
+      'wakeTimer',
     ] as const)('%s has exactly the statements it needs', (name) => {
       const role = stack.scheduler.functions[name].role;
       if (!role) throw new Error('no role');

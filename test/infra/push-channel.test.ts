@@ -21,7 +21,14 @@ interface Resource {
 type FunctionName = keyof AgentScheduler['functions'];
 
 /** The functions that send frames to connections. */
-const SENDERS: readonly FunctionName[] = ['agentApi', 'operatorApi', 'supervisor', 'scheduleFire', 'pushApi'];
+const SENDERS: readonly FunctionName[] = [
+  'agentApi',
+  'operatorApi',
+  'supervisor',
+  'scheduleFire',
+  'pushApi',
+  'wakeTimer',
+];
 /** The functions in which the channel is on: the senders, and the ticket authorizer. */
 const PUSHING: readonly FunctionName[] = [...SENDERS, 'pushAuthorizer'];
 

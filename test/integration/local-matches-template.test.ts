@@ -7,7 +7,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { PRIORITIES } from '#domain/priority';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
-import { provisionQueues, provisionTables, tableNamesFor } from '#local/provision';
+import { provisionQueues, provisionTables, provisionWakeTimerQueue, tableNamesFor } from '#local/provision';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
 import { synthExample } from '../helpers/synth';
 
@@ -33,15 +33,19 @@ describe('local resources match the synthesized template', () => {
   const names = tableNamesFor(prefix);
   let cfnTables: CfnTable[];
   let cfnQueues: Record<string, unknown>[];
+  let cfnTimerQueue: Record<string, unknown>;
 
   beforeAll(async () => {
-    const { template } = synthExample();
+    const { template, stack } = synthExample();
+    const timerId = stack.getLogicalId(stack.scheduler.wakeTimer.queue.node.defaultChild as never);
+    cfnTimerQueue = (template.toJSON().Resources[timerId] as { Properties: Record<string, unknown> })
+      .Properties;
     cfnTables = Object.values(template.findResources('AWS::DynamoDB::GlobalTable')).map(
       (r) => (r as { Properties: CfnTable }).Properties,
     );
-    cfnQueues = Object.values(template.findResources('AWS::SQS::Queue')).map(
-      (r) => (r as { Properties: Record<string, unknown> }).Properties,
-    );
+    cfnQueues = Object.entries(template.findResources('AWS::SQS::Queue'))
+      .filter(([id]) => id !== timerId)
+      .map(([, r]) => (r as { Properties: Record<string, unknown> }).Properties);
     await provisionTables(dynamodb, names);
   });
 
@@ -98,5 +102,14 @@ describe('local resources match the synthesized template', () => {
         }
       }
     }
+  });
+
+  it('the wake timer queue: same retention and visibility', async () => {
+    const url = await provisionWakeTimerQueue(sqs, prefix);
+    const attributes = (
+      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))
+    ).Attributes;
+    expect(Number(attributes?.MessageRetentionPeriod)).toBe(cfnTimerQueue.MessageRetentionPeriod);
+    expect(Number(attributes?.VisibilityTimeout)).toBe(cfnTimerQueue.VisibilityTimeout);
   });
 });

@@ -45,4 +45,44 @@ describe('local schedules', () => {
       { name: 'every-ten-declared', at: T0 + 35 * MINUTE },
     ]);
   });
+
+  it('with a spread, a fire comes anywhere in it; an early fire comes a minute ahead of its occurrence, anywhere in its minute', async () => {
+    const draws = [0.25, 0.5, 0.999, 0];
+    let n = 0;
+    const backend = new LocalScheduleBackend({ info() {}, warn() {}, error() {} }, Date.now, {
+      spreadMs: MINUTE,
+      random: () => draws[n++ % draws.length] ?? 0,
+    });
+    const start = Date.now();
+    const fired: { scheduledTime: number; at: number; early: boolean }[] = [];
+    backend.start(
+      async (schedule, scheduledTime, delivery) => {
+        fired.push({ scheduledTime, at: Date.now(), early: delivery?.early === true });
+        // As the fire function does: each fire arms the next occurrence's early fire.
+        if (!delivery?.early)
+          await backend.armEarlyFire?.(
+            { name: schedule.name, expression: schedule.expression, timeZone: 'UTC', task: schedule.task },
+            scheduledTime + 10 * MINUTE,
+          );
+      },
+      [record('declared')],
+    );
+    await vi.advanceTimersByTimeAsync(21 * MINUTE);
+    // The next occurrence's own fire and its early fire wait.
+    expect(backend.armed().sort()).toEqual(['early:every-ten-declared', 'every-ten-declared']);
+    backend.stop();
+    const first = T0 + 35 * MINUTE;
+    expect(first).toBeGreaterThan(start);
+    expect(fired).toEqual([
+      // The first occurrence a quarter into its minute; the next one's early fire, armed by it, half into the
+      // minute before that occurrence; that occurrence's own delivery at the end of its minute.
+      { scheduledTime: first, at: first + 15_000, early: false },
+      { scheduledTime: first + 10 * MINUTE, at: first + 10 * MINUTE - MINUTE + 30_000, early: true },
+      { scheduledTime: first + 10 * MINUTE, at: first + 10 * MINUTE + 59_940, early: false },
+    ]);
+  });
+
+  it('on time (no spread) it arms no early fires: they are not needed', () => {
+    expect(new LocalScheduleBackend({ info() {}, warn() {}, error() {} }).armEarlyFire).toBeUndefined();
+  });
 });
