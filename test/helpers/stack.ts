@@ -178,6 +178,8 @@ export interface TestStack {
     readonly tables: ReturnType<typeof tableNamesFor>;
     readonly queues: Awaited<ReturnType<typeof provisionQueues>>;
     readonly settings: Partial<SchedulerSettings>;
+    /** The wake timer's queue, when the stack has one. */
+    readonly wakeTimerQueue: string | undefined;
   };
   /**
    * A scheduler on the same tables and queues with different clients, as a second function instance is; `now`
@@ -260,7 +262,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     faults,
     dynamodb,
     sqs,
-    wiring: { tables, queues: directory, settings },
+    wiring: { tables, queues: directory, settings, wakeTimerQueue },
     sibling: (sibling = {}) => {
       const clients = {
         dynamodb: localDynamoDbClient(inject('dynamodbEndpoint')),
