@@ -25,12 +25,15 @@ export function pollWakeTimer(
   const loop = (async () => {
     while (!stopped) {
       try {
-        const received = await sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: 10,
-            WaitTimeSeconds: waitSeconds,
-          }),
+        // Received with the timer function's role, as the event source mapping receives in AWS.
+        const received = await runApart('wakeTimer', () =>
+          sqs.send(
+            new ReceiveMessageCommand({
+              QueueUrl: queueUrl,
+              MaxNumberOfMessages: 10,
+              WaitTimeSeconds: waitSeconds,
+            }),
+          ),
         );
         const messages = received.Messages ?? [];
         if (messages.length === 0) continue;

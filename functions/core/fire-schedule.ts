@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { errorName, ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
-import { SCHEDULE_NAME } from '#domain/schedule';
+import { type EarlyFireSpec, SCHEDULE_NAME } from '#domain/schedule';
 import { nextFireTime } from '#domain/schedule-expression';
 import { describeIssues, jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { cancelTask } from './cancel';
@@ -153,26 +153,39 @@ async function armNextEarlyFire(
   fire: z.output<typeof scheduleFireSchema>,
   after: number,
 ) {
+  if (!fire.expression) return;
+  await armEarlyFireAfter(
+    ctx,
+    {
+      name: fire.schedule,
+      expression: fire.expression,
+      timeZone: fire.timeZone ?? 'UTC',
+      task: fire.task,
+      ...(fire.overlap ? { overlap: fire.overlap } : {}),
+      ...(fire.missedRuns ? { missedRuns: fire.missedRuns } : {}),
+    },
+    after,
+  );
+}
+
+/**
+ * Arms the early fire of `schedule`'s first occurrence after `after`, where the backend needs one and the
+ * occurrence is far enough ahead. Never throws: the recurring schedule still fires.
+ */
+export async function armEarlyFireAfter(
+  ctx: SchedulerContext,
+  schedule: EarlyFireSpec,
+  after: number,
+): Promise<void> {
   const backend = ctx.scheduleBackend;
-  if (!backend?.armEarlyFire || !fire.expression) return;
+  if (!backend?.armEarlyFire) return;
   try {
-    const timeZone = fire.timeZone ?? 'UTC';
-    const next = nextFireTime(fire.expression, { after, timeZone });
+    const next = nextFireTime(schedule.expression, { after, timeZone: schedule.timeZone });
     if (next === undefined || next - ctx.now() < EARLY_FIRE_MIN_LEAD_MS) return;
-    await backend.armEarlyFire(
-      {
-        name: fire.schedule,
-        expression: fire.expression,
-        timeZone,
-        task: fire.task,
-        ...(fire.overlap ? { overlap: fire.overlap } : {}),
-        ...(fire.missedRuns ? { missedRuns: fire.missedRuns } : {}),
-      },
-      next,
-    );
+    await backend.armEarlyFire(schedule, next);
   } catch (error) {
     ctx.log.warn('could not arm the next early fire; the recurring schedule still fires', {
-      schedule: fire.schedule,
+      schedule: schedule.name,
       error: errorName(error),
     });
   }

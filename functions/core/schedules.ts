@@ -18,6 +18,7 @@ import {
 } from '#domain/schedule-expression';
 import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { armEarlyFireAfter } from './fire-schedule';
 
 export function parseScheduleSpec(ctx: SchedulerContext, input: unknown): ScheduleSpec {
   const parsed = scheduleSpecSchema.safeParse(input);
@@ -57,6 +58,21 @@ export async function createSchedule(ctx: SchedulerContext, backend: ScheduleBac
     await ctx.schedules.delete(spec.name);
     throw error;
   }
+  // Where deliveries are spread over the minute, a cron's first occurrence gets its early fire now, as every later
+  // one gets it from the fire before (a rate counts from EventBridge's own start: its first is left to it).
+  if (record.expression.startsWith('cron('))
+    await armEarlyFireAfter(
+      { ...ctx, scheduleBackend: backend },
+      {
+        name: record.name,
+        expression: record.expression,
+        timeZone: record.timeZone,
+        task: record.task,
+        overlap: record.overlap,
+        missedRuns: record.missedRuns,
+      },
+      record.createdAt,
+    );
   return record;
 }
 

@@ -340,4 +340,22 @@ describe('early fires', () => {
     expect(errorMs).toBeLessThanOrEqual(1_000);
     expect(armed).toEqual([{ name: 'minutely', scheduledTime: scheduledTime + 60_000 }]);
   });
+
+  it('a cron created at run time gets its first occurrence’s early fire at once; a rate is left to EventBridge', async () => {
+    armed.length = 0;
+    const noon = await stack.scheduler.createSchedule({
+      name: 'noon',
+      expression: 'cron(0 12 * * ? *)',
+      task: { queue: 'early' },
+    });
+    await stack.scheduler.createSchedule({
+      name: 'every-hour',
+      expression: 'rate(1 hour)',
+      task: { queue: 'early' },
+    });
+    const now = new Date(noon.createdAt);
+    const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), 12);
+    const next = today - noon.createdAt >= 30_000 ? today : today + 86_400_000;
+    expect(armed).toEqual([{ name: 'noon', scheduledTime: next }]);
+  });
 });
