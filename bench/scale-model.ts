@@ -11,6 +11,7 @@
  * of the 16 `listed` shards took 650 of 10,000 tasks in `key-distribution.test.ts`, 4 % above even).
  */
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
+import { WAKE_TIMER_MAX_CONCURRENCY } from '#adapters/wake-timer-queue';
 
 export const PARTITION_WRITE_UNITS_PER_SECOND = 1_000;
 export const PARTITION_READ_UNITS_PER_SECOND = 3_000;
@@ -190,6 +191,13 @@ export function quotas(batch: number) {
       limit: '1,000 at once (adjustable)',
       tasksPerSecond: undefined,
       note: 'at 30 ms a call, about 33,000 calls/s',
+    },
+    {
+      quota: 'the wake timer function (held-back tasks only)',
+      limit: `${WAKE_TIMER_MAX_CONCURRENCY} invocations at once, ten wakes each`,
+      // At about 50 ms an invocation; a batch submit's held-back tasks share one wake per queue and second.
+      tasksPerSecond: WAKE_TIMER_MAX_CONCURRENCY * 10 * 20 * (batch === 1 ? 1 : 10),
+      note: 'past it, wakes wait in the timer queue (late, not lost); tasks claimable at once arm none',
     },
     {
       quota: 'EventBridge Scheduler invocations',

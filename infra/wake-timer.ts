@@ -9,11 +9,9 @@ import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { WAKE_TIMER_MAX_CONCURRENCY } from '../functions/adapters/wake-timer-queue';
 import { SECURE_QUEUE_DEFAULTS } from './priority-queues';
 import type { SchedulerFunction } from './scheduler-function';
-
-/** Parallel invocations of the timer function at most: a burst of wakes waits its turn in the queue. */
-export const WAKE_TIMER_MAX_CONCURRENCY = 20;
 
 export interface WakeTimerProps {
   /** The function that reads the queue (`functions/wake-timer.ts`). */

@@ -12,6 +12,9 @@ import type { TimedWake, WakeTimer } from '#core/ports/push-channel';
 import type { WakeReason } from '#domain/push';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 
+/** Parallel invocations of the timer function at most (its event source mapping's): a burst waits in the queue. */
+export const WAKE_TIMER_MAX_CONCURRENCY = 20;
+
 /** The longest delay SQS gives a message. */
 const SQS_MAX_DELAY_SECONDS = 900;
 

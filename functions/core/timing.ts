@@ -19,10 +19,10 @@ export const sendsNow = (delayMs: number): boolean => delayMs <= LIMITS.sqsMaxDe
 export function dueAtAfterDispatch(ctx: SchedulerContext, notBefore: number, now = 0): number {
   const sqsMaxDelayMs = LIMITS.sqsMaxDelaySeconds * 1_000;
   if (!sendsNow(notBefore - now)) return notBefore - sqsMaxDelayMs;
-  // With a push channel but no timer, a task held back (a delay, a retry's backoff) is looked at once it is
-  // claimable: the end of an SQS delay wakes nobody, so that look wakes an idle agent of its queue. With a timer,
-  // the timed wake armed with its hint does (`wakeLater`).
-  if (ctx.push && !ctx.push.timer && notBefore > now) return notBefore;
+  // With a push channel, a task held back (a delay, a retry's backoff) is looked at once it is claimable: the end
+  // of an SQS delay wakes nobody by itself. The timed wake armed with its hint (`wakeLater`) comes first; this look
+  // is its backstop, and costs nothing for a task claimed by then (its grant moves its due time to its lease's end).
+  if (ctx.push && notBefore > now) return notBefore;
   return notBefore + ctx.settings.reconcileAfterSeconds * 1_000;
 }
 
