@@ -185,8 +185,9 @@ export async function wakeFor(
 
 /**
  * Wakes for tasks made claimable `delaySeconds` from now, by the push channel's timer: at the end of the same whole
- * seconds their hints wait in SQS (armed after the hints, so each hint is visible when its wake comes). Without a
- * timer, the supervisor's pass after their time wakes for them. Never throws: a wake is a hint.
+ * seconds their hints wait in SQS (armed after the hints, so each hint is visible when its wake comes). The
+ * supervisor's pass after their time wakes for those still waiting then: without a timer, or when arming failed.
+ * Never throws: a wake is a hint.
  */
 export async function wakeLater(
   ctx: SchedulerContext,
@@ -208,7 +209,7 @@ export async function wakeLater(
       })),
     );
   } catch (error) {
-    ctx.log.warn('arming a wake failed; idle agents find the task at their next poll', {
+    ctx.log.warn('arming a wake failed; the supervisor’s pass after the task’s time wakes for it', {
       error: errorName(error),
     });
   }
@@ -243,7 +244,7 @@ export async function fireTimedWakes(
     Promise.all([...perQueue].map(([queue, { count, reason }]) => wake(ctx, queue, { reason, count }))),
     early.length > 0 && ctx.push?.timer
       ? ctx.push.timer.arm(early).catch((error: unknown) =>
-          ctx.log.warn('arming a wake again failed; idle agents find the task at their next poll', {
+          ctx.log.warn('arming a wake again failed; the supervisor’s pass after the task’s time wakes for it', {
             error: errorName(error),
           }),
         )
