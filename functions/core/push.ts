@@ -244,9 +244,12 @@ export async function fireTimedWakes(
     Promise.all([...perQueue].map(([queue, { count, reason }]) => wake(ctx, queue, { reason, count }))),
     early.length > 0 && ctx.push?.timer
       ? ctx.push.timer.arm(early).catch((error: unknown) =>
-          ctx.log.warn('arming a wake again failed; the supervisor’s pass after the task’s time wakes for it', {
-            error: errorName(error),
-          }),
+          ctx.log.warn(
+            'arming a wake again failed; the supervisor’s pass after the task’s time wakes for it',
+            {
+              error: errorName(error),
+            },
+          ),
         )
       : undefined,
   ]);
