@@ -94,21 +94,29 @@ describe('wake timer', () => {
   });
 
   it('a wake past SQS’s longest delay is armed again for the rest, not fired', async () => {
-    await idleAgent('timed');
-    const before = sender.frames.length;
-    const at = Date.now() + 20 * 60_000;
-    const outcome = await runApart('wakeTimer', () =>
-      fireTimedWakes(stack.ctx, [{ queue: 'timed', at, count: 1, reason: 'due' }]),
-    );
-    expect(outcome).toEqual({ woken: 0, rearmed: 1 });
-    expect(sender.frames.length).toBe(before);
-    // Armed again: a message waits out its delay on the timer's queue (the poller cannot see it yet).
-    const attributes = await stack.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: stack.wiring.wakeTimerQueue ?? '',
-        AttributeNames: ['ApproximateNumberOfMessagesDelayed'],
-      }),
-    );
-    expect(Number(attributes.Attributes?.ApproximateNumberOfMessagesDelayed)).toBe(1);
+    // A stack of its own: the earlier tests' wakes may still wait out their delays on this one's timer queue.
+    const own = await createTestStack({
+      queues: ['timed'],
+      push: { sender, url: 'ws://push.test/v1/push', timer: true },
+    });
+    try {
+      const before = sender.frames.length;
+      const at = Date.now() + 20 * 60_000;
+      const outcome = await runApart('wakeTimer', () =>
+        fireTimedWakes(own.ctx, [{ queue: 'timed', at, count: 1, reason: 'due' }]),
+      );
+      expect(outcome).toEqual({ woken: 0, rearmed: 1 });
+      expect(sender.frames.length).toBe(before);
+      // Armed again: a message waits out its delay on the timer's queue (the poller cannot see it yet).
+      const attributes = await own.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: own.wiring.wakeTimerQueue ?? '',
+          AttributeNames: ['ApproximateNumberOfMessagesDelayed'],
+        }),
+      );
+      expect(Number(attributes.Attributes?.ApproximateNumberOfMessagesDelayed)).toBe(1);
+    } finally {
+      await own.destroy();
+    }
   });
 });
