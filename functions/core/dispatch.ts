@@ -93,7 +93,9 @@ export async function dispatchMany(
   for (const { task, delaySeconds } of sent) {
     if (delaySeconds <= 0) continue;
     const seconds = Math.ceil(delaySeconds);
-    later.set(seconds, [...(later.get(seconds) ?? []), task]);
+    const same = later.get(seconds);
+    if (same) same.push(task);
+    else later.set(seconds, [task]);
   }
   await Promise.all([
     ...failed.map((hint) => markUnsent(ctx, hint)),

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { errorName, ValidationError } from '#domain/errors';
 import { taskIdForIdempotencyKey } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
-import { type EarlyFireSpec, SCHEDULE_NAME } from '#domain/schedule';
+import { type EarlyFireSpec, SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import { nextFireTime } from '#domain/schedule-expression';
 import { describeIssues, jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { cancelTask } from './cancel';
@@ -153,9 +153,10 @@ async function armNextEarlyFire(
   fire: z.output<typeof scheduleFireSchema>,
   after: number,
 ) {
-  if (!fire.expression) return;
+  if (!fire.expression || !ctx.scheduleBackend) return;
   await armEarlyFireAfter(
     ctx,
+    ctx.scheduleBackend,
     {
       name: fire.schedule,
       expression: fire.expression,
@@ -174,11 +175,11 @@ async function armNextEarlyFire(
  */
 export async function armEarlyFireAfter(
   ctx: SchedulerContext,
+  backend: ScheduleBackend,
   schedule: EarlyFireSpec,
   after: number,
 ): Promise<void> {
-  const backend = ctx.scheduleBackend;
-  if (!backend?.armEarlyFire) return;
+  if (!backend.armEarlyFire) return;
   try {
     const next = nextFireTime(schedule.expression, { after, timeZone: schedule.timeZone });
     if (next === undefined || next - ctx.now() < EARLY_FIRE_MIN_LEAD_MS) return;

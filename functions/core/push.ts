@@ -174,13 +174,17 @@ export async function wakeFor(
   reason: WakeReason,
 ): Promise<void> {
   if (!ctx.push || tasks.length === 0) return;
+  await Promise.all(wakesPerQueue(ctx, tasks).map(([queue, count]) => wake(ctx, queue, { reason, count })));
+}
+
+/** How many agents the tasks of each queue wake: `wakesPerTask` per task. */
+function wakesPerQueue(
+  ctx: SchedulerContext,
+  tasks: readonly { readonly queue: string }[],
+): [string, number][] {
   const perQueue = new Map<string, number>();
   for (const task of tasks) perQueue.set(task.queue, (perQueue.get(task.queue) ?? 0) + 1);
-  await Promise.all(
-    [...perQueue].map(([queue, n]) =>
-      wake(ctx, queue, { reason, count: Math.ceil(n * ctx.settings.wakesPerTask) }),
-    ),
-  );
+  return [...perQueue].map(([queue, n]) => [queue, Math.ceil(n * ctx.settings.wakesPerTask)]);
 }
 
 /**
@@ -197,16 +201,9 @@ export async function wakeLater(
   const timer = ctx.push?.timer;
   if (!timer || tasks.length === 0) return;
   const at = ctx.now() + Math.ceil(delaySeconds) * 1_000;
-  const perQueue = new Map<string, number>();
-  for (const task of tasks) perQueue.set(task.queue, (perQueue.get(task.queue) ?? 0) + 1);
   try {
     await timer.arm(
-      [...perQueue].map(([queue, n]) => ({
-        queue,
-        at,
-        count: Math.ceil(n * ctx.settings.wakesPerTask),
-        reason: 'due' as const,
-      })),
+      wakesPerQueue(ctx, tasks).map(([queue, count]) => ({ queue, at, count, reason: 'due' as const })),
     );
   } catch (error) {
     ctx.log.warn('arming a wake failed; the supervisor’s pass after the task’s time wakes for it', {

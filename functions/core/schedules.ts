@@ -62,7 +62,8 @@ export async function createSchedule(ctx: SchedulerContext, backend: ScheduleBac
   // one gets it from the fire before (a rate counts from EventBridge's own start: its first is left to it).
   if (record.expression.startsWith('cron('))
     await armEarlyFireAfter(
-      { ...ctx, scheduleBackend: backend },
+      ctx,
+      backend,
       {
         name: record.name,
         expression: record.expression,
