@@ -85,13 +85,13 @@ export type PayloadEncoding = 'json' | 'deflate';
 export const decodePayload = (bytes: Uint8Array, encoding: PayloadEncoding): string =>
   (encoding === 'deflate' ? inflateRawSync(bytes) : Buffer.from(bytes)).toString('utf8');
 
-/** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
 /**
  * The key of a barred grant in the task's `barredGrants` set: the session and the time of its reservation, which is
  * the grant time its claim writes (see `TaskStore.barGrant`).
  */
 export const barKey = (sessionId: string, reservedAt: number): string => `${sessionId}@${reservedAt}`;
 
+/** Reads a state item. Unknown or missing enumerations fail loudly: they mean a corrupt record. */
 export function taskFromItem(item: Item): Task {
   const { status, priority } = item;
   if (!isTaskStatus(status)) throw new Error(`task ${String(item.taskId)} has an unknown status`);
