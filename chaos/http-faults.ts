@@ -50,6 +50,9 @@ export function operationOf(method: string, url: string, body: string | undefine
   return operation;
 }
 
+/** The request under the faults that is held if none was yet (a run makes hundreds; 1 % are held by chance). */
+const HUNG_OWED_AFTER = 50;
+
 /** The routes an agent calls a few times a run, where a share of faults would land a handful of times at most. */
 const RARE = new Set([
   'openSession',
@@ -215,7 +218,8 @@ export class FaultyNetwork {
   /**
    * The fault of one request: the shares one after another on the unit interval, `rareRouteBoost` times them on a
    * rare route. Until a route has had a request delivered late and one whose answer was lost, its next request is,
-   * after the faults too while the run goes on.
+   * after the faults too while the run goes on; and a run with no request held yet by its `HUNG_OWED_AFTER`th
+   * under the faults holds that one.
    */
   private drawFault({ url, operation }: AgentRequest): Fault {
     const { options } = this;
@@ -231,11 +235,26 @@ export class FaultyNetwork {
     if (!faultsOn && !(options.runningOn?.() ?? false)) return 'none';
     const forceLate = lateRoute && lateShare > 0 && !options.faults.byWhere.deliveredLate?.[operation];
     const forceLost = !forceLate && !options.faults.byWhere.answerLost?.[operation];
-    const draw = forceLate ? answerLost : forceLost ? hung : faultsOn ? options.random() : 1;
+    const forceHung = !forceLate && !forceLost && faultsOn && this.owesHung();
+    const draw = forceLate
+      ? answerLost
+      : forceLost
+        ? hung
+        : forceHung
+          ? unavailable
+          : faultsOn
+            ? options.random()
+            : 1;
     if (draw < unavailable) return 'unavailable';
     if (draw < hung) return 'hung';
     if (draw < answerLost) return 'answerLost';
     return draw < late ? 'late' : 'none';
+  }
+
+  /** No request held yet, and `HUNG_OWED_AFTER` sent under the faults. */
+  private owesHung(): boolean {
+    const sent = Object.values(this.sent).reduce((sum, n) => sum + n, 0);
+    return sent >= HUNG_OWED_AFTER && this.options.faults.byWhere.requestHung === undefined;
   }
 
   /**

@@ -15,10 +15,15 @@ export interface Agent {
   readonly agentId: string;
   readonly worker: Worker;
   readonly state: { cutOffUntil: number };
+  /** It volunteers for the role; so does the agent that replaces it. */
+  readonly roles: boolean;
   gone: boolean;
 }
 
-/** The fleet: agents started (a few of them volunteering for the role), and replaced when crashed or revoked. */
+/**
+ * The fleet: agents started (a few of them volunteering for the role), and replaced when crashed or revoked, a
+ * volunteer by a volunteer, so the role keeps moving between holders to the run's end.
+ */
 export function fleet(run: Run, options: HttpChaosOptions) {
   const agents: Agent[] = [];
   let serial = 0;
@@ -84,13 +89,13 @@ export function fleet(run: Run, options: HttpChaosOptions) {
     };
     worker.on('completed', heard('complete'));
     worker.on('failed', heard('fail'));
-    agents.push({ name, agentId, worker, state, gone: false });
+    agents.push({ name, agentId, worker, state, roles, gone: false });
   };
   const replace = async (agent: Agent, index: number) => {
     agent.gone = true;
     // A crashed or revoked agent's Worker is left cut off; its handlers' signals abort when it is stopped.
     void agent.worker.stop({ drain: false, timeoutMs: 1 }).catch(() => undefined);
-    await startAgent(index, false).catch(() => run.faults.count('agentNotReplaced'));
+    await startAgent(index, agent.roles).catch(() => run.faults.count('agentNotReplaced'));
   };
   return { agents, startAgent, replace };
 }

@@ -4,7 +4,9 @@
  *
  * Faults, while they last: 2 % of DynamoDB writes throttled before they are sent; 2 % committed and their answer
  * lost to a timeout (a fifth to a half of the writes a run makes only tens of, `LOST_SHARE`), both retried by the
- * AWS SDK as in AWS; 5 % of SQS sends lost and 5 % delivered twice.
+ * AWS SDK as in AWS; 5 % of SQS sends lost and 5 % delivered twice. A kind of write that has lost no answer by its
+ * `LOSS_OWED_AFTER`th loses that one's, so every run loses an answer of each kind it makes that often, whatever
+ * the draws.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -58,6 +60,9 @@ export const HEARTBEAT_MS = 500;
  * The share of lost answers of writes a run makes tens of, not thousands (others lose one in fifty), so each
  * kind is hit in a run of 1,000 tasks: about 50 hooks, 80 children, 100 opens, and a few dozen role transfers.
  */
+/** The write of a kind, counted while faults last, whose answer is lost if none of that kind's was yet. */
+const LOSS_OWED_AFTER = 3;
+
 const LOST_SHARE: Readonly<Record<string, number>> = {
   open: 0.2,
   childSubmit: 0.2,
@@ -79,6 +84,8 @@ export interface ChaosState {
   readonly faults: Record<string, number>;
   /** The committed writes whose answer was lost, by what they wrote. */
   readonly lostAnswers: Record<string, number>;
+  /** The writes sent while faults last, by what they wrote. */
+  readonly writesSent: Record<string, number>;
   /**
    * The leases the claims answered with: a grant no answer carried was taken back by its own claim (its session no
    * longer held the slot), and no agent ever held it.
@@ -113,6 +120,7 @@ function chaosState(seed: number): ChaosState {
     history: emptyHistory(),
     faults,
     lostAnswers: {},
+    writesSent: {},
     answered: new Set(),
     dagClaims: [],
     latency: new Map(),
@@ -181,8 +189,10 @@ function injectWriteFaults(
         throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
       }
       const kind = writeKind(context.commandName ?? '', args.input, tables);
+      state.writesSent[kind] = (state.writesSent[kind] ?? 0) + 1;
+      const owed = state.writesSent[kind] >= LOSS_OWED_AFTER && state.lostAnswers[kind] === undefined;
       const result = await next(args);
-      if (draw < 0.02 + (LOST_SHARE[kind] ?? 0.02)) {
+      if (owed || draw < 0.02 + (LOST_SHARE[kind] ?? 0.02)) {
         state.count('dynamodbTimeoutAfterCommit');
         state.lostAnswers[kind] = (state.lostAnswers[kind] ?? 0) + 1;
         throw Object.assign(new Error('injected timeout after commit'), {
