@@ -175,6 +175,8 @@ async function setUpBench(options: BenchOptions): Promise<Bench> {
     byOperation: new Map<string, { calls: number; ms: number }>(),
   };
   const stack = await startLocalStack({
+    // Signed as in AWS: the handlers' own time is priced as Lambda duration.
+    signRequests: true,
     name: 'bench',
     queues: ['bench'],
     endpoints: options.endpoints,

@@ -208,6 +208,8 @@ async function setUpIdle(options: IdleBenchOptions): Promise<IdleRig> {
   const closing: Promise<unknown>[] = [];
   const requestMs = new Map<string, number[]>();
   const stack = await startLocalStack({
+    // Signed as in AWS: the handlers' own time is priced as Lambda duration.
+    signRequests: true,
     name: 'idle',
     queues: [QUEUE, PROBE_QUEUE],
     endpoints: options.endpoints,

@@ -41,6 +41,8 @@ export interface ScratchStackOptions {
   readonly payloadBucket?: boolean;
   /** The wake timer's queue (`<prefix>-wake-timer`). @default false */
   readonly wakeTimer?: boolean;
+  /** The clients sign their requests (see `EmulatorClientOptions`). @default false */
+  readonly signRequests?: boolean;
 }
 
 export interface ScratchStack {
@@ -71,9 +73,10 @@ export async function scratchStack(options: ScratchStackOptions): Promise<Scratc
     dynamodb: dynamodbLocal?.endpoint ?? '',
     sqs: sqsEmulator?.endpoint ?? '',
   };
-  const dynamodb = localDynamoDbClient(endpoints.dynamodb);
-  const sqs = localSqsClient(endpoints.sqs);
-  const s3 = localS3Client(endpoints.sqs);
+  const signing = { signRequests: options.signRequests ?? false };
+  const dynamodb = localDynamoDbClient(endpoints.dynamodb, signing);
+  const sqs = localSqsClient(endpoints.sqs, signing);
+  const s3 = localS3Client(endpoints.sqs, signing);
   const prefix = options.exactNames ? options.name : `${options.name}${Date.now().toString(36)}`;
   const tables = tableNamesFor(prefix);
   await provisionTables(dynamodb, tables);

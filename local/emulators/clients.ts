@@ -19,19 +19,43 @@ export const LOCAL_REGION = 'us-east-1';
  */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
-/** What every client of an emulator is given: its endpoint, the region and the dummy credentials. */
-const emulatorConfig = (endpoint: string) =>
-  ({ region: LOCAL_REGION, endpoint, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 }) as const;
-
-export function localDynamoDbClient(endpoint: string): DynamoDBClient {
-  return withoutSdkLogging(new DynamoDBClient(emulatorConfig(endpoint)));
+export interface EmulatorClientOptions {
+  /**
+   * Sign each request with SigV4 as in AWS. Neither emulator checks a signature (DynamoDB Local reads the access
+   * key from the `Authorization` header, fauxqs reads nothing), so by default a client sends a header of that
+   * form without the hashing, which is a fifth of the SDK's CPU time per request (570 µs to 460 µs per DynamoDB
+   * call, measured against DynamoDB Local). The bench signs, so the handlers' own time it prices is AWS's.
+   * @default false
+   */
+  readonly signRequests?: boolean;
 }
 
-export function localSqsClient(endpoint: string): SQSClient {
-  return withoutSdkLogging(new SQSClient(emulatorConfig(endpoint)));
+/** A signer for the emulators: the header SigV4 would write, with no signature computed. */
+const UNCHECKED_SIGNER = {
+  sign: async <Request extends { headers: Record<string, string> }>(request: Request): Promise<Request> => {
+    request.headers.authorization = `AWS4-HMAC-SHA256 Credential=${LOCAL_CREDENTIALS.accessKeyId}/20000101/${LOCAL_REGION}/local/aws4_request, SignedHeaders=host, Signature=0`;
+    return request;
+  },
+};
+
+/** What every client of an emulator is given: its endpoint, the region and the dummy credentials. */
+const emulatorConfig = (endpoint: string, options: EmulatorClientOptions) => ({
+  region: LOCAL_REGION,
+  endpoint,
+  credentials: LOCAL_CREDENTIALS,
+  maxAttempts: 3,
+  ...(options.signRequests ? {} : { signer: UNCHECKED_SIGNER }),
+});
+
+export function localDynamoDbClient(endpoint: string, options: EmulatorClientOptions = {}): DynamoDBClient {
+  return withoutSdkLogging(new DynamoDBClient(emulatorConfig(endpoint, options)));
+}
+
+export function localSqsClient(endpoint: string, options: EmulatorClientOptions = {}): SQSClient {
+  return withoutSdkLogging(new SQSClient(emulatorConfig(endpoint, options)));
 }
 
 /** fauxqs serves S3 on the SQS endpoint; path-style addressing keeps the bucket out of the host name. */
-export function localS3Client(endpoint: string): S3Client {
-  return withoutSdkLogging(new S3Client({ ...emulatorConfig(endpoint), forcePathStyle: true }));
+export function localS3Client(endpoint: string, options: EmulatorClientOptions = {}): S3Client {
+  return withoutSdkLogging(new S3Client({ ...emulatorConfig(endpoint, options), forcePathStyle: true }));
 }
