@@ -1,5 +1,5 @@
 /**
- * Vitest globalSetup for the projects that need the emulators (`integration`, `timed`): starts DynamoDB Local and
+ * Vitest globalSetup for the projects that need the emulators (`integration`, `chaos`, `punctual`): starts DynamoDB Local and
  * the fauxqs SQS emulator once per run, whichever projects ask, and hands their endpoints to tests via
  * `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
  * `localSqsClient` from `local/emulators/clients`. The last project to finish stops them and checks IAM.
