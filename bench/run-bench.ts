@@ -17,7 +17,7 @@ import { percentile } from '#local/percentile';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
-import { timeAwsCalls } from './aws-calls';
+import { meterAndTime } from './aws-calls';
 import { AWS_ROUND_TRIP_MS, modelledDuration } from './lambda-duration';
 import { type LifecycleSteps, measureLifecycle } from './lifecycle-steps';
 import { API_FUNCTION_MEMORY_GB, PRICES } from './prices';
@@ -175,19 +175,13 @@ async function setUpBench(options: BenchOptions): Promise<Bench> {
     byOperation: new Map<string, { calls: number; ms: number }>(),
   };
   const stack = await startLocalStack({
-    // Signed as in AWS: the handlers' own time is priced as Lambda duration.
     signRequests: true,
     name: 'bench',
     queues: ['bench'],
     endpoints: options.endpoints,
     payloadBucket: true,
     onClients: ({ dynamodb, sqs, s3 }) => {
-      meter.attach(dynamodb, 'dynamodb');
-      meter.attach(sqs, 'sqs');
-      meter.attach(s3, 's3');
-      timeAwsCalls(dynamodb, 'dynamodb');
-      timeAwsCalls(sqs, 'sqs');
-      timeAwsCalls(s3, 's3');
+      meterAndTime(meter, { dynamodb, sqs, s3 });
     },
     context: {
       events: {

@@ -30,7 +30,7 @@ import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { WebSocketConstructor } from '#sdk/push-channel';
 import { Worker } from '#sdk/worker';
-import { timeAwsCalls } from './aws-calls';
+import { meterAndTime } from './aws-calls';
 import { type IdleAgentMonths, idleAgentMonths, type MeasuredSteps, type StepUsage } from './idle-month';
 import { billed, modelledDuration } from './lambda-duration';
 import { PRICES } from './prices';
@@ -208,7 +208,6 @@ async function setUpIdle(options: IdleBenchOptions): Promise<IdleRig> {
   const closing: Promise<unknown>[] = [];
   const requestMs = new Map<string, number[]>();
   const stack = await startLocalStack({
-    // Signed as in AWS: the handlers' own time is priced as Lambda duration.
     signRequests: true,
     name: 'idle',
     queues: [QUEUE, PROBE_QUEUE],
@@ -216,12 +215,7 @@ async function setUpIdle(options: IdleBenchOptions): Promise<IdleRig> {
     payloadBucket: true,
     push: sender,
     onClients: ({ dynamodb, sqs, s3 }) => {
-      meter.attach(dynamodb, 'dynamodb');
-      meter.attach(sqs, 'sqs');
-      meter.attach(s3, 's3');
-      timeAwsCalls(dynamodb, 'dynamodb');
-      timeAwsCalls(sqs, 'sqs');
-      timeAwsCalls(s3, 's3');
+      meterAndTime(meter, { dynamodb, sqs, s3 });
       const record = meter.requests.push.bind(meter.requests);
       meter.requests.push = (...requests: MeteredRequest[]) => {
         for (const request of requests) functionOf.set(request, currentFunction() ?? 'none');
