@@ -58,7 +58,15 @@ export interface HttpChaosOptions extends ChaosRunOptions {
   readonly longShare?: number;
   /** Share of handlers that fail (the task is retried). @default 0.1 */
   readonly failShare?: number;
+  /**
+   * A run with a mutant planted ends as soon as what ran on the agents breaks this invariant (looked at with the
+   * drain's every look): the rest of the run cannot take the break back. @default the run goes to its end
+   */
+  readonly stopOnceBroken?: AgentSideInvariant;
 }
+
+/** An invariant of what ran on the agents (`checkAgentSide`), by the count of its breaks. */
+export type AgentSideInvariant = 'executionOverlapCount' | 'claimGrantedTwiceCount' | 'staleCheckpointCount';
 
 /** Per-attempt timeout of the agents' clients. */
 export const ATTEMPT_TIMEOUT_MS = 1_000;

@@ -12,6 +12,7 @@
  * their Worker stops without releasing anything (0.5 % of claims), and a new one takes its place.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { checkAgentSide } from './history';
 import { type Agent, fleet } from './http-fleet';
 import { type HttpChaosReport, type RunOutcome, reportOf } from './http-report';
 import { type HttpChaosOptions, type Run, setUp } from './http-stack';
@@ -199,9 +200,20 @@ async function drain(
       console.error(
         `open ${open.length} of ${all}, executions ${run.executions.length}, faults ${run.live.faultsOn ? 'on' : 'off'}`,
       );
+    if (broken(run, options)) break;
     if (open.length > 0) await sleep(500);
   }
   return open;
+}
+
+/** The invariant a mutant's run looks for is broken already (a break only stays one as the run goes on). */
+function broken(run: Run, options: HttpChaosOptions): boolean {
+  if (options.stopOnceBroken === undefined) return false;
+  const verdict = checkAgentSide(run.executions, run.holdings, Date.now(), {
+    claims: run.network.claimAnswers,
+    checkpoints: run.checkpointWrites,
+  });
+  return verdict[options.stopOnceBroken] > 0;
 }
 
 /** Prints what the tasks still open hold, and the dead letters: why a run did not end. */

@@ -5,6 +5,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { checkpointWithoutFence, claimWithoutClaimId, ignoreLocalExpiry } from '#test/mutants';
 import { VIOLATION_COUNTS } from '../../chaos/http-report';
+import type { AgentSideInvariant } from '../../chaos/http-stack';
 import { type HttpChaosOptions, type HttpChaosReport, runHttpChaos } from '../../chaos/run-http-chaos';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
@@ -99,12 +100,12 @@ describe('chaos through HTTP and the SDK', () => {
    * fault lands in its window, which a loaded machine can shift, so up to five seeds are tried. A mutant acts only
    * while the faults are on (they go off 12 to 20 s into a run) and for the few seconds a late request is held
    * after, so a run stops 30 s into its drain whether or not every task ended: the rest of a drain (up to 30 s
-   * more for the long tasks of the checkpoint mutant) cannot show it. The run with the correct code above sees no
-   * violation at all.
+   * more for the long tasks of the checkpoint mutant) cannot show it. A run that shows it stops there. The run with
+   * the correct code above sees no violation at all.
    */
   const caught = async (
     mutant: string,
-    invariant: keyof HttpChaosReport,
+    invariant: AgentSideInvariant,
     options: Partial<HttpChaosOptions>,
   ): Promise<number> => {
     let seen = 0;
@@ -115,6 +116,7 @@ describe('chaos through HTTP and the SDK', () => {
         seed,
         endpoints,
         drainTimeoutMs: 30_000,
+        stopOnceBroken: invariant,
         ...options,
       });
       console.log(`mutant ${mutant}, seed ${seed}: ${JSON.stringify(report)}`);
