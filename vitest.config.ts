@@ -11,8 +11,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *   seconds);
  * - then, one at a time, the local start's 15 s readiness bound and the held-back tasks' start within a second of
  *   their time.
- * Everything else runs three files at a time: most of them wait on timers and leases part of the time, and with two
- * the cores stood idle for a fifth of the run.
+ * Everything else runs three files at a time (projects that run together must have the same `maxWorkers`): most of
+ * them wait on timers and leases part of the time, and with two the cores stood idle for a fifth of the run.
  */
 const chaos = ['test/integration/chaos.test.ts', 'test/integration/chaos-http.test.ts'];
 const punctual = ['test/e2e/npm-start.test.ts', 'test/e2e/on-time.test.ts'];

@@ -56,13 +56,14 @@ export interface ScheduleFire {
 
 export const LEASE_TTL_SECONDS = 2;
 export const HEARTBEAT_MS = 500;
+
+/** The write of a kind, counted while faults last, whose answer is lost if none of that kind's was yet. */
+const LOSS_OWED_AFTER = 3;
+
 /**
  * The share of lost answers of writes a run makes tens of, not thousands (others lose one in fifty), so each
  * kind is hit in a run of 1,000 tasks: about 50 hooks, 80 children, 100 opens, and a few dozen role transfers.
  */
-/** The write of a kind, counted while faults last, whose answer is lost if none of that kind's was yet. */
-const LOSS_OWED_AFTER = 3;
-
 const LOST_SHARE: Readonly<Record<string, number>> = {
   open: 0.2,
   childSubmit: 0.2,

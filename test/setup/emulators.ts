@@ -1,7 +1,7 @@
 /**
- * Vitest globalSetup for the projects that need the emulators (`integration`, `chaos`, `punctual`): starts DynamoDB Local and
- * the fauxqs SQS emulator once per run, whichever projects ask, and hands their endpoints to tests via
- * `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
+ * Vitest globalSetup for the projects that need the emulators (`integration`, `chaos`, `punctual`): starts
+ * DynamoDB Local and the fauxqs SQS emulator once per run, whichever projects ask, and hands their endpoints to
+ * tests via `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
  * `localSqsClient` from `local/emulators/clients`. The last project to finish stops them and checks IAM.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
