@@ -85,8 +85,6 @@ export interface ChaosState {
   readonly faults: Record<string, number>;
   /** The committed writes whose answer was lost, by what they wrote. */
   readonly lostAnswers: Record<string, number>;
-  /** The writes sent while faults last, by what they wrote. */
-  readonly writesSent: Record<string, number>;
   /**
    * The leases the claims answered with: a grant no answer carried was taken back by its own claim (its session no
    * longer held the slot), and no agent ever held it.
@@ -121,7 +119,6 @@ function chaosState(seed: number): ChaosState {
     history: emptyHistory(),
     faults,
     lostAnswers: {},
-    writesSent: {},
     answered: new Set(),
     dagClaims: [],
     latency: new Map(),
@@ -181,6 +178,8 @@ function injectWriteFaults(
   tables: { readonly tasks: string; readonly leases: string },
   state: ChaosState,
 ): void {
+  // The writes sent while faults last, by what they wrote.
+  const sent = new Map<string, number>();
   stackOf(dynamodb).add(
     (next, context) => async (args) => {
       if (!state.live.faultsOn || !WRITES.has(context.commandName ?? '')) return next(args);
@@ -190,8 +189,8 @@ function injectWriteFaults(
         throw Object.assign(new Error('injected throttle'), { name: 'ThrottlingException', $metadata: {} });
       }
       const kind = writeKind(context.commandName ?? '', args.input, tables);
-      state.writesSent[kind] = (state.writesSent[kind] ?? 0) + 1;
-      const owed = state.writesSent[kind] >= LOSS_OWED_AFTER && state.lostAnswers[kind] === undefined;
+      sent.set(kind, (sent.get(kind) ?? 0) + 1);
+      const owed = (sent.get(kind) ?? 0) >= LOSS_OWED_AFTER && state.lostAnswers[kind] === undefined;
       const result = await next(args);
       if (owed || draw < 0.02 + (LOST_SHARE[kind] ?? 0.02)) {
         state.count('dynamodbTimeoutAfterCommit');
