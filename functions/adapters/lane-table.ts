@@ -3,7 +3,7 @@
  * fairness key (`laneId`, `readyAt`), and its turn slot is an item of its own (`lane#<laneId>`, part `turn`).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { LaneEntry, LaneStore, TurnSlot } from '#core/ports/lane-store';
 import { Expression, updateIf } from './expression';
@@ -41,6 +41,13 @@ export class LaneTable implements LaneStore {
       taskId: String(item.taskId),
       readyAt: Number(item.readyAt),
     }));
+  }
+
+  async turnSlot(laneId: string): Promise<TurnSlot> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: laneTurnKey(laneId) }),
+    );
+    return turnSlotOf(output.Item ?? {});
   }
 
   async noteOffer(laneId: string, now: number): Promise<TurnSlot> {

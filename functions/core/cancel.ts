@@ -7,8 +7,8 @@ import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { publishEnd } from './dependencies';
-import { freeQueueSlots } from './queue-limits';
 import { ending } from './timing';
+import { freeLeaseSlots } from './turns';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.
@@ -20,7 +20,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     const now = ctx.now();
     const written = await ctx.tasks.cancel(task, ending(ctx, now, 'cancelled'), now);
     if (!written.ok) continue;
-    if (task.status === 'leased') await freeQueueSlots(ctx, task);
+    if (task.status === 'leased') await freeLeaseSlots(ctx, task);
     if (task.status === 'leased' && task.owner && task.sessionId) {
       await ctx.sessions
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })

@@ -16,9 +16,9 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import type { OwnerFinish } from './ports/task-store';
-import { freeQueueSlots } from './queue-limits';
 import { readSessionFor, type SessionRead } from './session-reads';
 import { ending, requeueAfter, retryInTime } from './timing';
+import { freeLeaseSlots } from './turns';
 
 export interface LeaseRef {
   readonly agentId: string;
@@ -98,7 +98,7 @@ async function finishUnder(
       );
       if (written.ok) {
         // Its queue's slots go now, before a requeued task's hint can reach a claim.
-        await freeQueueSlots(ctx, written.task);
+        await freeLeaseSlots(ctx, written.task);
         // A requeued task no longer names this session, so its slot must be freed here; a finished one is
         // recognised and freed by the next claim that needs the room.
         const reservedAt = session.held[lease.taskId];

@@ -14,8 +14,8 @@ import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
-import { freeQueueSlots } from './queue-limits';
 import { ending, requeueAfter, retryInTime, sendsNow } from './timing';
+import { freeLeaseSlots } from './turns';
 
 export type ReclaimReason = 'deadline' | 'session' | 'revoked';
 export type ReclaimOutcome = 'requeued' | 'dead' | 'notLeased' | 'raced';
@@ -56,7 +56,7 @@ export async function reclaimTask(
   );
   if (!written.ok) return 'raced';
   // Its queue's slots go before its hint is sent again.
-  await freeQueueSlots(ctx, task);
+  await freeLeaseSlots(ctx, task);
   if (task.owner && task.sessionId) {
     // Best effort: the owner hears of it at its next heartbeat; a stale write of its would fail anyway.
     await ctx.sessions
@@ -152,7 +152,7 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
     now,
   );
   if (!written.ok) return false;
-  await freeQueueSlots(ctx, task);
+  await freeLeaseSlots(ctx, task);
   await recordDeath(ctx, written.task, message, task.owner);
   return true;
 }

@@ -13,7 +13,8 @@
  * - **Taking**: a claim that receives turns takes an equal share of each lane's oldest claimable tasks and grants
  *   them as it grants hinted tasks, under the key's `perKeyConcurrency`.
  * - **Passing on**: the turn goes back to the end of the line (a new message, sent before the old one is deleted)
- *   if the lane has more; a key at its limit has its turn back later, waiting longer each time. A lane found empty
+ *   if the lane has more; a key at its limit has its turn back later, waiting longer each time, unless a lease of
+ *   the key ends first: then a new turn takes its place at once. A lane found empty
  *   frees its slot only if no task was offered in the last `OFFER_QUIET_MS`: the index the lane is read from lags
  *   its table a moment, and a task offered just before the slot was freed must not be left without a turn.
  *
@@ -27,7 +28,7 @@ import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { QueueControl } from './queue-controls';
-import { admit } from './queue-limits';
+import { admit, freeQueueSlots } from './queue-limits';
 
 /** A turn not passed on this long is taken for lost by the next task of its lane, which replaces it. */
 export const TURN_SLOT_STALE_MS = 5 * 60_000;
@@ -37,6 +38,9 @@ export const OFFER_QUIET_MS = 3_000;
 
 /** How long a key at its limit waits before its turn looks again: doubling from 1 s, up to 30 s. */
 const keyFullWaitSeconds = (waits: number): number => Math.min(30, 2 ** Math.min(5, waits));
+
+/** A turn visible later than this after a lease of its key ended is brought forward (`hurryTurn`). */
+const HURRY_AFTER_MS = 250;
 
 const secondsUntil = (at: number, now: number): number => Math.max(0, at - now) / 1_000;
 
@@ -62,21 +66,79 @@ export async function offerTurn(
     slot.token !== undefined && (slot.heldAt ?? 0) > now - (options.staleAfterMs ?? TURN_SLOT_STALE_MS);
   // A live turn visible in time serves this task too; one held back for a later task does not.
   if (live && (slot.visibleAt ?? 0) <= visibleAt + 1_000) return false;
+  return putInLine(ctx, task, lane, { visibleAt, now, replacing: slot.token });
+}
+
+/**
+ * Puts a new turn of the lane in line, visible at `visibleAt`, in place of turn `replacing` (none: the slot is
+ * empty): the slot first, on condition that it still holds `replacing`, then the message. False if another took
+ * the slot first.
+ */
+async function putInLine(
+  ctx: SchedulerContext,
+  task: Pick<Task, 'queue' | 'priority'>,
+  lane: { readonly laneId: string; readonly keyHash: string },
+  { visibleAt, now, replacing }: { visibleAt: number; now: number; replacing: string | undefined },
+): Promise<boolean> {
   const token = newTurnToken();
-  if (!(await ctx.lanes.takeTurnSlot(lane.laneId, { token, visibleAt, now }, slot.token))) return false;
+  if (!(await ctx.lanes.takeTurnSlot(lane.laneId, { token, visibleAt, now }, replacing))) return false;
   try {
-    await ctx.queues.sendTurn(task.queue, task.priority, { keyHash: lane.keyHash, token }, delaySeconds);
+    await ctx.queues.sendTurn(
+      task.queue,
+      task.priority,
+      { keyHash: lane.keyHash, token },
+      secondsUntil(visibleAt, now),
+    );
   } catch (error) {
-    // Not in line after all: the slot is let go, so the next offer (the supervisor's, for this task) puts one in.
+    // Not in line after all: the slot is let go, so the next offer (the supervisor's, for a task left waiting)
+    // puts one in.
     await ctx.lanes.freeTurnSlot(lane.laneId, token, Number.MAX_SAFE_INTEGER).catch(() => undefined);
     throw error;
   }
   return true;
 }
 
+/**
+ * The lease of a keyed task is over and its key's slot freed: if the lane's turn was sent back for later because
+ * the key was full, a turn takes its place now, so the key's next task starts when its running one ends, not after
+ * that wait (1 s, doubling while the key stays full). The turn it replaces is dropped when received. One
+ * eventually consistent read per such end, and one write and one send when the turn was waiting. Best effort: the
+ * waiting turn still comes.
+ */
+export async function hurryTurn(
+  ctx: SchedulerContext,
+  task: Pick<Task, 'queue' | 'priority' | 'concurrencyKey' | 'queueSlots'>,
+): Promise<void> {
+  const lane = laneOf(task);
+  if (!lane || !task.queueSlots?.includes(keyControlName(task.queue, lane.keyHash))) return;
+  try {
+    const now = ctx.now();
+    const slot = await ctx.lanes.turnSlot(lane.laneId);
+    if (slot.token === undefined || (slot.visibleAt ?? 0) <= now + HURRY_AFTER_MS) return;
+    await putInLine(ctx, task, lane, { visibleAt: now, now, replacing: slot.token });
+  } catch (error) {
+    ctx.log.warn('bringing a key’s turn forward failed; it comes when its wait ends', {
+      laneId: lane.laneId,
+      error: errorName(error),
+    });
+  }
+}
+
+/**
+ * Ends a lease's hold on its limits: frees its queue's and its key's slots (`freeQueueSlots`), then brings its
+ * lane's turn forward if it waited for that room (`hurryTurn`).
+ */
+export async function freeLeaseSlots(ctx: SchedulerContext, task: Task): Promise<void> {
+  await freeQueueSlots(ctx, task);
+  await hurryTurn(ctx, task);
+}
+
+/** The name of a key's concurrency control: a queue control of its own. */
+const keyControlName = (queue: string, keyHash: string): string => `${queue}/key/${keyHash}`;
+
 /** A key's concurrency control, kept as a queue control of its own (`<queue>/key/<keyHash>`). */
 export const keyControl = (queue: string, keyHash: string, perKeyConcurrency: number): QueueControl => ({
-  queue: `${queue}/key/${keyHash}`,
+  queue: keyControlName(queue, keyHash),
   paused: false,
   limits: { maxConcurrency: perKeyConcurrency },
 });

@@ -21,6 +21,10 @@ export class FakeLaneStore implements LanePort.LaneStore {
       .slice(0, limit);
   }
 
+  async turnSlot(laneId: string): Promise<LanePort.TurnSlot> {
+    return { ...this.turnSlots.get(laneId) };
+  }
+
   async noteOffer(laneId: string, now: number): Promise<LanePort.TurnSlot> {
     const slot = { ...this.turnSlots.get(laneId), lastOfferAt: now };
     this.turnSlots.set(laneId, slot);

@@ -63,6 +63,7 @@ export function laneStoreContract(name: string, subject: () => LanesUnderTest): 
       );
       expect(await lanes.holdTurnSlot(laneId, 'two', at + 9, at)).toBe(false);
       expect(await lanes.holdTurnSlot(laneId, 'one', at + 9, at + 1)).toBe(true);
+      expect(await lanes.turnSlot(laneId)).toEqual({ token: 'one', visibleAt: at + 9, heldAt: at + 1 });
       expect(await lanes.noteOffer(laneId, at + 2)).toEqual({
         token: 'one',
         visibleAt: at + 9,
@@ -73,6 +74,7 @@ export function laneStoreContract(name: string, subject: () => LanesUnderTest): 
       expect(await lanes.freeTurnSlot(laneId, 'one', at + 2)).toBe('offered');
       expect(await lanes.freeTurnSlot(laneId, 'one', at + 3)).toBe('freed');
       expect(await lanes.noteOffer(laneId, at + 4)).toEqual({ lastOfferAt: at + 4 });
+      expect(await lanes.turnSlot(`${laneId}-none`)).toEqual({});
       expect(await lanes.takeTurnSlot(laneId, { token: 'two', visibleAt: at, now: at }, 'one')).toBe(false);
       expect(await lanes.takeTurnSlot(laneId, { token: 'two', visibleAt: at, now: at }, undefined)).toBe(
         true,

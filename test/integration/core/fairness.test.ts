@@ -167,6 +167,29 @@ describe('fairness between keys', () => {
     // A guard against a hang, not a bound: 12 s on two quiet cores; the stall bound above is the test's.
   }, 400_000);
 
+  it('a key at its limit has its next task claimable as soon as its running one ends, not after its turn’s wait', async () => {
+    const own = await createTestStack({ queues: ['paced'] });
+    onTestFinished(() => own.destroy());
+    const { scheduler } = own;
+    await scheduler.setQueueLimits('paced', { perKeyConcurrency: 1 });
+    const ids = await submitKeyed(own, 'paced', 'one-at-a-time', 2);
+    const agent = await startAgent(scheduler, { queues: ['paced'], maxConcurrency: 4 });
+    const [running] = await scheduler.claim({ ...agent, max: 4 });
+    expect(ids).toContain(running?.taskId);
+    // The key is full: this claim finds its turn and sends it back for later (1 s, doubling while it stays full).
+    expect(await scheduler.claim({ ...agent, max: 4 })).toEqual([]);
+    await scheduler.complete({
+      agentId: agent.agentId,
+      taskId: running?.taskId ?? '',
+      leaseEpoch: running?.leaseEpoch ?? 0,
+    });
+    // Claims do not wait on SQS here (`receiveWaitSeconds` 0): the turn must be in line now.
+    const started = Date.now();
+    const [next] = await scheduler.claim({ ...agent, max: 4 });
+    expect(next?.taskId).toBe(ids.find((id) => id !== running?.taskId));
+    expect(Date.now() - started).toBeLessThan(900);
+  });
+
   it('a turn lost from SQS is put in line again by the supervisor', async () => {
     // On tables of its own: in the shared ones, the 4,960 tasks of key A the first test left queued would be due
     // too once the clock moves, and the pass would look at each of them (29 s on two quiet cores) besides this one.

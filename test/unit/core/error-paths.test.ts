@@ -28,6 +28,7 @@ import {
   SessionLostError,
   TaskNotFoundError,
 } from '#domain/errors';
+import { keyHashOf } from '#domain/lanes';
 import { mockContext, NOW, recordingLog, sessionItem, stateItem } from '#test/mock-context';
 
 const ddb = mockClient(DynamoDBDocumentClient);
@@ -191,6 +192,33 @@ describe('error paths', () => {
 
     expect(outcome.replayed).toBe(true);
     expect(outcome.task).toMatchObject({ status: 'succeeded', result: { ok: true } });
+  });
+
+  it('a keyed task whose lane’s turn cannot be read at its end still completes; the turn comes when its wait ends', async () => {
+    const { log, entries } = recordingLog();
+    const scheduler = new Scheduler(mockContext(log));
+    const keySlot = `work/key/${keyHashOf('tenant-a')}`;
+    ddb
+      .on(GetCommand)
+      .callsFake((input: { Key: { part?: string } }) =>
+        input.Key.part === 'turn' ? Promise.reject(throttled()) : { Item: sessionItem() },
+      );
+    ddb.on(UpdateCommand).resolves({
+      Attributes: stateItem({ status: 'succeeded', concurrencyKey: 'tenant-a', queueSlots: [keySlot] }),
+    });
+
+    const outcome = await scheduler.complete({
+      agentId: 'a_agent',
+      taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      leaseEpoch: 1,
+    });
+
+    expect(outcome.task.status).toBe('succeeded');
+    expect(ddb).toHaveReceivedCommandWith(GetCommand, { Key: expect.objectContaining({ part: 'turn' }) });
+    expect(entries).toContainEqual(
+      expect.objectContaining({ level: 'warn', message: expect.stringMatching(/turn forward failed/) }),
+    );
+    expect(sqs).not.toHaveReceivedCommand(SendMessageCommand);
   });
 
   it('complete on a task that does not exist is a 404', async () => {
