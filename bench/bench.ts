@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- [--scenario throughput|idle] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
- * [--seed S] [--json] [--record]`
+ * [--seed S] [--json] [--record] [--separate-claims]`
  *
  * `throughput` (the default) runs the local stack under load and reports throughput, latency, the AWS requests and
  * capacity one task costs, and dollars per million tasks at the list prices of `bench/prices.ts`. Figures, not a
- * pass or fail. `--record` appends the run's figures to `bench/history.csv` (see `history.ts`).
+ * pass or fail. Its agents claim as a full Worker does: each completion carries the next claim (`claimNext`);
+ * `--separate-claims` makes each claim a call of its own. `--record` appends the run's figures to `bench/history.csv` (see `history.ts`).
  *
  * By default 1,000 tasks run first and are not measured: in its first seconds DynamoDB Local (a JVM) is still
  * compiling its hot paths, so a cold run measures the emulator's start as much as the scheduler. `--warmup 0`
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
     fires: { type: 'string', default: '5' },
+    'separate-claims': { type: 'boolean', default: false },
   },
 });
 
@@ -78,6 +80,7 @@ async function throughputScenario(): Promise<void> {
     batch: positive('batch', values.batch, 10),
     payloadBytes: positive('payload', values.payload, 250_000),
     warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
+    separateClaims: values['separate-claims'],
   });
 
   if (values.record) console.error(`recorded in bench/history.csv: ${recordHistory(report)}`);

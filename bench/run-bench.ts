@@ -33,6 +33,11 @@ export interface BenchOptions {
   readonly warmupTasks?: number;
   /** Emulators to use; started (in memory) and stopped by the run when absent. */
   readonly endpoints?: { readonly dynamodb: string; readonly sqs: string };
+  /**
+   * Each claim a call of its own, as before completions carried claims; by default an agent's completion carries
+   * its next claim (`claimNext`), as the SDK's Worker sends it when full. @default false
+   */
+  readonly separateClaims?: boolean;
 }
 
 export interface Percentiles {
@@ -266,37 +271,64 @@ async function runLoad(bench: Bench, options: BenchOptions, count: number, keyPr
   };
   const worker = async (agent: BenchAgent) => {
     let idleClaims = 0;
+    let carried: readonly ClaimedTask[] = [];
     while (completed < count) {
-      const claim = await agent.client.claim({ sessionId: agent.sessionId, max: batch, idleClaims });
+      const claim =
+        carried.length > 0 ? { tasks: carried } : await agent.client.claim(claimOf(agent, idleClaims));
+      carried = [];
       if (claim.tasks.length === 0) {
         idleClaims++;
-        await sleep(claim.retryAfterMs ?? 20);
+        await sleep(('retryAfterMs' in claim ? claim.retryAfterMs : undefined) ?? 20);
         continue;
       }
       idleClaims = 0;
       const claimedAt = performance.now();
       for (const task of claim.tasks) dispatch.push(claimedAt - (submittedAt.get(task.taskId) ?? claimedAt));
-      await finish(agent.client, claim.tasks);
+      carried = await finish(agent, claim.tasks);
       const doneAt = performance.now();
       for (const task of claim.tasks) completion.push(doneAt - (submittedAt.get(task.taskId) ?? doneAt));
       completed += claim.tasks.length;
     }
   };
-  const finish = async (client: AgentSchedulerClient, claimed: readonly ClaimedTask[]) => {
-    if (batch === 1) {
-      for (const task of claimed)
-        await client.complete(task.taskId, { leaseEpoch: task.leaseEpoch, result: { ok: 1 } });
-      return;
+  const claimOf = (agent: BenchAgent, idleClaims = 0) => ({
+    sessionId: agent.sessionId,
+    max: batch,
+    idleClaims,
+  });
+  /** Completes the tasks, and answers the tasks the claim their completion carried granted (none if it carried none). */
+  const finish = async (
+    agent: BenchAgent,
+    claimed: readonly ClaimedTask[],
+  ): Promise<readonly ClaimedTask[]> => {
+    const { client } = agent;
+    const [only] = claimed;
+    if (batch === 1 && only) {
+      const input = { leaseEpoch: only.leaseEpoch, result: { ok: 1 } };
+      if (options.separateClaims) {
+        await client.complete(only.taskId, input);
+        return [];
+      }
+      const answer = await client.completeAndClaim(only.taskId, input, claimOf(agent));
+      return answer.next?.tasks ?? [];
     }
-    const results = await client.completeTasks(
-      claimed.map((task) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, result: { ok: 1 } })),
-    );
-    if (results.some((r) => !r.ok)) throw new Error('a completion failed');
+    const items = claimed.map((task) => ({
+      taskId: task.taskId,
+      leaseEpoch: task.leaseEpoch,
+      result: { ok: 1 },
+    }));
+    const answer = options.separateClaims
+      ? { results: await client.completeTasks(items), next: undefined }
+      : await client.completeTasksAndClaim(items, claimOf(agent));
+    if (answer.results.some((r) => !r.ok)) throw new Error('a completion failed');
+    return answer.next?.tasks ?? [];
   };
 
-  const submitters = 4;
+  // Enough to keep the backlog full while agents take their next task with each completion (with 4, agents
+  // waited on an empty queue and their empty claims were counted into every task).
+  const submitters = 8;
   const shares = Array.from({ length: submitters }, (_, s) =>
-    Array.from({ length: count }, (_, n) => n).filter((n) => n % submitters === s),
+    // Whole batches to each submitter, so every submit call but the last is full.
+    Array.from({ length: count }, (_, n) => n).filter((n) => Math.floor(n / batch) % submitters === s),
   );
   await Promise.all([...shares.map(submitter), ...agents.map(worker)]);
   return { durationMs: performance.now() - started, dispatch, completion };

@@ -4,12 +4,13 @@
  * an idle wait: doubling from the poll interval's `min`, or the server's suggestion, ended early by a push wake.
  */
 import { type AgentSchedulerClient, newClaimId } from './client.js';
+import type { CarriedClaim } from './completion-sender.js';
 import { AgentSchedulerError, isAgentSchedulerError, SessionLostError } from './errors.js';
 import { SERVER_LIMITS } from './limits.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
 import { sleep } from './sleep.js';
 import { givingBackFailed } from './task-outcomes.js';
-import type { ClaimedTask, ClaimResult, Session } from './types.js';
+import type { ClaimedTask, ClaimInput, ClaimResult, Session } from './types.js';
 
 /** How long a claim attempt may take: a grant made during it counts from its send time. */
 const CLAIM_ATTEMPT_MS = 10_000;
@@ -47,12 +48,28 @@ export interface ClaimHost {
   report(error: unknown): void;
 }
 
+/** A claim of the session, the same on every attempt: its id and number, and when it was first sent. */
+interface PendingClaim {
+  readonly id: string;
+  readonly seq: number;
+  readonly sentAt: number;
+  readonly sessionId: string;
+}
+
+/** A claim and its answer. */
+interface Answered {
+  readonly pending: PendingClaim;
+  readonly claimed: ClaimResult;
+}
+
 export class ClaimLoop {
   private readonly idle: PollBackoff;
   /** The claim whose answer has not come back: sent again, with the same id, until one does. */
-  private pendingClaim:
-    | { readonly id: string; readonly seq: number; readonly sentAt: number; readonly sessionId: string }
-    | undefined;
+  private pendingClaim: PendingClaim | undefined;
+  /** The answer of a claim a completion carried, for the loop to take as its own. */
+  private carried: (Answered & { readonly sessionId: string }) | undefined;
+  /** Claims in a row that found nothing: the server's suggested wait grows with them. */
+  private idleClaims = 0;
   /** The number of the last new claim of the session: an attempt held in the network cannot grant after a later one. */
   private claimSeq = 0;
   private claiming = false;
@@ -76,6 +93,7 @@ export class ClaimLoop {
   /** A new session: its claims are numbered from 1, and none awaits an answer. */
   reset(): void {
     this.pendingClaim = undefined;
+    this.carried = undefined;
     this.claimSeq = 0;
   }
 
@@ -87,7 +105,6 @@ export class ClaimLoop {
   async run(): Promise<void> {
     const host = this.host;
     const idle = this.idle;
-    let idleClaims = 0;
     while (host.running()) {
       const session = host.session() ?? (await host.reopening());
       if (!session) {
@@ -96,55 +113,14 @@ export class ClaimLoop {
       }
       if (!host.running()) break;
       const free = host.room();
-      if (free <= 0) {
+      // A claim a completion carries is this loop's too: none is sent beside it.
+      if (free <= 0 || this.claiming) {
         await this.untilWoken();
         continue;
       }
-      // A claim whose answer never came is sent again with its id (and keeps its first send time): the server
-      // answers it with what it granted instead of leasing more this worker would never hear of.
-      const pending =
-        this.pendingClaim?.sessionId === session.sessionId
-          ? this.pendingClaim
-          : { id: newClaimId(), seq: ++this.claimSeq, sentAt: Date.now(), sessionId: session.sessionId };
-      this.pendingClaim = pending;
-      let claimed: ClaimResult;
-      this.claiming = true;
-      this.claimsSent++;
-      // A wake from now on is news this claim may not have seen.
-      this.nudged = false;
-      const listening = host.listening();
-      try {
-        claimed = await host.client.claim(
-          {
-            sessionId: session.sessionId,
-            max: Math.min(free, SERVER_LIMITS.tasksPerClaim),
-            ...(host.queues ? { queues: host.queues } : {}),
-            idleClaims,
-            claimId: pending.id,
-            claimSeq: pending.seq,
-            ...(listening ? { listening: true } : {}),
-          },
-          {
-            timeoutMs: Math.min(CLAIM_ATTEMPT_MS, (session.leaseTtlSeconds * 1_000) / 2),
-            signal: host.sessionSignal(),
-          },
-        );
-      } catch (error) {
-        if (error instanceof SessionLostError) host.sessionLost(session);
-        else if (isRevoked(error)) host.revoked(error);
-        else {
-          // A refusal is an answer (a new claim gets a new id); a network failure or a 5xx may hide a grant.
-          if (error instanceof AgentSchedulerError && error.status >= 400 && error.status < 500) {
-            this.pendingClaim = undefined;
-          }
-          host.report(error);
-          await sleep(idle.next(), host.stopSignal);
-        }
-        continue;
-      } finally {
-        this.claiming = false;
-      }
-      if (this.pendingClaim === pending) this.pendingClaim = undefined;
+      const answered = this.takeCarried(session) ?? (await this.send(session, free));
+      if (!answered) continue;
+      const { pending, claimed } = answered;
       if (!host.running() || host.session() !== session) {
         await this.handBack(claimed.tasks, session);
         continue;
@@ -153,17 +129,117 @@ export class ClaimLoop {
         if (!host.takeGivenBack(task)) host.run(task, session, pending.sentAt);
       if (claimed.tasks.length > 0) {
         idle.reset();
-        idleClaims = 0;
+        this.idleClaims = 0;
         // The claim extended the session on the server, after it was first sent.
         host.acknowledged(session, pending.sentAt);
         // A claim first sent longer ago than the lease lasts cannot vouch for the session: nothing else did.
         if (Date.now() >= host.sessionValidUntil()) host.sessionLapsed(session);
-      } else idleClaims++;
+      } else this.idleClaims++;
       // The server's suggestion wins: its operator sets what idle polling may cost. To a listening agent it is its
       // slow safety poll, and a wake ends the wait first.
       const wait = claimed.tasks.length > 0 ? 0 : (claimed.retryAfterMs ?? idle.next());
       await this.idleWait(wait);
     }
+    // The answer of a claim a completion carried that the loop did not take: its tasks go back.
+    const left = this.carried;
+    const session = host.session();
+    this.carried = undefined;
+    if (left && session?.sessionId === left.sessionId) await this.handBack(left.claimed.tasks, session);
+  }
+
+  /**
+   * The claim a completion about to be sent may carry, so a busy worker finishes a task and takes its next in one
+   * call: one while the worker is full and so waits for room (the completion makes `freed` slots of it), none if
+   * a claim is in flight. Its answer, or `undefined` if none came (the claim is then sent on its own, with its id),
+   * goes to `answered`, before the completion settles.
+   */
+  carry(freed: number): CarriedClaim | undefined {
+    const host = this.host;
+    const session = host.session();
+    const room = host.room();
+    // Only for a worker that is full (its loop waits for room, and claims nothing meanwhile), not beside another
+    // claim, nor before the loop has taken the answer of the last one carried.
+    const free = this.claiming || this.carried !== undefined || room > 0 ? 0 : room + freed;
+    if (!session || !host.running() || free <= 0) return undefined;
+    const pending = this.begin(session);
+    const input = this.claimInput(session, free, pending);
+    return {
+      input,
+      answered: (claimed) => {
+        this.claiming = false;
+        if (claimed && this.pendingClaim === pending) {
+          this.pendingClaim = undefined;
+          // The loop takes it, unless the worker stops: then nothing will, and its tasks go back.
+          if (host.running()) this.carried = { pending, claimed, sessionId: session.sessionId };
+          else void this.handBack(claimed.tasks, session);
+        }
+        this.wake();
+      },
+    };
+  }
+
+  /** The answer of a claim a completion carried, taken once, if it was made under `session`. */
+  private takeCarried(session: Session): Answered | undefined {
+    const carried = this.carried;
+    this.carried = undefined;
+    return carried?.sessionId === session.sessionId ? carried : undefined;
+  }
+
+  /** A claim of the session as this worker makes it now: a new one, or the one whose answer never came. */
+  private begin(session: Session): PendingClaim {
+    // A claim whose answer never came is sent again with its id (and keeps its first send time): the server
+    // answers it with what it granted instead of leasing more this worker would never hear of.
+    const pending =
+      this.pendingClaim?.sessionId === session.sessionId
+        ? this.pendingClaim
+        : { id: newClaimId(), seq: ++this.claimSeq, sentAt: Date.now(), sessionId: session.sessionId };
+    this.pendingClaim = pending;
+    this.claiming = true;
+    this.claimsSent++;
+    // A wake from now on is news this claim may not have seen.
+    this.nudged = false;
+    return pending;
+  }
+
+  private claimInput(session: Session, free: number, pending: PendingClaim): ClaimInput {
+    return {
+      sessionId: session.sessionId,
+      max: Math.min(free, SERVER_LIMITS.tasksPerClaim),
+      ...(this.host.queues ? { queues: this.host.queues } : {}),
+      idleClaims: this.idleClaims,
+      claimId: pending.id,
+      claimSeq: pending.seq,
+      ...(this.host.listening() ? { listening: true } : {}),
+    };
+  }
+
+  /** Sends a claim on its own: its answer, or undefined once what went wrong is dealt with. */
+  private async send(session: Session, free: number): Promise<Answered | undefined> {
+    const host = this.host;
+    const pending = this.begin(session);
+    let claimed: ClaimResult;
+    try {
+      claimed = await host.client.claim(this.claimInput(session, free, pending), {
+        timeoutMs: Math.min(CLAIM_ATTEMPT_MS, (session.leaseTtlSeconds * 1_000) / 2),
+        signal: host.sessionSignal(),
+      });
+    } catch (error) {
+      if (error instanceof SessionLostError) host.sessionLost(session);
+      else if (isRevoked(error)) host.revoked(error);
+      else {
+        // A refusal is an answer (a new claim gets a new id); a network failure or a 5xx may hide a grant.
+        if (error instanceof AgentSchedulerError && error.status >= 400 && error.status < 500) {
+          this.pendingClaim = undefined;
+        }
+        host.report(error);
+        await sleep(this.idle.next(), host.stopSignal);
+      }
+      return undefined;
+    } finally {
+      this.claiming = false;
+    }
+    if (this.pendingClaim === pending) this.pendingClaim = undefined;
+    return { pending, claimed };
   }
 
   /** Room for a task was made, a session opened, or the worker stops: a loop waiting for either goes on. */

@@ -5,7 +5,7 @@
  * repeated complete, fail or release with the outcome it already committed. Registering an agent and creating a
  * schedule are not idempotent, so they are retried only when the server says the request was not processed.
  */
-import { AgentSchedulerError } from './errors.js';
+import { AgentSchedulerError, isAgentSchedulerError } from './errors.js';
 import { inBodies, SERVER_LIMITS } from './limits.js';
 import type { PushOptions } from './push-channel.js';
 import { TaskWaiter, type WaitOptions } from './task-waiter.js';
@@ -14,9 +14,12 @@ import type {
   Agent,
   BatchItemResult,
   ChildTaskInput,
+  ClaimAfter,
   ClaimedTask,
   ClaimInput,
   ClaimResult,
+  CompletedAndClaimed,
+  CompletedManyAndClaimed,
   CompleteInput,
   CompleteItem,
   CreateAgentInput,
@@ -89,6 +92,21 @@ export const nextOpenSeq = (): number => {
 
 const segment = (value: string): string => encodeURIComponent(value);
 
+/** The `nextError` of a completion whose claim was not carried: the server is older than carried claims. */
+const CLAIM_NOT_CARRIED = {
+  code: 'ClaimNotCarried',
+  message: 'the server takes no claim with a completion; send it with claim()',
+} as const;
+
+/** The carried claim's answer as a completion's body gives it, `retryAfterMs` only when it is a number. */
+function claimAfterOf(body: ClaimAfter): ClaimAfter {
+  if (body.next) {
+    const { tasks, retryAfterMs } = body.next;
+    return { next: { tasks, ...(typeof retryAfterMs === 'number' ? { retryAfterMs } : {}) } };
+  }
+  return body.nextError ? { nextError: body.nextError } : {};
+}
+
 /**
  * ISO strings for the named timestamps, whether they came as ISO or as epoch milliseconds (as some records still
  * do), so that every record of the SDK reads the same way.
@@ -107,6 +125,8 @@ export class AgentSchedulerClient {
   private readonly token: string | undefined;
   private readonly push: false | PushOptions;
   private waiter: TaskWaiter | undefined;
+  /** The server refused a claim carried by a completion as an unknown field: it is older than them. */
+  private claimsNotCarried = false;
 
   constructor(options: AgentSchedulerClientOptions) {
     this.transport = new HttpTransport(options);
@@ -404,6 +424,67 @@ export class AgentSchedulerClient {
         ...options,
       })
     ).task;
+  }
+
+  /**
+   * Completes a task and, in the same call, claims (`claim`, as `claim()` takes it): a busy agent's next task
+   * comes with the answer to its last, one request instead of two. The claim carries one id on every attempt
+   * (a new one unless given). `next` is its answer; without it, `nextError` says why it was not made (as
+   * `claim()` would have thrown it), or the server is older than carried claims: the completion stands either
+   * way, and the claim can be sent with `claim()` under the same id.
+   */
+  async completeAndClaim(
+    taskId: string,
+    input: CompleteInput,
+    claim: ClaimInput,
+    options: CallOptions = {},
+  ): Promise<CompletedAndClaimed> {
+    const claimNext = { ...claim, claimId: claim.claimId ?? newClaimId() };
+    const body = await this.carrying(() =>
+      this.call<CompletedAndClaimed>({
+        method: 'POST',
+        path: `/v1/agent/tasks/${segment(taskId)}/complete`,
+        body: { ...input, claimNext },
+        ...options,
+      }),
+    );
+    if (body) return { task: body.task, ...claimAfterOf(body) };
+    return { task: await this.complete(taskId, input, options), nextError: CLAIM_NOT_CARRIED };
+  }
+
+  /** As `completeAndClaim`, for up to 10 completions in one call (`completeTasks`). */
+  async completeTasksAndClaim(
+    items: readonly CompleteItem[],
+    claim: ClaimInput,
+    options: CallOptions = {},
+  ): Promise<CompletedManyAndClaimed> {
+    const claimNext = { ...claim, claimId: claim.claimId ?? newClaimId() };
+    const body = await this.carrying(() =>
+      this.call<CompletedManyAndClaimed>({
+        method: 'POST',
+        path: '/v1/agent/tasks/complete',
+        body: { tasks: items, claimNext },
+        ...options,
+      }),
+    );
+    if (body) return { results: body.results, ...claimAfterOf(body) };
+    return { results: await this.completeTasks(items, options), nextError: CLAIM_NOT_CARRIED };
+  }
+
+  /**
+   * Sends a call that carries a claim; undefined if the server is older than carried claims (it refuses the
+   * unknown field, having changed nothing), remembered so later calls go without one.
+   */
+  private async carrying<T>(send: () => Promise<T>): Promise<T | undefined> {
+    if (this.claimsNotCarried) return undefined;
+    try {
+      return await send();
+    } catch (error) {
+      if (!isAgentSchedulerError(error, 'ValidationError') || !error.message.includes('"claimNext"'))
+        throw error;
+      this.claimsNotCarried = true;
+      return undefined;
+    }
   }
 
   /** Completes up to 10 leases in one call; each item has its own outcome (a stale lease is a `LeaseLost` item). */

@@ -4,10 +4,17 @@
  * and as many as its body has room for. A group the server refuses whole (over the body limit, one result nested
  * too deep) is no refusal of any of its tasks: each is then sent alone, and only one refused alone is refused.
  */
+
 import type { AgentSchedulerClient } from './client.js';
 import { errorForResponse } from './errors.js';
 import { isRefusal, SERVER_LIMITS, takeWithinBudget } from './limits.js';
-import type { BatchItemResult, CompleteItem } from './types.js';
+import type { BatchItemResult, ClaimInput, ClaimResult, CompleteItem } from './types.js';
+
+/** A claim a completion call carries (`ClaimLoop.carry`): what to send, and where its answer goes. */
+export interface CarriedClaim {
+  readonly input: ClaimInput;
+  answered(claimed: ClaimResult | undefined): void;
+}
 
 /** A completion waiting for the call that carries it, with its size in that call's body. */
 interface PendingCompletion {
@@ -23,8 +30,12 @@ export class CompletionSender {
 
   constructor(
     private readonly client: AgentSchedulerClient,
-    /** How long one attempt of a call may take. */
-    private readonly attemptTimeoutMs: () => number,
+    private readonly options: {
+      /** How long one attempt of a call may take. */
+      readonly attemptTimeoutMs: () => number;
+      /** The claim a call may carry, for the slots its completions free (none: each call completes only). */
+      readonly carryClaim?: (freed: number) => CarriedClaim | undefined;
+    },
   ) {}
 
   /**
@@ -57,23 +68,40 @@ export class CompletionSender {
     this.sending = false;
   }
 
-  private sendAlone({ item, signal, settle }: PendingCompletion): Promise<void> {
+  private async sendAlone({ item, signal, settle }: PendingCompletion): Promise<void> {
     const { taskId, ...input } = item;
-    return this.client.complete(taskId, input, { signal, timeoutMs: this.attemptTimeoutMs() }).then(
-      () => settle.resolve(),
-      (error: unknown) => settle.reject(error),
-    );
+    const call = { signal, timeoutMs: this.options.attemptTimeoutMs() };
+    const carried = this.options.carryClaim?.(1);
+    try {
+      if (carried) {
+        const answer = await this.client.completeAndClaim(taskId, input, carried.input, call);
+        carried.answered(answer.next);
+      } else await this.client.complete(taskId, input, call);
+    } catch (error) {
+      carried?.answered(undefined);
+      settle.reject(error);
+      return;
+    }
+    settle.resolve();
   }
 
   private async sendGroup(group: readonly PendingCompletion[]): Promise<void> {
-    let results: BatchItemResult[];
+    let results: readonly BatchItemResult[];
+    // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
+    const call = {
+      signal: AbortSignal.any(group.map((g) => g.signal)),
+      timeoutMs: this.options.attemptTimeoutMs(),
+    };
+    const items = group.map((g) => g.item);
+    const carried = this.options.carryClaim?.(group.length);
     try {
-      // Abandoned as soon as one of its leases runs out; the others are sent again on their own.
-      results = await this.client.completeTasks(
-        group.map((g) => g.item),
-        { signal: AbortSignal.any(group.map((g) => g.signal)), timeoutMs: this.attemptTimeoutMs() },
-      );
+      if (carried) {
+        const answer = await this.client.completeTasksAndClaim(items, carried.input, call);
+        carried.answered(answer.next);
+        results = answer.results;
+      } else results = await this.client.completeTasks(items, call);
     } catch (error) {
+      carried?.answered(undefined);
       if (!isRefusal(error)) {
         for (const { settle } of group) settle.reject(error);
         return;

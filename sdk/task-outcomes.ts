@@ -3,7 +3,7 @@
  * back; and what is reported when the lease is gone first.
  */
 import type { AgentSchedulerClient } from './client.js';
-import { CompletionSender } from './completion-sender.js';
+import { type CarriedClaim, CompletionSender } from './completion-sender.js';
 import { AgentSchedulerError, LeaseLostError, NonRetryableError, SessionLostError } from './errors.js';
 import { isRefusal, jsonBytes, SERVER_LIMITS } from './limits.js';
 import { PollBackoff } from './poll-backoff.js';
@@ -38,6 +38,8 @@ export interface OutcomeHost {
   attemptTimeoutMs(): number;
   /** The server says session `sessionId` is gone: if it is the worker's session still, it is over. */
   sessionGone(sessionId: string): void;
+  /** The claim a completion call may carry, for the `freed` slots its completions make (`ClaimLoop.carry`). */
+  carryClaim(freed: number): CarriedClaim | undefined;
   emit<K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]): void;
   report(error: unknown): void;
 }
@@ -47,7 +49,10 @@ export class TaskOutcomes {
   private readonly completions: CompletionSender;
 
   constructor(private readonly host: OutcomeHost) {
-    this.completions = new CompletionSender(host.client, () => host.attemptTimeoutMs());
+    this.completions = new CompletionSender(host.client, {
+      attemptTimeoutMs: () => host.attemptTimeoutMs(),
+      carryClaim: (freed) => host.carryClaim(freed),
+    });
   }
 
   /**

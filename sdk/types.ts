@@ -522,6 +522,40 @@ export interface CompleteInput {
   readonly result?: unknown;
 }
 
+/**
+ * The body of `POST /v1/agent/tasks/{taskId}/complete`: a completion, and the claim it may carry
+ * (`client.completeAndClaim`).
+ */
+export interface CompleteRequest extends CompleteInput {
+  /**
+   * A claim the server makes once the completion is answered, answered in the same call (`next`): a busy agent
+   * finishes a task and takes its next in one request instead of two. Its `claimId` makes it one claim however
+   * often the call is sent.
+   */
+  readonly claimNext?: ClaimInput;
+}
+
+/** What a completion that carried a claim answers besides the completion itself. */
+export interface ClaimAfter {
+  /** The carried claim's answer, as `POST /v1/agent/claim` would give it. */
+  readonly next?: ClaimResult;
+  /**
+   * Why the carried claim was not made, as the claim route would have refused it (a lost session, a queue not the
+   * agent's); the completion stands. Absent with `next`, and when no claim was carried.
+   */
+  readonly nextError?: { readonly code: string; readonly message: string };
+}
+
+/** What `client.completeAndClaim` answers: the completed task, and the carried claim's answer or refusal. */
+export interface CompletedAndClaimed extends ClaimAfter {
+  readonly task: Task;
+}
+
+/** What `client.completeTasksAndClaim` answers: one result per completion, and the carried claim's. */
+export interface CompletedManyAndClaimed extends ClaimAfter {
+  readonly results: readonly BatchItemResult[];
+}
+
 export interface FailInput {
   readonly leaseEpoch: number;
   readonly error: { readonly message: string; readonly retryable?: boolean };
@@ -559,6 +593,12 @@ export interface CompleteItem {
 /** `POST /v1/agent/tasks/complete`: up to 10 completions in one call. */
 export interface CompleteTasksInput {
   readonly tasks: readonly CompleteItem[];
+}
+
+/** The body of `POST /v1/agent/tasks/complete`: the completions, and the claim they may carry. */
+export interface CompleteTasksRequest extends CompleteTasksInput {
+  /** As `CompleteRequest.claimNext`: made once every completion of the call is answered. */
+  readonly claimNext?: ClaimInput;
 }
 
 /** The lease of the task an agent runs, which fences the follow-up tasks it submits. */

@@ -155,6 +155,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       sessionGone: (sessionId) => {
         if (this.session?.sessionId === sessionId) this.sessionLost(this.session);
       },
+      carryClaim: (freed) => this.claims.carry(freed),
       emit,
       report,
     });

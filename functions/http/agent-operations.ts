@@ -2,9 +2,10 @@
  * The agent routes: its session, the tasks it claims and finishes (and the follow-ups it submits under their
  * leases), and its roles. The agent is always the one the authorizer established; bodies carry no identity.
  */
+import type { z } from 'zod';
 import { idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
-import { ValidationError } from '#domain/errors';
+import { isSchedulerError, ValidationError } from '#domain/errors';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import {
   claimBody,
@@ -84,26 +85,7 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     claimTasks: async (request) => {
       const body = parseBody(claimBody, request.body);
-      const claim = {
-        agentId: agentOf(request),
-        sessionId: body.sessionId,
-        ...(body.max === undefined ? {} : { max: body.max }),
-        ...(body.queues === undefined ? {} : { queues: body.queues }),
-        ...(body.claimId === undefined ? {} : { claimId: body.claimId }),
-        ...(body.claimSeq === undefined ? {} : { claimSeq: body.claimSeq }),
-      };
-      const { tasks, retryAfterMs: listening } = body.listening
-        ? await scheduler.claimOrListen(claim)
-        : { tasks: await scheduler.claim(claim), retryAfterMs: undefined };
-      // Nothing to do: say how long to wait, longer the longer the agent has been idle (a listener: until woken).
-      const retryAfterMs =
-        tasks.length === 0
-          ? (listening ?? idleRetryAfterMs(scheduler.ctx.settings, body.idleClaims ?? 0))
-          : undefined;
-      return {
-        status: 200,
-        body: { tasks: tasks.map(claimedTaskView), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
-      };
+      return { status: 200, body: await claimFor(scheduler, agentOf(request), body) };
     },
     completeTask: async (request) => {
       const body = parseBody(completeBody, request.body);
@@ -111,12 +93,14 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
         { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.result,
       );
-      return { status: 200, body: { task: taskView(done.task) } };
+      const next = await claimAfter(scheduler, agentOf(request), body.claimNext);
+      return { status: 200, body: { task: taskView(done.task), ...next } };
     },
     completeTasks: async (request) => {
       const body = parseBody(completeManyBody, request.body);
       const outcomes = await scheduler.completeBatch(agentOf(request), body.tasks);
-      return { status: 200, body: { results: outcomes.map(itemView) } };
+      const next = await claimAfter(scheduler, agentOf(request), body.claimNext);
+      return { status: 200, body: { results: outcomes.map(itemView), ...next } };
     },
     failTask: async (request) => {
       const body = parseBody(failBody, request.body);
@@ -136,6 +120,48 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
       return { status: 200, body: { task: taskView(released.task) } };
     },
   };
+}
+
+/** What `POST /v1/agent/claim` answers: the tasks granted, or how long to wait before claiming again. */
+async function claimFor(scheduler: Scheduler, agentId: string, body: z.output<typeof claimBody>) {
+  const claim = {
+    agentId,
+    sessionId: body.sessionId,
+    ...(body.max === undefined ? {} : { max: body.max }),
+    ...(body.queues === undefined ? {} : { queues: body.queues }),
+    ...(body.claimId === undefined ? {} : { claimId: body.claimId }),
+    ...(body.claimSeq === undefined ? {} : { claimSeq: body.claimSeq }),
+  };
+  const { tasks, retryAfterMs: listening } = body.listening
+    ? await scheduler.claimOrListen(claim)
+    : { tasks: await scheduler.claim(claim), retryAfterMs: undefined };
+  // Nothing to do: say how long to wait, longer the longer the agent has been idle (a listener: until woken).
+  const retryAfterMs =
+    tasks.length === 0
+      ? (listening ?? idleRetryAfterMs(scheduler.ctx.settings, body.idleClaims ?? 0))
+      : undefined;
+  return { tasks: tasks.map(claimedTaskView), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+}
+
+/**
+ * The claim a completion carries (`claimNext`), made once the completion is answered, so a busy agent finishes a
+ * task and takes the next in one call: its answer as `next`, or, for a refusal the claim route would have answered
+ * (a session lost, a queue not the agent's), that refusal as `nextError`; the completion stands either way. A
+ * failure that may be passing fails the whole call, which the agent sends again: the completion is answered as
+ * committed and the claim, by its id, with what it granted.
+ */
+async function claimAfter(
+  scheduler: Scheduler,
+  agentId: string,
+  body: z.output<typeof claimBody> | undefined,
+) {
+  if (body === undefined) return {};
+  try {
+    return { next: await claimFor(scheduler, agentId, body) };
+  } catch (error) {
+    if (!isSchedulerError(error) || !error.expose) throw error;
+    return { nextError: { code: error.code, message: error.message } };
+  }
 }
 
 /** Follow-up tasks an agent submits while it runs their parent, fenced by the parent's lease. */

@@ -69,14 +69,18 @@ export const claimBody = accepts<Sdk.ClaimInput>()(
     listening: z.boolean().optional(),
   }),
 );
-export const completeBody = accepts<Sdk.CompleteInput>()(
+/** A claim a completion carries: made once the completion is answered, answered with it (`next`). */
+const claimNext = claimBody.optional();
+export const completeBody = accepts<Sdk.CompleteRequest>()(
   z.strictObject({
     leaseEpoch: leaseEpochSchema,
     result: jsonValueSchema.optional(),
+    claimNext,
   }),
 );
-export const completeManyBody = accepts<Sdk.CompleteTasksInput>()(
+export const completeManyBody = accepts<Sdk.CompleteTasksRequest>()(
   z.strictObject({
+    claimNext,
     tasks: z
       .array(
         z.strictObject({

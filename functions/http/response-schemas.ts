@@ -446,6 +446,26 @@ export const claimResultSchema = published(
     }),
   ),
 );
+/** What a completion that carried a claim (`claimNext`) answers of that claim. */
+const claimAfter = {
+  next: claimResultSchema.optional().describe('The answer of the claim the call carried (`claimNext`).'),
+  nextError: z
+    .looseObject({ code: z.string(), message: z.string().max(300) })
+    .optional()
+    .describe(
+      'Why the carried claim was not made, as `POST /v1/agent/claim` would have refused it; the completion stands.',
+    ),
+};
+export const completedSchema = published(
+  'Completed',
+  answers<Sdk.CompletedAndClaimed>()(z.looseObject({ task: taskSchema, ...claimAfter })),
+);
+export const completedManySchema = published(
+  'CompletedMany',
+  answers<Sdk.CompletedManyAndClaimed>()(
+    z.looseObject({ results: z.array(batchItemResultSchema), ...claimAfter }),
+  ),
+);
 export const roleResponseSchema = published('RoleResponse', z.looseObject({ role: roleSchema }));
 export const volunteerResultSchema = published(
   'VolunteerResult',

@@ -115,6 +115,15 @@ export class FakeScheduler {
     return this.calls.filter((call) => call.path.endsWith(suffix));
   }
 
+  /** Every claim sent, on its own or carried by a completion (`claimNext`), as if each were a claim call. */
+  claimsSent(): RecordedCall[] {
+    return this.calls.flatMap((call) => {
+      if (call.path.endsWith('/claim')) return [call];
+      const carried = (call.body as { claimNext?: Record<string, unknown> } | undefined)?.claimNext;
+      return carried ? [{ ...call, body: carried }] : [];
+    });
+  }
+
   private readonly holds: { suffix: string; until: Promise<unknown> }[] = [];
 
   /** Calls to paths ending with one of these never get an answer (packets dropped, not refused). */
@@ -159,10 +168,24 @@ export class FakeScheduler {
     if (method === 'GET' && path === '/v1/agent/session') return this.readSession();
     if (method === 'POST' && path === '/v1/agent/claim') return this.claim(body);
     if (method === 'POST' && path === '/v1/agent/push-ticket') return this.pushTicket();
-    if (method === 'POST' && path === '/v1/agent/tasks/complete') return this.completeMany(body);
+    if (method === 'POST' && path === '/v1/agent/tasks/complete')
+      return this.carrying(this.completeMany(body), body);
     const finish = /^\/v1\/agent\/tasks\/([^/]+)\/(complete|fail|release)$/.exec(path);
-    if (method === 'POST' && finish?.[1] && finish[2]) return this.finish(finish[1], finish[2], body);
+    if (method === 'POST' && finish?.[1] && finish[2])
+      return this.carrying(this.finish(finish[1], finish[2], body), body);
     return { status: 404, body: { error: { code: 'RouteNotFound', message: path } } };
+  }
+
+  /** A completion that carried a claim (`claimNext`): the claim made after it, answered as `next` or `nextError`. */
+  private carrying(reply: Reply, body: Record<string, unknown>): Reply {
+    const claimNext = body.claimNext as Record<string, unknown> | undefined;
+    if (reply.status !== 200 || claimNext === undefined) return reply;
+    const claimed = this.claim(claimNext);
+    const carried =
+      claimed.status === 200
+        ? { next: claimed.body }
+        : { nextError: (claimed.body as { error: unknown }).error };
+    return { ...reply, body: { ...(reply.body as object), ...carried } };
   }
 
   private openSession(): Reply {

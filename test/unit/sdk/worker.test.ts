@@ -119,7 +119,16 @@ describe('Worker', () => {
     await worker.start();
     await vi.waitFor(() => expect(events.completed).toEqual([[taskId, { echoed: { n: 1 } }]]));
     expect(events.picked).toEqual([taskId]);
-    expect(server.callsTo('/complete')[0]?.body).toEqual({ leaseEpoch: 1, result: { echoed: { n: 1 } } });
+    // The worker (one task at a time) was full: the completion carried its next claim.
+    expect(server.callsTo('/complete')[0]?.body).toEqual({
+      leaseEpoch: 1,
+      result: { echoed: { n: 1 } },
+      claimNext: expect.objectContaining({
+        sessionId: expect.any(String),
+        max: 1,
+        claimId: expect.any(String),
+      }),
+    });
     expect(server.task(taskId).status).toBe('succeeded');
   });
 
@@ -289,13 +298,15 @@ describe('Worker', () => {
     await worker.start();
     await vi.advanceTimersByTimeAsync(240);
     const gaps = (calls: { at: number }[]) => calls.slice(1).map((call, i) => call.at - (calls[i]?.at ?? 0));
-    expect(gaps(server.callsTo('/claim'))).toEqual([10, 20, 40, 80, 80]);
+    expect(gaps(server.claimsSent())).toEqual([10, 20, 40, 80, 80]);
 
-    const before = server.callsTo('/claim').length;
+    const before = server.claimsSent().length;
     server.add('work');
     await vi.advanceTimersByTimeAsync(120);
-    // The claim that found work is followed at once by another, then the waits grow from the minimum again.
-    expect(gaps(server.callsTo('/claim').slice(before))).toEqual([0, 10, 20]);
+    // The claim that found work is followed at once by another (carried by the task's completion), then the waits
+    // grow from the minimum again.
+    expect(gaps(server.claimsSent().slice(before))).toEqual([0, 10, 20]);
+    expect(server.callsTo('/complete')[0]?.body).toHaveProperty('claimNext');
   });
 
   it('tells the server how many claims in a row found nothing, from 0 again once work appears', async () => {
@@ -305,9 +316,9 @@ describe('Worker', () => {
     await vi.advanceTimersByTimeAsync(35);
     server.add('work');
     await vi.advanceTimersByTimeAsync(25);
-    const idle = server.callsTo('/claim').map((call) => (call.body as { idleClaims?: number }).idleClaims);
+    const idle = server.claimsSent().map((call) => (call.body as { idleClaims?: number }).idleClaims);
     expect(idle.slice(0, 4)).toEqual([0, 1, 2, 3]);
-    // The claim that found work is followed by one that starts the count again.
+    // The claim that found work is followed by one (carried by the task's completion) that starts the count again.
     const found = idle.indexOf(4);
     expect(idle.slice(found, found + 3)).toEqual([4, 0, 1]);
   });
