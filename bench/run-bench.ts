@@ -16,7 +16,7 @@ import { type ServedLocalStack, startLocalStack } from '#local/local-stack';
 import { percentile } from '#local/percentile';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
-import type { ClaimedTask, SubmitTaskInput } from '#sdk/types';
+import type { ClaimedTask, ClaimResult, SubmitTaskInput } from '#sdk/types';
 import { meterAndTime } from './aws-calls';
 import { AWS_ROUND_TRIP_MS, modelledDuration } from './lambda-duration';
 import { type LifecycleSteps, measureLifecycle } from './lifecycle-steps';
@@ -271,14 +271,14 @@ async function runLoad(bench: Bench, options: BenchOptions, count: number, keyPr
   };
   const worker = async (agent: BenchAgent) => {
     let idleClaims = 0;
-    let carried: readonly ClaimedTask[] = [];
+    // The answer of the claim the last completion carried: taken as this loop's next claim, empty or not.
+    let carried: ClaimResult | undefined;
     while (completed < count) {
-      const claim =
-        carried.length > 0 ? { tasks: carried } : await agent.client.claim(claimOf(agent, idleClaims));
-      carried = [];
+      const claim = carried ?? (await agent.client.claim(claimOf(agent, idleClaims)));
+      carried = undefined;
       if (claim.tasks.length === 0) {
         idleClaims++;
-        await sleep(('retryAfterMs' in claim ? claim.retryAfterMs : undefined) ?? 20);
+        await sleep(claim.retryAfterMs ?? 20);
         continue;
       }
       idleClaims = 0;
@@ -295,21 +295,20 @@ async function runLoad(bench: Bench, options: BenchOptions, count: number, keyPr
     max: batch,
     idleClaims,
   });
-  /** Completes the tasks, and answers the tasks the claim their completion carried granted (none if it carried none). */
+  /** Completes the tasks, and answers the claim their completion carried (none with `separateClaims`). */
   const finish = async (
     agent: BenchAgent,
     claimed: readonly ClaimedTask[],
-  ): Promise<readonly ClaimedTask[]> => {
+  ): Promise<ClaimResult | undefined> => {
     const { client } = agent;
     const [only] = claimed;
     if (batch === 1 && only) {
       const input = { leaseEpoch: only.leaseEpoch, result: { ok: 1 } };
       if (options.separateClaims) {
         await client.complete(only.taskId, input);
-        return [];
+        return undefined;
       }
-      const answer = await client.completeAndClaim(only.taskId, input, claimOf(agent));
-      return answer.next?.tasks ?? [];
+      return (await client.completeAndClaim(only.taskId, input, claimOf(agent))).next;
     }
     const items = claimed.map((task) => ({
       taskId: task.taskId,
@@ -320,7 +319,7 @@ async function runLoad(bench: Bench, options: BenchOptions, count: number, keyPr
       ? { results: await client.completeTasks(items), next: undefined }
       : await client.completeTasksAndClaim(items, claimOf(agent));
     if (answer.results.some((r) => !r.ok)) throw new Error('a completion failed');
-    return answer.next?.tasks ?? [];
+    return answer.next;
   };
 
   // Enough to keep the backlog full while agents take their next task with each completion (with 4, agents
