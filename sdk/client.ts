@@ -98,12 +98,14 @@ const CLAIM_NOT_CARRIED = {
   message: 'the server takes no claim with a completion; send it with claim()',
 } as const;
 
-/** The carried claim's answer as a completion's body gives it, `retryAfterMs` only when it is a number. */
+/** A claim's answer as the server's body gives it: `retryAfterMs` only when it is a number. */
+function claimResultOf({ tasks, retryAfterMs }: ClaimResult): ClaimResult {
+  return { tasks, ...(typeof retryAfterMs === 'number' ? { retryAfterMs } : {}) };
+}
+
+/** The carried claim's answer, or why it was not made, as a completion's body gives them. */
 function claimAfterOf(body: ClaimAfter): ClaimAfter {
-  if (body.next) {
-    const { tasks, retryAfterMs } = body.next;
-    return { next: { tasks, ...(typeof retryAfterMs === 'number' ? { retryAfterMs } : {}) } };
-  }
+  if (body.next) return { next: claimResultOf(body.next) };
   return body.nextError ? { nextError: body.nextError } : {};
 }
 
@@ -409,10 +411,7 @@ export class AgentSchedulerClient {
       body: { ...input, claimId: input.claimId ?? newClaimId() },
       ...options,
     });
-    return {
-      tasks: body.tasks,
-      ...(typeof body.retryAfterMs === 'number' ? { retryAfterMs: body.retryAfterMs } : {}),
-    };
+    return claimResultOf(body);
   }
 
   async complete(taskId: string, input: CompleteInput, options: CallOptions = {}): Promise<Task> {
@@ -439,17 +438,19 @@ export class AgentSchedulerClient {
     claim: ClaimInput,
     options: CallOptions = {},
   ): Promise<CompletedAndClaimed> {
-    const claimNext = { ...claim, claimId: claim.claimId ?? newClaimId() };
-    const body = await this.carrying(() =>
-      this.call<CompletedAndClaimed>({
-        method: 'POST',
-        path: `/v1/agent/tasks/${segment(taskId)}/complete`,
-        body: { ...input, claimNext },
-        ...options,
-      }),
+    return this.carrying(
+      claim,
+      async (claimNext) => {
+        const body = await this.call<CompletedAndClaimed>({
+          method: 'POST',
+          path: `/v1/agent/tasks/${segment(taskId)}/complete`,
+          body: { ...input, claimNext },
+          ...options,
+        });
+        return { task: body.task, ...claimAfterOf(body) };
+      },
+      async () => ({ task: await this.complete(taskId, input, options) }),
     );
-    if (body) return { task: body.task, ...claimAfterOf(body) };
-    return { task: await this.complete(taskId, input, options), nextError: CLAIM_NOT_CARRIED };
   }
 
   /** As `completeAndClaim`, for up to 10 completions in one call (`completeTasks`). */
@@ -458,33 +459,41 @@ export class AgentSchedulerClient {
     claim: ClaimInput,
     options: CallOptions = {},
   ): Promise<CompletedManyAndClaimed> {
-    const claimNext = { ...claim, claimId: claim.claimId ?? newClaimId() };
-    const body = await this.carrying(() =>
-      this.call<CompletedManyAndClaimed>({
-        method: 'POST',
-        path: '/v1/agent/tasks/complete',
-        body: { tasks: items, claimNext },
-        ...options,
-      }),
+    return this.carrying(
+      claim,
+      async (claimNext) => {
+        const body = await this.call<CompletedManyAndClaimed>({
+          method: 'POST',
+          path: '/v1/agent/tasks/complete',
+          body: { tasks: items, claimNext },
+          ...options,
+        });
+        return { results: body.results, ...claimAfterOf(body) };
+      },
+      async () => ({ results: await this.completeTasks(items, options) }),
     );
-    if (body) return { results: body.results, ...claimAfterOf(body) };
-    return { results: await this.completeTasks(items, options), nextError: CLAIM_NOT_CARRIED };
   }
 
   /**
-   * Sends a call that carries a claim; undefined if the server is older than carried claims (it refuses the
-   * unknown field, having changed nothing), remembered so later calls go without one.
+   * A completion call that carries `claim` (with an id, the same on every attempt), or, to a server older than
+   * carried claims (it refuses the unknown field, having changed nothing; remembered, so later calls go without),
+   * the completion alone, answered with `nextError` `ClaimNotCarried`.
    */
-  private async carrying<T>(send: () => Promise<T>): Promise<T | undefined> {
-    if (this.claimsNotCarried) return undefined;
-    try {
-      return await send();
-    } catch (error) {
-      if (!isAgentSchedulerError(error, 'ValidationError') || !error.message.includes('"claimNext"'))
-        throw error;
-      this.claimsNotCarried = true;
-      return undefined;
+  private async carrying<T extends ClaimAfter>(
+    claim: ClaimInput,
+    send: (claimNext: ClaimInput) => Promise<T>,
+    alone: () => Promise<Omit<T, keyof ClaimAfter>>,
+  ): Promise<T> {
+    if (!this.claimsNotCarried) {
+      try {
+        return await send({ ...claim, claimId: claim.claimId ?? newClaimId() });
+      } catch (error) {
+        if (!isAgentSchedulerError(error, 'ValidationError') || !error.message.includes('"claimNext"'))
+          throw error;
+        this.claimsNotCarried = true;
+      }
     }
+    return { ...(await alone()), nextError: CLAIM_NOT_CARRIED } as T;
   }
 
   /** Completes up to 10 leases in one call; each item has its own outcome (a stale lease is a `LeaseLost` item). */
