@@ -25,27 +25,28 @@ export abstract class SchedulerError extends Error {
   }
 }
 
-/** The caller may not do this, whoever it is (an agent submitting to a queue agents may not submit to). */
-export class ForbiddenError extends SchedulerError {
-  readonly code = 'Forbidden';
-  readonly statusCode = 403;
+/**
+ * The base of the errors of one code: `class TaskNotFoundError extends errorKind('TaskNotFound', 404) {}` declares
+ * the code and the status a caller sees in one place.
+ */
+function errorKind<const Code extends string>(code: Code, statusCode: number) {
+  abstract class Kind extends SchedulerError {
+    readonly code = code;
+    readonly statusCode = statusCode;
+  }
+  return Kind;
 }
+
+/** The caller may not do this, whoever it is (an agent submitting to a queue agents may not submit to). */
+export class ForbiddenError extends errorKind('Forbidden', 403) {}
 
 /** The input does not satisfy the contract (bad field, unknown queue, …). */
-export class ValidationError extends SchedulerError {
-  readonly code = 'ValidationError';
-  readonly statusCode = 400;
-}
+export class ValidationError extends errorKind('ValidationError', 400) {}
 
 /** A payload, result or checkpoint is larger than allowed. */
-export class PayloadTooLargeError extends SchedulerError {
-  readonly code = 'PayloadTooLarge';
-  readonly statusCode = 413;
-}
+export class PayloadTooLargeError extends errorKind('PayloadTooLarge', 413) {}
 
-export class TaskNotFoundError extends SchedulerError {
-  readonly code = 'TaskNotFound';
-  readonly statusCode = 404;
+export class TaskNotFoundError extends errorKind('TaskNotFound', 404) {
   constructor(
     readonly taskId: string,
     options: SchedulerErrorOptions = {},
@@ -54,9 +55,7 @@ export class TaskNotFoundError extends SchedulerError {
   }
 }
 
-export class AgentNotFoundError extends SchedulerError {
-  readonly code = 'AgentNotFound';
-  readonly statusCode = 404;
+export class AgentNotFoundError extends errorKind('AgentNotFound', 404) {
   constructor(
     readonly agentId: string,
     options: SchedulerErrorOptions = {},
@@ -69,9 +68,7 @@ export class AgentNotFoundError extends SchedulerError {
 }
 
 /** The agent was revoked: it may not open a session or register roles again. */
-export class AgentRevokedError extends SchedulerError {
-  readonly code = 'AgentRevoked';
-  readonly statusCode = 403;
+export class AgentRevokedError extends errorKind('AgentRevoked', 403) {
   constructor(
     readonly agentId: string,
     options: SchedulerErrorOptions = {},
@@ -84,56 +81,33 @@ export class AgentRevokedError extends SchedulerError {
  * The caller presented a lease (task id + epoch) it no longer holds: the lease expired, was reclaimed and
  * granted to someone else, or the task was finished by this very owner with a different outcome.
  */
-export class LeaseLostError extends SchedulerError {
-  readonly code = 'LeaseLost';
-  readonly statusCode = 409;
-}
+export class LeaseLostError extends errorKind('LeaseLost', 409) {}
 
 /** The agent session presented is not the agent's live session (expired, replaced or never opened). */
-export class SessionLostError extends SchedulerError {
-  readonly code = 'SessionLost';
-  readonly statusCode = 409;
-}
+export class SessionLostError extends errorKind('SessionLost', 409) {}
 
 /** The requested transition is not allowed from the task's current status (e.g. cancel a succeeded task). */
-export class InvalidTransitionError extends SchedulerError {
-  readonly code = 'InvalidTransition';
-  readonly statusCode = 409;
-}
+export class InvalidTransitionError extends errorKind('InvalidTransition', 409) {}
 
 /** An idempotency key was reused with a different task specification. */
-export class IdempotencyConflictError extends SchedulerError {
-  readonly code = 'IdempotencyConflict';
-  readonly statusCode = 409;
-}
+export class IdempotencyConflictError extends errorKind('IdempotencyConflict', 409) {}
 
 /** AWS throttled us or a dependency is briefly unavailable; the caller may retry the same request. */
-export class ServiceUnavailableError extends SchedulerError {
-  readonly code = 'ServiceUnavailable';
-  readonly statusCode = 503;
-}
+export class ServiceUnavailableError extends errorKind('ServiceUnavailable', 503) {}
 
 export const isSchedulerError = (error: unknown): error is SchedulerError => error instanceof SchedulerError;
 
 /** This deployment offers no push channel: its clients poll. */
-export class PushUnavailableError extends SchedulerError {
-  readonly code = 'PushUnavailable';
-  readonly statusCode = 404;
+export class PushUnavailableError extends errorKind('PushUnavailable', 404) {
   constructor() {
     super('this deployment offers no push channel; poll instead');
   }
 }
 
-export class ScheduleNotFoundError extends SchedulerError {
-  readonly code = 'ScheduleNotFound';
-  readonly statusCode = 404;
-}
+export class ScheduleNotFoundError extends errorKind('ScheduleNotFound', 404) {}
 
 /** The request conflicts with what exists (a schedule name taken, a declared schedule deleted through the API). */
-export class ConflictError extends SchedulerError {
-  readonly code = 'Conflict';
-  readonly statusCode = 409;
-}
+export class ConflictError extends errorKind('Conflict', 409) {}
 
 /** Why a role request breaks a rule of the role model. */
 export type RoleConflictCode =
