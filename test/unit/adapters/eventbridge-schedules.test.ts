@@ -7,7 +7,7 @@ import {
   UpdateScheduleCommand,
 } from '@aws-sdk/client-scheduler';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   EARLY_FIRE_LEAD_MS,
   EventBridgeScheduleBackend,
@@ -15,6 +15,10 @@ import {
 } from '#adapters/eventbridge-schedules';
 
 const scheduler = mockClient(SchedulerClient);
+// The client's prototype is shared with the files that run after this one in its worker.
+afterAll(() => {
+  scheduler.restore();
+});
 const backend = new EventBridgeScheduleBackend(new SchedulerClient({ region: 'eu-west-1' }), {
   groupName: 'group',
   targetArn: () => 'arn:aws:lambda:eu-west-1:123:function:fire',

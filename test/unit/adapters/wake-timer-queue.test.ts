@@ -4,13 +4,17 @@
  */
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { decodeTimedWake, encodeTimedWake, WakeTimerQueue } from '#adapters/wake-timer-queue';
 import type { TimedWake } from '#core/ports/push-channel';
 
 const NOW = Date.UTC(2026, 10, 27, 6, 0, 0);
 const URL = 'https://sqs.local/000/wake-timer';
 const sqs = mockClient(SQSClient);
+// The client's prototype is shared with the files that run after this one in its worker.
+afterAll(() => {
+  sqs.restore();
+});
 const timer = new WakeTimerQueue(new SQSClient({ region: 'eu-west-1' }), URL, () => NOW);
 const wake = (queue: string, afterMs: number, count = 1): TimedWake => ({
   queue,

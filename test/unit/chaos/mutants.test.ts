@@ -5,14 +5,19 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ending, requeueAfter } from '#core/timing';
 import { mockContext, NOW, sessionItem, stateItem } from '#test/mock-context';
 import { applyMutant, checkpointWithoutFence, type Mutant } from '#test/mutants';
 import type { WiredContext } from '#wiring/context';
 
 const ddb = mockClient(DynamoDBDocumentClient);
-mockClient(SQSClient);
+const sqs = mockClient(SQSClient);
+// The client's prototype is shared with the files that run after this one in its worker.
+afterAll(() => {
+  ddb.restore();
+  sqs.restore();
+});
 
 const TASK = 't_aaaaaaaaaaaaaaaaaaaaaaaaaa';
 const LEASE = { agentId: 'a_agent', sessionId: 's_session', leaseEpoch: 1 };

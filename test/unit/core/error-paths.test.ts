@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '#core/scheduler';
 import {
   IdempotencyConflictError,
@@ -33,6 +33,11 @@ import { mockContext, NOW, recordingLog, sessionItem, stateItem } from '#test/mo
 
 const ddb = mockClient(DynamoDBDocumentClient);
 const sqs = mockClient(SQSClient);
+// The client's prototype is shared with the files that run after this one in its worker.
+afterAll(() => {
+  ddb.restore();
+  sqs.restore();
+});
 
 const conditionFailed = (item?: Record<string, unknown>) =>
   new ConditionalCheckFailedException({

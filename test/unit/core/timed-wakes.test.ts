@@ -5,7 +5,7 @@
  */
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SchedulerContext } from '#core/context';
 import { dispatch, dispatchMany } from '#core/dispatch';
 import type { ConnectionStore, Listener } from '#core/ports/connection-store';
@@ -15,6 +15,10 @@ import type { PushFrame } from '#domain/push';
 import { mockContext, NOW, recordingLog } from '#test/mock-context';
 
 const sqs = mockClient(SQSClient);
+// The client's prototype is shared with the files that run after this one in its worker.
+afterAll(() => {
+  sqs.restore();
+});
 
 /** Idle listeners of each queue, taken once each; what was pushed to whom. */
 function pushChannel(idle: Record<string, string[]>, timer: WakeTimer) {

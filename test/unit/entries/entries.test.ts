@@ -4,10 +4,15 @@
  */
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DUE_SHARDS } from '#adapters/tables';
 
 const ddb = mockClient(DynamoDBDocumentClient);
+// The clients' prototypes and the environment are shared with the files that run after this one in its worker.
+afterAll(() => {
+  ddb.restore();
+  vi.unstubAllEnvs();
+});
 const context = {
   functionName: 'fn',
   awsRequestId: 'req-1',
