@@ -1,6 +1,7 @@
 /**
  * Synthesizes the example stack in a temporary directory, without bundling (the bundles are measured by
- * `npm run size`), and with cdk-nag's AwsSolutions and Serverless packs as validation plugins.
+ * `npm run size`): `synthExample` with cdk-nag's AwsSolutions and Serverless packs as validation plugins and
+ * CloudFormation's default rules, `synthTemplate` without them.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,15 +38,40 @@ export function synthExample(
   scheduler: AgentSchedulerProps = EXAMPLE_SCHEDULER,
   extend?: (stack: AgentSchedulerStack) => void,
 ) {
+  const { app, stack, outdir } = synthesize(scheduler, extend, true);
+  const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as ValidationReport;
+  return { app, stack, template: Template.fromStack(stack), report };
+}
+
+/**
+ * The same stack without the checks (cdk-nag's packs and CloudFormation's default rules, a third of the synth's
+ * time), for suites that read the template only: the infrastructure suite runs the checks.
+ */
+export function synthTemplate(
+  scheduler: AgentSchedulerProps = EXAMPLE_SCHEDULER,
+  extend?: (stack: AgentSchedulerStack) => void,
+) {
+  const { stack } = synthesize(scheduler, extend, false);
+  return { stack, template: Template.fromStack(stack) };
+}
+
+function synthesize(
+  scheduler: AgentSchedulerProps,
+  extend: ((stack: AgentSchedulerStack) => void) | undefined,
+  checks: boolean,
+) {
   const outdir = mkdtempSync(join(tmpdir(), 'agent-scheduler-cdk-'));
-  const app = new App({ outdir, context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+  const context = { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] };
+  const app = new App({
+    outdir,
+    context: checks ? context : { ...context, '@aws-cdk/core:validateAgainstDefaultRules': false },
+  });
   const stack = new AgentSchedulerStack(app, 'Test', {
     scheduler,
     env: { account: '123456789012', region: 'eu-west-1' },
   });
   extend?.(stack);
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+  if (checks) Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
   app.synth();
-  const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as ValidationReport;
-  return { app, stack, template: Template.fromStack(stack), report };
+  return { app, stack, outdir };
 }

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { schedulerConfigFromEnv } from '#adapters/environment';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
-import { synthExample } from '../helpers/synth';
+import { synthTemplate } from '../helpers/synth';
 
 describe('queue limits declared in the construct', () => {
   let stack: TestStack | undefined;
@@ -18,7 +18,7 @@ describe('queue limits declared in the construct', () => {
 
   it('reach the agent API and hold on the emulators', async () => {
     // GIVEN the example stack with at most one research task leased at once
-    const { template, stack: cdkStack } = synthExample({
+    const { template, stack: cdkStack } = synthTemplate({
       ...EXAMPLE_SCHEDULER,
       queueLimits: { research: { maxConcurrency: 1 } },
     });

@@ -9,7 +9,7 @@ import { PRIORITIES } from '#domain/priority';
 import { localDynamoDbClient, localSqsClient } from '#local/emulators/clients';
 import { provisionQueues, provisionTables, provisionWakeTimerQueue, tableNamesFor } from '#local/provision';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
-import { synthExample } from '../helpers/synth';
+import { synthTemplate } from '../helpers/synth';
 
 type CfnTable = {
   KeySchema: { AttributeName: string; KeyType: string }[];
@@ -36,7 +36,7 @@ describe('local resources match the synthesized template', () => {
   let cfnTimerQueue: Record<string, unknown>;
 
   beforeAll(async () => {
-    const { template, stack } = synthExample();
+    const { template, stack } = synthTemplate();
     const timerId = stack.getLogicalId(stack.scheduler.wakeTimer.queue.node.defaultChild as never);
     cfnTimerQueue = (template.toJSON().Resources[timerId] as { Properties: Record<string, unknown> })
       .Properties;

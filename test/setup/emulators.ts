@@ -11,7 +11,7 @@ import type { TestProject } from 'vitest/node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/emulators/dynamodb-local';
 import { type SqsEmulator, startSqsEmulator } from '../../local/emulators/sqs';
 import { type CloudFormation, compareUses, grantedUses, readRecords } from '../helpers/iam-usage';
-import { synthExample } from '../helpers/synth';
+import { synthTemplate } from '../helpers/synth';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -84,7 +84,7 @@ function checkGrantsAgainstUse(usageDir: string): void {
   const used = readRecords(usageDir);
   rmSync(usageDir, { recursive: true, force: true });
   if (used.size === 0) return;
-  const { stack, template } = synthExample();
+  const { stack, template } = synthTemplate();
   const complete = process.env.AGENT_SCHEDULER_IAM_CHECK === 'all';
   const { notGranted, unused } = compareUses(
     used,
