@@ -3,7 +3,7 @@
  * a cycle through types still ties two modules together.
  */
 /** The one declaration of the wire (`sdk-wire-stands-alone`), which the console page may also take. */
-const SDK_WIRE = 'sdk/(types|vocabulary|lifecycle-events)\\.ts$';
+const SDK_WIRE = 'sdk/(types|schedule-types|vocabulary|lifecycle-events)\\.ts$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -27,13 +27,13 @@ module.exports = {
       name: 'domain-stands-alone',
       severity: 'error',
       comment:
-        'The domain (states, rules, shapes) imports nothing of the operations, the stores or AWS; of the SDK, only the wire it declares (types, vocabulary, lifecycle events, push frames).',
+        'The domain (states, rules, shapes) imports nothing of the operations, the stores or AWS; of the SDK, only the wire it declares (types, schedule types, vocabulary, lifecycle events, push frames).',
       from: { path: '^functions/domain/' },
       to: {
         path: [
           '^functions/(core|adapters|wiring|http)/',
           '^node_modules/@aws-sdk/',
-          '^sdk/(?!(types|vocabulary|lifecycle-events|push-channel)\\.ts$)',
+          '^sdk/(?!(types|schedule-types|vocabulary|lifecycle-events|push-channel)\\.ts$)',
         ],
       },
     },
@@ -48,7 +48,7 @@ module.exports = {
       name: 'sdk-wire-stands-alone',
       severity: 'error',
       comment:
-        'sdk/types.ts, sdk/vocabulary.ts and sdk/lifecycle-events.ts are the one declaration of the wire: the server, the console page and the SDK take them, so they take nothing but each other, and a page that bundles them bundles only their constants.',
+        'sdk/types.ts (with sdk/schedule-types.ts), sdk/vocabulary.ts and sdk/lifecycle-events.ts are the one declaration of the wire: the server, the console page and the SDK take them, so they take nothing but each other, and a page that bundles them bundles only their constants.',
       from: { path: `^${SDK_WIRE}` },
       to: { pathNot: `^${SDK_WIRE}` },
     },
@@ -56,7 +56,7 @@ module.exports = {
       name: 'console-page-stands-alone',
       severity: 'error',
       comment:
-        'The console page runs in a browser: it is bundled from its own files, with no package and no server code. Of the SDK it takes the wire only: the records as the SDK types them (sdk/types.ts, sdk/lifecycle-events.ts) and the priorities and statuses it declares (sdk/vocabulary.ts).',
+        'The console page runs in a browser: it is bundled from its own files, with no package and no server code. Of the SDK it takes the wire only: the records as the SDK types them (sdk/types.ts, sdk/schedule-types.ts, sdk/lifecycle-events.ts) and the priorities and statuses it declares (sdk/vocabulary.ts).',
       from: { path: '^console/app/' },
       to: { pathNot: `^(console/app/|${SDK_WIRE})` },
     },

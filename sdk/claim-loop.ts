@@ -3,11 +3,12 @@
  * comes back (so a grant whose answer was lost is answered again rather than leased twice), and between empty ones
  * an idle wait: doubling from the poll interval's `min`, or the server's suggestion, ended early by a push wake.
  */
-import { type AgentSchedulerClient, newClaimId } from './client.js';
+import type { AgentSchedulerClient } from './client.js';
 import type { CarriedClaim } from './completion-sender.js';
 import { AgentSchedulerError, isAgentSchedulerError, SessionLostError } from './errors.js';
 import { SERVER_LIMITS } from './limits.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
+import { newClaimId } from './request-ids.js';
 import { sleep } from './sleep.js';
 import { givingBackFailed } from './task-outcomes.js';
 import type { ClaimedTask, ClaimInput, ClaimResult, Session } from './types.js';

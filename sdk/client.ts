@@ -8,6 +8,7 @@
 import { AgentSchedulerError, isAgentSchedulerError } from './errors.js';
 import { inBodies, SERVER_LIMITS } from './limits.js';
 import type { PushOptions } from './push-channel.js';
+import { newClaimId, newOpenId, nextOpenSeq } from './request-ids.js';
 import { TaskWaiter, type WaitOptions } from './task-waiter.js';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
 import type {
@@ -73,22 +74,6 @@ export interface CallOptions {
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
 }
-
-/** A claim id: letters, digits and "-", as the server accepts (8 to 64 characters). */
-export const newClaimId = (): string => globalThis.crypto.randomUUID();
-
-/** A new open id: one per open, sent again on each of its retries. */
-export const newOpenId = (): string => globalThis.crypto.randomUUID();
-
-let lastOpenSeq = 0;
-/**
- * A number for a new open, above every earlier one of this process and, being the clock in ms, above those of the
- * process this one restarted (see `OpenSessionOptions.openSeq`).
- */
-export const nextOpenSeq = (): number => {
-  lastOpenSeq = Math.max(Date.now(), lastOpenSeq + 1);
-  return lastOpenSeq;
-};
 
 const segment = (value: string): string => encodeURIComponent(value);
 

@@ -22,11 +22,12 @@
  */
 import { EventEmitter } from 'node:events';
 import { ClaimLoop, isRevoked } from './claim-loop.js';
-import { type AgentSchedulerClient, newOpenId } from './client.js';
+import type { AgentSchedulerClient } from './client.js';
 import { SessionLostError } from './errors.js';
 import { Heartbeats } from './heartbeats.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
 import type { PushOptions } from './push-channel.js';
+import { newOpenId } from './request-ids.js';
 import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
 import { givingBackFailed, type Outcome, TaskOutcomes } from './task-outcomes.js';

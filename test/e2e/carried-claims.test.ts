@@ -6,8 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
-import { AgentSchedulerClient, newClaimId } from '#sdk/client';
+import { AgentSchedulerClient } from '#sdk/client';
 import { AgentSchedulerError } from '#sdk/errors';
+import { newClaimId } from '#sdk/request-ids';
 import type { ClaimedTask } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
