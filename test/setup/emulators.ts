@@ -4,7 +4,7 @@
  * tests via `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
  * `localSqsClient` from `local/emulators/clients`. The last project to finish stops them and checks IAM.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -84,6 +84,9 @@ function checkGrantsAgainstUse(usageDir: string): void {
   const used = readRecords(usageDir);
   rmSync(usageDir, { recursive: true, force: true });
   if (used.size === 0) return;
+  // For a reader of the check: every use the run saw, one a line, function|action|resource.
+  const usesFile = process.env.AGENT_SCHEDULER_IAM_USES;
+  if (usesFile) writeFileSync(usesFile, `${[...used].sort().join('\n')}\n`);
   const { stack, template } = synthTemplate();
   const complete = process.env.AGENT_SCHEDULER_IAM_CHECK === 'all';
   const { notGranted, unused } = compareUses(
