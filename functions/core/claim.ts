@@ -160,7 +160,12 @@ export async function claimTasks(
   const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
   const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
   await settle(ctx, request, hints, admission, grants);
-  await passTurns(ctx, turns, admission.refused);
+  await passTurns(
+    ctx,
+    turns,
+    admission.refused,
+    (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
+  );
 
   await emit(
     ctx,

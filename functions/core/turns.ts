@@ -14,7 +14,9 @@
  *   them as it grants hinted tasks, under the key's `perKeyConcurrency`.
  * - **Passing on**: the turn goes back to the end of the line (a new message, sent before the old one is deleted)
  *   if the lane has more; a key at its limit has its turn back later, waiting longer each time, unless a lease of
- *   the key ends first: then a new turn takes its place at once. A lane found empty
+ *   the key ends first: then a new turn takes its place at once (the lease's end looks at the turn after freeing
+ *   its slot, and the claim at the key's slots after sending the turn back, so one of the two sees the other; the
+ *   lease's look is an eventually consistent read, which can miss a turn sent back a moment before). A lane found empty
  *   frees its slot only if no task was offered in the last `OFFER_QUIET_MS`: the index the lane is read from lags
  *   its table a moment, and a task offered just before the slot was freed must not be left without a turn.
  *
@@ -133,6 +135,16 @@ export async function freeLeaseSlots(ctx: SchedulerContext, task: Task): Promise
   await hurryTurn(ctx, task);
 }
 
+/** Whether the key of `turn` holds fewer leases than its limit now (a strongly consistent read of its control). */
+async function keyHasRoom(
+  ctx: SchedulerContext,
+  turn: Pick<ReceivedTurn, 'queue' | 'keyHash'>,
+  limit: number,
+): Promise<boolean> {
+  const { held } = await ctx.queueControls.readAdmission(keyControlName(turn.queue, turn.keyHash));
+  return Object.keys(held ?? {}).length < limit;
+}
+
 /** The name of a key's concurrency control: a queue control of its own. */
 const keyControlName = (queue: string, keyHash: string): string => `${queue}/key/${keyHash}`;
 
@@ -239,11 +251,13 @@ export async function passTurns(
   ctx: SchedulerContext,
   taken: readonly TakenTurn[],
   refused: ReadonlySet<string> = new Set(),
+  perKeyConcurrency: (queue: string) => number | undefined = () => undefined,
 ): Promise<void> {
   await Promise.all(
     taken.map((t) =>
       passTurn(ctx, {
         ...t,
+        keyLimit: perKeyConcurrency(t.turn.queue),
         // Refused by a limit (the key's, or the queue's): the lane still has them, and is full for now.
         more: t.more || t.hints.some((h) => refused.has(h.taskId)),
         full: t.hints.length > 0 && t.hints.every((h) => refused.has(h.taskId)),
@@ -259,7 +273,14 @@ export async function passTurns(
 
 async function passTurn(
   ctx: SchedulerContext,
-  { turn, laneId, more, full, duplicate }: TakenTurn & { readonly full: boolean },
+  {
+    turn,
+    laneId,
+    more,
+    full,
+    duplicate,
+    keyLimit,
+  }: TakenTurn & { readonly full: boolean; readonly keyLimit: number | undefined },
 ): Promise<void> {
   const now = ctx.now();
   const again = async (visibleAt: number, waits = 0) => {
@@ -279,6 +300,16 @@ async function passTurn(
     // The key runs as many as it may: its turn comes back later, a little later each time in a row (a new
     // message: one handed back again and again would end in the dead-letter queue).
     await again(now + keyFullWaitSeconds(turn.waits) * 1_000, turn.waits + 1);
+    // A lease of the key that ended after the admission found it full looked at the turn before it was sent back,
+    // and left it be: read after sending it back, the key's room says so, and the turn comes now instead.
+    if (keyLimit !== undefined && (await keyHasRoom(ctx, turn, keyLimit))) {
+      await putInLine(
+        ctx,
+        turn,
+        { laneId, keyHash: turn.keyHash },
+        { visibleAt: now, now, replacing: turn.token },
+      );
+    }
   } else if (more) {
     await again(now);
   } else {

@@ -190,6 +190,41 @@ describe('fairness between keys', () => {
     expect(Date.now() - started).toBeLessThan(900);
   });
 
+  it('a key’s running lease that ends while a claim is sending its turn back for later still brings the turn forward', async () => {
+    const own = await createTestStack({ queues: ['paced'] });
+    onTestFinished(() => own.destroy());
+    const { scheduler } = own;
+    await scheduler.setQueueLimits('paced', { perKeyConcurrency: 1 });
+    const ids = await submitKeyed(own, 'paced', 'one-at-a-time', 2);
+    const agent = await startAgent(scheduler, { queues: ['paced'], maxConcurrency: 4 });
+    const [running] = await scheduler.claim({ ...agent, max: 4 });
+    expect(ids).toContain(running?.taskId);
+    // The next claim finds the key full. Between that and its sending the turn back for later (the write of the
+    // turn slot's later time), the running task completes in another function instance: its look at the turn
+    // finds it not yet sent back, and leaves it be.
+    const other = own.sibling();
+    own.interleave(
+      (operation, input) =>
+        operation === 'UpdateItemCommand' &&
+        Object.values(input.ExpressionAttributeNames ?? {}).includes('heldAt') &&
+        // Two assignments (the later time and when it was held): the turn sent back, not a new one put in line.
+        String(input.UpdateExpression).split('=').length === 3,
+      () =>
+        other.complete({
+          agentId: agent.agentId,
+          taskId: running?.taskId ?? '',
+          leaseEpoch: running?.leaseEpoch ?? 0,
+        }),
+    );
+    expect(await scheduler.claim({ ...agent, max: 4 })).toEqual([]);
+    expect((await scheduler.getTask(running?.taskId ?? '')).status).toBe('succeeded');
+    // The key has room again: its next task is claimable now, not after the turn's wait of 1 s.
+    const started = Date.now();
+    const [next] = await scheduler.claim({ ...agent, max: 4 });
+    expect(next?.taskId).toBe(ids.find((id) => id !== running?.taskId));
+    expect(Date.now() - started).toBeLessThan(900);
+  });
+
   it('a turn lost from SQS is put in line again by the supervisor', async () => {
     // On tables of its own: in the shared ones, the 4,960 tasks of key A the first test left queued would be due
     // too once the clock moves, and the pass would look at each of them (29 s on two quiet cores) besides this one.
