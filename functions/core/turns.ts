@@ -16,9 +16,9 @@
  *   if the lane has more; a key at its limit has its turn back later, waiting longer each time, unless a lease of
  *   the key ends first: then a new turn takes its place at once (the lease's end looks at the turn after freeing
  *   its slot, and the claim at the key's slots after sending the turn back, so one of the two sees the other; the
- *   lease's look is an eventually consistent read, which can miss a turn sent back a moment before). A lane found empty
- *   frees its slot only if no task was offered in the last `OFFER_QUIET_MS`: the index the lane is read from lags
- *   its table a moment, and a task offered just before the slot was freed must not be left without a turn.
+ *   lease's look is an eventually consistent read, which can miss a turn sent back a moment before). A lane found
+ *   empty frees its slot only if no task was offered in the last `OFFER_QUIET_MS`: the index the lane is read from
+ *   lags its table a moment, and a task offered just before the slot was freed must not be left without a turn.
  *
  * So a key waits at most one turn of each other key in line before its next turn: key B's 20 tasks behind key A's
  * 5,000 are claimed within B's first turns, not after A's backlog.
