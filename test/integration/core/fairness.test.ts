@@ -167,7 +167,8 @@ describe('fairness between keys', () => {
     // A guard against a hang, not a bound: 12 s on two quiet cores; the stall bound above is the test's.
   }, 400_000);
 
-  it('a key at its limit has its next task claimable as soon as its running one ends, not after its turn’s wait', async () => {
+  /** On tables of its own: a key limited to 1 with two tasks, the first of them claimed and running. */
+  async function keyAtItsLimit() {
     const own = await createTestStack({ queues: ['paced'] });
     onTestFinished(() => own.destroy());
     const { scheduler } = own;
@@ -176,6 +177,11 @@ describe('fairness between keys', () => {
     const agent = await startAgent(scheduler, { queues: ['paced'], maxConcurrency: 4 });
     const [running] = await scheduler.claim({ ...agent, max: 4 });
     expect(ids).toContain(running?.taskId);
+    return { own, scheduler, ids, agent, running };
+  }
+
+  it('a key at its limit has its next task claimable as soon as its running one ends, not after its turn’s wait', async () => {
+    const { scheduler, ids, agent, running } = await keyAtItsLimit();
     // The key is full: this claim finds its turn and sends it back for later (1 s, doubling while it stays full).
     expect(await scheduler.claim({ ...agent, max: 4 })).toEqual([]);
     await scheduler.complete({
@@ -191,14 +197,7 @@ describe('fairness between keys', () => {
   });
 
   it('a key’s running lease that ends while a claim is sending its turn back for later still brings the turn forward', async () => {
-    const own = await createTestStack({ queues: ['paced'] });
-    onTestFinished(() => own.destroy());
-    const { scheduler } = own;
-    await scheduler.setQueueLimits('paced', { perKeyConcurrency: 1 });
-    const ids = await submitKeyed(own, 'paced', 'one-at-a-time', 2);
-    const agent = await startAgent(scheduler, { queues: ['paced'], maxConcurrency: 4 });
-    const [running] = await scheduler.claim({ ...agent, max: 4 });
-    expect(ids).toContain(running?.taskId);
+    const { own, scheduler, ids, agent, running } = await keyAtItsLimit();
     // The next claim finds the key full. Between that and its sending the turn back for later (the write of the
     // turn slot's later time), the running task completes in another function instance: its look at the turn
     // finds it not yet sent back, and leaves it be.
