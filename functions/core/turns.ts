@@ -283,26 +283,27 @@ async function passTurn(
   }: TakenTurn & { readonly full: boolean; readonly keyLimit: number | undefined },
 ): Promise<void> {
   const now = ctx.now();
-  const again = async (visibleAt: number, waits = 0) => {
+  /** Puts the turn back in line, visible at `visibleAt`; false if the slot names another turn. */
+  const again = async (visibleAt: number, waits = 0): Promise<boolean> => {
     // Only the turn the slot names goes back in line; any other was a duplicate, or replaced.
-    if (await ctx.lanes.holdTurnSlot(laneId, turn.token, visibleAt, now)) {
-      await ctx.queues.sendTurn(
-        turn.queue,
-        turn.priority,
-        { keyHash: turn.keyHash, token: turn.token, waits },
-        secondsUntil(visibleAt, now),
-      );
-    }
+    if (!(await ctx.lanes.holdTurnSlot(laneId, turn.token, visibleAt, now))) return false;
+    await ctx.queues.sendTurn(
+      turn.queue,
+      turn.priority,
+      { keyHash: turn.keyHash, token: turn.token, waits },
+      secondsUntil(visibleAt, now),
+    );
+    return true;
   };
   if (duplicate) {
     // Nothing: the lane's other turn in this claim is passed on.
   } else if (full) {
     // The key runs as many as it may: its turn comes back later, a little later each time in a row (a new
     // message: one handed back again and again would end in the dead-letter queue).
-    await again(now + keyFullWaitSeconds(turn.waits) * 1_000, turn.waits + 1);
+    const sentBack = await again(now + keyFullWaitSeconds(turn.waits) * 1_000, turn.waits + 1);
     // A lease of the key that ended after the admission found it full looked at the turn before it was sent back,
     // and left it be: read after sending it back, the key's room says so, and the turn comes now instead.
-    if (keyLimit !== undefined && (await keyHasRoom(ctx, turn, keyLimit))) {
+    if (sentBack && keyLimit !== undefined && (await keyHasRoom(ctx, turn, keyLimit))) {
       await putInLine(
         ctx,
         turn,
