@@ -79,7 +79,7 @@ export async function setUp(options: HttpChaosOptions) {
   const random = seededRandom(options.seed);
   const leaseTtlSeconds = options.leaseTtlSeconds ?? 2;
   const faults = new FaultCounts();
-  const live = { faultsOn: true, stopping: false, fleetStarted: false };
+  const live = { faultsOn: true, stopping: false, fleetStarted: false, fleetStopped: false };
   const faultsOn = () => live.faultsOn;
   // What the tables committed, checked as the in-process run's history is; the agents' calls that came back ok
   // (completions and failures the Workers heard of) must each be a committed transition.
@@ -151,7 +151,8 @@ export async function setUp(options: HttpChaosOptions) {
   const network = new FaultyNetwork({
     random,
     faultsOn,
-    runningOn: () => !live.stopping,
+    // Through the fleet's stop: a role first released as its holder stops still owes its faults then.
+    runningOn: () => !live.fleetStopped,
     faults,
     attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
     rareRouteBoost: options.rareBoost ?? 5,

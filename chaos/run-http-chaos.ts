@@ -39,6 +39,7 @@ export async function runHttpChaos(options: HttpChaosOptions): Promise<HttpChaos
     return await reportOf(run, options, outcome, started);
   } finally {
     run.live.stopping = true;
+    run.live.fleetStopped = true;
     run.loopDelay.disable();
     await run.server.close();
     await run.scratch.dispose();
@@ -79,6 +80,7 @@ async function runUnderFaults(run: Run, options: HttpChaosOptions, started: numb
   await Promise.all(
     agents.map((a) => a.worker.stop({ drain: false, timeoutMs: 2_000 }).catch(() => undefined)),
   );
+  live.fleetStopped = true;
   mark('stopped');
   return {
     acknowledged,

@@ -17,9 +17,10 @@ const NO_VIOLATION = Object.fromEntries([...VIOLATION_COUNTS.map((name) => [name
  * Where each fault must have fallen: the agent routes the Worker calls (a heartbeat carrying checkpoints apart),
  * and the committed writes of every kind whose answer the server's store loses. Until a route has had a request
  * delivered late and one whose answer was lost, its next request is, and writes of each kind lose their answer
- * until one has, whatever the seed draws, and after the faults stop too while the run goes on: a role that began to
- * move only late in the faults (its volunteers' first sessions lost) is still released under them. What the runs
- * leave to chance is only whether a route or a write is used at all (roles move and hooks are made in both runs).
+ * until one has, whatever the seed draws, and after the faults stop too while the run goes on (for the routes, until
+ * the fleet has stopped): a role that began to move only late in the faults (its volunteers' first sessions lost),
+ * or whose first release is its holder's stop, is still released under them. What the runs leave to chance is only
+ * whether a route or a write is used at all (roles move and hooks are made in both runs).
  */
 const LATE_ROUTES = [
   'openSession',
