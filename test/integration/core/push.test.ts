@@ -9,6 +9,7 @@ import { LISTENER_SHARDS } from '#adapters/connection-table';
 import { CONNECTION_TTL_SECONDS, type PushFrame, TICKET_TTL_SECONDS } from '#domain/push';
 import {
   claimUntil,
+  connectAgent,
   createTestStack,
   fireAsFunction,
   RecordingPushSender,
@@ -38,16 +39,8 @@ describe('push channel', () => {
     await stack.destroy();
   });
 
-  /** An agent with a live session, connected through a ticket, as the `$connect` route does it. */
-  const connectedAgent = async (queues = ['work']) => {
-    const agent = await startAgent(stack.scheduler, { queues });
-    const { ticket } = await stack.scheduler.pushTicket({ kind: 'agent', agentId: agent.agentId });
-    const principal = await stack.scheduler.redeemPushTicket(ticket);
-    if (!principal) throw new Error('ticket refused');
-    const connectionId = `c${connections++}`;
-    await stack.scheduler.openPushConnection(connectionId, principal);
-    return { ...agent, connectionId };
-  };
+  const connectedAgent = async (queues = ['work']) =>
+    connectAgent(stack.scheduler, `c${connections++}`, queues);
   /** The agent found nothing and listens: it is idle. */
   const idle = async (agent: { agentId: string; sessionId: string }) => {
     const answer = await stack.scheduler.claimOrListen(agent);
