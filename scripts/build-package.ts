@@ -22,6 +22,7 @@ import { bundleOptions, FUNCTION_ENTRIES, REPO_ROOT } from '../infra/scheduler-f
 const DIST = join(REPO_ROOT, 'dist');
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
   peerDependencies?: Record<string, string>;
+  dependencies?: Record<string, string>;
 };
 /** Imports left to the user's install: the peers, with their subpaths, and the package's own dependencies. */
 const external = [
@@ -70,8 +71,7 @@ await Promise.all([
 // One declaration file per entry, the peers' types imported. Each from a program of its entry alone: the whole
 // project, tests included, would take minutes.
 const typesOf = (entry: string, tsconfig: string) =>
-  // Unchecked: `npm test` type-checks these sources; checking them again here would take longer than the rest.
-  generateDtsBundle([{ filePath: join(REPO_ROOT, entry), noCheck: true, output: { noBanner: true } }], {
+  generateDtsBundle([{ filePath: join(REPO_ROOT, entry), output: { noBanner: true } }], {
     preferredConfigPath: join(REPO_ROOT, tsconfig),
   })[0];
 const sdkTypes = typesOf('sdk/index.ts', 'sdk/tsconfig.build.json');
