@@ -50,13 +50,23 @@ export class LaneTable implements LaneStore {
     return turnSlotOf(output.Item ?? {});
   }
 
-  async noteOffer(laneId: string, now: number): Promise<TurnSlot> {
+  async noteOffer(
+    laneId: string,
+    now: number,
+    ifEmpty?: { readonly token: string; readonly visibleAt: number },
+  ): Promise<TurnSlot> {
     const e = new Expression();
+    // A turn's three attributes are written and removed together: each is set here only where none is.
+    const orTake = ifEmpty
+      ? Object.entries({ turnToken: ifEmpty.token, visibleAt: ifEmpty.visibleAt, heldAt: now })
+          .map(([name, value]) => `, ${e.n(name)} = if_not_exists(${e.n(name)}, ${e.v(value)})`)
+          .join('')
+      : '';
     const output = await this.doc.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: laneTurnKey(laneId),
-        UpdateExpression: `SET ${e.n('lastOfferAt')} = ${e.v(now)}`,
+        UpdateExpression: `SET ${e.n('lastOfferAt')} = ${e.v(now)}${orTake}`,
         ReturnValues: 'ALL_NEW',
         ...e.attributes(),
       }),

@@ -6,8 +6,9 @@
  * duplicate SQS delivered, one a crash left behind, one the supervisor replaced) is deleted when received. So however
  * deep its backlog and whatever went wrong, a lane is at most one live message in line.
  *
- * - **Offering**: a keyed task that becomes claimable records the offer on the slot (one write) and, if no live turn
- *   is in line early enough for it, puts a new one in line (a conditional write on the token it saw, then the send).
+ * - **Offering**: a keyed task that becomes claimable records the offer on the slot, and in the same write puts its
+ *   own turn there if the slot is empty (then the send). If the slot holds a turn that is not live or not in line
+ *   early enough for it, it puts a new one in line (a conditional write on the token it saw, then the send).
  *   A turn not passed on for a while is taken for lost and replaced: after `TURN_SLOT_STALE_MS` by a new task, after
  *   `reconcileAfterSeconds` by the supervisor, for a task of the lane left waiting past its due time.
  * - **Taking**: a claim that receives turns takes an equal share of each lane's oldest claimable tasks and grants
@@ -63,7 +64,13 @@ export async function offerTurn(
   if (!lane) return false;
   const now = ctx.now();
   const visibleAt = now + delaySeconds * 1_000;
-  const slot = await ctx.lanes.noteOffer(lane.laneId, now);
+  // The offer's write takes the slot too when it is empty (a quiet key's task): one write, not two.
+  const token = newTurnToken();
+  const slot = await ctx.lanes.noteOffer(lane.laneId, now, { token, visibleAt });
+  if (slot.token === token) {
+    await sendInLine(ctx, task, lane, { token, visibleAt, now });
+    return true;
+  }
   const live =
     slot.token !== undefined && (slot.heldAt ?? 0) > now - (options.staleAfterMs ?? TURN_SLOT_STALE_MS);
   // A live turn visible in time serves this task too; one held back for a later task does not.
@@ -84,6 +91,17 @@ async function putInLine(
 ): Promise<boolean> {
   const token = newTurnToken();
   if (!(await ctx.lanes.takeTurnSlot(lane.laneId, { token, visibleAt, now }, replacing))) return false;
+  await sendInLine(ctx, task, lane, { token, visibleAt, now });
+  return true;
+}
+
+/** Sends the turn the slot now holds, visible at `visibleAt`. */
+async function sendInLine(
+  ctx: SchedulerContext,
+  task: Pick<Task, 'queue' | 'priority'>,
+  lane: { readonly laneId: string; readonly keyHash: string },
+  { token, visibleAt, now }: { token: string; visibleAt: number; now: number },
+): Promise<void> {
   try {
     await ctx.queues.sendTurn(
       task.queue,
@@ -97,7 +115,6 @@ async function putInLine(
     await ctx.lanes.freeTurnSlot(lane.laneId, token, Number.MAX_SAFE_INTEGER).catch(() => undefined);
     throw error;
   }
-  return true;
 }
 
 /**

@@ -25,8 +25,14 @@ export class FakeLaneStore implements LanePort.LaneStore {
     return { ...this.turnSlots.get(laneId) };
   }
 
-  async noteOffer(laneId: string, now: number): Promise<LanePort.TurnSlot> {
-    const slot = { ...this.turnSlots.get(laneId), lastOfferAt: now };
+  async noteOffer(
+    laneId: string,
+    now: number,
+    ifEmpty?: { readonly token: string; readonly visibleAt: number },
+  ): Promise<LanePort.TurnSlot> {
+    const current = this.turnSlots.get(laneId) ?? {};
+    const taken = ifEmpty && current.token === undefined ? { ...ifEmpty, heldAt: now } : {};
+    const slot = { ...current, ...taken, lastOfferAt: now };
     this.turnSlots.set(laneId, slot);
     return { ...slot };
   }

@@ -80,5 +80,27 @@ export function laneStoreContract(name: string, subject: () => LanesUnderTest): 
         true,
       );
     });
+
+    it('an offer takes an empty slot for its own turn in the same write, and leaves a held one as it is', async () => {
+      const { lanes, now } = subject();
+      const laneId = `${QUEUE}#normal#${newKey()}`;
+      const at = now();
+      const taken = { token: 'mine', visibleAt: at + 7, heldAt: at, lastOfferAt: at };
+      expect(await lanes.noteOffer(laneId, at, { token: 'mine', visibleAt: at + 7 })).toEqual(taken);
+      expect(await lanes.turnSlot(laneId)).toEqual(taken);
+      // Held: the next offer records itself only.
+      expect(await lanes.noteOffer(laneId, at + 1, { token: 'yours', visibleAt: at + 1 })).toEqual({
+        ...taken,
+        lastOfferAt: at + 1,
+      });
+      expect(await lanes.takeTurnSlot(laneId, { token: 'yours', visibleAt: at, now: at }, undefined)).toBe(
+        false,
+      );
+      expect(await lanes.freeTurnSlot(laneId, 'mine', at + 2)).toBe('freed');
+      expect(await lanes.noteOffer(laneId, at + 3, { token: 'yours', visibleAt: at + 3 })).toMatchObject({
+        token: 'yours',
+        heldAt: at + 3,
+      });
+    });
   });
 }

@@ -22,8 +22,16 @@ export interface LaneStore {
   laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<LaneEntry[]>;
   /** The lane's turn slot, as an eventually consistent read sees it (a moment behind its last write). */
   turnSlot(laneId: string): Promise<TurnSlot>;
-  /** Records that a task of the lane became claimable, and answers the lane's turn slot as it is after. */
-  noteOffer(laneId: string, now: number): Promise<TurnSlot>;
+  /**
+   * Records that a task of the lane became claimable, and answers the lane's turn slot as it is after. With
+   * `ifEmpty`, the same write puts that turn in the slot if it holds none (`heldAt` `now`): the answer then names
+   * it, and its caller sends it.
+   */
+  noteOffer(
+    laneId: string,
+    now: number,
+    ifEmpty?: { readonly token: string; readonly visibleAt: number },
+  ): Promise<TurnSlot>;
   /**
    * Puts turn `token` in the slot, visible at `visibleAt`, if the slot still holds `replacing` (undefined: no turn).
    * True if it did: its caller sends that turn.
