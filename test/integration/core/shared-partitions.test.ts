@@ -1,7 +1,7 @@
 /**
  * No partition that a queue's tasks share is written as often as the queue takes tasks: DynamoDB gives a partition
  * 1,000 write units a second, so a partition written once a task or more would cap the queue near that, however
- * many agents it has. Run on DynamoDB Local: a queue with concurrency keys and 50 agents listening on the push
+ * many agents it has. Run on DynamoDB Local: a queue with 10 concurrency keys and 50 agents listening on the push
  * channel, each task submitted alone so that it wakes an idle agent, which claims it, completes it and goes idle
  * again. Every write request is counted against the partition of each item it writes (failed conditions too: they
  * are billed); the partitions of a task's own items (its state and payload) are left out.
@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENTS_TABLE, CONNECTIONS_TABLE, LEASES_TABLE, TASKS_TABLE } from '#adapters/tables';
 import { connectAgent, createTestStack, RecordingPushSender, type TestStack } from '#test/stack';
 
-const TASKS = 200;
+const TASKS = 100;
 const AGENTS = 50;
-const KEYS = 8;
+const KEYS = 10;
 
 type Next = (args: { input: object }) => Promise<{ output: object }>;
 interface MiddlewareStack {
@@ -92,8 +92,9 @@ describe('partitions a queue’s tasks share', () => {
   };
 
   it(`a queue with ${KEYS} concurrency keys and ${AGENTS} listening agents: none is written once a task`, async () => {
-    const agents = [];
-    for (let i = 0; i < AGENTS; i++) agents.push(await connectAgent(stack.scheduler, `s${i}`, ['shared']));
+    const agents = await Promise.all(
+      Array.from({ length: AGENTS }, (_, i) => connectAgent(stack.scheduler, `s${i}`, ['shared'])),
+    );
     for (const agent of agents) expect((await stack.scheduler.claimOrListen(agent)).tasks).toEqual([]);
     const writes = countWrites();
     const taskIds = new Set<string>();
