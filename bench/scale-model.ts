@@ -10,7 +10,6 @@
  * spread a scope's tasks over their shards by a hash of the task id; the ceiling assumes an even spread (the busiest
  * of the 16 `listed` shards took 650 of 10,000 tasks in `key-distribution.test.ts`, 4 % above even).
  */
-import { LISTENER_SHARDS } from '#adapters/connection-table';
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 import { WAKE_TIMER_MAX_CONCURRENCY } from '#adapters/wake-timer-queue';
 
@@ -57,9 +56,7 @@ export interface ScaleInputs {
 
 export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
   const controlUnits = units(CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * inputs.leasesHeld);
-  // A wake reads one partition of the queue's listeners while idle agents are many (every one when none is idle).
-  const perPartition = Math.ceil(inputs.listeners / LISTENER_SHARDS);
-  const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * perPartition) / 4096)) * 0.5;
+  const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * inputs.listeners) / 4096)) * 0.5;
   return [
     {
       key: `due index, due#<nn> (${DUE_SHARDS} shards)`,
@@ -123,12 +120,11 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       when: 'a task with a concurrencyKey',
     },
     {
-      key: `listener partitions, queue#<queue>#<nn> (${LISTENER_SHARDS} shards)`,
+      key: 'listener partition, queue#<queue>',
       scope: 'queue',
-      shards: LISTENER_SHARDS,
-      // A wake reads a partition of the queue's listeners, takes one (a write) and marks it busy in its other
-      // queues (a write, for an agent of several queues); the claim that finds the queue empty again marks it idle
-      // (a write). Each agent's item is in one partition, by its id.
+      shards: 1,
+      // A wake reads the queue's listeners whole, takes one (a write) and marks it busy (a write); the claim that
+      // finds the queue empty again marks it idle (a write).
       writeUnitsPerTask: 3,
       readUnitsPerTask: listenerReadUnits,
       when: 'push wakes (agents listening on the push channel)',

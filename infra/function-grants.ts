@@ -165,8 +165,7 @@ function grantPushChannel({ tables, functions, push, wakeTimer: timer }: Granted
   // tells the connections watching it (Query); whoever hands a role over looks up the new holder's connection
   // (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
   grantOnTable(agentApi, connections, [
-    // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle; a listener recorded before
-    // the listeners' partitions is read (GetItem), put in its own (PutItem) and deleted (DeleteItem) then.
+    // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle.
     'PutItem',
     'UpdateItem',
     'Query',

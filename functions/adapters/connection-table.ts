@@ -3,12 +3,9 @@
  * - `ticket#<hash>`: a connect ticket, deleted by the one connect that uses it;
  * - `connection#<id>`: an open connection and its caller;
  * - `agent#<agentId>`: the connection an agent listens on (the newest);
- * - `queue#<name>#<nn>` / `agent#<agentId>`: an agent listening to a queue, with `idle` and `wokenAt`, in one of
- *   the queue's `LISTENER_SHARDS` partitions (by the agent's id), so that no partition takes every wake and idle
- *   mark of a queue. A wake reads a partition (small items: one request for a shard of a fleet of thousands) and
- *   takes a listener with a conditional write, so two wakes never take the same idle agent, and the cooldown holds
- *   under parallel wakes. A listener written before the queue was sharded (`queue#<name>`) is moved to its
- *   partition the first time its agent marks itself idle;
+ * - `queue#<name>` / `agent#<agentId>`: an agent listening to a queue, with `idle` and `wokenAt`. A wake reads a
+ *   queue's partition (small items, one request for a fleet of hundreds) and takes a listener with a conditional
+ *   write, so two wakes never take the same idle agent, and the cooldown holds under parallel wakes;
  * - `task#<taskId>` / `connection#<id>`: a connection watching a task, to hear when it ends.
  *
  * Every record carries `purgeAt` (seconds) for DynamoDB's TTL, which deletes late: reads check `expiresAt` too.
@@ -25,7 +22,6 @@ import {
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
-import { shardOf } from '#domain/ids';
 import type { PushPrincipal } from '#domain/push';
 import { Expression, updateIf } from './expression';
 
@@ -35,20 +31,7 @@ const ONE = '-';
 const ticketKey = (hash: string) => ({ pk: `ticket#${hash}`, sk: ONE });
 const connectionKey = (connectionId: string) => ({ pk: `connection#${connectionId}`, sk: ONE });
 const agentKey = (agentId: string) => ({ pk: `agent#${agentId}`, sk: ONE });
-
-/** The partitions a queue's listeners are spread over: 16 take 5,000 wakes a second (see the scale model). */
-export const LISTENER_SHARDS = 16;
-const listenerPartition = (queue: string, shard: number) =>
-  `queue#${queue}#${String(shard).padStart(2, '0')}`;
-const listenerKey = (queue: string, agentId: string) => ({
-  pk: listenerPartition(queue, shardOf(agentId, LISTENER_SHARDS)),
-  sk: `agent#${agentId}`,
-});
-/** Where a listener was kept before its queue's listeners were sharded. */
-const legacyListenerKey = (queue: string, agentId: string) => ({
-  pk: `queue#${queue}`,
-  sk: `agent#${agentId}`,
-});
+const listenerKey = (queue: string, agentId: string) => ({ pk: `queue#${queue}`, sk: `agent#${agentId}` });
 
 const purgeAt = (expiresAt: number) => Math.ceil(expiresAt / 1_000);
 
@@ -76,8 +59,6 @@ function listenerOf(item: Item): Listener {
 const failedCondition = (error: unknown) => error instanceof ConditionalCheckFailedException;
 
 export class ConnectionTable implements ConnectionStore {
-  readonly listenerShards = LISTENER_SHARDS;
-
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
@@ -171,27 +152,25 @@ export class ConnectionTable implements ConnectionStore {
     if (connection.principal.kind !== 'agent') return;
     const { agentId } = connection.principal;
     // Records a newer connection of the same agent wrote are its own: deleted only while they name this one.
+    const mine = (Key: Item) => {
+      const e = new Expression();
+      return this.doc
+        .send(
+          new DeleteCommand({
+            TableName: this.tableName,
+            Key,
+            ConditionExpression: `${e.n('connectionId')} = ${e.v(connectionId)}`,
+            ...e.attributes(),
+          }),
+        )
+        .catch((error: unknown) => {
+          if (!failedCondition(error)) throw error;
+        });
+    };
     await Promise.all([
-      this.deleteIfNamed(agentKey(agentId), connectionId),
-      ...connection.queues.map((queue) => this.deleteIfNamed(listenerKey(queue, agentId), connectionId)),
+      mine(agentKey(agentId)),
+      ...connection.queues.map((queue) => mine(listenerKey(queue, agentId))),
     ]);
-  }
-
-  /** Deletes a record while it names `connectionId`. */
-  private async deleteIfNamed(Key: Item, connectionId: string): Promise<void> {
-    const e = new Expression();
-    await this.doc
-      .send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key,
-          ConditionExpression: `${e.n('connectionId')} = ${e.v(connectionId)}`,
-          ...e.attributes(),
-        }),
-      )
-      .catch((error: unknown) => {
-        if (!failedCondition(error)) throw error;
-      });
   }
 
   async connectionOf(agentId: string): Promise<string | undefined> {
@@ -206,10 +185,23 @@ export class ConnectionTable implements ConnectionStore {
     agentId: string,
     queues: readonly string[],
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
-    const marked = await Promise.all(queues.map((queue) => this.markIdleIn(queue, agentId)));
+    const marked = await Promise.all(
+      queues.map((queue) =>
+        this.setIdle(
+          listenerKey(queue, agentId),
+          true,
+          (e) => `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
+          // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
+          'ALL_OLD',
+        ),
+      ),
+    );
     const listening = marked
-      .filter((before) => before !== undefined)
-      .map((before) => ({ wokenAt: Number(before.wokenAt ?? 0), wasIdle: before.idle === true }));
+      .filter((output) => output !== undefined)
+      .map((output) => ({
+        wokenAt: Number(output.Attributes?.wokenAt ?? 0),
+        wasIdle: output.Attributes?.idle === true,
+      }));
     return listening.length > 0
       ? {
           wokenAt: Math.max(...listening.map((mark) => mark.wokenAt)),
@@ -218,54 +210,8 @@ export class ConnectionTable implements ConnectionStore {
       : undefined;
   }
 
-  /**
-   * Marks an agent idle in one queue: its listener item as it was (whether it was idle already, and when it was
-   * last woken: a mark leaves that), or undefined when it does not listen there.
-   */
-  private async markIdleIn(queue: string, agentId: string): Promise<Item | undefined> {
-    const marked = await this.setIdle(listenerKey(queue, agentId), true, this.live, 'ALL_OLD');
-    if (marked) return marked.Attributes ?? {};
-    const moved = await this.moveFromBeforeShards(queue, agentId);
-    if (moved !== 'raced') return moved;
-    return (await this.setIdle(listenerKey(queue, agentId), true, this.live, 'ALL_OLD'))?.Attributes;
-  }
-
-  /** The listener item is there and has not expired. */
-  private readonly live = (e: Expression) =>
-    `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`;
-
-  /**
-   * A listener kept in the queue's partition of before the shards (its connection opened by a function of the
-   * release before them), moved to its shard, idle: the item as it was, undefined when there is none, `raced` when
-   * a connection opened meanwhile wrote its own listener in the shard. Costs half a read unit to an agent that
-   * listens on no connection.
-   */
-  private async moveFromBeforeShards(queue: string, agentId: string): Promise<Item | 'raced' | undefined> {
-    const legacyKey = legacyListenerKey(queue, agentId);
-    const { Item: legacy } = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: legacyKey }),
-    );
-    if (!legacy || Number(legacy.expiresAt) <= this.now()) return undefined;
-    const put = new Expression();
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...legacy, ...listenerKey(queue, agentId), idle: true },
-          ConditionExpression: `attribute_not_exists(${put.n('pk')})`,
-          ...put.attributes(),
-        }),
-      );
-    } catch (error) {
-      if (failedCondition(error)) return 'raced';
-      throw error;
-    }
-    await this.deleteIfNamed(legacyKey, String(legacy.connectionId));
-    return legacy;
-  }
-
-  async findIdle(queue: string, shard: number, wokenBefore: number): Promise<Listener[]> {
-    const items = await this.query(listenerPartition(queue, shard), Number.POSITIVE_INFINITY, (e) =>
+  async findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
+    const items = await this.query(`queue#${queue}`, limit, (e) =>
       [
         `${e.n('idle')} = ${e.v(true)}`,
         `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,

@@ -144,19 +144,19 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
   const message = frame<WakeFrame>({ type: 'wake', queue, reason: options.reason });
   let woken = 0;
   try {
-    // The listeners' partitions one by one from a random one, until enough are woken: a wake reads one partition
-    // while idle agents are many, every one only when none is idle. Each partition's idle listeners in random
-    // order: the wakes are spread over the fleet, and one taken by a parallel wake between the read and the write
-    // is passed over.
+    // Every idle listener the read finds (one request reads a fleet of hundreds), in random order: the wakes are
+    // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
-    const { listenerShards } = push.connections;
-    const first = Math.floor(ctx.random() * listenerShards);
-    for (let i = 0; i < listenerShards && woken < want; i++) {
-      const found = await push.connections.findIdle(queue, (first + i) % listenerShards, wokenBefore);
-      for (const listener of shuffled(ctx, found)) {
-        if (woken >= want) break;
-        if (await takeAndWake(ctx, push, queue, listener, { now, wokenBefore, message })) woken++;
-      }
+    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, 1_000));
+    for (const listener of found) {
+      if (woken >= want) break;
+      if (!(await push.connections.takeForWake(queue, listener, now, wokenBefore))) continue;
+      const others = listener.queues.filter((q) => q !== queue);
+      const [sent] = await Promise.all([
+        pushTo(ctx, push, listener.connectionId, message),
+        others.length > 0 ? push.connections.markBusy(listener, others) : undefined,
+      ]);
+      if (sent) woken++;
     }
   } catch (error) {
     ctx.log.warn('waking agents failed; they find the work at their next poll', {
@@ -165,26 +165,6 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
     });
   }
   return woken;
-}
-
-/**
- * Takes an idle listener for a wake and sends it the wake, marking it busy in its other queues: false when a
- * parallel wake took it first, or its connection is gone.
- */
-async function takeAndWake(
-  ctx: SchedulerContext,
-  push: PushChannel,
-  queue: string,
-  listener: Listener,
-  wake: { readonly now: number; readonly wokenBefore: number; readonly message: PushFrame },
-): Promise<boolean> {
-  if (!(await push.connections.takeForWake(queue, listener, wake.now, wake.wokenBefore))) return false;
-  const others = listener.queues.filter((q) => q !== queue);
-  const [sent] = await Promise.all([
-    pushTo(ctx, push, listener.connectionId, wake.message),
-    others.length > 0 ? push.connections.markBusy(listener, others) : undefined,
-  ]);
-  return sent;
 }
 
 /** Wakes for tasks made claimable now: `wakesPerTask` agents per task, for each queue. */

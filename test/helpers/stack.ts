@@ -322,16 +322,6 @@ export async function startAgent(
   return { agentId: agent.agentId, sessionId: session.sessionId };
 }
 
-/** An agent with a live session, connected to the push channel through a ticket, as the `$connect` route does it. */
-export async function connectAgent(scheduler: Scheduler, connectionId: string, queues: string[]) {
-  const agent = await startAgent(scheduler, { queues });
-  const { ticket } = await scheduler.pushTicket({ kind: 'agent', agentId: agent.agentId });
-  const principal = await scheduler.redeemPushTicket(ticket);
-  if (!principal) throw new Error('ticket refused');
-  await scheduler.openPushConnection(connectionId, principal);
-  return { ...agent, connectionId };
-}
-
 /** Claims until `count` tasks came back or `timeoutMs` passed (SQS delivery is asynchronous). */
 export async function claimUntil(
   scheduler: Scheduler,

@@ -1,7 +1,6 @@
 /**
  * Where the push channel keeps what it knows: connect tickets (by hash, single use), open connections, and for
- * each queue the agents listening to it, with whether each is idle and when it was last woken, spread over
- * partitions so that no one of them takes every wake of a busy queue.
+ * each queue the agents listening to it, with whether each is idle and when it was last woken.
  */
 import type { PushPrincipal } from '#domain/push';
 
@@ -44,10 +43,8 @@ export interface ConnectionStore {
     agentId: string,
     queues: readonly string[],
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined>;
-  /** The partitions a queue's listeners are spread over (by agent), numbered from 0: a wake reads them one by one. */
-  readonly listenerShards: number;
-  /** Idle listeners of a queue in one of its partitions, not woken since `wokenBefore`, in no set order. */
-  findIdle(queue: string, shard: number, wokenBefore: number): Promise<Listener[]>;
+  /** Idle listeners of a queue not woken since `wokenBefore`, at most `limit`, in no set order. */
+  findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]>;
   /**
    * Takes an idle listener for one wake: it is no longer idle and was woken `now`, unless another wake took it
    * first or it was woken after `wokenBefore` (false).

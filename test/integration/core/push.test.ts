@@ -3,13 +3,10 @@
  * used once, idle agents woken (a bounded number, each once per cooldown, by conditional writes), gone
  * connections forgotten, role grants and task endings pushed, bad frames refused without changing anything.
  */
-import { DeleteCommand, DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { LISTENER_SHARDS } from '#adapters/connection-table';
 import { CONNECTION_TTL_SECONDS, type PushFrame, TICKET_TTL_SECONDS } from '#domain/push';
 import {
   claimUntil,
-  connectAgent,
   createTestStack,
   fireAsFunction,
   RecordingPushSender,
@@ -27,7 +24,7 @@ describe('push channel', () => {
 
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: 'work other quiet lone cool back held closing spread full moved'.split(' '),
+      queues: ['work', 'other', 'quiet', 'lone', 'cool', 'back', 'held', 'closing'],
       declaredSchedules: [
         { name: 'hourly', expression: 'cron(0 * * * ? *)', timeZone: 'UTC', task: { queue: 'back' } },
       ],
@@ -39,8 +36,16 @@ describe('push channel', () => {
     await stack.destroy();
   });
 
-  const connectedAgent = async (queues = ['work']) =>
-    connectAgent(stack.scheduler, `c${connections++}`, queues);
+  /** An agent with a live session, connected through a ticket, as the `$connect` route does it. */
+  const connectedAgent = async (queues = ['work']) => {
+    const agent = await startAgent(stack.scheduler, { queues });
+    const { ticket } = await stack.scheduler.pushTicket({ kind: 'agent', agentId: agent.agentId });
+    const principal = await stack.scheduler.redeemPushTicket(ticket);
+    if (!principal) throw new Error('ticket refused');
+    const connectionId = `c${connections++}`;
+    await stack.scheduler.openPushConnection(connectionId, principal);
+    return { ...agent, connectionId };
+  };
   /** The agent found nothing and listens: it is idle. */
   const idle = async (agent: { agentId: string; sessionId: string }) => {
     const answer = await stack.scheduler.claimOrListen(agent);
@@ -53,36 +58,6 @@ describe('push channel', () => {
     onTestFinished(() => stack.clock.resume());
   };
   const wakesTo = (connectionId: string) => sender.to(connectionId).filter((f) => f.type === 'wake');
-  /** The connections table's items in a partition. */
-  const itemsOf = async (pk: string) => {
-    const output = await DynamoDBDocumentClient.from(stack.dynamodb).send(
-      new QueryCommand({
-        TableName: stack.wiring.tables.connections,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ConsistentRead: true,
-      }),
-    );
-    return output.Items ?? [];
-  };
-  /** The partitions of a queue's listeners, with the items in each. */
-  const listenerPartitions = async (queue: string) =>
-    Promise.all(
-      Array.from({ length: LISTENER_SHARDS }, async (_, shard) => {
-        const pk = `queue#${queue}#${String(shard).padStart(2, '0')}`;
-        return { pk, items: await itemsOf(pk) };
-      }),
-    );
-  /** Idle listeners of a queue, in every partition. */
-  const idleIn = async (queue: string, wokenBefore: number) => {
-    const connections = stack.ctx.push?.connections;
-    if (!connections) throw new Error('no push channel');
-    const shards = Array.from({ length: connections.listenerShards }, (_, shard) => shard);
-    return (await Promise.all(shards.map((shard) => connections.findIdle(queue, shard, wokenBefore)))).flat();
-  };
-  /** DynamoDB requests of an operation since the meter was reset. */
-  const requestsOf = (operation: string) =>
-    stack.meter.requests.filter((r) => r.service === 'dynamodb' && r.operation === operation).length;
   /** Claims and completes `count` tasks of a queue, so later tests start from an empty queue. */
   const drain = async (queue: string, count: number) => {
     const agent = await startAgent(stack.scheduler, { queues: [queue], maxConcurrency: 10 });
@@ -164,53 +139,6 @@ describe('push channel', () => {
       expect(woken()).toHaveLength(3);
       expect(sender.frames.length - before).toBe(3);
       await drain('other', 3);
-    });
-
-    it('a queue’s listeners are spread over its partitions, and a wake finds an idle one in whichever it is', async () => {
-      const agents = await Promise.all(Array.from({ length: 24 }, () => connectedAgent(['spread'])));
-      const partitions = await listenerPartitions('spread');
-      expect(partitions.flatMap((p) => p.items)).toHaveLength(24);
-      // 24 agents over 16 partitions: more than a few of them, and nothing in the queue's partition of before.
-      expect(partitions.filter((p) => p.items.length > 0).length).toBeGreaterThanOrEqual(8);
-      expect(await itemsOf('queue#spread')).toEqual([]);
-      // One idle among 23 connected and busy: woken wherever it is, by a wake that reads each partition once
-      // at most, and stops at the one that holds it.
-      const lone = agents[17] as (typeof agents)[number];
-      await idle(lone);
-      stack.meter.reset();
-      await stack.scheduler.submit({ queue: 'spread', payload: {} });
-      expect(wakesTo(lone.connectionId)).toHaveLength(1);
-      expect(requestsOf('QueryCommand')).toBeGreaterThanOrEqual(1);
-      expect(requestsOf('QueryCommand')).toBeLessThanOrEqual(LISTENER_SHARDS);
-      await drain('spread', 1);
-    });
-
-    it('with nobody idle, a wake reads each partition once and writes nothing there', async () => {
-      await Promise.all(Array.from({ length: 3 }, () => connectedAgent(['full'])));
-      stack.meter.reset();
-      await stack.scheduler.submit({ queue: 'full', payload: {} });
-      expect(requestsOf('QueryCommand')).toBe(LISTENER_SHARDS);
-      expect(requestsOf('UpdateItemCommand')).toBe(0);
-      await drain('full', 1);
-    });
-
-    it('a listener written before the partitions is moved to its own at its first idle mark, and woken there', async () => {
-      // As a connection opened by the release before the partitions left it: in the queue's one partition.
-      const agent = await connectedAgent(['moved']);
-      const doc = DynamoDBDocumentClient.from(stack.dynamodb);
-      const TableName = stack.wiring.tables.connections;
-      const [mine] = (await listenerPartitions('moved')).flatMap((p) => p.items);
-      if (!mine) throw new Error('no listener written');
-      await doc.send(new DeleteCommand({ TableName, Key: { pk: mine.pk, sk: mine.sk } }));
-      await doc.send(new PutCommand({ TableName, Item: { ...mine, pk: 'queue#moved' } }));
-      // Not found by a wake until its agent marks itself idle.
-      expect(await idleIn('moved', Date.now())).toEqual([]);
-      await idle(agent);
-      expect(await itemsOf('queue#moved')).toEqual([]);
-      expect((await idleIn('moved', Date.now())).map((l) => l.agentId)).toEqual([agent.agentId]);
-      await stack.scheduler.submit({ queue: 'moved', payload: {} });
-      expect(wakesTo(agent.connectionId)).toHaveLength(1);
-      await drain('moved', 1);
     });
 
     it('wakes nobody in another queue, and nobody busy', async () => {
@@ -493,9 +421,13 @@ describe('push channel', () => {
       await stack.scheduler.closePushConnection(agent.connectionId);
       expect(await stack.ctx.push?.connections.get(agent.connectionId)).toBeUndefined();
       expect(await stack.ctx.push?.connections.connectionOf(agent.agentId)).toBeUndefined();
-      expect(await idleIn('closing', Date.now() + CONNECTION_TTL_SECONDS * 1_000)).not.toContainEqual(
-        expect.objectContaining({ agentId: agent.agentId }),
-      );
+      expect(
+        await stack.ctx.push?.connections.findIdle(
+          'closing',
+          Date.now() + CONNECTION_TTL_SECONDS * 1_000,
+          100,
+        ),
+      ).not.toContainEqual(expect.objectContaining({ agentId: agent.agentId }));
     });
   });
 });

@@ -25,7 +25,6 @@ function pushChannel(idle: Record<string, string[]>, timer: WakeTimer) {
   const pushed: { connectionId: string; frame: PushFrame }[] = [];
   const taken = new Set<string>();
   const connections = {
-    listenerShards: 1,
     findIdle: async (queue: string) =>
       (idle[queue] ?? [])
         .filter((agentId) => !taken.has(agentId))
