@@ -303,7 +303,10 @@ describe('roles through the SDK', () => {
     await workerB.stop();
     expect(runs[1]?.aborted).toBe('released');
     await waitFor(() => runs.length === 3, 5_000);
-    expect(runs[2]).toMatchObject({ agent: 'a', lease: { leaseEpoch: 3 } });
+    // Epoch 3 on a quiet machine; later if a's session lapsed by its own reckoning meanwhile (a grant made under a
+    // session it gave up is not acted on, and the role is granted again).
+    expect(runs[2]?.agent).toBe('a');
+    expect(runs[2]?.lease.leaseEpoch).toBeGreaterThan(2);
     await workerA.stop();
   });
 
