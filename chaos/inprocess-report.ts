@@ -2,7 +2,7 @@
 import type { ChaosRunFigures } from './chaos-run';
 import { checkDag, type DagTask, type DagVerdict } from './dag';
 import { checkHistory, type Verdict, violationDetails } from './history';
-import type { InProcessRun } from './inprocess-stack';
+import type { InProcessInvariant, InProcessRun } from './inprocess-stack';
 
 export interface ChaosReport extends ChaosRunFigures, Verdict, Partial<DagVerdict> {
   /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
@@ -22,6 +22,17 @@ const debug = (what: string) => {
 /** The hooks the scheduler submitted for dead tasks, as the recorder of committed writes saw them made. */
 export const hooksOf = (run: InProcessRun): Set<string> =>
   new Set(run.history.tasks.flatMap((v) => (v.failureOf ? [v.taskId] : [])));
+
+/** The invariant is broken already, by what the run recorded so far (the final report reads everything back). */
+export function brokenSoFar(
+  run: InProcessRun,
+  dag: readonly DagTask[],
+  invariant: InProcessInvariant,
+): boolean {
+  if (invariant === 'prematureStartCount')
+    return checkDag(dag, run.dagClaims, new Map(), []).prematureStartCount > 0;
+  return checkHistory({ ...run.history, answered: run.answered })[invariant] > 0;
+}
 
 /**
  * Reads back every acknowledged task (hooks included) and checks the history: the server's properties, the

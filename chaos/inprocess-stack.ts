@@ -43,7 +43,21 @@ export interface ChaosOptions extends ChaosRunOptions {
   readonly workMs?: number;
   /** Tasks of a random DAG (fan-out, joins, doomed tasks) submitted after the flat ones. @default 0 */
   readonly dag?: number;
+  /**
+   * Ends the run as soon as this invariant is broken (looked at twice a second), or at the drain's end: how a
+   * mutant's run waits for the break it is about, not for a time a loaded machine may need more of.
+   * @default the run goes to its end
+   */
+  readonly stopOnceBroken?: InProcessInvariant;
 }
+
+/** An invariant whose break the run can see while it goes on: a break, once seen, stays one. */
+export type InProcessInvariant =
+  | 'prematureStartCount'
+  | 'staleAcceptedCount'
+  | 'terminalLeftCount'
+  | 'duplicateFireCount'
+  | 'overlapCount';
 
 /** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
 export interface ScheduleFire {

@@ -7,13 +7,13 @@
 import { RETRYING } from './committed-writes';
 import { buildDag, type DagTask } from './dag';
 import { agentLoop } from './inprocess-agent';
-import { type ChaosReport, hooksOf, reportOf } from './inprocess-report';
+import { brokenSoFar, type ChaosReport, hooksOf, reportOf } from './inprocess-report';
 import { type ChaosOptions, type InProcessRun, setUp } from './inprocess-stack';
 import { submitAll, tickSchedule } from './inprocess-workload';
 import { superviseUnderChaos } from './supervisor-loop';
 
 export type { ChaosReport } from './inprocess-report';
-export type { ChaosOptions, ScheduleFire } from './inprocess-stack';
+export type { ChaosOptions, InProcessInvariant, ScheduleFire } from './inprocess-stack';
 
 const SUPERVISOR_TICK_MS = 250;
 const TERMINAL = ['succeeded', 'dead', 'cancelled', 'expired'];
@@ -68,9 +68,10 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   await submitter;
   // Faults stop once half the work is done; then everything must end.
   const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
-  while (live.completed < options.tasks / 2 && Date.now() < deadline) await sleep(50);
+  const broken = brokenYet(run, dag);
+  while (live.completed < options.tasks / 2 && Date.now() < deadline && !broken()) await sleep(50);
   live.faultsOn = false;
-  const open = await awaitEveryEnd(run, deadline);
+  const open = await awaitEveryEnd(run, deadline, broken);
   live.stopping = true;
   clearInterval(progress);
   debug(`draining over, ${open} open`);
@@ -79,15 +80,30 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   run.faults.supervisorDoubled = supervisor.doubled;
 }
 
+/** Whether the invariant the run stops on (`stopOnceBroken`) is broken yet, looked at no more than twice a second. */
+function brokenYet(run: InProcessRun, dag: readonly DagTask[]): () => boolean {
+  const invariant = run.options.stopOnceBroken;
+  if (invariant === undefined) return () => false;
+  let lookedAt = 0;
+  let broken = false;
+  return () => {
+    if (!broken && Date.now() - lookedAt >= 500) {
+      lookedAt = Date.now();
+      broken = brokenSoFar(run, dag, invariant);
+    }
+    return broken;
+  };
+}
+
 /**
  * Waits for every task to end, reading (100 at a time) only those not seen ended yet; a hook submitted by the
  * scheduler for a dead task must end too: it is looked for as it appears. Returns how many are still open.
  */
-async function awaitEveryEnd(run: InProcessRun, deadline: number): Promise<number> {
+async function awaitEveryEnd(run: InProcessRun, deadline: number, broken: () => boolean): Promise<number> {
   const { history } = run;
   const ended = new Set<string>();
   let open = [...history.acknowledged, ...hooksOf(run)];
-  while (open.length > 0 && Date.now() <= deadline) {
+  while (open.length > 0 && Date.now() <= deadline && !broken()) {
     const states = await run.ctx.tasks.getMany(open);
     for (const id of open) if (TERMINAL.includes(states.get(id)?.status ?? '')) ended.add(id);
     open = [...history.acknowledged, ...hooksOf(run)].filter((id) => !ended.has(id));
