@@ -1,18 +1,22 @@
 /**
- * `tsx scripts/side-by-side.ts lint typecheck`: runs the named npm scripts at once, each on a core of its own,
- * and fails if any of them fails. Each one's output is printed whole when it ends, never interleaved.
+ * `tsx scripts/side-by-side.ts lint typecheck --live test:all`: runs the named npm scripts at once and fails if
+ * any of them fails. The script after `--live` prints as it goes; every other one's output is printed whole when it
+ * ends, never interleaved with another's.
  *
- * `npm test` runs its checks this way: one after the other, the lint (6 s) and the type-checks (23 s, one core)
- * kept the second core idle for the whole of the first.
+ * `npm test` runs its checks this way. One after the other, the lint (6 s) and the type-checks (23 s, one core)
+ * kept the second core idle for the whole of the first; beside each other, the type-check's last 14 s still ran on
+ * one core, which the test run's start (its emulators, its first files) now takes.
  */
 import { spawn } from 'node:child_process';
 
-function runScript(name: string): Promise<number> {
+function runScript(name: string, live: boolean): Promise<number> {
   const started = performance.now();
-  const child = spawn('npm', ['run', '--silent', name], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', ['run', '--silent', name], {
+    stdio: ['ignore', live ? 'inherit' : 'pipe', live ? 'inherit' : 'pipe'],
+  });
   const output: Buffer[] = [];
-  child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
-  child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk));
   return new Promise((resolve) => {
     child.once('error', (error) => {
       process.stderr.write(`${name}: ${error.message}\n`);
@@ -30,10 +34,16 @@ function runScript(name: string): Promise<number> {
   });
 }
 
-const names = process.argv.slice(2);
-if (names.length === 0) {
-  process.stderr.write('usage: tsx scripts/side-by-side.ts <npm script> [<npm script> ...]\n');
+const args = process.argv.slice(2);
+const liveAt = args.indexOf('--live');
+const live = liveAt === -1 ? undefined : args[liveAt + 1];
+const names = args.filter((_, i) => liveAt === -1 || (i !== liveAt && i !== liveAt + 1));
+if (names.length + (live ? 1 : 0) === 0 || (liveAt !== -1 && !live)) {
+  process.stderr.write('usage: tsx scripts/side-by-side.ts <npm script> ... [--live <npm script>]\n');
   process.exit(2);
 }
-const statuses = await Promise.all(names.map(runScript));
+const statuses = await Promise.all([
+  ...names.map((name) => runScript(name, false)),
+  ...(live ? [runScript(live, true)] : []),
+]);
 process.exitCode = statuses.find((status) => status !== 0) ?? 0;
