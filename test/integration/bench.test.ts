@@ -55,6 +55,9 @@ describe('the benchmark', () => {
     // The budget: a change that makes a lifecycle cost more units fails here, until the README and the budget
     // say so.
     const budget = readBudget();
+    console.log(
+      `[bench] one lifecycle, step by step: single ${JSON.stringify(single.steps)}, batched ${JSON.stringify(batched.steps)}`,
+    );
     expect(single.steps.lifecycle.writeUnits).toBeLessThanOrEqual(budget.singleCall.dynamodbWriteUnits);
     expect(single.steps.lifecycle.readUnits).toBeLessThanOrEqual(budget.singleCall.dynamodbReadUnits);
     expect(batched.steps.lifecycle.writeUnits).toBeLessThanOrEqual(budget.batchOf10.dynamodbWriteUnits);
