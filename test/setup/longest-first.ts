@@ -12,8 +12,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /** Seconds each file took on a quiet two-core machine, for the files of 10 s or more. */
 const EXPECTED_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/core/race.test.ts': 240,
-  'test/integration/chaos-http.test.ts': 70,
-  'test/integration/chaos-http-mutants.test.ts': 45,
+  'test/integration/chaos-http.test.ts': 50,
+  'test/integration/chaos-http-mutants.test.ts': 75,
   'test/integration/chaos.test.ts': 95,
   'test/e2e/packages.test.ts': 100,
   'test/integration/core/fairness.test.ts': 72,
