@@ -79,15 +79,14 @@ describe('chaos', () => {
    * Each mutant with the invariant it breaks: it is caught when a run counts a violation of that one, not when
    * its writes fail or its tasks never end.
    */
-  type Invariant = InProcessInvariant;
-  const mutants: [string, Invariant, Partial<ChaosOptions>][] = [
+  const mutants: [string, InProcessInvariant, Partial<ChaosOptions>][] = [
     ...(
       [
         // A paused agent's late heartbeat extends its expired session.
         ['heartbeatRevivesExpiredLease', 'staleAcceptedCount'],
         ['terminalThenRequeueInTwoWrites', 'terminalLeftCount'],
-      ] as [Mutant, Invariant][]
-    ).map(([mutant, invariant]): [string, Invariant, Partial<ChaosOptions>] => [
+      ] as [Mutant, InProcessInvariant][]
+    ).map(([mutant, invariant]): [string, InProcessInvariant, Partial<ChaosOptions>] => [
       mutant,
       invariant,
       // A late write of an earlier lease shows only while a later one holds the task: agents work a while.
