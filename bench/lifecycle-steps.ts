@@ -61,13 +61,23 @@ async function step(meter: AwsMeter, tasks: number, work: () => Promise<void>): 
  * that takes the whole batch: on a loaded machine a receive can return part of the batch's hints, and the claim
  * that takes the rest reads the session again (0.65 read units a task, not 0.6, beside `npm run bench`); and a call
  * the SDK sent again after its attempt timed out is served twice (a claim's replay reads the session and the tasks
- * it granted). A lifecycle disturbed so is measured again, up to three times in all: the per-task figures of the
- * whole run keep every retry; this measures the lifecycle as the design prices it.
+ * it granted). A lifecycle disturbed so is measured again, up to four times in all.
+ *
+ * Some reads are per process and interval, or per session, not per task: a claim reads its queues' controls when
+ * its process's copy is over 2 s old, and a claim into a session that looks full reads the tasks of its entries to
+ * find those over (an idle claim drops them). Each lifecycle starts after an idle claim, unmetered, as an agent's
+ * work starts after its polls; and it is measured at least twice, the cheapest undisturbed measurement reported,
+ * for on a loaded machine the submit alone can outlast the controls' 2 s. The per-task figures of the whole run
+ * keep every retry and every such read; this measures the lifecycle as the design prices it.
  */
 export async function measureLifecycle(parts: Parts, batch: number): Promise<LifecycleSteps> {
-  let measured = await measureOnce(parts, batch);
-  for (let again = 0; measured.disturbed && again < 2; again++) measured = await measureOnce(parts, batch);
-  return measured.steps;
+  const measured = [await measureOnce(parts, batch), await measureOnce(parts, batch)];
+  while (measured.every((m) => m.disturbed) && measured.length < 4)
+    measured.push(await measureOnce(parts, batch));
+  const candidates = measured.some((m) => !m.disturbed) ? measured.filter((m) => !m.disturbed) : measured;
+  const cost = ({ steps: { lifecycle } }: { steps: LifecycleSteps }) =>
+    lifecycle.writeUnits + lifecycle.readUnits + lifecycle.requests / 1_000;
+  return candidates.reduce((cheapest, m) => (cost(m) < cost(cheapest) ? m : cheapest)).steps;
 }
 
 async function measureOnce(
@@ -75,6 +85,8 @@ async function measureOnce(
   batch: number,
 ): Promise<{ readonly steps: LifecycleSteps; readonly disturbed: boolean }> {
   const { meter, operator, agent, payload, queue, api } = parts;
+  const idle = await agent.client.claim({ sessionId: agent.sessionId, max: batch });
+  if (idle.tasks.length > 0) throw new Error('the queue should be empty between lifecycles');
   const callsBefore = api.calls;
   // The calls sent: a submit, the claims (those that found nothing included), a complete.
   let sent = 2;

@@ -6,9 +6,10 @@ import { measureLifecycle } from '../../../bench/lifecycle-steps';
 /**
  * A stack whose every claim reads the session (half a read unit) and hands out what the answers say, in order:
  * each answer is the number of tasks one claim gets. The claims numbered in `retried` (from 0) are served twice, as
- * a call the SDK sent again after its attempt timed out: twice the calls and the reads.
+ * a call the SDK sent again after its attempt timed out: twice the calls and the reads. Those in `refreshing`
+ * read half a unit more, as a claim does whose process's copy of the queue controls is over 2 s old.
  */
-function stackAnswering(answers: number[], retried: number[] = []) {
+function stackAnswering(answers: number[], retried: number[] = [], refreshing: number[] = []) {
   let readUnits = 0;
   let serial = 0;
   let claims = 0;
@@ -20,26 +21,38 @@ function stackAnswering(answers: number[], retried: number[] = []) {
     totals: () => ({ writeUnits: 0, readUnits, indexWriteUnits: 0, requests: 0 }),
   } as unknown as AwsMeter;
   const task = () => ({ taskId: `t${serial++}`, leaseEpoch: 1 });
+  // Between lifecycles the queue is empty: an idle claim finds nothing, and is not numbered.
+  let submitted = false;
+  const idle = { claims: 0 };
   const operator = {
     submitTasks: async () => {
+      submitted = true;
       api.calls++;
       return [];
     },
   } as unknown as AgentSchedulerClient;
   const client = {
     claim: async () => {
-      const served = retried.includes(claims++) ? 2 : 1;
+      if (!submitted) {
+        idle.claims++;
+        api.calls++;
+        readUnits += 0.5;
+        return { tasks: [] };
+      }
+      const served = retried.includes(claims) ? 2 : 1;
       api.calls += served;
-      readUnits += 0.5 * served;
+      readUnits += 0.5 * served + (refreshing.includes(claims) ? 0.5 : 0);
+      claims++;
       return { tasks: Array.from({ length: answers.shift() ?? 0 }, task) };
     },
     completeTasks: async (tasks: unknown[]) => {
+      submitted = false;
       api.calls++;
       return tasks.map(() => ({ ok: true }));
     },
   } as unknown as AgentSchedulerClient;
   const parts = { meter, api, operator, agent: { client, sessionId: 's' }, payload: {}, queue: 'q' };
-  return { parts, answers };
+  return { parts, answers, idle };
 }
 
 describe('measureLifecycle', () => {
@@ -57,9 +70,22 @@ describe('measureLifecycle', () => {
     expect(answers).toEqual([]);
   });
 
-  it('gives up after three lifecycles and reports the last as it came', async () => {
-    const { parts } = stackAnswering([9, 1, 9, 1, 9, 1, 10]);
+  it('measures twice, and reports the cheaper: a read per process and interval is not part of a task', async () => {
+    for (const refreshing of [[0], [1]]) {
+      const { parts, answers, idle } = stackAnswering([10, 10], [], refreshing);
+      const steps = await measureLifecycle(parts, 10);
+      // Each lifecycle after an idle claim, which drops the session's stale entries and reads the controls.
+      expect(idle.claims).toBe(2);
+      expect(steps.claim.readUnits).toBe(0.05);
+      expect(steps.lifecycle.readUnits).toBe(0.05);
+      expect(answers).toEqual([]);
+    }
+  });
+
+  it('gives up after four disturbed lifecycles and reports the cheapest of them', async () => {
+    const { parts, answers } = stackAnswering([9, 1, 9, 1, 9, 1, 9, 1, 10], [], [1, 3, 7]);
     const steps = await measureLifecycle(parts, 10);
     expect(steps.claim.readUnits).toBe(0.1);
+    expect(answers).toEqual([10]);
   });
 });
