@@ -189,6 +189,18 @@ export interface SchedulerContext {
 }
 
 /**
+ * The `due` index as one supervisor pass read it: the reclaim sweep queries each shard, and reconcile takes the same
+ * answers rather than query again (32 queries a pass, not 64), leaving out the tasks the sweep dealt with. A task
+ * that falls due between the two steps, or that the sweep moved, is looked at in the next pass.
+ */
+export interface DueScan {
+  /** The ids due in `shard` when the scan was made (at most `sweepLimit`); a failed query throws here. */
+  readonly dueIn: (shard: string) => Promise<string[]>;
+  /** Tasks a step of the pass looked at (leased ones, for the sweep): the later steps leave them alone. */
+  readonly handled: ReadonlySet<string>;
+}
+
+/**
  * Starts the `due` query of every shard at once (a sweep would otherwise wait for them one by one); each shard's
  * answer is taken where it is used, and a failed query throws there.
  */

@@ -9,7 +9,7 @@ import { errorName } from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, leaseExpiry, type Task } from '#domain/task';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
-import { queryEveryDueShard, type SchedulerContext } from './context';
+import { type DueScan, queryEveryDueShard, type SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
@@ -171,6 +171,13 @@ export interface ReclaimSummary {
  * Work is bounded by `sweepLimit`; what is left waits for the next pass. One failing item does not stop the pass.
  */
 export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<ReclaimSummary> {
+  return (await sweepExpiredLeases(ctx)).summary;
+}
+
+/** The reclaim pass, and the due index as it read it, for the rest of a supervisor pass. */
+export async function sweepExpiredLeases(
+  ctx: SchedulerContext,
+): Promise<{ readonly summary: ReclaimSummary; readonly scan: DueScan }> {
   const summary = {
     expiredSessions: 0,
     requeued: [] as string[],
@@ -222,6 +229,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
     return read;
   };
   const dueIn = queryEveryDueShard(ctx, now, ctx.settings.sweepLimit);
+  const handled = new Set<string>();
   for (const shard of ctx.tasks.dueShards) {
     await attempt(
       async () => {
@@ -230,6 +238,7 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
         const leased = [...(await ctx.tasks.getMany(ids)).values()].filter(
           (task) => task.status === 'leased' && task.owner,
         );
+        for (const task of leased) handled.add(task.taskId);
         await eachConcurrently(leased, SWEEP_CONCURRENCY, (task) =>
           attempt(
             async () => {
@@ -261,5 +270,5 @@ export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<Recla
       { shard },
     );
   }
-  return summary;
+  return { summary, scan: { dueIn, handled } };
 }

@@ -14,7 +14,7 @@ import type { Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
-import { queryEveryDueShard, type SchedulerContext } from './context';
+import { type DueScan, queryEveryDueShard, type SchedulerContext } from './context';
 import { recheckWaiting } from './dependencies';
 import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
@@ -81,7 +81,11 @@ function backlogReader(ctx: SchedulerContext): Backlogged {
 
 export async function reconcileDispatch(
   ctx: SchedulerContext,
-  options: { everything?: boolean } = {},
+  options: {
+    everything?: boolean;
+    /** The due index as this pass's reclaim sweep read it: taken instead of querying it again. */
+    after?: DueScan;
+  } = {},
 ): Promise<ReconcileSummary> {
   const summary = {
     redispatched: [] as string[],
@@ -107,14 +111,13 @@ export async function reconcileDispatch(
   const backlogged = backlogReader(ctx);
   const fannedOut = new Set<string>();
   const servedChecked = new Set<string>();
-  const dueIn = queryEveryDueShard(
-    ctx,
-    options.everything ? Number.MAX_SAFE_INTEGER : now,
-    ctx.settings.sweepLimit,
-  );
+  const shared = options.everything ? undefined : options.after;
+  const dueIn =
+    shared?.dueIn ??
+    queryEveryDueShard(ctx, options.everything ? Number.MAX_SAFE_INTEGER : now, ctx.settings.sweepLimit);
   for (const shard of ctx.tasks.dueShards) {
     try {
-      const ids = await dueIn(shard);
+      const ids = (await dueIn(shard)).filter((id) => !shared?.handled.has(id));
       if (ids.length === 0) continue;
       const found = [...(await ctx.tasks.getMany(ids)).values()];
       await eachConcurrently(found, SWEEP_CONCURRENCY, async (task) => {

@@ -8,7 +8,7 @@ import { errorName } from '#domain/errors';
 import type { SchedulerContext } from './context';
 import { reclaimOverdue } from './deadlines';
 import { catchUpMissedRuns } from './missed-runs';
-import { reclaimExpiredLeases } from './reclaim';
+import { sweepExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { sweepRoles } from './roles';
 
@@ -37,7 +37,7 @@ export interface CycleResult {
 
 export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
   const started = Date.now();
-  const reclaimed = await reclaimExpiredLeases(ctx);
+  const { summary: reclaimed, scan } = await sweepExpiredLeases(ctx);
   let overdueErrors = 0;
   const overdue = await reclaimOverdue(ctx).catch((error: unknown) => {
     overdueErrors++;
@@ -45,7 +45,8 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     return { requeued: [], dead: [], errors: 0 };
   });
   const roles = await sweepRoles(ctx);
-  const reconciled = await reconcileDispatch(ctx);
+  // The due index as the sweep read it: one query a shard for the pass.
+  const reconciled = await reconcileDispatch(ctx, { after: scan });
   let missedErrors = 0;
   const missed = await catchUpMissedRuns(ctx, ctx.settings.missedRunGraceSeconds * 1_000).catch(
     (error: unknown) => {

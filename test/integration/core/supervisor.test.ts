@@ -1,11 +1,12 @@
 /**
  * The supervisor pass: the starvation ladder's steps in order, the warning for a queue no live agent serves,
- * paused queues left alone, and one cycle result.
+ * paused queues left alone, one cycle result, and one read of the due index for the whole pass.
  */
 
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
+import { DUE_INDEX } from '#adapters/tables';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 describe('supervisor pass', () => {
@@ -15,7 +16,7 @@ describe('supervisor pass', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       events: feed,
-      queues: ['starving', 'paused', 'served', 'join', 'again', 'legacy'],
+      queues: ['starving', 'paused', 'served', 'join', 'again', 'legacy', 'shared'],
       settings: {
         reconcileAfterSeconds: 5,
         starvation: { promoteAfterSeconds: 10, announceAfterSeconds: 20, attentionAfterSeconds: 30 },
@@ -62,6 +63,48 @@ describe('supervisor pass', () => {
     const agent = await startAgent(scheduler, { queues: ['starving'] });
     const [claimed] = await claimUntil(scheduler, agent, 1);
     expect(claimed).toMatchObject({ taskId: task.taskId, priority: 'normal' });
+  });
+
+  it('reads each shard of the due index once a pass: the tasks of a silent agent taken back, a lost hint sent again', async () => {
+    const { scheduler, clock, ctx, dynamodb } = stack;
+    const agent = await startAgent(scheduler, { queues: ['shared'] });
+    const { task: held } = await scheduler.submit({ queue: 'shared', payload: { n: 1 } });
+    await claimUntil(scheduler, agent, 1);
+    const { task: lost } = await scheduler.submit({ queue: 'shared', payload: { n: 2 } });
+    // The second task's hint is lost: taken off the queue and deleted.
+    for (;;) {
+      const { hints } = await ctx.queues.receive('shared', 'normal', {
+        max: 10,
+        visibilityTimeoutSeconds: 30,
+        waitTimeSeconds: 0,
+      });
+      if (hints.length === 0) break;
+      await ctx.queues.delete(hints);
+    }
+    // The agent falls silent past its session's end; the lost hint is past its reconcile time.
+    clock.advance(10 * 60_000);
+
+    // Queries of the due index, counted on the wire.
+    let queries = 0;
+    dynamodb.middlewareStack.add(
+      (next) => async (args) => {
+        if ((args.input as { IndexName?: string }).IndexName === DUE_INDEX) queries++;
+        return next(args);
+      },
+      { step: 'initialize', name: 'countDueQueries' },
+    );
+    const pass = await scheduler
+      .supervise()
+      .finally(() => dynamodb.middlewareStack.remove('countDueQueries'));
+    expect(queries).toBe(ctx.tasks.dueShards.length);
+    // Other tests' agents fell silent too: their tasks are counted with this one.
+    expect(pass.errors).toBe(0);
+    expect(pass.recoveredLeases).toBeGreaterThanOrEqual(1);
+    expect(pass.reconciled).toBeGreaterThanOrEqual(1);
+    expect(await scheduler.getTask(held.taskId)).toMatchObject({ status: 'queued' });
+    const fresh = await startAgent(scheduler, { queues: ['shared'] });
+    const claimed = await claimUntil(scheduler, fresh, 1);
+    expect(claimed.map((c) => c.taskId)).toContain(lost.taskId);
   });
 
   it('a starving queue with a live agent is not reported as having none', async () => {
