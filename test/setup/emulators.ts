@@ -4,14 +4,15 @@
  * tests via `inject('dynamodbEndpoint')` / `inject('sqsEndpoint')`. Build clients with `localDynamoDbClient` /
  * `localSqsClient` from `local/emulators/clients`. The last project to finish stops them and checks IAM.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/emulators/dynamodb-local';
 import { type SqsEmulator, startSqsEmulator } from '../../local/emulators/sqs';
-import { type CloudFormation, compareUses, grantedUses, readRecords } from '../helpers/iam-usage';
-import { synthTemplate } from '../helpers/synth';
+import { compareUses, readRecords, type Use } from '../helpers/iam-usage';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,6 +27,25 @@ interface Emulators {
   readonly dynamodb: DynamoDbLocal;
   readonly sqs: SqsEmulator;
   readonly usageDir: string;
+  /** What the example stack grants, synthesized in a process of its own while the suites run. */
+  readonly granted: Promise<{ readonly uses: ReadonlySet<Use> } | { readonly error: unknown }>;
+}
+
+const GRANTED_USES_SCRIPT = new URL('./granted-uses.ts', import.meta.url).pathname;
+
+/** Runs `granted-uses.ts` beside the suites; settles once it has written what the stack grants, or failed. */
+function grantedBeside(usageDir: string): Emulators['granted'] {
+  const file = `${usageDir}-granted.json`;
+  return promisify(execFile)(process.execPath, ['--import', 'tsx', GRANTED_USES_SCRIPT, file], {
+    maxBuffer: 16 * 1024 * 1024,
+  }).then(
+    () => {
+      const uses = new Set(JSON.parse(readFileSync(file, 'utf8')) as Use[]);
+      rmSync(file, { force: true });
+      return { uses };
+    },
+    (error: unknown) => ({ error }),
+  );
 }
 
 async function startEmulators(): Promise<Emulators> {
@@ -46,11 +66,8 @@ async function startEmulators(): Promise<Emulators> {
   console.log(
     `[emulators] dynamodb ${dynamodb.value.endpoint}, sqs ${sqs.value.endpoint} (started in ${Math.round(performance.now() - started)} ms)`,
   );
-  return {
-    dynamodb: dynamodb.value,
-    sqs: sqs.value,
-    usageDir: mkdtempSync(join(tmpdir(), 'agent-scheduler-iam-')),
-  };
+  const usageDir = mkdtempSync(join(tmpdir(), 'agent-scheduler-iam-'));
+  return { dynamodb: dynamodb.value, sqs: sqs.value, usageDir, granted: grantedBeside(usageDir) };
 }
 
 /** One set of emulators for the run, shared by the projects of this process that use them. */
@@ -62,7 +79,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   registry[SHARED] ??= { ready: startEmulators(), users: 0 };
   const shared = registry[SHARED];
   shared.users++;
-  const { dynamodb, sqs, usageDir } = await shared.ready;
+  const { dynamodb, sqs, usageDir, granted } = await shared.ready;
   provide('iamUsageDir', usageDir);
   provide('dynamodbEndpoint', dynamodb.endpoint);
   provide('sqsEndpoint', sqs.endpoint);
@@ -71,7 +88,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     if (--shared.users > 0) return;
     delete registry[SHARED];
     await Promise.all([dynamodb.stop(), sqs.stop()]);
-    checkGrantsAgainstUse(usageDir);
+    checkGrantsAgainstUse(usageDir, await granted);
   };
 }
 
@@ -80,20 +97,20 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
  * whole suite ran (`AGENT_SCHEDULER_IAM_CHECK=all`, set by `npm test`), every grant must also have been used or be
  * on the allowlist. A mismatch fails the run.
  */
-function checkGrantsAgainstUse(usageDir: string): void {
+function checkGrantsAgainstUse(usageDir: string, granted: Awaited<Emulators['granted']>): void {
   const used = readRecords(usageDir);
   rmSync(usageDir, { recursive: true, force: true });
   if (used.size === 0) return;
+  if ('error' in granted) {
+    console.error(`[iam] the example stack's grants could not be read: ${String(granted.error)}`);
+    process.exitCode = 1;
+    return;
+  }
   // For a reader of the check: every use the run saw, one a line, function|action|resource.
   const usesFile = process.env.AGENT_SCHEDULER_IAM_USES;
   if (usesFile) writeFileSync(usesFile, `${[...used].sort().join('\n')}\n`);
-  const { stack, template } = synthTemplate();
   const complete = process.env.AGENT_SCHEDULER_IAM_CHECK === 'all';
-  const { notGranted, unused } = compareUses(
-    used,
-    grantedUses(stack, template.toJSON() as CloudFormation),
-    complete,
-  );
+  const { notGranted, unused } = compareUses(used, granted.uses, complete);
   console.log(
     `[iam] ${used.size} actions used by the functions checked against their roles${complete ? ', and every grant against use' : ''}`,
   );
