@@ -108,7 +108,8 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
   const { tasks, agents, leases } = tables;
   const { operatorApi } = functions;
   // BatchWriteItem: payload items, written without a condition (their key names the specification).
-  // Query (the table's own key): a cancelled task's dependents are told.
+  // Query (the table's own key): a cancelled task's dependents are told; a queue's list partitions are read (the
+  // payload items of layout 2 tasks).
   grantOnTable(operatorApi, tasks, [
     'PutItem',
     'BatchWriteItem',
@@ -118,7 +119,7 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
     'Query',
   ]);
   grantOnTable(operatorApi, tasks, ['Query'], DUE_INDEX);
-  // Listing tasks reads the `listed` index, then the tasks of a page with BatchGetItem.
+  // Listing tasks reads the `listed` index (layout 1 tasks), then the tasks of a page with BatchGetItem.
   grantOnTable(operatorApi, tasks, ['Query'], LISTED_INDEX);
   grantOnTable(operatorApi, agents, ['PutItem', 'GetItem', 'UpdateItem', 'Scan']);
   // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).

@@ -98,6 +98,15 @@ export interface AgentSchedulerProps {
    */
   readonly maxRolesPerAgent?: number;
   /**
+   * How the functions write new tasks, 1 or 2. Layout 2 lists a task by its payload item, written at submit
+   * anyway, instead of an index entry: one write unit a task less. Every function reads both layouts, but functions
+   * of releases before layout 2 read only 1 and cannot find a layout 2 task's payload. So a stack deployed before
+   * layout 2 existed upgrades in two deploys: first with `taskLayout: 1` (its old functions, still running during
+   * that deploy, see only tasks they can read), then without it. Roll back the same way: to 1 first.
+   * @default 2
+   */
+  readonly taskLayout?: number;
+  /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time. A concurrency
    * limit (`maxConcurrency`, `perKeyConcurrency`) is at most 5,000, the slots one queue's control record holds.

@@ -3,7 +3,13 @@
  * beside it), and the S3 object a large payload goes to, which that item names.
  */
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { NewPayload, PayloadHolder, PayloadStore, WrittenPayloads } from '#core/ports/payload-store';
+import type {
+  NewPayload,
+  PayloadHolder,
+  PayloadOwner,
+  PayloadStore,
+  WrittenPayloads,
+} from '#core/ports/payload-store';
 import type { Task } from '#domain/task';
 import { Expression } from './expression';
 import type { PayloadObjects } from './payload-objects';
@@ -14,6 +20,7 @@ import {
   type Item,
   inlineAttributes,
   legacyPayloadKey,
+  payloadItemKey,
   payloadJsonOf,
   payloadKey,
   payloadObjectKey,
@@ -28,6 +35,9 @@ export interface PayloadObjectStore {
   readonly fromBytes: number;
 }
 
+/** A key as text, to find the task of an item read by its key. */
+const keyText = (key: Item): string => `${String(key.taskId)}\n${String(key.part)}`;
+
 export class PayloadTable implements PayloadStore {
   constructor(
     readonly doc: DynamoDBDocumentClient,
@@ -37,16 +47,18 @@ export class PayloadTable implements PayloadStore {
 
   /**
    * Writes payload items, 25 to a `BatchWriteItem` request. An item's key names the task's specification
-   * (`payload#<specHash>`), so these writes need no condition: a retry writes the same item again, and an
-   * idempotency key reused for a different task writes an item of its own, which the conflict found at the
-   * state item leaves to expire, instead of overwriting the payload of the task that holds the id.
+   * (`payload#<specHash>`; with layout 2 its list partition, creation, id and specification), so these writes need
+   * no condition: an idempotency key reused for a different task writes an item of its own, which the conflict
+   * found at the state item leaves to expire, instead of overwriting the payload of the task that holds the id. A
+   * retry writes the same item again (layout 1) or one of its own creation (layout 2), which the list passes over
+   * for its task's creation is another.
    *
    * A large payload is written to S3 first, under a key that names the specification too, so an item never names
    * a missing object. A payload named twice (one idempotency key twice in a batch) is written once: a
    * `BatchWriteItem` refuses a request that names one key twice.
    */
   async putPayloads(payloads: readonly NewPayload[]): Promise<WrittenPayloads> {
-    const distinct = new Map(payloads.map((p) => [payloadObjectKey(p.taskId, p.specHash), p]));
+    const distinct = new Map(payloads.map((p) => [keyText(payloadItemKey(p)), p]));
     const items = await Promise.all([...distinct.values()].map((p) => this.payloadItem(p)));
     const objects = new Set(
       items.flatMap((item) => (typeof item.payloadObject === 'string' ? [item.payloadObject] : [])),
@@ -63,51 +75,49 @@ export class PayloadTable implements PayloadStore {
     await this.payloadObjects?.objects.delete(payloadObjectKey(task.taskId, task.specHash));
   }
 
-  async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
+  async deletePayload(task: PayloadOwner): Promise<void> {
     // Through BatchWriteItem, which payloads are written with: the functions that write them need no other grant.
-    const writes: Item[] = [{ DeleteRequest: { Key: payloadKey(task.taskId, task.specHash) } }];
+    const writes: Item[] = [{ DeleteRequest: { Key: payloadItemKey(task) } }];
     await batchWrite(this, writes);
     await this.deletePayloadObject(task);
   }
 
-  private async payloadItem({
-    taskId,
-    payloadJson,
-    specHash,
-    purgeAt,
-    onFailureJson,
-  }: NewPayload): Promise<Item> {
+  private async payloadItem(payload: NewPayload): Promise<Item> {
+    const { taskId, payloadJson, specHash, purgeAt, onFailureJson } = payload;
     const encoded = encodePayload(payloadJson);
     const store = this.payloadObjects;
+    // Layout 1 names the specification in an attribute too; layout 2's key holds it, and the item is as small as it
+    // can be, for it is also the task's list entry.
+    const named = payload.payloadListed ? {} : { specHash };
     const followUps = onFailureJson === undefined ? {} : { onFailure: onFailureJson };
     if (!store || encoded.bytes.length <= store.fromBytes) {
       return {
-        ...payloadKey(taskId, specHash),
+        ...payloadItemKey(payload),
         ...inlineAttributes(payloadJson, encoded),
         ...followUps,
-        specHash,
+        ...named,
         purgeAt,
       };
     }
     const key = payloadObjectKey(taskId, specHash);
     await store.objects.put(key, encoded.bytes);
     return {
-      ...payloadKey(taskId, specHash),
+      ...payloadItemKey(payload),
       payloadObject: key,
       payloadEncoding: encoded.encoding,
       payloadObjectBytes: encoded.bytes.length,
       ...followUps,
-      specHash,
+      ...named,
       purgeAt,
     };
   }
 
-  async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
+  async getOnFailure(task: PayloadOwner): Promise<string | undefined> {
     const e = new Expression();
     const output = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: payloadKey(task.taskId, task.specHash),
+        Key: payloadItemKey(task),
         ProjectionExpression: e.n('onFailure'),
         ConsistentRead: true,
         ...e.attributes(),
@@ -139,9 +149,12 @@ export class PayloadTable implements PayloadStore {
       part: dependentPart(task.taskId),
     }));
     await Promise.all([
-      extendPurge(this, payloadKey(task.taskId, task.specHash), 'purgeAt', purgeAt).then(
+      extendPurge(this, payloadItemKey(task), 'purgeAt', purgeAt).then(
         // A payload from before items named their specification has the key of that time.
-        (kept) => kept || extendPurge(this, legacyPayloadKey(task.taskId), 'purgeAt', purgeAt),
+        (kept) =>
+          kept ||
+          task.payloadListed === true ||
+          extendPurge(this, legacyPayloadKey(task.taskId), 'purgeAt', purgeAt),
       ),
       ...[...inputs, ...links].map((key) => extendPurge(this, key, 'purgeAt', purgeAt)),
     ]);
@@ -167,27 +180,33 @@ export class PayloadTable implements PayloadStore {
    * Reads payloads. Payload items never change once written, so an eventually consistent read is enough,
    * except right after submit; misses are read again strongly consistent.
    */
-  async getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>> {
+  async getPayloads(tasks: readonly PayloadOwner[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
+    // A layout 2 item is keyed by its list partition, not by its task: each item read is mapped back to its task.
+    const taskOfKey = new Map(tasks.map((t) => [keyText(payloadItemKey(t)), t.taskId]));
     const collect = async (items: Item[]) => {
       await Promise.all(
         items.map(async (item) => {
           const json = await this.readPayloadJson(item);
-          if (json !== undefined) found.set(String(item.taskId), json);
+          if (json !== undefined) found.set(taskOfKey.get(keyText(item)) ?? String(item.taskId), json);
         }),
       );
     };
     await collect(
       await batchGet(
         this,
-        tasks.map((t) => payloadKey(t.taskId, t.specHash)),
+        tasks.map((t) => payloadItemKey(t)),
         false,
       ),
     );
     const missing = tasks.filter((t) => !found.has(t.taskId));
     if (missing.length > 0) {
       // Strongly consistent, and under the key payloads had before they named their specification.
-      const keys = missing.flatMap((t) => [payloadKey(t.taskId, t.specHash), legacyPayloadKey(t.taskId)]);
+      const keys = missing.flatMap((t) =>
+        t.payloadListed
+          ? [payloadItemKey(t)]
+          : [payloadKey(t.taskId, t.specHash), legacyPayloadKey(t.taskId)],
+      );
       await collect(await batchGet(this, keys, true));
     }
     return found;

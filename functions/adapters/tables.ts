@@ -6,7 +6,9 @@
  *   `part = "payload#<specHash>"` is written once at submit. Splitting them keeps claims, heartbeats and completions at the
  *   same write units whether the payload is 1 KB or 200 KB. The sparse `due` index lists open tasks by the time
  *   the supervisor should next look at them, spread over `dueShard` partitions so no partition holds every
- *   task of one status. The sparse `listed` index lists tasks by queue, newest first, for operators.
+ *   task of one status. Operators list a queue's tasks newest first from its list partitions: the payload items of
+ *   tasks written by `taskLayout` 2, keyed `list#<queue>#<nn>` and by creation (the item written anyway at submit,
+ *   so a listing costs no write), and the sparse `listed` index for state items written by layout 1.
  * - agents: one item per registered agent (identity, capabilities, token hash). Rarely written.
  * - leases: one item per agent session (its liveness and the tasks it holds); later also role leases and
  *   per-queue controls. Small items, one write per heartbeat.
@@ -51,6 +53,15 @@ export const RESULT_PART = 'result';
 /** The sort key of a task's payload item: it names the specification the payload belongs to. */
 export const payloadPart = (specHash: string): string => `payload#${specHash}`;
 
+/**
+ * The sort key of a payload item that is also its task's list entry (`taskLayout` 2), in its queue's list partition
+ * (`list#<queue>#<nn>`): the task's creation (milliseconds, 15 digits, so that the text sorts as the number), its id
+ * and its specification. Two submissions under one idempotency key in one millisecond write distinct items unless
+ * they are the same task.
+ */
+export const listedPayloadPart = (createdAt: number, taskId: string, specHash: string): string =>
+  `${String(createdAt).padStart(15, '0')}#${taskId}#${specHash}`;
+
 export const DUE_INDEX = 'due';
 export const LISTED_INDEX = 'listed';
 export const LANE_INDEX = 'lanes';
@@ -86,7 +97,8 @@ export const TASKS_TABLE: TableDefinition = {
       // 4 KB), plus one query per shard of each queue listed, of about 80 bytes a key: half a read unit for up to
       // 50 keys. A page of 25 over 2 queues: 32 queries and one BatchGetItem, about 41 read units. Operators list
       // rarely; tasks change all the time. (State items written before this index have no `listShard`: they are
-      // not listed.)
+      // not listed.) Written by `taskLayout` 1 only: layout 2 lists a task by its payload item, one write unit a
+      // task less; the index stays for the tasks layout 1 wrote until they expire.
       projection: 'KEYS_ONLY',
     },
     {

@@ -4,13 +4,14 @@
  * their keys, the partitions of the indexes, the state item's codec and the payload's encoding.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import type { PayloadOwner } from '#core/ports/payload-store';
 import { shardOf } from '#domain/ids';
 import { laneOf } from '#domain/lanes';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTaskStatus } from '#domain/task-status';
 import { PAYLOAD_OBJECT_PREFIX } from './payload-objects';
-import { DUE_SHARDS, LISTED_SHARDS, payloadPart, TASK_PART } from './tables';
+import { DUE_SHARDS, LISTED_SHARDS, listedPayloadPart, payloadPart, TASK_PART } from './tables';
 
 export type Item = Record<string, unknown>;
 
@@ -31,6 +32,34 @@ export const listedShardOf = (queue: string, taskId: string): string =>
 /** Every partition of the `listed` index for `queue`. */
 export const listedShardsOf = (queue: string): readonly string[] =>
   Array.from({ length: LISTED_SHARDS }, (_, shard) => shardName(queue, shard));
+
+/**
+ * The list partition (of the table, `taskLayout` 2) that stands beside a `listed` index partition: the payload items
+ * of the same queue and shard. Queue names have no `#`, so the two kinds of name never meet.
+ */
+export const payloadListOf = (listShard: string): string => `${LIST_PREFIX}${listShard}`;
+const LIST_PREFIX = 'list#';
+/** The `listed` index partition a list partition of the table stands beside; undefined for an index partition. */
+export const listShardOfPayloadList = (partition: string): string | undefined =>
+  partition.startsWith(LIST_PREFIX) && partition.indexOf('#', LIST_PREFIX.length) > 0
+    ? partition.slice(LIST_PREFIX.length)
+    : undefined;
+
+/** The key of a task's payload item, by the layout its state item was written with. */
+export const payloadItemKey = (task: PayloadOwner) =>
+  task.payloadListed
+    ? {
+        taskId: payloadListOf(listedShardOf(task.queue, task.taskId)),
+        part: listedPayloadPart(task.createdAt, task.taskId, task.specHash),
+      }
+    : payloadKey(task.taskId, task.specHash);
+
+/** A list entry read from a list partition of the table: the task and its creation, from the item's sort key. */
+export function listEntryOfPayloadPart(part: string): { taskId: string; createdAt: number } | undefined {
+  const [createdAt, taskId] = part.split('#');
+  const at = Number(createdAt);
+  return taskId && Number.isSafeInteger(at) ? { taskId, createdAt: at } : undefined;
+}
 
 export const stateKey = (taskId: string) => ({ taskId, part: TASK_PART.state });
 export const payloadKey = (taskId: string, specHash: string) => ({ taskId, part: payloadPart(specHash) });
@@ -138,6 +167,7 @@ export function taskFromItem(item: Item): Task {
       idempotencyKey: optionalString(item.idempotencyKey),
       finishedAt: optionalNumber(item.finishedAt),
       payloadInObject: item.payloadInObject === true ? true : undefined,
+      payloadListed: item.payloadListed === true ? true : undefined,
       payloadPurgeAt: optionalNumber(item.payloadPurgeAt),
       watched: item.watched === true ? true : undefined,
       expiresAt: optionalNumber(item.expiresAt),
@@ -177,7 +207,7 @@ export function definedOnly<T extends Record<string, unknown>>(record: T): Parti
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** The item for a newly submitted task, due at `dueAt`; its listing partition is its for good. */
+/** The item for a newly submitted task, due at `dueAt`; its listing partition (layout 1) is its for good. */
 export function itemFromNewTask(task: Task, dueAt: number): Item {
   return definedOnly({
     ...stateKey(task.taskId),
@@ -197,6 +227,7 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     specHash: task.specHash,
     payloadBytes: task.payloadBytes,
     payloadInObject: task.payloadInObject,
+    payloadListed: task.payloadListed,
     payloadPurgeAt: task.payloadPurgeAt,
     expiresAt: task.expiresAt,
     hasOnFailure: task.hasOnFailure,
@@ -213,6 +244,7 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     updatedAt: task.updatedAt,
     dueShard: dueShardOf(task.taskId),
     dueAt,
-    listShard: listedShardOf(task.queue, task.taskId),
+    // Layout 2 lists the task by its payload item: no `listed` index entry, one write unit less.
+    listShard: task.payloadListed ? undefined : listedShardOf(task.queue, task.taskId),
   });
 }

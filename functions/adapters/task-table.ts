@@ -36,7 +36,10 @@ import {
   barKey,
   dueShardOf,
   itemFromNewTask,
+  listEntryOfPayloadPart,
   listedShardsOf,
+  listShardOfPayloadList,
+  payloadListOf,
   stateKey,
   taskFromItem,
 } from './task-items';
@@ -405,8 +408,9 @@ export class TaskTable implements TaskStore {
     }));
   }
 
+  /** Each shard of the queue twice: its list partition of the table (layout 2) and its `listed` index partition (1). */
   listedShards(queue: string): readonly string[] {
-    return listedShardsOf(queue);
+    return listedShardsOf(queue).flatMap((shard) => [payloadListOf(shard), shard]);
   }
 
   /** Task ids in one shard of the `due` index whose time to be looked at has come. */
@@ -433,6 +437,7 @@ export class TaskTable implements TaskStore {
     listShard: string,
     from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
   ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
+    if (listShardOfPayloadList(listShard) !== undefined) return this.queryPayloadList(listShard, from);
     const e = new Expression();
     const key = [`${e.n('listShard')} = ${e.v(listShard)}`];
     if (from.atOrBefore !== undefined) key.push(`${e.n('createdAt')} <= ${e.v(from.atOrBefore)}`);
@@ -452,6 +457,40 @@ export class TaskTable implements TaskStore {
         taskId: String(item.taskId),
         createdAt: Number(item.createdAt),
       })),
+      ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
+    };
+  }
+  /**
+   * One page of a list partition of the table: the payload items of layout 2 tasks, newest first by their sort key
+   * (creation, then task id). A query bills the whole items it reads, payloads included (at most about 10 KB each;
+   * a larger payload is an S3 object): a page of 50 tasks with 1 KB payloads is about 6 read units, against half a
+   * unit from the keys-only index. Operators list rarely; every task saves its index write.
+   */
+  private async queryPayloadList(
+    partition: string,
+    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
+    const e = new Expression();
+    const key = [`${e.n('taskId')} = ${e.v(partition)}`];
+    // `~` sorts after every character of a task id and of `#`: the bound takes the whole millisecond.
+    if (from.atOrBefore !== undefined)
+      key.push(`${e.n('part')} <= ${e.v(`${String(from.atOrBefore).padStart(15, '0')}#~`)}`);
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: key.join(' AND '),
+        ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
+        ScanIndexForward: false,
+        Limit: from.limit,
+        ExclusiveStartKey: from.startKey,
+        ...e.attributes(),
+      }),
+    );
+    return {
+      entries: (output.Items ?? []).flatMap((item) => {
+        const entry = listEntryOfPayloadPart(String(item.part));
+        return entry ? [entry] : [];
+      }),
       ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
     };
   }

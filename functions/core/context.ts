@@ -98,6 +98,12 @@ export interface SchedulerSettings {
   readonly dependencyRecheckSeconds: number;
   /** The queues agents may submit follow-up tasks to (`POST /v1/agent/tasks`); none unless the construct names them. */
   readonly agentSubmitQueues: readonly string[];
+  /**
+   * How new tasks are written. 2: a task's payload item is also its entry in its queue's list, so a submission writes
+   * no `listed` index entry. 1: as functions before layout 2 write them, for a deploy that may still run them (they
+   * cannot read a layout 2 task's payload). Every function reads both.
+   */
+  readonly taskLayout: number;
 }
 
 /**
@@ -116,6 +122,7 @@ export function schedulerSettingsOf(chosen: Readonly<Record<SchedulerSettingName
     },
     idleClaimRetryMaxMs: chosen.idleClaimRetryMax * 1_000,
     maxRolesPerAgent: chosen.maxRolesPerAgent,
+    taskLayout: chosen.taskLayout,
   } satisfies Partial<SchedulerSettings>;
 }
 

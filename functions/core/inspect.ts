@@ -119,17 +119,22 @@ export async function listTasks(
     // Without a filter every task read is listed: read no more than the page needs.
     const positions = await listed.take(filtered ? limit : limit - tasks.length);
     if (positions.length === 0) break;
-    const found = await ctx.tasks.getMany(positions.map((p) => p.taskId));
+    const found = await ctx.tasks.getMany([...new Set(positions.map((p) => p.taskId))]);
     for (const [i, position] of positions.entries()) {
       if (createdAfter !== undefined && position.createdAt < createdAfter) {
         ended = true;
         break;
       }
       last = position;
-      // Gone from the table since the index was read (expired): nothing to list.
+      // Gone from the table since the index was read (expired): nothing to list. A list entry of another creation
+      // than its task's is the payload item of a submission retried after its first had landed (layout 2): the task
+      // is listed by the entry of its first, once.
       const task = found.get(position.taskId);
       if (
         task &&
+        task.createdAt === position.createdAt &&
+        // One idempotency key twice in one batch, for two specifications: two entries of one creation.
+        !tasks.some((t) => t.taskId === task.taskId) &&
         (status === undefined || task.status === status) &&
         (concurrencyKey === undefined || task.concurrencyKey === concurrencyKey)
       )

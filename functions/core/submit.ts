@@ -132,11 +132,15 @@ export function prepareSubmission(
     ...(options.lineage ?? {}),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
     payloadPurgeAt,
+    ...(ctx.settings.taskLayout >= 2 ? { payloadListed: true } : {}),
   };
   return {
     task,
     payload: {
       taskId,
+      queue: task.queue,
+      createdAt: task.createdAt,
+      ...(task.payloadListed ? { payloadListed: true } : {}),
       payloadJson: spec.payloadJson,
       ...(spec.onFailureJson === undefined ? {} : { onFailureJson: spec.onFailureJson }),
       specHash,

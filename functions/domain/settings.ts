@@ -130,6 +130,17 @@ export const SETTINGS = {
     readBy: 'all but the authorizer',
     meaning: 'most roles one agent may register',
   },
+  taskLayout: {
+    prop: 'taskLayout',
+    env: 'TASK_LAYOUT',
+    unit: 'count',
+    default: 2,
+    min: 1,
+    max: 2,
+    integer: true,
+    readBy: 'all but the authorizer',
+    meaning: 'how new tasks are written: 2 lists a task by its payload item (a write unit less); 1 as before',
+  },
   agentRatePerSecond: {
     prop: 'agentRateLimit.ratePerSecond',
     env: 'AGENT_RATE_PER_SECOND',

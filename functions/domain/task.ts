@@ -82,6 +82,11 @@ export interface Task extends AsOnTheWire {
   /** The payload is an S3 object (a large one), which a success lets go of at once. */
   readonly payloadInObject?: boolean;
   /**
+   * Its payload item is also its entry in its queue's list (`taskLayout` 2): keyed by the queue's list partition and
+   * the task's creation, not by the task. Absent on tasks written by layout 1, listed through the `listed` index.
+   */
+  readonly payloadListed?: boolean;
+  /**
    * When the payload item (and the dependency inputs) may be purged, in epoch seconds, as last armed: set at
    * submit, pushed later only when the task is to live longer (see `core/lifetimes.ts`). Absent on tasks
    * submitted before it was kept.

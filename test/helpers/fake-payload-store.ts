@@ -3,8 +3,10 @@
  * each; keeping one longer records the time on the fake task store's record, as the adapter does on the state item.
  */
 import type * as PayloadPort from '#core/ports/payload-store';
-import type { Task } from '#domain/task';
 import type { FakeTaskStore } from './fake-task-store';
+
+/** A payload's place: its task and specification, and its layout (a layout 2 item is keyed apart). */
+const keyOf = (t: PayloadPort.PayloadOwner) => `${t.taskId}#${t.specHash}${t.payloadListed ? '#listed' : ''}`;
 
 export class FakePayloadStore implements PayloadPort.PayloadStore {
   private readonly payloads = new Map<string, string>();
@@ -12,10 +14,10 @@ export class FakePayloadStore implements PayloadPort.PayloadStore {
 
   constructor(private readonly tasks: FakeTaskStore) {}
 
-  async getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>> {
+  async getPayloads(tasks: readonly PayloadPort.PayloadOwner[]): Promise<Map<string, string>> {
     return new Map(
       tasks.flatMap((t) => {
-        const json = this.payloads.get(`${t.taskId}#${t.specHash}`);
+        const json = this.payloads.get(keyOf(t));
         return json === undefined ? [] : [[t.taskId, json] as const];
       }),
     );
@@ -23,14 +25,14 @@ export class FakePayloadStore implements PayloadPort.PayloadStore {
 
   async putPayloads(payloads: readonly PayloadPort.NewPayload[]): Promise<PayloadPort.WrittenPayloads> {
     for (const p of payloads) {
-      this.payloads.set(`${p.taskId}#${p.specHash}`, p.payloadJson);
-      if (p.onFailureJson !== undefined) this.onFailures.set(`${p.taskId}#${p.specHash}`, p.onFailureJson);
+      this.payloads.set(keyOf(p), p.payloadJson);
+      if (p.onFailureJson !== undefined) this.onFailures.set(keyOf(p), p.onFailureJson);
     }
     return { inObject: () => false };
   }
 
-  async getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined> {
-    return this.onFailures.get(`${task.taskId}#${task.specHash}`);
+  async getOnFailure(task: PayloadPort.PayloadOwner): Promise<string | undefined> {
+    return this.onFailures.get(keyOf(task));
   }
 
   async deletePayloadObject(): Promise<void> {}
@@ -43,8 +45,8 @@ export class FakePayloadStore implements PayloadPort.PayloadStore {
     });
   }
 
-  async deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void> {
-    this.payloads.delete(`${task.taskId}#${task.specHash}`);
-    this.onFailures.delete(`${task.taskId}#${task.specHash}`);
+  async deletePayload(task: PayloadPort.PayloadOwner): Promise<void> {
+    this.payloads.delete(keyOf(task));
+    this.onFailures.delete(keyOf(task));
   }
 }

@@ -17,24 +17,43 @@ export interface PayloadsUnderTest {
 
 export function payloadStoreContract(name: string, subject: () => PayloadsUnderTest): void {
   describe(`the payload store contract: ${name}`, () => {
-    it('finds a payload and its onFailure by the task and its specification, until taken back', async () => {
-      const { payloads, now } = subject();
-      const purgeAt = Math.ceil(now() / 1_000) + 3_600;
-      const task = newTask(now());
-      const plain = newTask(now());
-      const onFailureJson = JSON.stringify({ queue: 'contract', payload: { why: 'died' } });
-      await payloads.putPayloads([
-        { taskId: task.taskId, specHash: task.specHash, payloadJson: '{"n":1}', onFailureJson, purgeAt },
-        { taskId: plain.taskId, specHash: plain.specHash, payloadJson: '[]', purgeAt },
-      ]);
-      const found = await payloads.getPayloads([task, plain, { taskId: task.taskId, specHash: 'other' }]);
-      expect(Object.fromEntries(found)).toEqual({ [task.taskId]: '{"n":1}', [plain.taskId]: '[]' });
-      expect(await payloads.getOnFailure(task)).toBe(onFailureJson);
-      expect(await payloads.getOnFailure(plain)).toBeUndefined();
-      await payloads.deletePayload(task);
-      expect(await payloads.getPayloads([task])).toEqual(new Map());
-      expect(await payloads.getOnFailure(task)).toBeUndefined();
-    });
+    it.each([
+      ['1', {}],
+      ['2 (the payload item is the list entry)', { payloadListed: true }],
+    ])(
+      'layout %s: finds a payload and its onFailure by the task and its specification, until taken back',
+      async (_, layout) => {
+        const { payloads, now } = subject();
+        const purgeAt = Math.ceil(now() / 1_000) + 3_600;
+        const task = { ...newTask(now()), ...layout };
+        const plain = { ...newTask(now()), ...layout };
+        const onFailureJson = JSON.stringify({ queue: 'contract', payload: { why: 'died' } });
+        const owner = (t: typeof task) => ({
+          taskId: t.taskId,
+          specHash: t.specHash,
+          queue: t.queue,
+          createdAt: t.createdAt,
+          ...layout,
+        });
+        await payloads.putPayloads([
+          { ...owner(task), payloadJson: '{"n":1}', onFailureJson, purgeAt },
+          { ...owner(plain), payloadJson: '[]', purgeAt },
+        ]);
+        const found = await payloads.getPayloads([
+          task,
+          plain,
+          { ...task, specHash: 'other' },
+          // The same task written by the other layout: not this item.
+          { ...task, payloadListed: !task.payloadListed },
+        ]);
+        expect(Object.fromEntries(found)).toEqual({ [task.taskId]: '{"n":1}', [plain.taskId]: '[]' });
+        expect(await payloads.getOnFailure(task)).toBe(onFailureJson);
+        expect(await payloads.getOnFailure(plain)).toBeUndefined();
+        await payloads.deletePayload(task);
+        expect(await payloads.getPayloads([task])).toEqual(new Map());
+        expect(await payloads.getOnFailure(task)).toBeUndefined();
+      },
+    );
 
     it('keeps a payload longer, never shorter, in every status, and records the time on the task; a missing task stays missing', async () => {
       const { payloads, tasks, now } = subject();

@@ -86,6 +86,7 @@ function readBack(env: Record<string, string>): Record<SettingName, number> {
     starvationAttentionAfter: settings.starvation.attentionAfterSeconds,
     idleClaimRetryMax: settings.idleClaimRetryMaxMs / 1_000,
     maxRolesPerAgent: settings.maxRolesPerAgent,
+    taskLayout: settings.taskLayout,
     agentRatePerSecond: rate.ratePerSecond,
     agentBurst: rate.burst,
   };
@@ -152,6 +153,7 @@ describe('the settings contract', () => {
       },
       idleClaimRetryMax: Duration.seconds(30),
       maxRolesPerAgent: 7,
+      taskLayout: 1,
       agentRateLimit: { ratePerSecond: 2.5, burst: 9 },
     });
     const expectedDefaults = Object.fromEntries(
@@ -166,6 +168,7 @@ describe('the settings contract', () => {
       starvationAttentionAfter: 240,
       idleClaimRetryMax: 30,
       maxRolesPerAgent: 7,
+      taskLayout: 1,
       agentRatePerSecond: 2.5,
       agentBurst: 9,
     };

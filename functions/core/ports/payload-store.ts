@@ -5,21 +5,23 @@
  */
 import type { Task } from '#domain/task';
 
+/**
+ * What names a task's payload item: its specification and, when the item is also the task's list entry
+ * (`payloadListed`, layout 2), its queue and creation.
+ */
+export type PayloadOwner = Pick<Task, 'taskId' | 'specHash' | 'queue' | 'createdAt' | 'payloadListed'>;
+
 /** A payload to write: the task's, with the hash of its specification and when it may be purged. */
-export interface NewPayload {
-  readonly taskId: string;
+export interface NewPayload extends PayloadOwner {
   readonly payloadJson: string;
   /** The task's `onFailure` specification (JSON), kept beside its payload. */
   readonly onFailureJson?: string;
-  readonly specHash: string;
   readonly purgeAt: number;
 }
 
 /** What `keepPayload` needs to know of a task to find everything kept for it. */
-export type PayloadHolder = Pick<
-  Task,
-  'taskId' | 'specHash' | 'status' | 'payloadInObject' | 'dependencyCount' | 'waitingOn'
->;
+export type PayloadHolder = PayloadOwner &
+  Pick<Task, 'status' | 'payloadInObject' | 'dependencyCount' | 'waitingOn'>;
 
 /** What `putPayloads` wrote: whether a payload went to an object of its own rather than into its item. */
 export interface WrittenPayloads {
@@ -33,13 +35,13 @@ export interface PayloadStore {
   /** Lets go of a payload's object once its task can never run again. */
   deletePayloadObject(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
   /** Takes back a payload (its item and its object) written for a task whose state item was then never written. */
-  deletePayload(task: Pick<Task, 'taskId' | 'specHash'>): Promise<void>;
+  deletePayload(task: PayloadOwner): Promise<void>;
 
   // Reads.
   /** Payload JSON by task id; a task whose payload is gone (past its retention) is missing. */
-  getPayloads(tasks: readonly Pick<Task, 'taskId' | 'specHash'>[]): Promise<Map<string, string>>;
+  getPayloads(tasks: readonly PayloadOwner[]): Promise<Map<string, string>>;
   /** The `onFailure` specification (JSON) kept beside the task's payload; undefined if it has none (or is gone). */
-  getOnFailure(task: Pick<Task, 'taskId' | 'specHash'>): Promise<string | undefined>;
+  getOnFailure(task: PayloadOwner): Promise<string | undefined>;
   /**
    * Keeps what a task still to run needs until `purgeAt` (epoch seconds) at least: its payload item (and with it
    * its `onFailure`), its payload's S3 object, the inputs its dependencies left it and, while it waits, its links

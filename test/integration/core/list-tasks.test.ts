@@ -1,9 +1,10 @@
 /**
- * `GET /v1/tasks` newest first, a page at a time, over the `listed` index on DynamoDB Local: every task exactly
- * once across pages and queues, a status filter that still fills pages, and a cursor that was not returned by the
+ * `GET /v1/tasks` newest first, a page at a time, on DynamoDB Local: every task exactly once across pages and queues,
+ * those of layout 1 (the `listed` index) and of layout 2 (their payload items) together, a retried submission once, a status filter that still fills pages, and a cursor that was not returned by the
  * API refused with a 400 that says so.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Scheduler } from '#core/scheduler';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import type { ListTasksInput, Task } from '#sdk/types';
@@ -33,13 +34,31 @@ describe('listing tasks', () => {
     stack = await createTestStack({ queues: [...QUEUES] });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
+    // Every fourth task as functions of layout 1 write it (listed by the `listed` index), beside layout 2's (listed
+    // by their payload items): a list made while both kinds are in the table.
+    const layoutOne = new Scheduler({ ...stack.ctx, settings: { ...stack.ctx.settings, taskLayout: 1 } });
     // 126 tasks one by one, each a second after the one before, over both queues in an uneven pattern...
     for (let n = 0; n < 126; n++) {
       stack.clock.advance(1_000);
       const queue = n % 5 < 3 ? 'alpha' : 'beta';
-      const { task } = await operator.submitTask({ queue, payload: { n } });
-      submitted.push({ taskId: task.taskId, queue, createdAt: Date.parse(task.createdAt) });
-      if (n % 7 === 3) cancelled.add((await operator.cancelTask(task.taskId)).taskId);
+      const taskId =
+        n % 4 === 1
+          ? (await layoutOne.submit({ queue, payload: { n } })).task.taskId
+          : (await operator.submitTask({ queue, payload: { n }, idempotencyKey: `list-${n}` })).task.taskId;
+      const createdAt = Date.parse((await operator.getTask(taskId)).createdAt);
+      submitted.push({ taskId, queue, createdAt });
+      if (n % 7 === 3) cancelled.add((await operator.cancelTask(taskId)).taskId);
+    }
+    // Submissions retried a second later: with layout 2 each retry writes a payload item of its own creation,
+    // which the list passes over (its task was created at the first).
+    stack.clock.advance(1_000);
+    for (const n of [0, 2, 3]) {
+      const again = await operator.submitTask({
+        queue: n % 5 < 3 ? 'alpha' : 'beta',
+        payload: { n },
+        idempotencyKey: `list-${n}`,
+      });
+      expect(again.created).toBe(false);
     }
     // ...and a batch whose six tasks share one millisecond, in both queues.
     stack.clock.advance(1_000);
@@ -85,9 +104,11 @@ describe('listing tasks', () => {
     expect(new Set(listed).size).toBe(listed.length);
     expect(listed).toEqual([...submitted].sort(newestFirst).map((t) => t.taskId));
     expect(pages.map((p) => p.length)).toEqual([25, 25, 25, 25, 25, 7]);
-    // One BatchGetItem a page; the index's 2 queues x 16 shards are each read once a page.
-    expect(gets).toBe(6);
-    expect(queries).toBe(6 * 32);
+    // One BatchGetItem a page, and one more for the page that read the three retries' items (passed over); each of
+    // the 2 queues' 16 shards is read once a page, as a list partition of the table (layout 2) and as a partition of
+    // the `listed` index (layout 1).
+    expect(gets).toBe(7);
+    expect(queries).toBe(6 * 2 * 32);
     console.log(
       `[list] 132 tasks over 2 queues, limit 25: ${pages.length} pages, ${queries} index queries, ${gets} BatchGetItem`,
     );
@@ -99,7 +120,7 @@ describe('listing tasks', () => {
     const expected = submitted.filter((t) => t.queue === 'beta').sort(newestFirst);
     expect(pages.flat().map((t) => t.taskId)).toEqual(expected.map((t) => t.taskId));
     expect(pages.flat().every((t) => t.queue === 'beta')).toBe(true);
-    expect(queries).toBe(pages.length * 16);
+    expect(queries).toBe(pages.length * 2 * 16);
   });
 
   it('filters by status and still fills its pages, newest first', async () => {

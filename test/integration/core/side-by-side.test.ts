@@ -22,6 +22,7 @@ interface ReleasedScheduler {
     lease: { agentId: string; taskId: string; leaseEpoch: number },
     result?: unknown,
   ): Promise<unknown>;
+  submit(input: unknown): Promise<{ task: { taskId: string } }>;
 }
 
 describe('the released functions beside the current ones', () => {
@@ -30,7 +31,9 @@ describe('the released functions beside the current ones', () => {
   let released: ReleasedScheduler;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'released-functions-'));
-    stack = await createTestStack({ queues: ['side'] });
+    // The first deploy of an upgrade from a release before layout 2: the current functions write layout 1, which
+    // the released ones read (`taskLayout`, README "Upgrades").
+    stack = await createTestStack({ queues: ['side'], settings: { taskLayout: 1 } });
     const { createContext, Scheduler } = await loadReleasedFunctions<unknown, ReleasedScheduler>(dir);
     released = new Scheduler(
       createContext({ dynamodb: stack.dynamodb, sqs: stack.sqs, ...stack.wiring, now: stack.clock.now }),
@@ -57,6 +60,28 @@ describe('the released functions beside the current ones', () => {
     await complete({ agentId: agent.agentId, taskId: dependency.taskId, leaseEpoch: first?.leaseEpoch ?? 0 });
     return { agent, dependency, dependent };
   }
+
+  it('with taskLayout 1, a task either side submits is claimed by the other with its payload, and listed', async () => {
+    const { scheduler } = stack;
+    const agent = await startAgent(scheduler, { queues: ['side'], maxConcurrency: 5 });
+    const { task: current } = await scheduler.submit({ queue: 'side', payload: { by: 'current' } });
+    const { task: old } = await released.submit({ queue: 'side', payload: { by: 'released' } });
+
+    const byReleased = [];
+    for (let i = 0; i < 50 && byReleased.length === 0; i++) byReleased.push(...(await released.claim(agent)));
+    const byCurrent = await claimUntil(scheduler, agent, 1, 3_000);
+
+    expect(
+      [...byReleased, ...byCurrent].map((t) => [t.taskId, (t as { payload?: unknown }).payload]).sort(),
+    ).toEqual(
+      [
+        [current.taskId, { by: 'current' }],
+        [old.taskId, { by: 'released' }],
+      ].sort(),
+    );
+    const listed = (await scheduler.listTasks({ queue: 'side', limit: 100 })).tasks.map((t) => t.taskId);
+    expect(listed).toEqual(expect.arrayContaining([current.taskId, old.taskId]));
+  });
 
   it('a released claim never hands a dependent its dependency’s outcome without the result kept once for it', async () => {
     // Prepare: a dependency that succeeds with a result; its dependent's input names the result kept once.

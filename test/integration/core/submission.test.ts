@@ -5,6 +5,7 @@ import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HINT_MAX_RECEIVES } from '#adapters/task-queues';
 import { BACKLOG_PATIENCE } from '#core/reconcile';
+import { Scheduler } from '#core/scheduler';
 import { IdempotencyConflictError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
@@ -178,7 +179,9 @@ describe('submission', () => {
 
   it('a payload stored under the key payloads had before they named their specification is still found', async () => {
     const { scheduler, ctx } = stack;
-    const { task } = await scheduler.submit({ queue: 'legacy', payload: { kept: true } });
+    // Written by layout 1, whose payload items are keyed by their task.
+    const layoutOne = new Scheduler({ ...ctx, settings: { ...ctx.settings, taskLayout: 1 } });
+    const { task } = await layoutOne.submit({ queue: 'legacy', payload: { kept: true } });
     const doc = DynamoDBDocumentClient.from(stack.dynamodb);
     const TableName = ctx.tasks.tableName;
     const current = { taskId: task.taskId, part: `payload#${task.specHash}` };

@@ -74,7 +74,16 @@ describe('error paths', () => {
     const [payloadWrite] = ddb.commandCalls(BatchWriteCommand);
     const [stateWrite] = ddb.commandCalls(PutCommand);
     expect(Object.values(payloadWrite?.args[0].input.RequestItems ?? {})).toEqual([
-      [{ PutRequest: { Item: expect.objectContaining({ part: `payload#${result.task.specHash}` }) } }],
+      [
+        {
+          PutRequest: {
+            Item: expect.objectContaining({
+              taskId: expect.stringMatching(/^list#work#\d\d$/),
+              part: `${String(NOW).padStart(15, '0')}#${result.task.taskId}#${result.task.specHash}`,
+            }),
+          },
+        },
+      ],
     ]);
     expect(stateWrite?.args[0].input.Item).toMatchObject({
       part: 'state',
