@@ -8,7 +8,7 @@
  * A partition takes 1,000 write units and 3,000 read units a second
  * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html). Sharded keys
  * spread a scope's tasks over their shards by a hash of the task id; the ceiling assumes an even spread (the busiest
- * of the 16 `listed` shards took 650 of 10,000 tasks in `key-distribution.test.ts`, 4 % above even).
+ * of the 16 list partitions of a queue took 650 of 10,000 tasks in `key-distribution.test.ts`, 4 % above even).
  */
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 import { WAKE_TIMER_MAX_CONCURRENCY } from '#adapters/wake-timer-queue';
@@ -68,7 +68,9 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       when: 'every task',
     },
     {
-      key: `listed index, <queue>#<nn> (${LISTED_SHARDS} shards)`,
+      // Layout 2: the payload item, written once at submit, is the task's list entry (layout 1 wrote the `listed`
+      // index's partition of the same name instead).
+      key: `list partition, list#<queue>#<nn> (${LISTED_SHARDS} shards)`,
       scope: 'queue',
       shards: LISTED_SHARDS,
       writeUnitsPerTask: 1,

@@ -5,8 +5,8 @@ import { ceilings, lowestCeiling, quotas } from '../../../bench/scale-model';
 const model = (batch: number, leasesHeld = 25, listeners = 50) => ceilings({ batch, leasesHeld, listeners });
 
 describe('the scale model', () => {
-  it('spreads a queue’s index writes over its shards: each shard’s 1,000 write units a second, times the shards', () => {
-    const listed = model(10).find((c) => c.key.startsWith('listed index'));
+  it('spreads a queue’s list writes over its partitions: each one’s 1,000 write units a second, times the partitions', () => {
+    const listed = model(10).find((c) => c.key.startsWith('list partition'));
     expect(listed?.shards).toBe(LISTED_SHARDS);
     expect(listed?.tasksPerSecond).toBe(LISTED_SHARDS * 1_000);
     const due = model(10).find((c) => c.key.startsWith('due index'));
