@@ -11,7 +11,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { payloadJsonOf } from '#adapters/task-items';
+import { listEntryOfPayloadPart, listShardOfPayloadList, payloadJsonOf } from '#adapters/task-items';
 import type { WiredContext } from '#wiring/context';
 import type { History } from './history';
 
@@ -73,11 +73,17 @@ export function recordCommittedWrites(
   const recordItem = (tableName: string, item: Record<string, unknown>) => {
     const decidedAt = (field: string) =>
       typeof item[field] === 'number' ? (item[field] as number) : Date.now();
-    if (tableName === tables.tasks && String(item.part).startsWith('payload')) {
+    // A payload item: keyed by its task (layout 1), or by its queue's list partition with its task in the sort key.
+    const payloadOf = String(item.part).startsWith('payload')
+      ? String(item.taskId)
+      : listShardOfPayloadList(String(item.taskId)) !== undefined
+        ? listEntryOfPayloadPart(String(item.part))?.taskId
+        : undefined;
+    if (tableName === tables.tasks && payloadOf !== undefined) {
       const payload = JSON.parse(payloadJsonOf(item) ?? 'null') as { tick?: number } | null;
       if (typeof payload?.tick === 'number') {
         const tasks = history.occurrenceTasks.get(payload.tick) ?? new Set<string>();
-        tasks.add(String(item.taskId));
+        tasks.add(payloadOf);
         history.occurrenceTasks.set(payload.tick, tasks);
       }
     }

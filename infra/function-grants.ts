@@ -144,6 +144,8 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
   grantOnTable(authorizer, agents, ['GetItem']);
 
   // It ends tasks that die or expire; and PutItem: a missed schedule occurrence that its policy runs is submitted.
+  // Query (the table's own key) also reads the queues' list partitions for the list walk, which keeps where it
+  // stands in an item of the leases table (GetItem, UpdateItem).
   grantOnTable(supervisor, tasks, ENDS_TASKS);
   grantOnTable(supervisor, tasks, ['Query'], DUE_INDEX);
   grantOnTable(supervisor, leases, ['Scan', 'GetItem', 'UpdateItem', 'ConditionCheckItem']);

@@ -22,6 +22,8 @@ import { scanKind } from './session-table';
 type Item = Record<string, unknown>;
 
 const controlKey = (queue: string) => ({ leaseId: `queue#${queue}` });
+/** The list walk's places in a queue's list partitions: apart from the control, which claims read. */
+const walkKey = (queue: string) => ({ leaseId: `walk#${queue}` });
 
 const numberMap = (value: unknown): Record<string, number> =>
   typeof value === 'object' && value !== null
@@ -50,6 +52,36 @@ export class QueueControlTable implements QueueControlStore {
       new GetCommand({ TableName: this.tableName, Key: controlKey(queue), ConsistentRead: consistent }),
     );
     return output.Item ? controlFromItem(queue, output.Item) : undefined;
+  }
+
+  async readWalk(queue: string): Promise<Readonly<Record<string, string>>> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: walkKey(queue), ConsistentRead: true }),
+    );
+    const places = output.Item?.places;
+    if (typeof places !== 'object' || places === null) return {};
+    return Object.fromEntries(
+      Object.entries(places as Record<string, unknown>).filter(
+        (e): e is [string, string] => typeof e[1] === 'string',
+      ),
+    );
+  }
+
+  /**
+   * One write a pass for a queue with new tasks. Two walks at once may each save their own places: the later save
+   * wins, and a place saved too early only makes a walk look at some tasks again (giving a task an entry in the due
+   * index is conditional on it having none).
+   */
+  async saveWalk(queue: string, places: Readonly<Record<string, string>>, now: number): Promise<void> {
+    const e = new Expression();
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: walkKey(queue),
+        UpdateExpression: `SET ${e.n('kind')} = ${e.v('walk')}, ${e.n('queue')} = ${e.v(queue)}, ${e.n('places')} = ${e.v(places)}, ${e.n('updatedAt')} = ${e.v(now)}`,
+        ...e.attributes(),
+      }),
+    );
   }
 
   async list(): Promise<StoredQueueControl[]> {

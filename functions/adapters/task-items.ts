@@ -168,6 +168,7 @@ export function taskFromItem(item: Item): Task {
       finishedAt: optionalNumber(item.finishedAt),
       payloadInObject: item.payloadInObject === true ? true : undefined,
       payloadListed: item.payloadListed === true ? true : undefined,
+      inDueIndex: item.dueShard !== undefined && item.dueAt !== undefined ? true : undefined,
       payloadPurgeAt: optionalNumber(item.payloadPurgeAt),
       watched: item.watched === true ? true : undefined,
       expiresAt: optionalNumber(item.expiresAt),
@@ -207,8 +208,11 @@ export function definedOnly<T extends Record<string, unknown>>(record: T): Parti
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** The item for a newly submitted task, due at `dueAt`; its listing partition (layout 1) is its for good. */
-export function itemFromNewTask(task: Task, dueAt: number): Item {
+/**
+ * The item for a newly submitted task, due at `dueAt` (out of the due index when undefined); its listing partition
+ * (layout 1) is its for good.
+ */
+export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
   return definedOnly({
     ...stateKey(task.taskId),
     queue: task.queue,
@@ -242,7 +246,7 @@ export function itemFromNewTask(task: Task, dueAt: number): Item {
     readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
-    dueShard: dueShardOf(task.taskId),
+    dueShard: dueAt === undefined ? undefined : dueShardOf(task.taskId),
     dueAt,
     // Layout 2 lists the task by its payload item: no `listed` index entry, one write unit less.
     listShard: task.payloadListed ? undefined : listedShardOf(task.queue, task.taskId),

@@ -34,7 +34,6 @@ import { DUE_INDEX, LISTED_INDEX } from './tables';
 import {
   ALL_DUE_SHARDS,
   barKey,
-  dueShardOf,
   itemFromNewTask,
   listEntryOfPayloadPart,
   listedShardsOf,
@@ -46,6 +45,7 @@ import {
 import { batchGet, sleep } from './task-requests';
 import {
   destinationClauses,
+  dueClauses,
   endingClauses,
   epochFence,
   ownerFence,
@@ -68,7 +68,10 @@ export class TaskTable implements TaskStore {
   ) {}
 
   /** Creates the state item unless one exists; then returns the existing task instead. */
-  async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
+  async create(
+    task: Task,
+    dueAt: number | undefined,
+  ): Promise<{ created: true } | { created: false; existing: Task }> {
     const item = itemFromNewTask(task, dueAt);
     const e = new Expression();
     try {
@@ -92,7 +95,7 @@ export class TaskTable implements TaskStore {
 
   async createUnder(
     task: Task,
-    dueAt: number,
+    dueAt: number | undefined,
     parent: OwnerFence & { readonly taskId: string },
     now: number,
   ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
@@ -113,7 +116,7 @@ export class TaskTable implements TaskStore {
 
   private async createUnderOnce(
     task: Task,
-    dueAt: number,
+    dueAt: number | undefined,
     parent: OwnerFence & { readonly taskId: string },
     now: number,
   ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
@@ -238,7 +241,7 @@ export class TaskTable implements TaskStore {
       status: finish.to.status,
     };
     return this.update(taskId, (e) => {
-      const clauses = destinationClauses(e, now, finish.to);
+      const clauses = destinationClauses(e, now, taskId, finish.to);
       const set = [...clauses.set];
       if (finish.event === 'complete' && finish.result !== undefined)
         set.push(`${e.n('result')} = ${e.v(finish.result)}`);
@@ -257,7 +260,7 @@ export class TaskTable implements TaskStore {
 
   takeBack(observed: Observed, { event, to, error }: TakingBack, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => {
-      const clauses = destinationClauses(e, now, to);
+      const clauses = destinationClauses(e, now, observed.taskId, to);
       return {
         set: [...clauses.set, `${e.n('error')} = ${e.v(error)}`],
         remove: clauses.remove,
@@ -273,7 +276,7 @@ export class TaskTable implements TaskStore {
     because?: { readonly failedDependency: string; readonly error: TaskError },
   ): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => {
-      const clauses = endingClauses(e, now, to);
+      const clauses = endingClauses(e, now, observed.taskId, to);
       return {
         set: [
           ...clauses.set,
@@ -292,7 +295,7 @@ export class TaskTable implements TaskStore {
 
   unblock(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => {
-      const clauses = requeueClauses(e, now, to);
+      const clauses = requeueClauses(e, now, observed.taskId, to);
       return {
         set: clauses.set,
         remove: [...clauses.remove, e.n('waitingOn')],
@@ -315,7 +318,7 @@ export class TaskTable implements TaskStore {
 
   expire(observed: Observed, to: Ending & { status: 'expired' }, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => ({
-      ...endingClauses(e, now, to),
+      ...endingClauses(e, now, observed.taskId, to),
       condition: [
         statusCondition(e, 'expire', to.status, observed),
         epochFence(e, observed),
@@ -334,12 +337,11 @@ export class TaskTable implements TaskStore {
 
   redrive(observed: Observed, to: Requeue, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => {
-      const clauses = requeueClauses(e, now, to);
+      const clauses = requeueClauses(e, now, observed.taskId, to);
       return {
         set: [
           ...clauses.set,
           `${e.n('attempt')} = ${e.v(0)}`,
-          `${e.n('dueShard')} = ${e.v(dueShardOf(observed.taskId))}`,
           // Counted, so that its next death has an onFailure of its own.
           `${e.n('redrives')} = if_not_exists(${e.n('redrives')}, ${e.v(0)}) + ${e.v(1)}`,
         ],
@@ -360,8 +362,15 @@ export class TaskTable implements TaskStore {
 
   lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => ({
-      set: [`${e.n('dueAt')} = ${e.v(dueAt)}`],
+      set: dueClauses(e, observed.taskId, dueAt),
       condition: stillAsObserved(e, observed),
+    }));
+  }
+
+  armLook(observed: Observed, dueAt: number): Promise<TaskWrite> {
+    return this.update(observed.taskId, (e) => ({
+      set: dueClauses(e, observed.taskId, dueAt),
+      condition: `${stillAsObserved(e, observed)} AND attribute_not_exists(${e.n('dueShard')})`,
     }));
   }
 
@@ -378,7 +387,7 @@ export class TaskTable implements TaskStore {
       set: [
         `${e.n('dispatchedAt')} = ${e.v(dispatch.dispatchedAt)}`,
         `${e.n('dispatchCount')} = ${e.n('dispatchCount')} + ${e.v(1)}`,
-        `${e.n('dueAt')} = ${e.v(dispatch.dueAt)}`,
+        ...dueClauses(e, observed.taskId, dispatch.dueAt),
       ],
       condition: stillAsObserved(e, observed),
     }));
@@ -386,7 +395,7 @@ export class TaskTable implements TaskStore {
 
   markUnsent(observed: Observed, now: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => ({
-      set: [`${e.n('dueAt')} = ${e.v(now)}`],
+      set: dueClauses(e, observed.taskId, now),
       remove: [e.n('dispatchedAt')],
       condition: stillAsObserved(e, observed),
     }));
@@ -466,6 +475,40 @@ export class TaskTable implements TaskStore {
    * a larger payload is an S3 object): a page of 50 tasks with 1 KB payloads is about 6 read units, against half a
    * unit from the keys-only index. Operators list rarely; every task saves its index write.
    */
+  walkPartitions(queue: string): readonly string[] {
+    return listedShardsOf(queue).map(payloadListOf);
+  }
+
+  /**
+   * Oldest first from a place, up to a creation time. The place is the sort key of the last entry taken, so the
+   * next page starts after it whatever the millisecond.
+   */
+  async queryWalk(
+    partition: string,
+    from: { after?: string; upTo?: number; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[] }> {
+    const e = new Expression();
+    const key = [`${e.n('taskId')} = ${e.v(partition)}`];
+    if (from.upTo !== undefined)
+      key.push(`${e.n('part')} <= ${e.v(`${String(from.upTo).padStart(15, '0')}#~`)}`);
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: key.join(' AND '),
+        ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
+        Limit: from.limit,
+        ...(from.after === undefined ? {} : { ExclusiveStartKey: { taskId: partition, part: from.after } }),
+        ...e.attributes(),
+      }),
+    );
+    return {
+      entries: (output.Items ?? []).flatMap((item) => {
+        const entry = listEntryOfPayloadPart(String(item.part));
+        return entry ? [{ ...entry, place: String(item.part) }] : [];
+      }),
+    };
+  }
+
   private async queryPayloadList(
     partition: string,
     from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },

@@ -7,6 +7,7 @@ import type { Ending, Observed, OwnerFence, Requeue } from '#core/ports/task-sto
 import { InvalidTransitionError } from '#domain/errors';
 import { statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 import type { Expression } from './expression';
+import { dueShardOf } from './task-items';
 
 export interface Clauses {
   readonly set: string[];
@@ -56,14 +57,23 @@ export const stillAsObserved = (e: Expression, observed: Pick<Observed, 'status'
   `${e.n('status')} = ${e.v(observed.status)} AND ${epochFence(e, observed)}`;
 
 /**
+ * The task's next look in the `due` index at `dueAt`: both keys, since a task of layout 2 has no entry until it
+ * needs one (`list-walk.ts`). Its partition never changes, so setting it again writes nothing more to the index.
+ */
+export const dueClauses = (e: Expression, taskId: string, dueAt: number): string[] => [
+  `${e.n('dueShard')} = ${e.v(dueShardOf(taskId))}`,
+  `${e.n('dueAt')} = ${e.v(dueAt)}`,
+];
+
+/**
  * Back to `queued`. `sessionId` and `leasedAt` stay: with them the last holder's session sees that its slot is
  * free.
  */
-export function requeueClauses(e: Expression, now: number, requeue: Requeue): Clauses {
+export function requeueClauses(e: Expression, now: number, taskId: string, requeue: Requeue): Clauses {
   const set = [
     `${e.n('status')} = ${e.v('queued')}`,
     `${e.n('updatedAt')} = ${e.v(now)}`,
-    `${e.n('dueAt')} = ${e.v(requeue.dueAt)}`,
+    ...dueClauses(e, taskId, requeue.dueAt),
     // Back in its lane, if it has one (the `lanes` index needs `laneId` too).
     `${e.n('readyAt')} = ${e.v(requeue.claimableAt)}`,
   ];
@@ -90,7 +100,7 @@ export function requeueClauses(e: Expression, now: number, requeue: Requeue): Cl
  * purge it after the retention period. The owner, its session and the grant time stay on the record, as the last
  * lease it had.
  */
-export function endingClauses(e: Expression, now: number, ending: Ending): Clauses {
+export function endingClauses(e: Expression, now: number, taskId: string, ending: Ending): Clauses {
   const set = [
     `${e.n('status')} = ${e.v(ending.status)}`,
     `${e.n('updatedAt')} = ${e.v(now)}`,
@@ -99,9 +109,14 @@ export function endingClauses(e: Expression, now: number, ending: Ending): Claus
   ];
   const remove = [e.n('notBefore'), e.n('leaseDeadline'), e.n('readyAt')];
   if (ending.followUpAt === undefined) remove.push(e.n('dueShard'), e.n('dueAt'));
-  else set.push(`${e.n('dueAt')} = ${e.v(ending.followUpAt)}`, `${e.n('followUp')} = ${e.v(true)}`);
+  else set.push(...dueClauses(e, taskId, ending.followUpAt), `${e.n('followUp')} = ${e.v(true)}`);
   return { set, remove };
 }
 
-export const destinationClauses = (e: Expression, now: number, to: Requeue | Ending): Clauses =>
-  to.status === 'queued' ? requeueClauses(e, now, to) : endingClauses(e, now, to);
+export const destinationClauses = (
+  e: Expression,
+  now: number,
+  taskId: string,
+  to: Requeue | Ending,
+): Clauses =>
+  to.status === 'queued' ? requeueClauses(e, now, taskId, to) : endingClauses(e, now, taskId, to);

@@ -193,18 +193,41 @@ export async function queueStats(ctx: SchedulerContext): Promise<QueueStats[]> {
     ]),
   );
   let seen = 0;
+  const count = (task: Task) => {
+    const entry = stats.get(task.queue);
+    if (!entry) return;
+    if (task.status === 'queued') {
+      entry.depth[task.priority]++;
+      entry.oldest = Math.min(entry.oldest, task.createdAt);
+    } else if (task.status === 'leased') entry.running++;
+  };
   for (const shard of ctx.tasks.dueShards) {
     const ids = await ctx.tasks.queryDue(shard, Number.MAX_SAFE_INTEGER, OPEN_TASK_WALK_LIMIT - seen);
     seen += ids.length;
-    for (const task of (await ctx.tasks.getMany(ids, { consistent: false })).values()) {
-      const entry = stats.get(task.queue);
-      if (!entry) continue;
-      if (task.status === 'queued') {
-        entry.depth[task.priority]++;
-        entry.oldest = Math.min(entry.oldest, task.createdAt);
-      } else if (task.status === 'leased') entry.running++;
-    }
+    for (const task of (await ctx.tasks.getMany(ids, { consistent: false })).values()) count(task);
     if (seen >= OPEN_TASK_WALK_LIMIT) break;
+  }
+  // The open tasks not in the due index: new tasks of layout 2 that the list walk has not passed yet.
+  for (const queue of stats.keys()) {
+    if (seen >= OPEN_TASK_WALK_LIMIT) break;
+    const places = await ctx.queueControls.readWalk(queue);
+    for (const partition of ctx.tasks.walkPartitions(queue)) {
+      const after = places[partition];
+      const { entries } = await ctx.tasks.queryWalk(partition, {
+        ...(after === undefined ? {} : { after }),
+        limit: OPEN_TASK_WALK_LIMIT - seen,
+      });
+      seen += entries.length;
+      if (entries.length === 0) continue;
+      const tasks = await ctx.tasks.getMany([...new Set(entries.map((e) => e.taskId))], {
+        consistent: false,
+      });
+      for (const entry of entries) {
+        const task = tasks.get(entry.taskId);
+        if (task && task.createdAt === entry.createdAt && !task.inDueIndex) count(task);
+      }
+      if (seen >= OPEN_TASK_WALK_LIMIT) break;
+    }
   }
   return [...stats.values()].map((s) => ({
     name: s.name,

@@ -14,6 +14,7 @@ import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
+import { walkNewTasks } from './list-walk';
 import { ending, requeueAfter, retryInTime, sendsNow } from './timing';
 import { freeLeaseSlots } from './turns';
 
@@ -171,6 +172,8 @@ export interface ReclaimSummary {
  * Work is bounded by `sweepLimit`; what is left waits for the next pass. One failing item does not stop the pass.
  */
 export async function reclaimExpiredLeases(ctx: SchedulerContext): Promise<ReclaimSummary> {
+  // Standalone, as a pass does first: new tasks still open get their look in the due index.
+  await walkNewTasks(ctx);
   return (await sweepExpiredLeases(ctx)).summary;
 }
 

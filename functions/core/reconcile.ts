@@ -19,6 +19,7 @@ import { recheckWaiting } from './dependencies';
 import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
 import { keepPayloadFor } from './lifetimes';
+import { walkNewTasks } from './list-walk';
 import { wake, wakeFor, wakeLater } from './push';
 import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
@@ -107,6 +108,10 @@ export async function reconcileDispatch(
       .then((sessions) => new Set(sessions.flatMap((session) => session.queues)));
     return (await servedQueues).has(queue);
   };
+  // Standalone (not after this pass's sweep, which the walk came before), new tasks still open get their look
+  // first; to send everything again, every open task, however new.
+  if (options.everything) await walkNewTasks(ctx, { upTo: ctx.now() });
+  else if (!options.after) await walkNewTasks(ctx);
   const now = ctx.now();
   const backlogged = backlogReader(ctx);
   const fannedOut = new Set<string>();

@@ -51,7 +51,8 @@ const specHashOf = (spec: TaskSpec): string =>
 export interface PreparedSubmission {
   readonly task: Task;
   readonly payload: NewPayload;
-  readonly dueAt: number;
+  /** Its first look in the due index; undefined for a task the list walk looks at (`list-walk.ts`). */
+  readonly dueAt: number | undefined;
   /** Whether its hint can go to SQS now, and with what delay (whole seconds). */
   readonly sendsNow: boolean;
   readonly delaySeconds: number;
@@ -146,9 +147,15 @@ export function prepareSubmission(
       specHash,
       purgeAt: payloadPurgeAt,
     },
+    // A task of layout 2 whose hint goes now and that has no deadline to start has no entry in the due index: its
+    // list entry (the payload item) is walked `reconcileAfterSeconds` after its creation, and it gets one then only
+    // if it is still open. Most tasks have ended by then, and a task whose entry is written at submit and removed at
+    // its end costs two write units more.
     dueAt: waits
       ? recheckAt(ctx, now, task)
-      : dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
+      : task.payloadListed && sendsNow && expiresAt === undefined
+        ? undefined
+        : dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
     sendsNow,
     // The hint's SQS delay is rounded up to whole seconds: the task is never claimable early (notBefore is exact).
     delaySeconds: Math.ceil(delaySeconds),

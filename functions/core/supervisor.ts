@@ -1,5 +1,6 @@
 /**
- * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: take back leases of silent agents and of
+ * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: give new tasks still open a look in the due
+ * index (`list-walk.ts`), take back leases of silent agents and of
  * attempts past their deadline (those of live agents too, see `deadlines.ts`) (retrying with backoff, or dead), send again what SQS lost, and climb the
  * starvation ladder, hand over roles whose holders went silent, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
  * a conditional write. Bounded per pass.
@@ -7,6 +8,7 @@
 import { errorName } from '#domain/errors';
 import type { SchedulerContext } from './context';
 import { reclaimOverdue } from './deadlines';
+import { walkNewTasks } from './list-walk';
 import { catchUpMissedRuns } from './missed-runs';
 import { sweepExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
@@ -31,12 +33,17 @@ export interface CycleResult {
   /** Roles passed to a live volunteer because their holder's session was over, and roles left free. */
   readonly rolesHandedOver: number;
   readonly rolesFreed: number;
+  /** New tasks' list entries the walk read, and the tasks of them still open, given a look in the due index. */
+  readonly listWalked: number;
+  readonly listArmed: number;
   readonly errors: number;
   readonly durationMs: number;
 }
 
 export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
   const started = Date.now();
+  // First, so that the tasks it gives a look are in the due index as this pass reads it.
+  const walked = await walkNewTasks(ctx);
   const { summary: reclaimed, scan } = await sweepExpiredLeases(ctx);
   let overdueErrors = 0;
   const overdue = await reclaimOverdue(ctx).catch((error: unknown) => {
@@ -73,8 +80,16 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     missedRunsSkipped: missed.skipped,
     rolesHandedOver: roles.handedOver,
     rolesFreed: roles.freed,
+    listWalked: walked.walked,
+    listArmed: walked.armed.length,
     errors:
-      reclaimed.errors + overdue.errors + overdueErrors + roles.errors + reconciled.errors + missedErrors,
+      walked.errors +
+      reclaimed.errors +
+      overdue.errors +
+      overdueErrors +
+      roles.errors +
+      reconciled.errors +
+      missedErrors,
     durationMs: Date.now() - started,
   };
 }

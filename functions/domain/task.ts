@@ -86,6 +86,8 @@ export interface Task extends AsOnTheWire {
    * the task's creation, not by the task. Absent on tasks written by layout 1, listed through the `listed` index.
    */
   readonly payloadListed?: boolean;
+  /** It has an entry in the due index: the supervisor will look at it (a layout 2 task gets one only when needed). */
+  readonly inDueIndex?: boolean;
   /**
    * When the payload item (and the dependency inputs) may be purged, in epoch seconds, as last armed: set at
    * submit, pushed later only when the task is to live longer (see `core/lifetimes.ts`). Absent on tasks

@@ -32,7 +32,7 @@ export class FakeTaskStore implements Port.TaskStore {
 
   async get(taskId: string): Promise<Task | undefined> {
     const stored = this.records.get(taskId);
-    return stored && structuredClone(stored.task);
+    return stored && viewOf(stored);
   }
 
   async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
@@ -71,10 +71,46 @@ export class FakeTaskStore implements Port.TaskStore {
     };
   }
 
-  async create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }> {
+  walkPartitions(queue: string): readonly string[] {
+    return [`walk:${queue}`];
+  }
+
+  /** Layout 2 tasks of the queue by their place (creation, then id), as their payload items sort. */
+  async queryWalk(
+    partition: string,
+    from: { after?: string; upTo?: number; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[] }> {
+    const queue = partition.slice('walk:'.length);
+    const entries = [...this.records.values()]
+      .map((r) => r.task)
+      .filter(
+        (t) => t.queue === queue && t.payloadListed && t.createdAt <= (from.upTo ?? Number.MAX_SAFE_INTEGER),
+      )
+      .map((t) => ({
+        taskId: t.taskId,
+        createdAt: t.createdAt,
+        place: `${String(t.createdAt).padStart(15, '0')}#${t.taskId}`,
+      }))
+      .filter((entry) => from.after === undefined || entry.place > from.after)
+      .sort((a, b) => (a.place < b.place ? -1 : 1));
+    return { entries: entries.slice(0, from.limit) };
+  }
+
+  async armLook(observed: Port.Observed, dueAt: number): Promise<Port.TaskWrite> {
+    return this.write('armLook', observed.taskId, (r) => {
+      if (!asObserved(r.task, observed) || r.dueAt !== undefined) return false;
+      r.dueAt = dueAt;
+      return true;
+    });
+  }
+
+  async create(
+    task: Task,
+    dueAt: number | undefined,
+  ): Promise<{ created: true } | { created: false; existing: Task }> {
     const existing = this.records.get(task.taskId);
     this.writes.push({ kind: 'create', taskId: task.taskId, ok: !existing });
-    if (existing) return { created: false, existing: structuredClone(existing.task) };
+    if (existing) return { created: false, existing: viewOf(existing) };
     // As the table has it: a queued task is claimable from its delay's end, or from its submit.
     const stored = task.status === 'queued' ? { ...task, readyAt: task.notBefore ?? task.createdAt } : task;
     this.records.set(task.taskId, { task: structuredClone(stored), dueAt });
@@ -83,7 +119,7 @@ export class FakeTaskStore implements Port.TaskStore {
 
   async createUnder(
     task: Task,
-    dueAt: number,
+    dueAt: number | undefined,
     parent: Port.OwnerFence & { readonly taskId: string },
     now: number,
   ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }> {
@@ -328,11 +364,17 @@ export class FakeTaskStore implements Port.TaskStore {
     const draft: StoredTask = structuredClone(stored);
     const ok = apply(draft);
     this.writes.push({ kind, taskId, ok });
-    if (!ok) return { ok: false, current: structuredClone(stored.task) };
+    if (!ok) return { ok: false, current: viewOf(stored) };
     this.records.set(taskId, draft);
-    return { ok: true, task: structuredClone(draft.task) };
+    return { ok: true, task: viewOf(draft) };
   }
 }
+
+/** A task as the table answers it: with whether it has an entry in the due index. */
+const viewOf = (stored: StoredTask): Task => {
+  const task = structuredClone(stored.task);
+  return stored.dueAt === undefined ? task : { ...task, inDueIndex: true };
+};
 
 const statusIn = (task: Task, event: TaskEvent, to: TaskStatus): boolean =>
   statusesFrom(event, to).includes(task.status);

@@ -4,7 +4,6 @@
  * deployed functions or of `npm start` can reach them.
  */
 import type { Expression } from '#adapters/expression';
-import { dueShardOf } from '#adapters/task-items';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
 import { ending } from '#core/timing';
@@ -62,7 +61,7 @@ export function applyMutant(ctx: WiredContext, mutant: Mutant): void {
       ctx.tasks.takeBack = (observed, taking, now) => {
         if (!taking.error.message.startsWith('lease expired')) return takeBack(observed, taking, now);
         return ctx.tasks.update(observed.taskId, (e) => {
-          const clauses = destinationClauses(e, now, taking.to);
+          const clauses = destinationClauses(e, now, observed.taskId, taking.to);
           return {
             set: [...clauses.set, `${e.n('error')} = ${e.v(taking.error)}`],
             remove: clauses.remove,
@@ -83,9 +82,9 @@ export function applyMutant(ctx: WiredContext, mutant: Mutant): void {
         const died = await finish(taskId, lease, { ...owner, to: ending(ctx, now, 'dead') }, now);
         if (!died.ok) return died;
         return ctx.tasks.update(taskId, (e) => {
-          const clauses = requeueClauses(e, now, requeue);
+          const clauses = requeueClauses(e, now, taskId, requeue);
           return {
-            set: [...clauses.set, `${e.n('dueShard')} = ${e.v(dueShardOf(taskId))}`],
+            set: clauses.set,
             remove: [...clauses.remove, e.n('finishedAt'), e.n('purgeAt')],
             condition: `${e.n('status')} = ${e.v('dead')} AND ${e.n('leaseEpoch')} = ${e.v(lease.leaseEpoch)}`,
           };

@@ -468,10 +468,11 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       const { store, now } = subject();
       const task = await taskIn('queued');
       const again = await store.create({ ...task, specHash: 'another' }, now());
-      // Read back, a queued task says since when it is claimable: from its submit here.
+      // Read back, a queued task says since when it is claimable: from its submit here; and, created with a due
+      // time, that it is in the due index.
       expect(again).toEqual({
         created: false,
-        existing: { ...task, readyAt: task.notBefore ?? task.createdAt },
+        existing: { ...task, readyAt: task.notBefore ?? task.createdAt, inDueIndex: true },
       });
     });
 

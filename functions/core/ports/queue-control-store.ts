@@ -62,4 +62,11 @@ export interface QueueControlStore {
    * queue has no control. One write, billed at the whole item's size.
    */
   release(queue: string, slots: ReadonlyMap<string, number>): Promise<void>;
+  /**
+   * Where the list walk of `queue` stands in each of its list partitions (a place `TaskStore.queryWalk` answered),
+   * kept beside the queue's control in an item of its own; empty before the first walk.
+   */
+  readWalk(queue: string): Promise<Readonly<Record<string, string>>>;
+  /** Records where the list walk of `queue` stands; a later walk goes on from there. */
+  saveWalk(queue: string, places: Readonly<Record<string, string>>, now: number): Promise<void>;
 }

@@ -113,16 +113,33 @@ export interface TaskStore {
     from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
   ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }>;
 
+  /** The list partitions of `queue` that the list walk goes through: those of layout 2's payload items. */
+  walkPartitions(queue: string): readonly string[];
+  /**
+   * List entries of a list partition, oldest first: after `after` (a `place` answered before; from the first
+   * without), and created at or before `upTo` when given.
+   */
+  queryWalk(
+    partition: string,
+    from: { after?: string; upTo?: number; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[] }>;
+
   // Submission.
-  /** Creates the task's record, due at `dueAt`, unless one exists; then answers the existing task. */
-  create(task: Task, dueAt: number): Promise<{ created: true } | { created: false; existing: Task }>;
+  /**
+   * Creates the task's record, due at `dueAt` (without an entry in the due index when undefined: the list walk
+   * gives it one if it needs one), unless one exists; then answers the existing task.
+   */
+  create(
+    task: Task,
+    dueAt: number | undefined,
+  ): Promise<{ created: true } | { created: false; existing: Task }>;
   /**
    * `create`, fenced by the lease on another task (its parent) that its agent presents: in one transaction with a
    * check that the lease still holds at `now`. A parent lease lost refuses the write, whether or not the task exists.
    */
   createUnder(
     task: Task,
-    dueAt: number,
+    dueAt: number | undefined,
     parent: OwnerFence & { readonly taskId: string },
     now: number,
   ): Promise<{ created: true } | { created: false; existing: Task } | { parentLost: true }>;
@@ -174,6 +191,8 @@ export interface TaskStore {
   checkpoint(taskId: string, lease: OwnerFence, checkpointJson: string, now: number): Promise<TaskWrite>;
   /** When the supervisor should next look at the task. */
   lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite>;
+  /** Gives a task that has none an entry in the due index, at `dueAt`; fenced by the status and epoch observed. */
+  armLook(observed: Observed, dueAt: number): Promise<TaskWrite>;
   /** A hint was sent for the queued task: when it becomes visible, and when to look again. */
   recordDispatch(observed: Observed, dispatch: { dispatchedAt: number; dueAt: number }): Promise<TaskWrite>;
   /** The queued task's hint is not in SQS: due at `now`, so the next reconcile sends it. */

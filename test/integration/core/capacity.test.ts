@@ -80,11 +80,15 @@ describe('capacity per step', () => {
     for (const s of ['claim', 'heartbeat', 'complete'] as const) expect(large[s].write).toBe(small[s].write);
     expect(small.heartbeat.write).toBe(1);
     // The payload is paid for once, at submit, deflated: random base64 text deflates to about 3/4 of its size,
-    // so 1 KB fits one write unit with the keys (payload 1, state 1, due index 1, list index 1); 200 KB (about
-    // 150 KB deflated) goes to S3 and its item only names the object. The whole lifecycle costs the same write
-    // units. The list index is keys-only on attributes that never change: written once, at submit.
-    expect(small.submit.write).toBe(4);
-    expect(large.submit.write).toBe(4);
+    // so 1 KB fits one write unit with the keys (payload 1, which is also the task's list entry, and state 1);
+    // 200 KB (about 150 KB deflated) goes to S3 and its item only names the object. The whole lifecycle costs the
+    // same write units. A task that ends before the list walk reaches it is never in an index: no index write at
+    // submit, none at its end.
+    expect(small.submit.write).toBe(2);
+    expect(large.submit.write).toBe(2);
+    expect(small.complete.write).toBe(1);
+    for (const s of ['submit', 'claim', 'heartbeat', 'complete'] as const)
+      expect(small[s].indexWrite).toBe(0);
     expect(large.submit.requests).toBe('2 dynamodb + 1 sqs + 1 s3');
     expect(large.claim.requests).toMatch(/\+ 1 s3$/);
     expect(small.submit.requests).toBe('2 dynamodb + 1 sqs + 0 s3');

@@ -152,9 +152,10 @@ describe('write distribution over partition keys', () => {
     const hottest = rates.sort((a, b) => b.rate - a.rate).slice(0, 5);
     console.log(`hottest keys at ${CLAIMS_PER_SECOND} claims/s: ${JSON.stringify(hottest)}`);
     expect(claims).toBe(tasks);
-    // The `due` index is written at submit and at completion; a list partition once, at submit (the payload
-    // item), and the `listed` index not at all.
-    expect(indexWrites / claims).toBeGreaterThanOrEqual(2);
+    // A task that ends before the list walk reaches it is never put in the `due` index: what is counted here is
+    // the completion's removal of the entry, named in every ending though these tasks have none (no index write
+    // then). A list partition is written once, at submit (the payload item), and the `listed` index not at all.
+    expect(indexWrites / claims).toBe(1);
     expect(listWrites).toBe(tasks);
     expect(listedWrites).toBe(0);
     expect(hottest[0]?.rate ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(PER_KEY_LIMIT);

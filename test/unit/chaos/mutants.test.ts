@@ -122,7 +122,9 @@ describe('the chaos mutants', () => {
     );
     // The second puts the retry back in the queue from `dead`, at that epoch, and back in the due index.
     expect(second?.condition).toBe('status = "dead" AND leaseEpoch = 1');
-    expect(second?.update).toMatch(/^SET status = "queued", updatedAt = \d+, dueAt = \d+, readyAt = \d+, /);
+    expect(second?.update).toMatch(
+      /^SET status = "queued", updatedAt = \d+, dueShard = "due#\d+", dueAt = \d+, readyAt = \d+, /,
+    );
     expect(second?.update).toMatch(/dueShard = "due#\d+"/);
     expect(second?.update).toMatch(/REMOVE .*finishedAt, purgeAt$/);
     expect(second?.update).not.toMatch(/redrives/);

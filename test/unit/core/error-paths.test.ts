@@ -85,13 +85,11 @@ describe('error paths', () => {
         },
       ],
     ]);
-    expect(stateWrite?.args[0].input.Item).toMatchObject({
-      part: 'state',
-      status: 'queued',
-      dueAt: NOW + 120_000,
-    });
-    // The payload first: a visible state item always has its payload. Then the mark: no hint, due now, if the
-    // task is still queued at the epoch the hint was for.
+    expect(stateWrite?.args[0].input.Item).toMatchObject({ part: 'state', status: 'queued' });
+    // A task whose hint goes at submit has no due entry (the list walk gives it one if it is still open then)...
+    expect(stateWrite?.args[0].input.Item).not.toHaveProperty('dueAt');
+    // The payload first: a visible state item always has its payload. Then the mark: no hint, due now (an entry in
+    // the due index given now), if the task is still queued at the epoch the hint was for.
     expect(ddb.calls().map((call) => call.args[0].constructor.name)).toEqual([
       'BatchWriteCommand',
       'PutCommand',
@@ -101,7 +99,7 @@ describe('error paths', () => {
     expect(mark?.Key).toEqual({ taskId: result.task.taskId, part: 'state' });
     expect(mark?.UpdateExpression).toMatch(/REMOVE #\w+/);
     expect(Object.values(mark?.ExpressionAttributeNames ?? {})).toEqual(
-      expect.arrayContaining(['dueAt', 'dispatchedAt', 'status', 'leaseEpoch']),
+      expect.arrayContaining(['dueShard', 'dueAt', 'dispatchedAt', 'status', 'leaseEpoch']),
     );
     expect(Object.values(mark?.ExpressionAttributeValues ?? {})).toEqual(
       expect.arrayContaining([NOW, 'queued', 0]),

@@ -2,10 +2,16 @@
  * The Lambda entry points wired as deployed: environment read at start-up, middy with Powertools, the handler
  * answering. AWS calls are mocked; what they would do is proven on the emulators elsewhere.
  */
-import { DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DUE_SHARDS } from '#adapters/tables';
+import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 
 const ddb = mockClient(DynamoDBDocumentClient);
 // The clients' prototypes and the environment are shared with the files that run after this one in its worker.
@@ -43,6 +49,8 @@ describe('Lambda entries', () => {
   it('supervisor: one pass over nothing reports a zero cycle and emits metrics', async () => {
     ddb.on(ScanCommand).resolves({ Items: [] });
     ddb.on(QueryCommand).resolves({ Items: [] });
+    // Where the list walk of the queue stands: never walked.
+    ddb.on(GetCommand).resolves({});
     const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     const { handler } = await import('../../../functions/supervisor');
 
@@ -64,8 +72,10 @@ describe('Lambda entries', () => {
       missedRunsSkipped: 0,
       errors: 0,
     });
-    // Each shard of the `due` index once: reconcile takes the reclaim sweep's answers.
-    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS);
+    // Each shard of the `due` index once (reconcile takes the reclaim sweep's answers), and each of the queue's
+    // list partitions once (the list walk, which finds nothing new: no place to save).
+    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + LISTED_SHARDS);
+    expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 0);
     const emitted = stdout.mock.calls.map(([line]) => String(line)).join('');
     stdout.mockRestore();
     expect(emitted).toMatch(/"_aws":\{.*"Namespace":"AgentScheduler"/);
