@@ -62,10 +62,12 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       key: `due index, due#<nn> (${DUE_SHARDS} shards)`,
       scope: 'stack',
       shards: DUE_SHARDS,
-      // The entry is written at submit and removed at the end.
+      // The entry is written (at submit, or by the list walk) and removed at the end, for a task that needs one: still
+      // open when the walk passes, or delayed, with a deadline to start, or waiting on dependencies (and every task
+      // of layout 1). A task of layout 2 that ends before the walk never writes it.
       writeUnitsPerTask: 2,
       readUnitsPerTask: 0,
-      when: 'every task',
+      when: 'a task still open at the list walk, delayed, expiring or waiting',
     },
     {
       // Layout 2: the payload item, written once at submit, is the task's list entry (layout 1 wrote the `listed`
@@ -74,7 +76,8 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       scope: 'queue',
       shards: LISTED_SHARDS,
       writeUnitsPerTask: 1,
-      readUnitsPerTask: 0,
+      // The list walk reads each item once, whole, eventually consistent: an eighth of a unit for 1 KB.
+      readUnitsPerTask: 0.125,
       when: 'every task',
     },
     {

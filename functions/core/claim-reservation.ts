@@ -97,11 +97,16 @@ export async function examine(
   session: AgentSession,
   taskIds: readonly string[],
   now: number,
+  /** Tasks as the caller has just written them: not read again (a completion that carries the claim). */
+  justWritten: readonly Task[] = [],
 ): Promise<Examined> {
   const examined: Examined = { stale: new Map(), heldByUs: new Map() };
   if (taskIds.length === 0) return examined;
   const graceStart = now - ctx.settings.reservationGraceSeconds * 1_000;
-  const tasks = await ctx.tasks.getMany(taskIds, { consistent: false });
+  const known = new Map(justWritten.filter((t) => taskIds.includes(t.taskId)).map((t) => [t.taskId, t]));
+  const unknown = taskIds.filter((id) => !known.has(id));
+  const read = unknown.length > 0 ? await ctx.tasks.getMany(unknown, { consistent: false }) : new Map();
+  const tasks = new Map<string, Task>([...read, ...known]);
   const sort = (id: string, reservedAt: number, task: Task | undefined, barred: boolean) => {
     const ours = task?.sessionId === session.sessionId;
     if (ours && task?.status === 'leased') examined.heldByUs.set(id, task.leaseEpoch);

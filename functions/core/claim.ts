@@ -48,6 +48,11 @@ export interface ClaimRequest {
    * replay of one it remembers, was delivered after the agent moved on: it grants nothing.
    */
   readonly claimSeq?: number;
+  /**
+   * Tasks of the session as the caller has just written them (a completion carrying this claim): taken as they are
+   * when the claim looks at the session's entries, instead of read again. Never from the wire.
+   */
+  readonly justWritten?: readonly Task[];
 }
 
 export const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
@@ -119,7 +124,8 @@ export async function claimTasks(
   let examined: Examined = { stale: new Map(), heldByUs: new Map() };
   // A paused queue gives nothing to claims; its hints stay where they are.
   const open = await unpausedQueues(ctx, queues);
-  if (freeSlots(session) < max) examined = await examine(ctx, session, Object.keys(session.held), readAt);
+  if (freeSlots(session) < max)
+    examined = await examine(ctx, session, Object.keys(session.held), readAt, request.justWritten);
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
   if (capacity <= 0 || open.length === 0) return [];
 

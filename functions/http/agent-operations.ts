@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
 import { isSchedulerError, ValidationError } from '#domain/errors';
+import type { Task } from '#domain/task';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import {
   claimBody,
@@ -93,13 +94,14 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
         { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.result,
       );
-      const next = await claimAfter(scheduler, agentOf(request), body.claimNext);
+      const next = await claimAfter(scheduler, agentOf(request), body.claimNext, [done.task]);
       return { status: 200, body: { task: taskView(done.task), ...next } };
     },
     completeTasks: async (request) => {
       const body = parseBody(completeManyBody, request.body);
       const outcomes = await scheduler.completeBatch(agentOf(request), body.tasks);
-      const next = await claimAfter(scheduler, agentOf(request), body.claimNext);
+      const ended = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.task] : []));
+      const next = await claimAfter(scheduler, agentOf(request), body.claimNext, ended);
       return { status: 200, body: { results: outcomes.map(itemView), ...next } };
     },
     failTask: async (request) => {
@@ -123,8 +125,15 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
 }
 
 /** What `POST /v1/agent/claim` answers: the tasks granted, or how long to wait before claiming again. */
-async function claimFor(scheduler: Scheduler, agentId: string, body: z.output<typeof claimBody>) {
+async function claimFor(
+  scheduler: Scheduler,
+  agentId: string,
+  body: z.output<typeof claimBody>,
+  /** Tasks the call has just ended (a completion that carries this claim): their slots are known free. */
+  justWritten?: readonly Task[],
+) {
   const claim = {
+    ...(justWritten && justWritten.length > 0 ? { justWritten } : {}),
     agentId,
     sessionId: body.sessionId,
     ...(body.max === undefined ? {} : { max: body.max }),
@@ -154,10 +163,11 @@ async function claimAfter(
   scheduler: Scheduler,
   agentId: string,
   body: z.output<typeof claimBody> | undefined,
+  ended: readonly Task[],
 ) {
   if (body === undefined) return {};
   try {
-    return { next: await claimFor(scheduler, agentId, body) };
+    return { next: await claimFor(scheduler, agentId, body, ended) };
   } catch (error) {
     if (!isSchedulerError(error) || !error.expose) throw error;
     return { nextError: { code: error.code, message: error.message } };

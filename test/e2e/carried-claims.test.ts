@@ -23,7 +23,7 @@ describe('a claim carried by a completion', () => {
   let operator: AgentSchedulerClient;
 
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['carry', 'refused', 'bad', 'old', 'worker', 'lost'] });
+    stack = await createTestStack({ queues: ['carry', 'full', 'refused', 'bad', 'old', 'worker', 'lost'] });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
   });
@@ -36,11 +36,12 @@ describe('a claim carried by a completion', () => {
   async function agentClient(
     queue: string,
     through: (request: Request, real: Fetch) => Promise<Response> = (request, real) => real(request),
+    maxConcurrency = 4,
   ) {
     const { token } = await operator.createAgent({
       name: `carry-${queue}`,
       queues: [queue],
-      maxConcurrency: 4,
+      maxConcurrency,
     });
     return new AgentSchedulerClient({
       endpoint: server.url,
@@ -111,6 +112,27 @@ describe('a claim carried by a completion', () => {
     // The same tasks (a replay answers them in the order it reads them).
     expect(again.next?.tasks.map((t) => t.taskId).sort()).toEqual([...next].sort());
     for (const id of next) expect((await operator.getTask(id)).leaseEpoch).toBe(1);
+  });
+
+  it('a full session’s carried claim takes the slot its completion freed without reading that task again', async () => {
+    // Prepare: an agent of one slot holding a task, and one more task queued.
+    const client = await agentClient('full', undefined, 1);
+    const ids = await submit('full', 2);
+    const { sessionId } = await client.openSession();
+    const [first] = (await client.claim({ sessionId, max: 1 })).tasks as ClaimedTask[];
+    stack.meter.reset();
+
+    // Act
+    const answer = await client.completeAndClaim(
+      first?.taskId ?? '',
+      { leaseEpoch: first?.leaseEpoch ?? 0 },
+      { sessionId, max: 1, claimId: newClaimId(), claimSeq: 2 },
+    );
+
+    // Assess: the next task is granted into the freed slot; the only batch read is its payload (the session's
+    // entry for the completed task is known stale from the completion, not read as a task).
+    expect(answer.next?.tasks.map((t) => t.taskId)).toEqual(ids.filter((id) => id !== first?.taskId));
+    expect(stack.meter.byOperation()['dynamodb:BatchGetItemCommand']).toBe(1);
   });
 
   it('a carried claim the claim route would refuse is answered as nextError, and the completion stands', async () => {
