@@ -31,6 +31,25 @@ const WALK_PAGE = 500;
 const WALK_PAGES = 20;
 const WALK_BUDGET_MS = 20_000;
 
+/**
+ * A supervisor pass walks only if the last walk of this process is this long ago: half the time a task waits for
+ * its first look, 30 s at most. In AWS (a pass a minute) every pass walks; locally, where passes come every 5 s (and
+ * every 250 ms in the chaos runs), the walk's fixed cost, a query for each list partition of each queue, is not paid
+ * at every pass for a horizon that has barely moved.
+ */
+const walkEveryMs = (ctx: SchedulerContext) => Math.min(30_000, ctx.settings.reconcileAfterSeconds * 500);
+const lastWalks = new WeakMap<object, number>();
+
+/** The walk of a supervisor pass, unless this process walked the same tables too recently (see above). */
+export async function walkIfDue(ctx: SchedulerContext): Promise<WalkSummary> {
+  const now = ctx.now();
+  const last = lastWalks.get(ctx.tasks);
+  if (last !== undefined && now >= last && now - last < walkEveryMs(ctx))
+    return { walked: 0, armed: [], errors: 0 };
+  lastWalks.set(ctx.tasks, now);
+  return walkNewTasks(ctx);
+}
+
 export interface WalkSummary {
   /** List entries read. */
   readonly walked: number;
@@ -49,22 +68,29 @@ export async function walkNewTasks(
 ): Promise<WalkSummary> {
   const started = Date.now();
   const now = ctx.now();
-  const upTo = options.upTo ?? now - ctx.settings.reconcileAfterSeconds * 1_000;
+  const horizon = now - ctx.settings.reconcileAfterSeconds * 1_000;
+  const upTo = options.upTo ?? horizon;
   const summary = { walked: 0, armed: [] as string[], errors: 0 };
   for (const queue of ctx.queues.directory.names()) {
     try {
       const places = await ctx.queueControls.readWalk(queue);
       const moved: Record<string, string> = {};
       await eachConcurrently(ctx.tasks.walkPartitions(queue), SWEEP_CONCURRENCY, async (partition) => {
+        let cursor = places[partition];
+        const passed = (entry: { createdAt: number; place: string }) => {
+          cursor = entry.place;
+          // Kept only up to the usual horizon: a walk up to now (a reconcile of everything) may pass a task whose
+          // submission is still writing its state, which the next walk must see again.
+          if (entry.createdAt <= horizon) moved[partition] = entry.place;
+        };
         for (let page = 0; page < WALK_PAGES && Date.now() - started < WALK_BUDGET_MS; page++) {
-          const after = moved[partition] ?? places[partition];
           const { entries } = await ctx.tasks.queryWalk(partition, {
-            ...(after === undefined ? {} : { after }),
+            ...(cursor === undefined ? {} : { after: cursor }),
             upTo,
             limit: WALK_PAGE,
           });
           summary.walked += entries.length;
-          if (!(await walkEntries(ctx, entries, now, summary, (place) => (moved[partition] = place)))) return;
+          if (!(await walkEntries(ctx, entries, now, summary, passed))) return;
           if (entries.length < WALK_PAGE) return;
         }
       });
@@ -84,7 +110,7 @@ async function walkEntries(
   entries: readonly { taskId: string; createdAt: number; place: string }[],
   now: number,
   summary: { armed: string[]; errors: number },
-  passed: (place: string) => void,
+  passed: (entry: { createdAt: number; place: string }) => void,
 ): Promise<boolean> {
   if (entries.length === 0) return true;
   const tasks = await ctx.tasks.getMany([...new Set(entries.map((entry) => entry.taskId))], {
@@ -106,7 +132,7 @@ async function walkEntries(
         return false;
       }
     }
-    passed(entry.place);
+    passed(entry);
   }
   return true;
 }

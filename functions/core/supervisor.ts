@@ -8,7 +8,7 @@
 import { errorName } from '#domain/errors';
 import type { SchedulerContext } from './context';
 import { reclaimOverdue } from './deadlines';
-import { walkNewTasks } from './list-walk';
+import { walkIfDue } from './list-walk';
 import { catchUpMissedRuns } from './missed-runs';
 import { sweepExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
@@ -43,7 +43,7 @@ export interface CycleResult {
 export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleResult> {
   const started = Date.now();
   // First, so that the tasks it gives a look are in the due index as this pass reads it.
-  const walked = await walkNewTasks(ctx);
+  const walked = await walkIfDue(ctx);
   const { summary: reclaimed, scan } = await sweepExpiredLeases(ctx);
   let overdueErrors = 0;
   const overdue = await reclaimOverdue(ctx).catch((error: unknown) => {

@@ -10,7 +10,7 @@ import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/s
 describe('the list walk', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['walk', 'quick', 'stats', 'layout1'] });
+    stack = await createTestStack({ queues: ['walk', 'quick', 'stats', 'layout1', 'inflight'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -100,6 +100,25 @@ describe('the list walk', () => {
 
     expect(before).toBe(3);
     expect(after).toBe(3);
+  });
+
+  it('a walk up to now passes a submission still writing its state, and a later walk still gives it its look', async () => {
+    // Prepare: a submission between its payload item and its state item, as one in flight is.
+    const { ctx, clock } = stack;
+    const { prepareSubmission, commitSubmission } = await import('#core/submit');
+    const prepared = prepareSubmission(ctx, { queue: 'inflight', payload: { late: true } });
+    const written = await ctx.payloads.putPayloads([prepared.payload]);
+
+    // Act: a reconcile of everything walks up to now; the state lands after it; the next walks come later.
+    const everything = await walkNewTasks(ctx, { upTo: ctx.now() });
+    await commitSubmission(ctx, prepared, written);
+    clock.advance(reconcileAfterMs() + 1_000);
+    const later = await walkNewTasks(ctx);
+
+    // Assess: the first walk found no task for the entry, and the later one gives the task (queued) its look.
+    expect(everything.armed).not.toContain(prepared.task.taskId);
+    expect(later.armed).toContain(prepared.task.taskId);
+    expect(await ctx.tasks.get(prepared.task.taskId)).toMatchObject({ status: 'queued', inDueIndex: true });
   });
 
   it('tasks written by layout 1 keep their entry from submit, and the walk never sees them', async () => {
