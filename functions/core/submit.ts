@@ -147,13 +147,14 @@ export function prepareSubmission(
       specHash,
       purgeAt: payloadPurgeAt,
     },
-    // A task of layout 2 whose hint goes now and that has no deadline to start has no entry in the due index: its
-    // list entry (the payload item) is walked `reconcileAfterSeconds` after its creation, and it gets one then only
-    // if it is still open. Most tasks have ended by then, and a task whose entry is written at submit and removed at
-    // its end costs two write units more.
+    // A task of layout 2 claimable at once (its hint goes now, no delay) and with no deadline to start has no entry
+    // in the due index: its list entry (the payload item) is walked `reconcileAfterSeconds` after its creation, and
+    // it gets one then only if it is still open. Most tasks have ended by then, and a task whose entry is written at
+    // submit and removed at its end costs two write units more. A delayed task keeps its look at its time (with a
+    // push channel, the backstop of its timed wake), which a walk two minutes after its creation would miss.
     dueAt: waits
       ? recheckAt(ctx, now, task)
-      : task.payloadListed && sendsNow && expiresAt === undefined
+      : task.payloadListed && sendsNow && visibleAt === now && expiresAt === undefined
         ? undefined
         : dueNoLaterThanExpiry(dueAtAfterDispatch(ctx, visibleAt, now), task),
     sendsNow,

@@ -121,6 +121,15 @@ describe('the list walk', () => {
     expect(await ctx.tasks.get(prepared.task.taskId)).toMatchObject({ status: 'queued', inDueIndex: true });
   });
 
+  it('a delayed task, or one with a deadline to start, keeps its look from submit', async () => {
+    const { scheduler, ctx } = stack;
+    const delayed = (await scheduler.submit({ queue: 'layout1', payload: {}, delaySeconds: 30 })).task;
+    const expiring = (await scheduler.submit({ queue: 'layout1', payload: {}, ttlSeconds: 600 })).task;
+
+    expect(await ctx.tasks.get(delayed.taskId)).toMatchObject({ inDueIndex: true });
+    expect(await ctx.tasks.get(expiring.taskId)).toMatchObject({ inDueIndex: true });
+  });
+
   it('tasks written by layout 1 keep their entry from submit, and the walk never sees them', async () => {
     const { ctx, clock } = stack;
     const { Scheduler } = await import('#core/scheduler');
