@@ -469,12 +469,7 @@ export class TaskTable implements TaskStore {
       ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
     };
   }
-  /**
-   * One page of a list partition of the table: the payload items of layout 2 tasks, newest first by their sort key
-   * (creation, then task id). A query bills the whole items it reads, payloads included (at most about 10 KB each;
-   * a larger payload is an S3 object): a page of 50 tasks with 1 KB payloads is about 6 read units, against half a
-   * unit from the keys-only index. Operators list rarely; every task saves its index write.
-   */
+
   walkPartitions(queue: string): readonly string[] {
     return listedShardsOf(queue).map(payloadListOf);
   }
@@ -487,8 +482,48 @@ export class TaskTable implements TaskStore {
     partition: string,
     from: { after?: string; upTo?: number; limit: number },
   ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[] }> {
+    const { entries } = await this.queryListPartition(partition, {
+      forward: true,
+      limit: from.limit,
+      ...(from.upTo === undefined ? {} : { upTo: from.upTo }),
+      ...(from.after === undefined ? {} : { startKey: { taskId: partition, part: from.after } }),
+    });
+    return { entries };
+  }
+
+  /**
+   * One page of a list partition of the table: the payload items of layout 2 tasks, newest first by their sort key
+   * (creation, then task id). A query bills the whole items it reads, payloads included (at most about 10 KB each;
+   * a larger payload is an S3 object): a page of 50 tasks with 1 KB payloads is about 6 read units, against half a
+   * unit from the keys-only index. Operators list rarely; every task saves its index write.
+   */
+  private async queryPayloadList(
+    partition: string,
+    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
+  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
+    const { entries, startKey } = await this.queryListPartition(partition, {
+      forward: false,
+      limit: from.limit,
+      ...(from.atOrBefore === undefined ? {} : { upTo: from.atOrBefore }),
+      ...(from.startKey === undefined ? {} : { startKey: from.startKey }),
+    });
+    return {
+      entries: entries.map(({ taskId, createdAt }) => ({ taskId, createdAt })),
+      ...(startKey ? { startKey } : {}),
+    };
+  }
+
+  /**
+   * A page of a list partition of the table, in either order, created at or before `upTo`: each entry's task, its
+   * creation and its place (its sort key). Only the keys are projected, though a query bills the items whole.
+   */
+  private async queryListPartition(
+    partition: string,
+    from: { forward: boolean; limit: number; upTo?: number; startKey?: ListingCursor },
+  ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[]; startKey?: ListingCursor }> {
     const e = new Expression();
     const key = [`${e.n('taskId')} = ${e.v(partition)}`];
+    // `~` sorts after every character of a task id and of `#`: the bound takes the whole millisecond.
     if (from.upTo !== undefined)
       key.push(`${e.n('part')} <= ${e.v(`${String(from.upTo).padStart(15, '0')}#~`)}`);
     const output = await this.doc.send(
@@ -496,34 +531,7 @@ export class TaskTable implements TaskStore {
         TableName: this.tableName,
         KeyConditionExpression: key.join(' AND '),
         ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
-        Limit: from.limit,
-        ...(from.after === undefined ? {} : { ExclusiveStartKey: { taskId: partition, part: from.after } }),
-        ...e.attributes(),
-      }),
-    );
-    return {
-      entries: (output.Items ?? []).flatMap((item) => {
-        const entry = listEntryOfPayloadPart(String(item.part));
-        return entry ? [{ ...entry, place: String(item.part) }] : [];
-      }),
-    };
-  }
-
-  private async queryPayloadList(
-    partition: string,
-    from: { atOrBefore?: number; startKey?: ListingCursor; limit: number },
-  ): Promise<{ entries: { taskId: string; createdAt: number }[]; startKey?: ListingCursor }> {
-    const e = new Expression();
-    const key = [`${e.n('taskId')} = ${e.v(partition)}`];
-    // `~` sorts after every character of a task id and of `#`: the bound takes the whole millisecond.
-    if (from.atOrBefore !== undefined)
-      key.push(`${e.n('part')} <= ${e.v(`${String(from.atOrBefore).padStart(15, '0')}#~`)}`);
-    const output = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: key.join(' AND '),
-        ProjectionExpression: `${e.n('taskId')}, ${e.n('part')}`,
-        ScanIndexForward: false,
+        ScanIndexForward: from.forward,
         Limit: from.limit,
         ExclusiveStartKey: from.startKey,
         ...e.attributes(),
@@ -531,8 +539,9 @@ export class TaskTable implements TaskStore {
     );
     return {
       entries: (output.Items ?? []).flatMap((item) => {
-        const entry = listEntryOfPayloadPart(String(item.part));
-        return entry ? [entry] : [];
+        const place = String(item.part);
+        const entry = listEntryOfPayloadPart(place);
+        return entry ? [{ ...entry, place }] : [];
       }),
       ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
     };
