@@ -18,6 +18,7 @@ import { generateDtsBundle } from 'dts-bundle-generator';
 import { type BuildOptions, build } from 'esbuild';
 import { buildConsoleAssets } from '../console/assets';
 import { bundleOptions, FUNCTION_ENTRIES, REPO_ROOT } from '../infra/scheduler-function';
+import { cliOptions, libraryOptions } from './library-bundles';
 
 const DIST = join(REPO_ROOT, 'dist');
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
@@ -31,22 +32,7 @@ const external = [
 ].flatMap((name) => [name, `${name}/*`]);
 
 const library = (entry: string, outfile: string, extra: Partial<BuildOptions> = {}) =>
-  build({
-    entryPoints: [join(REPO_ROOT, entry)],
-    outfile: join(DIST, outfile),
-    absWorkingDir: REPO_ROOT,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    external,
-    // Bundled CommonJS still calls require().
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);",
-    },
-    logLevel: 'warning',
-    ...extra,
-  });
+  build(libraryOptions(REPO_ROOT, entry, { outfile: join(DIST, outfile), external, ...extra }));
 
 const started = performance.now();
 const step = (what: string) => console.log(`${what}: ${Math.round(performance.now() - started)} ms`);
@@ -55,15 +41,8 @@ await Promise.all([
   ...FUNCTION_ENTRIES.map((entry) => build(bundleOptions(entry, join(DIST, 'functions', entry)))),
   // The construct reaches for esbuild only when it bundles from source, which a packed copy never does.
   library('infra/index.ts', 'index.js', { external: [...external, 'esbuild'] }),
-  library('cli/main.ts', 'cli.js', {
-    // The console's files are built below; the CLI builds them itself only from the sources, never here.
-    external: [...external, 'esbuild'],
-    outfile: undefined,
-    outdir: DIST,
-    entryNames: 'cli',
-    chunkNames: 'cli-[name]-[hash]',
-    splitting: true,
-  }),
+  // The console's files are built below; the CLI builds them itself only from the sources, never here.
+  build(cliOptions(REPO_ROOT, DIST, external)),
   library('sdk/index.ts', 'sdk.js', { banner: {} }),
   buildConsoleAssets(join(DIST, 'console')),
 ]);

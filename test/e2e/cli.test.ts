@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { cliOptions } from '../../scripts/library-bundles';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/agent-scheduler.mjs');
@@ -74,22 +75,8 @@ describe('the agent-scheduler command', () => {
 
   beforeAll(async () => {
     copyFileSync(join(ROOT, 'package.json'), join(bundled, 'package.json'));
-    await build({
-      entryPoints: [join(ROOT, 'cli/main.ts')],
-      outdir: join(bundled, 'dist'),
-      entryNames: 'cli',
-      absWorkingDir: ROOT,
-      bundle: true,
-      splitting: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      external: ['esbuild'],
-      banner: {
-        js: "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);",
-      },
-      logLevel: 'warning',
-    });
+    // As the package builds it (`scripts/build-package.ts`), its dependencies bundled in.
+    await build(cliOptions(ROOT, join(bundled, 'dist')));
     writeFileSync(
       bundledBin,
       "import { run } from './cli.js';\nprocess.exitCode = await run(process.argv.slice(2));\n",
