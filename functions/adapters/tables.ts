@@ -60,7 +60,12 @@ export const payloadPart = (specHash: string): string => `payload#${specHash}`;
  * they are the same task.
  */
 export const listedPayloadPart = (createdAt: number, taskId: string, specHash: string): string =>
-  `${String(createdAt).padStart(15, '0')}#${taskId}#${specHash}`;
+  `${millisecondOf(createdAt)}#${taskId}#${specHash}`;
+
+/** A sort key after every list entry created at or before `createdAt`: `~` sorts after a task id's characters. */
+export const listedPayloadPartsUpTo = (createdAt: number): string => `${millisecondOf(createdAt)}#~`;
+
+const millisecondOf = (at: number): string => String(at).padStart(15, '0');
 
 export const DUE_INDEX = 'due';
 export const LISTED_INDEX = 'listed';

@@ -30,7 +30,7 @@ import type {
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTerminal } from '#domain/task-status';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
-import { DUE_INDEX, LISTED_INDEX } from './tables';
+import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo } from './tables';
 import {
   ALL_DUE_SHARDS,
   barKey,
@@ -523,9 +523,8 @@ export class TaskTable implements TaskStore {
   ): Promise<{ entries: { taskId: string; createdAt: number; place: string }[]; startKey?: ListingCursor }> {
     const e = new Expression();
     const key = [`${e.n('taskId')} = ${e.v(partition)}`];
-    // `~` sorts after every character of a task id and of `#`: the bound takes the whole millisecond.
-    if (from.upTo !== undefined)
-      key.push(`${e.n('part')} <= ${e.v(`${String(from.upTo).padStart(15, '0')}#~`)}`);
+    // The bound takes the whole millisecond.
+    if (from.upTo !== undefined) key.push(`${e.n('part')} <= ${e.v(listedPayloadPartsUpTo(from.upTo))}`);
     const output = await this.doc.send(
       new QueryCommand({
         TableName: this.tableName,
