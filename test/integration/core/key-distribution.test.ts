@@ -8,21 +8,11 @@ import { DUE_INDEX, LISTED_INDEX } from '#adapters/tables';
 import { dueShardOf, listedShardOf } from '#adapters/task-items';
 import { newTaskId } from '#domain/ids';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+import { recordItemWrites } from '#test/write-keys';
 
 const CLAIMS_PER_SECOND = 10_000;
 const FLEET = 200;
 const PER_KEY_LIMIT = 1_000;
-
-/** Inputs seen before or after the document client's marshalling: plain values or `{ S }`. */
-type Attribute = string | { S?: string } | unknown;
-
-interface WriteInput {
-  TableName?: string;
-  Key?: Record<string, Attribute>;
-  Item?: Record<string, Attribute>;
-  UpdateExpression?: string;
-  ExpressionAttributeNames?: Record<string, string>;
-}
 
 describe('write distribution over partition keys', () => {
   let stack: TestStack;
@@ -33,46 +23,21 @@ describe('write distribution over partition keys', () => {
     stack = await createTestStack();
     const { ctx } = stack;
     // Records each write's partition key, and the `due` index partition it touches.
-    stack.dynamodb.middlewareStack.add(
-      (next, context) => async (args) => {
-        const record = (input: WriteInput) => {
-          const table = input.TableName ?? '';
-          const keys = input.Key ?? input.Item ?? {};
-          const [partition] = Object.values(keys);
-          const pk =
-            typeof partition === 'string'
-              ? partition
-              : String((partition as { S?: string } | undefined)?.S ?? '');
-          const kind = pk.includes('#') ? pk.slice(0, pk.indexOf('#') + 1) : '';
-          count(`${table}:${pk}`);
-          const names = Object.values(input.ExpressionAttributeNames ?? {});
-          const touchesIndex =
-            input.Item?.dueShard !== undefined || names.includes('dueShard') || names.includes('dueAt');
-          if (table === ctx.tasks.tableName && touchesIndex && kind === '') {
-            count(`${table}/${DUE_INDEX}:${dueShardOf(pk)}`);
-          }
-          // The `listed` index is written when a state item with its key is put (its keys never change after).
-          const listShard = input.Item?.listShard;
-          if (table === ctx.tasks.tableName && listShard !== undefined) {
-            count(`${table}/${LISTED_INDEX}:${String((listShard as { S?: string }).S ?? listShard)}`);
-          }
-        };
-        const input = args.input as WriteInput & {
-          TransactItems?: { Update?: WriteInput; Put?: WriteInput }[];
-          RequestItems?: Record<string, { PutRequest?: { Item: WriteInput['Item'] } }[]>;
-        };
-        const name = context.commandName ?? '';
-        if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(name)) record(input);
-        for (const item of input.TransactItems ?? [])
-          if (item.Update ?? item.Put) record((item.Update ?? item.Put) as WriteInput);
-        for (const [TableName, requests] of Object.entries(input.RequestItems ?? {})) {
-          if (name !== 'BatchWriteItemCommand') continue;
-          for (const request of requests) record({ TableName, Item: request.PutRequest?.Item ?? {} });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'recordWriteKeys' },
-    );
+    recordItemWrites(stack.dynamodb, ({ table, pk, input }) => {
+      const kind = pk.includes('#') ? pk.slice(0, pk.indexOf('#') + 1) : '';
+      count(`${table}:${pk}`);
+      const names = Object.values(input.ExpressionAttributeNames ?? {});
+      const touchesIndex =
+        input.Item?.dueShard !== undefined || names.includes('dueShard') || names.includes('dueAt');
+      if (table === ctx.tasks.tableName && touchesIndex && kind === '') {
+        count(`${table}/${DUE_INDEX}:${dueShardOf(pk)}`);
+      }
+      // The `listed` index is written when a state item with its key is put (its keys never change after).
+      const listShard = input.Item?.listShard;
+      if (table === ctx.tasks.tableName && listShard !== undefined) {
+        count(`${table}/${LISTED_INDEX}:${String((listShard as { S?: string }).S ?? listShard)}`);
+      }
+    });
   });
   afterAll(async () => {
     await stack.destroy();
