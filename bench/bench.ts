@@ -28,6 +28,7 @@
  * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
  */
 import { parseArgs } from 'node:util';
+import { SETTINGS } from '#domain/settings';
 import { recordHistory } from './history';
 import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
@@ -207,14 +208,15 @@ async function idleScenario(): Promise<void> {
 function scaleScenario(): void {
   const batch = positive('batch', values.batch, 10);
   const listeners = positive('agents', values.agents ?? '50', 100_000);
-  const rows = (leasesHeld: number) => ceilings({ batch, leasesHeld, listeners });
+  const listenerShards = SETTINGS.listenerShards.default;
+  const rows = (leasesHeld: number) => ceilings({ batch, leasesHeld, listeners, listenerShards });
   const modelled = rows(25);
   if (values.json) {
     console.log(JSON.stringify({ batch, listeners, partitions: modelled, quotas: quotas(batch) }));
     return;
   }
   const lines = [
-    `batch ${batch}, ${listeners} listeners a queue; DynamoDB: 1,000 write / 3,000 read units a partition a second`,
+    `batch ${batch}, ${listeners} listeners a queue over ${listenerShards} partitions; DynamoDB: 1,000 write / 3,000 read units a partition a second`,
   ];
   for (const c of modelled)
     lines.push(

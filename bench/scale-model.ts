@@ -52,11 +52,14 @@ export interface ScaleInputs {
   readonly leasesHeld: number;
   /** Agents listening on a queue's push channel. */
   readonly listeners: number;
+  /** Partitions a queue's listeners are spread over (`listenerShards`). */
+  readonly listenerShards: number;
 }
 
 export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
   const controlUnits = units(CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * inputs.leasesHeld);
-  const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * inputs.listeners) / 4096)) * 0.5;
+  const shardListeners = Math.ceil(inputs.listeners / inputs.listenerShards);
+  const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * shardListeners) / 4096)) * 0.5;
   return [
     {
       key: `due index, due#<nn> (${DUE_SHARDS} shards)`,
@@ -125,12 +128,14 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       when: 'a task with a concurrencyKey',
     },
     {
-      key: 'listener partition, queue#<queue>',
+      key: `listener partitions, queue#<queue>[#<n>] (${inputs.listenerShards} shards)`,
       scope: 'queue',
-      shards: 1,
-      // A wake reads the queue's listeners whole, takes one (a write) and marks it busy (a write); the claim that
-      // finds the queue empty again marks it idle (a write).
-      writeUnitsPerTask: 3,
+      shards: inputs.listenerShards,
+      // A wake takes an idle agent (a write) and marks it busy in its other queues (a write, for an agent of several);
+      // the claim that finds the queue empty again marks it idle (a write). An agent woken stands for the tasks its
+      // claims take (`batch`). The wake reads one partition, and every other one when it found nobody idle there:
+      // the worst case, a busy fleet, reads each partition once a wake.
+      writeUnitsPerTask: 3 / inputs.batch,
       readUnitsPerTask: listenerReadUnits,
       when: 'push wakes (agents listening on the push channel)',
     },

@@ -107,6 +107,16 @@ export interface AgentSchedulerProps {
    */
   readonly taskLayout?: number;
   /**
+   * How many DynamoDB partitions the agents listening to each queue on the push channel are spread over, 1 to 32.
+   * Every wake and every idle mark writes one listener item, so one partition caps a queue's wakes near 333 tasks a
+   * second with single calls; each partition adds as much. A wake reads a random partition first and the others
+   * only when it found too few idle agents there: half a read unit per partition read, so a busy fleet (no one idle)
+   * costs a wake `listenerShards` half units. Agents connected before a change of it listen again when they
+   * reconnect (within two hours); until then they poll.
+   * @default 4
+   */
+  readonly listenerShards?: number;
+  /**
    * Limits per task queue across all agents: at most `maxConcurrency` tasks leased at once, at most
    * `ratePerSecond` claims a second with bursts of `burst`. Operators may change them at run time. A concurrency
    * limit (`maxConcurrency`, `perKeyConcurrency`) is at most 5,000, the slots one queue's control record holds.

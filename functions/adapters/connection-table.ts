@@ -3,9 +3,13 @@
  * - `ticket#<hash>`: a connect ticket, deleted by the one connect that uses it;
  * - `connection#<id>`: an open connection and its caller;
  * - `agent#<agentId>`: the connection an agent listens on (the newest);
- * - `queue#<name>` / `agent#<agentId>`: an agent listening to a queue, with `idle` and `wokenAt`. A wake reads a
- *   queue's partition (small items, one request for a fleet of hundreds) and takes a listener with a conditional
- *   write, so two wakes never take the same idle agent, and the cooldown holds under parallel wakes;
+ * - `queue#<name>[#<shard>]` / `agent#<agentId>`: an agent listening to a queue, with `idle`, `wokenAt` and the
+ *   tasks its last empty claim asked for (`capacity`). A queue's listeners are spread over `listenerShards`
+ *   partitions by a hash of the agent id (the first is `queue#<name>`, as functions before shards wrote every
+ *   listener), so no partition takes every wake and idle mark of a busy queue. A wake reads a random partition
+ *   (small items, one request for a fleet of hundreds), and the others only if it found too few idle agents there;
+ *   it takes a listener with a conditional write, so two wakes never take the same idle agent, and the cooldown
+ *   holds under parallel wakes;
  * - `task#<taskId>` / `connection#<id>`: a connection watching a task, to hear when it ends.
  *
  * Every record carries `purgeAt` (seconds) for DynamoDB's TTL, which deletes late: reads check `expiresAt` too.
@@ -22,6 +26,7 @@ import {
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
+import { shardOf } from '#domain/ids';
 import type { PushPrincipal } from '#domain/push';
 import { Expression, updateIf } from './expression';
 
@@ -31,7 +36,9 @@ const ONE = '-';
 const ticketKey = (hash: string) => ({ pk: `ticket#${hash}`, sk: ONE });
 const connectionKey = (connectionId: string) => ({ pk: `connection#${connectionId}`, sk: ONE });
 const agentKey = (agentId: string) => ({ pk: `agent#${agentId}`, sk: ONE });
-const listenerKey = (queue: string, agentId: string) => ({ pk: `queue#${queue}`, sk: `agent#${agentId}` });
+/** A queue's listener partition `shard`: the first is the queue's own, as listeners were kept before shards. */
+const listenerPartition = (queue: string, shard: number) =>
+  shard === 0 ? `queue#${queue}` : `queue#${queue}#${shard}`;
 
 const purgeAt = (expiresAt: number) => Math.ceil(expiresAt / 1_000);
 
@@ -49,10 +56,15 @@ const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 
 function listenerOf(item: Item): Listener {
+  const capacity = Number(item.capacity ?? 1);
   return {
     agentId: String(item.sk).slice('agent#'.length),
     connectionId: String(item.connectionId),
     queues: strings(item.queues),
+    // Listeners marked idle by functions before capacities were kept claimed one task at a time, as far as known.
+    capacity: Number.isInteger(capacity) && capacity >= 1 ? capacity : 1,
+    // An agent connected while the listeners were spread otherwise (fewer partitions, or one) is where it was put.
+    partition: String(item.pk),
   };
 }
 
@@ -63,7 +75,15 @@ export class ConnectionTable implements ConnectionStore {
     private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
     private readonly now: () => number = Date.now,
+    /** Partitions each queue's listeners are spread over (`listenerShards`). */
+    private readonly listenerShards = 1,
+    private readonly random: () => number = Math.random,
   ) {}
+
+  /** The listener item of an agent in a queue, in the partition its id hashes to. */
+  private listenerKey(queue: string, agentId: string) {
+    return { pk: listenerPartition(queue, shardOf(agentId, this.listenerShards)), sk: `agent#${agentId}` };
+  }
 
   async putTicket(hash: string, principal: PushPrincipal, expiresAt: number): Promise<void> {
     await this.doc.send(
@@ -109,7 +129,7 @@ export class ConnectionTable implements ConnectionStore {
       items.push({ ...agentKey(agentId), connectionId: connection.connectionId, ...common });
       for (const queue of connection.queues)
         items.push({
-          ...listenerKey(queue, agentId),
+          ...this.listenerKey(queue, agentId),
           connectionId: connection.connectionId,
           queues: [...connection.queues],
           idle: false,
@@ -169,7 +189,7 @@ export class ConnectionTable implements ConnectionStore {
     };
     await Promise.all([
       mine(agentKey(agentId)),
-      ...connection.queues.map((queue) => mine(listenerKey(queue, agentId))),
+      ...connection.queues.map((queue) => mine(this.listenerKey(queue, agentId))),
     ]);
   }
 
@@ -184,12 +204,13 @@ export class ConnectionTable implements ConnectionStore {
   async markIdle(
     agentId: string,
     queues: readonly string[],
+    capacity = 1,
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
     const marked = await Promise.all(
       queues.map((queue) =>
         this.setIdle(
-          listenerKey(queue, agentId),
-          true,
+          this.listenerKey(queue, agentId),
+          { idle: true, capacity },
           (e) => `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
           // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
           'ALL_OLD',
@@ -210,22 +231,35 @@ export class ConnectionTable implements ConnectionStore {
       : undefined;
   }
 
-  async findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]> {
-    const items = await this.query(`queue#${queue}`, limit, (e) =>
-      [
-        `${e.n('idle')} = ${e.v(true)}`,
-        `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
-        `${e.n('expiresAt')} > ${e.v(this.now())}`,
-      ].join(' AND '),
+  async findIdle(queue: string, wokenBefore: number, capacity: number): Promise<Listener[]> {
+    const idleIn = async (shard: number) => {
+      const items = await this.query(listenerPartition(queue, shard), Number.POSITIVE_INFINITY, (e) =>
+        [
+          `${e.n('idle')} = ${e.v(true)}`,
+          `${e.n('wokenAt')} <= ${e.v(wokenBefore)}`,
+          `${e.n('expiresAt')} > ${e.v(this.now())}`,
+        ].join(' AND '),
+      );
+      return items.map(listenerOf);
+    };
+    // A random partition first; the others, at once, only if it holds too few idle agents for `capacity` tasks.
+    const first = Math.min(this.listenerShards - 1, Math.floor(this.random() * this.listenerShards));
+    const found = await idleIn(first);
+    if (found.reduce((sum, listener) => sum + listener.capacity, 0) >= capacity || this.listenerShards === 1)
+      return found;
+    const others = Array.from({ length: this.listenerShards }, (_, shard) => shard).filter(
+      (s) => s !== first,
     );
-    return items.map(listenerOf);
+    return [...found, ...(await Promise.all(others.map(idleIn))).flat()];
   }
 
   async takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean> {
     const e = new Expression();
     return updateIf(this.doc, {
       TableName: this.tableName,
-      Key: listenerKey(queue, listener.agentId),
+      Key: listener.partition
+        ? { pk: listener.partition, sk: `agent#${listener.agentId}` }
+        : this.listenerKey(queue, listener.agentId),
       UpdateExpression: `SET ${e.n('idle')} = ${e.v(false)}, ${e.n('wokenAt')} = ${e.v(now)}`,
       ConditionExpression: [
         `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
@@ -240,8 +274,8 @@ export class ConnectionTable implements ConnectionStore {
     await Promise.all(
       queues.map((queue) =>
         this.setIdle(
-          listenerKey(queue, listener.agentId),
-          false,
+          this.listenerKey(queue, listener.agentId),
+          { idle: false },
           (e) => `${e.n('connectionId')} = ${e.v(listener.connectionId)}`,
         ),
       ),
@@ -249,22 +283,24 @@ export class ConnectionTable implements ConnectionStore {
   }
 
   /**
-   * Sets the `idle` flag of one listener item if `condition` holds: what the update answered, or undefined when the
-   * condition failed (the agent no longer listens there, or listens under another connection).
+   * Sets the `idle` flag of one listener item (and, marking it idle, the tasks it may claim) if `condition` holds:
+   * what the update answered, or undefined when the condition failed (the agent no longer listens there, or listens
+   * under another connection).
    */
   private async setIdle(
     key: Record<string, string>,
-    idle: boolean,
+    mark: { readonly idle: boolean; readonly capacity?: number },
     condition: (e: Expression) => string,
     returnValues?: 'ALL_OLD',
   ): Promise<UpdateCommandOutput | undefined> {
     const e = new Expression();
+    const sets = Object.entries(mark).map(([name, value]) => `${e.n(name)} = ${e.v(value)}`);
     try {
       return await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: `SET ${e.n('idle')} = ${e.v(idle)}`,
+          UpdateExpression: `SET ${sets.join(', ')}`,
           ConditionExpression: condition(e),
           ...e.attributes(),
           ...(returnValues ? { ReturnValues: returnValues } : {}),

@@ -104,8 +104,8 @@ export function idleRetryAfterMs(
 export async function claimTasks(
   ctx: SchedulerContext,
   request: ClaimRequest,
-  /** Filled with the queues the claim looked at, from the session it read. */
-  seen?: { queues?: readonly string[] },
+  /** Filled with the queues the claim looked at, from the session it read, and the tasks it could take. */
+  seen?: { queues?: readonly string[]; capacity?: number },
 ): Promise<ClaimedTask[]> {
   const max = checkClaimRequest(request);
   const readAt = ctx.now();
@@ -127,6 +127,7 @@ export async function claimTasks(
   if (freeSlots(session) < max)
     examined = await examine(ctx, session, Object.keys(session.held), readAt, request.justWritten);
   const capacity = Math.min(max, freeSlots(session) + examined.stale.size);
+  if (seen) seen.capacity = capacity;
   if (capacity <= 0 || open.length === 0) return [];
 
   const inbox = await receiveHints(

@@ -104,6 +104,11 @@ export interface SchedulerSettings {
    * cannot read a layout 2 task's payload). Every function reads both.
    */
   readonly taskLayout: number;
+  /**
+   * With a push channel: how many partitions each queue's listening agents are spread over (by a hash of the agent
+   * id). A wake reads one, then the others when it found too few idle agents there; an idle mark writes its agent's.
+   */
+  readonly listenerShards: number;
 }
 
 /**
@@ -123,6 +128,7 @@ export function schedulerSettingsOf(chosen: Readonly<Record<SchedulerSettingName
     idleClaimRetryMaxMs: chosen.idleClaimRetryMax * 1_000,
     maxRolesPerAgent: chosen.maxRolesPerAgent,
     taskLayout: chosen.taskLayout,
+    listenerShards: chosen.listenerShards,
   } satisfies Partial<SchedulerSettings>;
 }
 

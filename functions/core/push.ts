@@ -1,9 +1,10 @@
 /**
  * The push channel's operations: connect tickets, connections, wakes and role grants pushed.
  *
- * A wake goes to idle agents listening to the task's queue: at most `wakesPerTask` per task made claimable, each
- * agent at most once per `wakeCooldownMs` (the starvation ladder's first rung excepted), taken with a conditional
- * write so parallel wakes never pick the same agent. Pushes are hints: a failure is logged and the operation that
+ * A wake goes to idle agents listening to the task's queue: enough of them for `wakesPerTask` claims per task made
+ * claimable (an agent counts for the tasks its last empty claim asked for), each agent at most once per
+ * `wakeCooldownMs` (the starvation ladder's first rung excepted), taken with a conditional write so parallel wakes
+ * never pick the same agent. Pushes are hints: a failure is logged and the operation that
  * caused it goes on; agents keep a slow safety poll.
  */
 import { errorName } from '#domain/errors';
@@ -117,9 +118,10 @@ export async function markIdle(
   ctx: SchedulerContext,
   agentId: string,
   queues: readonly string[],
+  capacity = 1,
 ): Promise<{ readonly retryAfterMs: number; readonly wasIdle: boolean } | undefined> {
   if (!ctx.push || queues.length === 0) return undefined;
-  const marked = await ctx.push.connections.markIdle(agentId, queues);
+  const marked = await ctx.push.connections.markIdle(agentId, queues, capacity);
   if (!marked) return undefined;
   const coolingFor = marked.wokenAt + ctx.settings.wakeCooldownMs - ctx.now();
   return {
@@ -130,7 +132,10 @@ export async function markIdle(
 
 export interface WakeOptions {
   readonly reason: WakeReason;
-  /** Agents to wake at most; `Infinity` with `ignoreCooldown` wakes every idle listener (the ladder's rung). */
+  /**
+   * Tasks to wake agents for: agents are woken until their capacities add up to it. `Infinity` with
+   * `ignoreCooldown` wakes every idle listener (the ladder's rung).
+   */
   readonly count: number;
   readonly ignoreCooldown?: boolean;
 }
@@ -147,16 +152,20 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
     // Every idle listener the read finds (one request reads a fleet of hundreds), in random order: the wakes are
     // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
-    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, 1_000));
+    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, want));
+    let covered = 0;
     for (const listener of found) {
-      if (woken >= want) break;
+      if (covered >= want) break;
       if (!(await push.connections.takeForWake(queue, listener, now, wokenBefore))) continue;
       const others = listener.queues.filter((q) => q !== queue);
       const [sent] = await Promise.all([
         pushTo(ctx, push, listener.connectionId, message),
         others.length > 0 ? push.connections.markBusy(listener, others) : undefined,
       ]);
-      if (sent) woken++;
+      if (sent) {
+        woken++;
+        covered += listener.capacity;
+      }
     }
   } catch (error) {
     ctx.log.warn('waking agents failed; they find the work at their next poll', {
@@ -167,7 +176,7 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
   return woken;
 }
 
-/** Wakes for tasks made claimable now: `wakesPerTask` agents per task, for each queue. */
+/** Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue. */
 export async function wakeFor(
   ctx: SchedulerContext,
   tasks: readonly { readonly queue: string }[],
@@ -177,7 +186,7 @@ export async function wakeFor(
   await Promise.all(wakesPerQueue(ctx, tasks).map(([queue, count]) => wake(ctx, queue, { reason, count })));
 }
 
-/** How many agents the tasks of each queue wake: `wakesPerTask` per task. */
+/** How many claims the tasks of each queue wake agents for: `wakesPerTask` per task. */
 function wakesPerQueue(
   ctx: SchedulerContext,
   tasks: readonly { readonly queue: string }[],

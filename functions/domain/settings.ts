@@ -141,6 +141,18 @@ export const SETTINGS = {
     readBy: 'all but the authorizer',
     meaning: 'how new tasks are written: 2 lists a task by its payload item (a write unit less); 1 as before',
   },
+  listenerShards: {
+    prop: 'listenerShards',
+    env: 'LISTENER_SHARDS',
+    unit: 'count',
+    default: 4,
+    min: 1,
+    max: 32,
+    integer: true,
+    readBy: 'all but the authorizer',
+    meaning:
+      'partitions the push listeners of each queue are spread over: 333 wakes a second each, read in turn',
+  },
   agentRatePerSecond: {
     prop: 'agentRateLimit.ratePerSecond',
     env: 'AGENT_RATE_PER_SECOND',

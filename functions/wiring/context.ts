@@ -87,7 +87,9 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
   if (deps.push && deps.tables.connections) {
     const { sender, url, timerQueueUrl } = deps.push;
     push = {
-      connections: translatingAwsErrors(new ConnectionTable(doc, deps.tables.connections, now)),
+      connections: translatingAwsErrors(
+        new ConnectionTable(doc, deps.tables.connections, now, settings.listenerShards, deps.random),
+      ),
       sender: translatingAwsErrors(sender),
       ...(timerQueueUrl
         ? { timer: translatingAwsErrors(new WakeTimerQueue(deps.sqs, timerQueueUrl, now)) }

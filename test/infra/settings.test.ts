@@ -87,6 +87,7 @@ function readBack(env: Record<string, string>): Record<SettingName, number> {
     idleClaimRetryMax: settings.idleClaimRetryMaxMs / 1_000,
     maxRolesPerAgent: settings.maxRolesPerAgent,
     taskLayout: settings.taskLayout,
+    listenerShards: settings.listenerShards,
     agentRatePerSecond: rate.ratePerSecond,
     agentBurst: rate.burst,
   };
@@ -154,6 +155,7 @@ describe('the settings contract', () => {
       idleClaimRetryMax: Duration.seconds(30),
       maxRolesPerAgent: 7,
       taskLayout: 1,
+      listenerShards: 8,
       agentRateLimit: { ratePerSecond: 2.5, burst: 9 },
     });
     const expectedDefaults = Object.fromEntries(
@@ -169,6 +171,7 @@ describe('the settings contract', () => {
       idleClaimRetryMax: 30,
       maxRolesPerAgent: 7,
       taskLayout: 1,
+      listenerShards: 8,
       agentRatePerSecond: 2.5,
       agentBurst: 9,
     };

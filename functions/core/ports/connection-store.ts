@@ -18,6 +18,10 @@ export interface Listener {
   readonly connectionId: string;
   /** Every queue the agent listens to (a wake through one queue marks it busy in all of them). */
   readonly queues: readonly string[];
+  /** The tasks its last empty claim could have taken: one wake of it stands for that many. */
+  readonly capacity: number;
+  /** Where the store found it, for the write that takes it (the store's own business). */
+  readonly partition?: string;
 }
 
 export interface ConnectionStore {
@@ -36,15 +40,19 @@ export interface ConnectionStore {
   /** The connection an agent listens on, if any. */
   connectionOf(agentId: string): Promise<string | undefined>;
   /**
-   * Marks an agent idle in the given queues it listens to, and says when it was last woken through them and
-   * whether it was idle in all of them already; undefined if it listens to none of them.
+   * Marks an agent idle in the given queues it listens to, able to take `capacity` tasks, and says when it was last
+   * woken through them and whether it was idle in all of them already; undefined if it listens to none of them.
    */
   markIdle(
     agentId: string,
     queues: readonly string[],
+    capacity?: number,
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined>;
-  /** Idle listeners of a queue not woken since `wokenBefore`, at most `limit`, in no set order. */
-  findIdle(queue: string, wokenBefore: number, limit: number): Promise<Listener[]>;
+  /**
+   * Idle listeners of a queue not woken since `wokenBefore`, in no set order: enough for `capacity` tasks if the
+   * part of the listeners read first has them, otherwise every one there is.
+   */
+  findIdle(queue: string, wokenBefore: number, capacity: number): Promise<Listener[]>;
   /**
    * Takes an idle listener for one wake: it is no longer idle and was woken `now`, unless another wake took it
    * first or it was woken after `wokenBefore` (false).

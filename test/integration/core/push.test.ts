@@ -3,6 +3,8 @@
  * used once, idle agents woken (a bounded number, each once per cooldown, by conditional writes), gone
  * connections forgotten, role grants and task endings pushed, bad frames refused without changing anything.
  */
+import { DeleteItemCommand, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { CONNECTION_TTL_SECONDS, type PushFrame, TICKET_TTL_SECONDS } from '#domain/push';
 import {
@@ -24,7 +26,19 @@ describe('push channel', () => {
 
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: ['work', 'other', 'quiet', 'lone', 'cool', 'back', 'held', 'closing'],
+      queues: [
+        'work',
+        'other',
+        'quiet',
+        'lone',
+        'cool',
+        'back',
+        'held',
+        'closing',
+        'tens',
+        'spread',
+        'legacy',
+      ],
       declaredSchedules: [
         { name: 'hourly', expression: 'cron(0 * * * ? *)', timeZone: 'UTC', task: { queue: 'back' } },
       ],
@@ -37,8 +51,8 @@ describe('push channel', () => {
   });
 
   /** An agent with a live session, connected through a ticket, as the `$connect` route does it. */
-  const connectedAgent = async (queues = ['work']) => {
-    const agent = await startAgent(stack.scheduler, { queues });
+  const connectedAgent = async (queues = ['work'], maxConcurrency = 1) => {
+    const agent = await startAgent(stack.scheduler, { queues, maxConcurrency });
     const { ticket } = await stack.scheduler.pushTicket({ kind: 'agent', agentId: agent.agentId });
     const principal = await stack.scheduler.redeemPushTicket(ticket);
     if (!principal) throw new Error('ticket refused');
@@ -47,8 +61,8 @@ describe('push channel', () => {
     return { ...agent, connectionId };
   };
   /** The agent found nothing and listens: it is idle. */
-  const idle = async (agent: { agentId: string; sessionId: string }) => {
-    const answer = await stack.scheduler.claimOrListen(agent);
+  const idle = async (agent: { agentId: string; sessionId: string }, max = 1) => {
+    const answer = await stack.scheduler.claimOrListen({ ...agent, max });
     expect(answer.tasks).toEqual([]);
     return answer;
   };
@@ -272,6 +286,71 @@ describe('push channel', () => {
       expect(fired).toMatchObject({ status: 'fired', created: true });
       expect(wakeReasons()).toEqual(['released', 'due', 'submitted']);
       await drain('back', 1);
+    });
+
+    it('an agent woken stands for the tasks its empty claim asked for: twelve tasks wake two agents claiming ten', async () => {
+      holdClock();
+      const agents = await Promise.all(Array.from({ length: 4 }, () => connectedAgent(['tens'], 10)));
+      for (const agent of agents) await idle(agent, 10);
+      await stack.scheduler.submitBatch(
+        Array.from({ length: 12 }, (_, n) => ({ queue: 'tens', payload: { n } })),
+      );
+      expect(agents.filter((a) => wakesTo(a.connectionId).length > 0)).toHaveLength(2);
+      // One more task, and one more agent: each woken agent was counted for its ten.
+      await stack.scheduler.submit({ queue: 'tens', payload: { n: 12 } });
+      expect(agents.filter((a) => wakesTo(a.connectionId).length > 0)).toHaveLength(3);
+      await drain('tens', 10);
+      await drain('tens', 3);
+    });
+
+    it('spreads a queue’s listeners over its partitions, and a wake finds the one idle agent in any of them', async () => {
+      holdClock();
+      const shards = stack.ctx.settings.listenerShards;
+      const agents = await Promise.all(Array.from({ length: 12 }, () => connectedAgent(['spread'])));
+      const { Items = [] } = await stack.dynamodb.send(
+        new ScanCommand({ TableName: stack.wiring.tables.connections, ConsistentRead: true }),
+      );
+      const partitions = new Set(
+        Items.map((item) => unmarshall(item))
+          .filter((item) => /^queue#spread(#\d+)?$/.test(String(item.pk)))
+          .map((item) => String(item.pk)),
+      );
+      expect(partitions.size).toBeGreaterThan(1);
+      expect(partitions.size).toBeLessThanOrEqual(shards);
+      // Each agent in turn is the only idle one: the wake reads a partition first, and finds it wherever it is.
+      for (const agent of agents) {
+        await idle(agent);
+        stack.clock.advance(COOLDOWN_MS);
+        await stack.scheduler.submit({ queue: 'spread', payload: {} });
+        expect(wakesTo(agent.connectionId)).toHaveLength(1);
+        await drain('spread', 1);
+      }
+    });
+
+    it('wakes a listener kept as functions before partitions kept it, in the queue’s first partition', async () => {
+      holdClock();
+      const agent = await connectedAgent(['legacy']);
+      await idle(agent);
+      const table = stack.wiring.tables.connections;
+      const { Items = [] } = await stack.dynamodb.send(
+        new ScanCommand({ TableName: table, ConsistentRead: true }),
+      );
+      const written = Items.map((item) => unmarshall(item)).find(
+        (item) => String(item.pk).startsWith('queue#legacy') && item.sk === `agent#${agent.agentId}`,
+      );
+      if (!written) throw new Error('no listener item');
+      // The same listener, idle, as an earlier release wrote it: in `queue#legacy`, without a capacity.
+      const { capacity: _, ...old } = written;
+      await stack.dynamodb.send(
+        new DeleteItemCommand({ TableName: table, Key: marshall({ pk: written.pk, sk: written.sk }) }),
+      );
+      await stack.dynamodb.send(
+        new PutItemCommand({ TableName: table, Item: marshall({ ...old, pk: 'queue#legacy' }) }),
+      );
+      stack.clock.advance(COOLDOWN_MS);
+      await stack.scheduler.submit({ queue: 'legacy', payload: {} });
+      expect(wakesTo(agent.connectionId)).toHaveLength(1);
+      await drain('legacy', 1);
     });
 
     it('resuming a paused queue wakes its idle agents', async () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 import { ceilings, lowestCeiling, quotas } from '../../../bench/scale-model';
 
-const model = (batch: number, leasesHeld = 25, listeners = 50) => ceilings({ batch, leasesHeld, listeners });
+const model = (batch: number, leasesHeld = 25, listeners = 50, listenerShards = 4) =>
+  ceilings({ batch, leasesHeld, listeners, listenerShards });
 
 describe('the scale model', () => {
   it('spreads a queue’s list writes over its partitions: each one’s 1,000 write units a second, times the partitions', () => {
@@ -26,8 +27,16 @@ describe('the scale model', () => {
       lowestCeiling(model(10, held), 'queue', (c) => c.when.startsWith('a queue with'));
     expect(limited(25)).toBe(500);
     expect(limited(1_000)).toBeLessThan(limited(25) / 10);
-    // Push wakes read the queue's listeners whole and write them three times a task.
-    expect(lowestCeiling(model(10), 'queue', (c) => c.when.startsWith('push'))).toBe(333);
+  });
+
+  it('spreads push wakes over the listener partitions, and an agent woken stands for the tasks its claims take', () => {
+    const push = (batch: number, shards: number) =>
+      lowestCeiling(model(batch, 25, 50, shards), 'queue', (c) => c.when.startsWith('push'));
+    // One partition written three times a task: an idle mark, a wake and a busy mark.
+    expect(push(1, 1)).toBe(333);
+    expect(push(1, 4)).toBe(1_333);
+    // Claims of ten: one wake, one idle mark a ten tasks.
+    expect(push(10, 4)).toBeGreaterThanOrEqual(5_000);
   });
 
   it('names the quotas that bind first: the agent routes’ throttle caps claims near 1,000 tasks a second in tens', () => {

@@ -28,7 +28,9 @@ function pushChannel(idle: Record<string, string[]>, timer: WakeTimer) {
     findIdle: async (queue: string) =>
       (idle[queue] ?? [])
         .filter((agentId) => !taken.has(agentId))
-        .map((agentId): Listener => ({ agentId, connectionId: `c-${agentId}`, queues: [queue] })),
+        .map(
+          (agentId): Listener => ({ agentId, connectionId: `c-${agentId}`, queues: [queue], capacity: 1 }),
+        ),
     takeForWake: async (_queue: string, listener: Listener) => {
       if (taken.has(listener.agentId)) return false;
       taken.add(listener.agentId);
