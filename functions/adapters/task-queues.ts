@@ -15,7 +15,13 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { PoisonMessage, ReceiveOptions, TaskQueuePort } from '#core/ports/task-queues';
 import { ValidationError } from '#domain/errors';
-import type { DispatchHint, ReceivedHint, ReceivedTurn } from '#domain/hint';
+import {
+  type DispatchHint,
+  HINT_PAYLOAD_BYTES,
+  type HintPayload,
+  type ReceivedHint,
+  type ReceivedTurn,
+} from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
 
 export type PriorityQueueUrls = Readonly<Record<Priority, string>> & {
@@ -97,7 +103,20 @@ export class QueueDirectory {
 export const HINT_MAX_RECEIVES = 10;
 
 const encodeHint = (hint: DispatchHint): string =>
-  JSON.stringify({ v: 1, taskId: hint.taskId, leaseEpoch: hint.leaseEpoch });
+  JSON.stringify({
+    v: 1,
+    taskId: hint.taskId,
+    leaseEpoch: hint.leaseEpoch,
+    ...(hint.payload ? { spec: hint.payload.specHash, payload: hint.payload.json } : {}),
+  });
+
+/** A hint's payload as received: both parts, the text within the bound (a larger one is not ours). */
+function hintPayloadIn(parsed: { spec?: unknown; payload?: unknown }): HintPayload | undefined {
+  const { spec, payload } = parsed;
+  if (typeof spec !== 'string' || typeof payload !== 'string') return undefined;
+  if (spec.length > 128 || Buffer.byteLength(payload) > HINT_PAYLOAD_BYTES) return undefined;
+  return { specHash: spec, json: payload };
+}
 
 const TURN_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
@@ -127,10 +146,17 @@ function decodeTurn(body: string | undefined): { keyHash: string; token: string;
 function decodeHint(body: string | undefined): DispatchHint | undefined {
   if (body === undefined) return undefined;
   try {
-    const parsed = JSON.parse(body) as { v?: unknown; taskId?: unknown; leaseEpoch?: unknown };
+    const parsed = JSON.parse(body) as {
+      v?: unknown;
+      taskId?: unknown;
+      leaseEpoch?: unknown;
+      spec?: unknown;
+      payload?: unknown;
+    };
     if (parsed.v !== 1 || typeof parsed.taskId !== 'string' || typeof parsed.leaseEpoch !== 'number')
       return undefined;
-    return { taskId: parsed.taskId, leaseEpoch: parsed.leaseEpoch };
+    const payload = hintPayloadIn(parsed);
+    return { taskId: parsed.taskId, leaseEpoch: parsed.leaseEpoch, ...(payload ? { payload } : {}) };
   } catch {
     return undefined;
   }

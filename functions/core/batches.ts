@@ -8,6 +8,7 @@ import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import { completeTask, type LeaseRef, ownerSession } from './finish';
+import type { SessionRead } from './session-reads';
 import { checkBeforeWriting, commitSubmission, prepareSubmission } from './submit';
 
 /** Most items in one batch: a submit batch's bodies stay within the API's request size. */
@@ -81,10 +82,11 @@ export async function completeBatch(
   ctx: SchedulerContext,
   agentId: string,
   completions: readonly Completion[],
+  /** The agent's session, read once for the batch (and the claim the call carries), not once per completion. */
+  sessionRead?: Promise<SessionRead>,
 ): Promise<ItemOutcome<{ task: Task; replayed: boolean }>[]> {
   items(completions, BATCH_LIMITS.complete, 'tasks');
-  // One read of the agent's session for the whole batch, not one per completion.
-  const session = ownerSession(ctx, agentId);
+  const session = sessionRead ?? ownerSession(ctx, agentId);
   return Promise.all(
     completions.map((c) => {
       const lease: LeaseRef = { agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch };

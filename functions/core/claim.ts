@@ -16,6 +16,7 @@
  */
 
 import { ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
+import type { ReceivedHint } from '#domain/hint';
 import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { admitUnderQueueLimits, grantAll, settle } from './claim-grants';
@@ -26,7 +27,7 @@ import { DEPENDENCY_RESULTS_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
-import { readSessionFor } from './session-reads';
+import { confirmSession, readSessionFor, type SessionRead } from './session-reads';
 import { passTurns, takeTurns } from './turns';
 
 export interface ClaimRequest {
@@ -53,6 +54,12 @@ export interface ClaimRequest {
    * when the claim looks at the session's entries, instead of read again. Never from the wire.
    */
   readonly justWritten?: readonly Task[];
+  /**
+   * The agent's session as the completion carrying this claim has just read it: taken instead of a read of its own
+   * when it shows the claim's session usable (an older copy is as safe as the claim's own eventually consistent read:
+   * the reservation is conditional on the session as it is). Never from the wire.
+   */
+  readonly sessionRead?: SessionRead;
 }
 
 export const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
@@ -191,7 +198,7 @@ export async function claimTasks(
       cause: grants.errors[0],
     });
   }
-  return withPayloads(ctx, grants.granted);
+  return withPayloads(ctx, grants.granted, inbox.hints);
 }
 
 /** The claim's `max`, once every field of the request is known to be well formed. */
@@ -218,7 +225,9 @@ function checkClaimRequest(request: ClaimRequest): number {
  */
 async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: number): Promise<AgentSession> {
   const usable = (s: AgentSession) => s.sessionId === request.sessionId && canClaimUnder(s, now);
-  const { session } = await readSessionFor(ctx, request.agentId, usable);
+  const { session } = request.sessionRead
+    ? await confirmSession(ctx, request.agentId, request.sessionRead.session, usable)
+    : await readSessionFor(ctx, request.agentId, usable);
   if (!session || !usable(session)) {
     throw new SessionLostError('the session expired or was replaced; open a new session', {
       context: { agentId: request.agentId },
@@ -227,11 +236,23 @@ async function liveSession(ctx: SchedulerContext, request: ClaimRequest, now: nu
   return session;
 }
 
-/** Attaches payloads; a task whose payload is gone (past its retention) cannot run and is marked dead. */
-async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Promise<ClaimedTask[]> {
+/**
+ * Attaches payloads: the one a task's hint carried, if it belongs to the specification the task was granted under,
+ * else its payload item's. A task whose payload is gone (past its retention) cannot run and is marked dead.
+ */
+async function withPayloads(
+  ctx: SchedulerContext,
+  granted: readonly Task[],
+  hinted: readonly Pick<ReceivedHint, 'taskId' | 'payload'>[] = [],
+): Promise<ClaimedTask[]> {
   if (granted.length === 0) return [];
-  const [payloads, inputs] = await Promise.all([
-    ctx.payloads.getPayloads(granted),
+  const carried = new Map<string, string>();
+  for (const { taskId, payload } of hinted)
+    if (payload) carried.set(`${taskId} ${payload.specHash}`, payload.json);
+  const carriedFor = (task: Task) => carried.get(`${task.taskId} ${task.specHash}`);
+  const unread = granted.filter((task) => carriedFor(task) === undefined);
+  const [read, inputs] = await Promise.all([
+    unread.length > 0 ? ctx.payloads.getPayloads(unread) : new Map<string, string>(),
     (async () => {
       const budget = { bytes: DEPENDENCY_RESULTS_BYTES };
       const all = [];
@@ -242,7 +263,7 @@ async function withPayloads(ctx: SchedulerContext, granted: readonly Task[]): Pr
   const claimed: ClaimedTask[] = [];
   for (const [index, task] of granted.entries()) {
     const dependencies = inputs[index];
-    const payload = payloads.get(task.taskId);
+    const payload = carriedFor(task) ?? read.get(task.taskId);
     if (payload === undefined) {
       await markDead(ctx, task, 'the payload no longer exists');
       continue;

@@ -5,6 +5,7 @@
  * fails too, `reconcile` finds it when its due time passes).
  */
 import { errorName } from '#domain/errors';
+import type { HintPayload } from '#domain/hint';
 import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
@@ -13,11 +14,16 @@ import { offerTurn } from './turns';
 
 type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey'>;
 
+/**
+ * Sends a task's hint (with `payload`, the hint carries it: its submission's) and wakes for it; false if the send
+ * failed, and the task was marked for `reconcile` to send it again.
+ */
 export async function dispatch(
   ctx: SchedulerContext,
   task: Dispatched,
   delaySeconds: number,
   reason: WakeReason,
+  payload?: HintPayload,
 ): Promise<boolean> {
   try {
     // A keyed task waits in its key's lane: its lane's turn, not a hint of its own, goes in line.
@@ -26,7 +32,7 @@ export async function dispatch(
       await ctx.queues.send(
         task.queue,
         task.priority,
-        { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+        { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}) },
         delaySeconds,
       );
     if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
@@ -59,6 +65,8 @@ async function markUnsent(ctx: SchedulerContext, task: Pick<Task, 'taskId' | 'le
 export interface PendingDispatch {
   readonly task: Dispatched;
   readonly delaySeconds: number;
+  /** The payload its hint carries, if any. */
+  readonly payload?: HintPayload;
 }
 
 /** `dispatch` for many tasks at once: ten hints per SQS request. Failures are logged, as for one. */
@@ -76,10 +84,10 @@ export async function dispatchMany(
     if (pending.length === 0) return;
   }
   const failed = await ctx.queues.sendMany(
-    pending.map(({ task, delaySeconds }) => ({
+    pending.map(({ task, delaySeconds, payload }) => ({
       queue: task.queue,
       priority: task.priority,
-      hint: { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+      hint: { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}) },
       delaySeconds,
     })),
   );

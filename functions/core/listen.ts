@@ -25,6 +25,8 @@ export async function claimOrListen(
   // Idle already (a safety poll): a task made claimable since its last mark found it idle and woke it, or woke
   // another idle agent; there is no gap between the look and the mark to cover.
   if (listening.wasIdle) return { tasks, retryAfterMs: listening.retryAfterMs };
-  const again = await claimTasks(ctx, request);
+  // Its own read of the session: the look before may have dropped stale entries of it since the copy was read.
+  const { sessionRead: _copy, ...look } = request;
+  const again = await claimTasks(ctx, look);
   return again.length > 0 ? { tasks: again } : { tasks: again, retryAfterMs: listening.retryAfterMs };
 }

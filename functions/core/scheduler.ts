@@ -21,7 +21,7 @@ import { cancelTask } from './cancel';
 import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
-import { completeTask, failTask, type LeaseRef, releaseTask } from './finish';
+import { completeTask, failTask, type LeaseRef, ownerSession, releaseTask } from './finish';
 import { listTasks, queueStats, readTaskPayload } from './inspect';
 import { claimOrListen } from './listen';
 import { readOccurrences } from './occurrences';
@@ -41,6 +41,7 @@ import {
   listSchedules,
   parseScheduleSpec,
 } from './schedules';
+import type { SessionRead } from './session-reads';
 import {
   agentPresence,
   heartbeat,
@@ -212,13 +213,22 @@ export class Scheduler {
     return listRoles(this.ctx);
   }
 
-  complete(lease: LeaseRef, result?: unknown) {
-    return completeTask(this.ctx, lease, result);
+  /**
+   * `sessionRead`: the owner's session as the caller read it (`ownerSession`), to hand the same read to the claim the
+   * call carries.
+   */
+  complete(lease: LeaseRef, result?: unknown, sessionRead?: Promise<SessionRead>) {
+    return completeTask(this.ctx, lease, result, sessionRead);
   }
 
   /** Several completions by one agent in one call, each fenced by its own lease and with its own outcome. */
-  completeBatch(agentId: string, completions: readonly Completion[]) {
-    return completeBatch(this.ctx, agentId, completions);
+  completeBatch(agentId: string, completions: readonly Completion[], sessionRead?: Promise<SessionRead>) {
+    return completeBatch(this.ctx, agentId, completions, sessionRead);
+  }
+
+  /** The agent's session as its completions read it: one read for a completion and the claim it carries. */
+  ownerSession(agentId: string) {
+    return ownerSession(this.ctx, agentId);
   }
 
   fail(lease: LeaseRef, error: unknown) {

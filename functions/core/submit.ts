@@ -6,6 +6,7 @@
  */
 
 import { IdempotencyConflictError, LeaseLostError, ValidationError } from '#domain/errors';
+import { hintPayloadOf } from '#domain/hint';
 import { newTaskId, sha256Base64Url, taskIdForIdempotencyKey } from '#domain/ids';
 import type { Task } from '#domain/task';
 import { LIMITS, parseTaskSpec, type TaskSpec } from '#domain/task-spec';
@@ -179,8 +180,10 @@ export async function commitSubmission(
     ? { ...prepared.task, payloadInObject: true }
     : prepared.task;
   const send = async (target: Task, delaySeconds: number) => {
-    if (pending) pending.push({ task: target, delaySeconds });
-    else await dispatch(ctx, target, delaySeconds, 'submitted');
+    // The hint carries the payload when it is small: the claim that takes the task need not read it.
+    const payload = hintPayloadOf(target, prepared.payload.payloadJson);
+    if (pending) pending.push({ task: target, delaySeconds, ...(payload ? { payload } : {}) });
+    else await dispatch(ctx, target, delaySeconds, 'submitted', payload);
   };
   // Its dependencies were checked before its payload was written (`checkBeforeWriting`).
   const dependsOn = task.waitingOn;

@@ -9,7 +9,34 @@ export interface DispatchHint {
   readonly taskId: string;
   /** The task's lease epoch when it was dispatched; a later grant makes the hint stale. */
   readonly leaseEpoch: number;
+  /**
+   * The task's payload, carried by the hint its submission sent when it is small (`HINT_PAYLOAD_BYTES`): a claim that
+   * grants the task under the same specification hands this over instead of reading the payload item. Hints sent
+   * later (a retry, a hint sent again) and those of earlier releases carry none.
+   */
+  readonly payload?: HintPayload;
 }
+
+/** A payload as a hint carries it: the specification it belongs to, and its JSON text. */
+export interface HintPayload {
+  readonly specHash: string;
+  readonly json: string;
+}
+
+/**
+ * The largest payload (JSON bytes) a hint carries: ten hints, escaped, stay within the 64 KB that SQS bills as one
+ * request, and a payload item this small is half a read unit, which the claim then saves.
+ */
+export const HINT_PAYLOAD_BYTES = 4_096;
+
+/** The payload a hint of `task` carries: its JSON text if small enough and kept in DynamoDB, else none. */
+export const hintPayloadOf = (
+  task: { readonly specHash: string; readonly payloadInObject?: boolean },
+  json: string,
+): HintPayload | undefined =>
+  task.payloadInObject || Buffer.byteLength(json) > HINT_PAYLOAD_BYTES
+    ? undefined
+    : { specHash: task.specHash, json };
 
 export interface ReceivedHint extends DispatchHint {
   readonly queue: string;

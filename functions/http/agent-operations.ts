@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import { idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
+import type { SessionRead } from '#core/session-reads';
 import { isSchedulerError, ValidationError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
@@ -90,18 +91,24 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
     },
     completeTask: async (request) => {
       const body = parseBody(completeBody, request.body);
+      const agentId = agentOf(request);
+      // A completion that carries a claim reads the session once, for both.
+      const sessionRead = body.claimNext ? scheduler.ownerSession(agentId) : undefined;
       const done = await scheduler.complete(
-        { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
+        { agentId, taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.result,
+        sessionRead,
       );
-      const next = await claimAfter(scheduler, agentOf(request), body.claimNext, [done.task]);
+      const next = await claimAfter(scheduler, agentId, body.claimNext, [done.task], sessionRead);
       return { status: 200, body: { task: taskView(done.task), ...next } };
     },
     completeTasks: async (request) => {
       const body = parseBody(completeManyBody, request.body);
-      const outcomes = await scheduler.completeBatch(agentOf(request), body.tasks);
+      const agentId = agentOf(request);
+      const sessionRead = scheduler.ownerSession(agentId);
+      const outcomes = await scheduler.completeBatch(agentId, body.tasks, sessionRead);
       const ended = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.task] : []));
-      const next = await claimAfter(scheduler, agentOf(request), body.claimNext, ended);
+      const next = await claimAfter(scheduler, agentId, body.claimNext, ended, sessionRead);
       return { status: 200, body: { results: outcomes.map(itemView), ...next } };
     },
     failTask: async (request) => {
@@ -131,9 +138,12 @@ async function claimFor(
   body: z.output<typeof claimBody>,
   /** Tasks the call has just ended (a completion that carries this claim): their slots are known free. */
   justWritten?: readonly Task[],
+  /** The session as that completion read it. */
+  sessionRead?: SessionRead,
 ) {
   const claim = {
     ...(justWritten && justWritten.length > 0 ? { justWritten } : {}),
+    ...(sessionRead ? { sessionRead } : {}),
     agentId,
     sessionId: body.sessionId,
     ...(body.max === undefined ? {} : { max: body.max }),
@@ -164,10 +174,11 @@ async function claimAfter(
   agentId: string,
   body: z.output<typeof claimBody> | undefined,
   ended: readonly Task[],
+  sessionRead: Promise<SessionRead> | undefined,
 ) {
   if (body === undefined) return {};
   try {
-    return { next: await claimFor(scheduler, agentId, body, ended) };
+    return { next: await claimFor(scheduler, agentId, body, ended, await sessionRead) };
   } catch (error) {
     if (!isSchedulerError(error) || !error.expose) throw error;
     return { nextError: { code: error.code, message: error.message } };

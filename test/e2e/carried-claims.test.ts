@@ -23,7 +23,9 @@ describe('a claim carried by a completion', () => {
   let operator: AgentSchedulerClient;
 
   beforeAll(async () => {
-    stack = await createTestStack({ queues: ['carry', 'full', 'refused', 'bad', 'old', 'worker', 'lost'] });
+    stack = await createTestStack({
+      queues: ['carry', 'full', 'refused', 'bad', 'old', 'worker', 'lost', 'once'],
+    });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
   });
@@ -133,6 +135,46 @@ describe('a claim carried by a completion', () => {
     // entry for the completed task is known stale from the completion, not read as a task).
     expect(answer.next?.tasks.map((t) => t.taskId)).toEqual(ids.filter((id) => id !== first?.taskId));
     expect(stack.meter.byOperation()['dynamodb:BatchGetItemCommand']).toBe(1);
+  });
+
+  it('a completion and the claim it carries read the agent’s session once, single or in a batch', async () => {
+    const client = await agentClient('once', undefined, 4);
+    await submit('once', 4);
+    const { sessionId } = await client.openSession();
+    const held = (await client.claim({ sessionId, max: 2 })).tasks as ClaimedTask[];
+    const sessionReads: string[] = [];
+    const name = 'countSessionReads';
+    stack.dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: { leaseId?: { S?: string } | string } }).Key?.leaseId;
+        const leaseId = typeof key === 'string' ? key : key?.S;
+        if (context.commandName === 'GetItemCommand' && leaseId?.startsWith('session#'))
+          sessionReads.push(leaseId);
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      const [one, two] = held;
+      const single = await client.completeAndClaim(
+        one?.taskId ?? '',
+        { leaseEpoch: one?.leaseEpoch ?? 0 },
+        { sessionId, max: 1, claimId: newClaimId(), claimSeq: 2 },
+      );
+      expect(single.next?.tasks).toHaveLength(1);
+      expect(sessionReads).toHaveLength(1);
+      const batch = await client.completeTasksAndClaim(
+        [two, ...(single.next?.tasks ?? [])].map((t) => ({
+          taskId: t?.taskId ?? '',
+          leaseEpoch: t?.leaseEpoch ?? 0,
+        })),
+        { sessionId, max: 2, claimId: newClaimId(), claimSeq: 3 },
+      );
+      expect(batch.next?.tasks).toHaveLength(1);
+      expect(sessionReads).toHaveLength(2);
+    } finally {
+      stack.dynamodb.middlewareStack.remove(name);
+    }
   });
 
   it('a carried claim the claim route would refuse is answered as nextError, and the completion stands', async () => {

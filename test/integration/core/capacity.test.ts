@@ -91,6 +91,8 @@ describe('capacity per step', () => {
       expect(small[s].indexWrite).toBe(0);
     expect(large.submit.requests).toBe('2 dynamodb + 1 sqs + 1 s3');
     expect(large.claim.requests).toMatch(/\+ 1 s3$/);
+    // A claim reads the 1 KB payload nowhere: its hint carried it. The 200 KB one's item names its object.
+    expect(large.claim.read - small.claim.read).toBe(0.5);
     expect(small.submit.requests).toBe('2 dynamodb + 1 sqs + 0 s3');
     // Sanity: the meter saw real units.
     expect(small.claim.write).toBeGreaterThan(0);
