@@ -8,6 +8,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listEntryOfPayloadPart, payloadItemKey } from '#adapters/task-items';
+import { HINT_PAYLOAD_BYTES } from '#domain/hint';
 import { onFailureTaskIdOf } from '#domain/ids';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import { type Expiry, simulateExpiry } from '#test/expiry';
@@ -322,7 +323,8 @@ describe('payload lifetimes', () => {
     const { scheduler } = stack;
     const { task } = await scheduler.submit({
       queue: 'gone',
-      payload: { n: 1 },
+      // Over what a hint carries: the claim reads the payload item, and finds none.
+      payload: { n: 1, pad: 'x'.repeat(HINT_PAYLOAD_BYTES) },
       onFailure: { queue: 'hooks', payload: { never: true } },
     });
     const item = await payloadItem(task.taskId);
