@@ -9,7 +9,7 @@ import { createTestStack, RecordingPushSender, startAgent, type TestStack } from
 import { type ItemWrite, recordItemWrites } from '#test/write-keys';
 
 const AGENTS = 50;
-const TASKS = 200;
+const TASKS = 120;
 const KEYS = 8;
 
 describe('items shared by the tasks of a keyed queue with 50 listening agents', () => {
