@@ -246,9 +246,12 @@ async function withPayloads(
   hinted: readonly Pick<ReceivedHint, 'taskId' | 'payload'>[] = [],
 ): Promise<ClaimedTask[]> {
   if (granted.length === 0) return [];
-  const carried = new Map<string, string>();
-  for (const { taskId, payload } of hinted)
-    if (payload) carried.set(`${taskId} ${payload.specHash}`, payload.json);
+  // Carried payloads by task and specification, parsed: a hint's text that is not JSON is passed over (the item is read).
+  const carried = new Map<string, { value: unknown }>();
+  for (const { taskId, payload } of hinted) {
+    const value = payload && parsedJson(payload.json);
+    if (payload && value) carried.set(`${taskId} ${payload.specHash}`, value);
+  }
   const carriedFor = (task: Task) => carried.get(`${task.taskId} ${task.specHash}`);
   const unread = granted.filter((task) => carriedFor(task) === undefined);
   const [read, inputs] = await Promise.all([
@@ -263,7 +266,8 @@ async function withPayloads(
   const claimed: ClaimedTask[] = [];
   for (const [index, task] of granted.entries()) {
     const dependencies = inputs[index];
-    const payload = carriedFor(task) ?? read.get(task.taskId);
+    const text = read.get(task.taskId);
+    const payload = carriedFor(task) ?? (text === undefined ? undefined : { value: JSON.parse(text) });
     if (payload === undefined) {
       await markDead(ctx, task, 'the payload no longer exists');
       continue;
@@ -272,7 +276,7 @@ async function withPayloads(
       taskId: task.taskId,
       queue: task.queue,
       priority: task.priority,
-      payload: JSON.parse(payload),
+      payload: payload.value,
       attempt: task.attempt,
       leaseEpoch: task.leaseEpoch,
       leaseDeadline: task.leaseDeadline ?? 0,
@@ -286,6 +290,15 @@ async function withPayloads(
     });
   }
   return claimed;
+}
+
+/** The value of a JSON text, boxed (`null` is a payload too); undefined if the text is not JSON. */
+function parsedJson(text: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
 }
 
 /**

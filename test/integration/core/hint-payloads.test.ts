@@ -69,23 +69,33 @@ describe('payloads carried by hints', () => {
     expect(reads).toEqual([]);
   });
 
-  it('a hint whose payload names another specification is not believed: the payload item is read', async () => {
+  it('a hint’s payload of another specification, or not JSON, is not believed: the payload item is read', async () => {
     const { scheduler, ctx } = stack;
-    const { task } = await scheduler.submit({ queue: 'forged', payload: { real: true } });
     const agent = await startAgent(scheduler, { queues: ['forged'] });
-    // Drain the submission's own hint, so the claim below sees only the one sent next.
-    const received = await ctx.queues.receive('forged', 'normal', {
-      max: 10,
-      visibilityTimeoutSeconds: 0,
-      waitTimeSeconds: 1,
-    });
-    await ctx.queues.delete(received.hints);
-    await ctx.queues.send('forged', 'normal', {
-      taskId: task.taskId,
-      leaseEpoch: task.leaseEpoch,
-      payload: { specHash: 'not-its-specification', json: '{"real":false}' },
-    });
-    const [claimed] = await claimUntil(scheduler, agent, 1);
-    expect(claimed?.payload).toEqual({ real: true });
+    for (const forged of [
+      (specHash: string) => ({ specHash: `${specHash}x`, json: '{"real":false}' }),
+      (specHash: string) => ({ specHash, json: '{"real":' }),
+    ]) {
+      const { task } = await scheduler.submit({ queue: 'forged', payload: { real: true } });
+      // Drain the submission's own hint, so the claim below sees only the one sent next.
+      const received = await ctx.queues.receive('forged', 'normal', {
+        max: 10,
+        visibilityTimeoutSeconds: 0,
+        waitTimeSeconds: 1,
+      });
+      await ctx.queues.delete(received.hints);
+      await ctx.queues.send('forged', 'normal', {
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        payload: forged(task.specHash),
+      });
+      const [claimed] = await claimUntil(scheduler, agent, 1);
+      expect(claimed?.payload).toEqual({ real: true });
+      await scheduler.complete({
+        agentId: agent.agentId,
+        taskId: task.taskId,
+        leaseEpoch: claimed?.leaseEpoch ?? 0,
+      });
+    }
   });
 });
