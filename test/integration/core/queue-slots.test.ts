@@ -5,6 +5,7 @@
  */
 import { DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STALE_LOOK } from '#core/queue-limits';
 import type { Scheduler } from '#core/scheduler';
 import { ValidationError } from '#domain/errors';
 import { newTaskId } from '#domain/ids';
@@ -17,7 +18,7 @@ describe('queue slots', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       random: () => 0,
-      queues: ['ends', 'again', 'plain', 'bound', 'legacy', 'cost', 'fit'],
+      queues: ['ends', 'again', 'plain', 'bound', 'legacy', 'cost', 'fit', 'full'],
       settings: { leaseTtlSeconds: 5 },
     });
     await stack.scheduler.setQueueLimits('ends', { maxConcurrency: 10, perKeyConcurrency: 10 });
@@ -185,6 +186,52 @@ describe('queue slots', () => {
       limits: { maxConcurrency: 20_000 },
       enforcedLimits: { maxConcurrency: QUEUE_SLOTS_MAX },
     });
+  });
+
+  it(`a claim of a full queue looks at its ${STALE_LOOK} oldest entries for a slot no lease holds, not at every lease`, async () => {
+    // Prepare: a queue of 200 slots, all reserved: 199 a moment ago (by claims still deciding, as far as anyone can
+    // tell), and the oldest an hour ago, by a lease whose freeing was lost.
+    const { scheduler, clock } = stack;
+    await scheduler.setQueueLimits('full', { maxConcurrency: 200 });
+    const { doc, table } = controls();
+    await doc.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { leaseId: 'queue#full' },
+        UpdateExpression: 'SET held = :none',
+        ExpressionAttributeValues: { ':none': {} },
+      }),
+    );
+    await fillSlots('full', 1, clock.now() - 3_600_000);
+    await fillSlots('full', 199, clock.now());
+    const agent = await startAgent(scheduler, { name: 'full', queues: ['full'] });
+    const { task } = await scheduler.submit({ queue: 'full', payload: {} });
+    let tasksRead = 0;
+    const name = 'countTaskReads';
+    stack.dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const requested = (args.input as { RequestItems?: Record<string, { Keys?: unknown[] }> })
+          .RequestItems;
+        if (context.commandName === 'BatchGetItemCommand')
+          tasksRead += requested?.[stack.ctx.tasks.tableName]?.Keys?.length ?? 0;
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    // Act
+    let claimed: Awaited<ReturnType<typeof claimUntil>> = [];
+    try {
+      claimed = await claimUntil(scheduler, agent, 1, 5_000);
+    } finally {
+      stack.dynamodb.middlewareStack.remove(name);
+    }
+
+    // Assess: the task takes the stale slot; the claims read no more than the oldest entries, each time they looked.
+    expect(claimed.map((c) => c.taskId)).toEqual([task.taskId]);
+    expect(Object.keys((await stack.ctx.queueControls.readAdmission('full')).held ?? {})).toHaveLength(200);
+    expect(tasksRead).toBeGreaterThan(0);
+    expect(tasksRead).toBeLessThanOrEqual(STALE_LOOK);
   });
 
   it('a limit above the bound set before it is enforced at the bound', async () => {
