@@ -269,7 +269,15 @@ function overlappingLeases(
       ? undefined
       : ordered.find((v) => v.at >= lease.at && v.leaseEpoch === lease.leaseEpoch && v.status !== 'leased')
           ?.at;
+  // The write that ended a lease (the first of its epoch not leased): every later grant is conditional on it, so it
+  // landed first. Ended by its holder's own finish, the lease was over in the holder's eyes before any later grant
+  // existed, whatever time that grant's claim had taken before it (a claim takes its time before its writes).
+  const endedByHolder = (lease: TaskVersion) => {
+    const end = ordered.find((v) => v.leaseEpoch === lease.leaseEpoch && v.status !== 'leased');
+    return end?.lastFinish?.leaseEpoch === lease.leaseEpoch && end.lastFinish.agentId === lease.owner;
+  };
   grants.forEach((grant, i) => {
+    if (endedByHolder(grant)) return;
     const sessions = sessionsByAgent.get(grant.owner ?? '') ?? [];
     const finishedAt = finishOf(grant) ?? takenBackUnseen(grant);
     for (const later of grants.slice(i + 1)) {

@@ -64,6 +64,52 @@ describe('checkHistory: lease overlap', () => {
   });
 });
 
+describe('checkHistory: a lease its holder ended', () => {
+  /**
+   * a releases the task (decided at 1,431); b's claim took its time at 1,394, before, and its grant landed after
+   * the release (it was conditional on the task being queued): b's lease began when a's was over.
+   */
+  const releasedThenRegranted = (releaseBy: string) => {
+    const history = emptyHistory();
+    const finish = { agentId: releaseBy, leaseEpoch: 1, kind: 'release', status: 'queued' };
+    history.tasks.push(
+      { at: 900, taskId, status: 'queued', leaseEpoch: 0 },
+      {
+        at: 1_257,
+        taskId,
+        status: 'leased',
+        leaseEpoch: 1,
+        owner: 'a',
+        sessionId: 's1',
+        leaseDeadline: 60_000,
+      },
+      { at: 1_431, taskId, status: 'queued', leaseEpoch: 1, sessionId: 's1', lastFinish: finish },
+      {
+        at: 1_394,
+        taskId,
+        status: 'leased',
+        leaseEpoch: 2,
+        owner: 'b',
+        sessionId: 'sb',
+        leaseDeadline: 60_000,
+      },
+    );
+    history.sessions.push(
+      { at: 900, agentId: 'b', sessionId: 'sb', expiresAt: 900 + ttl, held: 0, idle: true, ended: false },
+      session(1_257, 's1', 1),
+    );
+    return history;
+  };
+
+  it('does not count a grant decided before the holder’s finish, which it could only follow', () => {
+    expect(checkHistory(releasedThenRegranted('a')).overlapCount).toBe(0);
+  });
+
+  it('still counts it when the lease was ended by another than its holder, while the holder’s session lived', () => {
+    expect(checkHistory(releasedThenRegranted('someone else')).overlapCount).toBe(1);
+  });
+});
+
 describe('checkHistory: grants no claim answer carried', () => {
   // a's session s1 stays live and unexpired throughout; the lease of epoch 1 is taken back at 1,300.
   const live = [session(500, 's1', 0), session(1_000, 's1', 1), session(1_350, 's1', 0)];
