@@ -24,8 +24,9 @@ export interface HintPayload {
 }
 
 /**
- * The largest payload (JSON bytes) a hint carries: ten hints, escaped, stay within the 64 KB that SQS bills as one
- * request, and a payload item this small is half a read unit, which the claim then saves.
+ * The largest payload a hint carries, in bytes of its JSON text as the hint's own JSON holds it (escaped as a
+ * string): ten hints stay within the 64 KB that SQS bills as one request, and a payload item this small is half a
+ * read unit, which the claim then saves.
  */
 export const HINT_PAYLOAD_BYTES = 4_096;
 
@@ -34,7 +35,7 @@ export const hintPayloadOf = (
   task: { readonly specHash: string; readonly payloadInObject?: boolean },
   json: string,
 ): HintPayload | undefined =>
-  task.payloadInObject || Buffer.byteLength(json) > HINT_PAYLOAD_BYTES
+  task.payloadInObject || Buffer.byteLength(JSON.stringify(json)) > HINT_PAYLOAD_BYTES
     ? undefined
     : { specHash: task.specHash, json };
 
