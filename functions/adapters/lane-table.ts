@@ -88,10 +88,19 @@ export class LaneTable implements LaneStore {
     }));
   }
 
-  holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
+  holdTurnSlot(
+    laneId: string,
+    token: string,
+    visibleAt: number,
+    now: number,
+    offeredSince?: number,
+  ): Promise<boolean> {
     return this.writeTurnSlot(laneId, (e) => ({
       set: `SET ${e.n('visibleAt')} = ${e.v(visibleAt)}, ${e.n('heldAt')} = ${e.v(now)}`,
-      condition: `${e.n('turnToken')} = ${e.v(token)}`,
+      condition:
+        offeredSince === undefined
+          ? `${e.n('turnToken')} = ${e.v(token)}`
+          : `${e.n('turnToken')} = ${e.v(token)} AND ${e.n('lastOfferAt')} >= ${e.v(offeredSince)}`,
     }));
   }
 

@@ -121,23 +121,37 @@ function hintPayloadIn(parsed: { spec?: unknown; payload?: unknown }): HintPaylo
 const TURN_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
-const encodeTurn = (turn: { keyHash: string; token: string; waits?: number }): string =>
+const encodeTurn = (turn: { keyHash: string; token: string; waits?: number; held?: boolean }): string =>
   JSON.stringify({
     v: 1,
     turn: turn.keyHash,
     token: turn.token,
     ...(turn.waits ? { waits: turn.waits } : {}),
+    ...(turn.held ? { held: true } : {}),
   });
 
-function decodeTurn(body: string | undefined): { keyHash: string; token: string; waits: number } | undefined {
+function decodeTurn(
+  body: string | undefined,
+): { keyHash: string; token: string; waits: number; held?: boolean } | undefined {
   if (body === undefined) return undefined;
   try {
-    const parsed = JSON.parse(body) as { v?: unknown; turn?: unknown; token?: unknown; waits?: unknown };
+    const parsed = JSON.parse(body) as {
+      v?: unknown;
+      turn?: unknown;
+      token?: unknown;
+      waits?: unknown;
+      held?: unknown;
+    };
     if (parsed.v !== 1 || typeof parsed.turn !== 'string' || !TURN_PATTERN.test(parsed.turn))
       return undefined;
     if (typeof parsed.token !== 'string' || !TOKEN_PATTERN.test(parsed.token)) return undefined;
     const waits = typeof parsed.waits === 'number' && Number.isInteger(parsed.waits) ? parsed.waits : 0;
-    return { keyHash: parsed.turn, token: parsed.token, waits: Math.max(0, Math.min(30, waits)) };
+    return {
+      keyHash: parsed.turn,
+      token: parsed.token,
+      waits: Math.max(0, Math.min(30, waits)),
+      ...(parsed.held === true ? { held: true } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -230,7 +244,12 @@ export class TaskQueues implements TaskQueuePort {
   async sendTurn(
     queue: string,
     priority: Priority,
-    turn: { readonly keyHash: string; readonly token: string; readonly waits?: number },
+    turn: {
+      readonly keyHash: string;
+      readonly token: string;
+      readonly waits?: number;
+      readonly held?: boolean;
+    },
     delaySeconds = 0,
   ): Promise<void> {
     await this.sqs.send(

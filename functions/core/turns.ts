@@ -300,14 +300,18 @@ async function passTurn(
   }: TakenTurn & { readonly full: boolean; readonly keyLimit: number | undefined },
 ): Promise<void> {
   const now = ctx.now();
-  /** Puts the turn back in line, visible at `visibleAt`; false if the slot names another turn. */
-  const again = async (visibleAt: number, waits = 0): Promise<boolean> => {
+  /**
+   * Puts the turn back in line, visible at `visibleAt`; false if the slot names another turn (or, held for the
+   * quiet time, no task was offered in it).
+   */
+  const again = async (visibleAt: number, waits = 0, quiet?: { offeredSince: number }): Promise<boolean> => {
     // Only the turn the slot names goes back in line; any other was a duplicate, or replaced.
-    if (!(await ctx.lanes.holdTurnSlot(laneId, turn.token, visibleAt, now))) return false;
+    if (!(await ctx.lanes.holdTurnSlot(laneId, turn.token, visibleAt, now, quiet?.offeredSince)))
+      return false;
     await ctx.queues.sendTurn(
       turn.queue,
       turn.priority,
-      { keyHash: turn.keyHash, token: turn.token, waits },
+      { keyHash: turn.keyHash, token: turn.token, waits, ...(quiet ? { held: true } : {}) },
       secondsUntil(visibleAt, now),
     );
     return true;
@@ -332,9 +336,15 @@ async function passTurn(
     await again(now);
   } else {
     const [next] = await ctx.lanes.laneTasks(laneId, undefined, 1);
+    const quiet = { offeredSince: now - OFFER_QUIET_MS };
     if (next) await again(next.readyAt);
-    else if ((await ctx.lanes.freeTurnSlot(laneId, turn.token, now - OFFER_QUIET_MS)) === 'offered')
-      await again(now + OFFER_QUIET_MS);
+    // Found empty, the lane keeps its turn for the quiet time if a task was offered in it (the index may not show
+    // it yet), else lets it go. A turn fresh from the line most often took the very task offered a moment ago:
+    // the hold is tried first, one write. One held before comes back to a lane most often quiet: the free first.
+    else if (!turn.held && (await again(now + OFFER_QUIET_MS, 0, quiet))) {
+      // Held.
+    } else if ((await ctx.lanes.freeTurnSlot(laneId, turn.token, quiet.offeredSince)) === 'offered')
+      await again(now + OFFER_QUIET_MS, 0, quiet);
   }
   await ctx.queues.delete([turn]);
 }

@@ -62,6 +62,11 @@ export interface ReceivedTurn {
   readonly token: string;
   /** Times in a row it found its key at its limit: its next look waits longer. */
   readonly waits: number;
+  /**
+   * Sent back for its lane's quiet time: its lane was found empty just after an offer. Back again, its lane is most
+   * likely empty and quiet now, so its slot is freed first rather than held again.
+   */
+  readonly held?: boolean;
   readonly receiptHandle: string;
   readonly messageId: string;
   readonly receiveCount: number;

@@ -53,9 +53,17 @@ export class FakeLaneStore implements LanePort.LaneStore {
     return true;
   }
 
-  async holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean> {
+  async holdTurnSlot(
+    laneId: string,
+    token: string,
+    visibleAt: number,
+    now: number,
+    offeredSince?: number,
+  ): Promise<boolean> {
     const current = this.turnSlots.get(laneId) ?? {};
     if (current.token !== token) return false;
+    if (offeredSince !== undefined && (current.lastOfferAt ?? Number.NEGATIVE_INFINITY) < offeredSince)
+      return false;
     this.turnSlots.set(laneId, { ...current, visibleAt, heldAt: now });
     return true;
   }

@@ -62,6 +62,8 @@ export function laneStoreContract(name: string, subject: () => LanesUnderTest): 
         false,
       );
       expect(await lanes.holdTurnSlot(laneId, 'two', at + 9, at)).toBe(false);
+      // Held only if a task was offered since a time: none was yet.
+      expect(await lanes.holdTurnSlot(laneId, 'one', at + 9, at + 1, at)).toBe(false);
       expect(await lanes.holdTurnSlot(laneId, 'one', at + 9, at + 1)).toBe(true);
       expect(await lanes.turnSlot(laneId)).toEqual({ token: 'one', visibleAt: at + 9, heldAt: at + 1 });
       expect(await lanes.noteOffer(laneId, at + 2)).toEqual({

@@ -41,8 +41,17 @@ export interface LaneStore {
     slot: { readonly token: string; readonly visibleAt: number; readonly now: number },
     replacing: string | undefined,
   ): Promise<boolean>;
-  /** Turn `token` goes back in line, visible at `visibleAt`: true if the slot is still that turn's. */
-  holdTurnSlot(laneId: string, token: string, visibleAt: number, now: number): Promise<boolean>;
+  /**
+   * Turn `token` goes back in line, visible at `visibleAt`: true if the slot is still that turn's (and, with
+   * `offeredSince`, a task was offered since then).
+   */
+  holdTurnSlot(
+    laneId: string,
+    token: string,
+    visibleAt: number,
+    now: number,
+    offeredSince?: number,
+  ): Promise<boolean>;
   /**
    * Empties the slot if it is still turn `token`'s and no task was offered since `quietSince`: `offered` when one
    * was (the lane may hold it, not yet in the index), `superseded` when another turn holds the slot.

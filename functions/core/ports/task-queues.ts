@@ -39,7 +39,12 @@ export interface TaskQueuePort {
   sendTurn(
     queue: string,
     priority: Priority,
-    turn: { readonly keyHash: string; readonly token: string; readonly waits?: number },
+    turn: {
+      readonly keyHash: string;
+      readonly token: string;
+      readonly waits?: number;
+      readonly held?: boolean;
+    },
     delaySeconds?: number,
   ): Promise<void>;
   receive(
