@@ -43,9 +43,9 @@ export class LaneTable implements LaneStore {
     }));
   }
 
-  async turnSlot(laneId: string): Promise<TurnSlot> {
+  async turnSlot(laneId: string, { consistent = false } = {}): Promise<TurnSlot> {
     const output = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: laneTurnKey(laneId) }),
+      new GetCommand({ TableName: this.tableName, Key: laneTurnKey(laneId), ConsistentRead: consistent }),
     );
     return turnSlotOf(output.Item ?? {});
   }

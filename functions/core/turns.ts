@@ -210,6 +210,13 @@ export async function takeTurns(
       taken.push({ turn, laneId, hints: [], more: true, duplicate: seen.has(laneId) });
       continue;
     }
+    // A turn back from a hold for its lane's quiet time was most often replaced meanwhile by the next task's offer:
+    // one look at the slot (a consistent read, a fifth of a refused write's price) lets it go without a write. It
+    // does not count as the lane's turn in this claim: the turn that replaced it, if received too, is passed on.
+    if (turn.held && (await ctx.lanes.turnSlot(laneId, { consistent: true })).token !== turn.token) {
+      taken.push({ turn, laneId, hints: [], more: false, duplicate: true });
+      continue;
+    }
     seen.add(laneId);
     const take = Math.min(left, share);
     const entries = await ctx.lanes.laneTasks(laneId, now, Math.min(take, LIMITS.claimMax) + 1);

@@ -20,8 +20,11 @@ export interface LaneEntry {
 export interface LaneStore {
   /** The oldest tasks of a lane, claimable by `readyBy` (any, without it); an index read, a moment behind. */
   laneTasks(laneId: string, readyBy: number | undefined, limit: number): Promise<LaneEntry[]>;
-  /** The lane's turn slot, as an eventually consistent read sees it (a moment behind its last write). */
-  turnSlot(laneId: string): Promise<TurnSlot>;
+  /**
+   * The lane's turn slot, as an eventually consistent read sees it (a moment behind its last write), or as it is
+   * with `consistent`.
+   */
+  turnSlot(laneId: string, options?: { readonly consistent?: boolean }): Promise<TurnSlot>;
   /**
    * Records that a task of the lane became claimable, and answers the lane's turn slot as it is after. With
    * `ifEmpty`, the same write puts that turn in the slot if it holds none (`heldAt` `now`): the answer then names
