@@ -21,6 +21,7 @@ import {
   type HintPayload,
   type ReceivedHint,
   type ReceivedTurn,
+  type TurnMessage,
 } from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
 
@@ -121,7 +122,7 @@ function hintPayloadIn(parsed: { spec?: unknown; payload?: unknown }): HintPaylo
 const TURN_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
-const encodeTurn = (turn: { keyHash: string; token: string; waits?: number; held?: boolean }): string =>
+const encodeTurn = (turn: TurnMessage): string =>
   JSON.stringify({
     v: 1,
     turn: turn.keyHash,
@@ -130,9 +131,7 @@ const encodeTurn = (turn: { keyHash: string; token: string; waits?: number; held
     ...(turn.held ? { held: true } : {}),
   });
 
-function decodeTurn(
-  body: string | undefined,
-): { keyHash: string; token: string; waits: number; held?: boolean } | undefined {
+function decodeTurn(body: string | undefined): (TurnMessage & { readonly waits: number }) | undefined {
   if (body === undefined) return undefined;
   try {
     const parsed = JSON.parse(body) as {
@@ -241,17 +240,7 @@ export class TaskQueues implements TaskQueuePort {
     );
   }
 
-  async sendTurn(
-    queue: string,
-    priority: Priority,
-    turn: {
-      readonly keyHash: string;
-      readonly token: string;
-      readonly waits?: number;
-      readonly held?: boolean;
-    },
-    delaySeconds = 0,
-  ): Promise<void> {
+  async sendTurn(queue: string, priority: Priority, turn: TurnMessage, delaySeconds = 0): Promise<void> {
     await this.sqs.send(
       new SendMessageCommand({
         QueueUrl: this.directory.urlFor(queue, priority),

@@ -344,14 +344,15 @@ async function passTurn(
   } else {
     const [next] = await ctx.lanes.laneTasks(laneId, undefined, 1);
     const quiet = { offeredSince: now - OFFER_QUIET_MS };
-    if (next) await again(next.readyAt);
     // Found empty, the lane keeps its turn for the quiet time if a task was offered in it (the index may not show
     // it yet), else lets it go. A turn fresh from the line most often took the very task offered a moment ago:
     // the hold is tried first, one write. One held before comes back to a lane most often quiet: the free first.
-    else if (!turn.held && (await again(now + OFFER_QUIET_MS, 0, quiet))) {
-      // Held.
-    } else if ((await ctx.lanes.freeTurnSlot(laneId, turn.token, quiet.offeredSince)) === 'offered')
-      await again(now + OFFER_QUIET_MS, 0, quiet);
+    const holdQuiet = () => again(now + OFFER_QUIET_MS, 0, quiet);
+    if (next) await again(next.readyAt);
+    else if (turn.held || !(await holdQuiet())) {
+      if ((await ctx.lanes.freeTurnSlot(laneId, turn.token, quiet.offeredSince)) === 'offered')
+        await holdQuiet();
+    }
   }
   await ctx.queues.delete([turn]);
 }

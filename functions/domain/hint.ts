@@ -71,3 +71,6 @@ export interface ReceivedTurn {
   readonly messageId: string;
   readonly receiveCount: number;
 }
+
+/** What a turn's message says: its lane's key, its token, its waits at a full key, whether it is back from a hold. */
+export type TurnMessage = Pick<ReceivedTurn, 'keyHash' | 'token' | 'held'> & { readonly waits?: number };

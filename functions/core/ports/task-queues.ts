@@ -2,7 +2,7 @@
  * The queues that carry hints (see `#domain/hint`): every task queue is one queue per priority, and a dead-letter
  * queue. A hint is only a hint, so none of these calls is a commitment: the task record is.
  */
-import type { DispatchHint, ReceivedHint, ReceivedTurn } from '#domain/hint';
+import type { DispatchHint, ReceivedHint, ReceivedTurn, TurnMessage } from '#domain/hint';
 import type { Priority } from '#domain/priority';
 
 /** A message that does not parse as a hint; it can never lead to a task and is deleted. */
@@ -36,17 +36,7 @@ export interface TaskQueuePort {
     hints: readonly { queue: string; priority: Priority; hint: DispatchHint; delaySeconds: number }[],
   ): Promise<DispatchHint[]>;
   /** Puts a lane's turn in line, visible after `delaySeconds`; its `MessageGroupId` is the key's hash. */
-  sendTurn(
-    queue: string,
-    priority: Priority,
-    turn: {
-      readonly keyHash: string;
-      readonly token: string;
-      readonly waits?: number;
-      readonly held?: boolean;
-    },
-    delaySeconds?: number,
-  ): Promise<void>;
+  sendTurn(queue: string, priority: Priority, turn: TurnMessage, delaySeconds?: number): Promise<void>;
   receive(
     queue: string,
     priority: Priority,
