@@ -226,7 +226,8 @@ function scaleScenario(): void {
   lines.push(
     `a queue without limits or push: ${unlimited} tasks/s; with push wakes: ${lowestCeiling(modelled, 'queue', (c) => !c.when.startsWith('a queue with'))}`,
     `a concurrency key: ${lowestCeiling(modelled, 'concurrency key', (c) => c.when === 'a task with a concurrencyKey')} tasks/s`,
-    `a limited queue: ${[25, 250, 1_000, 5_000].map((held) => `${lowestCeiling(rows(held), 'queue', (c) => c.when.startsWith('a queue with'))} tasks/s with ${held} leases held`).join(', ')}`,
+    `a queue with maxConcurrency: ${[25, 250, 1_000, 5_000].map((held) => `${lowestCeiling(rows(held), 'queue', (c) => c.when === 'a queue with maxConcurrency')} tasks/s at a limit of ${held}`).join(', ')}`,
+    `a queue with ratePerSecond: ${lowestCeiling(modelled, 'queue', (c) => c.when === 'a queue with ratePerSecond')} tasks/s (the bucket, one item)`,
     'quotas that bind first:',
   );
   for (const q of quotas(batch))

@@ -12,6 +12,7 @@
  */
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 import { WAKE_TIMER_MAX_CONCURRENCY } from '#adapters/wake-timer-queue';
+import { slotSpread } from '#domain/queue-limits';
 
 export const PARTITION_WRITE_UNITS_PER_SECOND = 1_000;
 export const PARTITION_READ_UNITS_PER_SECOND = 3_000;
@@ -39,7 +40,7 @@ export interface Ceiling extends SharedPartition {
 /** Write units of an item of `bytes` (1 KB a unit). */
 const units = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
 
-/** Bytes a queue control item holds per lease it counts (its map of held slots), and the item without them. */
+/** Bytes an item of slots holds per lease it counts (its map of held slots), and the item without them. */
 const CONTROL_BYTES_PER_LEASE = 37;
 const CONTROL_BASE_BYTES = 80;
 /** Bytes of one agent's listener item in its queue's partition. */
@@ -48,7 +49,7 @@ const LISTENER_BYTES = 120;
 export interface ScaleInputs {
   /** Tasks a claim or complete call carries (1 single, up to 10). */
   readonly batch: number;
-  /** Leases a limited queue (or key) holds at once when it is busy: the size of its control item. */
+  /** Leases a limited queue (or key) holds at once when it is busy: its limit, spread over items of slots. */
   readonly leasesHeld: number;
   /** Agents listening on a queue's push channel. */
   readonly listeners: number;
@@ -57,7 +58,12 @@ export interface ScaleInputs {
 }
 
 export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
-  const controlUnits = units(CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * inputs.leasesHeld);
+  // A busy limited queue holds as many leases as its limit: each item of its slots holds its share.
+  const spread = slotSpread(Math.max(1, inputs.leasesHeld), 2);
+  const slotItems = spread.quotas.length;
+  const slotBytes = CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * (spread.quotas[0] ?? 0);
+  const slotUnits = units(slotBytes);
+  const slotReadUnits = Math.ceil(slotBytes / 4096);
   const shardListeners = Math.ceil(inputs.listeners / inputs.listenerShards);
   const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * shardListeners) / 4096)) * 0.5;
   return [
@@ -93,20 +99,30 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       when: 'every task (per agent, not per queue)',
     },
     {
-      key: 'queue control item, control#<queue>',
+      key: `slot items of a limit, queue#<queue>[/slots/<n>] (${slotItems} items)`,
       scope: 'queue',
-      shards: 1,
-      // Read and written by each claim, written again at each lease's end; the item holds every lease's slot.
-      writeUnitsPerTask: 2 * controlUnits,
-      readUnitsPerTask: controlUnits / 4,
-      when: 'a queue with maxConcurrency or a rate',
+      shards: slotItems,
+      // Each claim reads an item and reserves its tasks' slots there in one write; each lease's end frees its slot
+      // (a write). An item holds its share of the limit (at most 20 slots up to a limit of 1,000).
+      writeUnitsPerTask: (1 / inputs.batch + 1) * slotUnits,
+      readUnitsPerTask: slotReadUnits / inputs.batch,
+      when: 'a queue with maxConcurrency',
     },
     {
-      key: 'key control item, control#<queue>#<key>',
-      scope: 'concurrency key',
+      key: 'token bucket, queue#<queue>',
+      scope: 'queue',
       shards: 1,
-      writeUnitsPerTask: 2 * controlUnits,
-      readUnitsPerTask: controlUnits / 4,
+      // Read and taken from by each claim, for all the tasks it grants.
+      writeUnitsPerTask: 1 / inputs.batch,
+      readUnitsPerTask: 1 / inputs.batch,
+      when: 'a queue with ratePerSecond',
+    },
+    {
+      key: `slot items of a key, queue#<queue>/key/<hash>[/slots/<n>] (${slotItems} items)`,
+      scope: 'concurrency key',
+      shards: slotItems,
+      writeUnitsPerTask: (1 / inputs.batch + 1) * slotUnits,
+      readUnitsPerTask: slotReadUnits / inputs.batch,
       when: 'a key under perKeyConcurrency',
     },
     {

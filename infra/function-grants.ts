@@ -89,7 +89,9 @@ function grantAgentApi({ tables, queues, functions }: GrantedResources): void {
   // A claim reads the oldest tasks of a key's lane when it receives the lane's turn.
   grantOnTable(agentApi, tasks, ['Query'], LANE_INDEX);
   // ConditionCheckItem: a role changes hands in a transaction that checks the old holder's session is over.
-  grantOnTable(agentApi, leases, ['GetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem']);
+  // BatchGetItem: a claim that finds a concurrency limit's slots spread otherwise than the limit asks reads every
+  // item of them, to move them in a transaction (UpdateItem).
+  grantOnTable(agentApi, leases, ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem']);
   // UpdateItem: registering a role counts it on the agent's item, in the transaction that records it.
   // ConditionCheckItem: a session is opened in a transaction that checks the agent is not revoked.
   grantOnTable(agentApi, agents, ['GetItem', 'UpdateItem', 'ConditionCheckItem']);

@@ -107,6 +107,16 @@ export interface AgentSchedulerProps {
    */
   readonly taskLayout?: number;
   /**
+   * How the slots of a concurrency limit (`maxConcurrency`, `perKeyConcurrency`) are kept. 2: a limit above 20 is
+   * spread over items of at most 20 slots (50 items at most), each with its share, so a claim writes one small item
+   * (one write unit) and reads one, whatever the limit; in one item a claim and a freeing cost a write unit per 27
+   * slots held. Functions of releases before layout 2 see only the first item, so a stack with a limit above 20
+   * deployed before layout 2 existed upgrades in two deploys: first with `queueSlotLayout: 1`, then without it.
+   * Roll back the same way: to 1 first.
+   * @default 2
+   */
+  readonly queueSlotLayout?: number;
+  /**
    * How many DynamoDB partitions the agents listening to each queue on the push channel are spread over, 1 to 32.
    * Every wake and every idle mark writes one listener item, so one partition caps a queue's wakes near 333 tasks a
    * second with single calls; each partition adds as much. A wake reads a random partition first and the others

@@ -5,23 +5,51 @@
  *   map's size (the same superset bookkeeping as an agent session's slots);
  * - the token bucket (`tokens`, `tokensAt`) is taken from with a condition on its version (`tokensVersion`), so
  *   two claims cannot spend the same tokens.
+ * A limit above `SLOTS_PER_ITEM` keeps its slots in several items (`queueSlotLayout` 2): the control's record and
+ * `queue#<control>/slots/<n>` (kind `slots`), each with its share of the limit and the `spread` they were made for.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type {
   QueueAdmissionState,
   QueueControlStore,
   QueueReservation,
+  SlotItemChange,
   StoredQueueControl,
 } from '#core/ports/queue-control-store';
 import type { ReadOptions } from '#core/ports/task-store';
-import { type QueueLimits, storedQueueLimitsSchema } from '#domain/queue-limits';
+import { controlOfSlotItem, type QueueLimits, storedQueueLimitsSchema } from '#domain/queue-limits';
 import { conditionalUpdate, Expression, updateExpression } from './expression';
 import { scanKind } from './session-table';
+import { batchGet } from './task-requests';
 
 type Item = Record<string, unknown>;
 
 const controlKey = (queue: string) => ({ leaseId: `queue#${queue}` });
+
+/**
+ * What an item of slots records besides them: a control's own record is a `queue` item; another item of its slots
+ * (`<control>/slots/<n>`) is a `slots` item, which the list of controls leaves out.
+ */
+const slotItemFields = (name: string): Item => {
+  const control = controlOfSlotItem(name);
+  return control === name ? { kind: 'queue', queue: name } : { kind: 'slots', control };
+};
+
+function admissionFromItem(item: Item): QueueAdmissionState {
+  return {
+    ...(item.held === undefined ? {} : { held: numberMap(item.held) }),
+    ...(typeof item.tokens === 'number' ? { tokens: item.tokens } : {}),
+    ...(typeof item.tokensAt === 'number' ? { tokensAt: item.tokensAt } : {}),
+    ...(typeof item.tokensVersion === 'number' ? { tokensVersion: item.tokensVersion } : {}),
+    ...(typeof item.spread === 'string' ? { stamp: item.spread } : {}),
+  };
+}
 /** The list walk's places in a queue's list partitions: apart from the control, which claims read. */
 const walkKey = (queue: string) => ({ leaseId: `walk#${queue}` });
 
@@ -123,12 +151,63 @@ export class QueueControlTable implements QueueControlStore {
           new GetCommand({ TableName: this.tableName, Key: controlKey(queue), ConsistentRead: true }),
         )
       ).Item ?? {};
-    return {
-      ...(item.held === undefined ? {} : { held: numberMap(item.held) }),
-      ...(typeof item.tokens === 'number' ? { tokens: item.tokens } : {}),
-      ...(typeof item.tokensAt === 'number' ? { tokensAt: item.tokensAt } : {}),
-      ...(typeof item.tokensVersion === 'number' ? { tokensVersion: item.tokensVersion } : {}),
-    };
+    return admissionFromItem(item);
+  }
+
+  async readSlotItems(names: readonly string[]): Promise<Map<string, QueueAdmissionState>> {
+    const items = await batchGet(
+      { doc: this.doc, tableName: this.tableName },
+      [...new Set(names)].map(controlKey),
+      true,
+    );
+    const byKey = new Map(items.map((item) => [String(item.leaseId), item]));
+    return new Map(names.map((name) => [name, admissionFromItem(byKey.get(controlKey(name).leaseId) ?? {})]));
+  }
+
+  /**
+   * One transaction over every item of the spread (at most `SLOT_ITEMS_MAX`, within DynamoDB's 100): billed at
+   * twice each item's size, once per change of a limit or of the layout.
+   */
+  async respread(changes: readonly SlotItemChange[]): Promise<boolean> {
+    const updates = changes.map((change) => {
+      const e = new Expression();
+      const { name, seen, stamp, add, drop } = change;
+      const set = Object.entries(slotItemFields(name)).map(
+        ([field, value]) => `${e.n(field)} = ${e.v(value)}`,
+      );
+      const remove: string[] = [];
+      if (stamp === undefined) remove.push(e.n('spread'));
+      else set.push(`${e.n('spread')} = ${e.v(stamp)}`);
+      if (seen.size === undefined) set.push(`${e.n('held')} = ${e.v(Object.fromEntries(add))}`);
+      else set.push(...[...add].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`));
+      remove.push(...[...drop.keys()].map((id) => e.n('held', id)));
+      const conditions = [
+        seen.stamp === undefined
+          ? `attribute_not_exists(${e.n('spread')})`
+          : `${e.n('spread')} = ${e.v(seen.stamp)}`,
+        seen.size === undefined
+          ? `attribute_not_exists(${e.n('held')})`
+          : `size(${e.n('held')}) <= ${e.v(seen.size)}`,
+        ...[...drop].map(([id, at]) => `${e.n('held', id)} = ${e.v(at)}`),
+      ];
+      return {
+        Update: {
+          TableName: this.tableName,
+          Key: controlKey(name),
+          UpdateExpression: updateExpression({ set, remove }),
+          ConditionExpression: conditions.join(' AND '),
+          ...e.attributes(),
+        },
+      };
+    });
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: updates }));
+      return true;
+    } catch (error) {
+      // Refused: an item changed since it was read (or a write to it was under way). Read again and look again.
+      if (error instanceof TransactionCanceledException) return false;
+      throw error;
+    }
   }
 
   async reserve(queue: string, seen: QueueAdmissionState, reservation: QueueReservation): Promise<boolean> {
@@ -137,10 +216,17 @@ export class QueueControlTable implements QueueControlStore {
       this.doc,
       { TableName: this.tableName, Key: controlKey(queue) },
       (e) => {
-        const set: string[] = [`${e.n('kind')} = ${e.v('queue')}`, `${e.n('queue')} = ${e.v(queue)}`];
+        const set: string[] = Object.entries(slotItemFields(queue)).map(
+          ([field, value]) => `${e.n(field)} = ${e.v(value)}`,
+        );
         const remove: string[] = [];
         const conditions: string[] = [];
         if (concurrency) {
+          conditions.push(
+            concurrency.stamp === undefined
+              ? `attribute_not_exists(${e.n('spread')})`
+              : `${e.n('spread')} = ${e.v(concurrency.stamp)}`,
+          );
           if (seen.held === undefined) {
             set.push(`${e.n('held')} = ${e.v(Object.fromEntries(taskIds.map((id) => [id, at])))}`);
             conditions.push(`attribute_not_exists(${e.n('held')})`);

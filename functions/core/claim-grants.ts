@@ -9,7 +9,7 @@ import { type HintFates, logged, type SortedHints } from './claim-hints';
 import type { SchedulerContext } from './context';
 import { expireTask } from './follow-ups';
 import type { unpausedQueues } from './queue-controls';
-import { admit, hasLimits, releaseQueueSlots } from './queue-limits';
+import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
 import { admitKeys, isStandIn, type TakenTurn } from './turns';
 
 /** Seconds a hint is hidden when its queue's concurrency or rate limit refused it. */
@@ -19,8 +19,8 @@ export interface Admission {
   /** Reserved tasks a queue's concurrency or rate limit refused now. */
   readonly refused: ReadonlySet<string>;
   /**
-   * The slots taken in each control with a concurrency limit (a queue's, or a key's), by task, with their
-   * reservation time.
+   * The slots taken in each item of slots of a control with a concurrency limit (a queue's, or a key's), by task,
+   * with their reservation time.
    */
   readonly queueSlots: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
@@ -45,10 +45,8 @@ export async function admitUnderQueueLimits(
   const queueSlots = new Map<string, Map<string, number>>();
   for (const [queue, taskIds] of limited) {
     const control = open.find((c) => c.queue === queue);
-    const admitted = control ? await admit(ctx, control, taskIds, now) : new Set<string>();
-    // A rate limit alone takes tokens, not slots.
-    if (control?.limits.maxConcurrency !== undefined)
-      queueSlots.set(queue, new Map([...admitted].map((id) => [id, now])));
+    const admitted = control ? await admit(ctx, control, taskIds, now) : new Map();
+    takeSlots(queueSlots, admitted, now);
     for (const id of taskIds) if (!admitted.has(id)) refused.add(id);
   }
   // Keyed tasks the queue admitted, each key's `perKeyConcurrency` too.
@@ -59,7 +57,7 @@ export async function admitUnderQueueLimits(
     (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
     now,
   );
-  for (const [control, slots] of keys.slots) queueSlots.set(control, slots);
+  for (const [item, slots] of keys.slots) queueSlots.set(item, slots);
   for (const id of keys.refused) refused.add(id);
   return { refused, queueSlots };
 }

@@ -109,6 +109,12 @@ export interface SchedulerSettings {
    * id). A wake reads one, then the others when it found too few idle agents there; an idle mark writes its agent's.
    */
   readonly listenerShards: number;
+  /**
+   * How a concurrency limit's slots are kept. 2: a limit above `SLOTS_PER_ITEM` spreads them over several items,
+   * each with its share, so a claim and a freeing write one small item. 1: in one item, as functions before
+   * layout 2 keep them (they would not see the other items). Every function reads both.
+   */
+  readonly queueSlotLayout: number;
 }
 
 /**
@@ -129,6 +135,7 @@ export function schedulerSettingsOf(chosen: Readonly<Record<SchedulerSettingName
     maxRolesPerAgent: chosen.maxRolesPerAgent,
     taskLayout: chosen.taskLayout,
     listenerShards: chosen.listenerShards,
+    queueSlotLayout: chosen.queueSlotLayout,
   } satisfies Partial<SchedulerSettings>;
 }
 

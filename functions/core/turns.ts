@@ -27,11 +27,12 @@
 import { errorName } from '#domain/errors';
 import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
 import { laneIdOf, laneOf } from '#domain/lanes';
+import { controlOfSlotItem } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { QueueControl } from './queue-controls';
-import { admit, freeQueueSlots } from './queue-limits';
+import { admit, freeQueueSlots, takeSlots } from './queue-limits';
 
 /** A turn not passed on this long is taken for lost by the next task of its lane, which replaces it. */
 export const TURN_SLOT_STALE_MS = 5 * 60_000;
@@ -129,7 +130,8 @@ export async function hurryTurn(
   task: Pick<Task, 'queue' | 'priority' | 'concurrencyKey' | 'queueSlots'>,
 ): Promise<void> {
   const lane = laneOf(task);
-  if (!lane || !task.queueSlots?.includes(keyControlName(task.queue, lane.keyHash))) return;
+  const key = lane && keyControlName(task.queue, lane.keyHash);
+  if (!lane || !task.queueSlots?.some((item) => controlOfSlotItem(item) === key)) return;
   try {
     const now = ctx.now();
     const slot = await ctx.lanes.turnSlot(lane.laneId);
@@ -261,7 +263,7 @@ export async function admitKeys(
     if (limit === undefined || ids.length === 0) continue;
     const control = keyControl(t.turn.queue, t.turn.keyHash, limit);
     const admitted = await admit(ctx, control, ids, now);
-    slots.set(control.queue, new Map([...admitted].map((id) => [id, now])));
+    takeSlots(slots, admitted, now);
     for (const id of ids) if (!admitted.has(id)) refused.add(id);
   }
   return { slots, refused };

@@ -141,6 +141,18 @@ export const SETTINGS = {
     readBy: 'all but the authorizer',
     meaning: 'how new tasks are written: 2 lists a task by its payload item (a write unit less); 1 as before',
   },
+  queueSlotLayout: {
+    prop: 'queueSlotLayout',
+    env: 'QUEUE_SLOT_LAYOUT',
+    unit: 'count',
+    default: 2,
+    min: 1,
+    max: 2,
+    integer: true,
+    readBy: 'all but the authorizer',
+    meaning:
+      'how concurrency slots are kept: 2 spreads a limit above 20 over items of 20 (one write unit a claim); 1 in one item',
+  },
   listenerShards: {
     prop: 'listenerShards',
     env: 'LISTENER_SHARDS',

@@ -185,7 +185,12 @@ export interface TestStack {
    * A scheduler on the same tables and queues with different clients, as a second function instance is; `now`
    * gives it a clock of its own (e.g. one that decided a write before a time the stack's clock has passed).
    */
-  sibling(options?: { random?: () => number; now?: () => number }): Scheduler;
+  sibling(options?: {
+    random?: () => number;
+    now?: () => number;
+    /** Settings of its own: a function of another configuration, as during a deploy that changes one. */
+    settings?: Partial<SchedulerSettings>;
+  }): Scheduler;
   /**
    * Runs `before` once, just before the next request of this stack's clients that `matches`: a write of
    * someone else's landing between a read and a write of this stack's.
@@ -277,7 +282,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         queues: directory,
         now: sibling.now ?? clock.now,
         random: sibling.random ?? Math.random,
-        settings,
+        settings: { ...settings, ...sibling.settings },
         events: recordingPublisher(noEvents),
         ...(push ? { push } : {}),
       });

@@ -483,6 +483,7 @@ describe('AgentScheduler construct', () => {
         table(
           'leases',
           'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
           'dynamodb:UpdateItem',
           'dynamodb:PutItem',
           'dynamodb:ConditionCheckItem',

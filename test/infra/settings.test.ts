@@ -88,6 +88,7 @@ function readBack(env: Record<string, string>): Record<SettingName, number> {
     maxRolesPerAgent: settings.maxRolesPerAgent,
     taskLayout: settings.taskLayout,
     listenerShards: settings.listenerShards,
+    queueSlotLayout: settings.queueSlotLayout,
     agentRatePerSecond: rate.ratePerSecond,
     agentBurst: rate.burst,
   };
@@ -156,6 +157,7 @@ describe('the settings contract', () => {
       maxRolesPerAgent: 7,
       taskLayout: 1,
       listenerShards: 8,
+      queueSlotLayout: 1,
       agentRateLimit: { ratePerSecond: 2.5, burst: 9 },
     });
     const expectedDefaults = Object.fromEntries(
@@ -172,6 +174,7 @@ describe('the settings contract', () => {
       maxRolesPerAgent: 7,
       taskLayout: 1,
       listenerShards: 8,
+      queueSlotLayout: 1,
       agentRatePerSecond: 2.5,
       agentBurst: 9,
     };

@@ -24,6 +24,8 @@ export interface QueueAdmissionState {
   readonly tokensAt?: number;
   /** Grows with every take: a take is refused if another took since this state was read. */
   readonly tokensVersion?: number;
+  /** The stamp of the spread of slots the item belongs to (`SlotSpread.stamp`); absent for slots in one item. */
+  readonly stamp?: string;
 }
 
 /** One claim's reservation on a queue, made from a `QueueAdmissionState`. */
@@ -36,9 +38,31 @@ export interface QueueReservation {
    * no lease any more and are dropped in the same write, refused if any has changed since. A task of `taskIds`
    * may be in `stale`: its entry is replaced by the new reservation.
    */
-  readonly concurrency?: { readonly max: number; readonly stale: ReadonlyMap<string, number> };
+  readonly concurrency?: {
+    readonly max: number;
+    readonly stale: ReadonlyMap<string, number>;
+    /** The spread the reservation was made under: refused if the item records another (`SlotSpread.stamp`). */
+    readonly stamp?: string;
+  };
   /** Take from the token bucket: what it holds after the take, and the time of the take. */
   readonly tokens?: { readonly left: number; readonly at: number };
+}
+
+/**
+ * One item's part in a change of how a limit's slots are spread: refused unless the item is still as read (its
+ * stamp, no more entries than then, the stale entries it drops still there).
+ */
+export interface SlotItemChange {
+  /** The item, by its name (`slotItemName`). */
+  readonly name: string;
+  /** What was read: its stamp, and how many entries it held (absent: no slots map, or no item). */
+  readonly seen: { readonly stamp?: string; readonly size?: number };
+  /** The stamp it records after the change; absent removes it. */
+  readonly stamp?: string;
+  /** Entries added: copies of entries another item holds above its new share. */
+  readonly add: ReadonlyMap<string, number>;
+  /** Entries that stand for no lease any more, removed. */
+  readonly drop: ReadonlyMap<string, number>;
 }
 
 export interface QueueControlStore {
@@ -50,8 +74,15 @@ export interface QueueControlStore {
   setPaused(queue: string, paused: boolean, now: number): Promise<StoredQueueControl>;
   /** Replaces the queue's limits at `now`, leaving its other settings alone; returns the control as it is now. */
   setLimits(queue: string, limits: QueueLimits, now: number): Promise<StoredQueueControl>;
-  /** The queue's reserved slots and token bucket as they are now. */
+  /**
+   * The queue's reserved slots and token bucket as they are now. `queue` may also name another item of a control's
+   * slots (`slotItemName`).
+   */
   readAdmission(queue: string): Promise<QueueAdmissionState>;
+  /** Several items of slots as they are now, by name; an item that does not exist reads as empty. */
+  readSlotItems(names: readonly string[]): Promise<Map<string, QueueAdmissionState>>;
+  /** Changes how a limit's slots are spread, all items at once; false if any of them changed since it was read. */
+  respread(changes: readonly SlotItemChange[]): Promise<boolean>;
   /**
    * Reserves slots and takes tokens in one write, refused (false) if the slots or the bucket are no longer as
    * `seen`: two claims cannot both take the last slot or spend the same tokens.

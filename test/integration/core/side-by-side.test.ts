@@ -33,7 +33,11 @@ describe('the released functions beside the current ones', () => {
     dir = mkdtempSync(join(tmpdir(), 'released-functions-'));
     // The first deploy of an upgrade from a release before layout 2: the current functions write layout 1, which
     // the released ones read (`taskLayout`, README "Upgrades").
-    stack = await createTestStack({ queues: ['side'], settings: { taskLayout: 1 } });
+    // So too for `queueSlotLayout`: with 1, a limit's slots stay in the one item the released functions read.
+    stack = await createTestStack({
+      queues: ['side', 'limited'],
+      settings: { taskLayout: 1, queueSlotLayout: 1 },
+    });
     const { createContext, Scheduler } = await loadReleasedFunctions<unknown, ReleasedScheduler>(dir);
     released = new Scheduler(
       createContext({ dynamodb: stack.dynamodb, sqs: stack.sqs, ...stack.wiring, now: stack.clock.now }),
@@ -81,6 +85,31 @@ describe('the released functions beside the current ones', () => {
     );
     const listed = (await scheduler.listTasks({ queue: 'side', limit: 100 })).tasks.map((t) => t.taskId);
     expect(listed).toEqual(expect.arrayContaining([current.taskId, old.taskId]));
+  });
+
+  it('with queueSlotLayout 1, released and current claims together hold at most a limit of 30', async () => {
+    // Prepare: 40 tasks under a limit of 30; an agent of each side.
+    const { scheduler } = stack;
+    await scheduler.setQueueLimits('limited', { maxConcurrency: 30 });
+    for (let i = 0; i < 40; i++) await scheduler.submit({ queue: 'limited', payload: { i } });
+    const agents = await Promise.all(
+      ['old', 'new'].map((name) => startAgent(scheduler, { name, queues: ['limited'], maxConcurrency: 40 })),
+    );
+
+    // Act: both claim in turns until neither gets more.
+    const leases: { taskId: string; leaseEpoch: number }[] = [];
+    for (let round = 0, got = 1; round < 40 && (got > 0 || round < 10); round++) {
+      const [byOld, byNew] = await Promise.all([
+        released.claim({ ...(agents[0] ?? { agentId: '', sessionId: '' }), max: 5 }),
+        scheduler.claim({ ...(agents[1] ?? { agentId: '', sessionId: '' }), max: 5 }),
+      ]);
+      got = byOld.length + byNew.length;
+      leases.push(...byOld, ...byNew);
+    }
+
+    // Assess
+    expect(leases).toHaveLength(30);
+    expect(new Set(leases.map((l) => l.taskId)).size).toBe(30);
   });
 
   it('a released claim never hands a dependent its dependency’s outcome without the result kept once for it', async () => {

@@ -22,11 +22,14 @@ describe('the scale model', () => {
     ).toBeGreaterThanOrEqual(250);
   });
 
-  it('shows what today’s layout costs: a limited queue’s ceiling falls as its control item grows', () => {
-    const limited = (held: number) =>
-      lowestCeiling(model(10, held), 'queue', (c) => c.when.startsWith('a queue with'));
-    expect(limited(25)).toBe(500);
-    expect(limited(1_000)).toBeLessThan(limited(25) / 10);
+  it('spreads a limited queue’s slots over items: its ceiling does not fall as its limit grows', () => {
+    const limited = (held: number, batch = 10) =>
+      lowestCeiling(model(batch, held), 'queue', (c) => c.when === 'a queue with maxConcurrency');
+    // 25 slots in two items; each claim of ten reserves in one write, each end frees in one.
+    expect(limited(25)).toBe(Math.floor((2 * 1_000) / 1.1));
+    expect(limited(25, 1)).toBe(1_000);
+    expect(limited(1_000)).toBeGreaterThan(limited(25));
+    expect(limited(5_000)).toBeGreaterThan(limited(25));
   });
 
   it('spreads push wakes over the listener partitions, and an agent woken stands for the tasks its claims take', () => {
