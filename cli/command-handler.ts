@@ -2,23 +2,44 @@
  * Runs a command for each task, as a ready-made agent: the payload goes to the command's standard input as JSON,
  * its standard output becomes the result (JSON when it parses, `{ "output": text }` otherwise). Exit code 0 is
  * success; any other is a failure that may be retried, except 64 (EX_USAGE: the input itself is wrong), which is
- * not. A lost or cancelled lease stops the command with SIGTERM.
+ * not, and 75 (EX_TEMPFAIL: try again later), which snoozes the task for the seconds its output names (a provider's
+ * Retry-After), 60 when it names none. A lost or cancelled lease stops the command with SIGTERM.
  */
 import { spawn } from 'node:child_process';
 import type { ClaimedTask } from '#sdk/types';
 
 /** Exit code meaning "do not retry": the task itself is wrong (sysexits' EX_USAGE). */
 export const NOT_RETRYABLE_EXIT_CODE = 64;
+/** Exit code meaning "try again later": the task is snoozed, no attempt used (sysexits' EX_TEMPFAIL). */
+export const SNOOZE_EXIT_CODE = 75;
+/** A snooze's delay when the command's output names none. */
+const DEFAULT_SNOOZE_SECONDS = 60;
 const OUTPUT_LIMIT = 256 * 1024;
 
 export class CommandFailed extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
+    /** The command asked to be run again after this long (exit code 75): the Worker snoozes the task. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'CommandFailed';
   }
+}
+
+/** The delay a snoozing command's output names: a number of seconds, or `{ "retryAfterSeconds": n }`. */
+function snoozeSeconds(stdout: string): number {
+  const text = stdout.trim();
+  let named: unknown = Number(text);
+  if (text !== '' && Number.isNaN(named)) {
+    try {
+      named = (JSON.parse(text) as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+    } catch {
+      named = undefined;
+    }
+  }
+  return typeof named === 'number' && Number.isFinite(named) && named > 0 ? named : DEFAULT_SNOOZE_SECONDS;
 }
 
 export function commandHandler(command: readonly string[]) {
@@ -57,6 +78,11 @@ export function commandHandler(command: readonly string[]) {
           } catch {
             resolve({ output: text });
           }
+          return;
+        }
+        if (code === SNOOZE_EXIT_CODE) {
+          const seconds = snoozeSeconds(stdout);
+          reject(new CommandFailed(`${file} asked to be run again in ${seconds} s`, true, seconds));
           return;
         }
         const why = signal ? `stopped by ${signal}` : `exited with code ${code}`;

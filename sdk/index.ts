@@ -50,6 +50,7 @@ export {
   type RoleContext,
   type RoleHandler,
   type RoleLostReason,
+  Snooze,
   TaskAbortedError,
   type TaskContext,
   type TaskHandler,

@@ -10,7 +10,7 @@ import { PollBackoff } from './poll-backoff.js';
 import type { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
 import type { CompleteItem, FailInput } from './types.js';
-import { type LostReason, TaskError, type WorkerEvents } from './worker-events.js';
+import { type LostReason, Snooze, TaskError, type WorkerEvents } from './worker-events.js';
 
 /** What a handler came to: the value it returned, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -69,7 +69,9 @@ export class TaskOutcomes {
         return;
       }
       try {
-        if (outcome.ok) await this.complete(entry, outcome.value);
+        const snooze = snoozeOf(outcome);
+        if (snooze !== undefined) await this.snooze(entry, snooze, outcome);
+        else if (outcome.ok) await this.complete(entry, outcome.value);
         else await this.fail(entry, outcome.error);
         return;
       } catch (error) {
@@ -101,6 +103,27 @@ export class TaskOutcomes {
     this.host.emit('released', entry.task);
   }
 
+  /**
+   * Puts the task off for `seconds` with a release that uses no attempt; past the task's `maxSnoozes` the server
+   * refuses it, and the attempt fails instead, retried after the same delay.
+   */
+  private async snooze(entry: RunningTask, seconds: number, outcome: Outcome): Promise<void> {
+    try {
+      await this.host.client.release(
+        entry.taskId,
+        { leaseEpoch: entry.task.leaseEpoch, delaySeconds: seconds },
+        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+      );
+    } catch (error) {
+      if (!(error instanceof AgentSchedulerError && error.code === 'SnoozeLimitReached')) throw error;
+      const cause = outcome.ok
+        ? new Error(`snoozed more than the task may: ${error.message}`)
+        : outcome.error;
+      return this.fail(entry, cause, seconds);
+    }
+    this.host.emit('snoozed', entry.task, seconds);
+  }
+
   private async complete(entry: RunningTask, result: unknown): Promise<void> {
     const item: CompleteItem = {
       taskId: entry.taskId,
@@ -127,14 +150,35 @@ export class TaskOutcomes {
     this.host.emit('completed', entry.task, result);
   }
 
-  private async fail(entry: RunningTask, error: unknown): Promise<void> {
+  private async fail(entry: RunningTask, error: unknown, retryAfterSeconds?: number): Promise<void> {
     await this.host.client.fail(
       entry.taskId,
-      { leaseEpoch: entry.task.leaseEpoch, error: describeFailure(error) },
+      {
+        leaseEpoch: entry.task.leaseEpoch,
+        error: describeFailure(error),
+        ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+      },
       { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
     );
     this.host.emit('failed', entry.task, error);
   }
+}
+
+/**
+ * The delay a handler asked its task to be put off for, in whole seconds within the server's bounds: a `Snooze`
+ * returned or thrown, or an error with a numeric `retryAfterSeconds` (at least a second, so that every snooze counts
+ * towards the task's `maxSnoozes`). Undefined for any other outcome.
+ */
+export function snoozeOf(outcome: Outcome): number | undefined {
+  const asked = outcome.ok ? outcome.value : outcome.error;
+  const seconds =
+    asked instanceof Snooze
+      ? asked.seconds
+      : !outcome.ok && typeof asked === 'object' && asked !== null
+        ? Reflect.get(asked, 'retryAfterSeconds')
+        : undefined;
+  if (typeof seconds !== 'number' || Number.isNaN(seconds)) return undefined;
+  return Math.min(SERVER_LIMITS.snoozeSeconds, Math.max(1, Math.ceil(seconds)));
 }
 
 /** What a `lost` event says of a task whose lease ended under it. */

@@ -34,6 +34,10 @@ export interface Task {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly timeoutSeconds: number;
+  /** Snoozes taken (releases with a delay), which used no attempt; absent: none. */
+  readonly snoozes?: number;
+  /** Snoozes it may take (its `maxSnoozes`, or the default of 100). */
+  readonly maxSnoozes: number;
   /** The fencing token of the current (or last) lease. */
   readonly leaseEpoch: number;
   readonly owner?: string;
@@ -157,6 +161,12 @@ export interface SubmitTaskInput {
    * key's backlog does not hold up the others; the queue's `perKeyConcurrency` bounds how many of a key run at once.
    */
   readonly concurrencyKey?: string;
+  /**
+   * Releases with a delay (snoozes: a provider's 429, a resource not ready) the task may take, 0 to 1,000; they use
+   * no attempt. Past them a snooze is refused (`409 SnoozeLimitReached`) and the agent fails the task instead.
+   * @default 100
+   */
+  readonly maxSnoozes?: number;
   /** Submitted once when this task ends `dead`; its claim carries `failureOf` (this task's id and last error). */
   readonly onFailure?: FollowUpTaskInput;
   /**
@@ -501,10 +511,21 @@ export interface CompletedManyAndClaimed extends ClaimAfter {
 export interface FailInput {
   readonly leaseEpoch: number;
   readonly error: { readonly message: string; readonly retryable?: boolean };
+  /**
+   * When the task is retried, retry it after this long (0 to 43,200 seconds) in place of its backoff: the attempt is
+   * used as by any failure. Nothing when the failure is not retried.
+   */
+  readonly retryAfterSeconds?: number;
 }
 
 export interface ReleaseInput {
   readonly leaseEpoch: number;
+  /**
+   * Not claimable again for this long (0 to 43,200 seconds): a snooze. Like every release it uses no attempt; a task
+   * takes at most its `maxSnoozes` of them (`409 SnoozeLimitReached` beyond, and nothing changes).
+   * @default 0
+   */
+  readonly delaySeconds?: number;
 }
 
 /** One item of a batch answer: its task, or the error the single call would have answered. */

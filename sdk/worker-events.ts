@@ -62,11 +62,23 @@ export interface TaskContext {
    * A fan-in is a child whose `dependsOn` names its siblings.
    */
   submit(children: readonly ChildTaskInput[]): Promise<BatchItemResult[]>;
+  /**
+   * What a handler returns (or throws) to snooze the task: it goes back to its queue for `seconds` (1 to 43,200,
+   * rounded up) without using an attempt, as when a provider answers 429 with a Retry-After. A task takes at most its
+   * `maxSnoozes` (100 unless it says otherwise); past them the Worker fails the attempt instead, to be retried
+   * after the same delay. A thrown error with a numeric `retryAfterSeconds` snoozes the same way.
+   */
+  snooze(seconds: number): Snooze;
+}
+
+/** A handler's request to put its task off (`TaskContext.snooze`). */
+export class Snooze {
+  constructor(readonly seconds: number) {}
 }
 
 /**
  * Runs one task. Its return value becomes the task's result; a throw fails the attempt, retryably unless the
- * error has `retryable === false`.
+ * error has `retryable === false`. A `Snooze` returned or thrown, or an error with `retryAfterSeconds`, snoozes it.
  */
 export type TaskHandler = (task: ClaimedTask, context: TaskContext) => Promise<unknown>;
 
@@ -127,6 +139,8 @@ export interface WorkerEvents {
   failed: [task: ClaimedTask, error: unknown];
   /** The task went back to its queue, by `release()` or by a stop. */
   released: [task: ClaimedTask];
+  /** The handler snoozed the task: back in its queue, claimable again after `delaySeconds`, no attempt used. */
+  snoozed: [task: ClaimedTask, delaySeconds: number];
   /** The lease ended before the task could be finished; nothing was recorded for it. */
   lost: [task: ClaimedTask, reason: LostReason];
   /** A session was opened: at start, and again after one was lost. */

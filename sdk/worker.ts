@@ -37,6 +37,7 @@ import {
   type LostReason,
   type RoleHandler,
   SILENT_LOG,
+  Snooze,
   type TaskContext,
   type TaskHandler,
   type WorkerEvents,
@@ -494,6 +495,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           { leaseEpoch: entry.task.leaseEpoch, tasks: children },
           { signal: entry.signal },
         ),
+      snooze: (seconds) => new Snooze(seconds),
     };
     let outcome: Outcome;
     try {

@@ -191,6 +191,8 @@ export function taskFromItem(item: Item): Task {
       parentTaskId: optionalString(item.parentTaskId),
       rootTaskId: optionalString(item.rootTaskId),
       concurrencyKey: optionalString(item.concurrencyKey),
+      maxSnoozes: optionalNumber(item.maxSnoozes),
+      snoozes: optionalNumber(item.snoozes),
     }),
   );
 }
@@ -238,6 +240,7 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     failureOf: task.failureOf,
     dependencyCount: task.dependencyCount,
     onDependencyFailure: task.onDependencyFailure,
+    maxSnoozes: task.maxSnoozes,
     waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,

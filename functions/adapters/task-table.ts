@@ -248,9 +248,11 @@ export class TaskTable implements TaskStore {
       if (finish.event === 'fail') set.push(`${e.n('error')} = ${e.v(finish.error)}`);
       if (finish.event === 'release') set.push(`${e.n('attempt')} = ${e.n('attempt')} - ${e.v(1)}`);
       set.push(`${e.n('lastFinish')} = ${e.v(record)}`);
+      const snoozed = finish.event === 'release' && finish.snooze === true;
       return {
         set,
         remove: clauses.remove,
+        ...(snoozed ? { add: [`${e.n('snoozes')} ${e.v(1)}`] } : {}),
         condition: [statusCondition(e, finish.event, finish.to.status), ...ownerFence(e, lease, now)].join(
           ' AND ',
         ),

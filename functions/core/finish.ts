@@ -4,10 +4,22 @@
  * A call retried after its first attempt committed (the response was lost) finds its own finish record on the
  * task and gets the same outcome instead of an error.
  */
-import { errorName, LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
+import {
+  errorName,
+  LeaseLostError,
+  SnoozeLimitError,
+  TaskNotFoundError,
+  ValidationError,
+} from '#domain/errors';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
-import { describeIssues, encodeBoundedJson, LIMITS, taskErrorSchema } from '#domain/task-spec';
+import {
+  DEFAULT_MAX_SNOOZES,
+  describeIssues,
+  encodeBoundedJson,
+  LIMITS,
+  taskErrorSchema,
+} from '#domain/task-spec';
 import type { TaskStatus } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
@@ -235,6 +247,7 @@ export async function failTask(
   ctx: SchedulerContext,
   lease: LeaseRef,
   error: unknown,
+  options: { readonly retryAfterSeconds?: number } = {},
 ): Promise<FinishResult> {
   const parsed = taskErrorSchema.safeParse(error);
   if (!parsed.success) throw new ValidationError(`error.${describeIssues(parsed.error)}`);
@@ -244,8 +257,13 @@ export async function failTask(
     needsTask: true,
     decide: (now, task) => {
       if (!task) throw new Error('fail needs the task');
+      const decided = decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random());
+      // The agent knows when a retry can succeed (a provider's Retry-After): that, in place of the backoff.
+      const { retryAfterSeconds } = options;
       const decision = retryInTime(
-        decideRetry(task.attempt, task.retryPolicy, taskError.retryable, ctx.random()),
+        decided.retry && retryAfterSeconds !== undefined
+          ? { retry: true, delayMs: retryAfterSeconds * 1_000 }
+          : decided,
         now,
         task,
       );
@@ -277,15 +295,36 @@ async function lookByExpiry(ctx: SchedulerContext, task: Task): Promise<void> {
 
 /**
  * The owner gives the task back without it counting as an attempt (as a client releases a task in Fluid's
- * AgentScheduler): it is queued again at once.
+ * AgentScheduler): it is queued again at once, or after `delaySeconds` (a snooze: a provider's 429, a resource not
+ * ready yet). A task takes at most its `maxSnoozes` snoozes: one more is refused and changes nothing, so that a
+ * task cannot be put off for ever without its attempts counting. A snooze reads the task first (half a read unit)
+ * for its count; a release at once does not.
  */
-export async function releaseTask(ctx: SchedulerContext, lease: LeaseRef): Promise<FinishResult> {
+export async function releaseTask(
+  ctx: SchedulerContext,
+  lease: LeaseRef,
+  options: { readonly delaySeconds?: number } = {},
+): Promise<FinishResult> {
+  const delayMs = (options.delaySeconds ?? 0) * 1_000;
+  const snooze = delayMs > 0;
   const outcome = await finish(ctx, lease, {
     event: 'release',
-    decide: (now) => ({ event: 'release', to: requeueAfter(ctx, now, 0) }),
+    needsTask: snooze,
+    decide: (now, task) => {
+      if (!snooze) return { event: 'release', to: requeueAfter(ctx, now, 0) };
+      const allowed = task?.maxSnoozes ?? DEFAULT_MAX_SNOOZES;
+      if ((task?.snoozes ?? 0) >= allowed) {
+        throw new SnoozeLimitError(
+          `task ${lease.taskId} has taken the ${allowed} snoozes it may take; fail it instead (an attempt is used)`,
+          { context: { taskId: lease.taskId, maxSnoozes: allowed } },
+        );
+      }
+      return { event: 'release', to: requeueAfter(ctx, now, delayMs, task), snooze: true };
+    },
   });
   if (!outcome.replayed) {
-    await dispatch(ctx, outcome.task, 0, 'released');
+    if (outcome.requeued?.sentNow !== false)
+      await dispatch(ctx, outcome.task, (outcome.requeued?.delayMs ?? 0) / 1_000, 'released');
     await lookByExpiry(ctx, outcome.task);
   }
   return outcome;

@@ -231,12 +231,12 @@ export class Scheduler {
     return ownerSession(this.ctx, agentId);
   }
 
-  fail(lease: LeaseRef, error: unknown) {
-    return failTask(this.ctx, lease, error);
+  fail(lease: LeaseRef, error: unknown, options?: Parameters<typeof failTask>[3]) {
+    return failTask(this.ctx, lease, error, options);
   }
 
-  release(lease: LeaseRef) {
-    return releaseTask(this.ctx, lease);
+  release(lease: LeaseRef, options?: Parameters<typeof releaseTask>[2]) {
+    return releaseTask(this.ctx, lease, options);
   }
 
   cancel(taskId: string) {

@@ -45,6 +45,7 @@ const specHashOf = (spec: TaskSpec): string =>
         ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }]
         : []),
       ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
+      ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
     ]),
   );
 
@@ -133,6 +134,7 @@ export function prepareSubmission(
       : {}),
     ...(options.lineage ?? {}),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
+    ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
     payloadPurgeAt,
     ...(ctx.settings.taskLayout >= 2 ? { payloadListed: true } : {}),
   };

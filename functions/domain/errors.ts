@@ -86,6 +86,9 @@ export class LeaseLostError extends errorKind('LeaseLost', 409) {}
 /** The agent session presented is not the agent's live session (expired, replaced or never opened). */
 export class SessionLostError extends errorKind('SessionLost', 409) {}
 
+/** A snooze of a task that has taken all the snoozes it may (`maxSnoozes`): nothing changed. */
+export class SnoozeLimitError extends errorKind('SnoozeLimitReached', 409) {}
+
 /** The requested transition is not allowed from the task's current status (e.g. cancel a succeeded task). */
 export class InvalidTransitionError extends errorKind('InvalidTransition', 409) {}
 

@@ -25,6 +25,10 @@ export const LIMITS = {
   delaySeconds: 7 * 24 * 60 * 60,
   sqsMaxDelaySeconds: 15 * 60,
   backoffSeconds: 7 * 24 * 60 * 60,
+  /** Longest snooze (a release with a delay), and longest `retryAfterSeconds` of a failure. */
+  snoozeSeconds: 12 * 60 * 60,
+  /** Most snoozes a task may be given (`maxSnoozes`). */
+  maxSnoozes: 1_000,
   claimMax: 10,
   /** Longest `ttlSeconds`: a task waits to start at most this long, as long as its payload is kept for. */
   ttlSeconds: 14 * 24 * 60 * 60,
@@ -124,7 +128,15 @@ const runShape = {
    * does not hold up the others, and the queue's `perKeyConcurrency` bounds how many of a key run at once.
    */
   concurrencyKey: printableNameSchema(CONCURRENCY_KEY_CHARS).optional(),
+  /** Releases with a delay (snoozes) the task may take, which use no attempt. @default DEFAULT_MAX_SNOOZES */
+  maxSnoozes: z.int().min(0).max(LIMITS.maxSnoozes).optional(),
 };
+
+/**
+ * Snoozes a task may take unless it says otherwise: with a provider's usual Retry-After of a few seconds to a
+ * minute, a task waits out an hour or more of refusals before its snoozes run out and its failures count.
+ */
+export const DEFAULT_MAX_SNOOZES = 100;
 
 /**
  * A task submitted on another's behalf (its `onFailure`): its own name and follow-ups are the scheduler's, and its
@@ -178,6 +190,7 @@ export interface TaskSpec {
   readonly dependsOn?: readonly string[];
   readonly onDependencyFailure?: 'cancel' | 'run';
   readonly concurrencyKey?: string;
+  readonly maxSnoozes?: number;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -243,6 +256,7 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     ...(spec.expiresAt === undefined ? {} : { expiry: { at: Date.parse(spec.expiresAt) } }),
     ...(onFailureJson === undefined ? {} : { onFailureJson }),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
+    ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),

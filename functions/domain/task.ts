@@ -44,6 +44,10 @@ export interface Task extends AsOnTheWire {
   readonly attempt: number;
   readonly retryPolicy: RetryPolicy;
   readonly timeoutSeconds: number;
+  /** Snoozes it may take (`Sdk.SubmitTaskInput.maxSnoozes`); absent: `DEFAULT_MAX_SNOOZES`. */
+  readonly maxSnoozes?: number;
+  /** Snoozes taken (releases with a delay); absent: none. */
+  readonly snoozes?: number;
   /** The fencing token: incremented by every grant, presented by every write of the owner. */
   readonly leaseEpoch: number;
   readonly owner?: string;

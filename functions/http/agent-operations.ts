@@ -116,16 +116,16 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
       const failed = await scheduler.fail(
         { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.error,
+        body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds },
       );
       return { status: 200, body: { task: taskView(failed.task) } };
     },
     releaseTask: async (request) => {
       const body = parseBody(releaseBody, request.body);
-      const released = await scheduler.release({
-        agentId: agentOf(request),
-        taskId: taskIdParam(request),
-        leaseEpoch: body.leaseEpoch,
-      });
+      const released = await scheduler.release(
+        { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
+        body.delaySeconds === undefined ? {} : { delaySeconds: body.delaySeconds },
+      );
       return { status: 200, body: { task: taskView(released.task) } };
     },
   };

@@ -93,13 +93,18 @@ export const completeManyBody = accepts<Sdk.CompleteTasksRequest>()(
       .max(BATCH_LIMITS.complete),
   }),
 );
+/** A snooze's delay, or a failure's wait before its retry: whole seconds, up to 12 hours. */
+const snoozeSeconds = z.int().min(0).max(LIMITS.snoozeSeconds);
 export const failBody = accepts<Sdk.FailInput>()(
   z.strictObject({
     leaseEpoch: leaseEpochSchema,
     error: taskErrorSchema,
+    retryAfterSeconds: snoozeSeconds.optional(),
   }),
 );
-export const releaseBody = accepts<Sdk.ReleaseInput>()(z.strictObject({ leaseEpoch: leaseEpochSchema }));
+export const releaseBody = accepts<Sdk.ReleaseInput>()(
+  z.strictObject({ leaseEpoch: leaseEpochSchema, delaySeconds: snoozeSeconds.optional() }),
+);
 export const volunteerBody = accepts<Sdk.VolunteerInput>()(z.strictObject({ sessionId: sessionIdSchema }));
 export const releaseRoleBody = accepts<Sdk.ReleaseRoleInput>()(
   z.strictObject({ leaseEpoch: leaseEpochSchema }),

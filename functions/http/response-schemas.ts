@@ -76,6 +76,8 @@ export const taskSchema = published(
       attempt: count,
       maxAttempts: z.int().min(1),
       timeoutSeconds: z.int().min(1),
+      snoozes: count.optional().describe('Snoozes taken (releases with a delay), which used no attempt.'),
+      maxSnoozes: count.describe('Snoozes it may take; past them a snooze is refused.'),
       leaseEpoch: count,
       owner: agentId.optional(),
       result: jsonValueSchema.optional(),

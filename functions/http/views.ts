@@ -15,6 +15,7 @@ import { enforcedLimits, isCapped } from '#domain/queue-limits';
 import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
 import { deathOf, type Task } from '#domain/task';
+import { DEFAULT_MAX_SNOOZES } from '#domain/task-spec';
 
 function iso(ms: number): string;
 function iso(ms: number | undefined): string | undefined;
@@ -31,6 +32,8 @@ export function taskView(task: Task) {
     attempt: task.attempt,
     maxAttempts: task.retryPolicy.maxAttempts,
     timeoutSeconds: task.timeoutSeconds,
+    snoozes: task.snoozes,
+    maxSnoozes: task.maxSnoozes ?? DEFAULT_MAX_SNOOZES,
     leaseEpoch: task.leaseEpoch,
     owner: task.owner,
     result: task.result,

@@ -21,7 +21,7 @@ describe('SDK and Worker end to end', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       random: () => 0,
-      queues: ['lifecycle', 'race', 'crash', 'cancel', 'latency'],
+      queues: ['lifecycle', 'race', 'crash', 'cancel', 'latency', 'snooze', 'snoozed-out'],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
     server = await serveStack(stack, OPERATOR);
@@ -66,6 +66,62 @@ describe('SDK and Worker end to end', () => {
       result: { doubled: 40 },
       attempt: 1,
     });
+  });
+
+  it('a handler that meets a 429 with a Retry-After snoozes its task: no attempt used, run again after the delay', async () => {
+    // Prepare: a provider that refuses the first call with a Retry-After of one second.
+    const { task } = await operator.submitTask({ queue: 'snooze', payload: {}, maxAttempts: 1 });
+    const runs: number[] = [];
+    const worker = new Worker({
+      client: await agentClient('snooze'),
+      handler: async (claimed, ctx) => {
+        runs.push(Date.now());
+        if (runs.length === 1)
+          throw Object.assign(new Error('429 Too Many Requests'), { retryAfterSeconds: 0.4 });
+        if (runs.length === 2) return ctx.snooze(1);
+        return { attempt: claimed.attempt };
+      },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const snoozed: number[] = [];
+    worker.on('snoozed', (_, seconds) => snoozed.push(seconds));
+    await worker.start();
+
+    // Act
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded', 30_000);
+    await worker.stop();
+
+    // Assess: two snoozes of a second each (a Retry-After rounded up), then the one attempt the task had.
+    expect(snoozed).toEqual([1, 1]);
+    expect(await operator.getTask(task.taskId)).toMatchObject({
+      attempt: 1,
+      snoozes: 2,
+      result: { attempt: 1 },
+    });
+    expect((runs[1] ?? 0) - (runs[0] ?? 0)).toBeGreaterThanOrEqual(900);
+  });
+
+  it('a snooze past the task’s maxSnoozes fails the attempt instead, retried after the same delay', async () => {
+    const { task } = await operator.submitTask({
+      queue: 'snoozed-out',
+      payload: {},
+      maxSnoozes: 0,
+      maxAttempts: 2,
+    });
+    const worker = new Worker({
+      client: await agentClient('snoozed-out'),
+      handler: async (claimed, ctx) => (claimed.attempt === 1 ? ctx.snooze(1) : 'done'),
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const failed: unknown[] = [];
+    worker.on('failed', (_, error) => failed.push(error));
+    await worker.start();
+
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded', 10_000);
+    await worker.stop();
+
+    expect(failed).toHaveLength(1);
+    expect(await operator.getTask(task.taskId)).toMatchObject({ attempt: 2, result: 'done' });
   });
 
   it('two workers racing over 20 tasks run each exactly once', async () => {

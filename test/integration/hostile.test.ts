@@ -476,6 +476,32 @@ describe('hostile input', () => {
     });
   });
 
+  it('a snooze or a retry delay out of bounds is a 400 that leaves the lease as it was', async () => {
+    const [holder] = agents;
+    if (!holder) throw new Error('no agents');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"snooze":true}}');
+    const task = (await claimOne(holder)).json.tasks[0];
+    const epoch = task.leaseEpoch;
+    const bodies: [string, string][] = [
+      ['release', `{"leaseEpoch":${epoch},"delaySeconds":43201}`],
+      ['release', `{"leaseEpoch":${epoch},"delaySeconds":-1}`],
+      ['release', `{"leaseEpoch":${epoch},"delaySeconds":1.5}`],
+      ['release', `{"leaseEpoch":${epoch},"delaySeconds":"60"}`],
+      ['release', `{"leaseEpoch":${epoch},"delaySeconds":null}`],
+      ['fail', `{"leaseEpoch":${epoch},"error":{"message":"x"},"retryAfterSeconds":1e9}`],
+      ['fail', `{"leaseEpoch":${epoch},"error":{"message":"x"},"retryAfterSeconds":-5}`],
+      ['fail', `{"leaseEpoch":${epoch},"error":{"message":"x","retryAfterSeconds":5}}`],
+    ];
+    for (const [verb, body] of bodies) {
+      const answer = await call('POST', `/v1/agent/tasks/${task.taskId}/${verb}`, body, holder.token);
+      expect(answer.status, body).toBe(400);
+      expect(answer.json.error.code).toBe('ValidationError');
+    }
+    const after = await call('GET', `/v1/tasks/${task.taskId}`);
+    expect(after.json.task).toMatchObject({ status: 'leased', leaseEpoch: epoch, attempt: 1 });
+    expect(after.json.task.snoozes).toBeUndefined();
+  });
+
   it('the local server bounds each agent’s request rate as the agent function does, one agent apart from another', async () => {
     const limited = localRequestHandler({
       scheduler: stack.scheduler,

@@ -47,6 +47,8 @@ function details(task: Task): Child[] {
       ['Priority', task.priority],
       ['Status', task.status, 'status'],
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
+      // A server before snoozes names no limit.
+      ['Snoozes', task.maxSnoozes === undefined ? 'none' : `${task.snoozes ?? 0} of ${task.maxSnoozes}`],
       ['Timeout', `${task.timeoutSeconds} s`],
       ['Lease epoch', String(task.leaseEpoch)],
       ['Owner', task.owner ?? 'none'],

@@ -60,8 +60,11 @@ export type OwnerFinish =
       readonly to: Requeue | (Ending & { status: 'dead' });
       readonly error: TaskError;
     }
-  /** A release gives back the attempt it took: the task runs again with as many attempts left as before. */
-  | { readonly event: 'release'; readonly to: Requeue };
+  /**
+   * A release gives back the attempt it took: the task runs again with as many attempts left as before. A snooze
+   * (a release with a delay) is counted.
+   */
+  | { readonly event: 'release'; readonly to: Requeue; readonly snooze?: boolean };
 
 /** A task taken from its lease by the scheduler, not its owner: why, where it goes, and the error it records. */
 export interface TakingBack {

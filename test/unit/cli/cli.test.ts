@@ -2,7 +2,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CommandFailed, commandHandler, NOT_RETRYABLE_EXIT_CODE } from '../../../cli/command-handler';
+import {
+  CommandFailed,
+  commandHandler,
+  NOT_RETRYABLE_EXIT_CODE,
+  SNOOZE_EXIT_CODE,
+} from '../../../cli/command-handler';
 import { findLocalFile, resolveConnection } from '../../../cli/config';
 import { UsageError } from '../../../cli/errors';
 import { record, table } from '../../../cli/format';
@@ -203,6 +208,16 @@ describe('command handler', () => {
     const failure = await run(task, { signal: signal() }).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(CommandFailed);
     expect(failure).toMatchObject({ retryable, message: expect.stringMatching(/bad input/) });
+  });
+
+  it.each([
+    ['console.log(30)', 30],
+    ['console.log(JSON.stringify({retryAfterSeconds:2.5}))', 2.5],
+    ['console.log("busy")', 60],
+  ])('exit code 75 after %s asks for a snooze of %s s', async (output, seconds) => {
+    const run = commandHandler(['node', '-e', `${output};process.exit(${SNOOZE_EXIT_CODE})`]);
+    const failure = await run(task, { signal: signal() }).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ retryable: true, retryAfterSeconds: seconds });
   });
 
   it('stops the command when the lease is lost', async () => {

@@ -20,6 +20,7 @@ const record = (id: string, status: TaskStatus, extra: Partial<Task> = {}): Task
   attempt: 1,
   maxAttempts: 3,
   timeoutSeconds: 900,
+  maxSnoozes: 100,
   leaseEpoch: 1,
   payloadBytes: 2,
   createdAt: '2026-01-01T00:00:00.000Z',
