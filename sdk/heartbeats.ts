@@ -70,11 +70,21 @@ async function heartbeatCarrying(
   sender: HeartbeatSender,
   session: Session,
   carried: readonly OutgoingCheckpoint[],
+  extensions: readonly { readonly entry: RunningTask; readonly seconds: number }[],
 ): Promise<{ result: HeartbeatResult; landed: readonly OutgoingCheckpoint[] }> {
   const send = (checkpoints: readonly OutgoingCheckpoint[]) =>
     sender.client.heartbeat(
       {
         sessionId: session.sessionId,
+        ...(extensions.length === 0
+          ? {}
+          : {
+              extend: extensions.map(({ entry, seconds }) => ({
+                taskId: entry.taskId,
+                leaseEpoch: entry.task.leaseEpoch,
+                seconds,
+              })),
+            }),
         ...(checkpoints.length === 0
           ? {}
           : {
@@ -186,6 +196,11 @@ export class Heartbeats {
       });
     }
     const { carried, leftOver } = checkpointsToSend(host.tasks(), session, first);
+    const extensions = [...host.tasks()].flatMap((entry) => {
+      const seconds =
+        entry.aborted || entry.sessionId !== session.sessionId ? undefined : entry.pendingExtension();
+      return seconds === undefined ? [] : [{ entry, seconds }];
+    });
     const sentAt = Date.now();
     let result: HeartbeatResult;
     let landed: readonly OutgoingCheckpoint[];
@@ -206,6 +221,7 @@ export class Heartbeats {
         },
         session,
         carried,
+        extensions,
       ));
     } catch (error) {
       host.failed(session, error);
@@ -213,6 +229,13 @@ export class Heartbeats {
     }
     host.answered(session, sentAt, result);
     for (const p of landed) p.entry.acknowledgeCheckpoint(p.version);
+    for (const { entry, seconds } of extensions) {
+      const moved = result.extended?.find(
+        (e) => e.taskId === entry.taskId && e.leaseEpoch === entry.task.leaseEpoch,
+      );
+      // Absent: the lease is over (the answer's lost leases say so), or a server older than extensions.
+      entry.extended(sentAt, moved?.seconds ?? 0, seconds);
+    }
     if (leftOver) this.beatSoon(session);
     host.heard(session, result);
   }

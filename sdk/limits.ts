@@ -19,6 +19,8 @@ export const SERVER_LIMITS = {
   /** Tasks in one batch submit, children included. */
   tasksPerSubmit: 25,
   errorMessageChars: 2_048,
+  /** An attempt's length, and the most an extension of its deadline may ask. */
+  timeoutSeconds: 12 * 60 * 60,
   /** A snooze's delay, and a failure's `retryAfterSeconds`, at most. */
   snoozeSeconds: 12 * 60 * 60,
   /** Objects and arrays nested in one body, the body's own included. */

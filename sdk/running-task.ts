@@ -15,9 +15,10 @@ export type TaskPhase = 'running' | 'finishing';
 
 export class RunningTask {
   private readonly controller = new AbortController();
-  private readonly deadlineTimer: ReturnType<typeof setTimeout>;
-  /** When the attempt's deadline passes by the agent's own clock (the margin already taken off). */
-  readonly localDeadline: number;
+  private deadlineTimer: ReturnType<typeof setTimeout>;
+  private deadline: number;
+  /** Seconds asked of the next heartbeat for this attempt (`extendDeadline`), until an answer names them. */
+  private extensionAsked: number | undefined;
   phase: TaskPhase = 'running';
   abortReason: AbortReason | undefined;
   /** Settles once the handler has settled and its outcome was dealt with. */
@@ -39,17 +40,50 @@ export class RunningTask {
     readonly task: ClaimedTask,
     /** The session that holds the lease: a heartbeat of another session says nothing about it. */
     readonly sessionId: string,
-    lease: { readonly claimSentAt: number; readonly marginMs: number },
-    onDeadline: () => void,
+    private readonly lease: { readonly claimSentAt: number; readonly marginMs: number },
+    private readonly onDeadline: () => void,
   ) {
     const length =
       typeof task.timeoutSeconds === 'number'
         ? task.timeoutSeconds * 1_000
         : // A server that does not say the attempt's length: its absolute deadline is all there is.
           Date.parse(task.leaseDeadline) - lease.claimSentAt;
-    this.localDeadline = lease.claimSentAt + length - lease.marginMs;
-    const remaining = this.localDeadline - Date.now();
-    this.deadlineTimer = setTimeout(onDeadline, Math.min(Math.max(0, remaining), 2_147_483_647));
+    this.deadline = lease.claimSentAt + length - lease.marginMs;
+    this.deadlineTimer = this.armDeadline();
+  }
+
+  /** When the attempt's deadline passes by the agent's own clock (the margin already taken off). */
+  get localDeadline(): number {
+    return this.deadline;
+  }
+
+  private armDeadline(): ReturnType<typeof setTimeout> {
+    const remaining = this.deadline - Date.now();
+    return setTimeout(this.onDeadline, Math.min(Math.max(0, remaining), 2_147_483_647));
+  }
+
+  /** Asks the next heartbeat to push the deadline to `seconds` from when the server has it (whole, 1 to 43,200). */
+  askExtension(seconds: number): void {
+    this.extensionAsked = Math.min(SERVER_LIMITS.timeoutSeconds, Math.max(1, Math.ceil(seconds)));
+  }
+
+  /** The extension the next heartbeat carries, if one was asked. */
+  pendingExtension(): number | undefined {
+    return this.extensionAsked;
+  }
+
+  /**
+   * The server moved the deadline: `secondsLeft` from its write, which came after `sentAt` (the beat's send), so
+   * `sentAt` plus them can only come before the server's deadline. The extension the beat carried (`asked`) is
+   * settled; one asked again since goes with the next beat.
+   */
+  extended(sentAt: number, secondsLeft: number, asked: number): void {
+    if (this.extensionAsked === asked) this.extensionAsked = undefined;
+    const deadline = sentAt + secondsLeft * 1_000 - this.lease.marginMs;
+    if (this.aborted || deadline <= this.deadline) return;
+    this.deadline = deadline;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = this.armDeadline();
   }
 
   get taskId(): string {

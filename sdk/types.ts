@@ -34,6 +34,8 @@ export interface Task {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly timeoutSeconds: number;
+  /** How long an attempt may last in all when its agent extends its deadline; absent: `timeoutSeconds`. */
+  readonly maxTimeoutSeconds?: number;
   /** Snoozes taken (releases with a delay), which used no attempt; absent: none. */
   readonly snoozes?: number;
   /** Snoozes it may take (its `maxSnoozes`, or the default of 100). */
@@ -146,6 +148,11 @@ export interface SubmitTaskInput {
   readonly maxAttempts?: number;
   /** @default 900 */
   readonly timeoutSeconds?: number;
+  /**
+   * How long an attempt may last in all (up to 43,200 seconds, at least `timeoutSeconds`) when its agent pushes its
+   * deadline forward (`extend` on a heartbeat, `ctx.extendDeadline`). Absent: an attempt keeps `timeoutSeconds`.
+   */
+  readonly maxTimeoutSeconds?: number;
   /** @default 0 */
   readonly delaySeconds?: number;
   readonly backoffBaseSeconds?: number;
@@ -311,6 +318,27 @@ export interface HeartbeatInput {
    * checkpoint of an earlier attempt never overwrites a later one's.
    */
   readonly checkpoints?: readonly Checkpoint[];
+  /**
+   * Deadlines to push forward: each held task's attempt then ends no sooner than `seconds` (1 to 43,200) after the
+   * server has the beat, and never past the task's `maxTimeoutSeconds` from the attempt's start. At most 100, one a
+   * task.
+   */
+  readonly extend?: readonly DeadlineExtension[];
+}
+
+export interface DeadlineExtension {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly seconds: number;
+}
+
+/** A held task's deadline after an extension: `seconds` from when the server wrote it, and the moment. */
+export interface ExtendedLease {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  /** What is left of the attempt, from the server's write: the asked seconds, or less at `maxTimeoutSeconds`. */
+  readonly seconds: number;
+  readonly leaseDeadline: string;
 }
 
 export interface Checkpoint {
@@ -344,6 +372,8 @@ export interface HeartbeatResult {
   readonly held: readonly string[];
   /** When the session now ends unless extended again (the server's clock). */
   readonly expiresAt: string;
+  /** The deadlines the beat's `extend` asked for, as they now are; a task whose lease is over is in `lostLeases`. */
+  readonly extended?: readonly ExtendedLease[];
 }
 
 /** What the agent's live session holds, read from the tasks and roles themselves. */

@@ -57,6 +57,13 @@ export interface TaskContext {
   /** Sends a heartbeat now, with this task's latest checkpoint first; resolves once the server has the beat. */
   heartbeatNow(): Promise<void>;
   /**
+   * Pushes the attempt's deadline forward: a heartbeat goes now asking that the attempt end no sooner than
+   * `seconds` (1 to 43,200) after the server has it, never past the task's `maxTimeoutSeconds` from its start.
+   * Resolves with the seconds left to the attempt by the agent's own reckoning, which the signal's deadline now
+   * follows (unchanged when the task declares no `maxTimeoutSeconds`, or against a server older than extensions).
+   */
+  extendDeadline(seconds: number): Promise<number>;
+  /**
    * Submits follow-up tasks of this one (up to 25), fenced by its lease: refused once the lease is gone. Each is
    * named by its `key` among this task's children, so an attempt run again after a crash gets the same tasks back.
    * A fan-in is a child whose `dependsOn` names its siblings.

@@ -489,6 +489,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
       signal: entry.signal,
       checkpoint: (value) => entry.setCheckpoint(value),
       heartbeatNow: () => this.heartbeats.beat(entry),
+      extendDeadline: async (seconds) => {
+        entry.askExtension(seconds);
+        await this.heartbeats.beat(entry);
+        return Math.max(0, (entry.localDeadline - Date.now()) / 1_000);
+      },
       submit: (children) =>
         this.client.submitChildren(
           entry.taskId,

@@ -192,6 +192,7 @@ export function taskFromItem(item: Item): Task {
       rootTaskId: optionalString(item.rootTaskId),
       concurrencyKey: optionalString(item.concurrencyKey),
       maxSnoozes: optionalNumber(item.maxSnoozes),
+      maxTimeoutSeconds: item.maxTimeoutMs === undefined ? undefined : Number(item.maxTimeoutMs) / 1_000,
       snoozes: optionalNumber(item.snoozes),
     }),
   );
@@ -241,6 +242,7 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     dependencyCount: task.dependencyCount,
     onDependencyFailure: task.onDependencyFailure,
     maxSnoozes: task.maxSnoozes,
+    maxTimeoutMs: task.maxTimeoutSeconds === undefined ? undefined : task.maxTimeoutSeconds * 1_000,
     waitingOn: task.waitingOn && Object.fromEntries(task.waitingOn.map((id) => [id, true])),
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,

@@ -362,6 +362,24 @@ export class TaskTable implements TaskStore {
     }));
   }
 
+  extendDeadline(
+    taskId: string,
+    lease: OwnerFence,
+    leasedAt: number,
+    deadline: number,
+    now: number,
+  ): Promise<TaskWrite> {
+    return this.update(taskId, (e) => ({
+      set: [`${e.n('leaseDeadline')} = ${e.v(deadline)}`],
+      condition: [
+        `${e.n('status')} = ${e.v('leased')}`,
+        ...ownerFence(e, lease, now),
+        `${e.n('leasedAt')} = ${e.v(leasedAt)}`,
+        `${e.n('leaseDeadline')} < ${e.v(deadline)}`,
+      ].join(' AND '),
+    }));
+  }
+
   lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
     return this.update(observed.taskId, (e) => ({
       set: dueClauses(e, observed.taskId, dueAt),

@@ -138,8 +138,8 @@ export class Scheduler {
     return openSession(this.ctx, agentId, options);
   }
 
-  heartbeat(agentId: string, sessionId: string, checkpoints?: unknown) {
-    return heartbeat(this.ctx, agentId, sessionId, checkpoints);
+  heartbeat(agentId: string, sessionId: string, checkpoints?: unknown, extensions?: unknown) {
+    return heartbeat(this.ctx, agentId, sessionId, checkpoints, extensions);
   }
 
   /** What the agent's live session holds: tasks with their epochs, and roles. */

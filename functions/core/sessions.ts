@@ -28,6 +28,7 @@ import {
 import { accepts } from '#domain/wire-match';
 import type * as Sdk from '#sdk/types';
 import type { SchedulerContext } from './context';
+import { extendDeadline } from './deadline-extensions';
 import { emit } from './events';
 import { takeBackTasks } from './reclaim';
 import { takeBackRoles } from './roles';
@@ -235,6 +236,32 @@ export const checkpointsSchema = z
     'one checkpoint per task and heartbeat',
   );
 
+/**
+ * Deadlines a heartbeat pushes forward: each names the lease it is for, and moves that lease's deadline only while
+ * it holds.
+ */
+export const extensionsSchema = z
+  .array(
+    z.strictObject({
+      taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+      leaseEpoch: z.int().min(1).max(Number.MAX_SAFE_INTEGER),
+      seconds: z.int().min(1).max(LIMITS.timeoutSeconds),
+    }),
+  )
+  .max(100, 'at most 100 extensions per heartbeat')
+  .refine(
+    (list) => new Set(list.map((c) => c.taskId)).size === list.length,
+    'one extension per task and heartbeat',
+  );
+
+/** A held task's deadline after an extension, and what is left of its attempt from the write. */
+export interface ExtendedLease {
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+  readonly seconds: number;
+  readonly leaseDeadline: number;
+}
+
 /** A task and the epoch of the lease a notice is about. */
 export interface TaskLease {
   readonly taskId: string;
@@ -267,6 +294,8 @@ export interface HeartbeatResult {
    * know of is a grant whose answer it never got: `readSession` tells its epoch, so it can be released.
    */
   readonly held: string[];
+  /** The deadlines the heartbeat's extensions asked for, as they now are (leases still held only). */
+  readonly extended: ExtendedLease[];
 }
 
 const roleLeases = (map: Readonly<Record<string, number>>): RoleLease[] =>
@@ -282,7 +311,14 @@ export async function heartbeat(
   agentId: string,
   sessionId: string,
   checkpoints: unknown = undefined,
+  extensions: unknown = undefined,
 ): Promise<HeartbeatResult> {
+  let asked: z.output<typeof extensionsSchema> = [];
+  if (extensions !== undefined) {
+    const parsed = extensionsSchema.safeParse(extensions);
+    if (!parsed.success) throw new ValidationError(`extend.${describeIssues(parsed.error)}`);
+    asked = parsed.data;
+  }
   let encoded: { taskId: string; leaseEpoch: number; json: string }[] = [];
   if (checkpoints !== undefined) {
     const parsed = checkpointsSchema.safeParse(checkpoints);
@@ -328,8 +364,18 @@ export async function heartbeat(
       }
     }),
   );
+  const extended: ExtendedLease[] = [];
+  await Promise.all(
+    asked.map(async ({ taskId, leaseEpoch, seconds }) => {
+      const lease = { agentId, sessionId, leaseEpoch };
+      const moved = await extendDeadline(ctx, taskId, lease, seconds * 1_000, now);
+      if (moved) extended.push({ taskId, leaseEpoch, ...moved });
+      else lost.set(`${taskId}:${leaseEpoch}`, { taskId, leaseEpoch });
+    }),
+  );
   return {
     held: Object.keys(outcome.session.held),
+    extended,
     expiresAt: outcome.session.expiresAt,
     cancelled: Object.keys(cancelled),
     lost: [...new Set([...lost.values()].map((l) => l.taskId))],

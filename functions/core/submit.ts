@@ -46,6 +46,7 @@ const specHashOf = (spec: TaskSpec): string =>
         : []),
       ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
       ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
+      ...(spec.maxTimeoutSeconds === undefined ? [] : [{ maxTimeoutSeconds: spec.maxTimeoutSeconds }]),
     ]),
   );
 
@@ -135,6 +136,7 @@ export function prepareSubmission(
     ...(options.lineage ?? {}),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
     ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
+    ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
     payloadPurgeAt,
     ...(ctx.settings.taskLayout >= 2 ? { payloadListed: true } : {}),
   };

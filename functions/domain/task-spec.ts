@@ -108,6 +108,11 @@ const runShape = {
     .min(1)
     .max(LIMITS.timeoutSeconds)
     .default(15 * 60),
+  /**
+   * How long an attempt may last in all when its agent extends its deadline (`extend` on a heartbeat), from the
+   * attempt's start; at least `timeoutSeconds`. Absent: the attempt keeps `timeoutSeconds`.
+   */
+  maxTimeoutSeconds: z.int().min(1).max(LIMITS.timeoutSeconds).optional(),
   delaySeconds: z.int().min(0).max(LIMITS.delaySeconds).default(0),
   backoffBaseSeconds: z
     .int()
@@ -181,6 +186,7 @@ export interface TaskSpec {
   readonly priority: Priority;
   readonly retryPolicy: RetryPolicy;
   readonly timeoutSeconds: number;
+  readonly maxTimeoutSeconds?: number;
   readonly delaySeconds: number;
   readonly idempotencyKey?: string;
   /** When it must start by: seconds from the submit, or a moment. */
@@ -222,6 +228,16 @@ export function parseTaskSpec(input: unknown): TaskSpec {
   if (spec.onFailure && spec.onFailure.backoffMaxSeconds < spec.onFailure.backoffBaseSeconds) {
     throw new ValidationError('onFailure.backoffMaxSeconds: must be at least backoffBaseSeconds');
   }
+  for (const [field, run] of [
+    ['', spec],
+    ['onFailure.', spec.onFailure],
+  ] as const) {
+    if (run?.maxTimeoutSeconds !== undefined && run.maxTimeoutSeconds < run.timeoutSeconds) {
+      throw new ValidationError(
+        `${field}maxTimeoutSeconds: must be at least timeoutSeconds (${run.timeoutSeconds})`,
+      );
+    }
+  }
   if (spec.onDependencyFailure !== undefined && spec.dependsOn === undefined) {
     throw new ValidationError('onDependencyFailure: only with dependsOn');
   }
@@ -250,6 +266,7 @@ export function parseTaskSpec(input: unknown): TaskSpec {
       backoffMaxSeconds: spec.backoffMaxSeconds,
     },
     timeoutSeconds: spec.timeoutSeconds,
+    ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
     delaySeconds: spec.delaySeconds,
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
     ...(spec.ttlSeconds === undefined ? {} : { expiry: { ttlSeconds: spec.ttlSeconds } }),

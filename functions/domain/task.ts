@@ -44,6 +44,8 @@ export interface Task extends AsOnTheWire {
   readonly attempt: number;
   readonly retryPolicy: RetryPolicy;
   readonly timeoutSeconds: number;
+  /** How long an attempt may last in all when its agent extends its deadline; absent: `timeoutSeconds`. */
+  readonly maxTimeoutSeconds?: number;
   /** Snoozes it may take (`Sdk.SubmitTaskInput.maxSnoozes`); absent: `DEFAULT_MAX_SNOOZES`. */
   readonly maxSnoozes?: number;
   /** Snoozes taken (releases with a delay); absent: none. */

@@ -61,7 +61,7 @@ function sessionOperations(scheduler: Scheduler): Record<string, Operation> {
     },
     heartbeat: async (request) => {
       const body = parseBody(heartbeatBody, request.body);
-      const beat = await scheduler.heartbeat(agentOf(request), body.sessionId, body.checkpoints);
+      const beat = await scheduler.heartbeat(agentOf(request), body.sessionId, body.checkpoints, body.extend);
       return {
         status: 200,
         body: {
@@ -71,6 +71,16 @@ function sessionOperations(scheduler: Scheduler): Record<string, Operation> {
           roles: { picked: beat.rolesPicked, lost: beat.rolesLost },
           held: beat.held,
           expiresAt: new Date(beat.expiresAt).toISOString(),
+          ...(body.extend === undefined
+            ? {}
+            : {
+                extended: beat.extended.map((e) => ({
+                  taskId: e.taskId,
+                  leaseEpoch: e.leaseEpoch,
+                  seconds: e.seconds,
+                  leaseDeadline: new Date(e.leaseDeadline).toISOString(),
+                })),
+              }),
         },
       };
     },

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { BATCH_LIMITS } from '#core/batches';
 import { CHILDREN_LIMIT, childKeySchema } from '#core/children';
 import { CLAIM_ID_PATTERN } from '#core/claim';
-import { checkpointsSchema, OPEN_ID_PATTERN } from '#core/sessions';
+import { checkpointsSchema, extensionsSchema, OPEN_ID_PATTERN } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import {
@@ -31,6 +31,7 @@ export const heartbeatBody = accepts<Sdk.HeartbeatInput>()(
   z.strictObject({
     sessionId: sessionIdSchema,
     checkpoints: checkpointsSchema.optional(),
+    extend: extensionsSchema.optional(),
   }),
 );
 /** An open's id is optional: an SDK older than open ids sends `{}` or nothing, and every call opens anew. */

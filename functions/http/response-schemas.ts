@@ -76,6 +76,11 @@ export const taskSchema = published(
       attempt: count,
       maxAttempts: z.int().min(1),
       timeoutSeconds: z.int().min(1),
+      maxTimeoutSeconds: z
+        .int()
+        .min(1)
+        .optional()
+        .describe('How long an attempt may last in all when its agent extends its deadline.'),
       snoozes: count.optional().describe('Snoozes taken (releases with a delay), which used no attempt.'),
       maxSnoozes: count.describe('Snoozes it may take; past them a snooze is refused.'),
       leaseEpoch: count,
@@ -421,6 +426,19 @@ export const heartbeatResultSchema = published(
         .describe('Roles granted to this session, and taken from it, since the last heartbeat.'),
       held: z.array(taskId).describe('Task ids the session holds or is reserving: a superset of its leases.'),
       expiresAt: timestamp,
+      extended: z
+        .array(
+          z.looseObject({
+            taskId,
+            leaseEpoch: z.int().min(1),
+            seconds: z.number().min(0),
+            leaseDeadline: timestamp,
+          }),
+        )
+        .optional()
+        .describe(
+          "The deadlines the beat's `extend` asked for, as they now are: `seconds` left from the server's write, never past the task's `maxTimeoutSeconds`.",
+        ),
     }),
   ),
 );

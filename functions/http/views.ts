@@ -32,6 +32,7 @@ export function taskView(task: Task) {
     attempt: task.attempt,
     maxAttempts: task.retryPolicy.maxAttempts,
     timeoutSeconds: task.timeoutSeconds,
+    maxTimeoutSeconds: task.maxTimeoutSeconds,
     snoozes: task.snoozes,
     maxSnoozes: task.maxSnoozes ?? DEFAULT_MAX_SNOOZES,
     leaseEpoch: task.leaseEpoch,

@@ -21,7 +21,17 @@ describe('SDK and Worker end to end', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       random: () => 0,
-      queues: ['lifecycle', 'race', 'crash', 'cancel', 'latency', 'snooze', 'snoozed-out'],
+      queues: [
+        'lifecycle',
+        'race',
+        'crash',
+        'cancel',
+        'latency',
+        'snooze',
+        'snoozed-out',
+        'extend',
+        'overrun',
+      ],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
     server = await serveStack(stack, OPERATOR);
@@ -122,6 +132,72 @@ describe('SDK and Worker end to end', () => {
 
     expect(failed).toHaveLength(1);
     expect(await operator.getTask(task.taskId)).toMatchObject({ attempt: 2, result: 'done' });
+  });
+
+  it('a handler that extends its deadline three times runs past its timeout to success', async () => {
+    const { task } = await operator.submitTask({
+      queue: 'extend',
+      payload: {},
+      timeoutSeconds: 3,
+      maxTimeoutSeconds: 30,
+      maxAttempts: 1,
+    });
+    const left: number[] = [];
+    const worker = new Worker({
+      client: await agentClient('extend'),
+      handler: async (_, ctx) => {
+        // The worker's own reckoning ends the attempt a second early (its margin): extend within it.
+        for (let i = 0; i < 3; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          left.push(await ctx.extendDeadline(3));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        return { ranMs: 4_000 };
+      },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const lost: string[] = [];
+    worker.on('lost', (_, reason) => lost.push(reason));
+    await worker.start();
+
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded', 15_000);
+    await worker.stop();
+
+    expect(lost).toEqual([]);
+    expect(left).toHaveLength(3);
+    for (const seconds of left) expect(seconds).toBeGreaterThan(1);
+    expect(await operator.getTask(task.taskId)).toMatchObject({ attempt: 1, result: { ranMs: 4_000 } });
+  });
+
+  it('a handler that passes maxTimeoutSeconds loses its lease at that moment', async () => {
+    const { task } = await operator.submitTask({
+      queue: 'overrun',
+      payload: {},
+      timeoutSeconds: 2,
+      maxTimeoutSeconds: 3,
+      maxAttempts: 1,
+    });
+    const worker = new Worker({
+      client: await agentClient('overrun'),
+      handler: async (_, ctx) => {
+        await ctx.extendDeadline(60);
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
+        return 'too late';
+      },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const lost: { reason: string; at: number }[] = [];
+    worker.on('lost', (_, reason) => lost.push({ reason, at: Date.now() }));
+    const started = Date.now();
+    await worker.start();
+
+    await waitFor(() => lost.length > 0, 10_000);
+    await worker.stop();
+
+    expect(lost[0]?.reason).toBe('deadline');
+    // Three seconds from the grant, less the worker's margin: not the hour asked.
+    expect((lost[0]?.at ?? 0) - started).toBeLessThan(3_500);
+    expect((await operator.getTask(task.taskId)).status).not.toBe('succeeded');
   });
 
   it('two workers racing over 20 tasks run each exactly once', async () => {

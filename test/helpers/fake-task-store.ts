@@ -299,6 +299,22 @@ export class FakeTaskStore implements Port.TaskStore {
     });
   }
 
+  async extendDeadline(
+    taskId: string,
+    lease: Port.OwnerFence,
+    leasedAt: number,
+    deadline: number,
+    now: number,
+  ): Promise<Port.TaskWrite> {
+    return this.write('extendDeadline', taskId, (r) => {
+      if (r.task.status !== 'leased' || !ownedBy(r.task, lease, now) || r.task.leasedAt !== leasedAt)
+        return false;
+      if ((r.task.leaseDeadline ?? 0) >= deadline) return false;
+      r.task = { ...r.task, leaseDeadline: deadline };
+      return true;
+    });
+  }
+
   async lookAgainAt(observed: Port.Observed, dueAt: number): Promise<Port.TaskWrite> {
     return this.write('lookAgainAt', observed.taskId, (r) => {
       if (!asObserved(r.task, observed)) return false;

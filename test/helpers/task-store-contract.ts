@@ -320,6 +320,32 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       expect(done.finishedAt).toBeDefined();
     });
 
+    it('moves a deadline later only under the owner’s lease and the grant time read, never earlier', async () => {
+      const { store, now } = subject();
+      const task = await taskIn('leased');
+      const lease = leaseOf(task);
+      const leasedAt = task.leasedAt ?? 0;
+      const later = (task.leaseDeadline ?? 0) + 60_000;
+
+      expect(
+        (await store.extendDeadline(task.taskId, { ...lease, leaseEpoch: 0 }, leasedAt, later, now())).ok,
+      ).toBe(false);
+      expect((await store.extendDeadline(task.taskId, lease, leasedAt - 1, later, now())).ok).toBe(false);
+      expect(
+        (await store.extendDeadline(task.taskId, lease, leasedAt, (task.leaseDeadline ?? 0) - 1, now())).ok,
+      ).toBe(false);
+      expect(await store.get(task.taskId)).toEqual(task);
+
+      expect(
+        landed(await store.extendDeadline(task.taskId, lease, leasedAt, later, now())).leaseDeadline,
+      ).toBe(later);
+      // The owner's writes are fenced by the new deadline.
+      const at = later - 1;
+      expect(
+        (await store.finish(task.taskId, lease, { event: 'complete', to: ending('succeeded', at) }, at)).ok,
+      ).toBe(true);
+    });
+
     it('a barred grant does not land, while the same session’s grant at another time does; a grant that landed is not barred', async () => {
       const { store, now } = subject();
       const queued = await taskIn('queued');

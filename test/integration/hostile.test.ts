@@ -502,6 +502,37 @@ describe('hostile input', () => {
     expect(after.json.task.snoozes).toBeUndefined();
   });
 
+  it('an extension out of bounds, or a longest attempt shorter than the first, is a 400 that changes nothing', async () => {
+    const [holder] = agents;
+    if (!holder) throw new Error('no agents');
+    const shorter = await call(
+      'POST',
+      '/v1/tasks',
+      '{"queue":"work","payload":{},"timeoutSeconds":60,"maxTimeoutSeconds":30}',
+    );
+    expect(shorter.status).toBe(400);
+    expect(shorter.json.error.message).toMatch(/maxTimeoutSeconds: must be at least timeoutSeconds/);
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"extend":true},"maxTimeoutSeconds":3600}');
+    const task = (await claimOne(holder)).json.tasks[0];
+    const before = (await call('GET', `/v1/tasks/${task.taskId}`)).json.task;
+    const one = (seconds: unknown) => ({ taskId: task.taskId, leaseEpoch: task.leaseEpoch, seconds });
+    const many = Array.from({ length: 101 }, (_, i) => ({
+      ...one(60),
+      taskId: `t_${String(i).padStart(26, 'a')}`,
+    }));
+    for (const extend of [[one(0)], [one(43_201)], [one(1.5)], [one('60')], [one(60), one(90)], many]) {
+      const answer = await call(
+        'POST',
+        '/v1/agent/heartbeat',
+        JSON.stringify({ sessionId: holder.sessionId, extend }),
+        holder.token,
+      );
+      expect(answer.status, JSON.stringify(extend).slice(0, 80)).toBe(400);
+      expect(answer.json.error.code).toBe('ValidationError');
+    }
+    expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task).toEqual(before);
+  });
+
   it('the local server bounds each agent’s request rate as the agent function does, one agent apart from another', async () => {
     const limited = localRequestHandler({
       scheduler: stack.scheduler,

@@ -49,7 +49,12 @@ function details(task: Task): Child[] {
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
       // A server before snoozes names no limit.
       ['Snoozes', task.maxSnoozes === undefined ? 'none' : `${task.snoozes ?? 0} of ${task.maxSnoozes}`],
-      ['Timeout', `${task.timeoutSeconds} s`],
+      [
+        'Timeout',
+        task.maxTimeoutSeconds === undefined
+          ? `${task.timeoutSeconds} s`
+          : `${task.timeoutSeconds} s, extensible to ${task.maxTimeoutSeconds} s`,
+      ],
       ['Lease epoch', String(task.leaseEpoch)],
       ['Owner', task.owner ?? 'none'],
       ['Lease deadline', time(task.leaseDeadline)],

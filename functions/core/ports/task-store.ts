@@ -192,6 +192,17 @@ export interface TaskStore {
   // Writes that keep the status, fenced the same way.
   /** The owner's progress, kept on the task for the next holder; fenced by its lease. */
   checkpoint(taskId: string, lease: OwnerFence, checkpointJson: string, now: number): Promise<TaskWrite>;
+  /**
+   * The owner's attempt ends at `deadline` instead, later than it did: fenced by its lease, and by the grant time
+   * read (`leasedAt`), from which the task's longest attempt was reckoned.
+   */
+  extendDeadline(
+    taskId: string,
+    lease: OwnerFence,
+    leasedAt: number,
+    deadline: number,
+    now: number,
+  ): Promise<TaskWrite>;
   /** When the supervisor should next look at the task. */
   lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite>;
   /** Gives a task that has none an entry in the due index, at `dueAt`; fenced by the status and epoch observed. */
