@@ -21,6 +21,7 @@ import { devCommand } from './commands/dev';
 import { queueCommands } from './commands/queues';
 import { scheduleCommands } from './commands/schedules';
 import { taskCommands } from './commands/tasks';
+import { waitpointCommands } from './commands/waitpoints';
 import { workerCommand } from './commands/worker';
 import { Cli, type CliIo, DEFAULT_REQUEST_TIMEOUT_SECONDS, type GlobalOptions } from './context';
 import { UsageError, unreachableMessage } from './errors';
@@ -84,6 +85,8 @@ export function buildProgram(cli: Cli): Command {
   program.commandsGroup('Agents:');
   agentCommands(program, cli);
   workerCommand(program, cli);
+  program.commandsGroup('Waitpoints:');
+  waitpointCommands(program, cli);
   program.commandsGroup('Schedules:');
   scheduleCommands(program, cli);
   program.commandsGroup('Local:');

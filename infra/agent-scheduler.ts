@@ -130,6 +130,7 @@ export class AgentScheduler extends Construct {
       routeThrottle: {
         agent: props.agentRouteThrottle ?? { rateLimit: 100, burstLimit: 200 },
         operator: props.operatorRouteThrottle ?? { rateLimit: 50, burstLimit: 100 },
+        callback: props.callbackRouteThrottle ?? { rateLimit: 20, burstLimit: 40 },
       },
       logRetention,
       authorizerCacheTtl: Duration.seconds(60),

@@ -112,6 +112,7 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
   // BatchWriteItem: payload items, written without a condition (their key names the specification).
   // Query (the table's own key): a cancelled task's dependents are told; a queue's list partitions are read (the
   // payload items of layout 2 tasks).
+  // DeleteItem: a waitpoint answered (or its task cancelled) leaves the open list, in the transaction that ends it.
   grantOnTable(operatorApi, tasks, [
     'PutItem',
     'BatchWriteItem',
@@ -119,6 +120,7 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
     'UpdateItem',
     'BatchGetItem',
     'Query',
+    'DeleteItem',
   ]);
   grantOnTable(operatorApi, tasks, ['Query'], DUE_INDEX);
   // Listing tasks reads the `listed` index (layout 1 tasks), then the tasks of a page with BatchGetItem.
@@ -148,7 +150,8 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
   // It ends tasks that die or expire; and PutItem: a missed schedule occurrence that its policy runs is submitted.
   // Query (the table's own key) also reads the queues' list partitions for the list walk, which keeps where it
   // stands in an item of the leases table (GetItem, UpdateItem).
-  grantOnTable(supervisor, tasks, ENDS_TASKS);
+  // DeleteItem: a waitpoint that times out (or whose task expires) leaves the open list.
+  grantOnTable(supervisor, tasks, [...ENDS_TASKS, 'DeleteItem']);
   grantOnTable(supervisor, tasks, ['Query'], DUE_INDEX);
   grantOnTable(supervisor, leases, ['Scan', 'GetItem', 'UpdateItem', 'ConditionCheckItem']);
   // Reconcile reads how many hints wait in a queue before sending a task's hint again.

@@ -33,7 +33,12 @@ export interface SchedulerApiProps {
   readonly authorizer: IFunction;
   readonly throttle: Throttle;
   /** Limits of each agent route and of each operator route, overriding the stage's default. */
-  readonly routeThrottle: { readonly agent: Throttle; readonly operator: Throttle };
+  readonly routeThrottle: {
+    readonly agent: Throttle;
+    readonly operator: Throttle;
+    /** The public route of waitpoint callbacks. */
+    readonly callback: Throttle;
+  };
   readonly logRetention: RetentionDays;
   /** How long API Gateway caches an authorizer's answer for one token. */
   readonly authorizerCacheTtl: Duration;
@@ -122,8 +127,13 @@ export class SchedulerApi extends Construct {
     const cfnStage = this.stage.node.defaultChild as CfnStage;
     const routeSettings: Record<string, object> = {};
     for (const route of DEPLOYED_ROUTES) {
-      if (route.access === 'public') continue;
-      const limits = props.routeThrottle[route.access];
+      const limits =
+        route.operation === 'answerCallback'
+          ? props.routeThrottle.callback
+          : route.access === 'public'
+            ? undefined
+            : props.routeThrottle[route.access];
+      if (!limits) continue;
       routeSettings[`${route.method} ${route.path}`] = {
         ThrottlingRateLimit: limits.rateLimit,
         ThrottlingBurstLimit: limits.burstLimit,

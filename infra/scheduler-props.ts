@@ -47,6 +47,12 @@ export interface AgentSchedulerProps {
    */
   readonly operatorRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
   /**
+   * The waitpoint callback route's throttle (`POST /v1/callbacks/{token}`): it is public (the token is its
+   * credential) and the HTTP API has no WAF, so it has limits of its own.
+   * @default { rateLimit: 20, burstLimit: 40 }
+   */
+  readonly callbackRouteThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
    * API Gateway's limit of the push channel's WebSocket stage: connects and client frames (keep-alives included,
    * about one per connection every five minutes) across all connections.
    * @default 100 requests per second, bursts of 200
@@ -102,8 +108,10 @@ export interface AgentSchedulerProps {
    * anyway, instead of an index entry: one write unit a task less. Every function reads both layouts, but functions
    * of releases before layout 2 read only 1 and cannot find a layout 2 task's payload. So a stack deployed before
    * layout 2 existed upgrades in two deploys: first with `taskLayout: 1` (its old functions, still running during
-   * that deploy, see only tasks they can read), then without it. Roll back the same way: to 1 first.
-   * @default 2
+   * that deploy, see only tasks they can read), then without it. Roll back the same way: to 1 first. Layout 3 adds
+   * the `suspended` status (waitpoints), which functions of releases before it cannot read: a stack deployed before
+   * waitpoints upgrades first with `taskLayout: 2` (the wait route refuses), then without it.
+   * @default 3
    */
   readonly taskLayout?: number;
   /**
@@ -193,12 +201,18 @@ export function validateProps(props: AgentSchedulerProps): Record<SettingName, n
   type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
   const throttles: [string, number | undefined, Bounds][] = [
     // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
-    ...(['apiThrottle', 'agentRouteThrottle', 'operatorRouteThrottle', 'pushThrottle'] as const).flatMap(
-      (name): [string, number | undefined, Bounds][] => [
-        [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
-        [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],
-      ],
-    ),
+    ...(
+      [
+        'apiThrottle',
+        'agentRouteThrottle',
+        'operatorRouteThrottle',
+        'callbackRouteThrottle',
+        'pushThrottle',
+      ] as const
+    ).flatMap((name): [string, number | undefined, Bounds][] => [
+      [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
+      [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],
+    ]),
   ];
   for (const [name, value, bounds] of throttles) {
     if (value === undefined || Token.isUnresolved(value)) continue;

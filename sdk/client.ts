@@ -23,6 +23,7 @@ import type {
   CompletedManyAndClaimed,
   CompleteInput,
   CompleteItem,
+  CompleteWaitpointInput,
   CreateAgentInput,
   CreatedAgent,
   FailInput,
@@ -36,6 +37,7 @@ import type {
   QueueControl,
   QueueLimits,
   QueueStats,
+  RejectWaitpointInput,
   ReleaseInput,
   ReleaseRoleInput,
   ReleaseRoleResult,
@@ -50,6 +52,10 @@ import type {
   TaskPage,
   VolunteerInput,
   VolunteerResult,
+  WaitInput,
+  Waitpoint,
+  WaitpointPage,
+  WaitResult,
   WithdrawRoleInput,
   WithdrawRoleResult,
 } from './types.js';
@@ -185,6 +191,43 @@ export class AgentSchedulerClient {
   async cancelTask(taskId: string): Promise<Task> {
     return (await this.call<{ task: Task }>({ method: 'POST', path: `/v1/tasks/${segment(taskId)}/cancel` }))
       .task;
+  }
+
+  /** Open waitpoints, oldest first, a page at a time. */
+  async listWaitpoints(
+    filter: { readonly limit?: number; readonly cursor?: string } = {},
+  ): Promise<WaitpointPage> {
+    const page = await this.call<{ waitpoints: Waitpoint[]; nextCursor?: string | null }>({
+      method: 'GET',
+      path: '/v1/waitpoints',
+      query: { status: 'open', limit: filter.limit, cursor: filter.cursor },
+    });
+    return {
+      waitpoints: page.waitpoints,
+      ...(typeof page.nextCursor === 'string' ? { nextCursor: page.nextCursor } : {}),
+    };
+  }
+
+  /** Completes a waitpoint: its task resumes, its claim carrying `data`. The same answer again is answered as it was. */
+  async completeWaitpoint(waitpointId: string, input: CompleteWaitpointInput = {}): Promise<Waitpoint> {
+    return (
+      await this.call<{ waitpoint: Waitpoint }>({
+        method: 'POST',
+        path: `/v1/waitpoints/${segment(waitpointId)}/complete`,
+        body: input,
+      })
+    ).waitpoint;
+  }
+
+  /** Rejects a waitpoint: its task resumes, its claim carrying `reason`. */
+  async rejectWaitpoint(waitpointId: string, input: RejectWaitpointInput): Promise<Waitpoint> {
+    return (
+      await this.call<{ waitpoint: Waitpoint }>({
+        method: 'POST',
+        path: `/v1/waitpoints/${segment(waitpointId)}/reject`,
+        body: input,
+      })
+    ).waitpoint;
   }
 
   /** Sends a dead task back to its queue. */
@@ -523,6 +566,20 @@ export class AgentSchedulerClient {
         ...options,
       });
       return response.results;
+    });
+  }
+
+  /**
+   * Suspends a held task on a waitpoint: the lease ends (no heartbeats held), no attempt is used, and the task
+   * resumes when the waitpoint is completed, rejected or times out. The answer's `callbackUrl` completes it (shown
+   * once: a retry of this call after a lost answer gets a new one, and the first stops working).
+   */
+  async wait(taskId: string, input: WaitInput, options: CallOptions = {}): Promise<WaitResult> {
+    return this.call<WaitResult>({
+      method: 'POST',
+      path: `/v1/agent/tasks/${segment(taskId)}/wait`,
+      body: input,
+      ...options,
     });
   }
 

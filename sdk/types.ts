@@ -109,6 +109,65 @@ export interface ClaimedTask {
   /** Submitted by the agent running `parentTaskId`, in the tree `rootTaskId` began. */
   readonly parentTaskId?: string;
   readonly rootTaskId?: string;
+  /** The task was suspended on a waitpoint and resumed: how the wait ended, with its data or reason. */
+  readonly waitpoint?: WaitpointResult;
+}
+
+/** How a waitpoint ended, as the resumed task's claim hands it over. */
+export interface WaitpointResult {
+  readonly id: string;
+  readonly outcome: 'completed' | 'rejected' | 'timedOut';
+  /** A completion's data (up to 64 KB of JSON). */
+  readonly data?: unknown;
+  /** A rejection's reason. */
+  readonly reason?: string;
+}
+
+/** The body of a wait (`POST /v1/agent/tasks/{taskId}/wait`): the task is suspended until its waitpoint ends. */
+export interface WaitInput {
+  readonly leaseEpoch: number;
+  /** 1 to 2,592,000 (30 days). */
+  readonly timeoutSeconds: number;
+  /** When the wait times out: `resume` the task (outcome `timedOut`), or `fail` it (dead, `WaitpointTimeout`). @default 'resume' */
+  readonly onTimeout?: 'resume' | 'fail';
+  /** Saved on the task (up to 16 KB), handed to the resumed attempt. */
+  readonly checkpoint?: unknown;
+}
+
+/** A waitpoint, as its suspension and the operator routes show it. */
+export interface Waitpoint {
+  readonly waitpointId: string;
+  readonly taskId: string;
+  readonly status: 'open' | 'completed' | 'rejected' | 'timedOut' | 'cancelled';
+  readonly onTimeout: 'resume' | 'fail';
+  readonly timeoutAt: string;
+  readonly createdAt: string;
+  readonly resolvedAt?: string;
+}
+
+export interface CompleteWaitpointInput {
+  /** Handed to the resumed attempt (up to 64 KB of JSON). */
+  readonly data?: unknown;
+}
+
+export interface RejectWaitpointInput {
+  /** Handed to the resumed attempt (1 to 2,048 characters). */
+  readonly reason: string;
+}
+
+/** A page of open waitpoints, oldest first. */
+export interface WaitpointPage {
+  readonly waitpoints: readonly Waitpoint[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+/** What a wait answers: the suspended task, its waitpoint, and the one URL that completes it (shown this once). */
+export interface WaitResult {
+  readonly task: Task;
+  readonly waitpoint: Waitpoint;
+  /** `POST` JSON data here to complete the waitpoint; no other credential is needed, so keep it secret. */
+  readonly callbackUrl: string;
 }
 
 /** How a dependency ended, as its dependent's claim hands it over. */

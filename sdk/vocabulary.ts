@@ -7,11 +7,15 @@
 export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 
-/** `waiting`: for its dependencies; `expired`: not started by its deadline. */
+/**
+ * `waiting`: for its dependencies; `suspended`: its agent waits for a person or a callback (a waitpoint), holding no
+ * lease; `expired`: not started by its deadline.
+ */
 export const TASK_STATUSES = [
   'waiting',
   'queued',
   'leased',
+  'suspended',
   'succeeded',
   'dead',
   'cancelled',

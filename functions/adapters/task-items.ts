@@ -192,6 +192,7 @@ export function taskFromItem(item: Item): Task {
       rootTaskId: optionalString(item.rootTaskId),
       concurrencyKey: optionalString(item.concurrencyKey),
       maxSnoozes: optionalNumber(item.maxSnoozes),
+      waitpointId: optionalString(item.waitpointId),
       maxTimeoutSeconds: item.maxTimeoutMs === undefined ? undefined : Number(item.maxTimeoutMs) / 1_000,
       snoozes: optionalNumber(item.snoozes),
     }),

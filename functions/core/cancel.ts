@@ -9,6 +9,7 @@ import type { SchedulerContext } from './context';
 import { publishEnd } from './dependencies';
 import { ending } from './timing';
 import { freeLeaseSlots } from './turns';
+import { closeWaitpointOf } from './waitpoint-ends';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
   // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.
@@ -21,6 +22,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     const written = await ctx.tasks.cancel(task, ending(ctx, now, 'cancelled'), now);
     if (!written.ok) continue;
     if (task.status === 'leased') await freeLeaseSlots(ctx, task);
+    if (task.status === 'suspended') await closeWaitpointOf(ctx, task, now);
     if (task.status === 'leased' && task.owner && task.sessionId) {
       await ctx.sessions
         .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })

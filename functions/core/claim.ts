@@ -29,6 +29,7 @@ import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
 import { confirmSession, readSessionFor, type SessionRead } from './session-reads';
 import { passTurns, takeTurns } from './turns';
+import { type CarriedWaitpoint, waitpointFor } from './waitpoints';
 
 export interface ClaimRequest {
   readonly agentId: string;
@@ -86,6 +87,8 @@ export interface ClaimedTask {
   /** Submitted by the agent running this task, in the tree that `rootTaskId` began. */
   readonly parentTaskId?: string;
   readonly rootTaskId?: string;
+  /** Resumed from a waitpoint: how it ended. */
+  readonly waitpoint?: CarriedWaitpoint;
 }
 
 /**
@@ -267,6 +270,8 @@ async function withPayloads(
   for (const [index, task] of granted.entries()) {
     const dependencies = inputs[index];
     const text = read.get(task.taskId);
+    // A resumed task's claim reads its waitpoint once more (half a read unit), only for such a task.
+    const waitpoint = await waitpointFor(ctx, task);
     const payload = carriedFor(task) ?? (text === undefined ? undefined : { value: JSON.parse(text) });
     if (payload === undefined) {
       await markDead(ctx, task, 'the payload no longer exists');
@@ -287,6 +292,7 @@ async function withPayloads(
       ...(task.parentTaskId === undefined
         ? {}
         : { parentTaskId: task.parentTaskId, rootTaskId: task.rootTaskId ?? task.parentTaskId }),
+      ...(waitpoint === undefined ? {} : { waitpoint }),
     });
   }
   return claimed;

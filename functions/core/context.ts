@@ -19,6 +19,7 @@ import type { ScheduleStore } from './ports/schedule-store';
 import type { SessionStore } from './ports/session-store';
 import type { TaskQueuePort } from './ports/task-queues';
 import type { TaskStore } from './ports/task-store';
+import type { WaitpointStore } from './ports/waitpoint-store';
 
 export interface SchedulerSettings {
   /** A session (and every lease it holds) lives this long after its last heartbeat. */
@@ -190,6 +191,7 @@ export interface SchedulerContext {
   readonly occurrences: OccurrenceStore;
   /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
   readonly queueControls: QueueControlStore;
+  readonly waitpoints: WaitpointStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
   readonly agents: AgentStore;

@@ -14,14 +14,16 @@ import { publishEnd } from './dependencies';
 import { emit } from './events';
 import { submitTask } from './submit';
 import { ending } from './timing';
+import { closeWaitpointOf } from './waitpoint-ends';
 
 /** Ends a task whose deadline to start passed while it waited. True if this call ended it. */
 export async function expireTask(ctx: SchedulerContext, task: Task): Promise<boolean> {
   const now = ctx.now();
   if (task.expiresAt === undefined || task.expiresAt > now) return false;
-  if (task.status !== 'queued' && task.status !== 'waiting') return false;
+  if (task.status !== 'queued' && task.status !== 'waiting' && task.status !== 'suspended') return false;
   const written = await ctx.tasks.expire(task, ending(ctx, now, 'expired'), now);
   if (!written.ok) return false;
+  if (task.status === 'suspended') await closeWaitpointOf(ctx, task, now);
   await publishEnd(ctx, written.task, 'task.expired', {
     taskId: task.taskId,
     queue: task.queue,

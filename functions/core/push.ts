@@ -368,7 +368,7 @@ export async function announceEnd(ctx: SchedulerContext, task: Task): Promise<vo
   const push = ctx.push;
   if (!push || !task.watched) return;
   const status = task.status;
-  if (status === 'waiting' || status === 'queued' || status === 'leased') return;
+  if (status === 'waiting' || status === 'queued' || status === 'leased' || status === 'suspended') return;
   try {
     const resultJson = task.result === undefined ? undefined : JSON.stringify(task.result);
     const fits = resultJson === undefined || Buffer.byteLength(resultJson) <= MAX_PUSHED_RESULT_BYTES;

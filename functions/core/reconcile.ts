@@ -25,6 +25,7 @@ import { getQueueControl } from './queue-controls';
 import { climbLadder, nextStepAt } from './starvation';
 import { dueNoLaterThanExpiry } from './timing';
 import { offerTurn } from './turns';
+import { lookAtSuspended } from './waitpoints';
 
 export interface ReconcileSummary {
   readonly redispatched: string[];
@@ -44,6 +45,8 @@ export interface ReconcileSummary {
   readonly followedUp: string[];
   /** Waiting tasks whose dependencies this pass looked at. */
   readonly rechecked: string[];
+  /** Suspended tasks whose waitpoint timed out: resumed, or dead for `onTimeout: 'fail'`. */
+  readonly timedOut: string[];
   readonly errors: number;
 }
 
@@ -99,6 +102,7 @@ export async function reconcileDispatch(
     expired: [] as string[],
     followedUp: [] as string[],
     rechecked: [] as string[],
+    timedOut: [] as string[],
     errors: 0,
   };
   let servedQueues: Promise<Set<string>> | undefined;
@@ -131,9 +135,13 @@ export async function reconcileDispatch(
             await followUpEnd(ctx, task);
             summary.followedUp.push(task.taskId);
           }
-          if (task.status !== 'queued' && task.status !== 'waiting') return;
+          if (task.status !== 'queued' && task.status !== 'waiting' && task.status !== 'suspended') return;
           if (task.expiresAt !== undefined && task.expiresAt <= now) {
             if (await expireTask(ctx, task)) summary.expired.push(task.taskId);
+            return;
+          }
+          if (task.status === 'suspended') {
+            if (await lookAtSuspended(ctx, task, now)) summary.timedOut.push(task.taskId);
             return;
           }
           if (task.status === 'waiting') {

@@ -52,6 +52,7 @@ import {
 } from './sessions';
 import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
+import { type Answer, answerCallback, resolveWaitpoint, suspendTask } from './waitpoints';
 
 export class Scheduler {
   readonly ctx: SchedulerContext;
@@ -237,6 +238,30 @@ export class Scheduler {
 
   release(lease: LeaseRef, options?: Parameters<typeof releaseTask>[2]) {
     return releaseTask(this.ctx, lease, options);
+  }
+
+  /** Suspends the task on a waitpoint (`input`: timeoutSeconds, onTimeout, checkpoint). */
+  wait(lease: LeaseRef, input: unknown) {
+    return suspendTask(this.ctx, lease, input);
+  }
+
+  /** Ends an open waitpoint with an answer, and resumes its task. */
+  answerWaitpoint(waitpointId: string, answer: Answer) {
+    return resolveWaitpoint(this.ctx, waitpointId, answer);
+  }
+
+  /** A callback's answer: the token is its credential, its body the data. */
+  answerCallback(token: string, data: unknown) {
+    return answerCallback(this.ctx, token, data);
+  }
+
+  getWaitpoint(waitpointId: string) {
+    return this.ctx.waitpoints.get(waitpointId);
+  }
+
+  /** Open waitpoints, oldest first. */
+  listOpenWaitpoints(limit: number, after?: string) {
+    return this.ctx.waitpoints.listOpen(limit, after);
   }
 
   cancel(taskId: string) {

@@ -86,6 +86,12 @@ export class LeaseLostError extends errorKind('LeaseLost', 409) {}
 /** The agent session presented is not the agent's live session (expired, replaced or never opened). */
 export class SessionLostError extends errorKind('SessionLost', 409) {}
 
+/** No waitpoint by that id (or callback token). */
+export class WaitpointNotFoundError extends errorKind('WaitpointNotFound', 404) {}
+
+/** A waitpoint already ended with another outcome (or by another request): nothing changed. */
+export class WaitpointResolvedError extends errorKind('WaitpointResolved', 409) {}
+
 /** A snooze of a task that has taken all the snoozes it may (`maxSnoozes`): nothing changed. */
 export class SnoozeLimitError extends errorKind('SnoozeLimitReached', 409) {}
 

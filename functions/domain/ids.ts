@@ -28,6 +28,10 @@ const randomId = (prefix: string): string => `${prefix}_${base32(randomBytes(16)
 export const newTaskId = (): string => randomId('t');
 export const newAgentId = (): string => randomId('a');
 export const newSessionId = (): string => randomId('s');
+export const newWaitpointId = (): string => randomId('w');
+
+/** A waitpoint's callback secret: 256 random bits, base64url, shown once and kept only as its hash. */
+export const newCallbackSecret = (): string => randomBytes(32).toString('base64url');
 
 /** The task id an idempotency key stands for. */
 export const taskIdForIdempotencyKey = (key: string): string =>
@@ -49,6 +53,7 @@ export const onFailureTaskIdOf = (taskId: string, death = 1): string =>
 export const ID_PATTERN = /^[tas]_[a-z2-7]{26}$/;
 export const TASK_ID_PATTERN = /^t_[a-z2-7]{26}$/;
 export const AGENT_ID_PATTERN = /^a_[a-z2-7]{26}$/;
+export const WAITPOINT_ID_PATTERN = /^w_[a-z2-7]{26}$/;
 
 export const sha256Base64Url = (text: string): string =>
   createHash('sha256').update(text).digest('base64url');

@@ -134,12 +134,13 @@ export const SETTINGS = {
     prop: 'taskLayout',
     env: 'TASK_LAYOUT',
     unit: 'count',
-    default: 2,
+    default: 3,
     min: 1,
-    max: 2,
+    max: 3,
     integer: true,
     readBy: 'all but the authorizer',
-    meaning: 'how new tasks are written: 2 lists a task by its payload item (a write unit less); 1 as before',
+    meaning:
+      'how tasks are written: 3 may suspend them on waitpoints; 2 lists a task by its payload item (a write unit less); 1 as before',
   },
   queueSlotLayout: {
     prop: 'queueSlotLayout',

@@ -9,7 +9,9 @@
  *     ▲  ▲              │ │ │
  *     │  └─── release ──┘ │ └── fail / reclaim, attempts left ──▶ queued (after a backoff)
  *     │                   └──── fail / reclaim, none left ─────▶ dead ── redrive ──▶ queued
- *     ├── cancel from queued or leased ──▶ cancelled
+ *     │                   └──── wait ──▶ suspended ── resume (its waitpoint completed, rejected or timed out) ──▶ queued
+ *     │                                  └──────── its waitpoint timed out, `onTimeout: 'fail'` ──▶ dead
+ *     ├── cancel from queued, leased or suspended ──▶ cancelled
  *     └── expire from queued, once its deadline to start passed ──▶ expired
  *
  * `succeeded`, `cancelled`, `expired` and `dead` are terminal; only `redrive` leaves `dead`, on an operator's word.
@@ -37,7 +39,10 @@ export type TaskEvent =
   | 'cancel'
   | 'redrive'
   | 'expire'
-  | 'unblock';
+  | 'unblock'
+  | 'wait'
+  | 'resume'
+  | 'timeOut';
 
 /**
  * For each status, the events it accepts and the statuses each may lead to. `fail` and `reclaim` lead to
@@ -52,7 +57,10 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, Partial<Record<TaskEvent, 
     release: ['queued'],
     reclaim: ['queued', 'dead'],
     cancel: ['cancelled'],
+    wait: ['suspended'],
   },
+  // No lease is held: only its waitpoint's outcome, an operator's cancel or its deadline to start move it.
+  suspended: { resume: ['queued'], timeOut: ['dead'], cancel: ['cancelled'], expire: ['expired'] },
   dead: { redrive: ['queued'] },
   succeeded: {},
   cancelled: {},

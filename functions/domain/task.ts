@@ -13,7 +13,7 @@ export type TaskError = Sdk.TaskError;
 
 /** The last fenced write an owner made, kept so that a retried call can be answered with the same outcome. */
 export interface FinishRecord {
-  readonly kind: 'complete' | 'fail' | 'release';
+  readonly kind: 'complete' | 'fail' | 'release' | 'wait';
   readonly leaseEpoch: number;
   readonly agentId: string;
   readonly status: TaskStatus;
@@ -44,6 +44,8 @@ export interface Task extends AsOnTheWire {
   readonly attempt: number;
   readonly retryPolicy: RetryPolicy;
   readonly timeoutSeconds: number;
+  /** The waitpoint it was last suspended on: open while `suspended`, its outcome carried by the next claims. */
+  readonly waitpointId?: string;
   /** How long an attempt may last in all when its agent extends its deadline; absent: `timeoutSeconds`. */
   readonly maxTimeoutSeconds?: number;
   /** Snoozes it may take (`Sdk.SubmitTaskInput.maxSnoozes`); absent: `DEFAULT_MAX_SNOOZES`. */

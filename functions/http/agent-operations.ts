@@ -22,9 +22,18 @@ import {
   releaseBody,
   releaseRoleBody,
   volunteerBody,
+  waitBody,
   withdrawBody,
 } from './request-bodies';
-import { claimedTaskView, itemView, pushTicketView, roleView, sessionHoldingsView, taskView } from './views';
+import {
+  claimedTaskView,
+  itemView,
+  pushTicketView,
+  roleView,
+  sessionHoldingsView,
+  taskView,
+  waitpointView,
+} from './views';
 
 const agentOf = (request: ApiRequest): string => request.agentId ?? '';
 const roleOf = (request: ApiRequest): string => request.params.role ?? '';
@@ -129,6 +138,21 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
         body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds },
       );
       return { status: 200, body: { task: taskView(failed.task) } };
+    },
+    waitTask: async (request) => {
+      const { leaseEpoch, ...input } = parseBody(waitBody, request.body);
+      const suspended = await scheduler.wait(
+        { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch },
+        input,
+      );
+      return {
+        status: 200,
+        body: {
+          task: taskView(suspended.task),
+          waitpoint: waitpointView(suspended.waitpoint),
+          callbackUrl: `${request.origin ?? ''}/v1/callbacks/${suspended.token}`,
+        },
+      };
     },
     releaseTask: async (request) => {
       const body = parseBody(releaseBody, request.body);

@@ -54,6 +54,8 @@ export interface ApiRequest {
   /** The calling agent, as the authorizer established it; never read from the request itself. */
   readonly agentId?: string;
   readonly requestId: string;
+  /** Where the caller reached the API (`https://host`), for URLs an answer hands out; absent if unknown. */
+  readonly origin?: string;
 }
 
 export interface ApiResponse {
@@ -277,12 +279,17 @@ export function createHttpApi(
         }
       }
       const body = parseBody(event);
+      const host = event.headers?.host ?? event.headers?.Host;
+      const proto = event.headers?.['x-forwarded-proto'] ?? 'http';
       const response = await operation({
         route,
         params,
         query: new URLSearchParams(event.rawQueryString ?? ''),
         body,
         requestId,
+        ...(host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) && (proto === 'https' || proto === 'http')
+          ? { origin: `${proto}://${host}` }
+          : {}),
         ...(typeof agentId === 'string' ? { agentId } : {}),
       });
       return json(response.status, response.body);

@@ -13,15 +13,18 @@ import {
   claimBody,
   completeBody,
   completeManyBody,
+  completeWaitpointBody,
   failBody,
   heartbeatBody,
   openSessionBody,
+  rejectWaitpointBody,
   releaseBody,
   releaseRoleBody,
   submitChildBody,
   submitChildrenBody,
   submitTasksBody,
   volunteerBody,
+  waitBody,
   withdrawBody,
 } from './request-bodies';
 import {
@@ -52,6 +55,9 @@ import {
   taskPageSchema,
   taskResponseSchema,
   volunteerResultSchema,
+  waitpointPageSchema,
+  waitpointResponseSchema,
+  waitResultSchema,
   withdrawRoleResultSchema,
 } from './response-schemas';
 import { ROUTES, type RouteDefinition } from './routes';
@@ -259,6 +265,36 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ),
   failTask: withBody('Fail a task', 'FailRequest', failBody, ok(taskResponseSchema)),
   releaseTask: withBody('Give a task back unfinished', 'ReleaseRequest', releaseBody, ok(taskResponseSchema)),
+  waitTask: withBody('Suspend a held task on a waitpoint', 'WaitRequest', waitBody, ok(waitResultSchema)),
+  listWaitpoints: {
+    summary: 'List open waitpoints, oldest first',
+    query: [
+      {
+        name: 'status',
+        description: 'Only `open` (the default).',
+        schema: { type: 'string', enum: ['open'] },
+      },
+      limit,
+      cursor,
+    ],
+    responses: ok(waitpointPageSchema),
+  },
+  completeWaitpoint: withBody(
+    'Complete a waitpoint: its task resumes with the data',
+    'CompleteWaitpointRequest',
+    completeWaitpointBody,
+    ok(waitpointResponseSchema),
+  ),
+  rejectWaitpoint: withBody(
+    'Reject a waitpoint: its task resumes with the reason',
+    'RejectWaitpointRequest',
+    rejectWaitpointBody,
+    ok(waitpointResponseSchema),
+  ),
+  answerCallback: {
+    summary: 'Complete a waitpoint through its callback URL',
+    responses: ok(waitpointResponseSchema),
+  },
   registerRole: { summary: 'Register for a role', responses: ok(roleResponseSchema) },
   volunteerForRole: withBody(
     'Volunteer to hold a role',

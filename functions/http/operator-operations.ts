@@ -5,11 +5,12 @@
 
 import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
-import { ValidationError } from '#domain/errors';
+import { ValidationError, WaitpointNotFoundError } from '#domain/errors';
+import { WAITPOINT_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
-import { noBody } from './request-bodies';
+import { completeWaitpointBody, noBody, parseBody, rejectWaitpointBody } from './request-bodies';
 import {
   agentView,
   itemView,
@@ -22,6 +23,7 @@ import {
   taskListView,
   taskView,
   taskWithPayloadView,
+  waitpointView,
 } from './views';
 
 const optional = (key: string, value: string | null) => (value === null ? {} : { [key]: value });
@@ -35,8 +37,53 @@ function queueParam(request: ApiRequest): string {
   return name;
 }
 
+/** The `{waitpointId}` path parameter; one that cannot exist is not found. */
+function waitpointParam(request: ApiRequest): string {
+  const id = request.params.waitpointId ?? '';
+  if (!WAITPOINT_ID_PATTERN.test(id))
+    throw new WaitpointNotFoundError(`waitpoint ${id.slice(0, 64)} does not exist`);
+  return id;
+}
+
 export const operatorOperations = (scheduler: Scheduler): Record<string, Operation> => ({
   health: async () => ({ status: 200, body: { status: 'ok' } }),
+  answerCallback: async (request) => {
+    const resolved = await scheduler.answerCallback(request.params.token ?? '', request.body);
+    return { status: 200, body: { waitpoint: waitpointView(resolved.waitpoint) } };
+  },
+  completeWaitpoint: async (request) => {
+    const body = parseBody(completeWaitpointBody, request.body ?? {});
+    const resolved = await scheduler.answerWaitpoint(waitpointParam(request), {
+      outcome: 'completed',
+      ...(body.data === undefined ? {} : { data: body.data }),
+    });
+    return { status: 200, body: { waitpoint: waitpointView(resolved.waitpoint) } };
+  },
+  rejectWaitpoint: async (request) => {
+    const body = parseBody(rejectWaitpointBody, request.body);
+    const resolved = await scheduler.answerWaitpoint(waitpointParam(request), {
+      outcome: 'rejected',
+      reason: body.reason,
+    });
+    return { status: 200, body: { waitpoint: waitpointView(resolved.waitpoint) } };
+  },
+  listWaitpoints: async (request) => {
+    const status = request.query.get('status') ?? 'open';
+    if (status !== 'open') throw new ValidationError('status: only open waitpoints are listed');
+    const { limit = 50 } = limitOf(request.query.get('limit'));
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ValidationError('limit: 1 to 100');
+    const cursor = request.query.get('cursor') ?? undefined;
+    if (cursor !== undefined && !/^\d{15}#w_[a-z2-7]{26}$/.test(cursor))
+      throw new ValidationError('cursor: not one this list gave');
+    const page = await scheduler.listOpenWaitpoints(limit, cursor);
+    return {
+      status: 200,
+      body: {
+        waitpoints: page.waitpoints.map((w) => waitpointView(w)),
+        ...(page.next === undefined ? {} : { nextCursor: page.next }),
+      },
+    };
+  },
   openApi: async () => ({ status: 200, body: openApiDocument() }),
   ...taskOperations(scheduler),
   ...queueOperations(scheduler),

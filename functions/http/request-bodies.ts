@@ -20,6 +20,7 @@ import {
   taskErrorSchema,
   taskSpecSchema,
 } from '#domain/task-spec';
+import { WAITPOINT_LIMITS, waitBodyShape } from '#domain/waitpoint';
 import { accepts } from '#domain/wire-match';
 import type * as Sdk from '#sdk/types';
 import type { ApiRequest } from './http-api';
@@ -94,6 +95,16 @@ export const completeManyBody = accepts<Sdk.CompleteTasksRequest>()(
       .max(BATCH_LIMITS.complete),
   }),
 );
+export const waitBody = accepts<Sdk.WaitInput>()(
+  z.strictObject({ leaseEpoch: leaseEpochSchema, ...waitBodyShape, onTimeout: waitBodyShape.onTimeout }),
+);
+export const completeWaitpointBody = accepts<Sdk.CompleteWaitpointInput>()(
+  z.strictObject({ data: jsonValueSchema.optional() }),
+);
+export const rejectWaitpointBody = accepts<Sdk.RejectWaitpointInput>()(
+  z.strictObject({ reason: z.string().min(1).max(WAITPOINT_LIMITS.reasonChars) }),
+);
+
 /** A snooze's delay, or a failure's wait before its retry: whole seconds, up to 12 hours. */
 const snoozeSeconds = z.int().min(0).max(LIMITS.snoozeSeconds);
 export const failBody = accepts<Sdk.FailInput>()(

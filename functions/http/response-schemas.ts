@@ -156,6 +156,15 @@ export const claimedTaskSchema = published(
         .describe('Submitted with `dependsOn`: how each dependency ended, by task id, results included.'),
       parentTaskId: taskId.optional(),
       rootTaskId: taskId.optional(),
+      waitpoint: z
+        .looseObject({
+          id: z.string(),
+          outcome: z.enum(['completed', 'rejected', 'timedOut']),
+          data: jsonValueSchema.optional(),
+          reason: z.string().optional(),
+        })
+        .optional()
+        .describe('Resumed from a waitpoint: how the wait ended, with its data or reason.'),
     }),
   ),
 );
@@ -352,6 +361,44 @@ export const openApiDocumentSchema = published(
 );
 
 export const taskResponseSchema = published('TaskResponse', z.looseObject({ task: taskSchema }));
+
+/** waitpointView */
+export const waitpointSchema = published(
+  'Waitpoint',
+  answers<Sdk.Waitpoint>()(
+    z.looseObject({
+      waitpointId: z.string(),
+      taskId,
+      status: z.enum(['open', 'completed', 'rejected', 'timedOut', 'cancelled']),
+      onTimeout: z.enum(['resume', 'fail']),
+      timeoutAt: timestamp,
+      createdAt: timestamp,
+      resolvedAt: timestamp.optional(),
+    }),
+  ),
+);
+export const waitpointResponseSchema = published(
+  'WaitpointResponse',
+  z.looseObject({ waitpoint: waitpointSchema }),
+);
+export const waitResultSchema = published(
+  'WaitResult',
+  answers<Sdk.WaitResult>()(
+    z.looseObject({
+      task: taskSchema,
+      waitpoint: waitpointSchema,
+      callbackUrl: z
+        .string()
+        .describe(
+          'POST JSON data here to complete the waitpoint: the URL is its only credential. Shown once.',
+        ),
+    }),
+  ),
+);
+export const waitpointPageSchema = published(
+  'WaitpointPage',
+  answers<Sdk.WaitpointPage>()(z.looseObject({ waitpoints: z.array(waitpointSchema), nextCursor })),
+);
 export const taskPageSchema = published(
   'TaskPage',
   answers<Sdk.TaskPage>()(z.looseObject({ tasks: z.array(taskSummarySchema), nextCursor })),

@@ -37,6 +37,8 @@ const agent = routeOf('agent');
 
 export const ROUTES: readonly RouteDefinition[] = [
   unauthenticated('GET', '/v1/health', 'health'),
+  // A waitpoint's callback: the token in the path is the only credential (`core/waitpoints.ts`).
+  unauthenticated('POST', '/v1/callbacks/{token}', 'answerCallback'),
   operator('GET', '/v1/openapi.json', 'openApi'),
 
   operator('POST', '/v1/tasks', 'submitTask'),
@@ -58,6 +60,10 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('DELETE', '/v1/schedules/{name}', 'deleteSchedule'),
   operator('GET', '/v1/schedules/{name}/occurrences', 'listOccurrences'),
 
+  operator('GET', '/v1/waitpoints', 'listWaitpoints'),
+  operator('POST', '/v1/waitpoints/{waitpointId}/complete', 'completeWaitpoint'),
+  operator('POST', '/v1/waitpoints/{waitpointId}/reject', 'rejectWaitpoint'),
+
   operator('GET', '/v1/roles', 'listRoles'),
   operator('POST', '/v1/push-ticket', 'createPushTicket'),
 
@@ -74,6 +80,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   agent('POST', '/v1/agent/tasks/{taskId}/complete', 'completeTask'),
   agent('POST', '/v1/agent/tasks/{taskId}/fail', 'failTask'),
   agent('POST', '/v1/agent/tasks/{taskId}/release', 'releaseTask'),
+  agent('POST', '/v1/agent/tasks/{taskId}/wait', 'waitTask'),
   agent('POST', '/v1/agent/roles/{role}/register', 'registerRole'),
   agent('POST', '/v1/agent/roles/{role}/volunteer', 'volunteerForRole'),
   agent('POST', '/v1/agent/roles/{role}/release', 'releaseRole'),

@@ -16,6 +16,7 @@ import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
 import { deathOf, type Task } from '#domain/task';
 import { DEFAULT_MAX_SNOOZES } from '#domain/task-spec';
+import type { Waitpoint } from '#domain/waitpoint';
 
 function iso(ms: number): string;
 function iso(ms: number | undefined): string | undefined;
@@ -83,6 +84,22 @@ export function taskListView(task: Task) {
 
 export function claimedTaskView(task: ClaimedTask) {
   return { ...task, leaseDeadline: iso(task.leaseDeadline) };
+}
+
+/** A waitpoint: its task, status and timeout (never its token). */
+export function waitpointView(
+  waitpoint: Pick<Waitpoint, 'waitpointId' | 'taskId' | 'onTimeout' | 'timeoutAt' | 'createdAt'> &
+    Partial<Pick<Waitpoint, 'status' | 'resolvedAt'>>,
+) {
+  return {
+    waitpointId: waitpoint.waitpointId,
+    taskId: waitpoint.taskId,
+    status: waitpoint.status ?? 'open',
+    onTimeout: waitpoint.onTimeout,
+    timeoutAt: iso(waitpoint.timeoutAt),
+    createdAt: iso(waitpoint.createdAt),
+    resolvedAt: iso(waitpoint.resolvedAt),
+  };
 }
 
 /** An agent; in a list, with its presence: online, last heartbeat, tasks held. */

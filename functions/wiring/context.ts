@@ -23,6 +23,7 @@ import { SessionTable } from '#adapters/session-table';
 import type { TableNames } from '#adapters/tables';
 import { type QueueDirectory, TaskQueues } from '#adapters/task-queues';
 import { TaskTable } from '#adapters/task-table';
+import { WaitpointTable } from '#adapters/waitpoint-table';
 import { WakeTimerQueue } from '#adapters/wake-timer-queue';
 import {
   DEFAULT_SETTINGS,
@@ -122,6 +123,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
+    waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),

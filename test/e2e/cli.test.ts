@@ -359,6 +359,53 @@ describe('the agent-scheduler command', () => {
       });
     });
 
+    it('waitpoints list shows the open ones; complete and reject answer them, and their tasks resume', async () => {
+      const created = await operator.createAgent({
+        name: 'cli-waiter',
+        queues: ['other'],
+        maxConcurrency: 2,
+      });
+      const agent = new AgentSchedulerClient({ endpoint: server.url, token: created.token });
+      const session = await agent.openSession();
+      for (const n of [1, 2]) await operator.submitTask({ queue: 'other', payload: { wait: n } });
+      const held = [];
+      for (let i = 0; i < 40 && held.length < 2; i++) {
+        held.push(...(await agent.claim({ sessionId: session.sessionId, max: 2 })).tasks);
+        if (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const ids = [];
+      for (const task of held) {
+        const { waitpoint } = await agent.wait(task.taskId, {
+          leaseEpoch: task.leaseEpoch,
+          timeoutSeconds: 600,
+        });
+        ids.push(waitpoint.waitpointId);
+      }
+
+      const listed = await cli(['waitpoints', 'list', ...at()]);
+      const completed = await cli([
+        'waitpoints',
+        'complete',
+        ids[0] ?? '',
+        '--data',
+        '{"ok":true}',
+        '--json',
+        ...at(),
+      ]);
+      const rejected = await cli(['waitpoints', 'reject', ids[1] ?? '', '--reason', 'no', ...at()]);
+      const again = await cli(['waitpoints', 'reject', ids[0] ?? '', '--reason', 'late', ...at()]);
+
+      expect(listed.stdout.split('\n')[0]).toMatch(
+        /^waitpointId\s+taskId\s+createdAt\s+timeoutAt\s+onTimeout$/,
+      );
+      for (const id of ids) expect(listed.stdout).toContain(id);
+      expect(JSON.parse(completed.stdout)).toMatchObject({ waitpointId: ids[0], status: 'completed' });
+      expect(rejected.stdout).toContain(`${ids[1]} rejected`);
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toMatch(/WaitpointResolved|ended already/);
+      expect((await operator.getTask(held[1]?.taskId ?? '')).status).toBe('queued');
+    });
+
     it('schedules create passes the overlap and missed-run policies', async () => {
       const outcome = await cli([
         'schedules',

@@ -241,6 +241,45 @@ describe('the OpenAPI document matches what the server answers', () => {
     await operator('POST', `/v1/tasks/${doomed.taskId}/redrive`);
     await operator('POST', `/v1/tasks/${doomed.taskId}/cancel`);
 
+    // Waitpoints: three tasks suspended; one completed by an operator, one rejected, one through its callback;
+    // the resumed claim carries the outcome; deadlines pushed forward on a heartbeat.
+    const suspendedUrls: string[] = [];
+    const waitpointIds: string[] = [];
+    for (let i = 0; i < 3; i++) await submit({ maxTimeoutSeconds: 3_600 });
+    const waiting = await claim(agentA, 3);
+    await call('POST', '/v1/agent/heartbeat', {
+      token: agentA.token,
+      body: {
+        sessionId: agentA.sessionId,
+        extend: waiting.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch, seconds: 1_800 })),
+      },
+      expect: 200,
+    });
+    for (const task of waiting) {
+      const suspended = await call('POST', `/v1/agent/tasks/${task.taskId}/wait`, {
+        token: agentA.token,
+        body: { leaseEpoch: task.leaseEpoch, timeoutSeconds: 600, checkpoint: { asked: true } },
+        expect: 200,
+      });
+      suspendedUrls.push(String(suspended.callbackUrl));
+      waitpointIds.push(String((suspended.waitpoint as Body).waitpointId));
+    }
+    const open = await operator('GET', '/v1/waitpoints?limit=1');
+    expect(open.nextCursor).toEqual(expect.any(String));
+    await operator('GET', `/v1/waitpoints?status=open&cursor=${encodeURIComponent(String(open.nextCursor))}`);
+    await operator('POST', `/v1/waitpoints/${waitpointIds[0]}/complete`, { data: { approved: true } });
+    await operator('POST', `/v1/waitpoints/${waitpointIds[1]}/reject`, { reason: 'not now' });
+    const callbackPath = new URL(suspendedUrls[2] ?? '').pathname;
+    await call('POST', callbackPath, { body: { from: 'webhook' }, expect: 200 });
+    const resumed = await call('POST', '/v1/agent/claim', {
+      token: agentA.token,
+      body: { sessionId: agentA.sessionId, max: 3 },
+      expect: 200,
+    });
+    expect((resumed.tasks as { waitpoint?: unknown }[]).map((t) => t.waitpoint)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ outcome: 'rejected', reason: 'not now' })]),
+    );
+
     // Queues.
     await operator('GET', '/v1/queues');
     await operator('POST', `/v1/queues/${IDLE_QUEUE}/pause`);

@@ -31,6 +31,7 @@ describe('SDK and Worker end to end', () => {
         'snoozed-out',
         'extend',
         'overrun',
+        'approval',
       ],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
@@ -198,6 +199,46 @@ describe('SDK and Worker end to end', () => {
     // Three seconds from the grant, less the worker's margin: not the hour asked.
     expect((lost[0]?.at ?? 0) - started).toBeLessThan(3_500);
     expect((await operator.getTask(task.taskId)).status).not.toBe('succeeded');
+  });
+
+  it('a task suspended through the SDK resumes once when its callback URL is posted to, carrying the data', async () => {
+    const { task } = await operator.submitTask({ queue: 'approval', payload: { plan: 'deploy' } });
+    const agent = await agentClient('approval');
+    const session = await agent.openSession();
+    const claimOne = async () => {
+      for (let i = 0; i < 40; i++) {
+        const { tasks } = await agent.claim({ sessionId: session.sessionId, max: 1 });
+        if (tasks[0]) return tasks[0];
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error('nothing was claimed');
+    };
+    const first = await claimOne();
+
+    const suspended = await agent.wait(task.taskId, { leaseEpoch: first.leaseEpoch, timeoutSeconds: 600 });
+    const listed = await operator.listWaitpoints();
+    const post = (body: unknown) =>
+      fetch(suspended.callbackUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const answers = [
+      await post({ approved: true }),
+      await post({ approved: true }),
+      await post({ approved: false }),
+    ];
+    const resumed = await claimOne();
+
+    expect(suspended.task.status).toBe('suspended');
+    expect(suspended.callbackUrl).toMatch(/^http:\/\/.+\/v1\/callbacks\/w_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$/);
+    expect(listed.waitpoints.map((w) => w.waitpointId)).toContain(suspended.waitpoint.waitpointId);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 409]);
+    expect(resumed).toMatchObject({
+      taskId: task.taskId,
+      attempt: 1,
+      waitpoint: { outcome: 'completed', data: { approved: true } },
+    });
   });
 
   it('two workers racing over 20 tasks run each exactly once', async () => {

@@ -513,6 +513,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:UpdateItem',
           'dynamodb:BatchGetItem',
           'dynamodb:Query',
+          'dynamodb:DeleteItem',
         ),
         index(['dynamodb:Query']),
         index(['dynamodb:Query'], 'listed'),
@@ -549,6 +550,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:PutItem',
           'dynamodb:BatchWriteItem',
           'dynamodb:Query',
+          'dynamodb:DeleteItem',
         ),
         index(['dynamodb:Query']),
         table(
@@ -684,7 +686,7 @@ describe('AgentScheduler construct', () => {
       },
     );
 
-    it('has exactly the routes of the route table and the catch-all, and only health and the catch-all are open', () => {
+    it('has exactly the routes of the route table and the catch-all, and only health, callbacks and the catch-all are open', () => {
       const routes = ofHttpApi('AWS::ApiGatewayV2::Route');
       expect(routes).toHaveLength(ROUTES.length + 1);
       expect(
@@ -692,7 +694,7 @@ describe('AgentScheduler construct', () => {
           .filter((r) => r.Properties.AuthorizationType === 'NONE')
           .map((r) => r.Properties.RouteKey)
           .sort(),
-      ).toEqual(['$default', 'GET /v1/health']);
+      ).toEqual(['$default', 'GET /v1/health', 'POST /v1/callbacks/{token}']);
     });
 
     it('the catch-all goes to the operator function, which runs nothing for it (unit-tested in createHttpApi)', () => {
@@ -712,15 +714,17 @@ describe('AgentScheduler construct', () => {
       });
     });
 
-    it('agent and operator routes have limits of their own (100/200 and 50/100 by default), health the stage default', () => {
+    it('agent, operator and callback routes have limits of their own (100/200, 50/100, 20/40 by default), health the stage default', () => {
       const [stage] = ofHttpApi('AWS::ApiGatewayV2::Stage');
       const settings = stage?.Properties.RouteSettings as Record<string, unknown>;
       const expected = Object.fromEntries(
-        ROUTES.filter((r) => r.access !== 'public').map((r) => [
+        ROUTES.filter((r) => r.access !== 'public' || r.operation === 'answerCallback').map((r) => [
           `${r.method} ${r.path}`,
           r.access === 'agent'
             ? { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }
-            : { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+            : r.access === 'public'
+              ? { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 }
+              : { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
         ]),
       );
       expect(settings).toEqual(expected);

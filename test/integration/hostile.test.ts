@@ -533,6 +533,52 @@ describe('hostile input', () => {
     expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task).toEqual(before);
   });
 
+  it('waits and waitpoint answers out of bounds are 4xx that change nothing; a forged callback is not found', async () => {
+    const [holder] = agents;
+    if (!holder) throw new Error('no agents');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"wait":true}}');
+    const task = (await claimOne(holder)).json.tasks[0];
+    const wait = (body: string) => call('POST', `/v1/agent/tasks/${task.taskId}/wait`, body, holder.token);
+    const e = task.leaseEpoch;
+    for (const body of [
+      `{"leaseEpoch":${e}}`,
+      `{"leaseEpoch":${e},"timeoutSeconds":0}`,
+      `{"leaseEpoch":${e},"timeoutSeconds":2592001}`,
+      `{"leaseEpoch":${e},"timeoutSeconds":60,"onTimeout":"retry"}`,
+      `{"leaseEpoch":${e},"timeoutSeconds":60,"checkpoint":"${'x'.repeat(17_000)}"}`,
+      `{"leaseEpoch":${e},"timeoutSeconds":60,"extra":1}`,
+    ]) {
+      const answer = await wait(body);
+      expect([400, 413], body.slice(0, 60)).toContain(answer.status);
+    }
+    expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task).toMatchObject({ status: 'leased' });
+
+    const suspended = await wait(`{"leaseEpoch":${e},"timeoutSeconds":60}`);
+    expect(suspended.status).toBe(200);
+    const id = suspended.json.waitpoint.waitpointId;
+    const big = JSON.stringify({ data: { text: 'x'.repeat(70_000) } });
+    expect((await call('POST', `/v1/waitpoints/${id}/complete`, big)).status).toBe(413);
+    for (const body of ['{"reason":""}', `{"reason":"${'r'.repeat(2_049)}"}`, '{}', '{"reason":5}']) {
+      expect((await call('POST', `/v1/waitpoints/${id}/reject`, body)).status, body.slice(0, 40)).toBe(400);
+    }
+    expect((await call('POST', '/v1/waitpoints/w_nope/complete', '{}')).status).toBe(404);
+    for (const query of ['status=completed', 'limit=0', 'limit=101', 'cursor=forged']) {
+      expect((await call('GET', `/v1/waitpoints?${query}`)).status, query).toBe(400);
+    }
+    const token = String(new URL(suspended.json.callbackUrl, 'http://x').pathname.split('/').pop());
+    for (const forged of [`${token.slice(0, -1)}A`, 'w_abc.def', token.replace('.', '')]) {
+      const answer = await call(
+        'POST',
+        `/v1/callbacks/${encodeURIComponent(forged)}`,
+        '{"approved":true}',
+        '',
+      );
+      expect(answer.status, forged).toBe(404);
+      expect(answer.json.error.code).toBe('WaitpointNotFound');
+    }
+    expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task).toMatchObject({ status: 'suspended' });
+  });
+
   it('the local server bounds each agent’s request rate as the agent function does, one agent apart from another', async () => {
     const limited = localRequestHandler({
       scheduler: stack.scheduler,

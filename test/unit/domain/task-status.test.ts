@@ -20,6 +20,9 @@ const EVENTS: TaskEvent[] = [
   'redrive',
   'expire',
   'unblock',
+  'wait',
+  'resume',
+  'timeOut',
 ];
 
 /** The whole machine, spelled out: every (status, event) pair and where it may lead; absent means refused. */
@@ -32,7 +35,9 @@ const EXPECTED: Record<TaskStatus, Partial<Record<TaskEvent, TaskStatus[]>>> = {
     release: ['queued'],
     reclaim: ['queued', 'dead'],
     cancel: ['cancelled'],
+    wait: ['suspended'],
   },
+  suspended: { resume: ['queued'], timeOut: ['dead'], cancel: ['cancelled'], expire: ['expired'] },
   dead: { redrive: ['queued'] },
   succeeded: {},
   cancelled: {},
@@ -68,8 +73,11 @@ describe('task state machine', () => {
   });
 
   it('names, for each event and destination, the statuses a write may start from', () => {
-    expect(statusesFrom('cancel', 'cancelled')).toEqual(['waiting', 'queued', 'leased']);
-    expect(statusesFrom('expire', 'expired')).toEqual(['waiting', 'queued']);
+    expect(statusesFrom('cancel', 'cancelled')).toEqual(['waiting', 'queued', 'leased', 'suspended']);
+    expect(statusesFrom('expire', 'expired')).toEqual(['waiting', 'queued', 'suspended']);
+    expect(statusesFrom('wait', 'suspended')).toEqual(['leased']);
+    expect(statusesFrom('resume', 'queued')).toEqual(['suspended']);
+    expect(statusesFrom('timeOut', 'dead')).toEqual(['suspended']);
     expect(statusesFrom('unblock', 'queued')).toEqual(['waiting']);
     expect(statusesFrom('claim', 'leased')).toEqual(['queued']);
     expect(statusesFrom('reclaim', 'dead')).toEqual(['leased']);

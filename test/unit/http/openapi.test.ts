@@ -92,7 +92,7 @@ describe('OpenAPI document', () => {
       properties: expect.objectContaining({
         createdAt: expect.objectContaining({ type: 'string', format: 'date-time' }),
         status: expect.objectContaining({
-          enum: ['waiting', 'queued', 'leased', 'succeeded', 'dead', 'cancelled', 'expired'],
+          enum: ['waiting', 'queued', 'leased', 'suspended', 'succeeded', 'dead', 'cancelled', 'expired'],
         }),
       }),
     });
