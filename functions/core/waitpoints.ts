@@ -228,7 +228,7 @@ async function end(
   if (waitpoint.status !== 'open') return already(waitpoint);
   const now = ctx.now();
   const task = await ctx.tasks.get(waitpoint.taskId);
-  if (!task || task.status !== 'suspended' || task.waitpointId !== waitpoint.waitpointId) {
+  if (task?.status !== 'suspended' || task.waitpointId !== waitpoint.waitpointId) {
     throw new WaitpointResolvedError(`the task of waitpoint ${waitpoint.waitpointId} no longer waits on it`);
   }
   const fails = how.outcome === 'timedOut' && waitpoint.onTimeout === 'fail';
@@ -275,7 +275,7 @@ export async function lookAtSuspended(
 ): Promise<'timedOut' | undefined> {
   if (task.waitpointId === undefined) return undefined;
   const waitpoint = await ctx.waitpoints.get(task.waitpointId);
-  if (!waitpoint || waitpoint.status !== 'open') return undefined;
+  if (waitpoint?.status !== 'open') return undefined;
   if (waitpoint.timeoutAt > now) {
     await ctx.tasks.lookAgainAt(task, dueNoLaterThanExpiry(waitpoint.timeoutAt, task));
     return undefined;
