@@ -60,6 +60,8 @@ export interface Task {
    * redrive has its own; this names the one of the latest death, or of the next while the task runs again.
    */
   readonly onFailureTaskId?: string;
+  /** The waitpoint it was last suspended on: open while the task is `suspended`. */
+  readonly waitpointId?: string;
   /** Submitted with `dependsOn`: how many tasks it depends on, and what a failed one does to it. */
   readonly dependencyCount?: number;
   readonly onDependencyFailure?: 'cancel' | 'run';

@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { OwnerFence } from '#core/ports/task-store';
 import type { OpenWaitpoint, Resolution, Suspension, WaitpointStore } from '#core/ports/waitpoint-store';
+import { ServiceUnavailableError } from '#domain/errors';
 import type { Waitpoint, WaitpointStatus } from '#domain/waitpoint';
 import { Expression, updateExpression } from './expression';
 import { stateKey } from './task-items';
@@ -71,13 +72,28 @@ function update(
   };
 }
 
+/**
+ * One transaction: false when a condition refused it. One cancelled only because another transaction was writing
+ * the same item (racing answers, a heartbeat's checkpoint) is sent again, a few times, a moment later: it was
+ * refused for no reason of its own (still so after four tries: a 503, which the caller may retry).
+ */
 async function transact(doc: DynamoDBDocumentClient, items: Record<string, unknown>[]): Promise<boolean> {
-  try {
-    await doc.send(new TransactWriteCommand({ TransactItems: items as never }));
-    return true;
-  } catch (error) {
-    if (error instanceof TransactionCanceledException) return false;
-    throw error;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await doc.send(new TransactWriteCommand({ TransactItems: items as never }));
+      return true;
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      const conflictOnly =
+        reasons.some((r) => r.Code === 'TransactionConflict') &&
+        reasons.every((r) => r.Code === 'TransactionConflict' || r.Code === 'None' || r.Code === undefined);
+      if (!conflictOnly) return false;
+      if (attempt >= 3) {
+        throw new ServiceUnavailableError('the task is being written by another request; try again');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt + Math.random() * 20));
+    }
   }
 }
 

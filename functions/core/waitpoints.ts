@@ -280,10 +280,14 @@ export async function lookAtSuspended(
     await ctx.tasks.lookAgainAt(task, dueNoLaterThanExpiry(waitpoint.timeoutAt, task));
     return undefined;
   }
-  await end(ctx, waitpoint, { outcome: 'timedOut', resolutionHash: hashOf('timedOut') }).catch(
-    () => undefined,
+  // Refused: answered just now, or the task ended otherwise. A failure leaves the look due: the next pass tries again.
+  const ended = await end(ctx, waitpoint, { outcome: 'timedOut', resolutionHash: hashOf('timedOut') }).catch(
+    (error: unknown) => {
+      if (!(error instanceof WaitpointResolvedError)) throw error;
+      return undefined;
+    },
   );
-  return 'timedOut';
+  return ended && !ended.replayed ? 'timedOut' : undefined;
 }
 
 /**

@@ -111,6 +111,10 @@ export const taskSchema = published(
         .string()
         .optional()
         .describe('Its key: keys of a queue take turns, and share no limit.'),
+      waitpointId: z
+        .string()
+        .optional()
+        .describe('The waitpoint it was last suspended on: open while the task is `suspended`.'),
       createdAt: timestamp,
       updatedAt: timestamp,
       finishedAt: timestamp.optional(),

@@ -56,6 +56,7 @@ export function taskView(task: Task) {
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,
     concurrencyKey: task.concurrencyKey,
+    waitpointId: task.waitpointId,
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),
