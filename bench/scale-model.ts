@@ -64,6 +64,16 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
   const slotBytes = CONTROL_BASE_BYTES + CONTROL_BYTES_PER_LEASE * (spread.quotas[0] ?? 0);
   const slotUnits = units(slotBytes);
   const slotReadUnits = Math.ceil(slotBytes / 4096);
+  // Each claim reads an item and reserves its tasks' slots there in one write; each lease's end frees its slot (a
+  // write). An item holds its share of the limit (at most 20 slots up to a limit of 1,000).
+  const slotItemsOf = (scope: Scope, key: string): SharedPartition => ({
+    key,
+    scope,
+    shards: slotItems,
+    writeUnitsPerTask: (1 / inputs.batch + 1) * slotUnits,
+    readUnitsPerTask: slotReadUnits / inputs.batch,
+    when: scope === 'queue' ? 'a queue with maxConcurrency' : 'a key under perKeyConcurrency',
+  });
   const shardListeners = Math.ceil(inputs.listeners / inputs.listenerShards);
   const listenerReadUnits = Math.max(1, Math.ceil((LISTENER_BYTES * shardListeners) / 4096)) * 0.5;
   return [
@@ -98,16 +108,7 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       readUnitsPerTask: 3 / inputs.batch,
       when: 'every task (per agent, not per queue)',
     },
-    {
-      key: `slot items of a limit, queue#<queue>[/slots/<n>] (${slotItems} items)`,
-      scope: 'queue',
-      shards: slotItems,
-      // Each claim reads an item and reserves its tasks' slots there in one write; each lease's end frees its slot
-      // (a write). An item holds its share of the limit (at most 20 slots up to a limit of 1,000).
-      writeUnitsPerTask: (1 / inputs.batch + 1) * slotUnits,
-      readUnitsPerTask: slotReadUnits / inputs.batch,
-      when: 'a queue with maxConcurrency',
-    },
+    slotItemsOf('queue', `slot items of a limit, queue#<queue>[/slots/<n>] (${slotItems} items)`),
     {
       key: 'token bucket, queue#<queue>',
       scope: 'queue',
@@ -117,14 +118,10 @@ export function sharedPartitions(inputs: ScaleInputs): SharedPartition[] {
       readUnitsPerTask: 1 / inputs.batch,
       when: 'a queue with ratePerSecond',
     },
-    {
-      key: `slot items of a key, queue#<queue>/key/<hash>[/slots/<n>] (${slotItems} items)`,
-      scope: 'concurrency key',
-      shards: slotItems,
-      writeUnitsPerTask: (1 / inputs.batch + 1) * slotUnits,
-      readUnitsPerTask: slotReadUnits / inputs.batch,
-      when: 'a key under perKeyConcurrency',
-    },
+    slotItemsOf(
+      'concurrency key',
+      `slot items of a key, queue#<queue>/key/<hash>[/slots/<n>] (${slotItems} items)`,
+    ),
     {
       key: 'lanes index, <queue>#<priority>#<keyHash>',
       scope: 'concurrency key',
