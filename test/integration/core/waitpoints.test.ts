@@ -10,7 +10,7 @@ describe('waitpoints', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: ['approve', 'race', 'late', 'doomed', 'cancelled', 'replayed', 'layout'],
+      queues: ['approve', 'race', 'late', 'doomed', 'cancelled', 'replayed', 'layout', 'costs'],
     });
   });
   afterAll(async () => {
@@ -67,6 +67,29 @@ describe('waitpoints', () => {
     await expect(layout2.wait(lease, { timeoutSeconds: 60 })).rejects.toThrow(/taskLayout 3/);
     expect((await stack.scheduler.getTask(lease.taskId)).status).toBe('leased');
     await stack.scheduler.release(lease);
+  });
+
+  it('costs, as AWS bills them: a suspension and an answer a transaction of three items each', async () => {
+    const { scheduler, meter } = stack;
+    const { lease } = await claimed('costs');
+    const dynamodb = (r: { service: string }) => r.service === 'dynamodb';
+
+    meter.reset();
+    const { waitpoint } = await scheduler.wait(lease, { timeoutSeconds: 600 });
+    const suspension = meter.totals(dynamodb);
+    meter.reset();
+    await scheduler.answerWaitpoint(waitpoint.waitpointId, { outcome: 'completed', data: { ok: true } });
+    const answer = meter.totals(dynamodb);
+
+    console.log(
+      `[waitpoints] a suspension: ${suspension.requests} requests, ${suspension.writeUnits} W, ${suspension.readUnits} R; an answer: ${answer.requests} requests, ${answer.writeUnits} W, ${answer.readUnits} R`,
+    );
+    // Three items in a transaction, each billed twice (the task's state item is 1 to 2 KB); a suspension also frees
+    // the session's slot and keeps the payload for the wait.
+    expect(suspension.writeUnits).toBeGreaterThanOrEqual(6);
+    expect(suspension.writeUnits).toBeLessThanOrEqual(9);
+    expect(answer.writeUnits).toBeGreaterThanOrEqual(6);
+    expect(answer.writeUnits).toBeLessThanOrEqual(9);
   });
 
   it('takes exactly one of many racing answers; the same answer again is answered as it was, another refused', async () => {
