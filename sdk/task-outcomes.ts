@@ -15,6 +15,12 @@ import { type LostReason, Snooze, TaskError, type WorkerEvents } from './worker-
 /** What a handler came to: the value it returned, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** What a snoozing handler's outcome is sent as: a snooze, or (once refused) a failure retried after the delay. */
+interface SnoozePlan {
+  snooze?: number;
+  retryAfterSeconds?: number;
+}
+
 /** Backoff between sends of a finished result whose call failed, while its lease lasts. */
 const RESULT_RETRY = { min: 100, max: 2_000 };
 
@@ -63,14 +69,19 @@ export class TaskOutcomes {
    */
   async record(entry: RunningTask, outcome: Outcome): Promise<void> {
     const backoff = new PollBackoff(RESULT_RETRY);
+    // A snooze the server refused becomes a failure for good: a failure whose answer was lost is sent again, never
+    // the snooze, which the lease that failure ended would refuse as lost.
+    const asked = snoozeOf(outcome);
+    const plan: SnoozePlan = asked === undefined ? {} : { snooze: asked };
     for (;;) {
       if (entry.aborted) {
         this.host.emit('lost', entry.task, lostReasonOf(entry));
         return;
       }
       try {
-        const snooze = snoozeOf(outcome);
-        if (snooze !== undefined) await this.snooze(entry, snooze, outcome);
+        if (plan.snooze !== undefined) await this.snooze(entry, plan, outcome);
+        else if (plan.retryAfterSeconds !== undefined)
+          await this.failInstead(entry, outcome, plan.retryAfterSeconds);
         else if (outcome.ok) await this.complete(entry, outcome.value);
         else await this.fail(entry, outcome.error);
         return;
@@ -104,10 +115,11 @@ export class TaskOutcomes {
   }
 
   /**
-   * Puts the task off for `seconds` with a release that uses no attempt; past the task's `maxSnoozes` the server
-   * refuses it, and the attempt fails instead, retried after the same delay.
+   * Puts the task off for the seconds `plan` asks with a release that uses no attempt; past the task's `maxSnoozes`
+   * the server refuses it, and the attempt fails instead, retried after the same delay (the plan then says so).
    */
-  private async snooze(entry: RunningTask, seconds: number, outcome: Outcome): Promise<void> {
+  private async snooze(entry: RunningTask, plan: SnoozePlan, outcome: Outcome): Promise<void> {
+    const seconds = plan.snooze ?? 0;
     try {
       await this.host.client.release(
         entry.taskId,
@@ -116,12 +128,17 @@ export class TaskOutcomes {
       );
     } catch (error) {
       if (!(error instanceof AgentSchedulerError && error.code === 'SnoozeLimitReached')) throw error;
-      const cause = outcome.ok
-        ? new Error(`snoozed more than the task may: ${error.message}`)
-        : outcome.error;
-      return this.fail(entry, cause, seconds);
+      delete plan.snooze;
+      plan.retryAfterSeconds = seconds;
+      return this.failInstead(entry, outcome, seconds);
     }
     this.host.emit('snoozed', entry.task, seconds);
+  }
+
+  /** The failure sent for a snooze the server refused: the handler's error, or one that says why. */
+  private failInstead(entry: RunningTask, outcome: Outcome, retryAfterSeconds: number): Promise<void> {
+    const cause = outcome.ok ? new Error('snoozed more than the task may (maxSnoozes)') : outcome.error;
+    return this.fail(entry, cause, retryAfterSeconds);
   }
 
   private async complete(entry: RunningTask, result: unknown): Promise<void> {
