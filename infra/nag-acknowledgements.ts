@@ -114,21 +114,19 @@ export function acknowledgeNagFindings(scheduler: AcknowledgedParts): void {
         'Payload objects are named by task id and specification at run time; the grants are single actions (put; get and delete) under the payloads/ prefix.',
     });
   }
-  const health = scheduler.api.routes.get('GET /v1/health');
-  if (health) {
-    Validations.of(health).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-APIG4',
-      reason:
-        'GET /v1/health is public by design, for uptime checks; it answers {"status":"ok"} and reads nothing.',
-    });
-  }
-  const callback = scheduler.api.routes.get('POST /v1/callbacks/{token}');
-  if (callback) {
-    Validations.of(callback).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-APIG4',
-      reason:
-        'A waitpoint callback is called by outside systems that hold no credential of the stack: the token in its path (256 random bits, single-use, kept only as a hash) is its credential; a wrong one is answered as a waitpoint that does not exist, and the route has a throttle of its own.',
-    });
+  const publicRoutes: readonly (readonly [string, string])[] = [
+    [
+      'GET /v1/health',
+      'GET /v1/health is public by design, for uptime checks; it answers {"status":"ok"} and reads nothing.',
+    ],
+    [
+      'POST /v1/callbacks/{token}',
+      'A waitpoint callback is called by outside systems that hold no credential of the stack: the token in its path (256 random bits, single-use, kept only as a hash) is its credential; a wrong one is answered as a waitpoint that does not exist, and the route has a throttle of its own.',
+    ],
+  ];
+  for (const [routeKey, reason] of publicRoutes) {
+    const route = scheduler.api.routes.get(routeKey);
+    if (route) Validations.of(route).acknowledge({ id: 'AwsSolutions::AwsSolutions-APIG4', reason });
   }
   Validations.of(scheduler.api.catchAll).acknowledge({
     id: 'AwsSolutions::AwsSolutions-APIG4',

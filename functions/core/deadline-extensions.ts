@@ -8,7 +8,7 @@
  * Cost, per extension: a consistent read of the task (a read unit up to 4 KB) for its grant time and longest
  * attempt, and one conditional write (a write unit) when the deadline moves; nothing is written when it would not.
  */
-import type { Task } from '#domain/task';
+import { isHeldUnder } from '#domain/task';
 import type { SchedulerContext } from './context';
 import type { OwnerFence } from './ports/task-store';
 
@@ -17,14 +17,6 @@ export interface Extended {
   readonly seconds: number;
   readonly leaseDeadline: number;
 }
-
-const heldUnder = (task: Task | undefined, lease: OwnerFence, now: number): task is Task =>
-  task !== undefined &&
-  task.status === 'leased' &&
-  task.owner === lease.agentId &&
-  task.sessionId === lease.sessionId &&
-  task.leaseEpoch === lease.leaseEpoch &&
-  (task.leaseDeadline ?? 0) > now;
 
 const left = (deadline: number, now: number): Extended => ({
   seconds: Math.max(0, (deadline - now) / 1_000),
@@ -43,7 +35,8 @@ export async function extendDeadline(
   now: number,
 ): Promise<Extended | undefined> {
   const task = await ctx.tasks.get(taskId);
-  if (!heldUnder(task, lease, now) || task.leasedAt === undefined || task.leaseDeadline === undefined) return;
+  if (!isHeldUnder(task, lease, now) || task.leasedAt === undefined || task.leaseDeadline === undefined)
+    return;
   const longest = (task.maxTimeoutSeconds ?? task.timeoutSeconds) * 1_000;
   const deadline = Math.min(now + wantedMs, task.leasedAt + longest);
   if (deadline <= task.leaseDeadline) return left(task.leaseDeadline, now);
@@ -51,7 +44,7 @@ export async function extendDeadline(
   if (written.ok) return left(deadline, now);
   // Refused: the lease ended since the read, or a beat sent at the same time moved the deadline further.
   const current = written.current;
-  return heldUnder(current, lease, now) && current.leaseDeadline !== undefined
+  return isHeldUnder(current, lease, now) && current.leaseDeadline !== undefined
     ? left(current.leaseDeadline, now)
     : undefined;
 }

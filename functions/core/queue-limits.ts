@@ -18,6 +18,7 @@ import {
 } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
+import type { QueueAdmissionState } from './ports/queue-control-store';
 import type { QueueControl } from './queue-controls';
 
 export const hasLimits = (control: QueueControl): boolean =>
@@ -201,7 +202,12 @@ async function readSpread(ctx: SchedulerContext, control: string, spread: SlotSp
   const head = await ctx.queueControls.readAdmission(control);
   const count = Math.max(itemsOfStamp(head.stamp), spread.quotas.length);
   const names = Array.from({ length: count }, (_, i) => slotItemName(control, i));
-  const read = await ctx.queueControls.readSlotItems(names);
+  // The first item is the control's record, read above for the spread it records.
+  const read =
+    count > 1
+      ? await ctx.queueControls.readSlotItems(names.slice(1))
+      : new Map<string, QueueAdmissionState>();
+  read.set(control, head);
   return names.map((name) => {
     const state = read.get(name) ?? {};
     const seen = {

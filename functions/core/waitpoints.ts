@@ -24,13 +24,12 @@ import {
   WaitpointNotFoundError,
   WaitpointResolvedError,
 } from '#domain/errors';
-import { newCallbackSecret, newWaitpointId } from '#domain/ids';
-import { isSessionLive, type Task } from '#domain/task';
+import { newCallbackSecret, newWaitpointId, sha256Base64Url } from '#domain/ids';
+import { isHeldUnder, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, encodeBoundedJson, LIMITS } from '#domain/task-spec';
 import {
   CALLBACK_TOKEN_PATTERN,
   callbackToken,
-  hashOf,
   type OnTimeout,
   secretMatches,
   WAITPOINT_LIMITS,
@@ -84,7 +83,11 @@ export async function suspendTask(
   const task = await ctx.tasks.get(lease.taskId);
   if (!task) throw new TaskNotFoundError(lease.taskId);
   const secret = newCallbackSecret();
-  if (session && isSessionLive(session, now) && heldBy(task, lease, session.sessionId, now)) {
+  if (
+    session &&
+    isSessionLive(session, now) &&
+    isHeldUnder(task, { ...lease, sessionId: session.sessionId }, now)
+  ) {
     const timeoutAt = now + timeoutSeconds * 1_000;
     const waitpoint: Waitpoint = {
       waitpointId: newWaitpointId(),
@@ -94,7 +97,7 @@ export async function suspendTask(
       onTimeout,
       timeoutAt,
       createdAt: now,
-      tokenHash: hashOf(secret),
+      tokenHash: sha256Base64Url(secret),
     };
     // The payload (and the task's other records) must outlast the wait.
     const kept = await keepPayloadFor(ctx, task, timeoutAt);
@@ -148,10 +151,13 @@ export async function suspendTask(
     last.agentId === lease.agentId
   ) {
     const waitpoint = await ctx.waitpoints.get(current.waitpointId);
-    if (waitpoint?.status === 'open' && (await ctx.waitpoints.replaceToken(waitpoint, hashOf(secret)))) {
+    if (
+      waitpoint?.status === 'open' &&
+      (await ctx.waitpoints.replaceToken(waitpoint, sha256Base64Url(secret)))
+    ) {
       return {
         task: current,
-        waitpoint: { ...waitpoint, tokenHash: hashOf(secret) },
+        waitpoint: { ...waitpoint, tokenHash: sha256Base64Url(secret) },
         token: callbackToken(waitpoint.waitpointId, secret),
         replayed: true,
       };
@@ -165,13 +171,6 @@ export async function suspendTask(
     context: { taskId: lease.taskId, leaseEpoch: lease.leaseEpoch, status: current.status },
   });
 }
-
-const heldBy = (task: Task, lease: LeaseRef, sessionId: string, now: number): boolean =>
-  task.status === 'leased' &&
-  task.owner === lease.agentId &&
-  task.sessionId === sessionId &&
-  task.leaseEpoch === lease.leaseEpoch &&
-  (task.leaseDeadline ?? 0) > now;
 
 /** What a caller answers a waitpoint with. */
 export type Answer =
@@ -199,7 +198,7 @@ export async function resolveWaitpoint(
     answer.outcome === 'completed' && answer.data !== undefined
       ? encodeBoundedJson(answer.data, WAITPOINT_LIMITS.dataBytes, 'data')
       : undefined;
-  const resolutionHash = hashOf(
+  const resolutionHash = sha256Base64Url(
     JSON.stringify([answer.outcome, dataJson ?? null, answer.outcome === 'rejected' ? answer.reason : null]),
   );
   const waitpoint = read ?? (await ctx.waitpoints.get(waitpointId));
@@ -281,12 +280,13 @@ export async function lookAtSuspended(
     return undefined;
   }
   // Refused: answered just now, or the task ended otherwise. A failure leaves the look due: the next pass tries again.
-  const ended = await end(ctx, waitpoint, { outcome: 'timedOut', resolutionHash: hashOf('timedOut') }).catch(
-    (error: unknown) => {
-      if (!(error instanceof WaitpointResolvedError)) throw error;
-      return undefined;
-    },
-  );
+  const ended = await end(ctx, waitpoint, {
+    outcome: 'timedOut',
+    resolutionHash: sha256Base64Url('timedOut'),
+  }).catch((error: unknown) => {
+    if (!(error instanceof WaitpointResolvedError)) throw error;
+    return undefined;
+  });
   return ended && !ended.replayed ? 'timedOut' : undefined;
 }
 

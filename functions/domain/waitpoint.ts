@@ -3,8 +3,9 @@
  * no lease meanwhile. Exactly one outcome ends it: completed (with data), rejected (with a reason), or timed out.
  * Its callback token is a bearer secret shown once and kept only as a hash.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { sha256Base64Url } from './ids';
 import { jsonValueSchema } from './task-spec';
 
 export const WAITPOINT_LIMITS = {
@@ -50,11 +51,9 @@ export const callbackToken = (waitpointId: string, secret: string): string => `$
 
 export const CALLBACK_TOKEN_PATTERN = /^(w_[a-z2-7]{26})\.([A-Za-z0-9_-]{43})$/;
 
-export const hashOf = (text: string): string => createHash('sha256').update(text).digest('base64url');
-
 /** Whether `secret` is the one whose hash the waitpoint keeps; in constant time. */
 export function secretMatches(waitpoint: Pick<Waitpoint, 'tokenHash'>, secret: string): boolean {
-  const given = Buffer.from(hashOf(secret));
+  const given = Buffer.from(sha256Base64Url(secret));
   const kept = Buffer.from(waitpoint.tokenHash);
   return given.length === kept.length && timingSafeEqual(given, kept);
 }
