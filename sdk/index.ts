@@ -51,6 +51,8 @@ export {
   type RoleHandler,
   type RoleLostReason,
   Snooze,
+  Suspend,
+  type SuspendOptions,
   TaskAbortedError,
   type TaskContext,
   type TaskHandler,

@@ -9,17 +9,23 @@ import { isRefusal, jsonBytes, SERVER_LIMITS } from './limits.js';
 import { PollBackoff } from './poll-backoff.js';
 import type { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
-import type { CompleteItem, FailInput } from './types.js';
-import { type LostReason, Snooze, TaskError, type WorkerEvents } from './worker-events.js';
+import { suspendOf, waitInputOf } from './suspension.js';
+import type { CompleteItem, FailInput, WaitResult } from './types.js';
+import { type LostReason, Snooze, type Suspend, TaskError, type WorkerEvents } from './worker-events.js';
 
 /** What a handler came to: the value it returned, or what it threw. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-/** What a snoozing handler's outcome is sent as: a snooze, or (once refused) a failure retried after the delay. */
-interface SnoozePlan {
-  snooze?: number;
-  retryAfterSeconds?: number;
-}
+/**
+ * What a handler's outcome is sent as: its result or its failure, a snooze, or a suspension. A snooze or a suspension
+ * the server refuses is replaced by a failure for good: a failure whose answer was lost is sent again, never the
+ * snooze or the suspension, which the lease that failure ended would refuse as lost.
+ */
+type Plan =
+  | { readonly kind: 'complete'; readonly result: unknown }
+  | { readonly kind: 'fail'; readonly error: unknown; readonly retryAfterSeconds?: number }
+  | { readonly kind: 'snooze'; readonly seconds: number; readonly outcome: Outcome }
+  | { readonly kind: 'suspend'; readonly suspend: Suspend };
 
 /** Backoff between sends of a finished result whose call failed, while its lease lasts. */
 const RESULT_RETRY = { min: 100, max: 2_000 };
@@ -69,22 +75,16 @@ export class TaskOutcomes {
    */
   async record(entry: RunningTask, outcome: Outcome): Promise<void> {
     const backoff = new PollBackoff(RESULT_RETRY);
-    // A snooze the server refused becomes a failure for good: a failure whose answer was lost is sent again, never
-    // the snooze, which the lease that failure ended would refuse as lost.
-    const asked = snoozeOf(outcome);
-    const plan: SnoozePlan = asked === undefined ? {} : { snooze: asked };
+    let plan = planOf(outcome);
     for (;;) {
       if (entry.aborted) {
         this.host.emit('lost', entry.task, lostReasonOf(entry));
         return;
       }
       try {
-        if (plan.snooze !== undefined) await this.snooze(entry, plan, outcome);
-        else if (plan.retryAfterSeconds !== undefined)
-          await this.failInstead(entry, outcome, plan.retryAfterSeconds);
-        else if (outcome.ok) await this.complete(entry, outcome.value);
-        else await this.fail(entry, outcome.error);
-        return;
+        const instead = await this.send(entry, plan);
+        if (instead === undefined) return;
+        plan = instead;
       } catch (error) {
         if (isLeaseGone(error)) {
           this.host.emit('lost', entry.task, lostReasonOf(entry));
@@ -114,12 +114,27 @@ export class TaskOutcomes {
     this.host.emit('released', entry.task);
   }
 
+  /** Sends what `plan` says; answers the failure to send instead when the server refuses a snooze or a suspension. */
+  private async send(entry: RunningTask, plan: Plan): Promise<Plan | undefined> {
+    switch (plan.kind) {
+      case 'complete':
+        await this.complete(entry, plan.result);
+        return undefined;
+      case 'fail':
+        await this.fail(entry, plan.error, plan.retryAfterSeconds);
+        return undefined;
+      case 'snooze':
+        return this.snooze(entry, plan.seconds, plan.outcome);
+      case 'suspend':
+        return this.suspend(entry, plan.suspend);
+    }
+  }
+
   /**
-   * Puts the task off for the seconds `plan` asks with a release that uses no attempt; past the task's `maxSnoozes`
-   * the server refuses it, and the attempt fails instead, retried after the same delay (the plan then says so).
+   * Puts the task off for `seconds` with a release that uses no attempt. Past the task's `maxSnoozes` the server
+   * refuses it: the attempt fails instead, retried after the same delay.
    */
-  private async snooze(entry: RunningTask, plan: SnoozePlan, outcome: Outcome): Promise<void> {
-    const seconds = plan.snooze ?? 0;
+  private async snooze(entry: RunningTask, seconds: number, outcome: Outcome): Promise<Plan | undefined> {
     try {
       await this.host.client.release(
         entry.taskId,
@@ -128,17 +143,42 @@ export class TaskOutcomes {
       );
     } catch (error) {
       if (!(error instanceof AgentSchedulerError && error.code === 'SnoozeLimitReached')) throw error;
-      delete plan.snooze;
-      plan.retryAfterSeconds = seconds;
-      return this.failInstead(entry, outcome, seconds);
+      const cause = outcome.ok ? new Error('snoozed more than the task may (maxSnoozes)') : outcome.error;
+      return { kind: 'fail', error: cause, retryAfterSeconds: seconds };
     }
     this.host.emit('snoozed', entry.task, seconds);
+    return undefined;
   }
 
-  /** The failure sent for a snooze the server refused: the handler's error, or one that says why. */
-  private failInstead(entry: RunningTask, outcome: Outcome, retryAfterSeconds: number): Promise<void> {
-    const cause = outcome.ok ? new Error('snoozed more than the task may (maxSnoozes)') : outcome.error;
-    return this.fail(entry, cause, retryAfterSeconds);
+  /**
+   * Suspends the task on a waitpoint, its lease ended; then hands the waitpoint and its callback URL to the
+   * handler's `onSuspended`. A suspension the server refuses (a stack not yet upgraded to waitpoints) fails the
+   * attempt instead.
+   */
+  private async suspend(entry: RunningTask, suspend: Suspend): Promise<Plan | undefined> {
+    let suspended: WaitResult;
+    try {
+      suspended = await this.host.client.wait(
+        entry.taskId,
+        waitInputOf(suspend, entry.task.leaseEpoch, entry.pendingCheckpoint()),
+        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+      );
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      return {
+        kind: 'fail',
+        error: new Error(`the suspension was refused: ${error.message}`, { cause: error }),
+      };
+    }
+    this.host.emit('suspended', entry.task, suspended);
+    try {
+      await suspend.options.onSuspended?.(suspended);
+    } catch (error) {
+      this.host.report(
+        new TaskError(entry.taskId, 'was suspended, but its onSuspended failed', { cause: error }),
+      );
+    }
+    return undefined;
   }
 
   private async complete(entry: RunningTask, result: unknown): Promise<void> {
@@ -179,6 +219,15 @@ export class TaskOutcomes {
     );
     this.host.emit('failed', entry.task, error);
   }
+}
+
+/** What to send for a handler's outcome. */
+function planOf(outcome: Outcome): Plan {
+  const suspend = suspendOf(outcome.ok ? outcome.value : outcome.error);
+  if (suspend) return { kind: 'suspend', suspend };
+  const seconds = snoozeOf(outcome);
+  if (seconds !== undefined) return { kind: 'snooze', seconds, outcome };
+  return outcome.ok ? { kind: 'complete', result: outcome.value } : { kind: 'fail', error: outcome.error };
 }
 
 /**

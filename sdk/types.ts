@@ -176,7 +176,7 @@ export interface WaitResult {
 export interface DependencyOutcome {
   readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   readonly result?: unknown;
-  /** The result did not fit the claim's answer (2 MB of results per claim): an operator can read the dependency. */
+  /** The result did not fit the claim's answer (2 MB of results and waitpoint data per claim): an operator can read the dependency. */
   readonly resultOmitted?: true;
   readonly error?: TaskError;
 }

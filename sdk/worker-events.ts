@@ -9,6 +9,8 @@ import type {
   RoleLease,
   Session,
   SessionHoldings,
+  WaitpointResult,
+  WaitResult,
 } from './types.js';
 
 /** Why a task's lease ended before its handler could finish it. */
@@ -76,6 +78,16 @@ export interface TaskContext {
    * after the same delay. A thrown error with a numeric `retryAfterSeconds` snoozes the same way.
    */
   snooze(seconds: number): Snooze;
+  /**
+   * What a handler returns (or throws) to suspend the task on a waitpoint until a person or another system answers
+   * it: the lease ends (nothing is held while it waits, and no attempt is used), and the task runs again, on any
+   * agent, once the waitpoint is completed, rejected or times out; that run reads how in `ctx.waitpoint`. The
+   * waitpoint's id and its callback URL reach `onSuspended` and the Worker's `suspended` event. Throws for options
+   * the server would refuse (`RangeError`, `TypeError`).
+   */
+  suspend(options: SuspendOptions): Suspend;
+  /** How the waitpoint this task was last suspended on ended: set on the run that follows it, absent otherwise. */
+  readonly waitpoint?: WaitpointResult;
 }
 
 /** A handler's request to put its task off (`TaskContext.snooze`). */
@@ -83,9 +95,33 @@ export class Snooze {
   constructor(readonly seconds: number) {}
 }
 
+/** How a handler suspends its task (`TaskContext.suspend`). */
+export interface SuspendOptions {
+  /** How long the waitpoint waits for an answer: 1 to 2,592,000 seconds (30 days), rounded up. */
+  readonly timeoutSeconds: number;
+  /** When it times out: `resume` the task (`ctx.waitpoint.outcome` is `timedOut`) or `fail` it for good. @default 'resume' */
+  readonly onTimeout?: 'resume' | 'fail';
+  /**
+   * Saved on the task for the run that resumes it (up to 16 KB of JSON); absent, the latest `ctx.checkpoint` goes
+   * if the heartbeats have not carried it yet.
+   */
+  readonly checkpoint?: unknown;
+  /**
+   * Called once the task is suspended, with its waitpoint and the URL that completes it (to send to whoever answers).
+   * The task is suspended whatever this does; what it throws is reported through the Worker's `error` event.
+   */
+  readonly onSuspended?: (suspended: WaitResult) => void | Promise<void>;
+}
+
+/** A handler's request to suspend its task on a waitpoint (`TaskContext.suspend`). */
+export class Suspend {
+  constructor(readonly options: SuspendOptions) {}
+}
+
 /**
  * Runs one task. Its return value becomes the task's result; a throw fails the attempt, retryably unless the
- * error has `retryable === false`. A `Snooze` returned or thrown, or an error with `retryAfterSeconds`, snoozes it.
+ * error has `retryable === false`. A `Snooze` returned or thrown, or an error with `retryAfterSeconds`, snoozes it;
+ * a `Suspend` suspends it on a waitpoint.
  */
 export type TaskHandler = (task: ClaimedTask, context: TaskContext) => Promise<unknown>;
 
@@ -148,6 +184,8 @@ export interface WorkerEvents {
   released: [task: ClaimedTask];
   /** The handler snoozed the task: back in its queue, claimable again after `delaySeconds`, no attempt used. */
   snoozed: [task: ClaimedTask, delaySeconds: number];
+  /** The handler suspended the task on a waitpoint: no lease held until it is answered or times out. */
+  suspended: [task: ClaimedTask, suspended: WaitResult];
   /** The lease ended before the task could be finished; nothing was recorded for it. */
   lost: [task: ClaimedTask, reason: LostReason];
   /** A session was opened: at start, and again after one was lost. */

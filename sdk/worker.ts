@@ -30,6 +30,7 @@ import type { PushOptions } from './push-channel.js';
 import { newOpenId } from './request-ids.js';
 import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
+import { suspension } from './suspension.js';
 import { givingBackFailed, type Outcome, TaskOutcomes } from './task-outcomes.js';
 import type { ClaimedTask, HeartbeatResult, Session } from './types.js';
 import { UnknownHoldings } from './unknown-holdings.js';
@@ -501,6 +502,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
           { signal: entry.signal },
         ),
       snooze: (seconds) => new Snooze(seconds),
+      suspend: suspension,
+      ...(entry.task.waitpoint === undefined ? {} : { waitpoint: entry.task.waitpoint }),
     };
     let outcome: Outcome;
     try {

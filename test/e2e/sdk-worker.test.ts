@@ -32,6 +32,7 @@ describe('SDK and Worker end to end', () => {
         'extend',
         'overrun',
         'approval',
+        'approval-worker',
       ],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
@@ -239,6 +240,55 @@ describe('SDK and Worker end to end', () => {
       attempt: 1,
       waitpoint: { outcome: 'completed', data: { approved: true } },
     });
+  });
+
+  it('a Worker handler suspends its task for approval, and the run that resumes it reads the answer', async () => {
+    const { task } = await operator.submitTask({ queue: 'approval-worker', payload: { plan: 'deploy' } });
+    const runs: { waitpoint: unknown; checkpoint: unknown }[] = [];
+    const answers: number[] = [];
+    const worker = new Worker({
+      client: await agentClient('approval-worker'),
+      handler: async (claimed, ctx) => {
+        runs.push({ waitpoint: ctx.waitpoint, checkpoint: claimed.checkpoint });
+        if (!ctx.waitpoint) {
+          ctx.checkpoint({ planned: true });
+          return ctx.suspend({
+            timeoutSeconds: 600,
+            // A person answers the link they were sent, twice.
+            onSuspended: async ({ callbackUrl }) => {
+              for (let i = 0; i < 2; i++) {
+                const answer = await fetch(callbackUrl, {
+                  method: 'POST',
+                  headers: { 'content-type': 'application/json' },
+                  body: JSON.stringify({ approved: true }),
+                });
+                answers.push(answer.status);
+              }
+            },
+          });
+        }
+        return { deployed: ctx.waitpoint.outcome === 'completed' };
+      },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const suspended: string[] = [];
+    worker.on('suspended', (t, { waitpoint }) => suspended.push(`${t.taskId} ${waitpoint.status}`));
+    await worker.start();
+
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded', 15_000);
+    await worker.stop();
+
+    expect(suspended).toEqual([`${task.taskId} open`]);
+    expect(answers).toEqual([200, 200]);
+    expect(runs).toEqual([
+      { waitpoint: undefined, checkpoint: undefined },
+      {
+        waitpoint: { id: expect.stringMatching(/^w_/), outcome: 'completed', data: { approved: true } },
+        checkpoint: { planned: true },
+      },
+    ]);
+    // The suspension and the resume used no attempt.
+    expect(await operator.getTask(task.taskId)).toMatchObject({ attempt: 1, result: { deployed: true } });
   });
 
   it('two workers racing over 20 tasks run each exactly once', async () => {

@@ -7,6 +7,7 @@ import { BATCH_LIMITS } from '#core/batches';
 import { CHILDREN_LIMIT } from '#core/children';
 import { checkpointsSchema } from '#core/sessions';
 import { LIMITS, MAX_JSON_DEPTH } from '#domain/task-spec';
+import { WAITPOINT_LIMITS } from '#domain/waitpoint';
 import { ITEMS_BUDGET_BYTES, jsonBytes, SERVER_LIMITS, takeWithinBudget } from '#sdk/limits';
 import { MAX_BODY_BYTES } from '../../../functions/http/http-api';
 
@@ -22,6 +23,9 @@ describe('SERVER_LIMITS', () => {
     expect(SERVER_LIMITS.tasksPerClaim).toBe(LIMITS.claimMax);
     expect(SERVER_LIMITS.errorMessageChars).toBe(LIMITS.errorMessageChars);
     expect(SERVER_LIMITS.jsonDepth).toBe(MAX_JSON_DEPTH);
+    expect(SERVER_LIMITS.timeoutSeconds).toBe(LIMITS.timeoutSeconds);
+    expect(SERVER_LIMITS.snoozeSeconds).toBe(LIMITS.snoozeSeconds);
+    expect(SERVER_LIMITS.waitSeconds).toBe(WAITPOINT_LIMITS.timeoutSeconds);
     const checkpoints = (n: number) =>
       Array.from({ length: n }, (_, i) => ({
         taskId: `t_${String.fromCharCode(97 + (i % 26), 97 + Math.floor(i / 26)).padStart(26, 'a')}`,
