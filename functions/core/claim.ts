@@ -23,7 +23,7 @@ import { admitUnderQueueLimits, grantAll, settle } from './claim-grants';
 import { HintFates, logged, receiveHints, sortHints } from './claim-hints';
 import { type Examined, examine, freeSlots, outrun, reserve } from './claim-reservation';
 import type { SchedulerContext } from './context';
-import { DEPENDENCY_RESULTS_BYTES, dependencyInputs } from './dependencies';
+import { CARRIED_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
 import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
@@ -257,21 +257,15 @@ async function withPayloads(
   }
   const carriedFor = (task: Task) => carried.get(`${task.taskId} ${task.specHash}`);
   const unread = granted.filter((task) => carriedFor(task) === undefined);
-  const [read, inputs] = await Promise.all([
+  const [read, { waitpoints, inputs }] = await Promise.all([
     unread.length > 0 ? ctx.payloads.getPayloads(unread) : new Map<string, string>(),
-    (async () => {
-      const budget = { bytes: DEPENDENCY_RESULTS_BYTES };
-      const all = [];
-      for (const task of granted) all.push(await dependencyInputs(ctx, task, budget));
-      return all;
-    })(),
+    carriedData(ctx, granted),
   ]);
   const claimed: ClaimedTask[] = [];
   for (const [index, task] of granted.entries()) {
     const dependencies = inputs[index];
+    const waitpoint = waitpoints[index];
     const text = read.get(task.taskId);
-    // A resumed task's claim reads its waitpoint once more (half a read unit), only for such a task.
-    const waitpoint = await waitpointFor(ctx, task);
     const payload = carriedFor(task) ?? (text === undefined ? undefined : { value: JSON.parse(text) });
     if (payload === undefined) {
       await markDead(ctx, task, 'the payload no longer exists');
@@ -296,6 +290,23 @@ async function withPayloads(
     });
   }
   return claimed;
+}
+
+/**
+ * What the claimed tasks carry besides their payloads, within one budget of `CARRIED_BYTES`: the data of the
+ * waitpoints they resumed from (up to 64 KB a task; read once more, half a read unit, only for such a task) always,
+ * and their dependencies' results while the rest lasts.
+ */
+async function carriedData(ctx: SchedulerContext, granted: readonly Task[]) {
+  const waitpoints = await Promise.all(granted.map((task) => waitpointFor(ctx, task)));
+  const dataBytes = waitpoints.reduce(
+    (sum, w) => sum + (w?.data === undefined ? 0 : Buffer.byteLength(JSON.stringify(w.data))),
+    0,
+  );
+  const budget = { bytes: CARRIED_BYTES - dataBytes };
+  const inputs = [];
+  for (const task of granted) inputs.push(await dependencyInputs(ctx, task, budget));
+  return { waitpoints, inputs };
 }
 
 /** The value of a JSON text, boxed (`null` is a payload too); undefined if the text is not JSON. */

@@ -253,10 +253,11 @@ export async function recheckWaiting(ctx: SchedulerContext, waiting: Task): Prom
 }
 
 /**
- * Most bytes of dependency results one claim's answer carries: with the payloads (up to 10 of 256 KB) the answer
- * stays within Lambda's 6 MB. Results past it are left out, marked `resultOmitted`.
+ * Most bytes of data one claim's answer carries besides payloads and checkpoints: waitpoint data (at most 10 of
+ * 64 KB) and dependency results. With the payloads (up to 10 of 256 KB) and checkpoints (10 of 16 KB) the answer
+ * stays under 4.8 MB, within Lambda's 6 MB. Results past it are left out, marked `resultOmitted`.
  */
-export const DEPENDENCY_RESULTS_BYTES = 2 * 1024 * 1024;
+export const CARRIED_BYTES = 2 * 1024 * 1024;
 
 /**
  * What the claim of a task with dependencies hands its agent: how each ended, results included while `budget` (the

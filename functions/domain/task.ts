@@ -136,7 +136,7 @@ export const deathOf = (task: Pick<Task, 'redrives'>): number => (task.redrives 
 export interface DependencyOutcome {
   readonly status: 'succeeded' | 'dead' | 'cancelled' | 'expired';
   readonly result?: unknown;
-  /** The result did not fit the claim's answer (see `DEPENDENCY_RESULTS_BYTES`); the dependency's record has it. */
+  /** The result did not fit the claim's answer (see `CARRIED_BYTES`); the dependency's record has it. */
   readonly resultOmitted?: true;
   readonly error?: TaskError;
 }

@@ -10,7 +10,18 @@ describe('waitpoints', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: ['approve', 'race', 'late', 'doomed', 'cancelled', 'replayed', 'layout', 'costs'],
+      queues: [
+        'approve',
+        'race',
+        'late',
+        'doomed',
+        'cancelled',
+        'replayed',
+        'layout',
+        'costs',
+        'budget',
+        'budget-deps',
+      ],
     });
   });
   afterAll(async () => {
@@ -90,6 +101,56 @@ describe('waitpoints', () => {
     expect(suspension.writeUnits).toBeLessThanOrEqual(9);
     expect(answer.writeUnits).toBeGreaterThanOrEqual(6);
     expect(answer.writeUnits).toBeLessThanOrEqual(9);
+  });
+
+  it('counts waitpoint data in a claim’s budget of carried bytes: the dependency results of the same claim get the rest', async () => {
+    const { scheduler } = stack;
+    const { lease } = await claimed('budget');
+    const { waitpoint } = await scheduler.wait(lease, { timeoutSeconds: 600 });
+    const data = 'd'.repeat(60 * 1024);
+    await scheduler.answerWaitpoint(waitpoint.waitpointId, { outcome: 'completed', data });
+    // Eight results of 255 KB: 2,088,976 bytes of the 2 MB (2,097,152) a claim carries; with the 61,442 of the
+    // waitpoint's data only seven fit.
+    const result = 'r'.repeat(255 * 1024);
+    const dependencies = await Promise.all(
+      Array.from(
+        { length: 8 },
+        async (_, i) => (await scheduler.submit({ queue: 'budget-deps', payload: { i } })).task,
+      ),
+    );
+    const { task: dependent } = await scheduler.submit({
+      queue: 'budget',
+      payload: { join: true },
+      dependsOn: dependencies.map((d) => d.taskId),
+    });
+    const worker = await startAgent(scheduler, { queues: ['budget-deps'], maxConcurrency: 8 });
+    for (const done of await claimUntil(scheduler, worker, 8, 5_000, 8)) {
+      await scheduler.complete(
+        { agentId: worker.agentId, taskId: done.taskId, leaseEpoch: done.leaseEpoch },
+        result,
+      );
+    }
+    const joiner = await startAgent(scheduler, { queues: ['budget'], maxConcurrency: 2 });
+
+    // Both in one claim: one that gets only one gives it back and claims again.
+    let both: Awaited<ReturnType<typeof scheduler.claim>> = [];
+    for (let tries = 0; tries < 20 && both.length < 2; tries++) {
+      const got = await scheduler.claim({ ...joiner, max: 2 });
+      if (got.length === 2) both = got;
+      for (const one of got.length === 2 ? [] : got) {
+        await scheduler.release({ agentId: joiner.agentId, taskId: one.taskId, leaseEpoch: one.leaseEpoch });
+      }
+      if (got.length < 2) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const resumed = both.find((t) => t.taskId === lease.taskId);
+    const joined = both.find((t) => t.taskId === dependent.taskId);
+    const outcomes = Object.values(joined?.dependencies ?? {});
+
+    expect(both).toHaveLength(2);
+    expect(resumed?.waitpoint).toMatchObject({ outcome: 'completed', data });
+    expect(outcomes).toHaveLength(8);
+    expect(outcomes.filter((o) => o.resultOmitted === true)).toHaveLength(1);
+    expect(outcomes.filter((o) => o.result === result)).toHaveLength(7);
   });
 
   it('takes exactly one of many racing answers; the same answer again is answered as it was, another refused', async () => {
