@@ -8,8 +8,8 @@
  * So the time is pushed later, but only on the events that make a task live long, and only when it is getting
  * close: an update of the payload item bills the whole item. Whenever a task is to become claimable at some time
  * (a retry's backoff, a redrive, a dependency's end) or is looked at while it waits (the supervisor's look at a
- * queued or waiting task, at most 34 hours apart), its payload must be kept past that time plus the retention
- * plus `GUARD`; if it is not, it is kept as a new submission at that time would be. A dead task counts as one
+ * queued or waiting task, at most 34 hours apart, at a suspended one, at most a week apart), its payload must be
+ * kept past that time plus the retention plus `GUARD`; if it is not, it is kept as a new submission at that time would be. A dead task counts as one
  * that may become claimable now (a redrive), so its `onFailure` and payload outlive its own record.
  *
  * A task that lives less than 10.5 days (the 21 days set at submit less the retention and the guard) never costs
@@ -18,6 +18,7 @@
  * query of its inputs if it has any, and an S3 copy ($0.005 per thousand) if its payload is an object.
  */
 import type { Task } from '#domain/task';
+import { LIMITS } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 
 type LifetimeSettings = Pick<SchedulerContext['settings'], 'maxQueueAgeSeconds' | 'taskRetentionSeconds'>;
@@ -56,4 +57,24 @@ export async function keepPayloadFor(ctx: SchedulerContext, task: Task, claimabl
   const payloadPurgeAt = payloadPurgeAtFor(settings, claimableAt);
   await ctx.payloads.keepPayload(task, payloadPurgeAt);
   return { ...task, payloadPurgeAt };
+}
+
+/**
+ * How far ahead of now one keep may reach: a payload object re-armed now lives the bucket rule's days, which count
+ * the longest delay (`payloadObjectDays`), so it outlives its item only for a claimable time at most this far off.
+ */
+const KEEP_AHEAD_MS = LIMITS.delaySeconds * 1_000;
+
+/**
+ * Keeps the payload of a task suspended until `timeoutAt` (up to 30 days, past what one keep of its object can
+ * cover) for an answer that may come any time until the next look at it, which this answers: the timeout, or a
+ * week from now, whichever is first. A wait of 30 days costs its task four looks, and a keep every 10.5 days.
+ */
+export async function keepSuspendedPayload(
+  ctx: SchedulerContext,
+  task: Task,
+  timeoutAt: number,
+): Promise<{ readonly task: Task; readonly lookAt: number }> {
+  const lookAt = Math.min(timeoutAt, ctx.now() + KEEP_AHEAD_MS);
+  return { task: await keepPayloadFor(ctx, task, lookAt), lookAt };
 }

@@ -41,7 +41,7 @@ import type { SchedulerContext } from './context';
 import { recordDeath } from './dead-letters';
 import { dispatch } from './dispatch';
 import { type LeaseRef, ownerSession } from './finish';
-import { keepPayloadFor } from './lifetimes';
+import { keepSuspendedPayload } from './lifetimes';
 import type { Resolution } from './ports/waitpoint-store';
 import { dueNoLaterThanExpiry, ending, requeueAfter } from './timing';
 import { freeLeaseSlots } from './turns';
@@ -99,15 +99,15 @@ export async function suspendTask(
       createdAt: now,
       tokenHash: sha256Base64Url(secret),
     };
-    // The payload (and the task's other records) must outlast the wait.
-    const kept = await keepPayloadFor(ctx, task, timeoutAt);
+    // The payload (and the task's other records) must outlast the wait: kept now for an answer before the next look.
+    const { task: kept, lookAt } = await keepSuspendedPayload(ctx, task, timeoutAt);
     const purgeAt = Math.ceil(timeoutAt / 1_000) + ctx.settings.taskRetentionSeconds;
     const suspended = await ctx.waitpoints.suspend(
       task.taskId,
       { agentId: lease.agentId, sessionId: session.sessionId, leaseEpoch: lease.leaseEpoch },
       {
         waitpoint,
-        dueAt: dueNoLaterThanExpiry(timeoutAt, task),
+        dueAt: dueNoLaterThanExpiry(lookAt, task),
         purgeAt,
         ...(checkpointJson ? { checkpointJson } : {}),
       },
@@ -255,7 +255,15 @@ async function end(
     ...(how.reason === undefined ? {} : { reason: how.reason }),
   };
   if (fails) {
-    const dead: Task = { ...task, status: 'dead', updatedAt: now, finishedAt: now, error: resolution.error };
+    const dead: Task = {
+      ...task,
+      status: 'dead',
+      updatedAt: now,
+      finishedAt: now,
+      error: resolution.error,
+      // Its onFailure is submitted now, as every death's is; the look left due submits it if this is lost.
+      ...('followUpAt' in resolution.to ? { followUpPending: true } : {}),
+    };
     await recordDeath(ctx, dead, resolution.error?.message ?? 'waitpoint timed out', undefined);
   } else {
     await dispatch(ctx, task, 0, 'resumed');
@@ -276,7 +284,9 @@ export async function lookAtSuspended(
   const waitpoint = await ctx.waitpoints.get(task.waitpointId);
   if (waitpoint?.status !== 'open') return undefined;
   if (waitpoint.timeoutAt > now) {
-    await ctx.tasks.lookAgainAt(task, dueNoLaterThanExpiry(waitpoint.timeoutAt, task));
+    // A long wait: its payload kept on, until the next look or the timeout.
+    const { task: kept, lookAt } = await keepSuspendedPayload(ctx, task, waitpoint.timeoutAt);
+    await ctx.tasks.lookAgainAt(kept, dueNoLaterThanExpiry(lookAt, task));
     return undefined;
   }
   // Refused: answered just now, or the task ended otherwise. A failure leaves the look due: the next pass tries again.

@@ -26,7 +26,7 @@ describe('payload lifetimes', () => {
     stack = await createTestStack({
       payloadBucket: true,
       random: () => 0.999,
-      queues: ['work', 'deps', 'paused', 'redrive', 'cost', 'old', 'gone', 'again', 'hooks'],
+      queues: ['work', 'deps', 'paused', 'redrive', 'cost', 'old', 'gone', 'again', 'hooks', 'suspended'],
       events: collected.publisher,
     });
     expiry = simulateExpiry(stack);
@@ -199,6 +199,59 @@ describe('payload lifetimes', () => {
     await scheduler.redrive(task.taskId);
     const again = await claimOne(agentId, task.taskId);
     expect(again?.payload).toEqual({ redriven: true });
+  });
+
+  it('a task suspended for 28 days resumes with its S3 payload and its input; one whose wait times out into a death 25 days on has its onFailure run', async () => {
+    const { scheduler } = stack;
+    const payload = randomTextPayload(40_000, seededRandom(31));
+    const { agentId } = await startAgent(scheduler, { queues: ['suspended'], maxConcurrency: 2 });
+    const { task: dependency } = await scheduler.submit({ queue: 'suspended', payload: { first: true } });
+    const done = await claimOne(agentId, dependency.taskId);
+    await scheduler.complete({ agentId, taskId: dependency.taskId, leaseEpoch: done.leaseEpoch }, 'input');
+    const { task: approved } = await scheduler.submit({
+      queue: 'suspended',
+      payload,
+      dependsOn: [dependency.taskId],
+      onFailure: { queue: 'hooks', payload: { alert: 'approval failed' } },
+    });
+    const { task: doomed } = await scheduler.submit({
+      queue: 'suspended',
+      payload: { doomed: true },
+      onFailure: { queue: 'hooks', payload: { alert: 'nobody answered' } },
+    });
+    for (const [task, timeoutSeconds, onTimeout] of [
+      [approved, 29 * 86_400, 'resume'],
+      [doomed, 25 * 86_400, 'fail'],
+    ] as const) {
+      const claimed = await claimOne(agentId, task.taskId);
+      await scheduler.wait(
+        { agentId, taskId: task.taskId, leaseEpoch: claimed.leaseEpoch },
+        { timeoutSeconds, onTimeout },
+      );
+    }
+    const { waitpointId } = await scheduler.getTask(approved.taskId);
+
+    for (let day = 0; day < 28; day += 4) await passDays(4);
+    await scheduler.answerWaitpoint(waitpointId ?? '', { outcome: 'completed', data: { yes: true } });
+    const resumed = await claimOne(agentId, approved.taskId);
+
+    expect(resumed.payload).toEqual(payload);
+    expect(resumed.dependencies?.[dependency.taskId]).toMatchObject({ status: 'succeeded', result: 'input' });
+    expect(resumed.waitpoint).toMatchObject({ outcome: 'completed', data: { yes: true } });
+    expect(await scheduler.getTask(doomed.taskId)).toMatchObject({
+      status: 'dead',
+      error: { message: expect.stringContaining('WaitpointTimeout') },
+    });
+    expect(await scheduler.getTask(onFailureTaskIdOf(doomed.taskId))).toMatchObject({
+      queue: 'hooks',
+      failureOf: { taskId: doomed.taskId },
+    });
+    // The resumed task's onFailure is still there for a death after the wait.
+    await scheduler.fail(
+      { agentId, taskId: approved.taskId, leaseEpoch: resumed.leaseEpoch },
+      { message: 'rejected downstream', retryable: false },
+    );
+    expect(await scheduler.getTask(onFailureTaskIdOf(approved.taskId))).toMatchObject({ queue: 'hooks' });
   });
 
   /** The payload item of a task, read straight from the table, where its state item's layout puts it. */
