@@ -5,6 +5,7 @@
  */
 import type {
   AgentPage,
+  CompleteWaitpointInput,
   EventPage,
   ListTasksInput,
   Occurrence,
@@ -12,12 +13,15 @@ import type {
   QueueControl,
   QueueLimits,
   QueueStats,
+  RejectWaitpointInput,
   Role,
   Schedule,
   SchedulePage,
   SubmitTaskInput as SdkSubmitTaskInput,
   Task,
   TaskPage,
+  Waitpoint,
+  WaitpointPage,
 } from '../../sdk/types';
 import { PRIORITIES, TASK_STATUSES, TERMINAL_STATUSES } from '../../sdk/vocabulary';
 import { apiRequest, keepSessionKey, query, request } from './http';
@@ -92,6 +96,18 @@ export const api = {
     apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/cancel`).then((r) => r.task),
   redriveTask: (taskId: string) =>
     apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/redrive`).then((r) => r.task),
+
+  /** Open waitpoints, oldest first: the only ones the API lists. */
+  listWaitpoints: (filter: { cursor?: string; limit?: number }, signal?: Signal) =>
+    apiRequest<WaitpointPage>('GET', `/v1/waitpoints${query({ status: 'open', ...filter })}`, { signal }),
+  completeWaitpoint: (waitpointId: string, input: CompleteWaitpointInput) =>
+    apiRequest<{ waitpoint: Waitpoint }>('POST', `/v1/waitpoints/${path(waitpointId)}/complete`, {
+      body: input,
+    }).then((r) => r.waitpoint),
+  rejectWaitpoint: (waitpointId: string, input: RejectWaitpointInput) =>
+    apiRequest<{ waitpoint: Waitpoint }>('POST', `/v1/waitpoints/${path(waitpointId)}/reject`, {
+      body: input,
+    }).then((r) => r.waitpoint),
 
   listAgents: (filter: { cursor?: string; limit?: number }, signal?: Signal) =>
     apiRequest<AgentPage>('GET', `/v1/agents${query(filter)}`, { signal }),

@@ -20,6 +20,7 @@ import { schedulesView } from './views/schedules';
 import { signInView } from './views/sign-in';
 import { taskView } from './views/task';
 import { tasksView } from './views/tasks';
+import { waitpointsView } from './views/waitpoints';
 
 const PRODUCT = 'agent-scheduler console';
 
@@ -46,6 +47,8 @@ function viewFor(route: Route): View {
       return queuesView;
     case 'tasks':
       return route.id === undefined ? tasksView : taskView(route.id);
+    case 'waitpoints':
+      return waitpointsView;
     case 'agents':
       return agentsView;
     case 'roles':

@@ -2,13 +2,30 @@
  * Hash routes, so the server serves one page: `#/queues`, `#/tasks/<taskId>`, `#/schedules/<name>`…
  */
 
-export type Section = 'queues' | 'tasks' | 'agents' | 'roles' | 'schedules' | 'dead' | 'events';
+export type Section =
+  | 'queues'
+  | 'tasks'
+  | 'waitpoints'
+  | 'agents'
+  | 'roles'
+  | 'schedules'
+  | 'dead'
+  | 'events';
 
 export type Route =
   | { readonly section: Section; readonly id?: undefined }
   | { readonly section: 'tasks' | 'schedules'; readonly id: string };
 
-const SECTIONS: readonly Section[] = ['queues', 'tasks', 'agents', 'roles', 'schedules', 'dead', 'events'];
+const SECTIONS: readonly Section[] = [
+  'queues',
+  'tasks',
+  'waitpoints',
+  'agents',
+  'roles',
+  'schedules',
+  'dead',
+  'events',
+];
 export const DEFAULT_ROUTE: Route = { section: 'queues' };
 
 const isSection = (value: string | undefined): value is Section =>

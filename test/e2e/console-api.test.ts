@@ -1,7 +1,8 @@
 /**
  * What the console reads that the API gave no way to read before, over HTTP on the emulators: a task's payload
  * (inline, from its S3 object, or gone), the tasks of a time window served by the `listed` index (and of one
- * concurrency key), and a schedule's next fire times. Each answer is checked against the published response schemas.
+ * concurrency key), a schedule's next fire times, and a suspended task's waitpoint among the open ones. Each answer
+ * is checked against the published response schemas.
  */
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,12 +10,13 @@ import { DUE_SHARDS } from '#adapters/tables';
 import { randomTextPayload, seededRandom } from '#local/seeded-random';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
-import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
 import {
   schedulePageSchema,
   scheduleResponseSchema,
   taskPageSchema,
   taskResponseSchema,
+  waitpointPageSchema,
 } from '../../functions/http/response-schemas';
 
 const OPERATOR = 'op_console-api';
@@ -28,6 +30,20 @@ describe('the API the console reads', () => {
       headers: { authorization: `Bearer ${OPERATOR}` },
     });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  /** What reading each view's paths once costs, in AWS requests and read units; nothing may be written. */
+  const refreshCosts = async (views: Record<string, string[]>) => {
+    const figures: Record<string, { requests: number; readUnits: number }> = {};
+    for (const [view, paths] of Object.entries(views)) {
+      stack.meter.reset();
+      for (const path of paths) expect((await get(path)).status, path).toBe(200);
+      const { requests, readUnits, writeUnits } = stack.meter.totals();
+      expect(writeUnits, view).toBe(0);
+      figures[view] = { requests, readUnits };
+    }
+    console.log(`[console] one refresh: ${JSON.stringify(figures)}`);
+    return figures;
   };
 
   beforeAll(async () => {
@@ -194,15 +210,7 @@ describe('the API the console reads', () => {
       schedule: ['/v1/schedules/paris-morning/occurrences'],
       deadLetters: ['/v1/tasks?status=dead&limit=50'],
     };
-    const figures: Record<string, { requests: number; readUnits: number }> = {};
-    for (const [view, paths] of Object.entries(views)) {
-      stack.meter.reset();
-      for (const path of paths) expect((await get(path)).status, path).toBe(200);
-      const { requests, readUnits, writeUnits } = stack.meter.totals();
-      expect(writeUnits, view).toBe(0);
-      figures[view] = { requests, readUnits };
-    }
-    console.log(`[console] one refresh: ${JSON.stringify(figures)}`);
+    const figures = await refreshCosts(views);
     // Two queues of 16 shards each, each shard a list partition of the table (taskLayout 2) and one of the `listed`
     // index (layout 1): a page of tasks reads each once, then the page's tasks at once.
     expect(figures.tasks?.requests).toBeLessThanOrEqual(2 * 2 * 16 + 1);
@@ -211,5 +219,37 @@ describe('the API the console reads', () => {
     expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS + 2 * (1 + 2 * 16));
     for (const view of ['task', 'agents', 'roles', 'schedules', 'schedule'])
       expect(figures[view]?.requests, view).toBeLessThanOrEqual(2);
+  });
+
+  it('a suspended task names its waitpoint, which the open waitpoints list with its task and timeout', async () => {
+    const agent = await startAgent(stack.scheduler, { name: 'waiter', queues: ['work'] });
+    const [lease] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    if (!lease) throw new Error('no task was claimed');
+    await stack.scheduler.wait(
+      { taskId: lease.taskId, agentId: agent.agentId, leaseEpoch: lease.leaseEpoch },
+      { timeoutSeconds: 600, onTimeout: 'fail' },
+    );
+
+    const listed = await get('/v1/waitpoints?status=open&limit=50');
+    expect(listed.status).toBe(200);
+    const { waitpoints } = waitpointPageSchema.parse(listed.body);
+    expect(waitpoints).toEqual([
+      expect.objectContaining({ taskId: lease.taskId, status: 'open', onTimeout: 'fail' }),
+    ]);
+    const [waitpoint] = waitpoints;
+    expect(Date.parse(waitpoint?.timeoutAt ?? '') - Date.parse(waitpoint?.createdAt ?? '')).toBe(600_000);
+    const read = await get(`/v1/tasks/${lease.taskId}`);
+    taskResponseSchema.parse(read.body);
+    expect(read.body.task).toMatchObject({ status: 'suspended', waitpointId: waitpoint?.waitpointId });
+
+    // One refresh of the Waitpoints view, and the first of a suspended task's page (which looks for its waitpoint
+    // among the open ones once; later refreshes read the task alone).
+    const views: Record<string, string[]> = {
+      waitpoints: ['/v1/waitpoints?status=open&limit=50'],
+      suspendedTask: [`/v1/tasks/${lease.taskId}`, '/v1/waitpoints?status=open&limit=100'],
+    };
+    const figures = await refreshCosts(views);
+    expect(figures.waitpoints?.requests).toBeLessThanOrEqual(1);
+    expect(figures.suspendedTask?.requests).toBeLessThanOrEqual(2);
   });
 });

@@ -1,9 +1,9 @@
 /**
  * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
  * with the printed code, see a task submitted through the API appear and open it, cancel another, pause and resume
- * a queue, redrive a dead task, watch a role change hands. Every action is checked on the stack itself, not only on
- * the page. Screenshots at a laptop's and a phone's width go to `test-results/console/`; every view is scanned by
- * axe-core for serious and critical violations.
+ * a queue, redrive a dead task, approve and reject a suspended task's waitpoint, watch a role change hands. Every
+ * action is checked on the stack itself, not only on the page. Screenshots at a laptop's and a phone's width go to
+ * `test-results/console/`; every view is scanned by axe-core for serious and critical violations.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,12 +33,14 @@ describe('the web console in a browser', () => {
   let page: Page;
   let code = '';
   let heldSubmits: Promise<void> = Promise.resolve();
+  /** The waitpoint answers the console sent on to the API: `POST /v1/waitpoints/<id>/<answer>`. */
+  const waitpointAnswers: string[] = [];
   const violations: { view: string; ids: string[] }[] = [];
 
   beforeAll(async () => {
     const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
     stack = await createTestStack({
-      queues: ['work', 'other'],
+      queues: ['work', 'other', 'waits'],
       events,
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
@@ -53,7 +55,10 @@ describe('the web console in a browser', () => {
           assets,
           upstream: async (request) => {
             // A test may hold submits back, as a slow API would.
-            if (request.method === 'POST' && new URL(request.url).pathname === '/v1/tasks') await heldSubmits;
+            const { pathname } = new URL(request.url);
+            if (request.method === 'POST' && pathname === '/v1/tasks') await heldSubmits;
+            if (request.method === 'POST' && pathname.startsWith('/v1/waitpoints/'))
+              waitpointAnswers.push(pathname);
             return bearerUpstream(OPERATOR)(request);
           },
           onCode: (next) => {
@@ -88,6 +93,26 @@ describe('the web console in a browser', () => {
     await dialog.getByRole('button', { name: 'Confirm' }).click();
     await dialog.waitFor({ state: 'hidden' });
   };
+
+  /** A task of queue `waits`, claimed by an agent of its own and suspended on a waitpoint for an hour. */
+  const suspendedTask = async (name: string) => {
+    const { task } = await operator.submitTask({ queue: 'waits', payload: { ask: name } });
+    const agent = await startAgent(stack.scheduler, { name, queues: ['waits'] });
+    const [lease] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    expect(lease?.taskId).toBe(task.taskId);
+    await stack.scheduler.wait(
+      { taskId: task.taskId, agentId: agent.agentId, leaseEpoch: lease?.leaseEpoch ?? 0 },
+      { timeoutSeconds: 3_600 },
+    );
+    expect((await operator.getTask(task.taskId)).status).toBe('suspended');
+    // As the API shows it, times in ISO.
+    const { waitpoints } = await operator.listWaitpoints({ limit: 100 });
+    const waitpoint = waitpoints.find((w) => w.taskId === task.taskId);
+    if (!waitpoint) throw new Error(`no open waitpoint of task ${task.taskId}`);
+    return { task, agent, waitpoint };
+  };
+  const openWaitpointIds = async () =>
+    (await operator.listWaitpoints({ limit: 100 })).waitpoints.map((w) => w.waitpointId);
 
   it('lets a browser in only with the code printed on the terminal, for an HttpOnly cookie', async () => {
     await page.goto(`${server.url}/`);
@@ -264,6 +289,124 @@ describe('the web console in a browser', () => {
     await redrive.waitFor({ state: 'detached', timeout: 10_000 });
   });
 
+  it('lists an open waitpoint, and approves it from its task’s page with JSON data', async () => {
+    const { task, agent, waitpoint } = await suspendedTask('approver');
+    await open('#/waitpoints', 'Waitpoints');
+    const row = page.getByRole('row').filter({ hasText: waitpoint.waitpointId });
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.getByRole('cell').allTextContents()).toEqual([
+      waitpoint.waitpointId,
+      task.taskId,
+      expect.any(String),
+      expect.any(String),
+      'resume',
+    ]);
+    expect(await row.locator('time').nth(1).getAttribute('datetime')).toBe(waitpoint.timeoutAt);
+    await scan('waitpoints');
+    await screenshot(page, 'waitpoints-1280');
+
+    await row.getByRole('link', { name: task.taskId, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: new RegExp(task.taskId) }).waitFor();
+    await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('suspended');
+    expect(await page.locator('[data-field="waitpoint"]').textContent()).toBe(waitpoint.waitpointId);
+    await expect
+      .poll(() => page.locator('[data-field="timeout-at"] time').getAttribute('datetime'))
+      .toBe(waitpoint.timeoutAt);
+    await scan('suspended task');
+    await screenshot(page, 'suspended-task-1280');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const dialog = page.getByRole('dialog', { name: `Approve waitpoint ${waitpoint.waitpointId}?` });
+    await dialog.waitFor();
+    await dialog.getByLabel('Data (JSON)').fill('{"ok":true}');
+    await scan('approve dialog');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Waitpoint ${waitpoint.waitpointId} approved` })
+      .waitFor();
+    // The page shows the task's new state, without the answers it no longer takes.
+    await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('queued');
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+
+    expect(waitpointAnswers).toEqual([`/v1/waitpoints/${waitpoint.waitpointId}/complete`]);
+    expect((await operator.getTask(task.taskId)).status).toBe('queued');
+    expect(await openWaitpointIds()).not.toContain(waitpoint.waitpointId);
+    const [resumed] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    expect(resumed).toMatchObject({
+      taskId: task.taskId,
+      waitpoint: { id: waitpoint.waitpointId, outcome: 'completed', data: { ok: true } },
+    });
+  });
+
+  it('rejects a waitpoint with the reason typed, which it requires', async () => {
+    const { task, agent, waitpoint } = await suspendedTask('rejecter');
+    await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
+    await page.getByRole('button', { name: 'Reject' }).click();
+    const dialog = page.getByRole('dialog', { name: `Reject waitpoint ${waitpoint.waitpointId}?` });
+    await dialog.waitFor();
+    const reason = dialog.getByLabel('Reason');
+    expect(await reason.getAttribute('required')).not.toBeNull();
+    // Blank is no reason: refused in the dialog, nothing sent.
+    await reason.fill('   ');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog
+      .getByRole('alert')
+      .filter({ hasText: /Reason: say why/ })
+      .waitFor();
+    expect(waitpointAnswers).toHaveLength(1);
+    await scan('reject dialog');
+    await reason.fill('not this week');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('queued');
+
+    expect(waitpointAnswers.at(-1)).toBe(`/v1/waitpoints/${waitpoint.waitpointId}/reject`);
+    const [resumed] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    expect(resumed).toMatchObject({
+      taskId: task.taskId,
+      waitpoint: { id: waitpoint.waitpointId, outcome: 'rejected', reason: 'not this week' },
+    });
+  });
+
+  it('refuses data that is not JSON without sending it, and says when the waitpoint was answered elsewhere', async () => {
+    const { task, agent, waitpoint } = await suspendedTask('late approver');
+    await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const dialog = page.getByRole('dialog', { name: `Approve waitpoint ${waitpoint.waitpointId}?` });
+    await dialog.waitFor();
+    const sentBefore = waitpointAnswers.length;
+    await dialog.getByLabel('Data (JSON)').fill('{ok: true}');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog
+      .getByRole('alert')
+      .filter({ hasText: /Data \(JSON\) is not valid JSON/ })
+      .waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await dialog.isVisible()).toBe(true);
+    expect(waitpointAnswers).toHaveLength(sentBefore);
+    expect((await operator.getTask(task.taskId)).status).toBe('suspended');
+    expect(await openWaitpointIds()).toContain(waitpoint.waitpointId);
+
+    // Answered through the API while the dialog is open: the console's answer is refused (409), and says so.
+    await operator.rejectWaitpoint(waitpoint.waitpointId, { reason: 'answered elsewhere' });
+    await dialog.getByLabel('Data (JSON)').fill('{"ok":true}');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog
+      .getByRole('alert')
+      .filter({ hasText: /has ended already \(rejected\)/ })
+      .waitFor();
+    expect(waitpointAnswers.slice(sentBefore)).toEqual([`/v1/waitpoints/${waitpoint.waitpointId}/complete`]);
+    await dialog.getByRole('button', { name: 'Keep as is' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    const [resumed] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    expect(resumed).toMatchObject({
+      taskId: task.taskId,
+      waitpoint: { id: waitpoint.waitpointId, outcome: 'rejected', reason: 'answered elsewhere' },
+    });
+    expect(resumed?.waitpoint).not.toHaveProperty('data');
+  });
+
   it('shows a role change hands without a reload', async () => {
     const role = 'console-leader';
     const first = await startAgent(stack.scheduler, { name: 'leader-one' });
@@ -325,10 +468,13 @@ describe('the web console in a browser', () => {
     for (const [hash, heading] of [
       ['#/agents', 'Agents'],
       ['#/events', 'Events'],
+      ['#/waitpoints', 'Waitpoints'],
     ] as const) {
       await open(hash, heading);
       await scan(heading.toLowerCase());
     }
+    // Every waitpoint was answered: the list says there is none.
+    await page.getByText('No open waitpoints: no task waits for an answer.').waitFor();
     // A schedule's next fires, in its own time zone.
     await operator.createSchedule({
       name: 'tokyo-noon',
@@ -360,6 +506,6 @@ describe('the web console in a browser', () => {
       await screenshot(page, name);
     }
     expect(violations.filter((v) => v.ids.length > 0)).toEqual([]);
-    expect(violations.length).toBeGreaterThanOrEqual(12);
+    expect(violations.length).toBeGreaterThanOrEqual(17);
   });
 });

@@ -1,8 +1,9 @@
 /**
- * One task: its specification and state, lineage, dependencies, output, the actions its status allows, its
- * payload (read once, when asked: it may be 256 KB, and in S3) and (in local mode, when asked) its events.
+ * One task: its specification and state, the waitpoint it is suspended on, lineage, dependencies, output, the
+ * actions its status allows, its payload (read once, when asked: it may be 256 KB, and in S3) and (in local mode,
+ * when asked) its events.
  */
-import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES } from '../api';
+import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES, type Waitpoint } from '../api';
 import { button, type Child, el, mainRegion, replaceKeepingFocus } from '../dom';
 import { sharedEventFeed } from '../event-feed';
 import { bytes, jsonBlock, time } from '../format';
@@ -11,8 +12,12 @@ import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
 import type { View, ViewContext } from '../view';
 import { eventRow } from './event-row';
-import { cancelTask, redriveTask } from './task-actions';
+import { approveWaitpoint, cancelTask, redriveTask, rejectWaitpoint, type Suspension } from './task-actions';
 import { taskLink } from './task-link';
+
+/** Pages of open waitpoints, oldest first, looked through for a suspended task's: the API reads none by id. */
+const WAITPOINT_PAGES = 10;
+const WAITPOINT_PAGE_SIZE = 100;
 
 type Entry = readonly [term: string, value: Child | readonly Child[], field?: string];
 
@@ -40,7 +45,55 @@ const output = (title: string, value: unknown) =>
     value === undefined ? el('p', {}, 'none') : jsonBlock(value, title),
   );
 
-function details(task: Task): Child[] {
+/** The task's suspension, when it is suspended on a waitpoint. */
+const suspensionOf = (task: Task): Suspension | undefined =>
+  task.status === 'suspended' && task.waitpointId !== undefined
+    ? { taskId: task.taskId, waitpointId: task.waitpointId }
+    : undefined;
+
+/** The open waitpoint `waitpointId` among the oldest `WAITPOINT_PAGES` pages; `undefined` when not there. */
+async function findOpenWaitpoint(waitpointId: string, signal: AbortSignal): Promise<Waitpoint | undefined> {
+  let cursor: string | undefined;
+  for (let page = 0; page < WAITPOINT_PAGES; page++) {
+    const read = await api.listWaitpoints({ cursor, limit: WAITPOINT_PAGE_SIZE }, signal);
+    const found = read.waitpoints.find((waitpoint) => waitpoint.waitpointId === waitpointId);
+    if (found || read.nextCursor === undefined) return found;
+    cursor = read.nextCursor;
+  }
+  return undefined;
+}
+
+/** A suspended task's waitpoint as looked for among the open ones: found, or `absent` from the pages looked at. */
+type Looked = Waitpoint | 'absent';
+
+/** What the task waits on; `waitpoint` is `undefined` when it could not be read. */
+function waitpointSection(suspension: Suspension | undefined, waitpoint: Looked | undefined): Child[] {
+  if (!suspension) return [];
+  const known = (value: (found: Waitpoint) => Child) =>
+    typeof waitpoint === 'object' ? value(waitpoint) : 'unknown';
+  return [
+    el('h2', {}, 'Waitpoint'),
+    el(
+      'p',
+      {},
+      'The task is suspended until its waitpoint is answered: Approve resumes it with the data given, Reject with the reason given.',
+    ),
+    definitions([
+      ['Waitpoint', el('span', { class: 'id' }, suspension.waitpointId), 'waitpoint'],
+      ['Created', known((found) => time(found.createdAt))],
+      ['Times out at', known((found) => time(found.timeoutAt)), 'timeout-at'],
+      ['On timeout', known((found) => found.onTimeout)],
+    ]),
+    waitpoint === 'absent' &&
+      el(
+        'p',
+        { class: 'note' },
+        `Its times are not known: it is not among the ${(WAITPOINT_PAGES * WAITPOINT_PAGE_SIZE).toLocaleString('en')} oldest open waitpoints.`,
+      ),
+  ];
+}
+
+function details(task: Task, waitpoint: Looked | undefined): Child[] {
   return [
     definitions([
       ['Queue', task.queue],
@@ -67,6 +120,7 @@ function details(task: Task): Child[] {
       ['Updated', time(task.updatedAt)],
       ['Finished', time(task.finishedAt, 'not yet')],
     ]),
+    ...waitpointSection(suspensionOf(task), waitpoint),
     el('h2', {}, 'Lineage'),
     definitions([
       ['Parent', optionalLink(task.parentTaskId, 'parent')],
@@ -208,32 +262,58 @@ export const taskView =
     const events = eventsSection(taskId, context, () => void poller.now());
     root.append(el('h1', {}, `Task ${taskId}`), actions, body, payload.section, events.section);
 
-    const actionButtons = (task: Task): Child[] => [
-      !TERMINAL_STATUSES.has(task.status) &&
-        button('Cancel task', (b) => cancelTask(task.taskId, b, context), {
-          class: 'danger',
-          'data-key': 'cancel-task',
-        }),
-      task.status === REDRIVABLE_STATUS &&
-        button('Redrive task', (b) => redriveTask(task.taskId, b, context), {
-          class: 'primary',
-          'data-key': 'redrive-task',
-        }),
-    ];
+    const actionButtons = (task: Task): Child[] => {
+      const suspension = suspensionOf(task);
+      return [
+        suspension &&
+          button('Approve', (b) => approveWaitpoint(suspension, b, context), {
+            class: 'primary',
+            'data-key': 'approve-waitpoint',
+          }),
+        suspension &&
+          button('Reject', (b) => rejectWaitpoint(suspension, b, context), {
+            class: 'secondary',
+            'data-key': 'reject-waitpoint',
+          }),
+        !TERMINAL_STATUSES.has(task.status) &&
+          button('Cancel task', (b) => cancelTask(task.taskId, b, context), {
+            class: 'danger',
+            'data-key': 'cancel-task',
+          }),
+        task.status === REDRIVABLE_STATUS &&
+          button('Redrive task', (b) => redriveTask(task.taskId, b, context), {
+            class: 'primary',
+            'data-key': 'redrive-task',
+          }),
+      ];
+    };
 
     let shown = '';
-    const showTask = (task: Task) => {
-      const key = JSON.stringify(task);
+    const showTask = (task: Task, waitpoint: Looked | undefined) => {
+      const key = JSON.stringify([task, waitpoint]);
       if (key === shown) return;
       shown = key;
       replaceKeepingFocus(actions, actionButtons(task));
-      replaceKeepingFocus(body, details(task));
+      replaceKeepingFocus(body, details(task, waitpoint));
       payload.showFor(task);
     };
 
+    /** The waitpoint looked for last, found or not: looked for once, not at every refresh. */
+    let looked: { readonly waitpointId: string; readonly found: Looked } | undefined;
+    const waitpointOf = async (suspension: Suspension | undefined): Promise<Looked | undefined> => {
+      if (!suspension) return undefined;
+      if (looked?.waitpointId !== suspension.waitpointId)
+        looked = {
+          waitpointId: suspension.waitpointId,
+          found: (await findOpenWaitpoint(suspension.waitpointId, context.signal)) ?? 'absent',
+        };
+      return looked.found;
+    };
+
     const readTask = async () => {
+      let task: Task;
       try {
-        showTask(await api.getTask(taskId, context.signal));
+        task = await api.getTask(taskId, context.signal);
       } catch (error) {
         // No such task, or not a task id: say so in place of the details.
         if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
@@ -244,6 +324,10 @@ export const taskView =
         }
         throw error;
       }
+      // A waitpoint that could not be read leaves the task shown, its times "unknown", and the error alerted.
+      const [waitpoint] = await Promise.allSettled([waitpointOf(suspensionOf(task))]);
+      showTask(task, waitpoint.status === 'fulfilled' ? waitpoint.value : undefined);
+      if (waitpoint.status === 'rejected') throw waitpoint.reason;
     };
 
     const poller = context.poll(async () => {

@@ -304,6 +304,31 @@ describe('the console gateway', () => {
     expect(await sent[2]?.text()).toBe('{"queue":"q","payload":{}}');
   });
 
+  it('forwards the waitpoint routes: the open list, and an approval and a rejection with their bodies', async () => {
+    const signed = await signIn();
+    const base = 'https://abc123.execute-api.eu-west-1.amazonaws.com';
+    for (const [method, url, body] of [
+      ['GET', '/console/api/v1/waitpoints?status=open&limit=50', ''],
+      ['POST', '/console/api/v1/waitpoints/w_a/complete', '{"data":{"ok":true}}'],
+      ['POST', '/console/api/v1/waitpoints/w_a/complete', '{}'],
+      ['POST', '/console/api/v1/waitpoints/w_a/reject', '{"reason":"not this week"}'],
+    ] as const) {
+      const answer = await gateway.answer(request({ method, url, signed, body }));
+      expect(answer.statusCode, `${method} ${url}`).toBe(200);
+    }
+    expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([
+      `GET ${base}/v1/waitpoints?status=open&limit=50`,
+      `POST ${base}/v1/waitpoints/w_a/complete`,
+      `POST ${base}/v1/waitpoints/w_a/complete`,
+      `POST ${base}/v1/waitpoints/w_a/reject`,
+    ]);
+    expect(await Promise.all(sent.slice(1).map((r) => r.text()))).toEqual([
+      '{"data":{"ok":true}}',
+      '{}',
+      '{"reason":"not this week"}',
+    ]);
+  });
+
   it('forwards no agent route, no local-only route of a deployed stack, and nothing that is not a route', async () => {
     const signed = await signIn();
     for (const [method, url] of [
