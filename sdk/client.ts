@@ -208,6 +208,16 @@ export class AgentSchedulerClient {
     };
   }
 
+  /** A waitpoint: open, or how it ended and when. */
+  async getWaitpoint(waitpointId: string): Promise<Waitpoint> {
+    return (
+      await this.call<{ waitpoint: Waitpoint }>({
+        method: 'GET',
+        path: `/v1/waitpoints/${segment(waitpointId)}`,
+      })
+    ).waitpoint;
+  }
+
   /** Completes a waitpoint: its task resumes, its claim carrying `data`. The same answer again is answered as it was. */
   async completeWaitpoint(waitpointId: string, input: CompleteWaitpointInput = {}): Promise<Waitpoint> {
     return (

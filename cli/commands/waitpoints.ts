@@ -11,7 +11,7 @@ import { examples } from './shared';
 export function waitpointCommands(program: Command, cli: Cli): void {
   const waitpoints = program
     .command('waitpoints')
-    .summary('list the open waitpoints, and complete or reject them');
+    .summary('list the open waitpoints, read one, and complete or reject them');
 
   waitpoints
     .command('list')
@@ -41,6 +41,30 @@ export function waitpointCommands(program: Command, cli: Cli): void {
           ),
           ...(page.nextCursor ? [`more: --cursor ${page.nextCursor}`] : []),
         ].join('\n'),
+      );
+    });
+
+  waitpoints
+    .command('get')
+    .summary('a waitpoint: open, or how it ended')
+    .argument('<waitpointId>', 'the waitpoint (a suspended task names it as waitpointId)')
+    .addHelpText('after', examples(['agent-scheduler waitpoints get w_abc...']))
+    .action(async (waitpointId: string) => {
+      const waitpoint = await cli.operator().getWaitpoint(waitpointId);
+      cli.print(waitpoint, () =>
+        table(
+          [
+            {
+              waitpointId: waitpoint.waitpointId,
+              taskId: waitpoint.taskId,
+              status: waitpoint.status,
+              timeoutAt: waitpoint.timeoutAt,
+              onTimeout: waitpoint.onTimeout,
+              resolvedAt: waitpoint.resolvedAt ?? '',
+            },
+          ],
+          ['waitpointId', 'taskId', 'status', 'timeoutAt', 'onTimeout', 'resolvedAt'],
+        ),
       );
     });
 

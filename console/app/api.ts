@@ -100,6 +100,10 @@ export const api = {
   /** Open waitpoints, oldest first: the only ones the API lists. */
   listWaitpoints: (filter: { cursor?: string; limit?: number }, signal?: Signal) =>
     apiRequest<WaitpointPage>('GET', `/v1/waitpoints${query({ status: 'open', ...filter })}`, { signal }),
+  getWaitpoint: (waitpointId: string, signal?: Signal) =>
+    apiRequest<{ waitpoint: Waitpoint }>('GET', `/v1/waitpoints/${path(waitpointId)}`, { signal }).then(
+      (r) => r.waitpoint,
+    ),
   completeWaitpoint: (waitpointId: string, input: CompleteWaitpointInput) =>
     apiRequest<{ waitpoint: Waitpoint }>('POST', `/v1/waitpoints/${path(waitpointId)}/complete`, {
       body: input,

@@ -279,6 +279,7 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     ],
     responses: ok(waitpointPageSchema),
   },
+  getWaitpoint: { summary: 'Get a waitpoint', responses: ok(waitpointResponseSchema) },
   completeWaitpoint: withBody(
     'Complete a waitpoint: its task resumes with the data',
     'CompleteWaitpointRequest',

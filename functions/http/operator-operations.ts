@@ -67,6 +67,12 @@ export const operatorOperations = (scheduler: Scheduler): Record<string, Operati
     });
     return { status: 200, body: { waitpoint: waitpointView(resolved.waitpoint) } };
   },
+  getWaitpoint: async (request) => {
+    const waitpointId = waitpointParam(request);
+    const waitpoint = await scheduler.getWaitpoint(waitpointId);
+    if (!waitpoint) throw new WaitpointNotFoundError(`waitpoint ${waitpointId} does not exist`);
+    return { status: 200, body: { waitpoint: waitpointView(waitpoint) } };
+  },
   listWaitpoints: async (request) => {
     const status = request.query.get('status') ?? 'open';
     if (status !== 'open') throw new ValidationError('status: only open waitpoints are listed');

@@ -61,6 +61,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('GET', '/v1/schedules/{name}/occurrences', 'listOccurrences'),
 
   operator('GET', '/v1/waitpoints', 'listWaitpoints'),
+  operator('GET', '/v1/waitpoints/{waitpointId}', 'getWaitpoint'),
   operator('POST', '/v1/waitpoints/{waitpointId}/complete', 'completeWaitpoint'),
   operator('POST', '/v1/waitpoints/{waitpointId}/reject', 'rejectWaitpoint'),
 

@@ -394,6 +394,7 @@ describe('the agent-scheduler command', () => {
       ]);
       const rejected = await cli(['waitpoints', 'reject', ids[1] ?? '', '--reason', 'no', ...at()]);
       const again = await cli(['waitpoints', 'reject', ids[0] ?? '', '--reason', 'late', ...at()]);
+      const read = await cli(['waitpoints', 'get', ids[1] ?? '', ...at()]);
 
       expect(listed.stdout.split('\n')[0]).toMatch(
         /^waitpointId\s+taskId\s+createdAt\s+timeoutAt\s+onTimeout$/,
@@ -404,6 +405,7 @@ describe('the agent-scheduler command', () => {
       expect(again.code).not.toBe(0);
       expect(again.stderr).toMatch(/WaitpointResolved|ended already/);
       expect((await operator.getTask(held[1]?.taskId ?? '')).status).toBe('queued');
+      expect(read.stdout).toMatch(new RegExp(`^${ids[1]}\\s+${held[1]?.taskId}\\s+rejected\\s`, 'm'));
     });
 
     it('schedules create passes the overlap and missed-run policies', async () => {

@@ -268,6 +268,8 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(open.nextCursor).toEqual(expect.any(String));
     await operator('GET', `/v1/waitpoints?status=open&cursor=${encodeURIComponent(String(open.nextCursor))}`);
     await operator('POST', `/v1/waitpoints/${waitpointIds[0]}/complete`, { data: { approved: true } });
+    const read = await operator('GET', `/v1/waitpoints/${waitpointIds[0]}`);
+    expect(read.waitpoint).toMatchObject({ waitpointId: waitpointIds[0], status: 'completed' });
     await operator('POST', `/v1/waitpoints/${waitpointIds[1]}/reject`, { reason: 'not now' });
     const callbackPath = new URL(suspendedUrls[2] ?? '').pathname;
     await call('POST', callbackPath, { body: { from: 'webhook' }, expect: 200 });

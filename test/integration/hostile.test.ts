@@ -562,6 +562,11 @@ describe('hostile input', () => {
       expect((await call('POST', `/v1/waitpoints/${id}/reject`, body)).status, body.slice(0, 40)).toBe(400);
     }
     expect((await call('POST', '/v1/waitpoints/w_nope/complete', '{}')).status).toBe(404);
+    for (const unknown of ['w_nope', `w_${'a'.repeat(26)}`, `${id}x`, '%00']) {
+      const read = await call('GET', `/v1/waitpoints/${unknown}`);
+      expect(read.status, unknown).toBe(404);
+      expect(read.json.error.code, unknown).toBe('WaitpointNotFound');
+    }
     for (const query of ['status=completed', 'limit=0', 'limit=101', 'cursor=forged']) {
       expect((await call('GET', `/v1/waitpoints?${query}`)).status, query).toBe(400);
     }

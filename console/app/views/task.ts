@@ -15,10 +15,6 @@ import { eventRow } from './event-row';
 import { approveWaitpoint, cancelTask, redriveTask, rejectWaitpoint, type Suspension } from './task-actions';
 import { taskLink } from './task-link';
 
-/** Pages of open waitpoints, oldest first, looked through for a suspended task's: the API reads none by id. */
-const WAITPOINT_PAGES = 10;
-const WAITPOINT_PAGE_SIZE = 100;
-
 type Entry = readonly [term: string, value: Child | readonly Child[], field?: string];
 
 function definitions(entries: readonly Entry[]): HTMLElement {
@@ -51,26 +47,10 @@ const suspensionOf = (task: Task): Suspension | undefined =>
     ? { taskId: task.taskId, waitpointId: task.waitpointId }
     : undefined;
 
-/** The open waitpoint `waitpointId` among the oldest `WAITPOINT_PAGES` pages; `undefined` when not there. */
-async function findOpenWaitpoint(waitpointId: string, signal: AbortSignal): Promise<Waitpoint | undefined> {
-  let cursor: string | undefined;
-  for (let page = 0; page < WAITPOINT_PAGES; page++) {
-    const read = await api.listWaitpoints({ cursor, limit: WAITPOINT_PAGE_SIZE }, signal);
-    const found = read.waitpoints.find((waitpoint) => waitpoint.waitpointId === waitpointId);
-    if (found || read.nextCursor === undefined) return found;
-    cursor = read.nextCursor;
-  }
-  return undefined;
-}
-
-/** A suspended task's waitpoint as looked for among the open ones: found, or `absent` from the pages looked at. */
-type Looked = Waitpoint | 'absent';
-
 /** What the task waits on; `waitpoint` is `undefined` when it could not be read. */
-function waitpointSection(suspension: Suspension | undefined, waitpoint: Looked | undefined): Child[] {
+function waitpointSection(suspension: Suspension | undefined, waitpoint: Waitpoint | undefined): Child[] {
   if (!suspension) return [];
-  const known = (value: (found: Waitpoint) => Child) =>
-    typeof waitpoint === 'object' ? value(waitpoint) : 'unknown';
+  const known = (value: (found: Waitpoint) => Child) => (waitpoint ? value(waitpoint) : 'unknown');
   return [
     el('h2', {}, 'Waitpoint'),
     el(
@@ -84,16 +64,10 @@ function waitpointSection(suspension: Suspension | undefined, waitpoint: Looked 
       ['Times out at', known((found) => time(found.timeoutAt)), 'timeout-at'],
       ['On timeout', known((found) => found.onTimeout)],
     ]),
-    waitpoint === 'absent' &&
-      el(
-        'p',
-        { class: 'note' },
-        `Its times are not known: it is not among the ${(WAITPOINT_PAGES * WAITPOINT_PAGE_SIZE).toLocaleString('en')} oldest open waitpoints.`,
-      ),
   ];
 }
 
-function details(task: Task, waitpoint: Looked | undefined): Child[] {
+function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
   return [
     definitions([
       ['Queue', task.queue],
@@ -289,7 +263,7 @@ export const taskView =
     };
 
     let shown = '';
-    const showTask = (task: Task, waitpoint: Looked | undefined) => {
+    const showTask = (task: Task, waitpoint: Waitpoint | undefined) => {
       const key = JSON.stringify([task, waitpoint]);
       if (key === shown) return;
       shown = key;
@@ -298,16 +272,13 @@ export const taskView =
       payload.showFor(task);
     };
 
-    /** The waitpoint looked for last, found or not: looked for once, not at every refresh. */
-    let looked: { readonly waitpointId: string; readonly found: Looked } | undefined;
-    const waitpointOf = async (suspension: Suspension | undefined): Promise<Looked | undefined> => {
+    /** The waitpoint read last: read once, not at every refresh (its times never change while it is open). */
+    let looked: Waitpoint | undefined;
+    const waitpointOf = async (suspension: Suspension | undefined): Promise<Waitpoint | undefined> => {
       if (!suspension) return undefined;
       if (looked?.waitpointId !== suspension.waitpointId)
-        looked = {
-          waitpointId: suspension.waitpointId,
-          found: (await findOpenWaitpoint(suspension.waitpointId, context.signal)) ?? 'absent',
-        };
-      return looked.found;
+        looked = await api.getWaitpoint(suspension.waitpointId, context.signal);
+      return looked;
     };
 
     const readTask = async () => {
