@@ -170,8 +170,8 @@ function grantPushChannel({ tables, functions, push, wakeTimer: timer }: Granted
   const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi, wakeTimer } = functions;
   // The push channel (`connection-table.ts`). Whoever makes a task claimable wakes idle listeners of its queue
   // (Query a queue's listeners, UpdateItem to take one and mark it busy in its other queues); whoever ends a task
-  // tells the connections watching it (Query); whoever hands a role over looks up the new holder's connection
-  // (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
+  // tells the connections watching it (Query); whoever hands a role over, or cancels a held task, looks up the
+  // holder's connection (GetItem); and a frame that finds its connection gone forgets it (GetItem, then DeleteItem).
   grantOnTable(agentApi, connections, [
     // PutItem: connect tickets. UpdateItem: also an empty claim marks its agent idle.
     'PutItem',

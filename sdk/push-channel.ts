@@ -94,6 +94,17 @@ export interface RoleFrame {
   readonly leaseEpoch: number;
 }
 
+/**
+ * A task this agent holds under `leaseEpoch` was cancelled: its handler is aborted now, not at the next heartbeat
+ * (whose answer says the same, for an agent that missed this).
+ */
+export interface CancelFrame {
+  readonly type: 'cancel';
+  readonly version: typeof PUSH_VERSION;
+  readonly taskId: string;
+  readonly leaseEpoch: number;
+}
+
 /** A task this connection watches ended. `result` is left out (`resultOmitted`) when it would not fit a frame. */
 export interface TaskFrame {
   readonly type: 'task';
@@ -122,7 +133,7 @@ export interface PushErrorFrame {
   readonly id?: string;
 }
 
-export type PushFrame = WakeFrame | RoleFrame | TaskFrame | SubscribedFrame | PushErrorFrame;
+export type PushFrame = WakeFrame | RoleFrame | CancelFrame | TaskFrame | SubscribedFrame | PushErrorFrame;
 
 /** Frames a client sends: `ping` keeps the socket open; `subscribe` (operators only) watches up to 25 tasks. */
 export type ClientFrame =
@@ -525,6 +536,10 @@ export function parseFrame(data: unknown): PushFrame | undefined {
         value.event === 'granted' &&
         typeof value.leaseEpoch === 'number'
         ? (value as unknown as RoleFrame)
+        : undefined;
+    case 'cancel':
+      return typeof value.taskId === 'string' && typeof value.leaseEpoch === 'number'
+        ? (value as unknown as CancelFrame)
         : undefined;
     case 'task':
       return typeof value.taskId === 'string' &&

@@ -1,6 +1,7 @@
 /**
  * A Worker on the push channel: while its socket is up, a `wake` for one of the worker's queues ends the claim
- * loop's idle wait, and a role grant brings a heartbeat at once (its notices start the role's handler). A channel
+ * loop's idle wait, a role grant brings a heartbeat at once (its notices start the role's handler), and a cancel
+ * aborts the handler of the task it names. A channel
  * that connects or goes down also ends the wait: the next claim says whether the worker listens.
  */
 import type { AgentSchedulerClient } from './client.js';
@@ -21,6 +22,8 @@ export interface PushHost {
   nudge(): void;
   /** A heartbeat now. */
   beat(): void;
+  /** The task held under `leaseEpoch` was cancelled: its handler is aborted. */
+  cancelled(taskId: string, leaseEpoch: number): void;
 }
 
 export class WorkerPush {
@@ -81,6 +84,8 @@ export class WorkerPush {
     if (!host.running()) return;
     if (frame.type === 'wake') {
       if (!host.queues || host.queues.includes(frame.queue)) host.nudge();
+    } else if (frame.type === 'cancel') {
+      host.cancelled(frame.taskId, frame.leaseEpoch);
     } else if (frame.type === 'role' && host.hasSession()) {
       // The grant is in the session's notices: a heartbeat now brings it (and starts the role's handler).
       host.beat();

@@ -146,6 +146,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
         hasSession: () => this.session !== undefined,
         nudge: () => this.claims.nudge(),
         beat: () => this.heartbeats.beat().catch(() => undefined),
+        cancelled: (taskId, leaseEpoch) =>
+          this.abortTask(this.findTask(taskId, undefined, leaseEpoch), 'cancelled'),
       },
       options.push === false ? undefined : options.push === true ? {} : (options.push ?? {}),
     );

@@ -1,12 +1,13 @@
 /**
- * An operator cancels a task. A queued task is cancelled outright; a leased one too, and its owner is told at
- * its next heartbeat (its later writes get `LeaseLost`). Cancelling a cancelled task returns it unchanged.
+ * An operator cancels a task. A queued task is cancelled outright; a leased one too, and its owner is told on its
+ * push connection at once, and at its next heartbeat (its later writes get `LeaseLost`). Cancelling a cancelled task returns it unchanged.
  */
 import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
 import { publishEnd } from './dependencies';
+import { pushCancel } from './push';
 import { ending } from './timing';
 import { freeLeaseSlots } from './turns';
 import { closeWaitpointOf } from './waitpoint-ends';
@@ -24,9 +25,12 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
     if (task.status === 'leased') await freeLeaseSlots(ctx, task);
     if (task.status === 'suspended') await closeWaitpointOf(ctx, task, now);
     if (task.status === 'leased' && task.owner && task.sessionId) {
-      await ctx.sessions
-        .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
-        .catch(() => undefined);
+      await Promise.all([
+        ctx.sessions
+          .notify(task.owner, task.sessionId, { kind: 'cancelled', taskId, leaseEpoch: task.leaseEpoch })
+          .catch(() => undefined),
+        pushCancel(ctx, task.owner, taskId, task.leaseEpoch),
+      ]);
     }
     await publishEnd(ctx, written.task, 'task.cancelled', {
       taskId,

@@ -9,6 +9,7 @@
  */
 import { errorName } from '#domain/errors';
 import {
+  type CancelFrame,
   CONNECTION_TTL_SECONDS,
   clientFrameSchema,
   type ErrorFrame,
@@ -263,26 +264,45 @@ export async function fireTimedWakes(
 }
 
 /** Tells an agent, on its connection if it has one, that a role is now its. Never throws. */
-export async function pushRoleGrant(
+export function pushRoleGrant(
   ctx: SchedulerContext,
   agentId: string,
   role: string,
   leaseEpoch: number,
 ): Promise<void> {
+  return pushToAgent(ctx, agentId, frame<RoleFrame>({ type: 'role', role, event: 'granted', leaseEpoch }), {
+    role,
+  });
+}
+
+/**
+ * Tells an agent, on its connection if it has one, that a task it holds was cancelled, so that its handler stops
+ * now rather than at its next heartbeat. Never throws.
+ */
+export function pushCancel(
+  ctx: SchedulerContext,
+  agentId: string,
+  taskId: string,
+  leaseEpoch: number,
+): Promise<void> {
+  return pushToAgent(ctx, agentId, frame<CancelFrame>({ type: 'cancel', taskId, leaseEpoch }), { taskId });
+}
+
+/** Sends a frame to an agent's connection, if it has one; a failure is logged: the next heartbeat tells the same. */
+async function pushToAgent(
+  ctx: SchedulerContext,
+  agentId: string,
+  message: PushFrame,
+  about: Record<string, string>,
+): Promise<void> {
   const push = ctx.push;
   if (!push) return;
   try {
     const connectionId = await push.connections.connectionOf(agentId);
-    if (connectionId)
-      await pushTo(
-        ctx,
-        push,
-        connectionId,
-        frame<RoleFrame>({ type: 'role', role, event: 'granted', leaseEpoch }),
-      );
+    if (connectionId) await pushTo(ctx, push, connectionId, message);
   } catch (error) {
-    ctx.log.warn('pushing a role grant failed; the holder learns it at its next heartbeat', {
-      role,
+    ctx.log.warn(`pushing a ${message.type} frame failed; the agent learns it at its next heartbeat`, {
+      ...about,
       error: errorName(error),
     });
   }

@@ -1,7 +1,7 @@
 /**
  * The push channel's protocol: small, versioned JSON frames over one WebSocket per client. Pushes are hints,
- * like SQS messages: a wake says work may be waiting, a role frame says a grant committed, a task frame says a
- * task ended. Nothing depends on their delivery; the HTTP API stays the truth, and a client whose socket is down
+ * like SQS messages: a wake says work may be waiting, a role frame says a grant committed, a cancel frame says a
+ * task its agent holds was cancelled, a task frame says a task ended. Nothing depends on their delivery; the HTTP API stays the truth, and a client whose socket is down
  * polls as it would without one.
  *
  * A caller gets a ticket over HTTP (as itself: agent token or operator credentials), then presents it once, in the
@@ -10,6 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type {
+  CancelFrame,
   PushErrorFrame as ErrorFrame,
   RoleFrame,
   WakeFrame as SdkWakeFrame,
@@ -34,7 +35,7 @@ export const RECONNECT_AFTER_SECONDS = 110 * 60;
 /** How long connection records live unless renewed: a little past the 2-hour limit. */
 export const CONNECTION_TTL_SECONDS = 2 * 60 * 60 + 5 * 60;
 
-/** Who holds a connection: an agent (hears wakes for its own queues, and its role grants) or an operator. */
+/** Who holds a connection: an agent (hears wakes for its own queues, its role grants and cancels) or an operator. */
 export type PushPrincipal =
   | { readonly kind: 'agent'; readonly agentId: string }
   | { readonly kind: 'operator' };
@@ -45,8 +46,8 @@ export interface WakeFrame extends SdkWakeFrame {
 }
 
 /** A frame the server sends; the SDK declares each shape, as its clients read them. */
-export type PushFrame = WakeFrame | RoleFrame | TaskFrame | SubscribedFrame | ErrorFrame;
-export type { ErrorFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
+export type PushFrame = WakeFrame | RoleFrame | CancelFrame | TaskFrame | SubscribedFrame | ErrorFrame;
+export type { CancelFrame, ErrorFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
 
 /**
  * The answer to a `ping`, sent by API Gateway's mock route (no function runs) and by the local server alike: a client

@@ -83,7 +83,7 @@ describe('push channel through the SDK', () => {
   beforeAll(async () => {
     let serverUrl = '';
     stack = await createTestStack({
-      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli'],
+      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli', 'cancel'],
       push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
       settings: {
         pushSafetyPollMs: SAFETY_POLL_MS,
@@ -107,11 +107,11 @@ describe('push channel through the SDK', () => {
     console.info('push e2e figures', JSON.stringify(figures));
   });
 
-  async function agent(queues: string[], calls?: Call[]) {
+  async function agent(queues: string[], calls?: Call[], maxConcurrency = 4) {
     const { token, agent: created } = await operator.createAgent({
       name: 'e2e-push',
       queues,
-      maxConcurrency: 4,
+      maxConcurrency,
     });
     const client = new AgentSchedulerClient({
       endpoint: server.url,
@@ -149,6 +149,58 @@ describe('push channel through the SDK', () => {
     // One claim after the wake took it (and maybe the next, listening again); none while idle.
     expect(claims().length - claimsWhileIdle).toBeLessThanOrEqual(2);
     expect(worker.listening).toBe(true);
+  });
+
+  it('a cancel aborts a listening worker’s handler on its socket: within 1 s of the cancel for each of 50 tasks, no heartbeat needed', async () => {
+    const calls: Call[] = [];
+    const { client } = await agent(['cancel'], calls, 10);
+    const aborted = new Map<string, { at: number; reason: unknown }>();
+    const picked: string[] = [];
+    const worker = new Worker({
+      client,
+      concurrency: 10,
+      push: { WebSocket: Injected },
+      handler: (task, ctx) =>
+        new Promise((resolve) => {
+          ctx.signal.addEventListener('abort', () => {
+            aborted.set(task.taskId, {
+              at: performance.now(),
+              reason: (ctx.signal.reason as { reason?: unknown }).reason,
+            });
+            resolve('stopped');
+          });
+        }),
+    });
+    workers.push(worker);
+    worker.on('picked', (task) => picked.push(task.taskId));
+    await worker.start();
+    await waitFor(() => worker.listening, 10_000);
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => operator.submitTask({ queue: 'cancel', payload: { i } })),
+    );
+
+    const delays: number[] = [];
+    for (let n = 0; n < 50; n++) {
+      await waitFor(() => picked.length > n, 10_000);
+      const taskId = picked[n] ?? '';
+      const sentAt = performance.now();
+      await operator.cancelTask(taskId);
+      await waitFor(() => aborted.has(taskId), 5_000);
+      delays.push((aborted.get(taskId)?.at ?? Number.POSITIVE_INFINITY) - sentAt);
+    }
+    await worker.stop();
+
+    const sorted = [...delays].sort((a, b) => a - b);
+    const p99 = sorted[Math.ceil(0.99 * sorted.length) - 1] ?? Number.POSITIVE_INFINITY;
+    figures.cancelToAbortMs = {
+      p50: Math.round(sorted[24] ?? 0),
+      p99: Math.round(p99),
+      max: Math.round(sorted.at(-1) ?? 0),
+    };
+    expect(p99).toBeLessThan(1_000);
+    expect([...aborted.values()].every((a) => a.reason === 'cancelled')).toBe(true);
+    // Heartbeats every 10 s: the run took less than that, or not many more; the aborts came on the socket.
+    expect(calls.filter((c) => c.path === '/v1/agent/heartbeat').length).toBeLessThanOrEqual(3);
   });
 
   it('waitForTask hears the end on the socket: no read while waiting, resolved soon after the completion', async () => {

@@ -198,6 +198,7 @@ describe('PushChannel', () => {
     const good = [
       pushFrame({ type: 'wake', queue: 'q', reason: 'submitted' }),
       pushFrame({ type: 'role', role: 'leader', event: 'granted', leaseEpoch: 3 }),
+      pushFrame({ type: 'cancel', taskId: 't_1', leaseEpoch: 2 }),
       pushFrame({ type: 'task', taskId: 't_1', status: 'succeeded', result: { a: 1 } }),
       pushFrame({ type: 'subscribed', id: 'w1', tasks: [{ taskId: 't_1', status: null }] }),
       pushFrame({ type: 'error', code: 'BadFrame', message: 'no', id: 'w2' }),
@@ -212,6 +213,8 @@ describe('PushChannel', () => {
       JSON.stringify(pushFrame({ type: 'wake', reason: 'submitted' })),
       JSON.stringify(pushFrame({ type: 'role', role: 'r', event: 'revoked', leaseEpoch: 1 })),
       JSON.stringify(pushFrame({ type: 'task', taskId: 't_1', status: 'leased' })),
+      JSON.stringify(pushFrame({ type: 'cancel', taskId: 't_1' })),
+      JSON.stringify(pushFrame({ type: 'cancel', taskId: 7, leaseEpoch: 2 })),
       JSON.stringify(pushFrame({ type: 'subscribed', id: 'w1', tasks: [{ status: 'queued' }] })),
       new Uint8Array([123, 125]),
       42,
