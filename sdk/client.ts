@@ -33,6 +33,8 @@ import type {
   ListTasksInput,
   Occurrence,
   OpenSessionOptions,
+  ProgressItem,
+  ProgressItemResult,
   PushTicket,
   QueueControl,
   QueueLimits,
@@ -41,6 +43,7 @@ import type {
   ReleaseInput,
   ReleaseRoleInput,
   ReleaseRoleResult,
+  ReportProgressInput,
   Role,
   Schedule,
   ScheduleSpec,
@@ -50,6 +53,7 @@ import type {
   SubmitTaskResult,
   Task,
   TaskPage,
+  TaskProgress,
   VolunteerInput,
   VolunteerResult,
   WaitInput,
@@ -258,6 +262,18 @@ export class AgentSchedulerClient {
       this.push,
     );
     return this.waiter.wait(taskId, options);
+  }
+
+  /**
+   * Follows a task until it ends, as `waitForTask`, calling `onProgress` with each progress report its holder makes:
+   * pushed on the channel the moment the server takes it, or seen on a read while the channel is down (then only the
+   * latest of those made between two reads). The first call brings the report made before the watch, if any.
+   */
+  watchTask(
+    taskId: string,
+    options: WaitOptions & { readonly onProgress: (progress: TaskProgress) => void },
+  ) {
+    return this.waitForTask(taskId, options);
   }
 
   /** Submits a task, then waits for it to end (`timeoutMs` counts from the call). */
@@ -540,6 +556,37 @@ export class AgentSchedulerClient {
       await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
         path: '/v1/agent/tasks/complete',
+        body: { tasks: items },
+        ...options,
+      })
+    ).results;
+  }
+
+  /** Reports the progress of a held task, fenced by its lease; answers the report as kept. */
+  async reportProgress(
+    taskId: string,
+    input: ReportProgressInput,
+    options: CallOptions = {},
+  ): Promise<TaskProgress> {
+    return (
+      await this.call<{ progress: TaskProgress }>({
+        method: 'POST',
+        path: `/v1/agent/tasks/${segment(taskId)}/progress`,
+        body: input,
+        ...options,
+      })
+    ).progress;
+  }
+
+  /** Reports the progress of up to 100 held tasks in one call; each report has its own outcome. */
+  async reportProgressBatch(
+    items: readonly ProgressItem[],
+    options: CallOptions = {},
+  ): Promise<ProgressItemResult[]> {
+    return (
+      await this.call<{ results: ProgressItemResult[] }>({
+        method: 'POST',
+        path: '/v1/agent/tasks/progress',
         body: { tasks: items },
         ...options,
       })

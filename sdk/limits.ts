@@ -23,6 +23,10 @@ export const SERVER_LIMITS = {
   timeoutSeconds: 12 * 60 * 60,
   /** A snooze's delay, and a failure's `retryAfterSeconds`, at most. */
   snoozeSeconds: 12 * 60 * 60,
+  /** A progress report's data, its message, and the reports of one batch call. */
+  progressDataBytes: 16 * 1024,
+  progressMessageChars: 1_024,
+  progressPerCall: 100,
   /** How long a waitpoint may wait for its answer. */
   waitSeconds: 30 * 24 * 60 * 60,
   /** Objects and arrays nested in one body, the body's own included. */

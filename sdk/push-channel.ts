@@ -14,7 +14,7 @@
 import { EventEmitter } from 'node:events';
 import { isRefusal } from './errors.js';
 import { PollBackoff } from './poll-backoff.js';
-import type { PushTicket } from './types.js';
+import type { PushTicket, TaskProgress } from './types.js';
 
 /** The version of the frames this client reads and writes; frames of any other version are ignored. */
 export const PUSH_VERSION = 1;
@@ -105,6 +105,14 @@ export interface CancelFrame {
   readonly leaseEpoch: number;
 }
 
+/** A task this connection watches reported progress: its last report, as `getTask` shows it. */
+export interface ProgressFrame {
+  readonly type: 'progress';
+  readonly version: typeof PUSH_VERSION;
+  readonly taskId: string;
+  readonly progress: TaskProgress;
+}
+
 /** A task this connection watches ended. `result` is left out (`resultOmitted`) when it would not fit a frame. */
 export interface TaskFrame {
   readonly type: 'task';
@@ -133,7 +141,14 @@ export interface PushErrorFrame {
   readonly id?: string;
 }
 
-export type PushFrame = WakeFrame | RoleFrame | CancelFrame | TaskFrame | SubscribedFrame | PushErrorFrame;
+export type PushFrame =
+  | WakeFrame
+  | RoleFrame
+  | CancelFrame
+  | ProgressFrame
+  | TaskFrame
+  | SubscribedFrame
+  | PushErrorFrame;
 
 /** Frames a client sends: `ping` keeps the socket open; `subscribe` (operators only) watches up to 25 tasks. */
 export type ClientFrame =
@@ -540,6 +555,13 @@ export function parseFrame(data: unknown): PushFrame | undefined {
     case 'cancel':
       return typeof value.taskId === 'string' && typeof value.leaseEpoch === 'number'
         ? (value as unknown as CancelFrame)
+        : undefined;
+    case 'progress':
+      return typeof value.taskId === 'string' &&
+        isRecord(value.progress) &&
+        typeof value.progress.at === 'string' &&
+        typeof value.progress.attempt === 'number'
+        ? (value as unknown as ProgressFrame)
         : undefined;
     case 'task':
       return typeof value.taskId === 'string' &&

@@ -11,7 +11,7 @@
 import { AgentSchedulerError, abortedError, isRefusal } from './errors.js';
 import { PollBackoff } from './poll-backoff.js';
 import { PUSH_VERSION, PushChannel, type PushFrame, type PushOptions } from './push-channel.js';
-import type { PushTicket, Task, TaskStatus } from './types.js';
+import type { PushTicket, Task, TaskProgress, TaskStatus } from './types.js';
 
 const WAIT_ABANDONED = 'the wait was abandoned';
 
@@ -20,6 +20,8 @@ export interface WaitOptions {
   readonly timeoutMs?: number;
   /** Abandons the wait (it rejects with an `Aborted` error). */
   readonly signal?: AbortSignal;
+  /** Called with each progress report of the task, newest last (`watchTask`). */
+  readonly onProgress?: (progress: TaskProgress) => void;
 }
 
 /** The task did not end within the wait's `timeoutMs`; it may still end later. */
@@ -71,6 +73,9 @@ interface Wait {
   interrupt: (() => void) | undefined;
   /** The pause is the first one, for a connection still being opened. */
   inGrace: boolean;
+  readonly onProgress: ((progress: TaskProgress) => void) | undefined;
+  /** When the last report handed to `onProgress` was taken: an older one (a read after a push) is not handed again. */
+  progressAt: string | undefined;
   readonly resolve: (task: Task) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -118,6 +123,8 @@ export class TaskWaiter {
         polling: false,
         interrupt: undefined,
         inGrace: false,
+        onProgress: options.onProgress,
+        progressAt: undefined,
         resolve: (task) => {
           if (wait.settled) return;
           finish();
@@ -234,8 +241,10 @@ export class TaskWaiter {
         wait.mode = 'watching';
         wait.interrupt?.();
         if (status !== undefined && status !== null) wait.lastStatus = status as TaskStatus;
-        // Ended already, or no such task (the read says which): read it.
+        // Ended already, or no such task (the read says which): read it. A watch of progress reads it once too,
+        // for the report made before the watch.
         if (status === null || ended(status)) void this.read(wait, { after: 'end' });
+        else if (wait.onProgress) void this.read(wait, { after: 'poll' });
       }
       return;
     }
@@ -248,12 +257,28 @@ export class TaskWaiter {
       for (const wait of pending.waits) if (wait.mode === 'subscribing') this.toPolling(wait, 0);
       return;
     }
+    if (frame.type === 'progress') {
+      for (const wait of this.waits) if (wait.taskId === frame.taskId) this.progressed(wait, frame.progress);
+      return;
+    }
     if (frame.type === 'task') {
       for (const wait of this.waits) {
         if (wait.taskId !== frame.taskId) continue;
         wait.lastStatus = frame.status;
         void this.read(wait, { after: 'end' });
       }
+    }
+  }
+
+  /** Hands a report to the wait's `onProgress`, once, and never one older than the last it was given. */
+  private progressed(wait: Wait, progress: TaskProgress): void {
+    if (!wait.onProgress || wait.settled) return;
+    if (wait.progressAt !== undefined && progress.at <= wait.progressAt) return;
+    wait.progressAt = progress.at;
+    try {
+      wait.onProgress(progress);
+    } catch {
+      // A throwing listener must not end the wait.
     }
   }
 
@@ -323,6 +348,7 @@ export class TaskWaiter {
     }
     if (wait.settled) return;
     wait.lastStatus = task.status;
+    if (task.progress) this.progressed(wait, task.progress);
     if (ended(task.status)) wait.resolve(task);
     // Running again (redriven meanwhile): watched anew, or read until it ends.
     else if (context.after === 'end') {

@@ -62,6 +62,8 @@ export interface Task {
   readonly onFailureTaskId?: string;
   /** The waitpoint it was last suspended on: open while the task is `suspended`. */
   readonly waitpointId?: string;
+  /** The last progress its holder reported (`getTask` only), and when. */
+  readonly progress?: TaskProgress;
   /** Submitted with `dependsOn`: how many tasks it depends on, and what a failed one does to it. */
   readonly dependencyCount?: number;
   readonly onDependencyFailure?: 'cancel' | 'run';
@@ -83,8 +85,26 @@ export interface Task {
   readonly payloadGone?: true;
 }
 
-/** A task in a list: no result, checkpoint or payload (`getTask` has them). */
-export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'payload' | 'payloadGone'>;
+/** A task in a list: no result, checkpoint, progress or payload (`getTask` has them). */
+export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'progress' | 'payload' | 'payloadGone'>;
+
+/** What a running task's holder reports of its progress: at least one of the three. */
+export interface ProgressInput {
+  /** 0 to 100. */
+  readonly percent?: number;
+  /** A line for people (1 to 1,024 characters). */
+  readonly message?: string;
+  /** Up to 16 KB of JSON. */
+  readonly data?: unknown;
+}
+
+/** A task's last progress report, as the server kept it. */
+export interface TaskProgress extends ProgressInput {
+  /** When the server took it. */
+  readonly at: string;
+  /** The attempt that reported it. */
+  readonly attempt: number;
+}
 
 /** A task as a claim hands it to its new owner, payload included. */
 export interface ClaimedTask {
@@ -644,6 +664,30 @@ export interface CompleteTasksRequest extends CompleteTasksInput {
   /** As `CompleteRequest.claimNext`: made once every completion of the call is answered. */
   readonly claimNext?: ClaimInput;
 }
+
+/** The body of `POST /v1/agent/tasks/{taskId}/progress`: a report, under the task's lease. */
+export interface ReportProgressInput extends ProgressInput {
+  readonly leaseEpoch: number;
+}
+
+/** One report of `POST /v1/agent/tasks/progress`. */
+export interface ProgressItem extends ReportProgressInput {
+  readonly taskId: string;
+}
+
+/** `POST /v1/agent/tasks/progress`: up to 100 reports in one call. */
+export interface ReportProgressBatchInput {
+  readonly tasks: readonly ProgressItem[];
+}
+
+/** One report's outcome in a batch: kept, or refused as a single call would have been. */
+export type ProgressItemResult =
+  | { readonly ok: true; readonly progress: TaskProgress }
+  | {
+      readonly ok: false;
+      readonly status: number;
+      readonly error: { readonly code: string; readonly message: string };
+    };
 
 /** The lease of the task an agent runs, which fences the follow-up tasks it submits. */
 export interface ParentLease {

@@ -6,6 +6,7 @@ import type {
   ChildTaskInput,
   ClaimedTask,
   HeartbeatResult,
+  ProgressInput,
   RoleLease,
   Session,
   SessionHoldings,
@@ -58,6 +59,12 @@ export interface TaskContext {
   checkpoint(value: unknown): void;
   /** Sends a heartbeat now, with this task's latest checkpoint first; resolves once the server has the beat. */
   heartbeatNow(): Promise<void>;
+  /**
+   * Reports progress for people watching (`getTask`, `watchTask`, the console): the latest report of each task goes
+   * out at most once a second, reports of many tasks in one call. Throws, reporting nothing, for a report the server
+   * would refuse: `percent` outside 0 to 100, a `message` over 1,024 characters, `data` over 16 KB of JSON.
+   */
+  progress(update: ProgressInput): void;
   /**
    * Pushes the attempt's deadline forward: a heartbeat goes now asking that the attempt end no sooner than
    * `seconds` (1 to 43,200) after the server has it, never past the task's `maxTimeoutSeconds` from its start.

@@ -26,6 +26,7 @@ import type { AgentSchedulerClient } from './client.js';
 import { SessionLostError } from './errors.js';
 import { Heartbeats } from './heartbeats.js';
 import { PollBackoff, type PollInterval } from './poll-backoff.js';
+import { ProgressReports } from './progress-reports.js';
 import type { PushOptions } from './push-channel.js';
 import { newOpenId } from './request-ids.js';
 import { RunningTask } from './running-task.js';
@@ -114,6 +115,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly roles: WorkerRoles;
   private readonly holdings: UnknownHoldings;
   private readonly outcomes: TaskOutcomes;
+  private readonly progress: ProgressReports;
   private readonly heartbeats: Heartbeats;
   private stopping: Promise<void> | undefined;
   private removeSignalHandlers: (() => void) | undefined;
@@ -162,6 +164,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
       },
       carryClaim: (freed) => this.claims.carry(freed),
       emit,
+      report,
+    });
+    this.progress = new ProgressReports({
+      client: this.client,
+      attemptTimeoutMs: () => this.attemptTimeoutMs(),
       report,
     });
     this.roles = new WorkerRoles({
@@ -482,6 +489,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       .catch((error: unknown) => this.report(error))
       .finally(() => {
         entry.dispose();
+        this.progress.forget(entry);
         this.tasks.delete(entry);
         this.claims.wake();
       });
@@ -492,6 +500,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       signal: entry.signal,
       checkpoint: (value) => entry.setCheckpoint(value),
       heartbeatNow: () => this.heartbeats.beat(entry),
+      progress: (update) => this.progress.set(entry, update),
       extendDeadline: async (seconds) => {
         entry.askExtension(seconds);
         await this.heartbeats.beat(entry);
@@ -558,6 +567,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await Promise.allSettled([...this.tasks].filter((e) => e.phase === 'finishing').map((e) => e.done));
     } finally {
       const beats = this.heartbeats.stop();
+      this.progress.stop();
       clearTimeout(this.sessionTimer);
       await beats;
       this.state = 'stopped';

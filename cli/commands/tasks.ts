@@ -3,7 +3,14 @@
  */
 import { type Command, Option } from 'commander';
 import { TaskWaitTimeoutError } from '#sdk/task-waiter';
-import type { FollowUpTaskInput, Priority, SubmitTaskInput, Task, TaskStatus } from '#sdk/types';
+import type {
+  FollowUpTaskInput,
+  Priority,
+  SubmitTaskInput,
+  Task,
+  TaskProgress,
+  TaskStatus,
+} from '#sdk/types';
 import { PRIORITIES, TASK_STATUSES } from '#sdk/vocabulary';
 import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
@@ -98,17 +105,39 @@ function getCommand(program: Command, cli: Cli): void {
     .summary('show a task, with its payload size, result and error')
     .argument('<task-id>', 'the task id (t_...)')
     .option('--payload', 'with the payload as submitted (read from S3 for a large one)')
+    .option(
+      '--follow',
+      `print its progress as it is reported until it ends, then the task: exit 0 if it succeeded, ${EXIT_TASK_FAILED} ` +
+        `if it ended otherwise, ${EXIT_WAIT_TIMEOUT} if --follow-timeout ran out first`,
+    )
+    .option(
+      '--follow-timeout <seconds>',
+      'with --follow: stop after this long (default: no limit)',
+      positiveNumber,
+    )
     .addHelpText(
       'after',
       examples([
         'agent-scheduler get t_abc...',
         'agent-scheduler get t_abc... --json',
         'agent-scheduler get t_abc... --payload',
+        'agent-scheduler get t_abc... --follow',
       ]),
     )
-    .action(async (taskId: string, options: { payload?: boolean }) => {
-      printTask(cli, await cli.operator().getTask(taskId, { includePayload: options.payload === true }));
-    });
+    .action(
+      async (taskId: string, options: { payload?: boolean; follow?: boolean; followTimeout?: number }) => {
+        if (options.followTimeout !== undefined && !options.follow)
+          throw new UsageError('--follow-timeout goes with --follow');
+        if (options.follow && options.payload)
+          throw new UsageError('--follow prints the task without its payload');
+        if (options.follow) {
+          const client = cli.operator({ push: await cli.pushOptions() });
+          cli.exitCode = await follow(cli, client, taskId, options.followTimeout);
+          return;
+        }
+        printTask(cli, await cli.operator().getTask(taskId, { includePayload: options.payload === true }));
+      },
+    );
 }
 
 function listCommand(program: Command, cli: Cli): void {
@@ -264,18 +293,32 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
   // With --json, the one document printed is the task as it ended.
   if (!cli.globals.json)
     cli.say(`${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}, waiting`);
-  const taskId = result.task.taskId;
+  return follow(cli, client, result.task.taskId, options.waitTimeout);
+}
+
+/**
+ * Follows a task to its end: its progress reports printed as they come (not with --json, whose one document is the
+ * task as it ended), then the task; the exit code says how it ended.
+ */
+async function follow(
+  cli: Cli,
+  client: ReturnType<Cli['operator']>,
+  taskId: string,
+  timeoutSeconds: number | undefined,
+): Promise<number> {
   let task: Task;
   try {
-    task = await client.waitForTask(
-      taskId,
-      options.waitTimeout === undefined ? {} : { timeoutMs: options.waitTimeout * 1_000 },
-    );
+    task = await client.watchTask(taskId, {
+      ...(timeoutSeconds === undefined ? {} : { timeoutMs: timeoutSeconds * 1_000 }),
+      onProgress: (progress) => {
+        if (!cli.globals.json) cli.say(progressLine(progress));
+      },
+    });
   } catch (error) {
     if (!(error instanceof TaskWaitTimeoutError)) throw error;
     const last = error.lastStatus ? `; it was ${error.lastStatus}` : '';
     cli.complain(
-      `task ${taskId} did not end within ${options.waitTimeout} s${last}. It may still end: agent-scheduler get ${taskId}`,
+      `task ${taskId} did not end within ${timeoutSeconds} s${last}. It may still end: agent-scheduler get ${taskId}`,
     );
     return EXIT_WAIT_TIMEOUT;
   }
@@ -284,3 +327,14 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
   cli.complain(`task ${taskId} ended ${task.status}${task.error ? `: ${task.error.message}` : ''}`);
   return EXIT_TASK_FAILED;
 }
+
+/** `progress  40%  planning  {"step":2}`: what the report says, as one line. */
+export const progressLine = (progress: TaskProgress): string =>
+  [
+    'progress',
+    progress.percent === undefined ? undefined : `${Math.round(progress.percent * 10) / 10}%`,
+    progress.message,
+    progress.data === undefined ? undefined : JSON.stringify(progress.data),
+  ]
+    .filter((part) => part !== undefined)
+    .join('  ');

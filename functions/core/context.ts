@@ -12,6 +12,7 @@ import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
 import type { OccurrenceStore } from './ports/occurrence-store';
 import type { PayloadStore } from './ports/payload-store';
+import type { ProgressStore } from './ports/progress-store';
 import type { PushChannel } from './ports/push-channel';
 import type { QueueControlStore } from './ports/queue-control-store';
 import type { RoleStore } from './ports/role-store';
@@ -192,6 +193,8 @@ export interface SchedulerContext {
   /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
   readonly queueControls: QueueControlStore;
   readonly waitpoints: WaitpointStore;
+  /** Each task's last progress report. */
+  readonly progress: ProgressStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
   readonly agents: AgentStore;

@@ -8,6 +8,7 @@
  * caused it goes on; agents keep a slow safety poll.
  */
 import { errorName } from '#domain/errors';
+import { type Progress, progressView } from '#domain/progress';
 import {
   type CancelFrame,
   CONNECTION_TTL_SECONDS,
@@ -17,6 +18,7 @@ import {
   MAX_CLIENT_FRAME_BYTES,
   MAX_PUSHED_RESULT_BYTES,
   newTicket,
+  type ProgressFrame,
   type PushFrame,
   type PushPrincipal,
   type RoleFrame,
@@ -381,6 +383,26 @@ async function subscribe(
     }),
   );
   return frame<SubscribedFrame>({ type: 'subscribed', id: request.id, tasks });
+}
+
+/** Pushes a watched task's progress report to the connections watching it. Never throws: they read it instead. */
+export async function announceProgress(ctx: SchedulerContext, task: Task, progress: Progress): Promise<void> {
+  const push = ctx.push;
+  if (!push || !task.watched) return;
+  try {
+    const message = frame<ProgressFrame>({
+      type: 'progress',
+      taskId: task.taskId,
+      progress: progressView(progress),
+    });
+    const watchers = await push.connections.watchers(task.taskId);
+    await Promise.all(watchers.map((connectionId) => pushTo(ctx, push, connectionId, message)));
+  } catch (error) {
+    ctx.log.warn('pushing a progress report failed; its watchers read it instead', {
+      taskId: task.taskId,
+      error: errorName(error),
+    });
+  }
 }
 
 /** Tells the connections watching a task that it ended. Never throws: a watcher falls back to reading the task. */

@@ -26,6 +26,7 @@ import { listTasks, queueStats, readTaskPayload } from './inspect';
 import { claimOrListen } from './listen';
 import { readOccurrences } from './occurrences';
 import type { PushChannel } from './ports/push-channel';
+import { type ProgressReport, reportProgress, reportProgressBatch } from './progress';
 import { answerFrame, closeConnection, issueTicket, openConnection, pushTo, redeemTicket } from './push';
 import { setQueueLimits, setQueuePaused } from './queue-controls';
 import { reclaimExpiredLeases } from './reclaim';
@@ -253,6 +254,20 @@ export class Scheduler {
   /** A callback's answer: the token is its credential, its body the data. */
   answerCallback(token: string, data: unknown) {
     return answerCallback(this.ctx, token, data);
+  }
+
+  /** A progress report of a task the agent holds. */
+  reportProgress(agentId: string, report: ProgressReport) {
+    return reportProgress(this.ctx, agentId, report);
+  }
+
+  reportProgressBatch(agentId: string, reports: readonly ProgressReport[]) {
+    return reportProgressBatch(this.ctx, agentId, reports);
+  }
+
+  /** The task's last progress report, if any. */
+  progressOf(taskId: string) {
+    return this.ctx.progress.get(taskId);
   }
 
   getWaitpoint(waitpointId: string) {

@@ -1,7 +1,8 @@
 /**
  * The push channel's protocol: small, versioned JSON frames over one WebSocket per client. Pushes are hints,
  * like SQS messages: a wake says work may be waiting, a role frame says a grant committed, a cancel frame says a
- * task its agent holds was cancelled, a task frame says a task ended. Nothing depends on their delivery; the HTTP API stays the truth, and a client whose socket is down
+ * task its agent holds was cancelled, a progress frame carries a watched task's last report, a task frame says a
+ * task ended. Nothing depends on their delivery; the HTTP API stays the truth, and a client whose socket is down
  * polls as it would without one.
  *
  * A caller gets a ticket over HTTP (as itself: agent token or operator credentials), then presents it once, in the
@@ -12,6 +13,7 @@ import { z } from 'zod';
 import type {
   CancelFrame,
   PushErrorFrame as ErrorFrame,
+  ProgressFrame,
   RoleFrame,
   WakeFrame as SdkWakeFrame,
   SubscribedFrame,
@@ -46,8 +48,15 @@ export interface WakeFrame extends SdkWakeFrame {
 }
 
 /** A frame the server sends; the SDK declares each shape, as its clients read them. */
-export type PushFrame = WakeFrame | RoleFrame | CancelFrame | TaskFrame | SubscribedFrame | ErrorFrame;
-export type { CancelFrame, ErrorFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
+export type PushFrame =
+  | WakeFrame
+  | RoleFrame
+  | CancelFrame
+  | ProgressFrame
+  | TaskFrame
+  | SubscribedFrame
+  | ErrorFrame;
+export type { CancelFrame, ErrorFrame, ProgressFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
 
 /**
  * The answer to a `ping`, sent by API Gateway's mock route (no function runs) and by the local server alike: a client

@@ -7,6 +7,7 @@ import { idleRetryAfterMs } from '#core/claim';
 import type { Scheduler } from '#core/scheduler';
 import type { SessionRead } from '#core/session-reads';
 import { isSchedulerError, ValidationError } from '#domain/errors';
+import { progressView } from '#domain/progress';
 import type { Task } from '#domain/task';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import {
@@ -19,6 +20,8 @@ import {
   noBody,
   openSessionBody,
   parseBody,
+  progressBody,
+  progressManyBody,
   releaseBody,
   releaseRoleBody,
   volunteerBody,
@@ -138,6 +141,33 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
         body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds },
       );
       return { status: 200, body: { task: taskView(failed.task) } };
+    },
+    reportProgress: async (request) => {
+      const { leaseEpoch, ...report } = parseBody(progressBody, request.body);
+      const progress = await scheduler.reportProgress(agentOf(request), {
+        taskId: taskIdParam(request),
+        leaseEpoch,
+        ...report,
+      });
+      return { status: 200, body: { progress: progressView(progress) } };
+    },
+    reportProgressBatch: async (request) => {
+      const body = parseBody(progressManyBody, request.body);
+      const outcomes = await scheduler.reportProgressBatch(agentOf(request), body.tasks);
+      return {
+        status: 200,
+        body: {
+          results: outcomes.map((outcome) =>
+            outcome.ok
+              ? { ok: true, progress: progressView(outcome.progress) }
+              : {
+                  ok: false,
+                  error: { code: outcome.error.code, message: outcome.error.message },
+                  status: outcome.error.status,
+                },
+          ),
+        },
+      };
     },
     waitTask: async (request) => {
       const { leaseEpoch, ...input } = parseBody(waitBody, request.body);

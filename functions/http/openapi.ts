@@ -17,6 +17,8 @@ import {
   failBody,
   heartbeatBody,
   openSessionBody,
+  progressBody,
+  progressManyBody,
   rejectWaitpointBody,
   releaseBody,
   releaseRoleBody,
@@ -40,6 +42,8 @@ import {
   heartbeatResultSchema,
   occurrenceListSchema,
   openApiDocumentSchema,
+  progressResponseSchema,
+  progressResultsSchema,
   pushTicketSchema,
   queueListSchema,
   queueResponseSchema,
@@ -266,6 +270,18 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   failTask: withBody('Fail a task', 'FailRequest', failBody, ok(taskResponseSchema)),
   releaseTask: withBody('Give a task back unfinished', 'ReleaseRequest', releaseBody, ok(taskResponseSchema)),
   waitTask: withBody('Suspend a held task on a waitpoint', 'WaitRequest', waitBody, ok(waitResultSchema)),
+  reportProgress: withBody(
+    'Report the progress of a held task',
+    'ProgressRequest',
+    progressBody,
+    ok(progressResponseSchema, 'The report as kept'),
+  ),
+  reportProgressBatch: withBody(
+    'Report the progress of held tasks in a batch',
+    'ProgressBatchRequest',
+    progressManyBody,
+    ok(progressResultsSchema, 'One outcome per report, in order'),
+  ),
   listWaitpoints: {
     summary: 'List open waitpoints, oldest first',
     query: [

@@ -138,9 +138,12 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
     getTask: async (request) => {
       const include = request.query.get('include');
       if (include !== null && include !== 'payload') throw new ValidationError('include: only "payload"');
-      const task = await scheduler.getTask(taskIdParam(request));
-      if (include === null) return { status: 200, body: { task: taskView(task) } };
-      return { status: 200, body: { task: taskWithPayloadView(task, await scheduler.taskPayload(task)) } };
+      const taskId = taskIdParam(request);
+      // The last progress report is read beside the task (half a read unit, nothing found or not).
+      const [task, progress] = await Promise.all([scheduler.getTask(taskId), scheduler.progressOf(taskId)]);
+      if (include === null) return { status: 200, body: { task: taskView(task, progress) } };
+      const read = await scheduler.taskPayload(task);
+      return { status: 200, body: { task: taskWithPayloadView(task, read, progress) } };
     },
     cancelTask: async (request) => {
       noBody(request);

@@ -12,6 +12,7 @@ import { CLAIM_ID_PATTERN } from '#core/claim';
 import { checkpointsSchema, extensionsSchema, OPEN_ID_PATTERN } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { PROGRESS_LIMITS, progressShape } from '#domain/progress';
 import {
   describeIssues,
   jsonValueSchema,
@@ -93,6 +94,23 @@ export const completeManyBody = accepts<Sdk.CompleteTasksRequest>()(
       )
       .min(1)
       .max(BATCH_LIMITS.complete),
+  }),
+);
+export const progressBody = accepts<Sdk.ReportProgressInput>()(
+  z.strictObject({ leaseEpoch: leaseEpochSchema, ...progressShape }),
+);
+export const progressManyBody = accepts<Sdk.ReportProgressBatchInput>()(
+  z.strictObject({
+    tasks: z
+      .array(
+        z.strictObject({
+          taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
+          leaseEpoch: leaseEpochSchema,
+          ...progressShape,
+        }),
+      )
+      .min(1)
+      .max(PROGRESS_LIMITS.perCall),
   }),
 );
 export const waitBody = accepts<Sdk.WaitInput>()(

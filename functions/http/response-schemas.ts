@@ -64,6 +64,20 @@ export const gatewayErrorSchema = published('GatewayError', z.looseObject({ mess
 
 // --- views (views.ts) ---------------------------------------------------------------------------------------
 
+/** progressView */
+export const taskProgressSchema = published(
+  'TaskProgress',
+  answers<Sdk.TaskProgress>()(
+    z.looseObject({
+      percent: z.number().min(0).max(100).optional(),
+      message: z.string().optional(),
+      data: jsonValueSchema.optional(),
+      at: timestamp.describe('When the server took the report.'),
+      attempt: z.int().min(1).describe('The attempt that reported it.'),
+    }),
+  ),
+);
+
 /** taskView */
 export const taskSchema = published(
   'Task',
@@ -115,6 +129,9 @@ export const taskSchema = published(
         .string()
         .optional()
         .describe('The waitpoint it was last suspended on: open while the task is `suspended`.'),
+      progress: taskProgressSchema
+        .optional()
+        .describe('The last progress its holder reported (`GET /v1/tasks/{taskId}` only).'),
       createdAt: timestamp,
       updatedAt: timestamp,
       finishedAt: timestamp.optional(),
@@ -135,7 +152,7 @@ export const taskSchema = published(
 export const taskSummarySchema = published(
   'TaskSummary',
   answers<Sdk.TaskSummary>()(
-    taskSchema.omit({ result: true, checkpoint: true, payload: true, payloadGone: true }),
+    taskSchema.omit({ result: true, checkpoint: true, progress: true, payload: true, payloadGone: true }),
   ),
 );
 
@@ -536,6 +553,27 @@ export const completedManySchema = published(
   answers<Sdk.CompletedManyAndClaimed>()(
     z.looseObject({ results: z.array(batchItemResultSchema), ...claimAfter }),
   ),
+);
+export const progressResponseSchema = published(
+  'ProgressResponse',
+  z.looseObject({ progress: taskProgressSchema }),
+);
+export const progressResultsSchema = published(
+  'ProgressResults',
+  z.looseObject({
+    results: z.array(
+      answers<Sdk.ProgressItemResult>()(
+        z.discriminatedUnion('ok', [
+          z.looseObject({ ok: z.literal(true), progress: taskProgressSchema }),
+          z.looseObject({
+            ok: z.literal(false),
+            error: z.looseObject({ code: z.string(), message: z.string() }),
+            status: z.int().min(400).max(599),
+          }),
+        ]),
+      ),
+    ),
+  }),
 );
 export const roleResponseSchema = published('RoleResponse', z.looseObject({ role: roleSchema }));
 export const volunteerResultSchema = published(

@@ -11,6 +11,7 @@ import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
+import { type Progress, progressView } from '#domain/progress';
 import { enforcedLimits, isCapped } from '#domain/queue-limits';
 import type { ScheduleRecord } from '#domain/schedule';
 import { nextFireTimes, parseScheduleExpression } from '#domain/schedule-expression';
@@ -24,7 +25,7 @@ function iso(ms: number | undefined): string | undefined {
   return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
-export function taskView(task: Task) {
+export function taskView(task: Task, progress?: Progress) {
   return {
     taskId: task.taskId,
     queue: task.queue,
@@ -57,6 +58,7 @@ export function taskView(task: Task) {
     rootTaskId: task.rootTaskId,
     concurrencyKey: task.concurrencyKey,
     waitpointId: task.waitpointId,
+    progress: progress && progressView(progress),
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),
@@ -67,9 +69,10 @@ export function taskView(task: Task) {
 export function taskWithPayloadView(
   task: Task,
   read: { readonly payload: unknown } | { readonly gone: true },
+  progress?: Progress,
 ): ReturnType<typeof taskView> & { payload?: unknown; payloadGone?: true } {
   return {
-    ...taskView(task),
+    ...taskView(task, progress),
     ...('gone' in read ? { payloadGone: true as const } : { payload: read.payload }),
   };
 }

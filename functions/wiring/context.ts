@@ -16,6 +16,7 @@ import { LaneTable } from '#adapters/lane-table';
 import { OccurrenceTable } from '#adapters/occurrence-table';
 import { PayloadObjects } from '#adapters/payload-objects';
 import { PayloadTable } from '#adapters/payload-table';
+import { ProgressTable } from '#adapters/progress-table';
 import { QueueControlTable } from '#adapters/queue-control-table';
 import { RoleTable } from '#adapters/role-table';
 import { ScheduleTable } from '#adapters/schedule-table';
@@ -124,6 +125,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
+    progress: translatingAwsErrors(new ProgressTable(doc, deps.tables.tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),

@@ -40,7 +40,7 @@ describe('the web console in a browser', () => {
   beforeAll(async () => {
     const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
     stack = await createTestStack({
-      queues: ['work', 'other', 'waits'],
+      queues: ['work', 'other', 'waits', 'reporting'],
       events,
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
@@ -208,6 +208,32 @@ describe('the web console in a browser', () => {
     await page.getByRole('link', { name: keyed.taskId, exact: true }).waitFor();
     await page.getByLabel('Concurrency key').fill('');
     await page.getByLabel('Concurrency key').blur();
+  });
+
+  it('shows a running task’s progress on its page as its holder reports it, without a reload', async () => {
+    const { task } = await operator.submitTask({ queue: 'reporting', payload: {} });
+    const agent = await startAgent(stack.scheduler, { name: 'reporter', queues: ['reporting'] });
+    const [lease] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+    const report = (percent: number, message: string) =>
+      stack.scheduler.reportProgress(agent.agentId, {
+        taskId: task.taskId,
+        leaseEpoch: lease?.leaseEpoch ?? 0,
+        percent,
+        message,
+        data: { percent },
+      });
+    await report(25, 'reading the sources');
+    await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
+    const message = page.locator('[data-field="progress-message"]');
+    await expect.poll(() => message.textContent()).toBe('reading the sources');
+    expect(await page.locator('[data-key="progress-bar"]').getAttribute('value')).toBe('25');
+    await scan('task page with progress');
+
+    await report(80, 'writing the summary');
+
+    await expect.poll(() => message.textContent(), { timeout: 5_000 }).toBe('writing the summary');
+    expect(await page.locator('[data-key="progress-bar"]').getAttribute('value')).toBe('80');
+    expect(await page.locator('[data-field="progress-percent"]').textContent()).toBe('80%');
   });
 
   it('cancels another task from its page, after confirmation', async () => {

@@ -255,6 +255,20 @@ describe('the OpenAPI document matches what the server answers', () => {
       },
       expect: 200,
     });
+    // Progress, one report and a batch, shown on the task.
+    const [reported] = waiting;
+    await call('POST', `/v1/agent/tasks/${reported?.taskId}/progress`, {
+      token: agentA.token,
+      body: { leaseEpoch: reported?.leaseEpoch, percent: 10, message: 'asking', data: { step: 1 } },
+      expect: 200,
+    });
+    await call('POST', '/v1/agent/tasks/progress', {
+      token: agentA.token,
+      body: { tasks: waiting.map((t) => ({ taskId: t.taskId, leaseEpoch: t.leaseEpoch, percent: 20 })) },
+      expect: 200,
+    });
+    const shown = await operator('GET', `/v1/tasks/${reported?.taskId}`);
+    expect((shown.task as Body).progress).toMatchObject({ percent: 20, attempt: 1 });
     for (const task of waiting) {
       const suspended = await call('POST', `/v1/agent/tasks/${task.taskId}/wait`, {
         token: agentA.token,

@@ -83,7 +83,7 @@ describe('push channel through the SDK', () => {
   beforeAll(async () => {
     let serverUrl = '';
     stack = await createTestStack({
-      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli', 'cancel'],
+      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli', 'cancel', 'progress', 'busy'],
       push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
       settings: {
         pushSafetyPollMs: SAFETY_POLL_MS,
@@ -201,6 +201,108 @@ describe('push channel through the SDK', () => {
     expect([...aborted.values()].every((a) => a.reason === 'cancelled')).toBe(true);
     // Heartbeats every 10 s: the run took less than that, or not many more; the aborts came on the socket.
     expect(calls.filter((c) => c.path === '/v1/agent/heartbeat').length).toBeLessThanOrEqual(3);
+  });
+
+  it('a watcher sees each coalesced progress report on the socket within a second of its write', async () => {
+    const { client } = await agent(['progress']);
+    const worker = new Worker({
+      client,
+      push: { WebSocket: Injected },
+      handler: async (_, ctx) => {
+        // Twenty reports 150 ms apart: the Worker sends at most one a second.
+        for (let step = 1; step <= 20; step++) {
+          ctx.progress({ percent: step * 5, message: `step ${step}`, data: { step } });
+          await sleep(150);
+        }
+        await sleep(1_200);
+        return 'done';
+      },
+    });
+    workers.push(worker);
+    await worker.start();
+    const { task } = await operator.submitTask({ queue: 'progress', payload: {} });
+    const seen: { percent: number | undefined; at: string; lateMs: number }[] = [];
+
+    const ended = await operator.watchTask(task.taskId, {
+      timeoutMs: 20_000,
+      onProgress: (progress) =>
+        seen.push({
+          percent: progress.percent,
+          at: progress.at,
+          lateMs: Date.now() - Date.parse(progress.at),
+        }),
+    });
+    await worker.stop();
+
+    const late = seen.map((s) => s.lateMs).sort((a, b) => a - b);
+    const p90 = late[Math.ceil(0.9 * late.length) - 1] ?? Number.POSITIVE_INFINITY;
+    figures.progressSeenMs = { reports: seen.length, p50: late[Math.floor(late.length / 2)], p90 };
+    expect(ended.status).toBe('succeeded');
+    // Coalesced: about one a second over the handler's three seconds, not twenty; the last one among them.
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.length).toBeLessThanOrEqual(6);
+    expect(seen.at(-1)?.percent).toBe(100);
+    expect(seen.map((s) => s.at)).toEqual([...seen.map((s) => s.at)].sort());
+    expect(p90).toBeLessThan(1_000);
+    expect((await operator.getTask(task.taskId)).progress).toMatchObject({
+      percent: 100,
+      message: 'step 20',
+    });
+  });
+
+  it('a Worker running 25 tasks that report progress often stays within its agent’s request rate', async () => {
+    const calls: Call[] = [];
+    const { client } = await agent(['busy'], calls, 25);
+    const worker = new Worker({
+      client,
+      concurrency: 25,
+      push: { WebSocket: Injected },
+      handler: async (claimed, ctx) => {
+        const { i } = claimed.payload as { i: number };
+        for (let step = 1; step <= 30; step++) {
+          ctx.progress({ percent: (step * 10) / 3, message: `task ${i} step ${step}` });
+          await sleep(100);
+        }
+        return i;
+      },
+    });
+    workers.push(worker);
+    const ids = await Promise.all(
+      Array.from(
+        { length: 25 },
+        async (_, i) => (await operator.submitTask({ queue: 'busy', payload: { i } })).task.taskId,
+      ),
+    );
+    await worker.start();
+    await Promise.all(ids.map((id) => operator.waitForTask(id, { timeoutMs: 30_000 })));
+    await worker.stop();
+
+    const reports = calls.filter((c) => c.path === '/v1/agent/tasks/progress');
+    const first = Math.min(...calls.map((c) => c.at));
+    const last = Math.max(...calls.map((c) => c.at));
+    const seconds = (last - first) / 1_000;
+    // Busiest second of all the agent's calls.
+    const perSecond = new Map<number, number>();
+    for (const call of calls) {
+      const second = Math.floor((call.at - first) / 1_000);
+      perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
+    }
+    const busiest = Math.max(...perSecond.values());
+    const reported = reports.reduce(
+      (sum, c) => sum + ((c.body?.tasks as unknown[] | undefined)?.length ?? 0),
+      0,
+    );
+    figures.busyProgress = {
+      calls: reports.length,
+      reports: reported,
+      seconds: Math.round(seconds * 10) / 10,
+      busiest,
+    };
+    // 750 reports made; at most one a second per task went out, in few calls.
+    expect(reported).toBeLessThanOrEqual(25 * Math.ceil(seconds + 1));
+    expect(reports.length).toBeLessThanOrEqual(2 * Math.ceil(seconds + 1));
+    expect(busiest).toBeLessThan(50);
+    for (const id of ids) expect((await operator.getTask(id)).progress?.message).toMatch(/step \d+$/);
   });
 
   it('waitForTask hears the end on the socket: no read while waiting, resolved soon after the completion', async () => {
@@ -423,5 +525,52 @@ describe('push channel through the SDK', () => {
     expect(err).toEqual([]);
     expect(code).toBe(0);
     expect(JSON.parse(out.join('\n'))).toMatchObject({ status: 'succeeded', result: { echoed: { n: 7 } } });
+  });
+
+  it('submit --wait and get --follow print the progress reports as they come, then the task', async () => {
+    const { client } = await agent(['cli']);
+    const worker = new Worker({
+      client,
+      push: { WebSocket: Injected },
+      handler: async (_, ctx) => {
+        await sleep(500);
+        for (const [percent, message] of [
+          [30, 'reading'],
+          [70, 'writing'],
+        ] as const) {
+          ctx.progress({ percent, message, data: { percent } });
+          await sleep(1_200);
+        }
+        return 'written';
+      },
+    });
+    workers.push(worker);
+    await worker.start();
+    const env = { AGENT_SCHEDULER_ENDPOINT: server.url, AGENT_SCHEDULER_TOKEN: OPERATOR };
+    const submitted: string[] = [];
+    const followed: string[] = [];
+    const run = (args: string[], out: string[]) =>
+      main(args, (line) => out.push(line), { writeErr: (line) => out.push(`! ${line}`), env });
+
+    const submitting = run(
+      ['submit', '--queue', 'cli', '--payload', '{}', '--wait', '--wait-timeout', '20'],
+      submitted,
+    );
+    await waitFor(() => submitted.some((line) => line.startsWith('submitted ')), 10_000);
+    const taskId = /(t_[a-z2-7]{26})/.exec(submitted.join('\n'))?.[1] ?? '';
+    const [code, followCode] = await Promise.all([
+      submitting,
+      run(['get', taskId, '--follow', '--follow-timeout', '20'], followed),
+    ]);
+
+    expect(code).toBe(0);
+    expect(followCode).toBe(0);
+    for (const out of [submitted, followed]) {
+      const text = out.join('\n');
+      expect(text).toContain('progress  30%  reading  {"percent":30}');
+      expect(text).toContain('progress  70%  writing  {"percent":70}');
+      expect(text.indexOf('30%')).toBeLessThan(text.indexOf('70%'));
+      expect(text).toMatch(/^status\s+succeeded$/m);
+    }
   });
 });

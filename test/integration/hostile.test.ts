@@ -533,6 +533,46 @@ describe('hostile input', () => {
     expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task).toEqual(before);
   });
 
+  it('progress reports out of bounds, or not the caller’s, are 4xx that keep nothing', async () => {
+    const [holder, other] = agents;
+    if (!holder || !other) throw new Error('no agents');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"progress":true}}');
+    const task = (await claimOne(holder)).json.tasks[0];
+    const e = task.leaseEpoch;
+    const report = (body: string, token = holder.token) =>
+      call('POST', `/v1/agent/tasks/${task.taskId}/progress`, body, token);
+    for (const body of [
+      `{"leaseEpoch":${e}}`,
+      `{"leaseEpoch":${e},"percent":-1}`,
+      `{"leaseEpoch":${e},"percent":101}`,
+      `{"leaseEpoch":${e},"percent":"50"}`,
+      `{"leaseEpoch":${e},"message":""}`,
+      `{"leaseEpoch":${e},"message":"${'m'.repeat(1_025)}"}`,
+      `{"leaseEpoch":${e},"data":"${'x'.repeat(17_000)}"}`,
+      `{"leaseEpoch":${e},"percent":5,"extra":1}`,
+      `{"percent":5}`,
+      `[]`,
+    ]) {
+      const answer = await report(body);
+      expect([400, 413], body.slice(0, 60)).toContain(answer.status);
+      expect(answer.json.error.code, body.slice(0, 60)).toMatch(/Validation|TooLarge/);
+    }
+    expect((await report(`{"leaseEpoch":${e + 1},"percent":5}`)).status).toBe(409);
+    expect((await report(`{"leaseEpoch":${e},"percent":5}`, other.token)).status).toBe(404);
+    const batch = (body: string) => call('POST', '/v1/agent/tasks/progress', body, holder.token);
+    const item = (extra = '') => `{"taskId":"${task.taskId}","leaseEpoch":${e},"percent":5${extra}}`;
+    for (const body of [
+      '{"tasks":[]}',
+      `{"tasks":[${Array.from({ length: 101 }, () => item()).join(',')}]}`,
+      `{"tasks":[${item(',"percent":200')}]}`,
+      `{"tasks":[{"taskId":"nope","leaseEpoch":1,"percent":5}]}`,
+      '{"tasks":{}}',
+    ]) {
+      expect((await batch(body)).status, body.slice(0, 60)).toBe(400);
+    }
+    expect((await call('GET', `/v1/tasks/${task.taskId}`)).json.task.progress).toBeUndefined();
+  });
+
   it('waits and waitpoint answers out of bounds are 4xx that change nothing; a forged callback is not found', async () => {
     const [holder] = agents;
     if (!holder) throw new Error('no agents');

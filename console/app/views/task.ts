@@ -67,6 +67,27 @@ function waitpointSection(suspension: Suspension | undefined, waitpoint: Waitpoi
   ];
 }
 
+/** The last progress its holder reported: a bar for the percentage, the line, the data; refreshed with the task. */
+function progressSection(progress: Task['progress']): Child[] {
+  if (!progress) return [];
+  return [
+    el('h2', {}, 'Progress'),
+    progress.percent !== undefined &&
+      el(
+        'progress',
+        { max: 100, value: progress.percent, 'aria-label': 'Progress', 'data-key': 'progress-bar' },
+        `${progress.percent}%`,
+      ),
+    definitions([
+      ['Done', progress.percent === undefined ? 'not said' : `${progress.percent}%`, 'progress-percent'],
+      ['Message', progress.message ?? 'none', 'progress-message'],
+      ['Reported', time(progress.at)],
+      ['By attempt', String(progress.attempt)],
+    ]),
+    progress.data !== undefined && jsonBlock(progress.data, 'Progress data'),
+  ];
+}
+
 function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
   return [
     definitions([
@@ -94,6 +115,7 @@ function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
       ['Updated', time(task.updatedAt)],
       ['Finished', time(task.finishedAt, 'not yet')],
     ]),
+    ...progressSection(task.progress),
     ...waitpointSection(suspensionOf(task), waitpoint),
     el('h2', {}, 'Lineage'),
     definitions([

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { BATCH_LIMITS } from '#core/batches';
 import { CHILDREN_LIMIT } from '#core/children';
 import { checkpointsSchema } from '#core/sessions';
+import { PROGRESS_LIMITS } from '#domain/progress';
 import { LIMITS, MAX_JSON_DEPTH } from '#domain/task-spec';
 import { WAITPOINT_LIMITS } from '#domain/waitpoint';
 import { ITEMS_BUDGET_BYTES, jsonBytes, SERVER_LIMITS, takeWithinBudget } from '#sdk/limits';
@@ -26,6 +27,9 @@ describe('SERVER_LIMITS', () => {
     expect(SERVER_LIMITS.timeoutSeconds).toBe(LIMITS.timeoutSeconds);
     expect(SERVER_LIMITS.snoozeSeconds).toBe(LIMITS.snoozeSeconds);
     expect(SERVER_LIMITS.waitSeconds).toBe(WAITPOINT_LIMITS.timeoutSeconds);
+    expect(SERVER_LIMITS.progressDataBytes).toBe(PROGRESS_LIMITS.dataBytes);
+    expect(SERVER_LIMITS.progressMessageChars).toBe(PROGRESS_LIMITS.messageChars);
+    expect(SERVER_LIMITS.progressPerCall).toBe(PROGRESS_LIMITS.perCall);
     const checkpoints = (n: number) =>
       Array.from({ length: n }, (_, i) => ({
         taskId: `t_${String.fromCharCode(97 + (i % 26), 97 + Math.floor(i / 26)).padStart(26, 'a')}`,
