@@ -6,7 +6,7 @@
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { EventBus } from 'aws-cdk-lib/aws-events';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { DUE_INDEX, LANE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
+import { CHILDREN_INDEX, DUE_INDEX, LANE_INDEX, LISTED_INDEX } from '../functions/adapters/tables';
 import type { PayloadBucket } from './payload-bucket';
 import type { PriorityQueues } from './priority-queues';
 import type { PushChannel } from './push-channel';
@@ -125,6 +125,8 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
   grantOnTable(operatorApi, tasks, ['Query'], DUE_INDEX);
   // Listing tasks reads the `listed` index (layout 1 tasks), then the tasks of a page with BatchGetItem.
   grantOnTable(operatorApi, tasks, ['Query'], LISTED_INDEX);
+  // A cancel with `cascade` finds the children of each task of the tree by their parent.
+  grantOnTable(operatorApi, tasks, ['Query'], CHILDREN_INDEX);
   grantOnTable(operatorApi, agents, ['PutItem', 'GetItem', 'UpdateItem', 'Scan']);
   // DeleteItem: deleting a schedule removes its record (and a failed create takes its record back).
   // ConditionCheckItem: revoking an agent hands its roles over in transactions that check sessions.
@@ -153,6 +155,8 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
   // DeleteItem: a waitpoint that times out (or whose task expires) leaves the open list.
   grantOnTable(supervisor, tasks, [...ENDS_TASKS, 'DeleteItem']);
   grantOnTable(supervisor, tasks, ['Query'], DUE_INDEX);
+  // It walks on the cancellations of descendants a cancel call did not finish.
+  grantOnTable(supervisor, tasks, ['Query'], CHILDREN_INDEX);
   grantOnTable(supervisor, leases, ['Scan', 'GetItem', 'UpdateItem', 'ConditionCheckItem']);
   // Reconcile reads how many hints wait in a queue before sending a task's hint again.
   onQueues(queues, supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');

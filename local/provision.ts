@@ -4,13 +4,15 @@
  */
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   type DynamoDBClient,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { createTableInput, TABLE_DEFINITIONS, type TableNames } from '#adapters/tables';
+import { createTableInput, TABLE_DEFINITIONS, type TableDefinition, type TableNames } from '#adapters/tables';
 import { HINT_MAX_RECEIVES, type PriorityQueueUrls, QueueDirectory } from '#adapters/task-queues';
 import { PRIORITIES } from '#domain/priority';
 
@@ -43,6 +45,8 @@ export async function provisionTables(dynamodb: DynamoDBClient, names: TableName
         await dynamodb.send(new CreateTableCommand(createTableInput(definition, TableName)));
       } catch (error) {
         if (!(error instanceof ResourceInUseException)) throw error;
+        // A table kept from an earlier release (local data): it gets the indexes added since, as a deploy would.
+        await addMissingIndexes(dynamodb, definition, TableName);
         return;
       }
       if (definition.timeToLiveAttribute) {
@@ -55,6 +59,32 @@ export async function provisionTables(dynamodb: DynamoDBClient, names: TableName
       }
     }),
   );
+}
+
+/** Creates the indexes `definition` declares that the existing table `TableName` lacks, one at a time. */
+async function addMissingIndexes(
+  dynamodb: DynamoDBClient,
+  definition: TableDefinition,
+  TableName: string,
+): Promise<void> {
+  const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName }));
+  const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  const wanted = createTableInput(definition, TableName);
+  for (const index of wanted.GlobalSecondaryIndexes ?? []) {
+    if (present.has(index.IndexName)) continue;
+    const keys = new Set(index.KeySchema?.map((key) => key.AttributeName));
+    await dynamodb.send(
+      new UpdateTableCommand({
+        TableName,
+        AttributeDefinitions: wanted.AttributeDefinitions?.filter((a) => keys.has(a.AttributeName)),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: { IndexName: index.IndexName, KeySchema: index.KeySchema, Projection: index.Projection },
+          },
+        ],
+      }),
+    );
+  }
 }
 
 /** SQS queue names for a task queue: `<prefix>-<queue>-<priority>`, and `<prefix>-<queue>-dlq`. */

@@ -14,6 +14,7 @@ import { HttpTransport, type RequestSpec, type TransportOptions } from './transp
 import type {
   Agent,
   BatchItemResult,
+  CancelTaskInput,
   ChildTaskInput,
   ClaimAfter,
   ClaimedTask,
@@ -192,9 +193,19 @@ export class AgentSchedulerClient {
   }
 
   /** Cancels a queued or leased task; cancelling a cancelled task returns it unchanged. */
-  async cancelTask(taskId: string): Promise<Task> {
-    return (await this.call<{ task: Task }>({ method: 'POST', path: `/v1/tasks/${segment(taskId)}/cancel` }))
-      .task;
+  /**
+   * Cancels an open task. With `cascade: true`, every open descendant too (its children, theirs, …), ended ones left
+   * as they ended: the call cancels what it can in a few seconds and the supervisor the rest; the task's `cascade`
+   * says how far it has come (`getTask` shows it later).
+   */
+  async cancelTask(taskId: string, input: CancelTaskInput = {}): Promise<Task> {
+    return (
+      await this.call<{ task: Task }>({
+        method: 'POST',
+        path: `/v1/tasks/${segment(taskId)}/cancel`,
+        ...(input.cascade === undefined ? {} : { body: input }),
+      })
+    ).task;
   }
 
   /** Open waitpoints, oldest first, a page at a time. */

@@ -64,6 +64,8 @@ export interface Task {
   readonly waitpointId?: string;
   /** The last progress its holder reported (`getTask` only), and when. */
   readonly progress?: TaskProgress;
+  /** It was cancelled with its descendants (`cancelTask(id, { cascade: true })`): how far that has come. */
+  readonly cascade?: CascadeProgress;
   /** Submitted with `dependsOn`: how many tasks it depends on, and what a failed one does to it. */
   readonly dependencyCount?: number;
   readonly onDependencyFailure?: 'cancel' | 'run';
@@ -86,7 +88,27 @@ export interface Task {
 }
 
 /** A task in a list: no result, checkpoint, progress or payload (`getTask` has them). */
-export type TaskSummary = Omit<Task, 'result' | 'checkpoint' | 'progress' | 'payload' | 'payloadGone'>;
+export type TaskSummary = Omit<
+  Task,
+  'result' | 'checkpoint' | 'progress' | 'cascade' | 'payload' | 'payloadGone'
+>;
+
+/** The body of `POST /v1/tasks/{taskId}/cancel`. */
+export interface CancelTaskInput {
+  /** Cancel every open descendant too (children by `parentTaskId`, theirs, …). @default false */
+  readonly cascade?: boolean;
+}
+
+/** A cancellation of a task's descendants, as far as it has come. */
+export interface CascadeProgress {
+  /** Descendants it cancelled (ended ones are left as they ended). */
+  readonly cancelled: number;
+  /** Tasks whose children are still to be looked at (about): the supervisor finishes them. */
+  readonly pending: number;
+  readonly done: boolean;
+  readonly startedAt: string;
+  readonly finishedAt?: string;
+}
 
 /** What a running task's holder reports of its progress: at least one of the three. */
 export interface ProgressInput {

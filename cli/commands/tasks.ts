@@ -189,21 +189,36 @@ function listCommand(program: Command, cli: Cli): void {
 
 /** Cancel and redrive: a task sent to an end, or back from one. */
 function endCommands(program: Command, cli: Cli): void {
-  for (const [verb, summary] of [
-    ['cancel', 'cancel a queued or leased task'],
-    ['redrive', 'send a dead task back to its queue, with fresh attempts'],
-  ] as const) {
-    program
-      .command(verb)
-      .summary(summary)
-      .argument('<task-id>', 'the task id (t_...)')
-      .addHelpText('after', examples([`agent-scheduler ${verb} t_abc...`]))
-      .action(async (taskId: string) => {
-        const client = cli.operator();
-        const task = verb === 'cancel' ? await client.cancelTask(taskId) : await client.redriveTask(taskId);
-        cli.print(task, () => `${task.taskId} is ${task.status}`);
+  program
+    .command('cancel')
+    .summary('cancel an open task (with --cascade, its open descendants too)')
+    .argument('<task-id>', 'the task id (t_...)')
+    .option(
+      '--cascade',
+      'cancel every open descendant too (children, theirs, …); the supervisor finishes a large tree',
+    )
+    .addHelpText(
+      'after',
+      examples(['agent-scheduler cancel t_abc...', 'agent-scheduler cancel t_abc... --cascade']),
+    )
+    .action(async (taskId: string, options: { cascade?: boolean }) => {
+      const task = await cli.operator().cancelTask(taskId, options.cascade ? { cascade: true } : {});
+      cli.print(task, () => {
+        const tree = task.cascade;
+        if (!tree) return `${task.taskId} is ${task.status}`;
+        const left = tree.done ? 'done' : `${tree.pending} to look at still; the supervisor finishes them`;
+        return `${task.taskId} is ${task.status}; ${tree.cancelled} descendants cancelled, ${left}`;
       });
-  }
+    });
+  program
+    .command('redrive')
+    .summary('send a dead task back to its queue, with fresh attempts')
+    .argument('<task-id>', 'the task id (t_...)')
+    .addHelpText('after', examples(['agent-scheduler redrive t_abc...']))
+    .action(async (taskId: string) => {
+      const task = await cli.operator().redriveTask(taskId);
+      cli.print(task, () => `${task.taskId} is ${task.status}`);
+    });
 }
 
 interface SubmitOptions {

@@ -92,8 +92,12 @@ export const api = {
     ).then((r) => r.task),
   submitTask: (input: SubmitTaskInput) =>
     apiRequest<{ task: Task }>('POST', '/v1/tasks', { body: input }).then((r) => r.task),
-  cancelTask: (taskId: string) =>
-    apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/cancel`).then((r) => r.task),
+  cancelTask: (taskId: string, cascade = false) =>
+    apiRequest<{ task: Task }>(
+      'POST',
+      `/v1/tasks/${path(taskId)}/cancel`,
+      cascade ? { body: { cascade } } : {},
+    ).then((r) => r.task),
   redriveTask: (taskId: string) =>
     apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/redrive`).then((r) => r.task),
 

@@ -70,6 +70,7 @@ const millisecondOf = (at: number): string => String(at).padStart(15, '0');
 export const DUE_INDEX = 'due';
 export const LISTED_INDEX = 'listed';
 export const LANE_INDEX = 'lanes';
+export const CHILDREN_INDEX = 'children';
 
 /** The item that records whether a lane's turn is in line (`lane#<laneId>`, part `turn`). */
 export const laneTurnKey = (laneId: string) => ({ taskId: `lane#${laneId}`, part: 'turn' });
@@ -113,6 +114,16 @@ export const TASKS_TABLE: TableDefinition = {
       // `readyAt` goes) and only keyed tasks have a lane. Keys only, for the reasons of `listed`.
       partitionKey: { name: 'laneId', type: 'S' },
       sortKey: { name: 'readyAt', type: 'N' },
+      projection: 'KEYS_ONLY',
+    },
+    {
+      indexName: CHILDREN_INDEX,
+      // A follow-up task's parent, and its creation: the children of a task, for a cancellation that reaches them.
+      // Sparse (only children's state items carry `parentTaskId`), and both keys are written once, so the index is
+      // written when a child is created and when it is purged, never in between. Added to a deployed table, it is
+      // filled from the items already there: children submitted before it are found too.
+      partitionKey: { name: 'parentTaskId', type: 'S' },
+      sortKey: { name: 'createdAt', type: 'N' },
       projection: 'KEYS_ONLY',
     },
   ],

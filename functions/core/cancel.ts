@@ -2,7 +2,7 @@
  * An operator cancels a task. A queued task is cancelled outright; a leased one too, and its owner is told on its
  * push connection at once, and at its next heartbeat (its later writes get `LeaseLost`). Cancelling a cancelled task returns it unchanged.
  */
-import { ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
+import { InvalidTransitionError, ServiceUnavailableError, TaskNotFoundError } from '#domain/errors';
 import type { Task } from '#domain/task';
 import { assertTransition } from '#domain/task-status';
 import type { SchedulerContext } from './context';
@@ -13,11 +13,25 @@ import { freeLeaseSlots } from './turns';
 import { closeWaitpointOf } from './waitpoint-ends';
 
 export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise<Task> {
+  return (await cancelled(ctx, taskId)).task;
+}
+
+/** Cancels the task if it is open (queued, waiting, leased, suspended); false when it had ended already, or is gone. */
+export async function cancelIfOpen(ctx: SchedulerContext, taskId: string): Promise<boolean> {
+  try {
+    return (await cancelled(ctx, taskId)).changed;
+  } catch (error) {
+    if (error instanceof InvalidTransitionError || error instanceof TaskNotFoundError) return false;
+    throw error;
+  }
+}
+
+async function cancelled(ctx: SchedulerContext, taskId: string): Promise<{ task: Task; changed: boolean }> {
   // A claim or a finish may land between the read and the write; the fenced write then fails and we look again.
   for (let round = 0; round < 5; round++) {
     const task = await ctx.tasks.get(taskId);
     if (!task) throw new TaskNotFoundError(taskId);
-    if (task.status === 'cancelled') return task;
+    if (task.status === 'cancelled') return { task, changed: false };
     assertTransition(taskId, task.status, 'cancel');
     const now = ctx.now();
     const written = await ctx.tasks.cancel(task, ending(ctx, now, 'cancelled'), now);
@@ -38,7 +52,7 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
       ...(task.owner ? { agentId: task.owner } : {}),
       data: { from: task.status },
     });
-    return written.task;
+    return { task: written.task, changed: true };
   }
   throw new ServiceUnavailableError(`task ${taskId} kept changing while being cancelled; try again`);
 }

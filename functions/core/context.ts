@@ -7,6 +7,7 @@ import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
 import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
+import type { CascadeStore } from './ports/cascade-store';
 import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
@@ -195,6 +196,8 @@ export interface SchedulerContext {
   readonly waitpoints: WaitpointStore;
   /** Each task's last progress report. */
   readonly progress: ProgressStore;
+  /** Cancellations that reach a task's descendants, walked a step at a time. */
+  readonly cascades: CascadeStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
   readonly agents: AgentStore;

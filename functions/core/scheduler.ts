@@ -17,7 +17,8 @@ import type { PushPrincipal } from '#domain/push';
 import { SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
-import { cancelTask } from './cancel';
+import { cancelIfOpen, cancelTask } from './cancel';
+import { cascadeFrom } from './cascade';
 import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
@@ -281,6 +282,21 @@ export class Scheduler {
 
   cancel(taskId: string) {
     return cancelTask(this.ctx, taskId);
+  }
+
+  /**
+   * Cancels the task if it is open, and every open descendant: as many as `budgetMs` allows now, the rest by the
+   * supervisor. Answers the task and how far the walk has come.
+   */
+  async cancelTree(taskId: string, budgetMs?: number) {
+    await cancelIfOpen(this.ctx, taskId);
+    const task = await this.getTask(taskId);
+    return { task, cascade: await cascadeFrom(this.ctx, taskId, budgetMs) };
+  }
+
+  /** How far the cancellation of the task's descendants has come, if one began. */
+  cascadeOf(taskId: string) {
+    return this.ctx.cascades.progress(taskId);
   }
 
   redrive(taskId: string) {

@@ -2,10 +2,12 @@
  * One supervisor pass, as the Scheduler-Agent-Supervisor pattern has it: give new tasks still open a look in the due
  * index (`list-walk.ts`), take back leases of silent agents and of
  * attempts past their deadline (those of live agents too, see `deadlines.ts`) (retrying with backoff, or dead), send again what SQS lost, and climb the
- * starvation ladder, hand over roles whose holders went silent, and handle schedule occurrences that were missed. Safe to run twice at once: every step is
+ * starvation ladder, hand over roles whose holders went silent, handle schedule occurrences that were missed, and walk on
+ * cancellations of descendants. Safe to run twice at once: every step is
  * a conditional write. Bounded per pass.
  */
 import { errorName } from '#domain/errors';
+import { advanceCascades } from './cascade';
 import type { SchedulerContext } from './context';
 import { reclaimOverdue } from './deadlines';
 import { walkIfDue } from './list-walk';
@@ -36,6 +38,9 @@ export interface CycleResult {
   /** New tasks' list entries the walk read, and the tasks of them still open, given a look in the due index. */
   readonly listWalked: number;
   readonly listArmed: number;
+  /** Cancellations of descendants walked on by this pass, and those it finished. */
+  readonly cascadesAdvanced: number;
+  readonly cascadesFinished: number;
   readonly errors: number;
   readonly durationMs: number;
 }
@@ -64,6 +69,13 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
       return { fired: 0, skipped: 0 };
     },
   );
+  // Last, with the time left: cancellations of descendants a cancel call did not finish.
+  let cascadeErrors = 0;
+  const cascades = await advanceCascades(ctx).catch((error: unknown) => {
+    cascadeErrors++;
+    ctx.log.error('walking cancellations of descendants failed', { error: errorName(error) });
+    return { advanced: 0, finished: 0 };
+  });
   return {
     recoveredLeases:
       reclaimed.requeued.length + reclaimed.dead.length + overdue.requeued.length + overdue.dead.length,
@@ -82,6 +94,8 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     rolesFreed: roles.freed,
     listWalked: walked.walked,
     listArmed: walked.armed.length,
+    cascadesAdvanced: cascades.advanced,
+    cascadesFinished: cascades.finished,
     errors:
       walked.errors +
       reclaimed.errors +
@@ -89,7 +103,8 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
       overdueErrors +
       roles.errors +
       reconciled.errors +
-      missedErrors,
+      missedErrors +
+      cascadeErrors,
     durationMs: Date.now() - started,
   };
 }

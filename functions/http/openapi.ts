@@ -10,6 +10,7 @@ import { scheduleSpecSchema } from '#domain/schedule';
 import { taskSpecSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
 import {
+  cancelBody,
   claimBody,
   completeBody,
   completeManyBody,
@@ -165,7 +166,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     ],
     responses: ok(taskResponseSchema),
   },
-  cancelTask: { summary: 'Cancel a queued or leased task', responses: ok(taskResponseSchema) },
+  cancelTask: withBody(
+    'Cancel an open task, and with `cascade` its open descendants',
+    'CancelRequest',
+    cancelBody,
+    ok(taskResponseSchema, 'The task; with `cascade`, how far the cancellation of its descendants has come'),
+  ),
   redriveTask: { summary: 'Queue a dead task again', responses: ok(taskResponseSchema) },
   listQueues: { summary: 'List queues with their depth', responses: ok(queueListSchema) },
   pauseQueue: { summary: 'Pause a queue', responses: ok(queueResponseSchema) },

@@ -10,7 +10,7 @@ import { WAITPOINT_ID_PATTERN } from '#domain/ids';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
-import { completeWaitpointBody, noBody, parseBody, rejectWaitpointBody } from './request-bodies';
+import { cancelBody, completeWaitpointBody, noBody, parseBody, rejectWaitpointBody } from './request-bodies';
 import {
   agentView,
   itemView,
@@ -141,13 +141,19 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
       const taskId = taskIdParam(request);
       // The last progress report is read beside the task (half a read unit, nothing found or not).
       const [task, progress] = await Promise.all([scheduler.getTask(taskId), scheduler.progressOf(taskId)]);
-      if (include === null) return { status: 200, body: { task: taskView(task, progress) } };
+      // A cancelled task may have begun a cancellation of its descendants: how far it has come (half a read unit).
+      const cascade = task.status === 'cancelled' ? await scheduler.cascadeOf(taskId) : undefined;
+      const seen = { progress, cascade };
+      if (include === null) return { status: 200, body: { task: taskView(task, seen) } };
       const read = await scheduler.taskPayload(task);
-      return { status: 200, body: { task: taskWithPayloadView(task, read, progress) } };
+      return { status: 200, body: { task: taskWithPayloadView(task, read, seen) } };
     },
     cancelTask: async (request) => {
-      noBody(request);
-      return { status: 200, body: { task: taskView(await scheduler.cancel(taskIdParam(request))) } };
+      const { cascade } = parseBody(cancelBody, request.body);
+      const taskId = taskIdParam(request);
+      if (!cascade) return { status: 200, body: { task: taskView(await scheduler.cancel(taskId)) } };
+      const tree = await scheduler.cancelTree(taskId);
+      return { status: 200, body: { task: taskView(tree.task, { cascade: tree.cascade }) } };
     },
     redriveTask: async (request) => {
       noBody(request);

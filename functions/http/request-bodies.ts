@@ -197,6 +197,9 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   return parsed.data;
 }
 
+/** The body of `POST /v1/tasks/{taskId}/cancel`: none, or whether the cancel reaches the task's descendants. */
+export const cancelBody = accepts<Sdk.CancelTaskInput>()(z.strictObject({ cascade: z.boolean().optional() }));
+
 /** A route that takes no body: none, or `{}`, is all it accepts, so a body meant for another route changes nothing. */
 export const noBody = (request: ApiRequest): void => {
   parseBody(z.strictObject({}), request.body);

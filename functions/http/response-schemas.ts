@@ -132,6 +132,16 @@ export const taskSchema = published(
       progress: taskProgressSchema
         .optional()
         .describe('The last progress its holder reported (`GET /v1/tasks/{taskId}` only).'),
+      cascade: z
+        .looseObject({
+          cancelled: count.describe('Descendants it cancelled (ended ones are left as they ended).'),
+          pending: count.describe('Tasks whose children are still to be looked at, about.'),
+          done: z.boolean(),
+          startedAt: timestamp,
+          finishedAt: timestamp.optional(),
+        })
+        .optional()
+        .describe('It was cancelled with its descendants (`cascade: true`): how far that has come.'),
       createdAt: timestamp,
       updatedAt: timestamp,
       finishedAt: timestamp.optional(),
@@ -152,7 +162,14 @@ export const taskSchema = published(
 export const taskSummarySchema = published(
   'TaskSummary',
   answers<Sdk.TaskSummary>()(
-    taskSchema.omit({ result: true, checkpoint: true, progress: true, payload: true, payloadGone: true }),
+    taskSchema.omit({
+      result: true,
+      checkpoint: true,
+      progress: true,
+      cascade: true,
+      payload: true,
+      payloadGone: true,
+    }),
   ),
 );
 

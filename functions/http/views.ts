@@ -6,6 +6,7 @@
 import type { ItemOutcome } from '#core/batches';
 import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
+import type { CascadeProgress } from '#core/ports/cascade-store';
 import type { QueueControl } from '#core/queue-controls';
 import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
@@ -25,7 +26,13 @@ function iso(ms: number | undefined): string | undefined {
   return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
-export function taskView(task: Task, progress?: Progress) {
+/** What is read beside a task and shown with it: its last progress report, the walk of a cancel of its descendants. */
+export interface SeenWithTask {
+  readonly progress?: Progress | undefined;
+  readonly cascade?: CascadeProgress | undefined;
+}
+
+export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
   return {
     taskId: task.taskId,
     queue: task.queue,
@@ -59,6 +66,13 @@ export function taskView(task: Task, progress?: Progress) {
     concurrencyKey: task.concurrencyKey,
     waitpointId: task.waitpointId,
     progress: progress && progressView(progress),
+    cascade: cascade && {
+      cancelled: cascade.cancelled,
+      pending: cascade.pending,
+      done: cascade.finishedAt !== undefined,
+      startedAt: iso(cascade.startedAt),
+      finishedAt: iso(cascade.finishedAt),
+    },
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),
@@ -69,10 +83,10 @@ export function taskView(task: Task, progress?: Progress) {
 export function taskWithPayloadView(
   task: Task,
   read: { readonly payload: unknown } | { readonly gone: true },
-  progress?: Progress,
+  seen?: SeenWithTask,
 ): ReturnType<typeof taskView> & { payload?: unknown; payloadGone?: true } {
   return {
-    ...taskView(task, progress),
+    ...taskView(task, seen),
     ...('gone' in read ? { payloadGone: true as const } : { payload: read.payload }),
   };
 }

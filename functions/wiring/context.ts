@@ -9,6 +9,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
+import { CascadeTable } from '#adapters/cascade-table';
 import { ConnectionTable } from '#adapters/connection-table';
 import { DependencyTable } from '#adapters/dependency-table';
 import { noEvents } from '#adapters/event-publishers';
@@ -126,6 +127,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
     progress: translatingAwsErrors(new ProgressTable(doc, deps.tables.tasks)),
+    cascades: translatingAwsErrors(new CascadeTable(doc, deps.tables.tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),

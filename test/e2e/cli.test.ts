@@ -82,7 +82,8 @@ describe('the agent-scheduler command', () => {
       "import { run } from './cli.js';\nprocess.exitCode = await run(process.argv.slice(2));\n",
     );
     stack = await createTestStack({
-      queues: ['work', 'other'],
+      queues: ['work', 'other', 'tree'],
+      settings: { agentSubmitQueues: ['tree'] },
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     server = await serveStack(stack, OPERATOR);
@@ -276,6 +277,7 @@ describe('the agent-scheduler command', () => {
       expect(outcome.code).toBe(0);
       expect((JSON.parse(outcome.stdout) as { name: string }[]).map((q) => q.name).sort()).toEqual([
         'other',
+        'tree',
         'work',
       ]);
     });
@@ -406,6 +408,30 @@ describe('the agent-scheduler command', () => {
       expect(again.stderr).toMatch(/WaitpointResolved|ended already/);
       expect((await operator.getTask(held[1]?.taskId ?? '')).status).toBe('queued');
       expect(read.stdout).toMatch(new RegExp(`^${ids[1]}\\s+${held[1]?.taskId}\\s+rejected\\s`, 'm'));
+    });
+
+    it('cancel --cascade cancels the task and its open descendants, and says how many', async () => {
+      const created = await operator.createAgent({ name: 'cli-tree', queues: ['tree'], maxConcurrency: 1 });
+      const agent = new AgentSchedulerClient({ endpoint: server.url, token: created.token });
+      const session = await agent.openSession();
+      const { task: root } = await operator.submitTask({ queue: 'tree', payload: { root: true } });
+      let held: Awaited<ReturnType<typeof agent.claim>>['tasks'] = [];
+      for (let i = 0; i < 40 && held.length === 0; i++) {
+        held = (await agent.claim({ sessionId: session.sessionId, max: 1 })).tasks;
+        if (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const children = await agent.submitChildren(root.taskId, {
+        leaseEpoch: held[0]?.leaseEpoch ?? 0,
+        tasks: [1, 2, 3].map((n) => ({ key: `step-${n}`, queue: 'tree', payload: { n } })),
+      });
+
+      const outcome = await cli(['cancel', root.taskId, '--cascade', ...at()]);
+
+      expect(outcome.code).toBe(0);
+      expect(outcome.stdout.trim()).toBe(`${root.taskId} is cancelled; 3 descendants cancelled, done`);
+      for (const child of children) {
+        expect(child.ok && (await operator.getTask(child.task.taskId)).status).toBe('cancelled');
+      }
     });
 
     it('schedules create passes the overlap and missed-run policies', async () => {

@@ -246,6 +246,18 @@ describe('the web console in a browser', () => {
     expect((await operator.getTask(task.taskId)).status).toBe('cancelled');
   });
 
+  it('cancels a task with its descendants from its page, and shows how far that came', async () => {
+    const { task } = await operator.submitTask({ queue: 'work', payload: { n: 3 } });
+    await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
+    await page.getByRole('button', { name: 'Cancel with descendants' }).click();
+    await scan('cancel tree dialog');
+    await confirm();
+    await expect.poll(() => page.locator('[data-field="status"]').first().textContent()).toBe('cancelled');
+    await expect.poll(() => page.locator('[data-field="cascade-state"]').textContent()).toBe('done');
+    expect(await page.getByRole('button', { name: 'Cancel with descendants' }).count()).toBe(0);
+    expect((await operator.getTask(task.taskId)).cascade).toMatchObject({ done: true, cancelled: 0 });
+  });
+
   it('works by keyboard: a dialog opens on Enter, Escape keeps things as they were, focus comes back', async () => {
     await open('#/queues', 'Queues');
     const pause = page.getByRole('button', { name: 'Pause work' });

@@ -239,7 +239,7 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     expect(failed).toMatchObject({ task: { status: 'dead', error: { message: 'broken' } } });
     await operator('POST', `/v1/tasks/${doomed.taskId}/redrive`);
-    await operator('POST', `/v1/tasks/${doomed.taskId}/cancel`);
+    await operator('POST', `/v1/tasks/${doomed.taskId}/cancel`, { cascade: true });
 
     // Waitpoints: three tasks suspended; one completed by an operator, one rejected, one through its callback;
     // the resumed claim carries the outcome; deadlines pushed forward on a heartbeat.

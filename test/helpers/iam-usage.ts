@@ -11,7 +11,7 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stack } from 'aws-cdk-lib';
 import type { MiddlewareClient } from '#adapters/aws-meter';
-import { DUE_INDEX, LANE_INDEX, LISTED_INDEX, type TableNames } from '#adapters/tables';
+import { CHILDREN_INDEX, DUE_INDEX, LANE_INDEX, LISTED_INDEX, type TableNames } from '#adapters/tables';
 import type { QueueDirectory } from '#adapters/task-queues';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import { PRIORITIES } from '#domain/priority';
@@ -228,7 +228,7 @@ export function grantedUses(stack: AgentSchedulerStack, template: CloudFormation
   for (const [name, table] of Object.entries(scheduler.tables) as [string, { tableArn: string }][]) {
     if (typeof table === 'object' && table && 'tableArn' in table) {
       kindOf(table.tableArn, `table:${name}`);
-      for (const index of [DUE_INDEX, LISTED_INDEX, LANE_INDEX])
+      for (const index of [DUE_INDEX, LISTED_INDEX, LANE_INDEX, CHILDREN_INDEX])
         kindOf(`${table.tableArn}/index/${index}`, `table:${name}/index/${index}`);
     }
   }

@@ -67,6 +67,8 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   revokeAgent: 'operatorApi',
   listRoles: 'operatorApi',
   cancel: 'operatorApi',
+  cancelTree: 'operatorApi',
+  cascadeOf: 'operatorApi',
   redrive: 'operatorApi',
   answerWaitpoint: 'operatorApi',
   answerCallback: 'operatorApi',

@@ -60,7 +60,7 @@ describe('AgentScheduler construct', () => {
       },
     );
 
-    it('tasks and leases expire finished items with a TTL attribute; the due, listed and lanes indexes are keys-only', () => {
+    it('tasks and leases expire finished items with a TTL attribute; the due, listed, lanes and children indexes are keys-only', () => {
       template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
         KeySchema: [
           { AttributeName: 'taskId', KeyType: 'HASH' },
@@ -89,6 +89,14 @@ describe('AgentScheduler construct', () => {
             KeySchema: [
               { AttributeName: 'laneId', KeyType: 'HASH' },
               { AttributeName: 'readyAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+          {
+            IndexName: 'children',
+            KeySchema: [
+              { AttributeName: 'parentTaskId', KeyType: 'HASH' },
+              { AttributeName: 'createdAt', KeyType: 'RANGE' },
             ],
             Projection: { ProjectionType: 'KEYS_ONLY' },
           },
@@ -517,6 +525,7 @@ describe('AgentScheduler construct', () => {
         ),
         index(['dynamodb:Query']),
         index(['dynamodb:Query'], 'listed'),
+        index(['dynamodb:Query'], 'children'),
         table('agents', 'dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'),
         table(
           'leases',
@@ -553,6 +562,7 @@ describe('AgentScheduler construct', () => {
           'dynamodb:DeleteItem',
         ),
         index(['dynamodb:Query']),
+        index(['dynamodb:Query'], 'children'),
         table(
           'leases',
           'dynamodb:Scan',

@@ -192,6 +192,27 @@ describe('hostile input', () => {
         expect((await call('DELETE', `/v1/agents/${agent.agentId}`)).status).toBe(200);
       },
     );
+
+    it('a cancel’s cascade that is not a boolean is refused, and cancels nothing', async () => {
+      const { task } = await stack.scheduler.submit({ queue: 'bodiless', payload: {} });
+      for (const body of [
+        '{"cascade":"yes"}',
+        '{"cascade":1}',
+        '{"cascade":null}',
+        '{"cascade":true,"depth":2}',
+      ]) {
+        const answered = await call('POST', `/v1/tasks/${task.taskId}/cancel`, body);
+        expect(answered.status, body).toBe(400);
+        expect(answered.json.error.code).toBe('ValidationError');
+      }
+      expect((await stack.scheduler.getTask(task.taskId)).status).toBe('queued');
+      const cascaded = await call('POST', `/v1/tasks/${task.taskId}/cancel`, '{"cascade":true}');
+      expect(cascaded.status).toBe(200);
+      expect(cascaded.json.task).toMatchObject({
+        status: 'cancelled',
+        cascade: { cancelled: 0, pending: 0, done: true },
+      });
+    });
   });
 
   describe('4. __proto__ keys', () => {

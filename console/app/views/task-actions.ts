@@ -24,6 +24,21 @@ export const cancelTask = (taskId: string, trigger: HTMLElement, context: ViewCo
     },
   );
 
+export const cancelTree = (taskId: string, trigger: HTMLElement, context: ViewContext): Promise<void> =>
+  context.confirmThenAct(
+    {
+      title: `Cancel task ${taskId} and its descendants?`,
+      text: 'The task and every open task it led to (its children, theirs, and so on) end cancelled; tasks that ended already stay as they are. A large tree is finished by the supervisor within a minute or two.',
+      trigger,
+    },
+    async () => {
+      const task = await api.cancelTask(taskId, true);
+      const tree = task.cascade;
+      const left = tree && !tree.done ? `; ${tree.pending} still to look at` : '';
+      return `Task ${task.taskId} now ${task.status}; ${tree?.cancelled ?? 0} descendants cancelled${left}.`;
+    },
+  );
+
 export const redriveTask = (taskId: string, trigger: HTMLElement, context: ViewContext): Promise<void> =>
   context.confirmThenAct(
     {

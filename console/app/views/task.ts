@@ -12,7 +12,14 @@ import { alertError, messageOf } from '../status';
 import { DataTable } from '../table';
 import type { View, ViewContext } from '../view';
 import { eventRow } from './event-row';
-import { approveWaitpoint, cancelTask, redriveTask, rejectWaitpoint, type Suspension } from './task-actions';
+import {
+  approveWaitpoint,
+  cancelTask,
+  cancelTree,
+  redriveTask,
+  rejectWaitpoint,
+  type Suspension,
+} from './task-actions';
 import { taskLink } from './task-link';
 
 type Entry = readonly [term: string, value: Child | readonly Child[], field?: string];
@@ -116,6 +123,21 @@ function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
       ['Finished', time(task.finishedAt, 'not yet')],
     ]),
     ...progressSection(task.progress),
+    ...(task.cascade
+      ? [
+          el('h2', {}, 'Cancellation of descendants'),
+          definitions([
+            ['Descendants cancelled', String(task.cascade.cancelled), 'cascade-cancelled'],
+            [
+              'State',
+              task.cascade.done ? 'done' : `${task.cascade.pending} still to look at`,
+              'cascade-state',
+            ],
+            ['Started', time(task.cascade.startedAt)],
+            ['Finished', time(task.cascade.finishedAt, 'not yet')],
+          ]),
+        ]
+      : []),
     ...waitpointSection(suspensionOf(task), waitpoint),
     el('h2', {}, 'Lineage'),
     definitions([
@@ -275,6 +297,12 @@ export const taskView =
           button('Cancel task', (b) => cancelTask(task.taskId, b, context), {
             class: 'danger',
             'data-key': 'cancel-task',
+          }),
+        // Any task may have led to others; an ended one's descendants may still run.
+        task.cascade?.done !== true &&
+          button('Cancel with descendants', (b) => cancelTree(task.taskId, b, context), {
+            class: 'danger',
+            'data-key': 'cancel-tree',
           }),
         task.status === REDRIVABLE_STATUS &&
           button('Redrive task', (b) => redriveTask(task.taskId, b, context), {
