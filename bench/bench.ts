@@ -23,6 +23,9 @@
  * `workflow` (`bench/run-workflow.ts`; `--tasks` joins, default 50, `--agents` dependencies per join, default 4)
  * prices a dependency edge and an agent's follow-up submit on top of plain tasks.
  *
+ * `cascade` (`bench/run-cascade.ts`; `--tasks` default 5,000) cancels a tree of that many tasks with `cascade: true`
+ * and reports what the call walked, and how long the supervisor's passes take to finish the walk.
+ *
  * `on-time` (`bench/run-on-time.ts`; `--agents` default 8, `--tasks` delayed tasks, default 20, `--fires` default 5)
  * times held-back starts on an idle listening fleet in AWS's settings: a Scheduler that delivers anywhere in the
  * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
@@ -32,6 +35,7 @@ import { SETTINGS } from '#domain/settings';
 import { recordHistory } from './history';
 import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
+import { runCascade } from './run-cascade';
 import { runIdle } from './run-idle';
 import { runOnTime } from './run-on-time';
 import { type Cost, runWorkflow } from './run-workflow';
@@ -69,8 +73,9 @@ else if (values.scenario === 'throughput') await throughputScenario();
 else if (values.scenario === 'workflow') await workflowScenario();
 else if (values.scenario === 'scale') scaleScenario();
 else if (values.scenario === 'on-time') await onTimeScenario();
+else if (values.scenario === 'cascade') await cascadeScenario();
 else {
-  console.error('--scenario must be throughput, idle, workflow, scale or on-time');
+  console.error('--scenario must be throughput, idle, workflow, scale, on-time or cascade');
   process.exit(2);
 }
 
@@ -114,6 +119,23 @@ async function throughputScenario(): Promise<void> {
       ].join('\n'),
     );
   }
+}
+
+async function cascadeScenario(): Promise<void> {
+  const report = await runCascade({ tasks: positive('tasks', values.tasks ?? '5000', 100_000) });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  console.log(
+    [
+      `a tree of ${report.tasks} tasks (built in ${report.builtMs} ms), cancelled with cascade`,
+      `the call        ${report.call.ms} ms: ${report.call.cancelled} descendants cancelled, ${report.call.pending} still to walk`,
+      `supervisor      ${report.passes} passes back to back, ${report.passesMs} ms`,
+      `in AWS          done within ${report.finishedWithinMs} ms of the call (a 60 s period before the first pass, plus the passes)`,
+      `in all          ${report.cancelled} descendants cancelled, ${report.leftOpen} tasks left open`,
+    ].join('\n'),
+  );
 }
 
 async function workflowScenario(): Promise<void> {

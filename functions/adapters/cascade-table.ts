@@ -65,27 +65,28 @@ export class CascadeTable implements CascadeStore {
 
   async walked(
     rootTaskId: string,
-    walked: string,
-    found: { readonly children: readonly string[]; readonly cancelled: number },
+    steps: readonly { readonly walked: string; readonly children: readonly string[] }[],
+    cancelled: number,
     purgeAt: number,
   ): Promise<void> {
-    // The children first: a failure between the two leaves the parent to walk again, never a child unwalked.
+    const children = steps.flatMap((step) => step.children);
+    // The children first: a failure between the two leaves their parents to walk again, never a child unwalked.
     await this.put(
-      found.children.map((child) => ({ taskId: partition(rootTaskId), part: walkPart(child), purgeAt })),
+      children.map((child) => ({ taskId: partition(rootTaskId), part: walkPart(child), purgeAt })),
     );
     await this.doc.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: { taskId: partition(rootTaskId), part: META },
-        UpdateExpression: 'ADD cancelled :cancelled, added :added, walked :one',
+        UpdateExpression: 'ADD cancelled :cancelled, added :added, walked :walked',
         ExpressionAttributeValues: {
-          ':cancelled': found.cancelled,
-          ':added': found.children.length,
-          ':one': 1,
+          ':cancelled': cancelled,
+          ':added': children.length,
+          ':walked': steps.length,
         },
       }),
     );
-    await this.delete([{ taskId: partition(rootTaskId), part: walkPart(walked) }]);
+    await this.delete(steps.map((step) => ({ taskId: partition(rootTaskId), part: walkPart(step.walked) })));
   }
 
   async finish(rootTaskId: string, now: number): Promise<void> {

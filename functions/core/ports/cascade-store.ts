@@ -20,11 +20,14 @@ export interface CascadeStore {
   start(rootTaskId: string, now: number, purgeAt: number): Promise<void>;
   /** Up to `limit` tasks still to walk. */
   toWalk(rootTaskId: string, limit: number): Promise<string[]>;
-  /** `walked` was walked: its children (`found`) are to be walked in its place; `cancelled` of them were cancelled. */
+  /**
+   * Tasks were walked: the children each had are to be walked in their place; `cancelled` of all those children were
+   * cancelled.
+   */
   walked(
     rootTaskId: string,
-    walked: string,
-    found: { readonly children: readonly string[]; readonly cancelled: number },
+    steps: readonly { readonly walked: string; readonly children: readonly string[] }[],
+    cancelled: number,
     purgeAt: number,
   ): Promise<void>;
   /** Nothing is left to walk: the walk leaves the open list. */
