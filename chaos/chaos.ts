@@ -1,12 +1,15 @@
 /**
- * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--lease-ttl-seconds T]
- * [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B] [--rare-boost B] [--drain-seconds D] [--json]`
+ * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--waitpoints W]
+ * [--lease-ttl-seconds T] [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B]
+ * [--rare-boost B] [--drain-seconds D] [--json]`
  * (`--lease-ttl-seconds`, `--reconcile-after-seconds`, `--late-share`, the share of requests delivered late,
  * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, `--seeds`, a range of seeds run one
  * after another with a line of figures each, and `--rare-boost`, how many times the fault shares are on rarely
  * called routes and writes (default 5), and `--drain-seconds`, how long the run waits for every task to end once
  * the fleet runs (default 300), are read in the HTTP mode; `--dag`, the tasks of a random workflow
- * run beside the flat ones, default 1,000, in the in-process mode).
+ * run beside the flat ones, default 1,000, and `--waitpoints`, tasks among the flat ones whose first run suspends on
+ * a waitpoint, answered by racing operators and callbacks or (8 %) left to time out, default 1,000, in the
+ * in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
@@ -23,6 +26,7 @@ const values = readOptions({
   tasks: { type: 'string', default: '1000' },
   agents: { type: 'string', default: '20' },
   dag: { type: 'string', default: '1000' },
+  waitpoints: { type: 'string', default: '1000' },
   seed: { type: 'string', default: '1' },
   json: { type: 'boolean', default: false },
   'lease-ttl-seconds': { type: 'string', default: '2' },
@@ -80,6 +84,7 @@ const report = await runChaos({
   agents: integer('agents', values.agents, 1, 1_000),
   seed: integer('seed', values.seed, 0, 2 ** 31),
   dag: integer('dag', values.dag, 0, 1_000_000),
+  waitpoints: integer('waitpoints', values.waitpoints, 0, 1_000_000),
   drainTimeoutMs: 300_000,
 });
 

@@ -10,12 +10,13 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { listEntryOfPayloadPart, listShardOfPayloadList, payloadJsonOf } from '#adapters/task-items';
 import type { WiredContext } from '#wiring/context';
 import type { History } from './history';
+import { plainItem } from './plain-item';
+import { type TransactItem as WaitpointTransactItem, waitpointRecorder } from './waitpoint-writes';
 
-type Next = (args: { input: object }) => Promise<{ output: object }>;
+type Next = (args: { input: object; request?: unknown }) => Promise<{ output: object }>;
 interface Stack {
   add(
     middleware: (next: Next, context: { commandName?: string }) => Next,
@@ -41,17 +42,6 @@ export const RETRYING = {
 
 export const stackOf = (client: DynamoDBClient | SQSClient) => client.middlewareStack as unknown as Stack;
 
-const ATTRIBUTE_TYPES = new Set(['S', 'N', 'B', 'BOOL', 'NULL', 'M', 'L', 'SS', 'NS', 'BS']);
-
-/** An item as plain values, whether it comes marshalled (`{ S: "x" }`) or already converted. */
-function plainItem(item: Record<string, unknown>): Record<string, unknown> {
-  const marshalled = Object.values(item).every((value) => {
-    const keys = typeof value === 'object' && value !== null ? Object.keys(value) : [];
-    return keys.length === 1 && ATTRIBUTE_TYPES.has(keys[0] ?? '');
-  });
-  return marshalled ? unmarshall(item as Record<string, never>) : item;
-}
-
 /** An empty history for `recordCommittedWrites` and the run's own calls to fill. */
 export const emptyHistory = (): History => ({
   tasks: [],
@@ -61,6 +51,9 @@ export const emptyHistory = (): History => ({
   acknowledged: new Set(),
   finalStatus: new Map(),
   occurrenceTasks: new Map(),
+  waitpoints: [],
+  answers: [],
+  resumedClaims: [],
   takenBackBy: new Map(),
 });
 
@@ -70,6 +63,8 @@ export function recordCommittedWrites(
   tables: { readonly tasks: string; readonly leases: string },
   history: History,
 ): void {
+  // The last state recorded of each task: a transaction's update (a waitpoint's) is applied to it.
+  const states = new Map<string, Record<string, unknown>>();
   const recordItem = (tableName: string, item: Record<string, unknown>) => {
     const decidedAt = (field: string) =>
       typeof item[field] === 'number' ? (item[field] as number) : Date.now();
@@ -88,10 +83,12 @@ export function recordCommittedWrites(
       }
     }
     if (tableName === tables.tasks && item.part === 'state') {
+      states.set(String(item.taskId), item);
       const finish = item.lastFinish as { kind: string; leaseEpoch: number; agentId: string } | undefined;
       const failureOf = item.failureOf as { taskId?: unknown } | undefined;
       history.tasks.push({
         at: decidedAt('updatedAt'),
+        answeredAt: Date.now(),
         taskId: String(item.taskId),
         status: String(item.status),
         leaseEpoch: Number(item.leaseEpoch ?? 0),
@@ -116,6 +113,10 @@ export function recordCommittedWrites(
       });
     }
   };
+  const recordWaitpoint = waitpointRecorder(history.waitpoints, {
+    last: (taskId) => states.get(taskId),
+    record: (state) => recordItem(tables.tasks, state),
+  });
   stackOf(dynamodb).add(
     (next, context) => async (args) => {
       const result = await next(args);
@@ -131,13 +132,13 @@ export function recordCommittedWrites(
       if (context.commandName === 'PutItemCommand' && input.Item) {
         recordItem(input.TableName ?? '', plainItem(input.Item));
       }
-      // A transaction returns no item, but the items it puts are in its input (a session open is one).
+      // A transaction returns no item, but the items it puts are in its input (a session open is one), and what it
+      // updates of a waitpoint and its task follows from the items last recorded.
       if (context.commandName === 'TransactWriteItemsCommand') {
-        const items = (
-          input as { TransactItems?: { Put?: { TableName?: string; Item?: Record<string, unknown> } }[] }
-        ).TransactItems;
-        for (const item of items ?? [])
+        const items = (input as { TransactItems?: WaitpointTransactItem[] }).TransactItems ?? [];
+        for (const item of items)
           if (item.Put?.Item) recordItem(item.Put.TableName ?? '', plainItem(item.Put.Item));
+        recordWaitpoint(items, () => transactionToken(args.request));
       }
       if (context.commandName === 'BatchWriteItemCommand') {
         for (const [table, writes] of Object.entries(input.RequestItems ?? {}))
@@ -148,6 +149,15 @@ export function recordCommittedWrites(
     },
     { step: 'finalizeRequest', name: 'chaosRecordCommitted', priority: 'low' },
   );
+}
+
+/** The `ClientRequestToken` the SDK gave a transaction (kept when it sends it again), read from the request. */
+function transactionToken(request: unknown): string | undefined {
+  const body = (request as { body?: unknown } | undefined)?.body;
+  const text = body instanceof Uint8Array ? new TextDecoder().decode(body) : body;
+  if (typeof text !== 'string') return undefined;
+  const token = (JSON.parse(text) as { ClientRequestToken?: unknown }).ClientRequestToken;
+  return typeof token === 'string' ? token : undefined;
 }
 
 /**
@@ -209,6 +219,11 @@ export function writeKind(
   const leaseIdOf = (key: Marshalled | undefined) => String(plainItem(key ?? {}).leaseId ?? '');
   if (commandName === 'TransactWriteItemsCommand') {
     const items = request.TransactItems ?? [];
+    // A waitpoint's: the suspension puts it, its end (an answer, a timeout) updates it.
+    if (items.some((item) => item.Put?.Item && plainItem(item.Put.Item).kind === 'waitpoint'))
+      return 'suspension';
+    if (items.some((item) => item.Update?.Key && plainItem(item.Update.Key).part === 'waitpoint'))
+      return 'waitpointEnd';
     const put = items.find((item) => item.Put?.Item)?.Put;
     if (put?.Item && put.TableName === tables.tasks) return submitKind(put.Item);
     if (put?.Item && plainItem(put.Item).kind === 'session') return 'open';

@@ -5,14 +5,21 @@
  *   the wire, so a write whose answer is then lost to an injected timeout is still in the history;
  * - every client call, with its outcome as the caller saw it: ok, fail (a definite refusal) or unknown.
  *
- * The checks are Jepsen-style: properties of the whole history, not of one call.
+ * The checks are Jepsen-style: properties of the whole history, not of one call. Waitpoints (their versions, the
+ * answers their callers sent, the outcomes resumed claims carried) are checked in `waitpoint-history.ts`.
  */
 
 import { percentile } from '#local/percentile';
+import { explain } from './violation-details';
+import type { ResumedClaim, WaitpointAnswer, WaitpointVersion } from './waitpoint-history';
+
+export { violationDetails } from './violation-details';
 
 /** A version of a task's state item, as a write committed it. */
 export interface TaskVersion {
   readonly at: number;
+  /** When the write's answer came back to the recorder: no earlier than its commit. */
+  readonly answeredAt?: number;
   readonly taskId: string;
   readonly status: string;
   readonly leaseEpoch: number;
@@ -40,7 +47,16 @@ export interface SessionVersion {
 }
 
 export interface ClientCall {
-  readonly op: 'submit' | 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'open';
+  readonly op:
+    | 'submit'
+    | 'claim'
+    | 'heartbeat'
+    | 'complete'
+    | 'fail'
+    | 'release'
+    | 'open'
+    | 'wait'
+    | 'answer';
   readonly agentId?: string;
   readonly taskId?: string;
   readonly leaseEpoch?: number;
@@ -66,6 +82,12 @@ export interface History {
   readonly finalStatus: Map<string, string | undefined>;
   /** The tasks created for each occurrence of the chaos schedule, by its tick. */
   readonly occurrenceTasks: Map<number, Set<string>>;
+  /** Every committed version of a waitpoint (`waitpoint-history.ts`), in the order their writes were answered. */
+  readonly waitpoints: WaitpointVersion[];
+  /** Every answer a caller sent to a waitpoint, with what it was told. */
+  readonly answers: WaitpointAnswer[];
+  /** The waitpoint each claim of a resumed task carried. */
+  readonly resumedClaims: ResumedClaim[];
   /**
    * Every lease (`taskId#leaseEpoch`) a claim answer carried, whether or not it reached the agent; absent when
    * the run does not record them. A grant no answer carried (the claim found its session no longer held the slot
@@ -440,19 +462,6 @@ export function checkHistory(history: History): Verdict {
       p99: Math.round(percentile(latencies, 0.99)),
     },
   };
-}
-
-/**
- * The first violations found in this process, each with the versions or intervals that make it one, for a
- * report to carry (a run that fails in CI says why without a second run). With `CHAOS_DEBUG` set, each is
- * also printed as found.
- */
-export const violationDetails: string[] = [];
-
-function explain(violation: string, detail: unknown): void {
-  const line = `${violation} ${JSON.stringify(detail)}`;
-  if (violationDetails.length < 10) violationDetails.push(line.slice(0, 2_000));
-  if (process.env.CHAOS_DEBUG) console.error(`violation: ${line}`);
 }
 
 /** One run of a task's handler on an agent: from its start to its return or its abort. */

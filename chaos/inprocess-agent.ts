@@ -4,12 +4,13 @@
  * crash (the task dropped, the heartbeats stopped, a new session later) and 8 % in a pause past the lease, after
  * which its three late writes must each be refused. The rest it works on, then fails (a doomed task for good, at
  * its first attempt; a draw under 0.2, to be retried) or completes, a draw from 0.2 to 0.3 submitting a child
- * first. The first `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so it changes
- * hands.
+ * first; a waiting task's first run suspends it on a waitpoint instead, and its resumed run works as any. The first
+ * `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so it changes hands.
  */
 import type { ClaimedTask } from '#core/claim';
 import { RETRYING } from './committed-writes';
 import { HEARTBEAT_MS, type InProcessRun, LEASE_TTL_SECONDS } from './inprocess-stack';
+import type { WaitingPayload } from './inprocess-workload';
 
 /** A tenth of the completions submit a child first. */
 const CHILD_SHARE = 0.1;
@@ -19,6 +20,11 @@ const CHILD_SHARE = 0.1;
  */
 const ROLE_VOLUNTEERS = 3;
 const ROLE = 'chaos-leader';
+
+/** A suspension is sent up to this many times while its answer is unknown or refused. */
+const SUSPEND_TRIES = 6;
+/** While the faults last, the share of suspensions whose answer is lost on its way back to the agent. */
+const LOST_SUSPENSION_SHARE = 0.05;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -119,6 +125,12 @@ class ChaosAgent {
     }
     const [task] = claim.value;
     if (task) run.answered.add(`${task.taskId}#${task.leaseEpoch}`);
+    if (task?.waitpoint)
+      run.history.resumedClaims.push({
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        waitpoint: task.waitpoint,
+      });
     if (task?.dependencies) run.dagClaims.push({ taskId: task.taskId, dependencies: task.dependencies });
     else if (task && (task.payload as { dag?: number }).dag !== undefined)
       run.dagClaims.push({ taskId: task.taskId });
@@ -175,7 +187,13 @@ class ChaosAgent {
     const { run } = this;
     const { scheduler } = run;
     await sleep(run.random() * (run.options.workMs ?? 10));
-    const payload = task.payload as { doom?: boolean; n?: number };
+    const payload = task.payload as { doom?: boolean; n?: number } & Partial<WaitingPayload>;
+    if (payload.wait && payload.answered !== undefined && task.waitpoint === undefined) {
+      // A waiting task's first run: suspended, it is held no more.
+      await this.suspend(lease, { w: payload.w ?? 0, wait: payload.wait, answered: payload.answered });
+      this.holding = false;
+      return this.stepDown(lease.agentId);
+    }
     const doomed = payload.doom === true;
     if (!doomed && draw >= 0.2 && draw < 0.2 + CHILD_SHARE && typeof payload.n === 'number') {
       // A task of the flat workload submits a child before it completes.
@@ -198,10 +216,49 @@ class ChaosAgent {
         : await run.record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { n: task.taskId }));
     this.holding = false;
     if (finished.ok && draw >= 0.2) run.live.completed++;
-    if (this.volunteer) {
-      // A volunteer steps down after each task and stands again: held, the role passes to the next volunteer.
-      await scheduler.withdrawFromRole(lease.agentId, this.sessionId, ROLE).catch(() => undefined);
-      await scheduler.volunteerForRole(lease.agentId, this.sessionId, ROLE).catch(() => undefined);
+    await this.stepDown(lease.agentId);
+  }
+
+  /** A volunteer steps down after each task and stands again: held, the role passes to the next volunteer. */
+  private async stepDown(agentId: string): Promise<void> {
+    if (!this.volunteer) return;
+    const { scheduler } = this.run;
+    await scheduler.withdrawFromRole(agentId, this.sessionId, ROLE).catch(() => undefined);
+    await scheduler.volunteerForRole(agentId, this.sessionId, ROLE).catch(() => undefined);
+  }
+
+  /**
+   * Suspends the task on a waitpoint, as its payload asks, and tells the callers of it. The wait is sent again while
+   * its answer is unknown or refused (a retry whose token replacement lost its own answer is told its lease is
+   * lost; the next one is answered): a retried suspension that had landed is answered with a new token for the same
+   * waitpoint. While the faults last, one answer in twenty (and the run's first) is dropped as if lost on its way
+   * back: the wait is sent again, and the first token must no longer work.
+   */
+  private async suspend(lease: Lease, payload: WaitingPayload): Promise<void> {
+    const { run } = this;
+    let lostToken: string | undefined;
+    for (let attempt = 0; attempt < SUSPEND_TRIES; attempt++) {
+      const waited = await run.record({ op: 'wait', ...lease }, () =>
+        run.scheduler.wait(lease, payload.wait),
+      );
+      if (!waited.ok) {
+        await sleep(50 * 2 ** attempt);
+        continue;
+      }
+      const owed = run.faults.suspensionAnswerLost === undefined;
+      if (lostToken === undefined && run.live.faultsOn && (owed || run.random() < LOST_SUSPENSION_SHARE)) {
+        run.count('suspensionAnswerLost');
+        lostToken = waited.value.token;
+        continue;
+      }
+      run.suspensions.push({
+        taskId: lease.taskId,
+        waitpointId: waited.value.waitpoint.waitpointId,
+        token: waited.value.token,
+        answered: payload.answered,
+        ...(lostToken === undefined ? {} : { staleToken: lostToken }),
+      });
+      return;
     }
   }
 }

@@ -2,9 +2,33 @@
 import type { ChaosRunFigures } from './chaos-run';
 import { checkDag, type DagTask, type DagVerdict } from './dag';
 import { checkHistory, type Verdict, violationDetails } from './history';
-import type { InProcessInvariant, InProcessRun } from './inprocess-stack';
+import { type InProcessInvariant, type InProcessRun, SUPERVISOR_TICK_MS } from './inprocess-stack';
+import {
+  checkWaitpoints,
+  supervisorTimes,
+  UNTIMED,
+  type WaitpointVerdict,
+  waitpointViolations,
+} from './waitpoint-history';
+
+/** How late a timeout may land after the end of the first supervisor pass that started after its time. */
+const TIMEOUT_SLACK_MS = 5_000;
+
+/** The waitpoints' figures: the verdict, and the supervisor's passes that bound a timeout's lateness. */
+export interface WaitpointFigures extends WaitpointVerdict {
+  /** Waiting tasks submitted. */
+  readonly tasks: number;
+  readonly supervisorTickMs: number;
+  /** The time from the start of one supervisor pass to the start of the next: its tick and the pass's own time. */
+  readonly supervisorPeriodMs: { readonly p50: number; readonly max: number };
+  /** How long each pass took. */
+  readonly supervisorPassMs: { readonly p50: number; readonly max: number };
+  readonly timeoutSlackMs: number;
+}
 
 export interface ChaosReport extends ChaosRunFigures, Verdict, Partial<DagVerdict> {
+  /** Present when the run had waiting tasks. */
+  readonly waitpoints?: WaitpointFigures;
   /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
   readonly lostAnswers: Readonly<Record<string, number>>;
   /** Tasks that died with an `onFailure` whose hook was never submitted. */
@@ -31,8 +55,15 @@ export function brokenSoFar(
 ): boolean {
   if (invariant === 'prematureStartCount')
     return checkDag(dag, run.dagClaims, new Map(), []).prematureStartCount > 0;
+  if (invariant === 'resolvedTwiceCount') return checkWaitpoints(run.history, UNTIMED).resolvedTwiceCount > 0;
   return checkHistory({ ...run.history, answered: run.answered })[invariant] > 0;
 }
+
+/** How many breaks of the invariant a run's report counts. */
+export const breaksOf = (report: ChaosReport, invariant: InProcessInvariant): number =>
+  invariant === 'resolvedTwiceCount'
+    ? (report.waitpoints?.resolvedTwiceCount ?? 0)
+    : (report[invariant] ?? 0);
 
 /**
  * Reads back every acknowledged task (hooks included) and checks the history: the server's properties, the
@@ -59,8 +90,10 @@ export async function reportOf(
   const verdict = checkHistory({ ...history, answered: run.answered });
   const dagVerdict =
     dag.length > 0 ? checkDag(dag, run.dagClaims, history.finalStatus, violationDetails) : undefined;
+  const waitpoints = checkWaitpoints(history, { passes: run.passes, slackMs: TIMEOUT_SLACK_MS });
   debug('checked');
   const violations =
+    waitpointViolations(waitpoints) +
     (dagVerdict ? dagVerdict.prematureStartCount + dagVerdict.cascadeViolationCount : 0) +
     verdict.overlapCount +
     verdict.nonMonotonicEpochCount +
@@ -83,9 +116,35 @@ export async function reportOf(
     calls: history.calls.length,
     ...verdict,
     ...(dagVerdict ?? {}),
+    ...(options.waitpoints
+      ? {
+          waitpoints: {
+            tasks: options.waitpoints,
+            ...waitpoints,
+            supervisorTickMs: SUPERVISOR_TICK_MS,
+            ...supervisorTimes(run.passes),
+            timeoutSlackMs: TIMEOUT_SLACK_MS,
+          },
+        }
+      : {}),
     violations,
     ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
   };
+}
+
+/** The waitpoints' figures, on lines. */
+function waitpointLines(w: WaitpointFigures): string[] {
+  return [
+    `waitpoints      ${w.tasks} waiting tasks: ${w.suspended} suspended, ${w.endedOnce} ended once (${w.resumed} resumed), answered by operator ${w.answeredBy.operator}, callback ${w.answeredBy.callback}, timeout ${w.answeredBy.timeout}`,
+    `  answers       ${Object.entries(w.answers)
+      .map(([result, n]) => `${result} ${n}`)
+      .join(
+        ', ',
+      )}; duplicate callbacks told 200 ${w.duplicateCallbacksOk}, other bodies told 409 ${w.otherBodyRefused}, replaced tokens told 404 ${w.staleTokensRefused}`,
+    `  timeouts      late p50 ${w.timeoutLatenessMs.p50} ms, max ${w.timeoutLatenessMs.max} ms: waiting for the next supervisor pass p50 ${w.timeoutPassWaitMs.p50} ms, max ${w.timeoutPassWaitMs.max} ms, then in it p50 ${w.timeoutInPassMs.p50} ms, max ${w.timeoutInPassMs.max} ms; later than the longest period and ${w.timeoutSlackMs / 1_000} s: ${w.timeoutsPastPeriodCount}`,
+    `  supervisor    tick ${w.supervisorTickMs} ms; period p50 ${w.supervisorPeriodMs.p50} ms, max ${w.supervisorPeriodMs.max} ms; a pass p50 ${w.supervisorPassMs.p50} ms, max ${w.supervisorPassMs.max} ms`,
+    `  violations    ended twice ${w.resolvedTwiceCount}, never ended ${w.notResumedCount}, accepted twice ${w.acceptedTwiceCount}, 200 not the outcome ${w.answerDisagreementCount}, own outcome told 409 ${w.sameAnswerRefusedCount}, replaced token accepted ${w.staleTokenAcceptedCount}, claims with another outcome ${w.resumedDataMismatchCount}, owners while suspended ${w.ownerWhileSuspendedCount}, grants while suspended ${w.grantedWhileSuspendedCount}, timeouts early ${w.timeoutEarlyCount}, after their pass and ${w.timeoutSlackMs / 1_000} s ${w.timeoutLateCount}, misdirected ${w.timeoutEndMismatchCount}`,
+  ];
 }
 
 /** A run's figures, a line each. */
@@ -106,6 +165,7 @@ export function summaryLines(report: ChaosReport): string[] {
           `dag             ${report.dagTasks} tasks, ${report.joins} joins; ended ${listed(report.dagEnds ?? {})}; premature starts ${report.prematureStartCount}, cascade violations ${report.cascadeViolationCount}`,
         ]
       : []),
+    ...(report.waitpoints ? waitpointLines(report.waitpoints) : []),
     `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
     report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
   ];

@@ -44,6 +44,11 @@ export interface ChaosOptions extends ChaosRunOptions {
   /** Tasks of a random DAG (fan-out, joins, doomed tasks) submitted after the flat ones. @default 0 */
   readonly dag?: number;
   /**
+   * Tasks, submitted among the flat ones, whose first run suspends on a waitpoint: answered by racing callers
+   * (`waitpoint-callers.ts`), or, 8 % of them, left to time out. @default 0
+   */
+  readonly waitpoints?: number;
+  /**
    * Ends the run as soon as this invariant is broken (looked at twice a second), or at the drain's end: how a
    * mutant's run waits for the break it is about, not for a time a loaded machine may need more of.
    * @default the run goes to its end
@@ -51,13 +56,17 @@ export interface ChaosOptions extends ChaosRunOptions {
   readonly stopOnceBroken?: InProcessInvariant;
 }
 
-/** An invariant whose break the run can see while it goes on: a break, once seen, stays one. */
+/**
+ * An invariant whose break the run can see while it goes on: a break, once seen, stays one. `resolvedTwiceCount`
+ * is the waitpoints' (a waitpoint ended by more than one write).
+ */
 export type InProcessInvariant =
   | 'prematureStartCount'
   | 'staleAcceptedCount'
   | 'terminalLeftCount'
   | 'duplicateFireCount'
-  | 'overlapCount';
+  | 'overlapCount'
+  | 'resolvedTwiceCount';
 
 /** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
 export interface ScheduleFire {
@@ -70,6 +79,8 @@ export interface ScheduleFire {
 
 export const LEASE_TTL_SECONDS = 2;
 export const HEARTBEAT_MS = 500;
+/** The wait between the end of a supervisor pass and the start of the next. */
+export const SUPERVISOR_TICK_MS = 250;
 
 /** The write of a kind, counted while faults last, whose answer is lost if none of that kind's was yet. */
 const LOSS_OWED_AFTER = 3;
@@ -91,6 +102,24 @@ export interface DagClaim {
   readonly dependencies?: Readonly<Record<string, { readonly status: string }>>;
 }
 
+/** A suspension as its agent was told of it: the racing callers answer it with its callback token. */
+export interface AgentSuspension {
+  readonly taskId: string;
+  readonly waitpointId: string;
+  /** The token of the suspension's last answer: an earlier one is replaced. */
+  readonly token: string;
+  /** Answered by the callers; or left to time out. */
+  readonly answered: boolean;
+  /** The token of an earlier answer to the same suspension, lost on its way back: replaced since. */
+  readonly staleToken?: string;
+}
+
+/** One supervisor pass: when it started, and when it ended. */
+export interface SupervisorPass {
+  readonly start: number;
+  end?: number;
+}
+
 /** What the faults, the recorders and the run share while it goes. */
 export interface ChaosState {
   readonly random: () => number;
@@ -105,6 +134,10 @@ export interface ChaosState {
    */
   readonly answered: Set<string>;
   readonly dagClaims: DagClaim[];
+  /** The suspensions the agents were told of, in the order they were: the callers' work. */
+  readonly suspensions: AgentSuspension[];
+  /** When each supervisor pass started and ended (a doubled tick's two passes start together). */
+  readonly passes: SupervisorPass[];
   /** Calls and time spent by command, kept with `CHAOS_DEBUG` set. */
   readonly latency: Map<string, { n: number; ms: number }>;
   readonly live: { faultsOn: boolean; stopping: boolean; completed: number; lastPassMs: number };
@@ -135,6 +168,8 @@ function chaosState(seed: number): ChaosState {
     lostAnswers: {},
     answered: new Set(),
     dagClaims: [],
+    suspensions: [],
+    passes: [],
     latency: new Map(),
     live: {
       faultsOn: process.env.CHAOS_NO_FAULTS === undefined,
@@ -176,6 +211,8 @@ export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
         dependencyRecheckSeconds: 2,
         // Agents submit children to the run's queue; a dead task's onFailure goes there too.
         agentSubmitQueues: ['chaos'],
+        // The default, said here: the run's waitpoints need it.
+        taskLayout: 3,
       },
     },
     onContext: (ctx) => {

@@ -1,7 +1,7 @@
 /**
  * The work of the in-process chaos run besides the agents': the submissions (flat tasks, one in twenty doomed with
- * an `onFailure` hook, then a workflow's), and a schedule firing while the faults last, its occurrences delivered
- * more than once.
+ * an `onFailure` hook, among them tasks that wait on a waitpoint, then a workflow's), and a schedule firing while
+ * the faults last, its occurrences delivered more than once.
  */
 import { fireSchedule } from '#core/fire-schedule';
 import { RETRYING } from './committed-writes';
@@ -11,11 +11,49 @@ import type { InProcessRun, ScheduleFire } from './inprocess-stack';
 /** Every twentieth flat task dies at once, with an onFailure. */
 const HOOKED_EVERY = 20;
 
+/**
+ * Of every 25 waiting tasks, one is left to time out and resume, one to time out and fail (8 %); the racing callers
+ * answer the rest, whose wait would time out only if no caller ever learnt of it.
+ */
+const TIMEOUT_PLANS: Readonly<Record<number, 'resume' | 'fail'>> = { 0: 'resume', 12: 'fail' };
+const TIMEOUT_SECONDS = 3;
+const ANSWERED_TIMEOUT_SECONDS = 120;
+
+/** What a waiting task's payload asks of its first run: the suspension to send, and whether callers answer it. */
+export interface WaitingPayload {
+  readonly w: number;
+  readonly wait: {
+    readonly timeoutSeconds: number;
+    readonly onTimeout?: 'resume' | 'fail';
+    readonly checkpoint: unknown;
+  };
+  readonly answered: boolean;
+}
+
+function waitingPayload(w: number): WaitingPayload {
+  const onTimeout = TIMEOUT_PLANS[w % 25];
+  return {
+    w,
+    wait: onTimeout
+      ? { timeoutSeconds: TIMEOUT_SECONDS, onTimeout, checkpoint: { asked: w } }
+      : { timeoutSeconds: ANSWERED_TIMEOUT_SECONDS, checkpoint: { asked: w } },
+    answered: onTimeout === undefined,
+  };
+}
+
+/** The items of both lists, one from each in turn while both last. */
+function interleaved<T>(a: readonly T[], b: readonly T[]): T[] {
+  return Array.from({ length: Math.max(a.length, b.length) }, (_, i) => [a[i], b[i]]).flatMap((pair) =>
+    pair.filter((item): item is T => item !== undefined),
+  );
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Submissions, 25 at a time, each batch tried up to five times: acknowledged ones must never be lost. One flat
- * task in twenty dies at its first attempt, and has an onFailure hook submitted for it.
+ * task in twenty dies at its first attempt, and has an onFailure hook submitted for it. The waiting tasks go in
+ * turn with the flat ones, so they suspend and are answered while the faults last.
  */
 export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Promise<void> {
   const { options, history, scheduler } = run;
@@ -27,7 +65,13 @@ export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Pro
     ...RETRYING,
     idempotencyKey: `chaos-${options.seed}-${n}`,
   }));
-  const all = [...specs, ...dag.map((t) => t.spec)];
+  const waiting = Array.from({ length: options.waitpoints ?? 0 }, (_, w) => ({
+    queue: 'chaos',
+    payload: waitingPayload(w),
+    ...RETRYING,
+    idempotencyKey: `chaos-${options.seed}-w${w}`,
+  }));
+  const all = [...interleaved<Record<string, unknown>>(specs, waiting), ...dag.map((t) => t.spec)];
   for (let i = 0; i < all.length; i += 25) {
     const chunk = all.slice(i, i + 25);
     for (let attempt = 0; attempt < 5; attempt++) {

@@ -1,21 +1,28 @@
 /**
  * The in-process chaos run, on the scheduler's handlers: set up the stack under its faults (`inprocess-stack.ts`),
- * run the agents (`inprocess-agent.ts`), the submissions and a schedule (`inprocess-workload.ts`) and a supervisor
- * whose ticks are sometimes doubled until half the work is done, then stop the faults and wait for every task to
- * end; report what the history checker finds (`inprocess-report.ts`).
+ * run the agents (`inprocess-agent.ts`), the submissions and a schedule (`inprocess-workload.ts`), the callers that
+ * race to answer the waitpoints the agents suspend tasks on (`waitpoint-callers.ts`) and a supervisor whose ticks
+ * are sometimes doubled until half the work is done, then stop the faults and wait for every task to end; report
+ * what the history checker finds (`inprocess-report.ts`).
  */
 import { RETRYING } from './committed-writes';
 import { buildDag, type DagTask } from './dag';
 import { agentLoop } from './inprocess-agent';
 import { brokenSoFar, type ChaosReport, hooksOf, reportOf } from './inprocess-report';
-import { type ChaosOptions, type InProcessRun, setUp } from './inprocess-stack';
+import {
+  type ChaosOptions,
+  type InProcessRun,
+  SUPERVISOR_TICK_MS,
+  type SupervisorPass,
+  setUp,
+} from './inprocess-stack';
 import { submitAll, tickSchedule } from './inprocess-workload';
 import { superviseUnderChaos } from './supervisor-loop';
+import { answerWaitpoints } from './waitpoint-callers';
 
-export type { ChaosReport } from './inprocess-report';
+export { breaksOf, type ChaosReport } from './inprocess-report';
 export type { ChaosOptions, InProcessInvariant, ScheduleFire } from './inprocess-stack';
 
-const SUPERVISOR_TICK_MS = 250;
 const TERMINAL = ['succeeded', 'dead', 'cancelled', 'expired'];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -46,9 +53,15 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   // A tick in ten (or the share asked for) runs its pass twice at once, as a duplicated invocation does.
   const supervisor = superviseUnderChaos({
     pass: async () => {
-      const result = await run.scheduler.supervise();
-      live.lastPassMs = result.durationMs;
-      return result;
+      const timed: SupervisorPass = { start: Date.now() };
+      run.passes.push(timed);
+      try {
+        const result = await run.scheduler.supervise();
+        live.lastPassMs = result.durationMs;
+        return result;
+      } finally {
+        timed.end = Date.now();
+      }
     },
     tickMs: SUPERVISOR_TICK_MS,
     doublingShare: options.supervisorDoubling ?? 0.1,
@@ -56,6 +69,7 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   });
   const ticker = tickSchedule(run);
   const agents = Array.from({ length: options.agents }, (_, i) => agentLoop(run, i));
+  const callers = answerWaitpoints(run);
   const progress = process.env.CHAOS_DEBUG
     ? setInterval(
         () =>
@@ -75,7 +89,7 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   live.stopping = true;
   clearInterval(progress);
   debug(`draining over, ${open} open`);
-  await Promise.all([...agents, supervisor.stop(), ticker]);
+  await Promise.all([...agents, callers, supervisor.stop(), ticker]);
   debug('stopped');
   run.faults.supervisorDoubled = supervisor.doubled;
 }

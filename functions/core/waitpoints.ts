@@ -228,6 +228,9 @@ async function end(
   const now = ctx.now();
   const task = await ctx.tasks.get(waitpoint.taskId);
   if (task?.status !== 'suspended' || task.waitpointId !== waitpoint.waitpointId) {
+    // Ended since it was read: perhaps by this same answer from another caller, which is answered as it was.
+    const again = await ctx.waitpoints.get(waitpoint.waitpointId);
+    if (again && again.status !== 'open') return already(again);
     throw new WaitpointResolvedError(`the task of waitpoint ${waitpoint.waitpointId} no longer waits on it`);
   }
   const fails = how.outcome === 'timedOut' && waitpoint.onTimeout === 'fail';

@@ -3,6 +3,7 @@
  * broken, and the chaos checker must notice. They live here, in test code only: no configuration of the
  * deployed functions or of `npm start` can reach them.
  */
+import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Expression } from '#adapters/expression';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
@@ -135,4 +136,60 @@ export function claimWithoutClaimId(scheduler: Scheduler): void {
  */
 export function ignoreLocalExpiry(worker: Worker): void {
   (worker as unknown as { sessionLapsed: () => void }).sessionLapsed = () => undefined;
+}
+
+type TransactUpdate = {
+  [attribute: string]: unknown;
+  UpdateExpression?: string;
+  ConditionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, unknown>;
+};
+
+/** An update without its condition, and without the placeholders only the condition used. */
+function unconditioned(update: TransactUpdate): TransactUpdate {
+  const {
+    ConditionExpression: _condition,
+    ExpressionAttributeNames,
+    ExpressionAttributeValues,
+    ...rest
+  } = update;
+  const used = new Set(rest.UpdateExpression?.match(/#n\d+|:v\d+/g));
+  const kept = <T>(map: Record<string, T> | undefined) => {
+    const entries = Object.entries(map ?? {}).filter(([placeholder]) => used.has(placeholder));
+    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+  };
+  const names = kept(ExpressionAttributeNames);
+  const values = kept(ExpressionAttributeValues);
+  return {
+    ...rest,
+    ...(names ? { ExpressionAttributeNames: names } : {}),
+    ...(values ? { ExpressionAttributeValues: values } : {}),
+  };
+}
+
+/**
+ * A waitpoint's end written without its conditions: neither that the waitpoint is still open nor that its task
+ * still waits on it. Callers that read it open before the first answer landed each end it, and each resumes the
+ * task (the last one's outcome is what the waitpoint keeps). Returns the undo: the context's document client is
+ * shared by every adapter of the context.
+ */
+export function answerWithoutConditions(ctx: WiredContext): () => void {
+  const { doc } = ctx.waitpoints as unknown as { doc: DynamoDBDocumentClient };
+  const send = doc.send.bind(doc) as (command: unknown, options?: unknown) => Promise<unknown>;
+  const mutated = (command: unknown, options?: unknown) => {
+    if (command instanceof TransactWriteCommand) {
+      const items = command.input.TransactItems ?? [];
+      const endsWaitpoint = items.some((item) => item.Update?.Key?.part === 'waitpoint');
+      if (endsWaitpoint)
+        command.input.TransactItems = items.map((item) =>
+          item.Update ? { Update: unconditioned(item.Update) } : item,
+        ) as typeof items;
+    }
+    return send(command, options);
+  };
+  Object.assign(doc, { send: mutated });
+  return () => {
+    delete (doc as unknown as Record<string, unknown>).send;
+  };
 }

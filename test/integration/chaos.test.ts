@@ -1,11 +1,11 @@
 /**
- * The chaos run in the suite: 1,000 tasks under every fault with no violation, and the negative controls: each
+ * The chaos run in the suite: 1,000 tasks and 40 waitpoints under every fault with no violation, and the negative controls: each
  * mutant, switched on for a short run, is caught by the history checker. The runs that must only end without a
  * violation (the sweep mutant's control, the workflow) are in chaos-controls.test.ts, beside the other files.
  */
 import { describe, expect, inject, it } from 'vitest';
-import { applyMutant, type Mutant } from '#test/mutants';
-import { type ChaosOptions, type InProcessInvariant, runChaos } from '../../chaos/run-chaos';
+import { answerWithoutConditions, applyMutant, type Mutant } from '#test/mutants';
+import { breaksOf, type ChaosOptions, type InProcessInvariant, runChaos } from '../../chaos/run-chaos';
 import { shortChaosRun } from '../helpers/short-chaos-run';
 
 const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
@@ -13,8 +13,15 @@ const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoi
 describe('chaos', () => {
   // The drain ends when every task has; its bound of 300 s only ends a hung run (a loaded machine makes the run
   // slower, not wrong).
-  it('1,000 tasks under faults: no violation, and more than 100 stale writes refused', async () => {
-    const report = await runChaos({ tasks: 1_000, agents: 20, seed: 7, endpoints, drainTimeoutMs: 300_000 });
+  it('1,000 tasks and 40 waitpoints under faults: no violation, and more than 100 stale writes refused', async () => {
+    const report = await runChaos({
+      tasks: 1_000,
+      agents: 20,
+      seed: 7,
+      waitpoints: 40,
+      endpoints,
+      drainTimeoutMs: 300_000,
+    });
     console.log(`chaos: ${JSON.stringify(report)}`);
     expect(report).toMatchObject({
       overlapCount: 0,
@@ -40,9 +47,36 @@ describe('chaos', () => {
       'childSubmit',
       'hookSubmit',
       'sessionUpdate',
+      'suspension',
+      'waitpointEnd',
     ]) {
       expect(report.lostAnswers[kind], kind).toBeGreaterThan(0);
     }
+    // Every waiting task suspended once and ended once, whatever raced: the outcome each holds is the one every
+    // caller told 200 had sent and every resumed claim carried; no lease while suspended; timeouts in their bounds.
+    const waitpoints = report.waitpoints ?? expect.unreachable();
+    expect(waitpoints).toMatchObject({
+      suspended: 40,
+      endedOnce: 40,
+      // Of 40, those numbered 0 and 25 time out and resume, 12 and 37 time out and fail.
+      resumed: 38,
+      answeredBy: { timeout: 4 },
+      resolvedTwiceCount: 0,
+      acceptedTwiceCount: 0,
+      answerDisagreementCount: 0,
+      sameAnswerRefusedCount: 0,
+      staleTokenAcceptedCount: 0,
+      resumedDataMismatchCount: 0,
+      ownerWhileSuspendedCount: 0,
+      grantedWhileSuspendedCount: 0,
+      timeoutEarlyCount: 0,
+      timeoutLateCount: 0,
+      timeoutEndMismatchCount: 0,
+    });
+    expect(waitpoints.answeredBy.operator + waitpoints.answeredBy.callback).toBe(36);
+    expect(waitpoints.duplicateCallbacksOk).toBeGreaterThan(0);
+    expect(waitpoints.otherBodyRefused).toBeGreaterThan(0);
+    expect(waitpoints.staleTokensRefused).toBeGreaterThan(0);
     // Every paused agent's three late writes (complete, fail, release) are among those refused.
     expect(report.staleRejectedCount).toBeGreaterThanOrEqual(
       Math.max(100, 3 * (report.faults.agentPause ?? 0)),
@@ -56,6 +90,7 @@ describe('chaos', () => {
       'sqsDuplicateDelivery',
       'supervisorDoubled',
       'scheduleFireDuplicated',
+      'suspensionAnswerLost',
     ]) {
       expect(report.faults[kind]).toBeGreaterThan(0);
     }
@@ -110,6 +145,17 @@ describe('chaos', () => {
       },
     ],
     [
+      // A waitpoint's end is written whatever its status and its task's: the callers racing to answer it each land.
+      'answerWithoutConditions',
+      'resolvedTwiceCount',
+      {
+        waitpoints: 40,
+        mutate: (ctx) => {
+          answerWithoutConditions(ctx);
+        },
+      },
+    ],
+    [
       // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
       'scheduleDedupeByExecutionId',
       'duplicateFireCount',
@@ -129,8 +175,9 @@ describe('chaos', () => {
   // sweepWithoutEpoch needs a pass pausing between its read and its write while the task is granted again, which
   // 16 agents working up to 1.5 s hit once in six short runs, too seldom for the suite.
 
-  // The four mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
-  // 16 s on a quiet machine) whatever else runs, so four at once end with the longest of them instead of their sum.
+  // The five mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
+  // 16 s on a quiet machine) whatever else runs, so five at once end with the longest of them instead of their sum.
+  // The waitpoints' shows within seconds: nearly every race of its callers ends a waitpoint twice.
   it.concurrent.for(mutants)(
     'catches the mutant %s by its %s',
     { timeout: MUTANT_TIMEOUT_MS },
@@ -145,10 +192,8 @@ describe('chaos', () => {
           stopOnceBroken: invariant,
           ...options,
         });
-        console.log(
-          `mutant ${mutant}, seed ${seed}: ${report[invariant]} ${invariant} ${JSON.stringify(report)}`,
-        );
-        caught = report[invariant] ?? 0;
+        caught = breaksOf(report, invariant);
+        console.log(`mutant ${mutant}, seed ${seed}: ${caught} ${invariant} ${JSON.stringify(report)}`);
         if (caught > 0) break;
       }
       expect(caught).toBeGreaterThan(0);

@@ -6,17 +6,18 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { dispatch } from '#core/dispatch';
 import { requeueAfter } from '#core/timing';
-import { applyMutant, type Mutant } from '#test/mutants';
+import { answerWithoutConditions, applyMutant, type Mutant } from '#test/mutants';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 import { emptyHistory, recordCommittedWrites } from '../../../chaos/committed-writes';
 import { checkHistory } from '../../../chaos/history';
+import { checkWaitpoints, UNTIMED } from '../../../chaos/waitpoint-history';
 
 describe('the chaos mutants on DynamoDB Local', () => {
   let stack: TestStack;
   const history = emptyHistory();
   beforeAll(async () => {
     // random 0: a retried failure is claimable again at once.
-    stack = await createTestStack({ random: () => 0, queues: ['terminal', 'sweep', 'complete'] });
+    stack = await createTestStack({ random: () => 0, queues: ['terminal', 'sweep', 'complete', 'answer'] });
     recordCommittedWrites(stack.dynamodb, stack.wiring.tables, history);
   });
   afterAll(async () => {
@@ -95,6 +96,40 @@ describe('the chaos mutants on DynamoDB Local', () => {
       sessions: history.sessions.filter((s) => s.agentId === agent.agentId || s.agentId === other.agentId),
     };
     expect(checkHistory(mine).overlapCount).toBe(1);
+  });
+
+  it('answerWithoutConditions: two callers that read a waitpoint open each end it, and the checker sees it ended twice', async () => {
+    const { scheduler, ctx } = stack;
+    onTestFinished(answerWithoutConditions(ctx));
+    const { taskId, lease } = await leasedTask('answer');
+    const { waitpoint } = await scheduler.wait(lease, { timeoutSeconds: 600 });
+    // Both callers read the waitpoint open and its task suspended before either writes.
+    const read = (await ctx.waitpoints.get(waitpoint.waitpointId)) ?? expect.unreachable();
+    const task = (await ctx.tasks.get(taskId)) ?? expect.unreachable();
+    const end = (by: string) =>
+      ctx.waitpoints.resolve(
+        read,
+        {
+          outcome: 'completed',
+          dataJson: JSON.stringify({ by }),
+          resolutionHash: by,
+          to: requeueAfter(ctx, ctx.now(), 0, task),
+        },
+        ctx.now(),
+      );
+
+    expect(await end('operator')).toBe(true);
+    expect(await end('callback')).toBe(true);
+    expect(statuses(taskId)).toEqual(['queued@0', 'leased@1', 'suspended@1', 'queued@1', 'queued@1']);
+    const verdict = checkWaitpoints(
+      {
+        ...emptyHistory(),
+        tasks: history.tasks.filter((v) => v.taskId === taskId),
+        waitpoints: history.waitpoints.filter((w) => w.taskId === taskId),
+      },
+      UNTIMED,
+    );
+    expect(verdict).toMatchObject({ suspended: 1, resolvedTwiceCount: 1, ownerWhileSuspendedCount: 0 });
   });
 
   it('completeWithoutEpoch: a completion of an earlier lease ends the lease that holds the task', async () => {

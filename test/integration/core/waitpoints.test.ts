@@ -3,6 +3,7 @@
  * ends the wait, however many callers race; a timeout resumes or fails it; the resumed claim carries the outcome.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveWaitpoint } from '#core/waitpoints';
 import { LeaseLostError, WaitpointNotFoundError, WaitpointResolvedError } from '#domain/errors';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
@@ -13,6 +14,7 @@ describe('waitpoints', () => {
       queues: [
         'approve',
         'race',
+        'same',
         'late',
         'doomed',
         'cancelled',
@@ -174,6 +176,26 @@ describe('waitpoints', () => {
     }
     expect((await scheduler.getTask(lease.taskId)).status).toBe('queued');
     expect(ended?.status).toBe(accepted[0]?.waitpoint.status);
+  });
+
+  it('answers a caller that read the waitpoint open as it was when the same answer lands first, and refuses another', async () => {
+    const { scheduler, ctx } = stack;
+    const { lease } = await claimed('same');
+    const { waitpoint, token } = await scheduler.wait(lease, { timeoutSeconds: 600 });
+    // Two callers read the waitpoint open; the webhook's first send lands before the second caller goes on.
+    const read = await ctx.waitpoints.get(waitpoint.waitpointId);
+    await scheduler.answerCallback(token, { by: 'webhook' });
+
+    const same = await resolveWaitpoint(
+      ctx,
+      waitpoint.waitpointId,
+      { outcome: 'completed', data: { by: 'webhook' } },
+      read,
+    );
+    const other = resolveWaitpoint(ctx, waitpoint.waitpointId, { outcome: 'rejected', reason: 'no' }, read);
+
+    expect(same).toMatchObject({ replayed: true, waitpoint: { status: 'completed' } });
+    await expect(other).rejects.toThrow(WaitpointResolvedError);
   });
 
   it('refuses a callback whose secret is wrong as one that does not exist', async () => {

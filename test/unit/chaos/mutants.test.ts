@@ -3,12 +3,18 @@
  * that changed nothing would leave the chaos checker's negative controls proving nothing.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  TransactWriteCommand,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ending, requeueAfter } from '#core/timing';
+import type { Waitpoint } from '#domain/waitpoint';
 import { mockContext, NOW, sessionItem, stateItem } from '#test/mock-context';
-import { applyMutant, checkpointWithoutFence, type Mutant } from '#test/mutants';
+import { answerWithoutConditions, applyMutant, checkpointWithoutFence, type Mutant } from '#test/mutants';
 import type { WiredContext } from '#wiring/context';
 
 const ddb = mockClient(DynamoDBDocumentClient);
@@ -146,6 +152,54 @@ describe('the chaos mutants', () => {
     expect(mutated?.condition).toBe(
       `status = "leased" AND (owner = "a_agent" OR sessionId = "s_session" OR leaseEpoch = 1 OR leaseDeadline > ${NOW})`,
     );
+  });
+
+  it('answerWithoutConditions: a waitpoint’s end is written whatever its status and its task’s; a suspension as it was', async () => {
+    const waitpoint: Waitpoint = {
+      waitpointId: 'w_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      taskId: TASK,
+      leaseEpoch: 1,
+      status: 'open',
+      onTimeout: 'resume',
+      timeoutAt: NOW + 60_000,
+      createdAt: NOW,
+      tokenHash: 'hash',
+    };
+    /** The updates of each transaction a write sends, readable; and their placeholders none of them uses. */
+    const transactionsSent = async (write: (ctx: WiredContext) => Promise<unknown>, mutated: boolean) => {
+      ddb.reset();
+      ddb.on(TransactWriteCommand).resolves({});
+      const ctx = mockContext();
+      const undo = mutated ? answerWithoutConditions(ctx) : undefined;
+      await write(ctx);
+      undo?.();
+      return ddb.commandCalls(TransactWriteCommand).map((call) =>
+        (call.args[0].input.TransactItems ?? []).flatMap((item) => {
+          if (!item.Update) return [];
+          const input = item.Update as UpdateCommandInput;
+          expect(unusedPlaceholders(input)).toEqual([]);
+          return [readable(input)];
+        }),
+      );
+    };
+    const resolve = (ctx: WiredContext) =>
+      ctx.waitpoints.resolve(
+        waitpoint,
+        { outcome: 'completed', dataJson: '{}', resolutionHash: 'h', to: requeueAfter(ctx, NOW, 0) },
+        NOW,
+      );
+    const suspend = (ctx: WiredContext) =>
+      ctx.waitpoints.suspend(TASK, LEASE, { waitpoint, dueAt: NOW + 60_000, purgeAt: 0 }, NOW);
+
+    const [right] = await transactionsSent(resolve, false);
+    const [mutated] = await transactionsSent(resolve, true);
+
+    expect(right?.map((u) => u.condition)).toEqual([
+      'status = "open"',
+      'status = "suspended" AND waitpointId = "w_aaaaaaaaaaaaaaaaaaaaaaaaaa"',
+    ]);
+    expect(mutated).toEqual(right?.map((u) => ({ update: u.update, condition: '' })));
+    expect(await transactionsSent(suspend, true)).toEqual(await transactionsSent(suspend, false));
   });
 
   const mutants: Mutant[] = [
