@@ -21,8 +21,11 @@ const WALK_CONCURRENCY = 8;
 const WALK_PAGE = 64;
 /** How long the cancel call walks before it answers (the operator function has 10 s in all). */
 export const CALL_BUDGET_MS = 3_000;
-/** How long a supervisor pass walks (the supervisor has 60 s in all). */
-export const PASS_BUDGET_MS = 20_000;
+/**
+ * How far into a supervisor pass its walks may go (the supervisor has 60 s in all): they come last, with the time
+ * the pass's other steps left.
+ */
+export const PASS_WALKS_UNTIL_MS = 45_000;
 /** Walks one supervisor pass takes up, oldest first. */
 const WALKS_PER_PASS = 20;
 
@@ -44,7 +47,7 @@ export async function cascadeFrom(
 /** The supervisor's share: the walks not finished, oldest first, for up to `budgetMs` in all. */
 export async function advanceCascades(
   ctx: SchedulerContext,
-  budgetMs = PASS_BUDGET_MS,
+  budgetMs = PASS_WALKS_UNTIL_MS,
 ): Promise<{ readonly advanced: number; readonly finished: number }> {
   const deadline = Date.now() + budgetMs;
   let advanced = 0;
@@ -69,13 +72,19 @@ async function walk(ctx: SchedulerContext, rootTaskId: string, deadline: number)
     const steps: { walked: string; children: string[] }[] = [];
     let cancelled = 0;
     await eachConcurrently(toWalk, WALK_CONCURRENCY, async (taskId) => {
+      if (Date.now() >= deadline) return;
       const children = await ctx.cascades.childrenOf(taskId);
+      let whole = true;
       await eachConcurrently(children, WALK_CONCURRENCY, async (child) => {
-        if (await cancelIfOpen(ctx, child)) cancelled++;
+        // Out of time: the task stays to walk, and the next walk cancels the rest of its children (those cancelled
+        // already are passed over).
+        if (Date.now() >= deadline) whole = false;
+        else if (await cancelIfOpen(ctx, child)) cancelled++;
       });
-      steps.push({ walked: taskId, children });
+      if (whole) steps.push({ walked: taskId, children });
     });
-    await ctx.cascades.walked(rootTaskId, steps, cancelled, purgeAtFor(ctx));
+    if (steps.length > 0 || cancelled > 0)
+      await ctx.cascades.walked(rootTaskId, steps, cancelled, purgeAtFor(ctx));
   }
   return false;
 }

@@ -7,7 +7,7 @@
  * a conditional write. Bounded per pass.
  */
 import { errorName } from '#domain/errors';
-import { advanceCascades } from './cascade';
+import { advanceCascades, PASS_WALKS_UNTIL_MS } from './cascade';
 import type { SchedulerContext } from './context';
 import { reclaimOverdue } from './deadlines';
 import { walkIfDue } from './list-walk';
@@ -71,7 +71,10 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
   );
   // Last, with the time left: cancellations of descendants a cancel call did not finish.
   let cascadeErrors = 0;
-  const cascades = await advanceCascades(ctx).catch((error: unknown) => {
+  const cascades = await advanceCascades(
+    ctx,
+    Math.max(0, PASS_WALKS_UNTIL_MS - (Date.now() - started)),
+  ).catch((error: unknown) => {
     cascadeErrors++;
     ctx.log.error('walking cancellations of descendants failed', { error: errorName(error) });
     return { advanced: 0, finished: 0 };
