@@ -7,6 +7,7 @@ import type { QueueLimits } from '#domain/queue-limits';
 import type { ScheduleBackend } from '#domain/schedule';
 import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
+import type { DebounceStore } from './ports/debounce-store';
 import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
@@ -192,6 +193,8 @@ export interface SchedulerContext {
   /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
   readonly queueControls: QueueControlStore;
   readonly waitpoints: WaitpointStore;
+  /** Debounce windows: which task each collects its submissions into, and what submissions were answered. */
+  readonly debounces: DebounceStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
   readonly agents: AgentStore;

@@ -10,6 +10,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { ConnectionTable } from '#adapters/connection-table';
+import { DebounceTable } from '#adapters/debounce-table';
 import { DependencyTable } from '#adapters/dependency-table';
 import { noEvents } from '#adapters/event-publishers';
 import { LaneTable } from '#adapters/lane-table';
@@ -124,6 +125,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
+    debounces: translatingAwsErrors(new DebounceTable(doc, deps.tables.tasks, tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),
