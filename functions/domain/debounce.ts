@@ -23,13 +23,17 @@ export const DEBOUNCE_LIMITS = {
 export const DEBOUNCE_KEY_PATTERN = /^[A-Za-z0-9._:/@+=-]{1,128}$/;
 
 export const debounceSchema = accepts<Sdk.Debounce>()(
-  z.strictObject({
-    key: z
-      .string()
-      .regex(DEBOUNCE_KEY_PATTERN, 'a debounce key is 1 to 128 letters, digits or . _ : / @ + = -'),
-    windowSeconds: z.int().min(1).max(DEBOUNCE_LIMITS.windowSeconds),
-    maxWaitSeconds: z.int().min(1).max(DEBOUNCE_LIMITS.maxWaitSeconds).optional(),
-  }),
+  z
+    .strictObject({
+      key: z
+        .string()
+        .regex(DEBOUNCE_KEY_PATTERN, 'a debounce key is 1 to 128 letters, digits or . _ : / @ + = -'),
+      windowSeconds: z.int().min(1).max(DEBOUNCE_LIMITS.windowSeconds),
+      maxWaitSeconds: z.int().min(1).max(DEBOUNCE_LIMITS.maxWaitSeconds).optional(),
+    })
+    .describe(
+      'Submissions of one queue, key and specification (all but the payload) within `windowSeconds` of each other make one task, claimable once none came for `windowSeconds` (or `maxWaitSeconds`, at least `windowSeconds`, a day unless given, after the first), carrying the latest payload. An `idempotencyKey` names the submission. Not with `delaySeconds`, `expiresAt` or `dependsOn`.',
+    ),
 );
 
 /** A submission's debounce as the scheduler keeps it: its longest wait resolved. */

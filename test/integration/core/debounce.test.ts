@@ -126,27 +126,27 @@ describe('debounce', () => {
   it('is not claimable while the window is open, and is once it has been quiet for the window', async () => {
     const { scheduler, clock } = stack;
     const agent = await startAgent(scheduler, { queues: ['quiet'], maxConcurrency: 2 });
-    const first = await debounced('quiet', { v: 1 }, { windowSeconds: 2 });
+    const first = await debounced('quiet', { v: 1 });
     expect(first).toMatchObject({ created: true, debounced: false });
-    expect(first.task.notBefore).toBe(clock.now() + 2_000);
-    clock.advance(1_500);
-    const second = await debounced('quiet', { v: 2 }, { windowSeconds: 2 });
+    expect(first.task.notBefore).toBe(clock.now() + 1_000);
+    clock.advance(600);
+    const second = await debounced('quiet', { v: 2 });
     expect(second).toMatchObject({ created: false, debounced: true });
     expect(second.task.taskId).toBe(first.task.taskId);
-    expect(second.task.notBefore).toBe(clock.now() + 2_000);
-    // Past the first window's end, before the second's: its hint, sent with the first, comes and is hidden again.
-    clock.advance(1_000);
-    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    expect(second.task.notBefore).toBe(clock.now() + 1_000);
+    // Past the first window's end, before the second's: the hint, sent with the first, comes and is hidden again.
+    clock.advance(700);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect(await scheduler.claim({ ...agent, max: 2 })).toEqual([]);
     expect((await scheduler.getTask(first.task.taskId)).status).toBe('queued');
     // Quiet for the window: claimable, with the latest payload.
-    clock.advance(1_100);
+    clock.advance(400);
     const [claimed, ...more] = await claimUntil(scheduler, agent, 1, 4_000, 2);
     expect(more).toEqual([]);
     expect(claimed).toMatchObject({ taskId: first.task.taskId, payload: { v: 2 } });
 
     // Granted, it takes no more submissions: the next one opens a new window.
-    const third = await debounced('quiet', { v: 3 }, { windowSeconds: 2 });
+    const third = await debounced('quiet', { v: 3 });
     expect(third).toMatchObject({ created: true, debounced: false });
     expect(third.task.taskId).not.toBe(first.task.taskId);
   });
