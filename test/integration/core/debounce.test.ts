@@ -9,6 +9,7 @@ import { payloadKey } from '#adapters/task-items';
 import type { SubmitResult } from '#core/submit';
 import { IdempotencyConflictError } from '#domain/errors';
 import type { Task } from '#domain/task';
+import { runApart } from '#local/function-scope';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
 const QUEUES = [
@@ -249,7 +250,8 @@ describe('debounce', () => {
     stack.interleave(
       (operation) => operation === 'UpdateItemCommand',
       async () => {
-        claimed = await claimUntil(stack.sibling(), agent, 1, 4_000);
+        // An agent's claim, as the agent function makes it, inside the operator function's submission.
+        claimed = await runApart('agentApi', () => claimUntil(stack.sibling(), agent, 1, 4_000));
       },
     );
     const late = await debounced('granted', { n: 2 });
