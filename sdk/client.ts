@@ -134,15 +134,23 @@ export class AgentSchedulerClient {
 
   // Operators
 
-  /** Submits a task. The same idempotency key is sent on every attempt, so retries cannot create two tasks. */
+  /**
+   * Submits a task. The same idempotency key is sent on every attempt, so retries cannot create two tasks; with
+   * `debounce` the key names the submission, so a retry neither joins the window twice nor opens another.
+   */
   async submitTask(input: SubmitTaskInput): Promise<SubmitTaskResult> {
     const body = { ...input, idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID() };
-    const response = await this.transport.request<{ task: Task }>({
+    const response = await this.transport.request<{ task: Task; debounced?: boolean }>({
       method: 'POST',
       path: '/v1/tasks',
       body,
     });
-    return { task: response.body.task, created: response.status === 201 };
+    const { debounced } = response.body;
+    return {
+      task: response.body.task,
+      created: response.status === 201,
+      ...(typeof debounced === 'boolean' ? { debounced } : {}),
+    };
   }
 
   /**

@@ -78,6 +78,8 @@ export interface Task {
   readonly rootTaskId?: string;
   /** Its key: keys of one queue take turns, and `perKeyConcurrency` bounds each. */
   readonly concurrencyKey?: string;
+  /** Submitted with `debounce`: its key, and how many submissions went into it so far. */
+  readonly debounce?: DebounceSummary;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -85,6 +87,12 @@ export interface Task {
   readonly payload?: unknown;
   /** Read with `includePayload`: the payload is no longer kept (one in S3 is deleted when its task succeeds; any past its retention). */
   readonly payloadGone?: true;
+}
+
+/** What a debounced task shows of its window: its key, and how many submissions it took (its own first). */
+export interface DebounceSummary {
+  readonly key: string;
+  readonly submissions: number;
 }
 
 /** A task in a list: no result, checkpoint, progress or payload (`getTask` has them). */
@@ -287,20 +295,38 @@ export interface SubmitTaskInput {
   readonly dependsOn?: readonly string[];
   /** When a dependency ends dead, cancelled or expired: `cancel` this task (the default), or `run` it anyway. */
   readonly onDependencyFailure?: 'cancel' | 'run';
+  /**
+   * Collapses a burst: submissions of one queue, key and specification (all but the payload) that come within
+   * `windowSeconds` of each other make one task, claimable once no submission came for `windowSeconds` (or
+   * `maxWaitSeconds` after the first), carrying the latest payload. Each answer names that task (`debounced: true`
+   * when the submission joined it). An `idempotencyKey` names the submission: sent again, it is answered with the
+   * task it went to and changes nothing. Not with `delaySeconds`, `expiresAt` or `dependsOn`.
+   */
+  readonly debounce?: Debounce;
+}
+
+/** How submissions are collapsed (`SubmitTaskInput.debounce`). */
+export interface Debounce {
+  /** 1 to 128 letters, digits and `. _ : / @ + = -`: what the submissions are about (a document, a thread). */
+  readonly key: string;
+  /** 1 to 3,600: the task is claimable once no submission of the key came for this long. */
+  readonly windowSeconds: number;
+  /** `windowSeconds` to 86,400: claimable this long after the window's first submission at the latest. @default 86400 */
+  readonly maxWaitSeconds?: number;
 }
 
 /**
  * A follow-up task an agent submits while it runs its parent: named by `key` among the parent's children (the
  * same key again gives back the same task), to a queue the deployment lets agents submit to (its `onFailure` too).
  */
-export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey'> {
+export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey' | 'debounce'> {
   readonly key: string;
 }
 
 /** A task submitted on another's behalf: the scheduler names it; its deadline, if any, is `ttlSeconds`. */
 export type FollowUpTaskInput = Omit<
   SubmitTaskInput,
-  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure' | 'expiresAt'
+  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure' | 'expiresAt' | 'debounce'
 >;
 
 export interface SubmitTaskResult {
@@ -310,6 +336,12 @@ export interface SubmitTaskResult {
    * call created it and its response was lost.
    */
   readonly created: boolean;
+  /**
+   * Submitted with `debounce`: true when the submission joined the open window of a task already there (which now
+   * carries its payload), false when it opened a window with a new task. Absent otherwise, and from servers before
+   * debounce.
+   */
+  readonly debounced?: boolean;
 }
 
 export interface ListTasksInput {
@@ -663,7 +695,7 @@ export interface ReleaseInput {
 
 /** One item of a batch answer: its task, or the error the single call would have answered. */
 export type BatchItemResult =
-  | { readonly ok: true; readonly task: Task; readonly created?: boolean }
+  | { readonly ok: true; readonly task: Task; readonly created?: boolean; readonly debounced?: boolean }
   | {
       readonly ok: false;
       readonly status: number;

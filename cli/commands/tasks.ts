@@ -74,6 +74,20 @@ function submitCommand(program: Command, cli: Cli): void {
       '--on-failure <json>',
       'a task specification to submit once if this task ends dead: JSON, @file or -',
     )
+    .option(
+      '--debounce-key <key>',
+      'collapse submissions of this key: those within the window become one task, with the latest payload',
+    )
+    .option(
+      '--debounce-window <seconds>',
+      'with --debounce-key: the task is claimable once no submission of the key came for this long (1 to 3600)',
+      wholeNumber,
+    )
+    .option(
+      '--debounce-max-wait <seconds>',
+      'with --debounce-key: claimable this long after the window’s first submission at the latest (default 86400)',
+      wholeNumber,
+    )
     .option('--batch <json>', 'an array of up to 25 task specifications: JSON, @file or -')
     .option(
       '--wait',
@@ -91,6 +105,7 @@ function submitCommand(program: Command, cli: Cli): void {
         `agent-scheduler submit --queue research --payload '{"topic":"tides"}'`,
         'agent-scheduler submit --queue research --payload @task.json --priority high --key tides-2026',
         'agent-scheduler submit --batch @tasks.json --json',
+        `agent-scheduler submit --queue triage --payload @event.json --debounce-key issue-42 --debounce-window 30`,
         'agent-scheduler submit --queue research --payload @task.json --wait --wait-timeout 600 --json',
       ]),
     )
@@ -235,6 +250,9 @@ interface SubmitOptions {
   readonly onFailure?: string;
   readonly dependsOn?: string;
   readonly onDependencyFailure?: 'cancel' | 'run';
+  readonly debounceKey?: string;
+  readonly debounceWindow?: number;
+  readonly debounceMaxWait?: number;
   readonly batch?: string;
   readonly wait?: boolean;
   readonly waitTimeout?: number;
@@ -254,6 +272,19 @@ function printTask(cli: Cli, task: Task): void {
   });
 }
 
+/** How a submission went, in words: a new task, one its key named already, or a debounce window joined. */
+const submitted = (result: { readonly created?: boolean; readonly debounced?: boolean }): string =>
+  result.debounced ? 'debounced into' : result.created ? 'submitted' : 'already submitted';
+
+/** `debounce` from its three flags: the key and the window go together, the longest wait only with them. */
+function debounceOf(options: SubmitOptions): SubmitTaskInput['debounce'] {
+  const { debounceKey: key, debounceWindow: windowSeconds, debounceMaxWait: maxWaitSeconds } = options;
+  if (key === undefined && windowSeconds === undefined && maxWaitSeconds === undefined) return undefined;
+  if (key === undefined || windowSeconds === undefined)
+    throw new UsageError('--debounce-key and --debounce-window go together (--debounce-max-wait with them)');
+  return { key, windowSeconds, ...(maxWaitSeconds === undefined ? {} : { maxWaitSeconds }) };
+}
+
 async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
   if (options.waitTimeout !== undefined && !options.wait)
     throw new UsageError('--wait-timeout goes with --wait');
@@ -267,7 +298,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       results
         .map((r, i) =>
           r.ok
-            ? `${i}  ${r.created ? 'submitted' : 'already submitted'} ${r.task.taskId}`
+            ? `${i}  ${submitted(r)} ${r.task.taskId}`
             : `${i}  ${r.status} ${r.error.code}: ${r.error.message}`,
         )
         .join('\n'),
@@ -275,6 +306,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
     return results.every((r) => r.ok) ? 0 : 1;
   }
   if (!options.queue) throw new UsageError('submit needs --queue (or --batch)');
+  const debounce = debounceOf(options);
   const payload =
     options.payload === undefined ? {} : jsonArgument('payload', options.payload, cli.io.readStdin);
   const client = options.wait ? cli.operator({ push: await cli.pushOptions() }) : cli.operator();
@@ -295,6 +327,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
         .filter((id) => id !== ''),
       onDependencyFailure: options.onDependencyFailure,
       expiresAt: options.expiresAt,
+      debounce,
       onFailure:
         options.onFailure === undefined
           ? undefined
@@ -302,12 +335,11 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
     }),
   );
   if (!options.wait) {
-    cli.print(result, () => `${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}`);
+    cli.print(result, () => `${submitted(result)} ${result.task.taskId}`);
     return 0;
   }
   // With --json, the one document printed is the task as it ended.
-  if (!cli.globals.json)
-    cli.say(`${result.created ? 'submitted' : 'already submitted'} ${result.task.taskId}, waiting`);
+  if (!cli.globals.json) cli.say(`${submitted(result)} ${result.task.taskId}, waiting`);
   return follow(cli, client, result.task.taskId, options.waitTimeout);
 }
 

@@ -195,6 +195,11 @@ export function taskFromItem(item: Item): Task {
       waitpointId: optionalString(item.waitpointId),
       maxTimeoutSeconds: item.maxTimeoutMs === undefined ? undefined : Number(item.maxTimeoutMs) / 1_000,
       snoozes: optionalNumber(item.snoozes),
+      debounceKey: optionalString(item.debounceKey),
+      debounceSpec: optionalString(item.debounceSpec),
+      debounceUntil: optionalNumber(item.debounceUntil),
+      debounceJoins: optionalNumber(item.debounceJoins),
+      debounceClosed: item.debounceClosed === true ? true : undefined,
     }),
   );
 }
@@ -248,6 +253,9 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,
     concurrencyKey: task.concurrencyKey,
+    debounceKey: task.debounceKey,
+    debounceSpec: task.debounceSpec,
+    debounceUntil: task.debounceUntil,
     laneId: laneOf(task)?.laneId,
     readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,

@@ -5,11 +5,13 @@
  */
 import { isSchedulerError, ValidationError } from '#domain/errors';
 import type { Task } from '#domain/task';
+import { parseTaskSpec } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
+import { submitDebounced } from './debounce';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import { completeTask, type LeaseRef, ownerSession } from './finish';
 import type { SessionRead } from './session-reads';
-import { checkBeforeWriting, commitSubmission, prepareSubmission } from './submit';
+import { checkBeforeWriting, commitSubmission, prepareSpec } from './submit';
 
 /** Most items in one batch: a submit batch's bodies stay within the API's request size. */
 export const BATCH_LIMITS = { submit: 25, complete: 10 } as const;
@@ -43,12 +45,15 @@ function items(input: unknown, limit: number, name: string): unknown[] {
 export async function submitBatch(
   ctx: SchedulerContext,
   input: unknown,
-): Promise<ItemOutcome<{ task: Task; created: boolean }>[]> {
+): Promise<ItemOutcome<{ task: Task; created: boolean; debounced?: boolean }>[]> {
   const prepared = await Promise.all(
-    items(input, BATCH_LIMITS.submit, 'tasks').map((spec) =>
+    items(input, BATCH_LIMITS.submit, 'tasks').map((raw) =>
       outcomeOf(
         Promise.resolve().then(async () => {
-          const submission = prepareSubmission(ctx, spec);
+          const spec = parseTaskSpec(raw);
+          // A debounced submission goes its own way (`debounce.ts`), after the others.
+          if (spec.debounce) return { debounced: spec };
+          const submission = prepareSpec(ctx, spec);
           await checkBeforeWriting(ctx, submission);
           return { submission };
         }),
@@ -57,19 +62,27 @@ export async function submitBatch(
   );
   // Every payload first, in shared requests, then each state.
   const written = await ctx.payloads.putPayloads(
-    prepared.flatMap((p) => (p.ok ? [p.submission.payload] : [])),
+    prepared.flatMap((p) => (p.ok && p.submission ? [p.submission.payload] : [])),
   );
   const pending: PendingDispatch[] = [];
   const settled = await Promise.allSettled(
-    prepared.map((p) => (p.ok ? outcomeOf(commitSubmission(ctx, p.submission, written, pending)) : p)),
+    prepared.map((p) =>
+      p.ok && p.submission ? outcomeOf(commitSubmission(ctx, p.submission, written, pending)) : p,
+    ),
   );
   // Each hint is sent after its task is written, as for a single submission, and the hints share requests;
   // the tasks written are hinted even when another item fails the call.
   await dispatchMany(ctx, pending, 'submitted');
-  return settled.map((outcome) => {
+  const outcomes = settled.map((outcome) => {
     if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;
   });
+  // Debounced submissions one after the other, in the batch's order: of two of one window, the later one's payload
+  // is the one its task keeps.
+  for (const [index, p] of prepared.entries()) {
+    if (p.ok && p.debounced) outcomes[index] = await outcomeOf(submitDebounced(ctx, p.debounced));
+  }
+  return outcomes as ItemOutcome<{ task: Task; created: boolean; debounced?: boolean }>[];
 }
 
 export interface Completion {

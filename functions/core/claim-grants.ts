@@ -68,6 +68,11 @@ export interface Grants {
   readonly errors: unknown[];
   /** Session slots to free: reserved, but no task of ours came of them. */
   readonly released: Map<string, number>;
+  /**
+   * Hints that came before their task's time (its time moved later after they were sent: a debounced task joined
+   * again), hidden until then: the queue, and the seconds until the task is claimable.
+   */
+  readonly early: { readonly queue: string; readonly seconds: number }[];
 }
 
 /** Each admitted task's grant, all at once; the hints of each get the fate its outcome calls for. */
@@ -82,7 +87,7 @@ export async function grantAll(
   now: number,
   fates: HintFates,
 ): Promise<Grants> {
-  const grants: Grants = { granted: [], errors: [], released: new Map() };
+  const grants: Grants = { granted: [], errors: [], released: new Map(), early: [] };
   await Promise.all(
     sorted.candidates.map(async (taskId) => {
       const hints = sorted.byTask.get(taskId) ?? [];
@@ -134,6 +139,7 @@ export async function grantAll(
         const [first, ...copies] = hints;
         fates.delete(...copies);
         if (first) fates.returnLater(outcome.seconds, first);
+        if (first && outcome.seconds > 0) grants.early.push({ queue: first.queue, seconds: outcome.seconds });
       } else {
         fates.delete(...hints);
       }

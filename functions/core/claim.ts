@@ -25,6 +25,7 @@ import { type Examined, examine, freeSlots, outrun, reserve } from './claim-rese
 import type { SchedulerContext } from './context';
 import { CARRIED_BYTES, dependencyInputs } from './dependencies';
 import { emit } from './events';
+import { wakeLater } from './push';
 import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
 import { confirmSession, readSessionFor, type SessionRead } from './session-reads';
@@ -177,6 +178,8 @@ export async function claimTasks(
   const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
   const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
   await settle(ctx, request, hints, admission, grants);
+  // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
+  for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
   await passTurns(
     ctx,
     turns,

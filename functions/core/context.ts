@@ -8,6 +8,7 @@ import type { ScheduleBackend } from '#domain/schedule';
 import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { CascadeStore } from './ports/cascade-store';
+import type { DebounceStore } from './ports/debounce-store';
 import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
 import type { LaneStore } from './ports/lane-store';
@@ -198,6 +199,8 @@ export interface SchedulerContext {
   readonly progress: ProgressStore;
   /** Cancellations that reach a task's descendants, walked a step at a time. */
   readonly cascades: CascadeStore;
+  /** Debounce windows: which task each collects its submissions into, and what submissions were answered. */
+  readonly debounces: DebounceStore;
   /** Schedules created at run time (declared ones are in `declaredSchedules`). */
   readonly schedules: ScheduleStore;
   readonly agents: AgentStore;

@@ -22,6 +22,7 @@ import { cascadeFrom } from './cascade';
 import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
+import { submitAny } from './debounce';
 import { completeTask, failTask, type LeaseRef, ownerSession, releaseTask } from './finish';
 import { listTasks, queueStats, readTaskPayload } from './inspect';
 import { claimOrListen } from './listen';
@@ -52,7 +53,6 @@ import {
   readSession,
   registerAgent,
 } from './sessions';
-import { submitTask } from './submit';
 import { runSupervisorPass } from './supervisor';
 import { type Answer, answerCallback, resolveWaitpoint, suspendTask } from './waitpoints';
 
@@ -63,8 +63,9 @@ export class Scheduler {
     this.ctx = ctx;
   }
 
+  /** A submission: debounced when it says so (`debounce.ts`). */
   submit(input: unknown, options?: { notBefore?: number }) {
-    return submitTask(this.ctx, input, options);
+    return submitAny(this.ctx, input, options);
   }
 
   /** Several submissions in one call, each with its own outcome. */

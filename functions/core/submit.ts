@@ -24,31 +24,44 @@ export interface SubmitResult {
   readonly task: Task;
   /** False when an idempotency key named a task that already existed: nothing new was written. */
   readonly created: boolean;
+  /**
+   * Submitted with `debounce`: true when the submission joined a window already open (its task now carries the
+   * submission's payload), false when it opened one.
+   */
+  readonly debounced?: boolean;
 }
 
 /** Everything that defines a task, hashed so a reused idempotency key can be told apart from a retry. */
-const specHashOf = (spec: TaskSpec): string =>
-  sha256Base64Url(
-    JSON.stringify([
-      spec.queue,
-      spec.priority,
-      spec.payloadJson,
-      spec.retryPolicy.maxAttempts,
-      spec.retryPolicy.backoffBaseSeconds,
-      spec.retryPolicy.backoffMaxSeconds,
-      spec.timeoutSeconds,
-      spec.delaySeconds,
-      // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes.
-      ...(spec.expiry ? [spec.expiry] : []),
-      ...(spec.onFailureJson ? [{ onFailure: spec.onFailureJson }] : []),
-      ...(spec.dependsOn
-        ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }]
-        : []),
-      ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
-      ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
-      ...(spec.maxTimeoutSeconds === undefined ? [] : [{ maxTimeoutSeconds: spec.maxTimeoutSeconds }]),
-    ]),
-  );
+export const specHashOf = (spec: TaskSpec): string => sha256Base64Url(JSON.stringify(specFields(spec)));
+
+/**
+ * Everything that defines a task but its payload: the submissions of a debounce window share it, and only their
+ * payloads differ (`core/debounce.ts`).
+ */
+export const debounceSpecOf = (spec: TaskSpec): string =>
+  sha256Base64Url(JSON.stringify(['debounce', ...specFields(spec, null)]));
+
+/** The fields of a specification, in the order they are hashed; `payload` in the payload's place. */
+const specFields = (spec: TaskSpec, payload: string | null = spec.payloadJson): unknown[] => [
+  spec.queue,
+  spec.priority,
+  payload,
+  spec.retryPolicy.maxAttempts,
+  spec.retryPolicy.backoffBaseSeconds,
+  spec.retryPolicy.backoffMaxSeconds,
+  spec.timeoutSeconds,
+  spec.delaySeconds,
+  // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes.
+  ...(spec.expiry ? [spec.expiry] : []),
+  ...(spec.onFailureJson ? [{ onFailure: spec.onFailureJson }] : []),
+  ...(spec.dependsOn ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }] : []),
+  ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
+  ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
+  ...(spec.maxTimeoutSeconds === undefined ? [] : [{ maxTimeoutSeconds: spec.maxTimeoutSeconds }]),
+  ...(spec.debounce === undefined
+    ? []
+    : [{ debounce: [spec.debounce.key, spec.debounce.windowSeconds, spec.debounce.maxWaitSeconds] }]),
+];
 
 /** A submission checked and shaped, ready to be written. */
 export interface PreparedSubmission {
@@ -65,6 +78,8 @@ export interface PreparedSubmission {
 export interface SubmitOptions {
   /** The exact moment the task may be claimed (a schedule fired ahead of its time), in place of `delaySeconds`. */
   readonly notBefore?: number;
+  /** The task opens a debounce window (`core/debounce.ts`): only that path writes a debounced task. */
+  readonly debounced?: true;
   /** The task is the `onFailure` of this dead task. */
   readonly failureOf?: Task['failureOf'];
   /** Submitted by the agent running `parentTaskId`, in the tree that `rootTaskId` began. */
@@ -77,7 +92,11 @@ export function prepareSubmission(
   input: unknown,
   options: SubmitOptions = {},
 ): PreparedSubmission {
-  const spec = parseTaskSpec(input);
+  return prepareSpec(ctx, parseTaskSpec(input), options);
+}
+
+/** The queues a specification names (its own, its `onFailure`'s) exist. */
+export function checkQueues(ctx: SchedulerContext, spec: TaskSpec): void {
   for (const [field, queue] of [
     ['queue', spec.queue],
     ['onFailure.queue', spec.onFailureJson && (JSON.parse(spec.onFailureJson) as { queue: string }).queue],
@@ -86,11 +105,27 @@ export function prepareSubmission(
       throw new ValidationError(`${field}: ${queue} does not exist`, { context: { queue } });
     }
   }
+}
+
+/** `prepareSubmission` of a specification already parsed. */
+export function prepareSpec(
+  ctx: SchedulerContext,
+  spec: TaskSpec,
+  options: SubmitOptions = {},
+): PreparedSubmission {
+  const { debounce } = spec;
+  if (debounce && !options.debounced) {
+    throw new ValidationError('debounce: only in a submission of its own (POST /v1/tasks or its batch)');
+  }
+  checkQueues(ctx, spec);
   const now = ctx.now();
-  const taskId = spec.idempotencyKey ? taskIdForIdempotencyKey(spec.idempotencyKey) : newTaskId();
+  // A debounced task is named by no idempotency key: its submissions' keys name each submission (`core/debounce.ts`).
+  const taskId =
+    spec.idempotencyKey && !debounce ? taskIdForIdempotencyKey(spec.idempotencyKey) : newTaskId();
   const specHash = specHashOf(spec);
-  const visibleAt =
-    options.notBefore !== undefined && options.notBefore > now
+  const visibleAt = debounce
+    ? now + debounce.windowSeconds * 1_000
+    : options.notBefore !== undefined && options.notBefore > now
       ? options.notBefore
       : now + spec.delaySeconds * 1_000;
   const delaySeconds = (visibleAt - now) / 1_000;
@@ -122,7 +157,7 @@ export function prepareSubmission(
     updatedAt: now,
     ...(visibleAt > now ? { notBefore: visibleAt } : {}),
     ...(sendsNow ? { dispatchedAt: visibleAt } : {}),
-    ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
+    ...(spec.idempotencyKey && !debounce ? { idempotencyKey: spec.idempotencyKey } : {}),
     ...(expiresAt === undefined ? {} : { expiresAt }),
     ...(spec.onFailureJson === undefined ? {} : { hasOnFailure: true }),
     ...(options.failureOf ? { failureOf: options.failureOf } : {}),
@@ -138,7 +173,17 @@ export function prepareSubmission(
     ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
     ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
     payloadPurgeAt,
-    ...(ctx.settings.taskLayout >= 2 ? { payloadListed: true } : {}),
+    // A debounced task's payload is replaced while its window is open, each payload an item of its own: items keyed
+    // by the task (layout 1), since under layout 2 each would be one more entry of the task in its queue's list. The
+    // task is listed by the `listed` index instead, as layout 1 lists every task.
+    ...(ctx.settings.taskLayout >= 2 && !debounce ? { payloadListed: true } : {}),
+    ...(debounce
+      ? {
+          debounceKey: debounce.key,
+          debounceSpec: debounceSpecOf(spec),
+          debounceUntil: now + debounce.maxWaitSeconds * 1_000,
+        }
+      : {}),
   };
   return {
     task,
@@ -251,7 +296,16 @@ export async function submitTask(
   input: unknown,
   options: SubmitOptions = {},
 ): Promise<SubmitResult> {
-  const prepared = prepareSubmission(ctx, input, options);
+  return submitSpec(ctx, parseTaskSpec(input), options);
+}
+
+/** `submitTask` of a specification already parsed (a debounced one goes through `submitDebounced`). */
+export async function submitSpec(
+  ctx: SchedulerContext,
+  spec: TaskSpec,
+  options: SubmitOptions = {},
+): Promise<SubmitResult> {
+  const prepared = prepareSpec(ctx, spec, options);
   await checkBeforeWriting(ctx, prepared);
   return commitSubmission(ctx, prepared, await ctx.payloads.putPayloads([prepared.payload]));
 }

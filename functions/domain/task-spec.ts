@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import type * as Sdk from '#sdk/types';
+import { DEBOUNCE_LIMITS, type DebounceSpec, debounceSchema } from './debounce';
 import { PayloadTooLargeError, ValidationError } from './errors';
 import { TASK_ID_PATTERN } from './ids';
 import { CONCURRENCY_KEY_CHARS } from './lanes';
@@ -165,6 +166,8 @@ export const taskSpecSchema = accepts<Sdk.SubmitTaskInput>()(
     onDependencyFailure: z.enum(['cancel', 'run']).optional(),
     /** Submitted once, when this task ends `dead`: the new task names this one and carries its last error. */
     onFailure: followUpSpecSchema.optional(),
+    /** Submissions of one key and specification within the window collapse into one task (`core/debounce.ts`). */
+    debounce: debounceSchema.optional(),
   }),
 );
 
@@ -197,6 +200,7 @@ export interface TaskSpec {
   readonly onDependencyFailure?: 'cancel' | 'run';
   readonly concurrencyKey?: string;
   readonly maxSnoozes?: number;
+  readonly debounce?: DebounceSpec;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -241,6 +245,22 @@ export function parseTaskSpec(input: unknown): TaskSpec {
   if (spec.onDependencyFailure !== undefined && spec.dependsOn === undefined) {
     throw new ValidationError('onDependencyFailure: only with dependsOn');
   }
+  const { debounce } = spec;
+  if (debounce) {
+    // The window is the task's delay, and its end moves: a delay, a fixed deadline or dependencies would each
+    // say otherwise when it may be claimed. A deadline counted from the end of the window (`ttlSeconds`) moves with it.
+    const other = [
+      ['delaySeconds', spec.delaySeconds > 0],
+      ['expiresAt', spec.expiresAt !== undefined],
+      ['dependsOn', spec.dependsOn !== undefined],
+    ].find(([, given]) => given);
+    if (other) throw new ValidationError(`debounce: not with ${other[0]}`);
+    if (debounce.maxWaitSeconds !== undefined && debounce.maxWaitSeconds < debounce.windowSeconds) {
+      throw new ValidationError(
+        `debounce.maxWaitSeconds: must be at least windowSeconds (${debounce.windowSeconds})`,
+      );
+    }
+  }
   const onFailureJson = spec.onFailure === undefined ? undefined : JSON.stringify(spec.onFailure);
   if (onFailureJson !== undefined && jsonByteLength(onFailureJson) > LIMITS.onFailureBytes) {
     throw new PayloadTooLargeError(
@@ -277,6 +297,15 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),
+    ...(debounce === undefined
+      ? {}
+      : {
+          debounce: {
+            key: debounce.key,
+            windowSeconds: debounce.windowSeconds,
+            maxWaitSeconds: debounce.maxWaitSeconds ?? DEBOUNCE_LIMITS.maxWaitSeconds,
+          },
+        }),
   };
 }
 

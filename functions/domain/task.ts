@@ -127,6 +127,17 @@ export interface Task extends AsOnTheWire {
   readonly hasDependents?: boolean;
   /** How many tasks were linked to it as dependents (records written before this count are not in it). */
   readonly dependentCount?: number;
+  /**
+   * Submitted with `debounce` (see `core/debounce.ts`): the key its window collects, the hash of the specification
+   * its submissions share (all of it but the payload), the latest time it may become claimable (its first
+   * submission plus `maxWaitSeconds`), how many later submissions joined it, and whether the next window was
+   * opened after it (it takes no more submissions, whatever a late one's clock says).
+   */
+  readonly debounceKey?: string;
+  readonly debounceSpec?: string;
+  readonly debounceUntil?: number;
+  readonly debounceJoins?: number;
+  readonly debounceClosed?: boolean;
 }
 
 /** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */

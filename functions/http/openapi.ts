@@ -57,6 +57,7 @@ import {
   scheduleResponseSchema,
   sessionResponseSchema,
   sessionSchema,
+  submitResponseSchema,
   taskPageSchema,
   taskResponseSchema,
   volunteerResultSchema,
@@ -116,8 +117,15 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     summary: 'Submit a task',
     request: { id: 'TaskSpec', schema: taskSpecSchema },
     responses: {
-      '201': { description: 'Created and queued', schema: taskResponseSchema },
-      '200': { description: 'The idempotency key already named this task', schema: taskResponseSchema },
+      '201': {
+        description: 'Created and queued (with `debounce`: a window opened, its task held back by it)',
+        schema: submitResponseSchema,
+      },
+      '200': {
+        description:
+          'The idempotency key already named this task (with `debounce`: this submission), or the submission joined the open window of its debounce key',
+        schema: submitResponseSchema,
+      },
     },
   },
   submitTasks: withBody(

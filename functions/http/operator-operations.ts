@@ -101,8 +101,11 @@ export const operatorOperations = (scheduler: Scheduler): Record<string, Operati
 function taskOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     submitTask: async (request) => {
-      const { task, created } = await scheduler.submit(request.body);
-      return { status: created ? 201 : 200, body: { task: taskView(task) } };
+      const { task, created, debounced } = await scheduler.submit(request.body);
+      return {
+        status: created ? 201 : 200,
+        body: { task: taskView(task), ...(debounced === undefined ? {} : { debounced }) },
+      };
     },
     submitTasks: async (request) => {
       const tasks = (request.body as { tasks?: unknown } | undefined)?.tasks;

@@ -157,7 +157,7 @@ export const submitTasksBody = accepts<{ readonly tasks: readonly Sdk.SubmitTask
 
 /** A follow-up task an agent submits: a task specification, named by a key of the agent's (not an idempotency key). */
 export const childSpecSchema = accepts<Sdk.ChildTaskInput>()(
-  taskSpecSchema.omit({ idempotencyKey: true }).extend({
+  taskSpecSchema.omit({ idempotencyKey: true, debounce: true }).extend({
     /** Names the child among its parent's: the same key again (the parent run again) gives back the same task. */
     key: childKeySchema,
   }),

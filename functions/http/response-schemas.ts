@@ -125,6 +125,10 @@ export const taskSchema = published(
         .string()
         .optional()
         .describe('Its key: keys of a queue take turns, and share no limit.'),
+      debounce: z
+        .looseObject({ key: z.string(), submissions: z.int().min(1) })
+        .optional()
+        .describe('Submitted with `debounce`: its key, and how many submissions went into it so far.'),
       waitpointId: z
         .string()
         .optional()
@@ -352,6 +356,12 @@ export const sessionHoldingsSchema = published(
   ),
 );
 
+const debouncedSchema = z
+  .boolean()
+  .describe(
+    'Submitted with `debounce`: true when the submission joined an open window (its task, already there, now carries this payload), false when it opened one with a new task.',
+  );
+
 /** itemView: one item of a batch, its task or the error the single call would have answered. */
 export const batchItemResultSchema = published(
   'BatchItemResult',
@@ -364,6 +374,7 @@ export const batchItemResultSchema = published(
           .boolean()
           .optional()
           .describe('Submissions only: false when the idempotency key already named a task.'),
+        debounced: debouncedSchema.optional(),
       }),
       z.looseObject({
         ok: z.literal(false),
@@ -399,6 +410,12 @@ export const openApiDocumentSchema = published(
 );
 
 export const taskResponseSchema = published('TaskResponse', z.looseObject({ task: taskSchema }));
+
+/** What a submission answers: its task, and for a debounced one whether it joined a window or opened it. */
+export const submitResponseSchema = published(
+  'SubmitResponse',
+  z.looseObject({ task: taskSchema, debounced: debouncedSchema.optional() }),
+);
 
 /** waitpointView */
 export const waitpointSchema = published(

@@ -64,6 +64,10 @@ export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
     parentTaskId: task.parentTaskId,
     rootTaskId: task.rootTaskId,
     concurrencyKey: task.concurrencyKey,
+    debounce:
+      task.debounceKey === undefined
+        ? undefined
+        : { key: task.debounceKey, submissions: 1 + (task.debounceJoins ?? 0) },
     waitpointId: task.waitpointId,
     progress: progress && progressView(progress),
     cascade: cascade && {
@@ -225,12 +229,13 @@ export const pushTicketView = (ticket: { ticket: string; url: string; expiresAt:
 });
 
 /** One item of a batch answer: the task, or the error the single call would have answered. */
-export const itemView = (outcome: ItemOutcome<{ task: Task; created?: boolean }>) =>
+export const itemView = (outcome: ItemOutcome<{ task: Task; created?: boolean; debounced?: boolean }>) =>
   outcome.ok
     ? {
         ok: true,
         task: taskView(outcome.task),
         ...(outcome.created === undefined ? {} : { created: outcome.created }),
+        ...(outcome.debounced === undefined ? {} : { debounced: outcome.debounced }),
       }
     : {
         ok: false,

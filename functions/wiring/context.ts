@@ -11,6 +11,7 @@ import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { CascadeTable } from '#adapters/cascade-table';
 import { ConnectionTable } from '#adapters/connection-table';
+import { DebounceTable } from '#adapters/debounce-table';
 import { DependencyTable } from '#adapters/dependency-table';
 import { noEvents } from '#adapters/event-publishers';
 import { LaneTable } from '#adapters/lane-table';
@@ -128,6 +129,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
     progress: translatingAwsErrors(new ProgressTable(doc, deps.tables.tasks)),
     cascades: translatingAwsErrors(new CascadeTable(doc, deps.tables.tasks)),
+    debounces: translatingAwsErrors(new DebounceTable(doc, deps.tables.tasks, tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),
     agents: translatingAwsErrors(new AgentTable(doc, deps.tables.agents)),
     queues: translatingAwsErrors(new TaskQueues(deps.sqs, deps.queues)),

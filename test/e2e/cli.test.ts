@@ -486,6 +486,55 @@ describe('the agent-scheduler command', () => {
       await expect(operator.getSchedule('cli-bad')).rejects.toMatchObject({ status: 404 });
     });
 
+    it('submit --debounce-key collapses submissions of a key into one task, and says which it joined', async () => {
+      // An hour's window, cancelled at the end: nothing here is left for the workers below to claim.
+      const debounce = ['--debounce-key', 'issue-42', '--debounce-window', '3600'];
+      const first = await cli(['submit', '--queue', 'other', '--payload', '{"v":1}', ...debounce, ...at()]);
+      expect(first.code, first.stderr).toBe(0);
+      const taskId = /^submitted (t_\w+)$/.exec(first.stdout.trim())?.[1];
+      expect(taskId).toEqual(expect.any(String));
+      const second = await cli(['submit', '--queue', 'other', '--payload', '{"v":2}', ...debounce, ...at()]);
+      expect(second.stdout.trim()).toBe(`debounced into ${taskId}`);
+      const json = await cli([
+        'submit',
+        '--queue',
+        'other',
+        '--payload',
+        '{"v":3}',
+        ...debounce,
+        '--debounce-max-wait',
+        '7200',
+        '--json',
+        ...at(),
+      ]);
+      // Another longest wait is another specification: a window of its own.
+      const third = JSON.parse(json.stdout) as {
+        task: { taskId: string };
+        created: boolean;
+        debounced: boolean;
+      };
+      expect(third).toMatchObject({ created: true, debounced: false });
+      expect(third.task.taskId).not.toBe(taskId);
+      const task = await operator.getTask(taskId ?? '', { includePayload: true });
+      expect(task).toMatchObject({ payload: { v: 2 }, debounce: { key: 'issue-42', submissions: 2 } });
+      for (const id of [taskId ?? '', third.task.taskId]) await operator.cancelTask(id);
+
+      const alone = await cli(['submit', '--queue', 'other', '--debounce-key', 'issue-42', ...at()]);
+      expect(alone.code).toBe(2);
+      expect(alone.stderr).toContain('--debounce-key and --debounce-window go together');
+      const out = await cli([
+        'submit',
+        '--queue',
+        'other',
+        ...debounce.slice(0, 2),
+        '--debounce-window',
+        '0',
+        ...at(),
+      ]);
+      expect(out.code).toBe(1);
+      expect(out.stderr).toMatch(/debounce\.windowSeconds/);
+    });
+
     it('colours only when asked for: a terminal or FORCE_COLOR, never NO_COLOR, never --json', async () => {
       const { task } = await operator.submitTask({ queue: 'work', payload: { colour: 'yellow' } });
       await operator.cancelTask(task.taskId);

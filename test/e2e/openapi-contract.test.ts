@@ -152,6 +152,23 @@ describe('the OpenAPI document matches what the server answers', () => {
       ],
     });
     expect((batch.results as { ok: boolean }[]).map((r) => r.ok)).toEqual([true, false]);
+    // Debounced: a window opened, joined, the same submission again, one more in a batch; then cancelled.
+    const debounce = { key: 'contract', windowSeconds: 3_600 };
+    const opened = await operator('POST', '/v1/tasks', { queue: QUEUE, payload: { v: 1 }, debounce }, 201);
+    expect(opened.debounced).toBe(false);
+    const joining = { queue: QUEUE, payload: { v: 2 }, debounce, idempotencyKey: 'contract-debounced' };
+    const joined = await operator('POST', '/v1/tasks', joining, 200);
+    const debouncedId = (opened.task as { taskId: string }).taskId;
+    expect(joined).toMatchObject({
+      debounced: true,
+      task: { taskId: debouncedId, debounce: { key: 'contract', submissions: 2 } },
+    });
+    expect(await operator('POST', '/v1/tasks', joining, 200)).toMatchObject({ debounced: true });
+    const debouncedBatch = await operator('POST', '/v1/tasks/batch', {
+      tasks: [{ queue: QUEUE, payload: { v: 3 }, debounce }],
+    });
+    expect(debouncedBatch.results).toMatchObject([{ ok: true, created: false, debounced: true }]);
+    await operator('POST', `/v1/tasks/${debouncedId}/cancel`);
     const page = await operator('GET', '/v1/tasks?limit=1');
     expect(page.nextCursor).toEqual(expect.any(String));
     await operator(

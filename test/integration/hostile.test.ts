@@ -5,6 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueAgentToken } from '#domain/agent-token';
 import { type LocalRequest, type LocalServer, localRequestHandler, startLocalServer } from '#local/server';
@@ -48,7 +49,7 @@ describe('hostile input', () => {
   beforeAll(async () => {
     // Schedules are armed nowhere: what is stored is what is checked.
     stack = await createTestStack({
-      queues: ['work', 'bodiless'],
+      queues: ['work', 'bodiless', 'debounced'],
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     for (const name of ['first', 'second']) {
@@ -495,6 +496,113 @@ describe('hostile input', () => {
       expect(typeof body.error.code).toBe('string');
       expect(typeof body.error.message).toBe('string');
     });
+  });
+
+  it('a debounce out of bounds, or with what it cannot go with, is a 400 that writes nothing', async () => {
+    const debounce = (over: Record<string, unknown>) => ({ key: 'doc-1', windowSeconds: 5, ...over });
+    const refused: Record<string, unknown>[] = [
+      { debounce: debounce({ windowSeconds: 0 }) },
+      { debounce: debounce({ windowSeconds: 3_601 }) },
+      { debounce: debounce({ windowSeconds: 1.5 }) },
+      { debounce: debounce({ maxWaitSeconds: 4 }) },
+      { debounce: debounce({ windowSeconds: 60, maxWaitSeconds: 86_401 }) },
+      { debounce: debounce({ key: '' }) },
+      { debounce: debounce({ key: 'k'.repeat(129) }) },
+      { debounce: debounce({ key: 'a#b' }) },
+      { debounce: debounce({ key: 'a b' }) },
+      { debounce: debounce({ key: 'é' }) },
+      { debounce: debounce({ key: 7 }) },
+      { debounce: debounce({ extra: true }) },
+      { debounce: { windowSeconds: 5 } },
+      { debounce: null },
+      { debounce: 'doc-1' },
+      { debounce: debounce({}), delaySeconds: 10 },
+      { debounce: debounce({}), expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+      { debounce: debounce({}), dependsOn: [`t_${'q'.repeat(26)}`] },
+    ];
+    for (const body of refused) {
+      const answered = await call(
+        'POST',
+        '/v1/tasks',
+        JSON.stringify({ queue: 'debounced', payload: {}, ...body }),
+      );
+      expect(answered.status, JSON.stringify(body)).toBe(400);
+      expect(answered.json.error.code).toBe('ValidationError');
+      expect(answered.json.error.message).toMatch(/debounce/);
+      const batch = await call(
+        'POST',
+        '/v1/tasks/batch',
+        JSON.stringify({ tasks: [{ queue: 'debounced', payload: {}, ...body }] }),
+      );
+      expect(batch.status).toBe(200);
+      expect(batch.json.results).toMatchObject([
+        { ok: false, status: 400, error: { code: 'ValidationError' } },
+      ]);
+    }
+    // Not in an agent's follow-up task either, under a lease it holds.
+    const [agent] = agents;
+    if (!agent) throw new Error('no agent');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":true}}');
+    const parent = (await claimOne(agent)).json.tasks[0];
+    const child = await call(
+      'POST',
+      '/v1/agent/tasks',
+      JSON.stringify({
+        parentTaskId: parent.taskId,
+        leaseEpoch: parent.leaseEpoch,
+        key: 'child',
+        queue: 'debounced',
+        payload: {},
+        debounce: debounce({}),
+      }),
+      agent.token,
+    );
+    expect(child.status).toBe(400);
+    expect(child.json.error.message).toMatch(/debounce/);
+    const done = JSON.stringify({ leaseEpoch: parent.leaseEpoch });
+    expect((await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status).toBe(
+      200,
+    );
+    const listed = await call('GET', '/v1/tasks?queue=debounced');
+    expect(listed.json.tasks).toEqual([]);
+    const records = await DynamoDBDocumentClient.from(stack.dynamodb).send(
+      new ScanCommand({
+        TableName: stack.ctx.tasks.tableName,
+        FilterExpression: 'begins_with(taskId, :debounce) OR #q = :queue',
+        ExpressionAttributeNames: { '#q': 'queue' },
+        ExpressionAttributeValues: { ':debounce': 'debounce#', ':queue': 'debounced' },
+        ConsistentRead: true,
+      }),
+    );
+    expect(records.Items).toEqual([]);
+
+    // A key reused for another submission of a window: 409, and the window's task keeps its payload.
+    const first = await call(
+      'POST',
+      '/v1/tasks',
+      JSON.stringify({
+        queue: 'debounced',
+        payload: { n: 1 },
+        debounce: debounce({}),
+        idempotencyKey: 'sub-1',
+      }),
+    );
+    expect(first.status).toBe(201);
+    expect(first.json.debounced).toBe(false);
+    const reused = await call(
+      'POST',
+      '/v1/tasks',
+      JSON.stringify({
+        queue: 'debounced',
+        payload: { n: 2 },
+        debounce: debounce({}),
+        idempotencyKey: 'sub-1',
+      }),
+    );
+    expect(reused.status).toBe(409);
+    const task = await call('GET', `/v1/tasks/${first.json.task.taskId}?include=payload`);
+    expect(task.json.task).toMatchObject({ payload: { n: 1 }, debounce: { key: 'doc-1', submissions: 1 } });
+    expect((await call('POST', `/v1/tasks/${first.json.task.taskId}/cancel`, '{}')).status).toBe(200);
   });
 
   it('a snooze or a retry delay out of bounds is a 400 that leaves the lease as it was', async () => {

@@ -83,6 +83,22 @@ describe('wake timer', () => {
     ]);
   });
 
+  it('a debounced task joined after its hint went wakes the idle agent again at its new time', async () => {
+    const agent = await idleAgent('timed');
+    const debounce = { key: 'wake', windowSeconds: 1 };
+    const { task } = await stack.scheduler.submit({ queue: 'timed', payload: { n: 1 }, debounce });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const joined = await stack.scheduler.submit({ queue: 'timed', payload: { n: 2 }, debounce });
+    expect(joined.task.taskId).toBe(task.taskId);
+    const notBefore = joined.task.notBefore ?? 0;
+    // Woken at the first time, the claim finds the hint early: it hides it, and arms a wake for the new time.
+    await waitFor(() => wakesOf(agent.connectionId).length > 0, 6_000);
+    if (Date.now() < notBefore) expect((await stack.scheduler.claimOrListen(agent)).tasks).toEqual([]);
+    await waitFor(() => wakesOf(agent.connectionId).some((w) => w.at >= notBefore), 6_000);
+    const claimed = await claimUntil(stack.scheduler, agent, 1, 3_000);
+    expect(claimed.map((t) => t.payload)).toEqual([{ n: 2 }]);
+  });
+
   it('a sweep that sends a held-back task’s hint again arms its wake again', async () => {
     const agent = await idleAgent('far');
     const { task } = await stack.scheduler.submit({ queue: 'far', payload: {}, delaySeconds: 3 });

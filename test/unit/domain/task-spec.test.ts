@@ -81,4 +81,55 @@ describe('parseTaskSpec', () => {
   it('counts payload size in UTF-8 bytes, not characters', () => {
     expect(parseTaskSpec({ queue: 'q', payload: 'é' }).payloadBytes).toBe(4);
   });
+
+  it('takes a debounce within its bounds, its longest wait a day unless given', () => {
+    expect(
+      parseTaskSpec({ ...valid, debounce: { key: 'issue/42:a@b+c=d-e_f.g', windowSeconds: 1 } }).debounce,
+    ).toEqual({
+      key: 'issue/42:a@b+c=d-e_f.g',
+      windowSeconds: 1,
+      maxWaitSeconds: 86_400,
+    });
+    expect(
+      parseTaskSpec({
+        ...valid,
+        debounce: { key: 'k'.repeat(128), windowSeconds: 3_600, maxWaitSeconds: 3_600 },
+      }).debounce?.maxWaitSeconds,
+    ).toBe(3_600);
+  });
+
+  it.each([
+    ['a window of 0', { key: 'k', windowSeconds: 0 }, {}, /debounce\.windowSeconds/],
+    ['a window over an hour', { key: 'k', windowSeconds: 3_601 }, {}, /debounce\.windowSeconds/],
+    [
+      'a longest wait below the window',
+      { key: 'k', windowSeconds: 60, maxWaitSeconds: 59 },
+      {},
+      /maxWaitSeconds/,
+    ],
+    [
+      'a longest wait over a day',
+      { key: 'k', windowSeconds: 60, maxWaitSeconds: 86_401 },
+      {},
+      /maxWaitSeconds/,
+    ],
+    ['a key with #', { key: 'a#b', windowSeconds: 1 }, {}, /debounce\.key/],
+    ['a key over 128', { key: 'k'.repeat(129), windowSeconds: 1 }, {}, /debounce\.key/],
+    ['with a delay', { key: 'k', windowSeconds: 1 }, { delaySeconds: 5 }, /not with delaySeconds/],
+    [
+      'with a moment to expire',
+      { key: 'k', windowSeconds: 1 },
+      { expiresAt: '2030-01-01T00:00:00Z' },
+      /not with expiresAt/,
+    ],
+    [
+      'with dependencies',
+      { key: 'k', windowSeconds: 1 },
+      { dependsOn: [`t_${'a'.repeat(26)}`] },
+      /not with dependsOn/,
+    ],
+  ])('refuses a debounce %s', (_, debounce, extra, message) => {
+    expect(() => parseTaskSpec({ ...valid, ...extra, debounce })).toThrow(ValidationError);
+    expect(() => parseTaskSpec({ ...valid, ...extra, debounce })).toThrow(message);
+  });
 });

@@ -206,6 +206,28 @@ describe('submitTask', () => {
     expect(keys[0]).toBe('order-42');
     expect(keys[1]).not.toBe(keys[2]);
   });
+
+  it('sends debounce with a key for the submission, and says whether it joined a window', async () => {
+    const { fetch, seen } = scripted(
+      json(201, { task: TASK, debounced: false }),
+      json(200, { task: TASK, debounced: true }),
+    );
+    const client = clientWith(fetch);
+    const debounce = { key: 'issue-42', windowSeconds: 30 };
+    await expect(client.submitTask({ queue: 'q', payload: 1, debounce })).resolves.toEqual({
+      task: TASK,
+      created: true,
+      debounced: false,
+    });
+    await expect(client.submitTask({ queue: 'q', payload: 2, debounce })).resolves.toEqual({
+      task: TASK,
+      created: false,
+      debounced: true,
+    });
+    const bodies = seen.map((request) => JSON.parse(request.body));
+    expect(bodies[0]).toMatchObject({ debounce, idempotencyKey: expect.any(String) });
+    expect(bodies[0].idempotencyKey).not.toBe(bodies[1].idempotencyKey);
+  });
 });
 
 describe('openSession', () => {
