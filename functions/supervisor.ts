@@ -26,6 +26,7 @@ export const handler = middy<{ scheduledTime?: string }, Record<string, unknown>
     metrics.addMetric('Promoted', MetricUnit.Count, cycle.promoted);
     metrics.addMetric('Starved', MetricUnit.Count, cycle.starved);
     metrics.addMetric('NeedsAttention', MetricUnit.Count, cycle.escalated);
+    metrics.addMetric('CascadesAdvanced', MetricUnit.Count, cycle.cascadesAdvanced);
     metrics.addMetric('SweepErrors', MetricUnit.Count, cycle.errors);
     logger.info('supervisor pass', { scheduledTime: event.scheduledTime, cycle });
     return { scheduledTime: event.scheduledTime, ...cycle };

@@ -1,7 +1,7 @@
 /**
- * A Worker's progress reports (`ctx.progress`), coalesced: a handler may report as often as it likes; each task's
- * latest report goes out at most once a second, and the reports due together go in one call (up to 100, within the
- * body limit), so a Worker running many tasks stays well within its agent's request rate. Reports are hints for
+ * A Worker's progress reports (`ctx.progress`), coalesced: a handler may report as often as it likes; the Worker
+ * sends at most once a second, each task's latest report in one call (up to 100, within the body limit), so a
+ * Worker running many tasks makes about one call a second for all of them, well within its agent's request rate. Reports are hints for
  * people watching: one that fails is replaced by the next, or sent again a second later while its task runs; one the
  * server refuses (the lease is gone) is dropped, and a task that ends drops its unsent report.
  */
@@ -28,7 +28,8 @@ interface Pending {
 
 export class ProgressReports {
   private readonly pending = new Map<RunningTask, Pending>();
-  private readonly sentAt = new Map<RunningTask, number>();
+  /** When the last flush began: the next comes a second after it. */
+  private flushedAt = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private sending = false;
   /** The server has no progress route (an older deployment): reports are dropped. */
@@ -50,7 +51,6 @@ export class ProgressReports {
   /** The task ended: its unsent report goes nowhere. */
   forget(entry: RunningTask): void {
     this.pending.delete(entry);
-    this.sentAt.delete(entry);
   }
 
   stop(): void {
@@ -59,38 +59,26 @@ export class ProgressReports {
     this.pending.clear();
   }
 
-  /** Wakes for the earliest report allowed out, unless a wake or a call is on its way. */
+  /** Wakes a second after the last flush began, unless a wake or a call is on its way. */
   private schedule(): void {
     if (this.timer !== undefined || this.sending || this.pending.size === 0) return;
-    const now = Date.now();
-    let due = Number.POSITIVE_INFINITY;
-    for (const entry of this.pending.keys()) {
-      due = Math.min(due, (this.sentAt.get(entry) ?? 0) + PROGRESS_INTERVAL_MS);
-    }
     this.timer = setTimeout(
       () => {
         this.timer = undefined;
         void this.flush();
       },
-      Math.max(0, due - now),
+      Math.max(0, this.flushedAt + PROGRESS_INTERVAL_MS - Date.now()),
     );
   }
 
   private async flush(): Promise<void> {
     this.sending = true;
+    this.flushedAt = Date.now();
     try {
-      const now = Date.now();
-      const due = [...this.pending].filter(
-        ([entry]) => !entry.aborted && (this.sentAt.get(entry) ?? 0) + PROGRESS_INTERVAL_MS <= now,
-      );
-      for (const [entry] of this.pending) if (entry.aborted) this.pending.delete(entry);
+      const due = [...this.pending].filter(([entry]) => !entry.aborted);
+      this.pending.clear();
       while (due.length > 0) {
-        const chunk = takeWithinBudget(due, ([, p]) => p.bytes, SERVER_LIMITS.progressPerCall);
-        for (const [entry] of chunk) {
-          this.pending.delete(entry);
-          this.sentAt.set(entry, now);
-        }
-        await this.send(chunk);
+        await this.send(takeWithinBudget(due, ([, p]) => p.bytes, SERVER_LIMITS.progressPerCall));
       }
     } finally {
       this.sending = false;

@@ -83,7 +83,7 @@ describe('push channel through the SDK', () => {
   beforeAll(async () => {
     let serverUrl = '';
     stack = await createTestStack({
-      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli', 'cancel', 'progress', 'busy'],
+      queues: ['wake', 'watch', 'stream', 'parked', 'idle', 'cli', 'cancel', 'progress', 'busy', 'follow'],
       push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
       settings: {
         pushSafetyPollMs: SAFETY_POLL_MS,
@@ -298,9 +298,9 @@ describe('push channel through the SDK', () => {
       seconds: Math.round(seconds * 10) / 10,
       busiest,
     };
-    // 750 reports made; at most one a second per task went out, in few calls.
+    // 750 reports made; at most one call a second went out, each task's latest report in it.
     expect(reported).toBeLessThanOrEqual(25 * Math.ceil(seconds + 1));
-    expect(reports.length).toBeLessThanOrEqual(2 * Math.ceil(seconds + 1));
+    expect(reports.length).toBeLessThanOrEqual(Math.ceil(seconds) + 1);
     expect(busiest).toBeLessThan(50);
     for (const id of ids) expect((await operator.getTask(id)).progress?.message).toMatch(/step \d+$/);
   });
@@ -528,7 +528,8 @@ describe('push channel through the SDK', () => {
   });
 
   it('submit --wait and get --follow print the progress reports as they come, then the task', async () => {
-    const { client } = await agent(['cli']);
+    // A queue of its own: the worker of the test before serves `cli` still.
+    const { client } = await agent(['follow']);
     const worker = new Worker({
       client,
       push: { WebSocket: Injected },
@@ -553,7 +554,7 @@ describe('push channel through the SDK', () => {
       main(args, (line) => out.push(line), { writeErr: (line) => out.push(`! ${line}`), env });
 
     const submitting = run(
-      ['submit', '--queue', 'cli', '--payload', '{}', '--wait', '--wait-timeout', '20'],
+      ['submit', '--queue', 'follow', '--payload', '{}', '--wait', '--wait-timeout', '20'],
       submitted,
     );
     await waitFor(() => submitted.some((line) => line.startsWith('submitted ')), 10_000);

@@ -70,11 +70,13 @@ describe('Lambda entries', () => {
       pausedQueuesSkipped: 0,
       missedRunsFired: 0,
       missedRunsSkipped: 0,
+      cascadesAdvanced: 0,
+      cascadesFinished: 0,
       errors: 0,
     });
-    // Each shard of the `due` index once (reconcile takes the reclaim sweep's answers), and each of the queue's
-    // list partitions once (the list walk, which finds nothing new: no place to save).
-    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + LISTED_SHARDS);
+    // Each shard of the `due` index once (reconcile takes the reclaim sweep's answers), each of the queue's list
+    // partitions once (the list walk, which finds nothing new: no place to save), and the open cascades' list.
+    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + LISTED_SHARDS + 1);
     expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 0);
     const emitted = stdout.mock.calls.map(([line]) => String(line)).join('');
     stdout.mockRestore();
