@@ -213,17 +213,29 @@ function taskOrder(versions: readonly TaskVersion[]): { ordered: TaskVersion[]; 
   return { ordered, grants };
 }
 
-/** One holder per epoch, and each later epoch granted later: the versions that break either. */
+/**
+ * One holder per epoch, and each later epoch granted later: the versions that break either. A grant is dated by its
+ * claim's decision, which a slow claim makes long before its write: a task suspended and resumed in a moment (a
+ * waitpoint) may be granted its next epoch by a claim decided before the previous grant. The write of a later epoch
+ * must land after the earlier one's decision, so a later grant whose write was answered before the earlier grant was
+ * even decided is the break.
+ */
 function nonMonotonicEpochs(ordered: readonly TaskVersion[], grants: readonly TaskVersion[]): number {
   let count = 0;
   for (const version of ordered) {
     const grant = grants.find((g) => g.leaseEpoch === version.leaseEpoch);
     const sameHolder = grant && version.owner === grant.owner && version.sessionId === grant.sessionId;
-    if (version.status === 'leased' && !sameHolder) count++;
+    if (version.status === 'leased' && !sameHolder) {
+      count++;
+      explain('a lease held by another than its grant', { grant, version });
+    }
   }
   grants.forEach((grant, i) => {
     const previous = grants[i - 1];
-    if (previous && grant.at < previous.at) count++;
+    if (previous && (grant.answeredAt ?? grant.at) < previous.at) {
+      count++;
+      explain('an epoch granted before the one it follows', { previous, grant });
+    }
   });
   return count;
 }

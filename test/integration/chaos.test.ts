@@ -5,6 +5,7 @@
  */
 import { describe, expect, inject, it } from 'vitest';
 import { answerWithoutConditions, applyMutant, type Mutant } from '#test/mutants';
+import { violationDetails } from '../../chaos/history';
 import { breaksOf, type ChaosOptions, type InProcessInvariant, runChaos } from '../../chaos/run-chaos';
 import { shortChaosRun } from '../helpers/short-chaos-run';
 
@@ -23,6 +24,8 @@ describe('chaos', () => {
       drainTimeoutMs: 300_000,
     });
     console.log(`chaos: ${JSON.stringify(report)}`);
+    // The versions or intervals that make each violation one, for a run that finds any.
+    if (report.violations > 0) console.log(`violations: ${violationDetails.join('\n')}`);
     expect(report).toMatchObject({
       overlapCount: 0,
       nonMonotonicEpochCount: 0,

@@ -221,3 +221,43 @@ describe('checkHistory: a terminal status is left only by a redrive', () => {
     expect(verdict.terminalLeftCount).toBe(1);
   });
 });
+
+describe('epochs', () => {
+  const grant = (leaseEpoch: number, at: number, answeredAt: number, owner: string): TaskVersion => ({
+    at,
+    answeredAt,
+    taskId,
+    status: 'leased',
+    leaseEpoch,
+    owner,
+    sessionId: `s_${owner}`,
+    leaseDeadline: 60_000,
+  });
+  const history = (...tasks: TaskVersion[]): History => {
+    const built = emptyHistory();
+    built.tasks.push({ at: 0, taskId, status: 'queued', leaseEpoch: 0 }, ...tasks);
+    return built;
+  };
+
+  it('lets a slow claim grant the next epoch of a task suspended and resumed since it was decided', () => {
+    const slow = history(
+      grant(1, 1_000, 1_010, 'a'),
+      { at: 1_020, taskId, status: 'suspended', leaseEpoch: 1 },
+      { at: 1_030, taskId, status: 'queued', leaseEpoch: 1 },
+      // Decided at 990, before the first grant, written after the resume.
+      grant(2, 990, 1_050, 'b'),
+    );
+    expect(checkHistory(slow).nonMonotonicEpochCount).toBe(0);
+  });
+
+  it('finds a later epoch whose write was answered before the earlier one was decided', () => {
+    expect(
+      checkHistory(history(grant(1, 1_000, 1_010, 'a'), grant(2, 900, 950, 'b'))).nonMonotonicEpochCount,
+    ).toBe(1);
+  });
+
+  it('finds a lease of an epoch held by another than its grant', () => {
+    const taken = history(grant(1, 1_000, 1_010, 'a'), { ...grant(1, 1_100, 1_110, 'b') });
+    expect(checkHistory(taken).nonMonotonicEpochCount).toBeGreaterThan(0);
+  });
+});
