@@ -386,45 +386,46 @@ async function subscribe(
 }
 
 /** Pushes a watched task's progress report to the connections watching it. Never throws: they read it instead. */
-export async function announceProgress(ctx: SchedulerContext, task: Task, progress: Progress): Promise<void> {
-  const push = ctx.push;
-  if (!push || !task.watched) return;
-  try {
-    const message = frame<ProgressFrame>({
-      type: 'progress',
-      taskId: task.taskId,
-      progress: progressView(progress),
-    });
-    const watchers = await push.connections.watchers(task.taskId);
-    await Promise.all(watchers.map((connectionId) => pushTo(ctx, push, connectionId, message)));
-  } catch (error) {
-    ctx.log.warn('pushing a progress report failed; its watchers read it instead', {
-      taskId: task.taskId,
-      error: errorName(error),
-    });
-  }
+export function announceProgress(ctx: SchedulerContext, task: Task, progress: Progress): Promise<void> {
+  return pushToWatchers(ctx, task, 'a progress report', () =>
+    frame<ProgressFrame>({ type: 'progress', taskId: task.taskId, progress: progressView(progress) }),
+  );
 }
 
 /** Tells the connections watching a task that it ended. Never throws: a watcher falls back to reading the task. */
-export async function announceEnd(ctx: SchedulerContext, task: Task): Promise<void> {
-  const push = ctx.push;
-  if (!push || !task.watched) return;
+export function announceEnd(ctx: SchedulerContext, task: Task): Promise<void> {
   const status = task.status;
-  if (status === 'waiting' || status === 'queued' || status === 'leased' || status === 'suspended') return;
-  try {
+  if (status === 'waiting' || status === 'queued' || status === 'leased' || status === 'suspended') {
+    return Promise.resolve();
+  }
+  return pushToWatchers(ctx, task, 'a task ending', () => {
     const resultJson = task.result === undefined ? undefined : JSON.stringify(task.result);
     const fits = resultJson === undefined || Buffer.byteLength(resultJson) <= MAX_PUSHED_RESULT_BYTES;
-    const message = frame<TaskFrame>({
+    return frame<TaskFrame>({
       type: 'task',
       taskId: task.taskId,
       status,
       ...(task.result === undefined ? {} : fits ? { result: task.result } : { resultOmitted: true }),
       ...(task.error ? { error: { message: task.error.message } } : {}),
     });
+  });
+}
+
+/** Sends the frame `message` makes to every connection watching a watched task; a failure is logged. */
+async function pushToWatchers(
+  ctx: SchedulerContext,
+  task: Task,
+  what: string,
+  message: () => PushFrame,
+): Promise<void> {
+  const push = ctx.push;
+  if (!push || !task.watched) return;
+  try {
+    const sent = message();
     const watchers = await push.connections.watchers(task.taskId);
-    await Promise.all(watchers.map((connectionId) => pushTo(ctx, push, connectionId, message)));
+    await Promise.all(watchers.map((connectionId) => pushTo(ctx, push, connectionId, sent)));
   } catch (error) {
-    ctx.log.warn('pushing a task ending failed; its watchers read it instead', {
+    ctx.log.warn(`pushing ${what} failed; its watchers read the task instead`, {
       taskId: task.taskId,
       error: errorName(error),
     });

@@ -15,6 +15,7 @@ import type {
   PushErrorFrame as ErrorFrame,
   ProgressFrame,
   RoleFrame,
+  PushFrame as SdkPushFrame,
   WakeFrame as SdkWakeFrame,
   SubscribedFrame,
   TaskFrame,
@@ -47,15 +48,8 @@ export interface WakeFrame extends SdkWakeFrame {
   readonly reason: WakeReason;
 }
 
-/** A frame the server sends; the SDK declares each shape, as its clients read them. */
-export type PushFrame =
-  | WakeFrame
-  | RoleFrame
-  | CancelFrame
-  | ProgressFrame
-  | TaskFrame
-  | SubscribedFrame
-  | ErrorFrame;
+/** A frame the server sends: the SDK declares each shape, as its clients read them; wakes name only known reasons. */
+export type PushFrame = Exclude<SdkPushFrame, SdkWakeFrame> | WakeFrame;
 export type { CancelFrame, ErrorFrame, ProgressFrame, RoleFrame, SubscribedFrame, TaskFrame, WakeReason };
 
 /**
