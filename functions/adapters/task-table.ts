@@ -34,11 +34,13 @@ import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo } from './tables';
 import {
   ALL_DUE_SHARDS,
   barKey,
+  dueShardOf,
   itemFromNewTask,
   listEntryOfPayloadPart,
   listedShardsOf,
   listShardOfPayloadList,
   payloadListOf,
+  SUSPENDED_DUE_SHARD,
   stateKey,
   taskFromItem,
 } from './task-items';
@@ -381,8 +383,10 @@ export class TaskTable implements TaskStore {
   }
 
   lookAgainAt(observed: Observed, dueAt: number): Promise<TaskWrite> {
+    // A suspended task keeps its looks in the partition of suspended tasks.
+    const shard = observed.status === 'suspended' ? SUSPENDED_DUE_SHARD : dueShardOf(observed.taskId);
     return this.update(observed.taskId, (e) => ({
-      set: dueClauses(e, observed.taskId, dueAt),
+      set: dueClauses(e, observed.taskId, dueAt, shard),
       condition: stillAsObserved(e, observed),
     }));
   }

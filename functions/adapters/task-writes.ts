@@ -60,10 +60,12 @@ export const stillAsObserved = (e: Expression, observed: Pick<Observed, 'status'
  * The task's next look in the `due` index at `dueAt`: both keys, since a task of layout 2 has no entry until it
  * needs one (`list-walk.ts`). Its partition never changes, so setting it again writes nothing more to the index.
  */
-export const dueClauses = (e: Expression, taskId: string, dueAt: number): string[] => [
-  `${e.n('dueShard')} = ${e.v(dueShardOf(taskId))}`,
-  `${e.n('dueAt')} = ${e.v(dueAt)}`,
-];
+export const dueClauses = (
+  e: Expression,
+  taskId: string,
+  dueAt: number,
+  shard = dueShardOf(taskId),
+): string[] => [`${e.n('dueShard')} = ${e.v(shard)}`, `${e.n('dueAt')} = ${e.v(dueAt)}`];
 
 /**
  * Back to `queued`. `sessionId` and `leasedAt` stay: with them the last holder's session sees that its slot is

@@ -19,7 +19,7 @@ import type { OpenWaitpoint, Resolution, Suspension, WaitpointStore } from '#cor
 import { ServiceUnavailableError } from '#domain/errors';
 import type { Waitpoint, WaitpointStatus } from '#domain/waitpoint';
 import { Expression, updateExpression } from './expression';
-import { stateKey } from './task-items';
+import { SUSPENDED_DUE_SHARD, stateKey } from './task-items';
 import { destinationClauses, dueClauses, ownerFence, statusCondition } from './task-writes';
 
 type Item = Record<string, unknown>;
@@ -127,7 +127,7 @@ export class WaitpointTable implements WaitpointStore {
         // A suspension uses no attempt: the resumed run is the same attempt, as after a release.
         `${e.n('attempt')} = ${e.n('attempt')} - ${e.v(1)}`,
         ...(checkpointJson === undefined ? [] : [`${e.n('checkpoint')} = ${e.v(checkpointJson)}`]),
-        ...dueClauses(e, taskId, dueAt),
+        ...dueClauses(e, taskId, dueAt, SUSPENDED_DUE_SHARD),
       ],
       remove: [
         e.n('owner'),

@@ -47,6 +47,11 @@ describe('waitpoints', () => {
       timeoutSeconds: 3_600,
       checkpoint: { step: 'plan ready' },
     });
+    const dueSuspended = await stack.ctx.tasks.queryDue(
+      'due#suspended',
+      suspended.waitpoint.timeoutAt,
+      1_000,
+    );
     const session = await scheduler.readSession(agent.agentId);
     const none = await claimUntil(scheduler, agent, 1, 500);
     const approved = await scheduler.answerWaitpoint(suspended.waitpoint.waitpointId, {
@@ -55,6 +60,9 @@ describe('waitpoints', () => {
     });
     const [resumed] = await claimUntil(scheduler, agent, 1, 3_000);
 
+    // Its timeout's look is in the partition of suspended tasks, which a supervisor pass takes first.
+    expect(dueSuspended).toContain(lease.taskId);
+    expect(stack.ctx.tasks.dueShards[0]).toBe('due#suspended');
     expect(suspended.task).toMatchObject({ status: 'suspended', attempt: 0 });
     expect(suspended.token).toMatch(/^w_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$/);
     expect(session.tasks).toEqual([]);

@@ -74,9 +74,10 @@ describe('Lambda entries', () => {
       cascadesFinished: 0,
       errors: 0,
     });
-    // Each shard of the `due` index once (reconcile takes the reclaim sweep's answers), each of the queue's list
-    // partitions once (the list walk, which finds nothing new: no place to save), and the open cascades' list.
-    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + LISTED_SHARDS + 1);
+    // Each shard of the `due` index once, the suspended tasks' partition with them (reconcile takes the reclaim
+    // sweep's answers), each of the queue's list partitions once (the list walk, which finds nothing new: no place
+    // to save), and the open cascades' list.
+    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + 1 + LISTED_SHARDS + 1);
     expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 0);
     const emitted = stdout.mock.calls.map(([line]) => String(line)).join('');
     stdout.mockRestore();
