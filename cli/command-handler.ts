@@ -3,10 +3,12 @@
  * its standard output becomes the result (JSON when it parses, `{ "output": text }` otherwise). Exit code 0 is
  * success; any other is a failure that may be retried, except 64 (EX_USAGE: the input itself is wrong), which is
  * not, and 75 (EX_TEMPFAIL: try again later), which snoozes the task for the seconds its output names (a provider's
- * Retry-After), 60 when it names none. A lost or cancelled lease stops the command with SIGTERM.
+ * Retry-After), 60 when it names none. A lost or cancelled lease stops the command with SIGTERM. A line the command
+ * writes to its standard error as `progress 40 reading the sources` (a percentage, then a message) or
+ * `progress {"percent":40,"message":"…","data":{…}}` reports the task's progress, as a handler's `ctx.progress` does.
  */
 import { spawn } from 'node:child_process';
-import type { ClaimedTask } from '#sdk/types';
+import type { ClaimedTask, ProgressInput } from '#sdk/types';
 
 /** Exit code meaning "do not retry": the task itself is wrong (sysexits' EX_USAGE). */
 export const NOT_RETRYABLE_EXIT_CODE = 64;
@@ -42,10 +44,35 @@ function snoozeSeconds(stdout: string): number {
   return typeof named === 'number' && Number.isFinite(named) && named > 0 ? named : DEFAULT_SNOOZE_SECONDS;
 }
 
+/** What a `progress …` line of the command's standard error reports; undefined for any other line. */
+export function progressOfLine(line: string): ProgressInput | undefined {
+  const match = /^progress\s+(.*)$/.exec(line.trim());
+  const rest = match?.[1]?.trim();
+  if (!rest) return undefined;
+  if (rest.startsWith('{')) {
+    try {
+      const { percent, message, data } = JSON.parse(rest) as ProgressInput;
+      return {
+        ...(percent === undefined ? {} : { percent }),
+        ...(message === undefined ? {} : { message }),
+        ...(data === undefined ? {} : { data }),
+      };
+    } catch {
+      return undefined;
+    }
+  }
+  const [, percent, message] = /^(\d+(?:\.\d+)?)%?(?:\s+(.*))?$/.exec(rest) ?? [];
+  if (percent !== undefined) return { percent: Number(percent), ...(message ? { message } : {}) };
+  return { message: rest };
+}
+
 export function commandHandler(command: readonly string[]) {
   const [file, ...args] = command;
   if (!file) throw new Error('give the command to run after --');
-  return (task: ClaimedTask, context: { signal: AbortSignal }): Promise<unknown> =>
+  return (
+    task: ClaimedTask,
+    context: { signal: AbortSignal; progress?: (update: ProgressInput) => void },
+  ): Promise<unknown> =>
     new Promise((resolve, reject) => {
       const child = spawn(file, args, {
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -58,11 +85,24 @@ export function commandHandler(command: readonly string[]) {
       });
       let stdout = '';
       let stderr = '';
+      /** The part of standard error after its last line break: progress lines are read whole. */
+      let partial = '';
       child.stdout.on('data', (chunk: Buffer) => {
         if (stdout.length < OUTPUT_LIMIT) stdout += chunk.toString('utf8');
       });
       child.stderr.on('data', (chunk: Buffer) => {
-        stderr = (stderr + chunk.toString('utf8')).slice(-2_000);
+        const text = chunk.toString('utf8');
+        stderr = (stderr + text).slice(-2_000);
+        const lines = (partial + text).split('\n');
+        partial = (lines.pop() ?? '').slice(-4_096);
+        for (const line of lines) {
+          const update = progressOfLine(line);
+          try {
+            if (update) context.progress?.(update);
+          } catch {
+            // A report the server would refuse (out of bounds) is not sent; the command goes on.
+          }
+        }
       });
       const abort = () => child.kill('SIGTERM');
       context.signal.addEventListener('abort', abort, { once: true });

@@ -37,7 +37,8 @@ export function workerCommand(program: Command, cli: Cli): void {
       'Claims tasks of the queues and runs COMMAND for each: the payload on its standard input, its standard ' +
         'output the result (JSON, or { "output": text }). Exit code 0 succeeds, 64 fails for good, 75 snoozes the ' +
         "task (no attempt used) for the seconds its output names (60 if none: a provider's Retry-After), any " +
-        'other fails and may be retried. Ctrl-C drains: running tasks finish, no new ones are claimed.\n\n' +
+        'other fails and may be retried. A line "progress 40 reading" (or "progress {JSON}") on its standard error ' +
+        'reports progress. Ctrl-C drains: running tasks finish, no new ones are claimed.\n\n' +
         'With --name, the agent and its token are kept in the user’s configuration folder ' +
         '($XDG_CONFIG_HOME/agent-scheduler or ~/.config/agent-scheduler), so every start with that name is the ' +
         'same agent. Without it, an agent named worker-<host> is registered for the run and revoked when it stops.',

@@ -6,6 +6,7 @@ import {
   CommandFailed,
   commandHandler,
   NOT_RETRYABLE_EXIT_CODE,
+  progressOfLine,
   SNOOZE_EXIT_CODE,
 } from '../../../cli/command-handler';
 import { findLocalFile, resolveConnection } from '../../../cli/config';
@@ -218,6 +219,34 @@ describe('command handler', () => {
     const run = commandHandler(['node', '-e', `${output};process.exit(${SNOOZE_EXIT_CODE})`]);
     const failure = await run(task, { signal: signal() }).catch((e: unknown) => e);
     expect(failure).toMatchObject({ retryable: true, retryAfterSeconds: seconds });
+  });
+
+  it('reports the progress lines the command writes to its standard error, and only those', async () => {
+    const reports: unknown[] = [];
+    const script = [
+      'process.stderr.write("progress 25 reading the sources\\n")',
+      'process.stderr.write("a warning\\nprogress 60%\\n")',
+      'process.stderr.write("progress {\\"percent\\":90,\\"data\\":{\\"pages\\":3}}\\n")',
+      'process.stderr.write("progress 200 too far\\nprogress writing")',
+      'setTimeout(() => { process.stderr.write(" up\\n"); console.log("{}"); }, 50)',
+    ].join(';');
+    const run = commandHandler(['node', '-e', script]);
+    const result = await run(task, {
+      signal: signal(),
+      progress: (update) => {
+        if (update.percent !== undefined && update.percent > 100) throw new RangeError('percent');
+        reports.push(update);
+      },
+    });
+    expect(result).toEqual({});
+    expect(reports).toEqual([
+      { percent: 25, message: 'reading the sources' },
+      { percent: 60 },
+      { percent: 90, data: { pages: 3 } },
+      { message: 'writing up' },
+    ]);
+    expect(progressOfLine('progressive')).toBeUndefined();
+    expect(progressOfLine('progress {not json')).toBeUndefined();
   });
 
   it('stops the command when the lease is lost', async () => {
