@@ -16,12 +16,19 @@ export async function cancelTask(ctx: SchedulerContext, taskId: string): Promise
   return (await cancelled(ctx, taskId)).task;
 }
 
-/** Cancels the task if it is open (queued, waiting, leased, suspended); false when it had ended already, or is gone. */
-export async function cancelIfOpen(ctx: SchedulerContext, taskId: string): Promise<boolean> {
+/**
+ * Cancels the task if it is open (queued, waiting, leased, suspended): `changed` says whether it was, `task` is the
+ * task as it now is when this read it (not when it had ended already, or is gone).
+ */
+export async function cancelIfOpen(
+  ctx: SchedulerContext,
+  taskId: string,
+): Promise<{ readonly changed: boolean; readonly task?: Task }> {
   try {
-    return (await cancelled(ctx, taskId)).changed;
+    return await cancelled(ctx, taskId);
   } catch (error) {
-    if (error instanceof InvalidTransitionError || error instanceof TaskNotFoundError) return false;
+    if (error instanceof InvalidTransitionError || error instanceof TaskNotFoundError)
+      return { changed: false };
     throw error;
   }
 }

@@ -79,7 +79,7 @@ async function walk(ctx: SchedulerContext, rootTaskId: string, deadline: number)
         // Out of time: the task stays to walk, and the next walk cancels the rest of its children (those cancelled
         // already are passed over).
         if (Date.now() >= deadline) whole = false;
-        else if (await cancelIfOpen(ctx, child)) cancelled++;
+        else if ((await cancelIfOpen(ctx, child)).changed) cancelled++;
       });
       if (whole) steps.push({ walked: taskId, children });
     });

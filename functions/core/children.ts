@@ -15,7 +15,7 @@ import {
   ValidationError,
 } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
-import { isSessionLive, type Task } from '#domain/task';
+import { isHeldUnder, isSessionLive, type Task } from '#domain/task';
 import { describeIssues, idempotencyKeySchema } from '#domain/task-spec';
 import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
@@ -84,13 +84,7 @@ async function parentOf(ctx: SchedulerContext, lease: ParentLease) {
     fence,
     // The transaction checks the fence again; read now, it refuses before anything is written (the payload
     // first), so that a refusal leaves nothing behind.
-    fenceHeld:
-      live &&
-      parent.status === 'leased' &&
-      parent.owner === fence.agentId &&
-      parent.sessionId === fence.sessionId &&
-      parent.leaseEpoch === fence.leaseEpoch &&
-      (parent.leaseDeadline ?? 0) > now,
+    fenceHeld: live && isHeldUnder(parent, fence, now),
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import { LeaseLostError, TaskNotFoundError, ValidationError } from '#domain/errors';
 import { PROGRESS_LIMITS, type Progress, saysSomething } from '#domain/progress';
-import type { Task } from '#domain/task';
+import { isLeasedTo } from '#domain/task';
 import { encodeBoundedJson } from '#domain/task-spec';
 import { type ItemOutcome, outcomeOf } from './batches';
 import type { SchedulerContext } from './context';
@@ -41,7 +41,7 @@ export async function reportProgress(
     throw new TaskNotFoundError(report.taskId);
   }
   const now = ctx.now();
-  if (!heldBy(task, agentId, report.leaseEpoch, now)) throw lost(report);
+  if (!isLeasedTo(task, { agentId, leaseEpoch: report.leaseEpoch }, now)) throw lost(report);
   const progress: Progress = {
     ...(report.percent === undefined ? {} : { percent: report.percent }),
     ...(report.message === undefined ? {} : { message: report.message }),
@@ -72,12 +72,6 @@ export async function reportProgressBatch(
     ),
   );
 }
-
-const heldBy = (task: Task, agentId: string, leaseEpoch: number, now: number): boolean =>
-  task.status === 'leased' &&
-  task.owner === agentId &&
-  task.leaseEpoch === leaseEpoch &&
-  (task.leaseDeadline ?? 0) > now;
 
 const lost = (report: ProgressReport) =>
   new LeaseLostError(`the lease on task ${report.taskId} at epoch ${report.leaseEpoch} is lost`, {

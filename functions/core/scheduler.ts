@@ -290,8 +290,8 @@ export class Scheduler {
    * supervisor. Answers the task and how far the walk has come.
    */
   async cancelTree(taskId: string, budgetMs?: number) {
-    await cancelIfOpen(this.ctx, taskId);
-    const task = await this.getTask(taskId);
+    // An ended task is read again: the cancel found it so, and did not keep it.
+    const task = (await cancelIfOpen(this.ctx, taskId)).task ?? (await this.getTask(taskId));
     return { task, cascade: await cascadeFrom(this.ctx, taskId, budgetMs) };
   }
 

@@ -216,18 +216,24 @@ export interface AgentSession {
 }
 
 /** A session is live until its expiry or its end; after that nothing revives it. */
-/** The task is leased under exactly this lease (agent, session, epoch), and its attempt's deadline has not passed. */
-export const isHeldUnder = (
+/** The task is leased to this agent at this epoch, and its attempt's deadline has not passed (whatever the session). */
+export const isLeasedTo = (
   task: Task | undefined,
-  lease: { readonly agentId: string; readonly sessionId: string; readonly leaseEpoch: number },
+  lease: { readonly agentId: string; readonly leaseEpoch: number },
   now: number,
 ): task is Task =>
   task !== undefined &&
   task.status === 'leased' &&
   task.owner === lease.agentId &&
-  task.sessionId === lease.sessionId &&
   task.leaseEpoch === lease.leaseEpoch &&
   (task.leaseDeadline ?? 0) > now;
+
+/** The task is leased under exactly this lease (agent, session, epoch), and its attempt's deadline has not passed. */
+export const isHeldUnder = (
+  task: Task | undefined,
+  lease: { readonly agentId: string; readonly sessionId: string; readonly leaseEpoch: number },
+  now: number,
+): task is Task => isLeasedTo(task, lease, now) && task.sessionId === lease.sessionId;
 
 export const isSessionLive = (session: Pick<AgentSession, 'expiresAt' | 'endedAt'>, now: number): boolean =>
   session.expiresAt > now && session.endedAt === undefined;
