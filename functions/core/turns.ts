@@ -205,8 +205,15 @@ export async function takeTurns(
   // Turns received together share the claim: a key's turn never comes back empty because another's came first.
   const lanes = new Set(turns.map((t) => laneIdOf(t.queue, t.priority, t.keyHash))).size;
   const share = Math.max(1, Math.ceil(capacity / Math.max(1, lanes)));
+  const live = await liveOfSeveral(ctx, turns);
   for (const turn of turns) {
     const laneId = laneIdOf(turn.queue, turn.priority, turn.keyHash);
+    // Of several turns of one lane, the one its slot names is the lane's: the others were replaced, and only go.
+    const replaced = live.has(laneId) && live.get(laneId) !== turn.token;
+    if (replaced && !seen.has(laneId)) {
+      taken.push({ turn, laneId, hints: [], more: false, duplicate: true });
+      continue;
+    }
     // A second turn of one lane (a duplicate) only goes; a turn the claim has no room for goes back in line.
     if (seen.has(laneId) || left <= 0) {
       taken.push({ turn, laneId, hints: [], more: true, duplicate: seen.has(laneId) });
@@ -242,6 +249,31 @@ export async function takeTurns(
     });
   }
   return taken;
+}
+
+/**
+ * For each lane of which the claim received several turns, the token its slot names, when it is one of them (a
+ * consistent read of the slot, only for such a lane). A turn replaced by another (a lease's end brought the lane's
+ * turn forward, a stale one was replaced) stays in the queue until received: taken as the lane's turn beside the
+ * live one, it would take the lane's tasks and have the live one deleted as its duplicate, and then, the slot naming
+ * the live one, could not go back in line: the lane would be left without a turn.
+ */
+async function liveOfSeveral(
+  ctx: SchedulerContext,
+  turns: readonly ReceivedTurn[],
+): Promise<Map<string, string>> {
+  const tokens = new Map<string, string[]>();
+  for (const t of turns) {
+    const laneId = laneIdOf(t.queue, t.priority, t.keyHash);
+    tokens.set(laneId, [...(tokens.get(laneId) ?? []), t.token]);
+  }
+  const live = new Map<string, string>();
+  for (const [laneId, received] of tokens) {
+    if (received.length < 2) continue;
+    const { token } = await ctx.lanes.turnSlot(laneId, { consistent: true });
+    if (token !== undefined && received.includes(token)) live.set(laneId, token);
+  }
+  return live;
 }
 
 /**

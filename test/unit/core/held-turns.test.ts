@@ -52,3 +52,24 @@ describe('a turn back from a hold for its lane’s quiet time', () => {
     expect(fresh.reads).toEqual([]);
   });
 });
+
+describe('two turns of one lane received by one claim', () => {
+  it('the one the slot names is the lane’s turn, whatever the order; the other only goes', async () => {
+    // A turn replaced by another (a lease's end brought the lane's turn forward) is still in the queue: received
+    // first beside the live one, it took the lane's tasks and the live one was deleted as its duplicate, and when
+    // the replaced turn could not go back in line (the slot names the live one) the lane was left without a turn.
+    const { ctx, reads } = laneWith('live');
+    const [stale, live] = await takeTurns(ctx, [turn('stale', false), turn('live', false)], 2, 0);
+    expect(stale).toMatchObject({ duplicate: true, hints: [] });
+    expect(live?.duplicate).toBeFalsy();
+    expect(live?.hints.map((h) => h.taskId)).toEqual(['t_task']);
+    expect(reads).toEqual([{ consistent: true }]);
+  });
+
+  it('when the slot names neither, the first is the lane’s turn', async () => {
+    const { ctx } = laneWith('another');
+    const [first, second] = await takeTurns(ctx, [turn('a', false), turn('b', false)], 2, 0);
+    expect(first?.hints.map((h) => h.taskId)).toEqual(['t_task']);
+    expect(second).toMatchObject({ duplicate: true, hints: [] });
+  });
+});
