@@ -67,6 +67,7 @@ export function createSchedulerFunctions(
   // Each prop by the name `#domain/settings` gives it: a prop renamed on one side only fails the type check.
   const routineEvents = props[TEXT_SETTINGS.routineEvents.prop] ?? false;
   const queueLimits = props[TEXT_SETTINGS.queueLimits.prop] ?? {};
+  const rateLimits = props[TEXT_SETTINGS.rateLimits.prop] ?? [];
   const agentSubmitQueues = props[TEXT_SETTINGS.agentSubmitQueues.prop] ?? [];
   // What every function that builds a scheduler reads (`schedulerFromEnvironment`).
   const base = {
@@ -85,6 +86,7 @@ export function createSchedulerFunctions(
     ...(Object.keys(queueLimits).length > 0
       ? { [TEXT_SETTINGS.queueLimits.env]: JSON.stringify(queueLimits) }
       : {}),
+    ...(rateLimits.length > 0 ? { [TEXT_SETTINGS.rateLimits.env]: JSON.stringify(rateLimits) } : {}),
     ...(agentSubmitQueues.length > 0
       ? { [TEXT_SETTINGS.agentSubmitQueues.env]: JSON.stringify(agentSubmitQueues) }
       : {}),

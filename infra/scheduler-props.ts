@@ -7,10 +7,17 @@ import { type Duration, type RemovalPolicy, Token } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
+import { declaredRateLimitSchema, RATE_LIMIT_BOUNDS, termsProblem } from '../functions/domain/rate-limits';
 import { type NumberSetting, outOfBounds, SETTINGS, type SettingName } from '../functions/domain/settings';
 import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
-import type { QueueLimits } from '../sdk/types';
+import type { QueueLimits, RateLimitTerms } from '../sdk/types';
 import type { TaskScheduleProps } from './task-schedule';
+
+/** A named rate limit as the construct declares it (`AgentSchedulerProps.rateLimits`). */
+export interface RateLimitDeclaration extends RateLimitTerms {
+  /** 1 to 64 letters, digits, `.`, `_`, `-` or `:`, starting with a letter or digit. */
+  readonly name: string;
+}
 
 export interface AgentSchedulerProps {
   /**
@@ -110,8 +117,10 @@ export interface AgentSchedulerProps {
    * layout 2 existed upgrades in two deploys: first with `taskLayout: 1` (its old functions, still running during
    * that deploy, see only tasks they can read), then without it. Roll back the same way: to 1 first. Layout 3 adds
    * the `suspended` status (waitpoints), which functions of releases before it cannot read: a stack deployed before
-   * waitpoints upgrades first with `taskLayout: 2` (the wait route refuses), then without it.
-   * @default 3
+   * waitpoints upgrades first with `taskLayout: 2` (the wait route refuses), then without it. Layout 4 lets tasks name
+   * rate limits (`rateLimits`), which claims of releases before it would not enforce: a stack deployed before rate
+   * limits upgrades first with `taskLayout: 3` (a submission naming them is refused), then without it.
+   * @default 4
    */
   readonly taskLayout?: number;
   /**
@@ -141,6 +150,15 @@ export interface AgentSchedulerProps {
    * @default - no limits
    */
   readonly queueLimits?: Readonly<Record<string, QueueLimits>>;
+  /**
+   * Named rate limits a fleet shares with the outside world (a provider's requests or tokens a minute, a tenant's
+   * dollars a day), taken by the tasks that name them (`rateLimits` on a submission) when they are granted. A rate
+   * (`per: 'second' | 'minute'`) counts in windows of `per × burst / limit` holding `burst` (by default `limit`); a
+   * budget (`per: 'hour' | 'day'`) in the hours or days of UTC. `perKey`: each key a task names has windows of its
+   * own. Operators may set new terms at run time (`POST /v1/rate-limits/{name}`), which then replace these.
+   * @default - none
+   */
+  readonly rateLimits?: readonly RateLimitDeclaration[];
   /**
    * The queues agents may submit follow-up tasks to (`POST /v1/agent/tasks`), each fenced by the agent's lease on
    * the task it runs. Agents submit nothing unless named here.
@@ -180,6 +198,18 @@ export function validateProps(props: AgentSchedulerProps): Record<SettingName, n
       );
     }
   }
+  const limitNames = new Set<string>();
+  for (const limit of props.rateLimits ?? []) {
+    const parsed = declaredRateLimitSchema.safeParse(limit);
+    const problem = parsed.success
+      ? termsProblem(parsed.data)
+      : `${String(parsed.error.issues[0]?.path.join('.') ?? '')} ${parsed.error.issues[0]?.message ?? ''}`;
+    if (problem) throw new Error(`rateLimits: "${String(limit.name)}" is invalid: ${problem}`);
+    if (limitNames.has(limit.name)) throw new Error(`rateLimits: "${limit.name}" is declared twice`);
+    limitNames.add(limit.name);
+  }
+  if (limitNames.size > RATE_LIMIT_BOUNDS.definitions)
+    throw new Error(`rateLimits: at most ${RATE_LIMIT_BOUNDS.definitions} may be declared`);
   for (const [name, given] of Object.entries(settingsInProps(props)) as [SettingName, Given][]) {
     const setting: NumberSetting = SETTINGS[name];
     const problem = outOfBounds(setting, given.value);

@@ -40,6 +40,8 @@ import type {
   QueueControl,
   QueueLimits,
   QueueStats,
+  RateLimit,
+  RateLimitTerms,
   RejectWaitpointInput,
   ReleaseInput,
   ReleaseRoleInput,
@@ -345,6 +347,34 @@ export class AgentSchedulerClient {
       body: limits,
     });
     return withIsoTimes<QueueControl>(body.queue, 'updatedAt');
+  }
+
+  /** The named rate limits in force (set, or as the construct declares them), each with its window open now. */
+  async listRateLimits(): Promise<RateLimit[]> {
+    return (await this.call<{ rateLimits: RateLimit[] }>({ method: 'GET', path: '/v1/rate-limits' }))
+      .rateLimits;
+  }
+
+  /** One named rate limit and its window open now; for a `perKey` limit, the keys that used it most. */
+  async getRateLimit(name: string): Promise<RateLimit> {
+    return (
+      await this.call<{ rateLimit: RateLimit }>({ method: 'GET', path: `/v1/rate-limits/${segment(name)}` })
+    ).rateLimit;
+  }
+
+  /**
+   * Sets a named rate limit's terms: a new limit, or new terms for one in force (a declared one's included, which
+   * these then replace). Raising a budget lets its waiting tasks run within the window; lowering it stops grants
+   * once the window's use reaches it.
+   */
+  async setRateLimit(name: string, terms: RateLimitTerms): Promise<RateLimit> {
+    return (
+      await this.call<{ rateLimit: RateLimit }>({
+        method: 'POST',
+        path: `/v1/rate-limits/${segment(name)}`,
+        body: terms,
+      })
+    ).rateLimit;
   }
 
   /** Registers an agent and returns its bearer token, which is shown this once. */

@@ -23,6 +23,8 @@ export const EVENT_TYPES = [
   'role.picked',
   'role.released',
   'role.lost',
+  'rateLimit.saturated',
+  'budget.exhausted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -80,6 +80,10 @@ export interface Task {
   readonly concurrencyKey?: string;
   /** Submitted with `debounce`: its key, and how many submissions went into it so far. */
   readonly debounce?: DebounceSummary;
+  /** The named rate limits its attempts take units of (`SubmitTaskInput.rateLimits`), units resolved. */
+  readonly rateLimits?: readonly (TaskRateLimit & { readonly units: number })[];
+  /** What its current (or last) attempt's grant took from each limit, and the window it took from. */
+  readonly rateTaken?: readonly RateTaken[];
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -303,6 +307,72 @@ export interface SubmitTaskInput {
    * task it went to and changes nothing. Not with `delaySeconds`, `expiresAt` or `dependsOn`.
    */
   readonly debounce?: Debounce;
+  /**
+   * Named rate limits (up to 4, each once) its attempts take units of: a claim grants the task only when every one
+   * has the units, and it waits queued meanwhile (no attempt used). Each must be defined (`setRateLimit`, or the
+   * construct's `rateLimits`); a `perKey` limit needs `key`.
+   */
+  readonly rateLimits?: readonly TaskRateLimit[];
+}
+
+/** A named rate limit a task takes units of (`SubmitTaskInput.rateLimits`). */
+export interface TaskRateLimit {
+  /** The limit's name. */
+  readonly name: string;
+  /** What an attempt is expected to use, more than 0; settled by the `usage` it reports. @default 1 */
+  readonly units?: number;
+  /** For a `perKey` limit: whose units (a tenant, an API key; up to 128 printable characters, no `#`). */
+  readonly key?: string;
+}
+
+/** What a grant took from one limit (`Task.rateTaken`). */
+export interface RateTaken {
+  readonly name: string;
+  readonly units: number;
+  /** The start of the window the units came from (ISO 8601). */
+  readonly window: string;
+  readonly key?: string;
+}
+
+/** Units used, by rate limit name, as an agent reports them when it ends an attempt (`usage`). */
+export type RateUsage = Readonly<Record<string, number>>;
+
+/** How a named rate limit counts (`setRateLimit`, the construct's `rateLimits`). */
+export interface RateLimitTerms {
+  /** Units a period, more than 0: a rate's average (per second or minute), a budget's whole window (per hour or day). */
+  readonly limit: number;
+  /** A rate: `second` or `minute`; a budget, over windows aligned to UTC: `hour` or `day`. */
+  readonly per: 'second' | 'minute' | 'hour' | 'day';
+  /** A rate's units at once: it counts in windows of `per × burst / limit` holding `burst`. @default limit */
+  readonly burst?: number;
+  /** Each key a task names (`TaskRateLimit.key`) has its own windows. @default false */
+  readonly perKey?: boolean;
+}
+
+/** A named rate limit, and its use in the window open now. */
+export interface RateLimit extends RateLimitTerms {
+  readonly name: string;
+  /** Set by an operator (`setRateLimit`), or as the construct declares it. */
+  readonly source: 'set' | 'declared';
+  readonly updatedAt?: string;
+  /** The window open now: its span, the units it holds, and (for a limit not per key) their use. */
+  readonly window: RateWindowUse;
+  /** `getRateLimit` of a `perKey` limit: the keys that took units in the window open now, most used first. */
+  readonly keys?: readonly RateKeyUse[];
+}
+
+export interface RateWindowUse {
+  readonly start: string;
+  readonly end: string;
+  /** Units the window holds. */
+  readonly capacity: number;
+  /** Units taken and settled in it (absent for a `perKey` limit: see `keys`). */
+  readonly used?: number;
+}
+
+export interface RateKeyUse {
+  readonly key: string;
+  readonly used: number;
 }
 
 /** How submissions are collapsed (`SubmitTaskInput.debounce`). */
@@ -637,6 +707,11 @@ export interface ClaimResult {
 export interface CompleteInput {
   readonly leaseEpoch: number;
   readonly result?: unknown;
+  /**
+   * Units the attempt used, by the name of a rate limit the task takes: settles what its grant took (a budget in
+   * the window of the grant, a rate in the window open now). Names the task does not take are ignored.
+   */
+  readonly usage?: RateUsage;
 }
 
 /**
@@ -681,6 +756,8 @@ export interface FailInput {
    * used as by any failure. Nothing when the failure is not retried.
    */
   readonly retryAfterSeconds?: number;
+  /** As `CompleteInput.usage`: units the failed attempt used, by rate limit. */
+  readonly usage?: RateUsage;
 }
 
 export interface ReleaseInput {
@@ -706,6 +783,8 @@ export interface CompleteItem {
   readonly taskId: string;
   readonly leaseEpoch: number;
   readonly result?: unknown;
+  /** As `CompleteInput.usage`. */
+  readonly usage?: RateUsage;
 }
 
 /** `POST /v1/agent/tasks/complete`: up to 10 completions in one call. */

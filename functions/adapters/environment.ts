@@ -3,6 +3,7 @@
  * start with a message naming it, instead of failing the first request in a confusing way.
  */
 import { storedQueueLimitsSchema } from '#domain/queue-limits';
+import { declaredRateLimitSchema, type RateLimitDefinition } from '#domain/rate-limits';
 import {
   type NumberSetting,
   outOfBounds,
@@ -69,6 +70,30 @@ function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
   return limits;
 }
 
+/** The named rate limits the construct declares (`RATE_LIMITS`, a JSON array), each checked. */
+function rateLimitsEnv(env: NodeJS.ProcessEnv): RateLimitDefinition[] {
+  const name = TEXT_SETTINGS.rateLimits.env;
+  const raw = env[name];
+  if (raw === undefined || raw === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`environment variable ${name} must be JSON`);
+  }
+  if (!Array.isArray(parsed)) throw new Error(`environment variable ${name} must be an array of rate limits`);
+  return parsed.map((value: unknown) => {
+    const checked = declaredRateLimitSchema.safeParse(value);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      throw new Error(
+        `environment variable ${name}: a rate limit is invalid: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''} (got ${JSON.stringify(value).slice(0, 100)})`,
+      );
+    }
+    return checked.data;
+  });
+}
+
 function booleanEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -103,6 +128,8 @@ export interface FunctionConfig {
   readonly queueLimits: Record<string, { maxConcurrency?: number; ratePerSecond?: number; burst?: number }>;
   /** The queues agents may submit follow-up tasks to: a JSON array of queue names. */
   readonly agentSubmitQueues: string[];
+  /** The named rate limits the construct declares. */
+  readonly rateLimits: RateLimitDefinition[];
 }
 
 export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): FunctionConfig {
@@ -118,6 +145,7 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
     routineEvents: booleanEnv(TEXT_SETTINGS.routineEvents.env, false, env),
     queueLimits: queueLimitsEnv(env),
     agentSubmitQueues: agentSubmitQueuesEnv(env),
+    rateLimits: rateLimitsEnv(env),
   };
 }
 

@@ -1,5 +1,11 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 
 /**
@@ -111,5 +117,51 @@ export async function updateIf(doc: DynamoDBDocumentClient, input: UpdateCommand
   } catch (error) {
     if (error instanceof ConditionalCheckFailedException) return false;
     throw error;
+  }
+}
+
+/** One update of a transaction, built as `conditionalUpdate` builds its own. */
+export function transactUpdate(
+  target: { readonly TableName: string; readonly Key: Record<string, unknown> },
+  build: (e: Expression) => ConditionalClauses,
+): NonNullable<TransactWriteCommandInput['TransactItems']>[number] {
+  const e = new Expression();
+  const { set, remove, add, condition } = build(e);
+  return {
+    Update: {
+      ...target,
+      UpdateExpression: updateExpression({ set, remove, add }),
+      ...(condition ? { ConditionExpression: condition } : {}),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      ...e.attributes(),
+    },
+  };
+}
+
+/** Why a transaction was cancelled, item by item: `None` for an item that was not the cause. */
+export type CancellationReason = { readonly code: string; readonly item?: Record<string, unknown> };
+
+/**
+ * A transaction of conditional writes, sent with `token` (`ClientRequestToken`): the same writes sent again with
+ * it within ten minutes, after an answer was lost, succeed without being made twice. Cancelled, the reasons by item,
+ * each failed condition with the item as it was.
+ */
+export async function conditionalTransaction(
+  doc: DynamoDBDocumentClient,
+  items: NonNullable<TransactWriteCommandInput['TransactItems']>,
+  token: string,
+): Promise<{ readonly ok: true } | { readonly ok: false; readonly reasons: CancellationReason[] }> {
+  try {
+    await doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+    return { ok: true };
+  } catch (error) {
+    if (!(error instanceof TransactionCanceledException)) throw error;
+    return {
+      ok: false,
+      reasons: (error.CancellationReasons ?? []).map((reason) => ({
+        code: reason.Code ?? 'None',
+        ...(reason.Item ? { item: unmarshall(reason.Item) } : {}),
+      })),
+    };
   }
 }

@@ -72,6 +72,21 @@ export const LISTED_INDEX = 'listed';
 export const LANE_INDEX = 'lanes';
 export const CHILDREN_INDEX = 'children';
 
+/**
+ * A named rate limit's records share its partition (`rate#<name>`): one item a window and key (`w#<start>#<key>`,
+ * the key empty for a limit not per key), so that one query finds every key's use of a window.
+ */
+export const rateWindowKey = (name: string, window: number, key = '') => ({
+  taskId: `rate#${name}`,
+  part: `w#${millisecondOf(window)}#${key}`,
+});
+
+/** The prefix of every key's item of one window of a limit. */
+export const rateWindowPrefix = (window: number): string => `w#${millisecondOf(window)}#`;
+
+/** The item that keeps the rate limits operators set: one, read whole by a claim of a limited task. */
+export const RATE_LIMITS_KEY = { taskId: 'rate-limits', part: 'definitions' } as const;
+
 /** The item that records whether a lane's turn is in line (`lane#<laneId>`, part `turn`). */
 export const laneTurnKey = (laneId: string) => ({ taskId: `lane#${laneId}`, part: 'turn' });
 

@@ -5,7 +5,7 @@
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { PayloadOwner } from '#core/ports/payload-store';
-import { shardOf } from '#domain/ids';
+import { sha256Base64Url, shardOf } from '#domain/ids';
 import { laneOf } from '#domain/lanes';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
@@ -208,9 +208,47 @@ export function taskFromItem(item: Item): Task {
       debounceUntil: optionalNumber(item.debounceUntil),
       debounceJoins: optionalNumber(item.debounceJoins),
       debounceClosed: item.debounceClosed === true ? true : undefined,
+      rateLimits: rateLimitsOfItem(item.rateLimits),
+      rateTaken: rateTakenOfItem(item.rateTaken),
     }),
   );
 }
+
+/** A task's rate limits as stored: `[name, units, key?]` each, a few bytes a limit on the hot record. */
+function rateLimitsOfItem(value: unknown): Task['rateLimits'] {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  return value.map((entry: unknown[]) => ({
+    name: String(entry[0]),
+    units: Number(entry[1]),
+    ...(entry[2] === undefined ? {} : { key: String(entry[2]) }),
+  }));
+}
+
+/** What a grant took, as stored: `[name, units, window, key?]` each. */
+function rateTakenOfItem(value: unknown): Task['rateTaken'] {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  return value.map((entry: unknown[]) => ({
+    name: String(entry[0]),
+    units: Number(entry[1]),
+    window: Number(entry[2]),
+    ...(entry[3] === undefined ? {} : { key: String(entry[3]) }),
+  }));
+}
+
+/**
+ * A transaction's `ClientRequestToken` (at most 36 characters), from what makes the request the same one: the same
+ * writes sent again with it after a lost answer are not made twice.
+ */
+export const requestToken = (...parts: string[]): string =>
+  sha256Base64Url(parts.join('\u0000')).slice(0, 36);
+
+/** `rateLimits` as an item stores them. */
+export const rateLimitsItem = (limits: NonNullable<Task['rateLimits']>): unknown[][] =>
+  limits.map((l) => [l.name, l.units, ...(l.key === undefined ? [] : [l.key])]);
+
+/** `rateTaken` as an item stores it. */
+export const rateTakenItem = (taken: NonNullable<Task['rateTaken']>): unknown[][] =>
+  taken.map((t) => [t.name, t.units, t.window, ...(t.key === undefined ? [] : [t.key])]);
 
 function failureOfItem(value: unknown): Task['failureOf'] {
   if (typeof value !== 'object' || value === null) return undefined;
@@ -264,6 +302,7 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     debounceKey: task.debounceKey,
     debounceSpec: task.debounceSpec,
     debounceUntil: task.debounceUntil,
+    rateLimits: task.rateLimits && rateLimitsItem(task.rateLimits),
     laneId: laneOf(task)?.laneId,
     readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,

@@ -20,17 +20,25 @@ import type {
   ListingCursor,
   Observed,
   OwnerFence,
-  OwnerFinish,
   ReadOptions,
   Requeue,
+  SettledFinish,
   TakingBack,
   TaskStore,
   TaskWrite,
+  WindowSettlement,
+  WindowTake,
 } from '#core/ports/task-store';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTerminal } from '#domain/task-status';
-import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
-import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo } from './tables';
+import {
+  type ConditionalClauses,
+  conditionalTransaction,
+  conditionalUpdate,
+  Expression,
+  transactUpdate,
+} from './expression';
+import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo, rateWindowKey } from './tables';
 import {
   ALL_DUE_SHARDS,
   barKey,
@@ -40,6 +48,8 @@ import {
   listedShardsOf,
   listShardOfPayloadList,
   payloadListOf,
+  rateTakenItem,
+  requestToken,
   SUSPENDED_DUE_SHARD,
   stateKey,
   taskFromItem,
@@ -194,10 +204,14 @@ export class TaskTable implements TaskStore {
   }
 
   grant(taskId: string, grant: Grant, now: number): Promise<TaskWrite> {
-    return this.update(taskId, (e) => ({
+    const takes = grant.rateTakes ?? [];
+    const build = (e: Expression): ConditionalClauses => ({
       set: [
         ...(grant.claimId === undefined ? [] : [`${e.n('claimId')} = ${e.v(grant.claimId)}`]),
         ...(grant.queueSlots?.length ? [`${e.n('queueSlots')} = ${e.v(grant.queueSlots)}`] : []),
+        ...(takes.length > 0
+          ? [`${e.n('rateTaken')} = ${e.v(rateTakenItem(takes.map((t) => t.taken)))}`]
+          : []),
         `${e.n('status')} = ${e.v('leased')}`,
         `${e.n('leaseEpoch')} = ${e.n('leaseEpoch')} + ${e.v(1)}`,
         `${e.n('attempt')} = ${e.n('attempt')} + ${e.v(1)}`,
@@ -211,6 +225,7 @@ export class TaskTable implements TaskStore {
       remove: [
         ...(grant.claimId === undefined ? [e.n('claimId')] : []),
         ...(grant.queueSlots?.length ? [] : [e.n('queueSlots')]),
+        ...(takes.length > 0 ? [] : [e.n('rateTaken')]),
         e.n('readyAt'),
       ],
       condition: [
@@ -219,8 +234,65 @@ export class TaskTable implements TaskStore {
         `NOT contains(${e.n('barredGrants')}, ${e.v(barKey(grant.sessionId, now))})`,
         `(attribute_not_exists(${e.n('notBefore')}) OR ${e.n('notBefore')} <= ${e.v(now)})`,
         `(attribute_not_exists(${e.n('expiresAt')}) OR ${e.n('expiresAt')} > ${e.v(now)})`,
+        // A claim that did not know the task takes units must not grant it without them.
+        ...(grant.rateTakes === undefined ? [`attribute_not_exists(${e.n('rateLimits')})`] : []),
       ].join(' AND '),
-    }));
+    });
+    if (takes.length === 0) return this.update(taskId, build);
+    return this.grantTaking(taskId, grant, now, build, takes);
+  }
+
+  /**
+   * A grant and the units it takes, in one transaction: each window's count grows by the units on condition that
+   * it stays within the window's capacity (a take larger than the window lands only in an empty one). Sent again
+   * after a lost answer, with the same token, it is not made twice.
+   */
+  private async grantTaking(
+    taskId: string,
+    grant: Grant,
+    now: number,
+    build: (e: Expression) => ConditionalClauses,
+    takes: readonly WindowTake[],
+  ): Promise<TaskWrite> {
+    const items = [
+      transactUpdate({ TableName: this.tableName, Key: stateKey(taskId) }, build),
+      ...takes.map(({ taken, capacity, end, purgeAt }) =>
+        transactUpdate(
+          { TableName: this.tableName, Key: rateWindowKey(taken.name, taken.window, taken.key) },
+          (e) => ({
+            set: [
+              `${e.n('windowEnd')} = ${e.v(end)}`,
+              `${e.n('capacity')} = ${e.v(capacity)}`,
+              `${e.n('purgeAt')} = ${e.v(purgeAt)}`,
+              ...(taken.key === undefined ? [] : [`${e.n('key')} = ${e.v(taken.key)}`]),
+            ],
+            add: [`${e.n('used')} ${e.v(taken.units)}`],
+            condition: `attribute_not_exists(${e.n('used')}) OR ${e.n('used')} <= ${e.v(Math.max(0, capacity - taken.units))}`,
+          }),
+        ),
+      ),
+    ];
+    const token = requestToken('grant', taskId, grant.sessionId, String(now));
+    const outcome = await conditionalTransaction(this.doc, items, token);
+    if (outcome.ok) {
+      const task = await this.get(taskId);
+      if (!task) throw new Error(`task ${taskId} granted but not found`);
+      return { ok: true, task };
+    }
+    const [own, ...windows] = outcome.reasons;
+    const current = own?.item ? taskFromItem(own.item) : undefined;
+    if (own?.code === 'ConditionalCheckFailed') return current ? { ok: false, current } : { ok: false };
+    const index = windows.findIndex((r) => r.code === 'ConditionalCheckFailed');
+    if (index >= 0) {
+      const used = windows[index]?.item?.used;
+      return {
+        ok: false,
+        ...(current ? { current } : {}),
+        short: { index, ...(typeof used === 'number' ? { used } : {}) },
+      };
+    }
+    // Another transaction held an item (a conflict): nothing was written, and a claim may try again at once.
+    return { ok: false, ...(current ? { current } : {}), conflict: true };
   }
 
   barGrant(taskId: string, reservation: { sessionId: string; reservedAt: number }): Promise<TaskWrite> {
@@ -235,14 +307,14 @@ export class TaskTable implements TaskStore {
     }));
   }
 
-  finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite> {
+  finish(taskId: string, lease: OwnerFence, finish: SettledFinish, now: number): Promise<TaskWrite> {
     const record: FinishRecord = {
       kind: finish.event,
       leaseEpoch: lease.leaseEpoch,
       agentId: lease.agentId,
       status: finish.to.status,
     };
-    return this.update(taskId, (e) => {
+    const build = (e: Expression): ConditionalClauses => {
       const clauses = destinationClauses(e, now, taskId, finish.to);
       const set = [...clauses.set];
       if (finish.event === 'complete' && finish.result !== undefined)
@@ -259,7 +331,40 @@ export class TaskTable implements TaskStore {
           ' AND ',
         ),
       };
-    });
+    };
+    if (!finish.settle?.length) return this.update(taskId, build);
+    return this.finishSettling(taskId, lease, finish.event, build, finish.settle);
+  }
+
+  /**
+   * An owner's write and the usage it settles, in one transaction: the write lands with every window's change or
+   * not at all, and the same call sent again (the same token) changes nothing more.
+   */
+  private async finishSettling(
+    taskId: string,
+    lease: OwnerFence,
+    event: string,
+    build: (e: Expression) => ConditionalClauses,
+    settle: readonly WindowSettlement[],
+  ): Promise<TaskWrite> {
+    const items = [
+      transactUpdate({ TableName: this.tableName, Key: stateKey(taskId) }, build),
+      ...settle.map((s) => settleUpdate(this.tableName, s)),
+    ];
+    for (let round = 0; ; round++) {
+      // A round met by another transaction wrote nothing: the next is a request of its own.
+      const token = requestToken(event, taskId, String(lease.leaseEpoch), lease.sessionId, String(round));
+      const outcome = await conditionalTransaction(this.doc, items, token);
+      if (outcome.ok) break;
+      const own = outcome.reasons[0];
+      if (own?.code === 'ConditionalCheckFailed')
+        return own.item ? { ok: false, current: taskFromItem(own.item) } : { ok: false };
+      if (round >= 3) throw new Error(`finishing task ${taskId} met other transactions ${round + 1} times`);
+      await sleep(25 * 2 ** round);
+    }
+    const task = await this.get(taskId);
+    if (!task) throw new Error(`task ${taskId} finished but not found`);
+    return { ok: true, task };
   }
 
   takeBack(observed: Observed, { event, to, error }: TakingBack, now: number): Promise<TaskWrite> {
@@ -569,4 +674,17 @@ export class TaskTable implements TaskStore {
       ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
     };
   }
+}
+
+/** A settlement's change of a window: its count moves by the difference, unconditionally (usage is a fact). */
+function settleUpdate(tableName: string, s: WindowSettlement) {
+  return transactUpdate({ TableName: tableName, Key: rateWindowKey(s.name, s.window, s.key) }, (e) => ({
+    set: [
+      `${e.n('windowEnd')} = if_not_exists(${e.n('windowEnd')}, ${e.v(s.end)})`,
+      `${e.n('purgeAt')} = if_not_exists(${e.n('purgeAt')}, ${e.v(s.purgeAt)})`,
+      ...(s.key === undefined ? [] : [`${e.n('key')} = ${e.v(s.key)}`]),
+    ],
+    add: [`${e.n('used')} ${e.v(s.delta)}`],
+    condition: '',
+  }));
 }

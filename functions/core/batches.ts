@@ -4,6 +4,7 @@
  * a batch saves API calls and function invocations, and one bad item never fails the others.
  */
 import { isSchedulerError, ValidationError } from '#domain/errors';
+import type { RateUsage } from '#domain/rate-limits';
 import type { Task } from '#domain/task';
 import { parseTaskSpec } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
@@ -89,6 +90,8 @@ export interface Completion {
   readonly taskId: string;
   readonly leaseEpoch: number;
   readonly result?: unknown;
+  /** Units used, by rate limit (`completeTask`'s `usage`). */
+  readonly usage?: RateUsage;
 }
 
 export async function completeBatch(
@@ -103,7 +106,9 @@ export async function completeBatch(
   return Promise.all(
     completions.map((c) => {
       const lease: LeaseRef = { agentId, taskId: c.taskId, leaseEpoch: c.leaseEpoch };
-      return outcomeOf(completeTask(ctx, lease, c.result, session));
+      return outcomeOf(
+        completeTask(ctx, lease, c.result, { sessionRead: session, ...(c.usage ? { usage: c.usage } : {}) }),
+      );
     }),
   );
 }

@@ -23,6 +23,7 @@ import { checkDependencies } from './dependencies';
 import { dispatchMany, type PendingDispatch } from './dispatch';
 import type { WrittenPayloads } from './ports/payload-store';
 import type { OwnerFence } from './ports/task-store';
+import { checkTaskRateLimits } from './rate-limits';
 import { confirmSession } from './session-reads';
 import { commitSubmission, type PreparedSubmission, prepareSubmission } from './submit';
 
@@ -103,6 +104,7 @@ async function checkChild(
   lineage: { parentTaskId: string; rootTaskId: string },
 ): Promise<PreparedSubmission> {
   const prepared = prepareChild(ctx, spec, lineage);
+  await checkTaskRateLimits(ctx, prepared.task.rateLimits);
   const { waitingOn } = prepared.task;
   if (waitingOn) {
     await checkDependencies(ctx, waitingOn, {

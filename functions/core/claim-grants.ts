@@ -3,6 +3,7 @@
  * some; each admitted task is granted with its conditional write (`queued → leased`, epoch + 1); then the hints and
  * the slots no grant came of are settled, in housekeeping that must not lose a grant.
  */
+import type { ReceivedHint } from '#domain/hint';
 import type { AgentSession, Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { type HintFates, logged, type SortedHints } from './claim-hints';
@@ -10,6 +11,7 @@ import type { SchedulerContext } from './context';
 import { expireTask } from './follow-ups';
 import type { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
+import { noteSaturation, takesFor } from './rate-limits';
 import { admitKeys, isStandIn, type TakenTurn } from './turns';
 
 /** Seconds a hint is hidden when its queue's concurrency or rate limit refused it. */
@@ -73,6 +75,8 @@ export interface Grants {
    * again), hidden until then: the queue, and the seconds until the task is claimable.
    */
   readonly early: { readonly queue: string; readonly seconds: number }[];
+  /** Tasks a rate limit they name had no room for: they wait queued for its next window. */
+  readonly limited: Set<string>;
 }
 
 /** Each admitted task's grant, all at once; the hints of each get the fate its outcome calls for. */
@@ -87,7 +91,7 @@ export async function grantAll(
   now: number,
   fates: HintFates,
 ): Promise<Grants> {
-  const grants: Grants = { granted: [], errors: [], released: new Map(), early: [] };
+  const grants: Grants = { granted: [], errors: [], released: new Map(), early: [], limited: new Set() };
   await Promise.all(
     sorted.candidates.map(async (taskId) => {
       const hints = sorted.byTask.get(taskId) ?? [];
@@ -135,6 +139,18 @@ export async function grantAll(
         return;
       }
       grants.released.set(taskId, now);
+      if (outcome.kind === 'limited') {
+        grants.limited.add(taskId);
+        await waitForUnits(
+          ctx,
+          { taskId, leaseEpoch: outcome.leaseEpoch },
+          outcome.until,
+          hints,
+          fates,
+          grants,
+        );
+        return;
+      }
       if (outcome.kind === 'later') {
         const [first, ...copies] = hints;
         fates.delete(...copies);
@@ -146,6 +162,35 @@ export async function grantAll(
     }),
   );
   return grants;
+}
+
+/**
+ * A task whose rate limit has no room waits queued, using no attempt, until the window ends: its hint hidden until
+ * then, with a timed wake for that moment; or, when that is further off than SQS holds a message back, its hint
+ * deleted and the supervisor asked to look at it then (it sends a new one).
+ */
+async function waitForUnits(
+  ctx: SchedulerContext,
+  task: { readonly taskId: string; readonly leaseEpoch: number },
+  until: number,
+  hints: readonly ReceivedHint[],
+  fates: HintFates,
+  grants: Grants,
+): Promise<void> {
+  const seconds = Math.max(0, until - ctx.now()) / 1_000;
+  const [first, ...copies] = hints;
+  fates.delete(...copies);
+  if (!first) return;
+  if (seconds <= LIMITS.sqsMaxDelaySeconds) {
+    fates.returnLater(Math.ceil(seconds), first);
+    grants.early.push({ queue: first.queue, seconds: Math.ceil(seconds) });
+    return;
+  }
+  await ctx.tasks
+    .lookAgainAt({ taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch }, until)
+    .then(() => fates.delete(first))
+    // Not moved: the hint stays, back in a while, rather than leave the task with neither.
+    .catch(() => fates.returnLater(LIMITS.sqsMaxDelaySeconds, first));
 }
 
 /**
@@ -180,7 +225,12 @@ export async function settle(
   ]);
 }
 
-type GrantOutcome = { kind: 'granted'; task: Task } | { kind: 'stale' } | { kind: 'later'; seconds: number };
+type GrantOutcome =
+  | { kind: 'granted'; task: Task }
+  | { kind: 'stale' }
+  | { kind: 'later'; seconds: number }
+  /** A rate limit it names has no room until `until`: the task stays queued, at `leaseEpoch`. */
+  | { kind: 'limited'; until: number; leaseEpoch: number };
 
 /**
  * The grant: `queued → leased`, epoch + 1, owner recorded, with the queue controls that reserved a slot for it
@@ -195,18 +245,28 @@ async function grant(
   claimId: string | undefined,
   queueSlots: readonly string[],
 ): Promise<GrantOutcome> {
-  const written = await ctx.tasks.grant(
-    taskId,
-    {
-      queue,
-      agentId: session.agentId,
-      sessionId: session.sessionId,
-      ...(claimId === undefined ? {} : { claimId }),
-      ...(queueSlots.length === 0 ? {} : { queueSlots }),
-    },
-    now,
-  );
+  const base = {
+    queue,
+    agentId: session.agentId,
+    sessionId: session.sessionId,
+    ...(claimId === undefined ? {} : { claimId }),
+    ...(queueSlots.length === 0 ? {} : { queueSlots }),
+  };
+  let written = await ctx.tasks.grant(taskId, base, now);
   if (written.ok) return { kind: 'granted', task: written.task };
+  // Refused for naming rate limits the grant did not take: granted again, taking their units with it.
+  const named = written.current;
+  if (named?.rateLimits && isClaimableIn(named, queue, now)) {
+    const takes = await takesFor(ctx, named, now);
+    written = await ctx.tasks.grant(taskId, { ...base, rateTakes: takes }, now);
+    if (written.ok) return { kind: 'granted', task: written.task };
+    if (written.conflict) return { kind: 'later', seconds: 0 };
+    const short = written.short && takes[written.short.index];
+    if (short) {
+      await noteSaturation(ctx, short, now);
+      return { kind: 'limited', until: short.end, leaseEpoch: named.leaseEpoch };
+    }
+  }
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
   const current = written.current;
   if (!current) return { kind: 'stale' };
@@ -229,6 +289,13 @@ async function grant(
   if (current.status === 'queued' && current.queue === queue) return { kind: 'later', seconds: 0 };
   return { kind: 'stale' };
 }
+
+/** Queued in `queue`, and claimable at `now` (its time come, its deadline to start not passed). */
+const isClaimableIn = (task: Task, queue: string, now: number): boolean =>
+  task.status === 'queued' &&
+  task.queue === queue &&
+  (task.notBefore === undefined || task.notBefore <= now) &&
+  (task.expiresAt === undefined || task.expiresAt > now);
 
 /**
  * The task as this grant leaves it: leased to this session, by this claim, at this grant time. No other grant can

@@ -183,7 +183,7 @@ export async function claimTasks(
   await passTurns(
     ctx,
     turns,
-    admission.refused,
+    new Set([...admission.refused, ...grants.limited]),
     (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
   );
 

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from '#domain/priority';
 import type { QueueLimits } from '#domain/queue-limits';
+import type { RateLimitDefinition } from '#domain/rate-limits';
 import type { ScheduleBackend } from '#domain/schedule';
 import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
@@ -17,6 +18,7 @@ import type { PayloadStore } from './ports/payload-store';
 import type { ProgressStore } from './ports/progress-store';
 import type { PushChannel } from './ports/push-channel';
 import type { QueueControlStore } from './ports/queue-control-store';
+import type { RateLimitStore } from './ports/rate-limit-store';
 import type { RoleStore } from './ports/role-store';
 import type { ScheduleStore } from './ports/schedule-store';
 import type { SessionStore } from './ports/session-store';
@@ -62,6 +64,8 @@ export interface SchedulerSettings {
   readonly missedRunGraceSeconds: number;
   /** Limits of queues whose control item sets none (from the construct's props). */
   readonly queueLimits: Readonly<Record<string, QueueLimits>>;
+  /** Named rate limits as the construct declares them: in force unless an operator set the name. */
+  readonly rateLimits: readonly RateLimitDefinition[];
   /**
    * What a claim that found nothing tells the agent to wait: the base after the first empty claim, doubling
    * with each one in a row, up to the cap. Idle polling is most of what an idle agent costs.
@@ -158,6 +162,7 @@ export const DEFAULT_SETTINGS: SchedulerSettings = {
   sweepLimit: 200,
   missedRunGraceSeconds: 120,
   queueLimits: {},
+  rateLimits: [],
   idleClaimRetryBaseMs: 500,
   routineEvents: false,
   emptyTierRecheckMs: 1_000,
@@ -197,6 +202,8 @@ export interface SchedulerContext {
   readonly waitpoints: WaitpointStore;
   /** Each task's last progress report. */
   readonly progress: ProgressStore;
+  /** Named rate limits operators set, and the units taken in each limit's windows. */
+  readonly rateLimits: RateLimitStore;
   /** Cancellations that reach a task's descendants, walked a step at a time. */
   readonly cascades: CascadeStore;
   /** Debounce windows: which task each collects its submissions into, and what submissions were answered. */

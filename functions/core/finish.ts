@@ -11,6 +11,7 @@ import {
   TaskNotFoundError,
   ValidationError,
 } from '#domain/errors';
+import { type RateUsage, usageSchema } from '#domain/rate-limits';
 import { decideRetry } from '#domain/retry-policy';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import {
@@ -27,7 +28,8 @@ import { tellOfEnd } from './dependencies';
 import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
-import type { OwnerFinish } from './ports/task-store';
+import type { OwnerFinish, SettledFinish, WindowSettlement } from './ports/task-store';
+import { type RateLimitInForce, rateLimitsInForce, settlementsFor } from './rate-limits';
 import { readSessionFor, type SessionRead } from './session-reads';
 import { ending, requeueAfter, retryInTime } from './timing';
 import { freeLeaseSlots } from './turns';
@@ -48,7 +50,7 @@ export interface FinishResult {
 interface FinishPlan {
   readonly event: OwnerFinish['event'];
   /** Where the write leaves the task, and what it records; decided from the task as read when `needsTask`. */
-  readonly decide: (now: number, task: Task | undefined) => OwnerFinish;
+  readonly decide: (now: number, task: Task | undefined) => SettledFinish;
   /** Whether `decide` needs the task read first (a failure's retry depends on the attempts left). */
   readonly needsTask?: boolean;
   /** The owner's session, as a batch read it once for all its completions. */
@@ -224,19 +226,46 @@ export async function completeTask(
   ctx: SchedulerContext,
   lease: LeaseRef,
   result?: unknown,
-  sessionRead?: Promise<SessionRead>,
+  { sessionRead, usage }: { sessionRead?: Promise<SessionRead>; usage?: RateUsage } = {},
 ): Promise<FinishResult> {
   const resultJson =
     result === undefined ? undefined : encodeBoundedJson(result, LIMITS.resultBytes, 'result');
+  const limits = await limitsFor(ctx, usage);
   return finish(ctx, lease, {
     event: 'complete',
-    decide: (now) => ({
+    // Usage settles what the grant took, which the task records: it is read first (a read unit), only then.
+    needsTask: limits !== undefined,
+    decide: (now, task) => ({
       event: 'complete',
       to: ending(ctx, now, 'succeeded'),
       ...(resultJson === undefined ? {} : { result: resultJson }),
+      ...settling(limits, task, usage, now),
     }),
     ...(sessionRead ? { sessionRead } : {}),
   });
+}
+
+/** The limits in force, for a call that reports usage (checked here: a 400 before anything is read). */
+async function limitsFor(
+  ctx: SchedulerContext,
+  usage: unknown,
+): Promise<Map<string, RateLimitInForce> | undefined> {
+  if (usage === undefined) return undefined;
+  const parsed = usageSchema.safeParse(usage);
+  if (!parsed.success) throw new ValidationError(`usage.${describeIssues(parsed.error)}`);
+  return rateLimitsInForce(ctx);
+}
+
+/** What a finish settles of `usage`, on the task as read. */
+function settling(
+  limits: Map<string, RateLimitInForce> | undefined,
+  task: Task | undefined,
+  usage: RateUsage | undefined,
+  now: number,
+): { settle?: WindowSettlement[] } {
+  if (!limits || !task || !usage) return {};
+  const settle = settlementsFor(limits, task, usage, now);
+  return settle.length > 0 ? { settle } : {};
 }
 
 /**
@@ -247,11 +276,12 @@ export async function failTask(
   ctx: SchedulerContext,
   lease: LeaseRef,
   error: unknown,
-  options: { readonly retryAfterSeconds?: number } = {},
+  options: { readonly retryAfterSeconds?: number; readonly usage?: RateUsage } = {},
 ): Promise<FinishResult> {
   const parsed = taskErrorSchema.safeParse(error);
   if (!parsed.success) throw new ValidationError(`error.${describeIssues(parsed.error)}`);
   const taskError = { message: parsed.data.message, retryable: parsed.data.retryable ?? true };
+  const limits = await limitsFor(ctx, options.usage);
   const outcome = await finish(ctx, lease, {
     event: 'fail',
     needsTask: true,
@@ -271,6 +301,7 @@ export async function failTask(
         event: 'fail',
         to: decision.retry ? requeueAfter(ctx, now, decision.delayMs, task) : ending(ctx, now, 'dead', task),
         error: taskError,
+        ...settling(limits, task, options.usage, now),
       };
     },
   });

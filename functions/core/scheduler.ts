@@ -14,6 +14,7 @@ import {
 } from '#domain/errors';
 import { AGENT_ID_PATTERN } from '#domain/ids';
 import type { PushPrincipal } from '#domain/push';
+import type { RateUsage } from '#domain/rate-limits';
 import { SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import type { Task } from '#domain/task';
 import { type Completion, completeBatch, submitBatch } from './batches';
@@ -31,6 +32,7 @@ import type { PushChannel } from './ports/push-channel';
 import { type ProgressReport, reportProgress, reportProgressBatch } from './progress';
 import { answerFrame, closeConnection, issueTicket, openConnection, pushTo, redeemTicket } from './push';
 import { setQueueLimits, setQueuePaused } from './queue-controls';
+import { getRateLimit, listRateLimits, setRateLimit } from './rate-limits';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
@@ -221,8 +223,11 @@ export class Scheduler {
    * `sessionRead`: the owner's session as the caller read it (`ownerSession`), to hand the same read to the claim the
    * call carries.
    */
-  complete(lease: LeaseRef, result?: unknown, sessionRead?: Promise<SessionRead>) {
-    return completeTask(this.ctx, lease, result, sessionRead);
+  complete(lease: LeaseRef, result?: unknown, sessionRead?: Promise<SessionRead>, usage?: RateUsage) {
+    return completeTask(this.ctx, lease, result, {
+      ...(sessionRead ? { sessionRead } : {}),
+      ...(usage ? { usage } : {}),
+    });
   }
 
   /** Several completions by one agent in one call, each fenced by its own lease and with its own outcome. */
@@ -319,6 +324,21 @@ export class Scheduler {
   /** Sets a queue's concurrency and rate limits; an empty object removes them. */
   setQueueLimits(queue: string, limits: unknown) {
     return setQueueLimits(this.ctx, queue, limits);
+  }
+
+  /** The named rate limits in force, each with its use in the window open now. */
+  listRateLimits() {
+    return listRateLimits(this.ctx);
+  }
+
+  /** One named rate limit with its use now (a per-key limit's keys listed); undefined when none has the name. */
+  getRateLimit(name: string) {
+    return getRateLimit(this.ctx, name);
+  }
+
+  /** Sets a named rate limit's terms (a new one, or new terms for one in force). */
+  setRateLimit(name: string, terms: unknown) {
+    return setRateLimit(this.ctx, name, terms);
   }
 
   resumeQueue(queue: string) {

@@ -18,6 +18,7 @@ import { emit } from './events';
 import { payloadPurgeAtFor } from './lifetimes';
 import type { NewPayload, WrittenPayloads } from './ports/payload-store';
 import type { OwnerFence } from './ports/task-store';
+import { checkTaskRateLimits } from './rate-limits';
 import { dueAtAfterDispatch, dueNoLaterThanExpiry } from './timing';
 
 export interface SubmitResult {
@@ -58,6 +59,7 @@ const specFields = (spec: TaskSpec, payload: string | null = spec.payloadJson): 
   ...(spec.concurrencyKey === undefined ? [] : [{ concurrencyKey: spec.concurrencyKey }]),
   ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
   ...(spec.maxTimeoutSeconds === undefined ? [] : [{ maxTimeoutSeconds: spec.maxTimeoutSeconds }]),
+  ...(spec.rateLimits === undefined ? [] : [{ rateLimits: spec.rateLimits }]),
   ...(spec.debounce === undefined
     ? []
     : [{ debounce: [spec.debounce.key, spec.debounce.windowSeconds, spec.debounce.maxWaitSeconds] }]),
@@ -172,6 +174,7 @@ export function prepareSpec(
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
     ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
     ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
+    ...(spec.rateLimits === undefined ? {} : { rateLimits: spec.rateLimits }),
     payloadPurgeAt,
     // A debounced task's payload is replaced while its window is open, each payload an item of its own: items keyed
     // by the task (layout 1), since under layout 2 each would be one more entry of the task in its queue's list. The
@@ -286,7 +289,9 @@ export async function commitSubmission(
 
 /** What a submission checks by reading before anything is written: a refused one leaves no payload behind. */
 export async function checkBeforeWriting(ctx: SchedulerContext, prepared: PreparedSubmission): Promise<void> {
-  const { waitingOn, taskId } = prepared.task;
+  const { waitingOn, taskId, rateLimits, failureOf } = prepared.task;
+  // A follow-up is the scheduler's: a limit no longer in force is passed over by its claims, not refused here.
+  if (!failureOf) await checkTaskRateLimits(ctx, rateLimits);
   if (waitingOn) await checkDependencies(ctx, waitingOn, { dependentId: taskId });
 }
 

@@ -89,6 +89,9 @@ export class SessionLostError extends errorKind('SessionLost', 409) {}
 /** No waitpoint by that id (or callback token). */
 export class WaitpointNotFoundError extends errorKind('WaitpointNotFound', 404) {}
 
+/** No named rate limit by that name is in force. */
+export class RateLimitNotFoundError extends errorKind('RateLimitNotFound', 404) {}
+
 /** A waitpoint already ended with another outcome (or by another request): nothing changed. */
 export class WaitpointResolvedError extends errorKind('WaitpointResolved', 409) {}
 

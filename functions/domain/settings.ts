@@ -134,13 +134,13 @@ export const SETTINGS = {
     prop: 'taskLayout',
     env: 'TASK_LAYOUT',
     unit: 'count',
-    default: 3,
+    default: 4,
     min: 1,
-    max: 3,
+    max: 4,
     integer: true,
     readBy: 'all but the authorizer',
     meaning:
-      'how tasks are written: 3 may suspend them on waitpoints; 2 lists a task by its payload item (a write unit less); 1 as before',
+      'how tasks are written: 4 may name rate limits; 3 may suspend them on waitpoints; 2 lists a task by its payload item (a write unit less); 1 as before',
   },
   queueSlotLayout: {
     prop: 'queueSlotLayout',
@@ -241,6 +241,13 @@ export const TEXT_SETTINGS = {
     readBy: 'APIs, supervisor, schedule fire',
     carriedAs: 'JSON: limits by queue; unset when none',
     meaning: 'the limits of a queue whose control record sets none',
+  },
+  rateLimits: {
+    prop: 'rateLimits',
+    env: 'RATE_LIMITS',
+    readBy: 'APIs, supervisor, schedule fire',
+    carriedAs: 'JSON: the named rate limits as declared; unset when none',
+    meaning: 'the named rate limits in force under names no operator has set',
   },
   agentSubmitQueues: {
     prop: 'agentSubmitQueues',

@@ -8,6 +8,7 @@ import { PayloadTooLargeError, ValidationError } from './errors';
 import { TASK_ID_PATTERN } from './ids';
 import { CONCURRENCY_KEY_CHARS } from './lanes';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
+import { type TaskRateLimit, taskRateLimitsSchema } from './rate-limits';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
 import { accepts } from './wire-match';
 
@@ -136,6 +137,8 @@ const runShape = {
   concurrencyKey: printableNameSchema(CONCURRENCY_KEY_CHARS).optional(),
   /** Releases with a delay (snoozes) the task may take, which use no attempt. @default DEFAULT_MAX_SNOOZES */
   maxSnoozes: z.int().min(0).max(LIMITS.maxSnoozes).optional(),
+  /** Named rate limits its attempts take units of (`#domain/rate-limits`). */
+  rateLimits: taskRateLimitsSchema.optional(),
 };
 
 /**
@@ -201,6 +204,7 @@ export interface TaskSpec {
   readonly concurrencyKey?: string;
   readonly maxSnoozes?: number;
   readonly debounce?: DebounceSpec;
+  readonly rateLimits?: readonly TaskRateLimit[];
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -294,6 +298,15 @@ export function parseTaskSpec(input: unknown): TaskSpec {
     ...(onFailureJson === undefined ? {} : { onFailureJson }),
     ...(spec.concurrencyKey === undefined ? {} : { concurrencyKey: spec.concurrencyKey }),
     ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
+    ...(spec.rateLimits === undefined
+      ? {}
+      : {
+          rateLimits: spec.rateLimits.map((l) => ({
+            name: l.name,
+            units: l.units ?? 1,
+            ...(l.key === undefined ? {} : { key: l.key }),
+          })),
+        }),
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),

@@ -6,6 +6,7 @@
  */
 import type * as Sdk from '#sdk/types';
 import type { Priority } from './priority';
+import type { RateTaken, TaskRateLimit } from './rate-limits';
 import type { RetryPolicy } from './retry-policy';
 import type { TaskStatus } from './task-status';
 
@@ -138,6 +139,10 @@ export interface Task extends AsOnTheWire {
   readonly debounceUntil?: number;
   readonly debounceJoins?: number;
   readonly debounceClosed?: boolean;
+  /** The named rate limits its attempts take units of (`#domain/rate-limits`), units resolved. */
+  readonly rateLimits?: readonly TaskRateLimit[];
+  /** What the current (or last) grant took from each of them, by window: usage settles against these. */
+  readonly rateTaken?: readonly RateTaken[];
 }
 
 /** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */

@@ -120,6 +120,7 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
         { agentId, taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.result,
         sessionRead,
+        body.usage,
       );
       const next = await claimAfter(scheduler, agentId, body.claimNext, [done.task], sessionRead);
       return { status: 200, body: { task: taskView(done.task), ...next } };
@@ -138,7 +139,10 @@ function leaseOperations(scheduler: Scheduler): Record<string, Operation> {
       const failed = await scheduler.fail(
         { agentId: agentOf(request), taskId: taskIdParam(request), leaseEpoch: body.leaseEpoch },
         body.error,
-        body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds },
+        {
+          ...(body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds }),
+          ...(body.usage === undefined ? {} : { usage: body.usage }),
+        },
       );
       return { status: 200, body: { task: taskView(failed.task) } };
     },

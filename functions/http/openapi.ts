@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { agentSpecSchema } from '#core/sessions';
 import { queueLimitsSchema } from '#domain/queue-limits';
+import { rateLimitTermsSchema } from '#domain/rate-limits';
 import { scheduleSpecSchema } from '#domain/schedule';
 import { taskSpecSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
@@ -48,6 +49,8 @@ import {
   pushTicketSchema,
   queueListSchema,
   queueResponseSchema,
+  rateLimitListSchema,
+  rateLimitResponseSchema,
   releaseRoleResultSchema,
   responseRegistry,
   revokedSchema,
@@ -189,6 +192,20 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     'QueueLimits',
     queueLimitsSchema,
     ok(queueResponseSchema),
+  ),
+  listRateLimits: {
+    summary: 'List the named rate limits, each with its use now',
+    responses: ok(rateLimitListSchema),
+  },
+  getRateLimit: {
+    summary: 'Read a named rate limit and its use now, by key',
+    responses: ok(rateLimitResponseSchema),
+  },
+  setRateLimit: withBody(
+    'Set the terms of a named rate limit',
+    'RateLimitTerms',
+    rateLimitTermsSchema,
+    ok(rateLimitResponseSchema),
   ),
   registerAgent: {
     summary: 'Register an agent',

@@ -5,8 +5,9 @@
 
 import type { Scheduler } from '#core/scheduler';
 import { issueAgentToken } from '#domain/agent-token';
-import { ValidationError, WaitpointNotFoundError } from '#domain/errors';
+import { RateLimitNotFoundError, ValidationError, WaitpointNotFoundError } from '#domain/errors';
 import { WAITPOINT_ID_PATTERN } from '#domain/ids';
+import { RATE_LIMIT_NAME_PATTERN } from '#domain/rate-limits';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
@@ -17,6 +18,7 @@ import {
   occurrenceView,
   pushTicketView,
   queueControlView,
+  rateLimitView,
   roleView,
   scheduleListView,
   scheduleView,
@@ -93,6 +95,7 @@ export const operatorOperations = (scheduler: Scheduler): Record<string, Operati
   openApi: async () => ({ status: 200, body: openApiDocument() }),
   ...taskOperations(scheduler),
   ...queueOperations(scheduler),
+  ...rateLimitOperations(scheduler),
   ...scheduleOperations(scheduler),
   ...fleetOperations(scheduler),
 });
@@ -188,6 +191,37 @@ function queueOperations(scheduler: Scheduler): Record<string, Operation> {
       body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
     }),
   };
+}
+
+/** Named rate limits: those in force with their use now, one with its keys' use, new terms for one. */
+function rateLimitOperations(scheduler: Scheduler): Record<string, Operation> {
+  return {
+    listRateLimits: async () => ({
+      status: 200,
+      body: { rateLimits: (await scheduler.listRateLimits()).map(rateLimitView) },
+    }),
+    getRateLimit: async (request) => {
+      const name = rateLimitParam(request);
+      const use = await scheduler.getRateLimit(name);
+      if (!use) throw new RateLimitNotFoundError(`no rate limit is named ${name}`);
+      return { status: 200, body: { rateLimit: rateLimitView(use) } };
+    },
+    setRateLimit: async (request) => ({
+      status: 200,
+      body: { rateLimit: rateLimitView(await scheduler.setRateLimit(rateLimitParam(request), request.body)) },
+    }),
+  };
+}
+
+/** The `{name}` of a rate limit's path, checked. */
+function rateLimitParam(request: ApiRequest): string {
+  const name = request.params.name ?? '';
+  if (!RATE_LIMIT_NAME_PATTERN.test(name)) {
+    throw new ValidationError(
+      'name: 1 to 64 letters, digits, ".", "_", "-" or ":", starting with a letter or digit',
+    );
+  }
+  return name;
 }
 
 /** Schedules created through the API, and what happened at their fire times. */

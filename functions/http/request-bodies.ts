@@ -13,6 +13,7 @@ import { checkpointsSchema, extensionsSchema, OPEN_ID_PATTERN } from '#core/sess
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
 import { PROGRESS_LIMITS, progressShape } from '#domain/progress';
+import { usageSchema } from '#domain/rate-limits';
 import {
   describeIssues,
   jsonValueSchema,
@@ -78,6 +79,7 @@ export const completeBody = accepts<Sdk.CompleteRequest>()(
   z.strictObject({
     leaseEpoch: leaseEpochSchema,
     result: jsonValueSchema.optional(),
+    usage: usageSchema.optional(),
     claimNext,
   }),
 );
@@ -90,6 +92,7 @@ export const completeManyBody = accepts<Sdk.CompleteTasksRequest>()(
           taskId: z.string().regex(TASK_ID_PATTERN, 'a task id'),
           leaseEpoch: leaseEpochSchema,
           result: jsonValueSchema.optional(),
+          usage: usageSchema.optional(),
         }),
       )
       .min(1)
@@ -130,6 +133,7 @@ export const failBody = accepts<Sdk.FailInput>()(
     leaseEpoch: leaseEpochSchema,
     error: taskErrorSchema,
     retryAfterSeconds: snoozeSeconds.optional(),
+    usage: usageSchema.optional(),
   }),
 );
 export const releaseBody = accepts<Sdk.ReleaseInput>()(

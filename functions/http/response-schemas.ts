@@ -14,6 +14,7 @@ import { EVENT_TYPES } from '#domain/events';
 import { AGENT_ID_PATTERN, TASK_ID_PATTERN } from '#domain/ids';
 import { PRIORITIES } from '#domain/priority';
 import { QUEUE_SLOTS_MAX, storedQueueLimitsSchema } from '#domain/queue-limits';
+import { RATE_PERIODS } from '#domain/rate-limits';
 import { scheduleSpecSchema, taskTemplateSchema } from '#domain/schedule';
 import { jsonValueSchema, queueNameSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
@@ -133,6 +134,23 @@ export const taskSchema = published(
         .string()
         .optional()
         .describe('The waitpoint it was last suspended on: open while the task is `suspended`.'),
+      rateLimits: z
+        .array(z.looseObject({ name: z.string(), units: z.number(), key: z.string().optional() }))
+        .optional()
+        .describe('The named rate limits its attempts take units of, units resolved.'),
+      rateTaken: z
+        .array(
+          z.looseObject({
+            name: z.string(),
+            units: z.number(),
+            window: timestamp,
+            key: z.string().optional(),
+          }),
+        )
+        .optional()
+        .describe(
+          'What its current (or last) grant took from each limit, and the start of the window it took from.',
+        ),
       progress: taskProgressSchema
         .optional()
         .describe('The last progress its holder reported (`GET /v1/tasks/{taskId}` only).'),
@@ -275,6 +293,36 @@ export const queueControlSchema = published(
       limits: queueLimits,
       enforcedLimits,
       updatedAt: timestamp.optional(),
+    }),
+  ),
+);
+
+/** rateLimitView */
+export const rateLimitSchema = published(
+  'RateLimit',
+  answers<Sdk.RateLimit>()(
+    z.looseObject({
+      name: z.string(),
+      limit: z.number().positive(),
+      per: z.enum(RATE_PERIODS),
+      burst: z.number().positive().optional(),
+      perKey: z.boolean().optional(),
+      source: z.enum(['set', 'declared']).describe('Set by an operator, or as the construct declares it.'),
+      updatedAt: timestamp.optional(),
+      window: z
+        .looseObject({
+          start: timestamp,
+          end: timestamp,
+          capacity: z.number().positive(),
+          used: z.number().optional(),
+        })
+        .describe('The window open now: its span, the units it holds, and (not per key) their use.'),
+      keys: z
+        .array(z.looseObject({ key: z.string(), used: z.number() }))
+        .optional()
+        .describe(
+          '`GET /v1/rate-limits/{name}` of a per-key limit: the keys that used the window, most first.',
+        ),
     }),
   ),
 );
@@ -464,6 +512,14 @@ export const batchResultsSchema = published(
 );
 export const queueListSchema = published('QueueList', z.looseObject({ queues: z.array(queueStatsSchema) }));
 export const queueResponseSchema = published('QueueResponse', z.looseObject({ queue: queueControlSchema }));
+export const rateLimitResponseSchema = published(
+  'RateLimitResponse',
+  z.looseObject({ rateLimit: rateLimitSchema }),
+);
+export const rateLimitListSchema = published(
+  'RateLimitList',
+  z.looseObject({ rateLimits: z.array(rateLimitSchema) }),
+);
 export const createdAgentSchema = published(
   'CreatedAgent',
   answers<Sdk.CreatedAgent>()(

@@ -8,6 +8,7 @@ import type { ClaimedTask } from '#core/claim';
 import type { Occurrence } from '#core/occurrences';
 import type { CascadeProgress } from '#core/ports/cascade-store';
 import type { QueueControl } from '#core/queue-controls';
+import type { RateLimitUse } from '#core/rate-limits';
 import type { RoleView } from '#core/roles';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
@@ -69,6 +70,8 @@ export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
         ? undefined
         : { key: task.debounceKey, submissions: 1 + (task.debounceJoins ?? 0) },
     waitpointId: task.waitpointId,
+    rateLimits: task.rateLimits,
+    rateTaken: task.rateTaken?.map((t) => ({ ...t, window: iso(t.window) as string })),
     progress: progress && progressView(progress),
     cascade: cascade && {
       cancelled: cascade.cancelled,
@@ -194,6 +197,26 @@ export function queueControlView(control: QueueControl) {
     limits: control.limits,
     enforcedLimits: isCapped(control.limits) ? enforcedLimits(control.limits) : undefined,
     updatedAt: iso(control.updatedAt),
+  };
+}
+
+/** A named rate limit in force, and its window open now. */
+export function rateLimitView({ limit, window, used, keys }: RateLimitUse) {
+  return {
+    name: limit.name,
+    limit: limit.limit,
+    per: limit.per,
+    burst: limit.burst,
+    perKey: limit.perKey,
+    source: limit.source,
+    updatedAt: iso(limit.updatedAt),
+    window: {
+      start: iso(window.start) as string,
+      end: iso(window.end) as string,
+      capacity: window.capacity,
+      used,
+    },
+    keys: keys?.map((k) => ({ key: k.key, used: k.used })),
   };
 }
 

@@ -20,6 +20,7 @@ import { PayloadObjects } from '#adapters/payload-objects';
 import { PayloadTable } from '#adapters/payload-table';
 import { ProgressTable } from '#adapters/progress-table';
 import { QueueControlTable } from '#adapters/queue-control-table';
+import { RateLimitTable } from '#adapters/rate-limit-table';
 import { RoleTable } from '#adapters/role-table';
 import { ScheduleTable } from '#adapters/schedule-table';
 import { SessionTable } from '#adapters/session-table';
@@ -128,6 +129,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
     progress: translatingAwsErrors(new ProgressTable(doc, deps.tables.tasks)),
+    rateLimits: translatingAwsErrors(new RateLimitTable(doc, deps.tables.tasks)),
     cascades: translatingAwsErrors(new CascadeTable(doc, deps.tables.tasks)),
     debounces: translatingAwsErrors(new DebounceTable(doc, deps.tables.tasks, tasks)),
     schedules: translatingAwsErrors(new ScheduleTable(doc, deps.tables.leases)),

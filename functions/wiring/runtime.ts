@@ -41,6 +41,7 @@ export function schedulerFromEnvironment(
         ...schedulerSettingsOf(config.settings),
         routineEvents: config.routineEvents,
         queueLimits: config.queueLimits,
+        rateLimits: config.rateLimits,
         agentSubmitQueues: config.agentSubmitQueues,
       },
       log,

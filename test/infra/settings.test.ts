@@ -95,6 +95,10 @@ function readBack(env: Record<string, string>): Record<SettingName, number> {
 }
 
 const QUEUE_LIMITS = { research: { maxConcurrency: 3, ratePerSecond: 2 } };
+const RATE_LIMITS = [
+  { name: 'openai.tpm', limit: 90_000, per: 'minute' as const, burst: 30_000 },
+  { name: 'tenant.usd', limit: 25, per: 'day' as const, perKey: true },
+];
 
 /** The example with every prop that reaches a function set, synthesized once. */
 let synthesized: ReturnType<typeof synthExample> | undefined;
@@ -105,6 +109,7 @@ function everyPropSet(): ReturnType<typeof synthExample> {
     schedules: [],
     routineEvents: true,
     queueLimits: QUEUE_LIMITS,
+    rateLimits: RATE_LIMITS,
     agentSubmitQueues: ['emails'],
     metricsNamespace: 'Fleet',
   });
@@ -196,6 +201,7 @@ describe('the settings contract', () => {
       const config = schedulerConfigFromEnv(env);
       expect(config.routineEvents, fn).toBe(true);
       expect(config.queueLimits, fn).toEqual(QUEUE_LIMITS);
+      expect(config.rateLimits, fn).toEqual(RATE_LIMITS);
       expect(config.agentSubmitQueues, fn).toEqual(['emails']);
       expect(env[TEXT_SETTINGS.metricsNamespace.env], fn).toBe('Fleet');
     }

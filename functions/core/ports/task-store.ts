@@ -9,12 +9,40 @@
  * A refused write changes nothing and answers the task as it is now, so the caller can tell why.
  */
 import type { Priority } from '#domain/priority';
+import type { RateTaken } from '#domain/rate-limits';
 import type { Task, TaskError } from '#domain/task';
 
 /** What a conditional write answers: the task as written, or as found when the condition failed. */
 export type TaskWrite =
   | { readonly ok: true; readonly task: Task }
-  | { readonly ok: false; readonly current?: Task };
+  | {
+      readonly ok: false;
+      readonly current?: Task;
+      /** A grant that took units: the window (of `Grant.rateTakes`, by index) that did not have them. */
+      readonly short?: { readonly index: number; readonly used?: number };
+      /** A transaction met another on one of its items: nothing was written. */
+      readonly conflict?: true;
+    };
+
+/** Units a grant takes from a rate limit's window, with the window's bounds (see `#domain/rate-limits`). */
+export interface WindowTake {
+  readonly taken: RateTaken;
+  /** The units the window holds: the take lands while what it took stays within them. */
+  readonly capacity: number;
+  /** The window's end, and when its record may be purged (epoch seconds). */
+  readonly end: number;
+  readonly purgeAt: number;
+}
+
+/** Units an attempt's usage adds to (or, below zero, gives back to) a window of a rate limit. */
+export interface WindowSettlement {
+  readonly name: string;
+  readonly key?: string;
+  readonly window: number;
+  readonly end: number;
+  readonly purgeAt: number;
+  readonly delta: number;
+}
 
 /** The lease an owner presents: its write lands only while that lease is the task's and has not run out. */
 export interface OwnerFence {
@@ -66,6 +94,9 @@ export type OwnerFinish =
    */
   | { readonly event: 'release'; readonly to: Requeue; readonly snooze?: boolean };
 
+/** An owner's write, with the usage it settles in the same transaction (`complete` and `fail` only). */
+export type SettledFinish = OwnerFinish & { readonly settle?: readonly WindowSettlement[] };
+
 /** A task taken from its lease by the scheduler, not its owner: why, where it goes, and the error it records. */
 export interface TakingBack {
   readonly event: 'reclaim' | 'fail';
@@ -81,6 +112,11 @@ export interface Grant {
   readonly claimId?: string;
   /** The queue controls that reserved a slot for this grant, at its time (see `Task.queueSlots`). */
   readonly queueSlots?: readonly string[];
+  /**
+   * The units the grant takes from the task's rate limits, in one transaction with it. Absent: the grant is refused
+   * for a task that names rate limits (the claim did not know it did); empty: it names none in force.
+   */
+  readonly rateTakes?: readonly WindowTake[];
 }
 
 /** The starvation ladder's step, from the level observed. */
@@ -164,7 +200,7 @@ export interface TaskStore {
     reservation: { readonly sessionId: string; readonly reservedAt: number },
   ): Promise<TaskWrite>;
   /** The owner's `complete`, `fail` or `release`, fenced by its lease; records the finish for a retried call. */
-  finish(taskId: string, lease: OwnerFence, finish: OwnerFinish, now: number): Promise<TaskWrite>;
+  finish(taskId: string, lease: OwnerFence, finish: SettledFinish, now: number): Promise<TaskWrite>;
   /**
    * `reclaim` (the lease ran out or was taken back) or, when the task cannot run, `fail` without its owner:
    * fenced by the epoch observed, and recording why.

@@ -1,0 +1,216 @@
+/**
+ * Named rate limits on the emulators: a claim grants a task only with the units of every limit it names, taken
+ * exactly under parallel claimers (one transaction with the grant); a task without units waits queued with no
+ * attempt used, and runs when its window rolls; usage settles what a grant took, once however often it is sent.
+ */
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateWindowKey } from '#adapters/tables';
+import type { Scheduler } from '#core/scheduler';
+import { windowAt } from '#domain/rate-limits';
+import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
+
+const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile'];
+
+describe('named rate limits', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack({
+      queues: QUEUES,
+      settings: {
+        rateLimits: [{ name: 'declared.rpm', limit: 600, per: 'minute' }],
+      },
+    });
+  });
+  afterAll(async () => {
+    await stack.destroy();
+  });
+
+  /** A window's count as its item holds it (0 when no grant wrote it). */
+  const usedIn = async (name: string, window: number, key?: string): Promise<number> => {
+    const output = await DynamoDBDocumentClient.from(stack.dynamodb).send(
+      new GetCommand({
+        TableName: stack.wiring.tables.tasks,
+        Key: rateWindowKey(name, window, key),
+        ConsistentRead: true,
+      }),
+    );
+    return Number(output.Item?.used ?? 0);
+  };
+
+  /** `count` agents, each a scheduler of its own, serving `queues`. */
+  const fleet = async (count: number, queues: string[]) => {
+    const instances: Scheduler[] = Array.from({ length: count }, () => stack.sibling());
+    const agents = await Promise.all(
+      instances.map((s, i) => startAgent(s, { name: `${queues[0]}-${i}`, queues, maxConcurrency: 10 })),
+    );
+    return { instances, agents };
+  };
+
+  it('parallel claimers take exactly what a window holds; the rest wait queued, their attempts unused', async () => {
+    const { scheduler, clock } = stack;
+    await scheduler.setRateLimit('calls.hourly', { limit: 6, per: 'hour' });
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push(
+        (await scheduler.submit({ queue: 'calls', payload: { i }, rateLimits: [{ name: 'calls.hourly' }] }))
+          .task.taskId,
+      );
+    }
+    const { instances, agents } = await fleet(10, ['calls']);
+    const granted = new Set<string>();
+    for (let round = 0; round < 6; round++) {
+      const batches = await Promise.all(
+        instances.map((s, i) => s.claim({ ...(agents[i] as (typeof agents)[0]), max: 3 })),
+      );
+      for (const c of batches.flat()) granted.add(c.taskId);
+    }
+    expect(granted.size).toBe(6);
+    const window = windowAt({ limit: 6, per: 'hour' }, clock.now()).start;
+    expect(await usedIn('calls.hourly', window)).toBe(6);
+    const waiting = (await stack.ctx.tasks.getMany(ids.filter((id) => !granted.has(id)))).values();
+    for (const task of waiting) expect(task).toMatchObject({ status: 'queued', attempt: 0, leaseEpoch: 0 });
+    const [one] = [...granted];
+    expect((await scheduler.getTask(one as string))?.rateTaken).toEqual([
+      { name: 'calls.hourly', units: 1, window },
+    ]);
+  });
+
+  it('a task waiting for a budget runs when its window rolls (the supervisor sends it again)', async () => {
+    const { scheduler, clock } = stack;
+    const agent = await startAgent(scheduler, { name: 'roll', queues: ['calls'], maxConcurrency: 10 });
+    // The test before spent the hour's budget: what is left waits.
+    expect(await claimUntil(scheduler, agent, 1, 1_500, 3)).toHaveLength(0);
+    const hour = 3_600_000;
+    clock.advance(hour - (clock.now() % hour) + 1_000);
+    await scheduler.supervise();
+    const next = await claimUntil(scheduler, agent, 6, 8_000, 3);
+    expect(next).toHaveLength(6);
+    expect(next.every((c) => c.attempt === 1)).toBe(true);
+  });
+
+  it('a per-key limit holds each key to its own windows', async () => {
+    const { scheduler } = stack;
+    await scheduler.setRateLimit('tenant.daily', { limit: 2, per: 'day', perKey: true });
+    for (const key of ['a', 'a', 'a', 'a', 'b', 'b', 'c']) {
+      await scheduler.submit({
+        queue: 'tenants',
+        payload: { key },
+        rateLimits: [{ name: 'tenant.daily', key }],
+      });
+    }
+    const agent = await startAgent(scheduler, { name: 'tenants', queues: ['tenants'], maxConcurrency: 10 });
+    const claimed = await claimUntil(scheduler, agent, 10, 2_500, 5);
+    const byKey = new Map<string, number>();
+    for (const c of claimed) {
+      const key = (c.payload as { key: string }).key;
+      byKey.set(key, (byKey.get(key) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(byKey)).toEqual({ a: 2, b: 2, c: 1 });
+    const use = await scheduler.getRateLimit('tenant.daily');
+    expect(use?.keys).toEqual([
+      { key: 'a', used: 2 },
+      { key: 'b', used: 2 },
+      { key: 'c', used: 1 },
+    ]);
+  });
+
+  it('usage settles what the grant took, once however often the call is sent', async () => {
+    const { scheduler, clock } = stack;
+    await scheduler.setRateLimit('tokens.daily', { limit: 1_000, per: 'day' });
+    const agent = await startAgent(scheduler, { name: 'settled', queues: ['settled'], maxConcurrency: 5 });
+    for (let i = 0; i < 3; i++) {
+      await scheduler.submit({
+        queue: 'settled',
+        payload: { i },
+        maxAttempts: 2,
+        rateLimits: [{ name: 'tokens.daily', units: 100 }],
+      });
+    }
+    const [first, second, third] = await claimUntil(scheduler, agent, 3, 3_000, 3);
+    const window = windowAt({ limit: 1_000, per: 'day' }, clock.now()).start;
+    expect(await usedIn('tokens.daily', window)).toBe(300);
+    const lease = (c: typeof first) => ({
+      agentId: agent.agentId,
+      taskId: c?.taskId ?? '',
+      leaseEpoch: c?.leaseEpoch ?? 0,
+    });
+
+    // 100 estimated, 250 used: the window's count grows by 150, and a retried call changes nothing more.
+    await scheduler.complete(lease(first), 'done', undefined, { 'tokens.daily': 250 });
+    const again = await scheduler.complete(lease(first), 'done', undefined, { 'tokens.daily': 250 });
+    expect(again.replayed).toBe(true);
+    expect(await usedIn('tokens.daily', window)).toBe(450);
+    // A failure reports usage too: 100 estimated, 40 used gives 60 back.
+    await scheduler.fail(lease(second), { message: 'provider error' }, { usage: { 'tokens.daily': 40 } });
+    // Usage of a limit the task does not name is passed over.
+    await scheduler.complete(lease(third), null, undefined, { other: 5 });
+    expect(await usedIn('tokens.daily', window)).toBe(390);
+  });
+
+  it('a limit shared by two queues counts the grants of both', async () => {
+    const { scheduler } = stack;
+    await scheduler.setRateLimit('shared.hourly', { limit: 3, per: 'hour' });
+    for (const queue of ['shared-a', 'shared-b', 'shared-a', 'shared-b', 'shared-a']) {
+      await scheduler.submit({ queue, payload: {}, rateLimits: [{ name: 'shared.hourly' }] });
+    }
+    const a = await startAgent(scheduler, { name: 'sa', queues: ['shared-a'], maxConcurrency: 5 });
+    const b = await startAgent(scheduler, { name: 'sb', queues: ['shared-b'], maxConcurrency: 5 });
+    const claimed = [
+      ...(await claimUntil(scheduler, a, 3, 1_500, 3)),
+      ...(await claimUntil(scheduler, b, 2, 1_500, 2)),
+    ];
+    expect(claimed).toHaveLength(3);
+  });
+
+  it('refuses, changing nothing, a submission whose limits cannot be taken', async () => {
+    const { scheduler } = stack;
+    await scheduler.setRateLimit('keyed', { limit: 5, per: 'minute', perKey: true });
+    const refusals: [unknown, RegExp][] = [
+      [[{ name: 'nobody' }], /no rate limit is named nobody/],
+      [[{ name: 'keyed' }], /keyed is per key; name one/],
+      [[{ name: 'declared.rpm', key: 'k' }], /declared.rpm is not per key/],
+      [[{ name: 'keyed', key: 'k', units: 6 }], /at most 5/],
+      [[{ name: 'keyed', key: 'k#1' }], /without "#"/],
+      [[{ name: 'keyed', key: 'k', units: 0 }], /rateLimits\.0\.units/],
+      [
+        [
+          { name: 'keyed', key: 'a' },
+          { name: 'keyed', key: 'b' },
+        ],
+        /each limit once/,
+      ],
+      [Array.from({ length: 5 }, (_, i) => ({ name: `l${i}` })), /rateLimits/],
+      [[], /rateLimits/],
+    ];
+    for (const [rateLimits, message] of refusals) {
+      await expect(scheduler.submit({ queue: 'hostile', payload: {}, rateLimits })).rejects.toThrow(message);
+    }
+    expect((await scheduler.queueStats()).find((q) => q.name === 'hostile')?.depth.normal).toBe(0);
+    await expect(scheduler.setRateLimit('bad name', { limit: 1, per: 'day' })).rejects.toThrow(/name/);
+    await expect(scheduler.setRateLimit('b', { limit: 1, per: 'day', burst: 2 })).rejects.toThrow(/burst/);
+    await expect(scheduler.setRateLimit('b', { limit: 1000, per: 'second', burst: 1 })).rejects.toThrow(
+      /burst: at least 100/,
+    );
+    await expect(scheduler.setRateLimit('b', { limit: -1, per: 'day' })).rejects.toThrow(/limit/);
+    await expect(scheduler.setRateLimit('b', { limit: 1, per: 'week' })).rejects.toThrow(/per/);
+    expect(await scheduler.getRateLimit('b')).toBeUndefined();
+  });
+
+  it('a stack on an earlier task layout refuses tasks that name limits', async () => {
+    const older = stack.sibling({ settings: { taskLayout: 3 } });
+    await expect(
+      older.submit({ queue: 'hostile', payload: {}, rateLimits: [{ name: 'declared.rpm' }] }),
+    ).rejects.toThrow(/taskLayout 4/);
+  });
+
+  it('lists the limits in force, declared ones too, with their use now', async () => {
+    const limits = await stack.scheduler.listRateLimits();
+    const declared = limits.find((l) => l.limit.name === 'declared.rpm');
+    expect(declared).toMatchObject({ limit: { source: 'declared', limit: 600, per: 'minute' }, used: 0 });
+    expect(limits.find((l) => l.limit.name === 'calls.hourly')).toMatchObject({
+      limit: { source: 'set' },
+      window: { capacity: 6 },
+    });
+  });
+});
