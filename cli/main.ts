@@ -19,6 +19,7 @@ import { agentCommands } from './commands/agents';
 import { consoleCommand } from './commands/console';
 import { devCommand } from './commands/dev';
 import { queueCommands } from './commands/queues';
+import { rateLimitCommands } from './commands/rate-limits';
 import { scheduleCommands } from './commands/schedules';
 import { taskCommands } from './commands/tasks';
 import { waitpointCommands } from './commands/waitpoints';
@@ -87,6 +88,7 @@ export function buildProgram(cli: Cli): Command {
   workerCommand(program, cli);
   program.commandsGroup('Waitpoints:');
   waitpointCommands(program, cli);
+  rateLimitCommands(program, cli);
   program.commandsGroup('Schedules:');
   scheduleCommands(program, cli);
   program.commandsGroup('Local:');

@@ -31,6 +31,9 @@ export const SERVER_LIMITS = {
   waitSeconds: 30 * 24 * 60 * 60,
   /** Objects and arrays nested in one body, the body's own included. */
   jsonDepth: 64,
+  /** Rate limits one task names, and so the limits whose usage one finish reports; the most units of any. */
+  rateLimitsPerTask: 4,
+  rateUnits: 1e12,
 } as const;
 
 /**

@@ -126,6 +126,31 @@ export class RunningTask {
     this.checkpointVersion++;
   }
 
+  private readonly used = new Map<string, number>();
+
+  /** Adds units used, by rate limit: all or nothing (see `TaskContext.usage`). */
+  addUsage(units: Readonly<Record<string, number>>): void {
+    const entries = Object.entries(units);
+    for (const [name, count] of entries) {
+      if (
+        typeof count !== 'number' ||
+        !Number.isFinite(count) ||
+        count < 0 ||
+        count > SERVER_LIMITS.rateUnits
+      )
+        throw new RangeError(`usage of ${name}: a number from 0 to ${SERVER_LIMITS.rateUnits}`);
+    }
+    const names = new Set([...this.used.keys(), ...entries.map(([name]) => name)]);
+    if (names.size > SERVER_LIMITS.rateLimitsPerTask)
+      throw new RangeError(`usage: at most ${SERVER_LIMITS.rateLimitsPerTask} rate limits`);
+    for (const [name, count] of entries) this.used.set(name, (this.used.get(name) ?? 0) + count);
+  }
+
+  /** The units used so far, by rate limit; undefined when none were reported. */
+  usage(): Readonly<Record<string, number>> | undefined {
+    return this.used.size === 0 ? undefined : Object.fromEntries(this.used);
+  }
+
   /** The checkpoint not yet sent, with the version to acknowledge once the heartbeat carrying it succeeds. */
   pendingCheckpoint():
     | { value: unknown; bytes: number; version: number; since: number; alone: boolean }

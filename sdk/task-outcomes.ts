@@ -182,10 +182,12 @@ export class TaskOutcomes {
   }
 
   private async complete(entry: RunningTask, result: unknown): Promise<void> {
+    const usage = entry.usage();
     const item: CompleteItem = {
       taskId: entry.taskId,
       leaseEpoch: entry.task.leaseEpoch,
       ...(result === undefined ? {} : { result }),
+      ...(usage ? { usage } : {}),
     };
     let bytes: number;
     try {
@@ -208,12 +210,14 @@ export class TaskOutcomes {
   }
 
   private async fail(entry: RunningTask, error: unknown, retryAfterSeconds?: number): Promise<void> {
+    const usage = entry.usage();
     await this.host.client.fail(
       entry.taskId,
       {
         leaseEpoch: entry.task.leaseEpoch,
         error: describeFailure(error),
         ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+        ...(usage ? { usage } : {}),
       },
       { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
     );

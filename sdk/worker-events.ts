@@ -95,6 +95,13 @@ export interface TaskContext {
   suspend(options: SuspendOptions): Suspend;
   /** How the waitpoint this task was last suspended on ended: set on the run that follows it, absent otherwise. */
   readonly waitpoint?: WaitpointResult;
+  /**
+   * Adds units the attempt used, by the name of a rate limit the task takes (`rateLimits`): tokens a model call
+   * spent, dollars it cost. The totals go with the attempt's completion or failure and settle what its grant took
+   * (an estimate, `units`). Throws, adding nothing, for a count that is not a number from 0 to 10^12 (`RangeError`)
+   * or a fifth limit (`RangeError`).
+   */
+  usage(units: Readonly<Record<string, number>>): void;
 }
 
 /** A handler's request to put its task off (`TaskContext.snooze`). */

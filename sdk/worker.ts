@@ -515,6 +515,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       snooze: (seconds) => new Snooze(seconds),
       suspend: suspension,
       ...(entry.task.waitpoint === undefined ? {} : { waitpoint: entry.task.waitpoint }),
+      usage: (units) => entry.addUsage(units),
     };
     let outcome: Outcome;
     try {

@@ -16,7 +16,8 @@ import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
 import { UsageError } from '../errors';
 import { record, table } from '../format';
-import { jsonArgument, positiveNumber, wholeNumber } from '../input';
+import { collect, jsonArgument, positiveNumber, wholeNumber } from '../input';
+import { taskRateLimitOf } from './rate-limits';
 import { defined, examples } from './shared';
 
 /** `submit --wait`: the task ended, but not in success (dead or cancelled). */
@@ -59,6 +60,11 @@ function submitCommand(program: Command, cli: Cli): void {
     .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
     .option('--key <key>', 'an idempotency key (default: a new one)')
     .option('--concurrency-key <key>', 'whose task it is: keys of a queue take turns, and share no limit')
+    .option(
+      '--rate-limit <limit>',
+      'a named rate limit its attempts take units of: NAME, NAME=UNITS, NAME@KEY (per-key) or NAME=UNITS@KEY; repeatable, up to 4',
+      collect,
+    )
     .option('--ttl <seconds>', 'expire if not started this long after it may first be claimed', wholeNumber)
     .option('--expires-at <time>', 'expire if not started by this time (ISO 8601 with offset)')
     .option('--depends-on <ids>', 'task ids (comma-separated) that must all succeed before this one runs')
@@ -106,6 +112,7 @@ function submitCommand(program: Command, cli: Cli): void {
         'agent-scheduler submit --queue research --payload @task.json --priority high --key tides-2026',
         'agent-scheduler submit --batch @tasks.json --json',
         `agent-scheduler submit --queue triage --payload @event.json --debounce-key issue-42 --debounce-window 30`,
+        'agent-scheduler submit --queue research --payload @task.json --rate-limit openai.tpm=2000 --rate-limit tenant.usd=0.4@acme',
         'agent-scheduler submit --queue research --payload @task.json --wait --wait-timeout 600 --json',
       ]),
     )
@@ -245,6 +252,7 @@ interface SubmitOptions {
   readonly delay?: number;
   readonly key?: string;
   readonly concurrencyKey?: string;
+  readonly rateLimit?: string[];
   readonly ttl?: number;
   readonly expiresAt?: string;
   readonly onFailure?: string;
@@ -320,6 +328,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       delaySeconds: options.delay,
       idempotencyKey: options.key,
       concurrencyKey: options.concurrencyKey,
+      rateLimits: options.rateLimit?.map(taskRateLimitOf),
       ttlSeconds: options.ttl,
       dependsOn: options.dependsOn
         ?.split(',')

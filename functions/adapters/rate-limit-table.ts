@@ -3,13 +3,24 @@
  * by name), and each limit's windows in its partition (`rate#<name>`, see `rateWindowKey`).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { RateLimitStore, WindowUse } from '#core/ports/rate-limit-store';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { RateLimitStore, WaitingTask, WindowUse } from '#core/ports/rate-limit-store';
+import { isPriority } from '#domain/priority';
 import { type RateLimitDefinition, rateLimitTermsSchema } from '#domain/rate-limits';
 import { Expression, updateExpression } from './expression';
 import { RATE_LIMITS_KEY, rateWindowPrefix } from './tables';
+import { batchWrite } from './task-requests';
 
 type Item = Record<string, unknown>;
+
+/** The part of a task's record as waiting for a limit: `wait#<taskId>`. */
+const WAITING = 'wait#';
 
 /** A stored limit, or undefined when it does not read as one (written by a later release). */
 function definitionOf(name: string, value: unknown): RateLimitDefinition | undefined {
@@ -22,8 +33,8 @@ function definitionOf(name: string, value: unknown): RateLimitDefinition | undef
 
 export class RateLimitTable implements RateLimitStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tableName: string,
+    readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
   ) {}
 
   async definitions({ consistent = false } = {}): Promise<Map<string, RateLimitDefinition>> {
@@ -95,6 +106,56 @@ export class RateLimitTable implements RateLimitStore {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
     }
+  }
+
+  async noteWaiting(name: string, task: WaitingTask, purgeAt: number): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          taskId: `rate#${name}`,
+          part: `${WAITING}${task.taskId}`,
+          queue: task.queue,
+          priority: task.priority,
+          leaseEpoch: task.leaseEpoch,
+          purgeAt,
+        },
+      }),
+    );
+  }
+
+  async waiting(name: string, limit: number): Promise<WaitingTask[]> {
+    const e = new Expression();
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: `${e.n('taskId')} = ${e.v(`rate#${name}`)} AND begins_with(${e.n('part')}, ${e.v(WAITING)})`,
+        Limit: limit,
+        ...e.attributes(),
+      }),
+    );
+    return (output.Items ?? []).flatMap((item) => {
+      const taskId = String(item.part).slice(WAITING.length);
+      return isPriority(item.priority)
+        ? [
+            {
+              taskId,
+              queue: String(item.queue),
+              priority: item.priority,
+              leaseEpoch: Number(item.leaseEpoch ?? 0),
+            },
+          ]
+        : [];
+    });
+  }
+
+  async forgetWaiting(name: string, taskIds: readonly string[]): Promise<void> {
+    await batchWrite(
+      this,
+      taskIds.map((taskId) => ({
+        DeleteRequest: { Key: { taskId: `rate#${name}`, part: `${WAITING}${taskId}` } },
+      })),
+    );
   }
 
   async windowUse(name: string, window: number, limit: number): Promise<WindowUse[]> {

@@ -9,6 +9,7 @@ import { LIMITS } from '#domain/task-spec';
 import { type HintFates, logged, type SortedHints } from './claim-hints';
 import type { SchedulerContext } from './context';
 import { expireTask } from './follow-ups';
+import type { WindowTake } from './ports/task-store';
 import type { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
 import { noteSaturation, takesFor } from './rate-limits';
@@ -141,14 +142,7 @@ export async function grantAll(
       grants.released.set(taskId, now);
       if (outcome.kind === 'limited') {
         grants.limited.add(taskId);
-        await waitForUnits(
-          ctx,
-          { taskId, leaseEpoch: outcome.leaseEpoch },
-          outcome.until,
-          hints,
-          fates,
-          grants,
-        );
+        await waitForUnits(ctx, { taskId, leaseEpoch: outcome.leaseEpoch }, outcome, hints, fates, grants);
         return;
       }
       if (outcome.kind === 'later') {
@@ -172,7 +166,7 @@ export async function grantAll(
 async function waitForUnits(
   ctx: SchedulerContext,
   task: { readonly taskId: string; readonly leaseEpoch: number },
-  until: number,
+  { until, take }: { readonly until: number; readonly take: WindowTake },
   hints: readonly ReceivedHint[],
   fates: HintFates,
   grants: Grants,
@@ -181,6 +175,16 @@ async function waitForUnits(
   const [first, ...copies] = hints;
   fates.delete(...copies);
   if (!first) return;
+  // Recorded with the limit, so that new terms set for it (a budget raised) send it again at once.
+  if (!isStandIn(first)) {
+    await ctx.rateLimits
+      .noteWaiting(
+        take.taken.name,
+        { taskId: task.taskId, queue: first.queue, priority: first.priority, leaseEpoch: task.leaseEpoch },
+        take.purgeAt,
+      )
+      .catch(logged(ctx, 'note a task waiting for a rate limit'));
+  }
   if (seconds <= LIMITS.sqsMaxDelaySeconds) {
     fates.returnLater(Math.ceil(seconds), first);
     grants.early.push({ queue: first.queue, seconds: Math.ceil(seconds) });
@@ -230,7 +234,7 @@ type GrantOutcome =
   | { kind: 'stale' }
   | { kind: 'later'; seconds: number }
   /** A rate limit it names has no room until `until`: the task stays queued, at `leaseEpoch`. */
-  | { kind: 'limited'; until: number; leaseEpoch: number };
+  | { kind: 'limited'; until: number; leaseEpoch: number; take: WindowTake };
 
 /**
  * The grant: `queued → leased`, epoch + 1, owner recorded, with the queue controls that reserved a slot for it
@@ -264,7 +268,7 @@ async function grant(
     const short = written.short && takes[written.short.index];
     if (short) {
       await noteSaturation(ctx, short, now);
-      return { kind: 'limited', until: short.end, leaseEpoch: named.leaseEpoch };
+      return { kind: 'limited', until: short.end, leaseEpoch: named.leaseEpoch, take: short };
     }
   }
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.

@@ -35,9 +35,11 @@ import {
 } from '#domain/rate-limits';
 import type { Task } from '#domain/task';
 import { describeIssues } from '#domain/task-spec';
+import { eachConcurrently } from './concurrently';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
 import type { WindowSettlement, WindowTake } from './ports/task-store';
+import { wakeFor } from './push';
 
 /** A limit in force, and where its terms come from. */
 export type RateLimitInForce = RateLimitDefinition & { readonly source: 'set' | 'declared' };
@@ -86,7 +88,35 @@ export async function setRateLimit(
     );
   }
   cache.delete(ctx);
+  await sendWaitingAgain(ctx, name);
   return rateLimitUse(ctx, { ...definition, source: 'set' }, { keys: true });
+}
+
+/** Tasks a call of `setRateLimit` sends again at most: the rest wait for their window's end, as before. */
+export const RESENT_ON_SET = 1_000;
+
+/**
+ * New terms may make room (a budget raised): the tasks recorded as waiting for the limit get their hints again at
+ * once, and their queues' listening agents a wake. A task granted meanwhile makes a stale hint, which a claim drops.
+ */
+async function sendWaitingAgain(ctx: SchedulerContext, name: string): Promise<void> {
+  try {
+    const waiting = await ctx.rateLimits.waiting(name, RESENT_ON_SET);
+    if (waiting.length === 0) return;
+    await eachConcurrently(waiting, 10, (task) =>
+      ctx.queues.send(task.queue, task.priority, { taskId: task.taskId, leaseEpoch: task.leaseEpoch }, 0),
+    );
+    await ctx.rateLimits.forgetWaiting(
+      name,
+      waiting.map((task) => task.taskId),
+    );
+    await wakeFor(ctx, waiting, 'resent');
+  } catch (error) {
+    ctx.log.warn('could not send again the tasks waiting for a rate limit', {
+      rateLimit: name,
+      error: errorName(error),
+    });
+  }
 }
 
 /** Epoch seconds at which a window's record may go: a day after a rate's window, a week after a budget's. */

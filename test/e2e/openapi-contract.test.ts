@@ -319,6 +319,26 @@ describe('the OpenAPI document matches what the server answers', () => {
     await operator('POST', `/v1/queues/${IDLE_QUEUE}/resume`);
     await operator('POST', `/v1/queues/${IDLE_QUEUE}/limits`, { maxConcurrency: 4, ratePerSecond: 2 });
 
+    // Named rate limits: one set, a task naming it granted with its units, the limit listed and read by key.
+    await operator('POST', '/v1/rate-limits/contract.tenant', { limit: 5, per: 'day', perKey: true });
+    const limited = await operator(
+      'POST',
+      '/v1/tasks',
+      { queue: IDLE_QUEUE, payload: {}, rateLimits: [{ name: 'contract.tenant', units: 2, key: 'acme' }] },
+      201,
+    );
+    expect(limited.task).toMatchObject({ rateLimits: [{ name: 'contract.tenant', units: 2, key: 'acme' }] });
+    expect((await operator('GET', '/v1/rate-limits')).rateLimits).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'contract.tenant', perKey: true })]),
+    );
+    await operator('GET', '/v1/rate-limits/contract.tenant');
+    await call('GET', '/v1/rate-limits/nobody', { token: OPERATOR, expect: 404 });
+    await call('POST', '/v1/rate-limits/contract.tenant', {
+      token: OPERATOR,
+      body: { limit: 5, per: 'fortnight' },
+      expect: 400,
+    });
+
     // Schedules: one created beside a declared one, fired once, listed a page at a time, deleted.
     await operator(
       'POST',

@@ -33,6 +33,7 @@ describe('SDK and Worker end to end', () => {
         'overrun',
         'approval',
         'approval-worker',
+        'metered',
       ],
       settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
     });
@@ -289,6 +290,35 @@ describe('SDK and Worker end to end', () => {
     ]);
     // The suspension and the resume used no attempt.
     expect(await operator.getTask(task.taskId)).toMatchObject({ attempt: 1, result: { deployed: true } });
+  });
+
+  it('a handler reports the units it used; the completion settles what the grant took, through the SDK', async () => {
+    await operator.setRateLimit('e2e.tokens', { limit: 10_000, per: 'day' });
+    const before = (await operator.getRateLimit('e2e.tokens')).window.used ?? 0;
+    const { task } = await operator.submitTask({
+      queue: 'metered',
+      payload: {},
+      rateLimits: [{ name: 'e2e.tokens', units: 500 }],
+    });
+    const worker = new Worker({
+      client: await agentClient('metered'),
+      handler: async (_claimed, ctx) => {
+        // Two model calls, counted as they go; a bad count throws and adds nothing.
+        ctx.usage({ 'e2e.tokens': 300 });
+        ctx.usage({ 'e2e.tokens': 420 });
+        expect(() => ctx.usage({ 'e2e.tokens': -1 })).toThrow(RangeError);
+        return 'summarised';
+      },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    await worker.start();
+    await waitFor(async () => (await operator.getTask(task.taskId)).status === 'succeeded');
+    await worker.stop();
+    const done = await operator.getTask(task.taskId);
+    expect(done.rateLimits).toEqual([{ name: 'e2e.tokens', units: 500 }]);
+    expect(done.rateTaken).toMatchObject([{ name: 'e2e.tokens', units: 500 }]);
+    // 500 taken at the grant, 720 used: the day's window holds 720 more than before.
+    expect((await operator.getRateLimit('e2e.tokens')).window.used).toBe(before + 720);
   });
 
   it('two workers racing over 20 tasks run each exactly once', async () => {

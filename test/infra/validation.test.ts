@@ -99,6 +99,32 @@ describe('props', () => {
       /queueLimits of "a" are invalid: ratePerSecond .*\(got -1\)/,
     ],
     [
+      'a rate limit with a name that cannot be a path segment',
+      { queues: ['a'], rateLimits: [{ name: 'open ai', limit: 1, per: 'minute' }] },
+      /rateLimits: "open ai" is invalid: name a rate limit name/,
+    ],
+    [
+      'a budget with a burst',
+      { queues: ['a'], rateLimits: [{ name: 'usd', limit: 5, per: 'day', burst: 2 }] },
+      /rateLimits: "usd" is invalid: burst: only a rate/,
+    ],
+    [
+      'a rate whose windows would be shorter than a tenth of a second',
+      { queues: ['a'], rateLimits: [{ name: 'rps', limit: 1_000, per: 'second', burst: 10 }] },
+      /rateLimits: "rps" is invalid: burst: at least 100/,
+    ],
+    [
+      'a rate limit declared twice',
+      {
+        queues: ['a'],
+        rateLimits: [
+          { name: 'rpm', limit: 5, per: 'minute' },
+          { name: 'rpm', limit: 6, per: 'minute' },
+        ],
+      },
+      /rateLimits: "rpm" is declared twice/,
+    ],
+    [
       'a lease TTL of zero',
       { queues: ['a'], leaseTtl: Duration.seconds(0) },
       /leaseTtl must be a whole number from 1 to 86400 seconds \(got 0 seconds\)/,

@@ -46,4 +46,36 @@ describe('queue limits declared in the construct', () => {
     // THEN it gets one: the declared limit held before any operator set one
     expect(claimed).toHaveLength(1);
   });
+
+  it('named rate limits reach the functions and hold on the emulators until an operator sets new terms', async () => {
+    const { template, stack: cdkStack } = synthTemplate({
+      ...EXAMPLE_SCHEDULER,
+      rateLimits: [{ name: 'provider.rph', limit: 2, per: 'hour' }],
+    });
+    const fn = cdkStack.scheduler.functions.agentApi;
+    const variables = template.toJSON().Resources[cdkStack.getLogicalId(fn.node.defaultChild as CfnFunction)]
+      .Properties.Environment.Variables as Record<string, unknown>;
+    const env = Object.fromEntries(
+      Object.entries(variables).map(([name, value]) => [name, typeof value === 'string' ? value : 'x']),
+    );
+    env.QUEUE_DIRECTORY = JSON.stringify({ base: 'https://q/', queues: { research: ['a', 'b', 'c', 'd'] } });
+    const config = schedulerConfigFromEnv(env);
+    expect(config.rateLimits).toEqual([{ name: 'provider.rph', limit: 2, per: 'hour' }]);
+
+    await stack?.destroy();
+    stack = await createTestStack({ queues: ['research'], settings: { rateLimits: config.rateLimits } });
+    for (let n = 0; n < 4; n++) {
+      await stack.scheduler.submit({
+        queue: 'research',
+        payload: { n },
+        rateLimits: [{ name: 'provider.rph' }],
+      });
+    }
+    const agent = await startAgent(stack.scheduler, { queues: ['research'], maxConcurrency: 4 });
+    expect(await claimUntil(stack.scheduler, agent, 4, 2_000, 4)).toHaveLength(2);
+    // An operator's terms replace the declared ones: two more fit the hour's window.
+    await stack.scheduler.setRateLimit('provider.rph', { limit: 4, per: 'hour' });
+    expect(await claimUntil(stack.scheduler, agent, 2, 3_000, 2)).toHaveLength(2);
+    expect((await stack.scheduler.getRateLimit('provider.rph'))?.limit.source).toBe('set');
+  });
 });

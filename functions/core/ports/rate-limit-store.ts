@@ -4,7 +4,16 @@
  * partition. The windows are written by grants and settlements, with the task, in one transaction
  * (`TaskStore.grant`, `TaskStore.finish`).
  */
+import type { Priority } from '#domain/priority';
 import type { RateLimitDefinition } from '#domain/rate-limits';
+
+/** A task waiting for a limit's units: what it takes to send its hint again. */
+export interface WaitingTask {
+  readonly taskId: string;
+  readonly queue: string;
+  readonly priority: Priority;
+  readonly leaseEpoch: number;
+}
 
 /** A window's use by one key (`''`: a limit not per key). */
 export interface WindowUse {
@@ -28,6 +37,12 @@ export interface RateLimitStore {
     key: string,
     note: { readonly at: number; readonly since: number; readonly purgeAt: number },
   ): Promise<boolean>;
+  /** Records a task waiting for the limit's units, until `purgeAt` (epoch seconds; its window's record's). */
+  noteWaiting(name: string, task: WaitingTask, purgeAt: number): Promise<void>;
+  /** Up to `limit` tasks recorded as waiting for the limit. */
+  waiting(name: string, limit: number): Promise<WaitingTask[]>;
+  /** Forgets tasks recorded as waiting (their hints were sent again). */
+  forgetWaiting(name: string, taskIds: readonly string[]): Promise<void>;
   /** Every key's use of the limit's window starting at `window`, up to `limit` keys. */
   windowUse(name: string, window: number, limit: number): Promise<WindowUse[]>;
 }

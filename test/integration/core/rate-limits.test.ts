@@ -148,6 +148,32 @@ describe('named rate limits', () => {
     expect(await usedIn('tokens.daily', window)).toBe(390);
   });
 
+  it('a grant and a settlement whose answers were lost and sent again by the AWS SDK count once', async () => {
+    const { scheduler, clock, faults } = stack;
+    await scheduler.setRateLimit('retried.daily', { limit: 1_000, per: 'day' });
+    const agent = await startAgent(scheduler, { name: 'retried', queues: ['settled'], maxConcurrency: 2 });
+    await scheduler.submit({
+      queue: 'settled',
+      payload: {},
+      rateLimits: [{ name: 'retried.daily', units: 10 }],
+    });
+    faults.dynamodb.failNext('TransactWriteItemsCommand', 1, 'retried');
+    const [claimed] = await claimUntil(scheduler, agent, 1, 3_000);
+    expect(faults.dynamodb.injected.TransactWriteItemsCommand).toBe(1);
+    const window = windowAt({ limit: 1_000, per: 'day' }, clock.now()).start;
+    expect(await usedIn('retried.daily', window)).toBe(10);
+    faults.dynamodb.failNext('TransactWriteItemsCommand', 1, 'retried');
+    const done = await scheduler.complete(
+      { agentId: agent.agentId, taskId: claimed?.taskId ?? '', leaseEpoch: claimed?.leaseEpoch ?? 0 },
+      'ok',
+      undefined,
+      { 'retried.daily': 17 },
+    );
+    expect(done.task.status).toBe('succeeded');
+    expect(faults.dynamodb.injected.TransactWriteItemsCommand).toBe(2);
+    expect(await usedIn('retried.daily', window)).toBe(17);
+  });
+
   it('a limit shared by two queues counts the grants of both', async () => {
     const { scheduler } = stack;
     await scheduler.setRateLimit('shared.hourly', { limit: 3, per: 'hour' });

@@ -7,6 +7,7 @@ import { BATCH_LIMITS } from '#core/batches';
 import { CHILDREN_LIMIT } from '#core/children';
 import { checkpointsSchema } from '#core/sessions';
 import { PROGRESS_LIMITS } from '#domain/progress';
+import { RATE_LIMIT_BOUNDS } from '#domain/rate-limits';
 import { LIMITS, MAX_JSON_DEPTH } from '#domain/task-spec';
 import { WAITPOINT_LIMITS } from '#domain/waitpoint';
 import { ITEMS_BUDGET_BYTES, jsonBytes, SERVER_LIMITS, takeWithinBudget } from '#sdk/limits';
@@ -30,6 +31,8 @@ describe('SERVER_LIMITS', () => {
     expect(SERVER_LIMITS.progressDataBytes).toBe(PROGRESS_LIMITS.dataBytes);
     expect(SERVER_LIMITS.progressMessageChars).toBe(PROGRESS_LIMITS.messageChars);
     expect(SERVER_LIMITS.progressPerCall).toBe(PROGRESS_LIMITS.perCall);
+    expect(SERVER_LIMITS.rateLimitsPerTask).toBe(RATE_LIMIT_BOUNDS.perTask);
+    expect(SERVER_LIMITS.rateUnits).toBe(RATE_LIMIT_BOUNDS.units);
     const checkpoints = (n: number) =>
       Array.from({ length: n }, (_, i) => ({
         taskId: `t_${String.fromCharCode(97 + (i % 26), 97 + Math.floor(i / 26)).padStart(26, 'a')}`,
