@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--scenario throughput|idle] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
+ * `npm run bench -- [--scenario throughput|idle|…] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
  * [--seed S] [--json] [--record] [--separate-claims]`
  *
  * `throughput` (the default) runs the local stack under load and reports throughput, latency, the AWS requests and
@@ -26,6 +26,10 @@
  * `cascade` (`bench/run-cascade.ts`; `--tasks` default 5,000) cancels a tree of that many tasks with `cascade: true`
  * and reports what the call walked, and how long the supervisor's passes take to finish the walk.
  *
+ * `rate-limit` (`bench/run-rate-limit.ts`; `--agents` default 20, `--tasks` default 1,200, `--seconds` default 60)
+ * runs one named rate limit of 10 a second (burst 10) shared by three queues under parallel claimers: the most
+ * grants any one second saw against `limit + burst`, and the share of the allowed grants used while work waited.
+ *
  * `on-time` (`bench/run-on-time.ts`; `--agents` default 8, `--tasks` delayed tasks, default 20, `--fires` default 5)
  * times held-back starts on an idle listening fleet in AWS's settings: a Scheduler that delivers anywhere in the
  * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
@@ -38,6 +42,7 @@ import { runBench } from './run-bench';
 import { runCascade } from './run-cascade';
 import { runIdle } from './run-idle';
 import { runOnTime } from './run-on-time';
+import { runRateLimit } from './run-rate-limit';
 import { type Cost, runWorkflow } from './run-workflow';
 import { ceilings, lowestCeiling, quotas } from './scale-model';
 
@@ -55,6 +60,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
     fires: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '60' },
     'separate-claims': { type: 'boolean', default: false },
   },
 });
@@ -74,8 +80,9 @@ else if (values.scenario === 'workflow') await workflowScenario();
 else if (values.scenario === 'scale') scaleScenario();
 else if (values.scenario === 'on-time') await onTimeScenario();
 else if (values.scenario === 'cascade') await cascadeScenario();
+else if (values.scenario === 'rate-limit') await rateLimitScenario();
 else {
-  console.error('--scenario must be throughput, idle, workflow, scale, on-time or cascade');
+  console.error('--scenario must be throughput, idle, workflow, scale, on-time, cascade or rate-limit');
   process.exit(2);
 }
 
@@ -119,6 +126,25 @@ async function throughputScenario(): Promise<void> {
       ].join('\n'),
     );
   }
+}
+
+async function rateLimitScenario(): Promise<void> {
+  const report = await runRateLimit({
+    agents: positive('agents', values.agents ?? '20', 200),
+    tasks: positive('tasks', values.tasks ?? '1200', 100_000),
+    seconds: positive('seconds', values.seconds, 3_600),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  console.log(
+    [
+      `one named limit of ${report.limit.perSecond}/s (burst ${report.limit.burst}) shared by ${report.limit.queues} queues; ${report.agents} agents claiming in parallel; ${report.tasks} tasks for ${report.seconds} s`,
+      `grants          ${report.grants} of ${report.allowed} the limit allowed (${report.usedPercent} %); ${report.stillQueued} tasks still waiting at the end`,
+      `any one second  at most ${report.mostInOneSecond} grants (bound: limit + burst = ${report.bound})`,
+    ].join('\n'),
+  );
 }
 
 async function cascadeScenario(): Promise<void> {

@@ -40,6 +40,11 @@ export interface DevStackArguments {
   readonly heartbeatSeconds?: string;
   /** Operator routes take AWS Signature V4 (keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY), as in AWS. */
   readonly iam?: boolean;
+  /**
+   * Seconds added to the scheduler's clock (negative: taken off), up to a year either way: runs that must see a
+   * window roll (a daily budget, a schedule's next day) restart the stack on its data with a later clock.
+   */
+  readonly clockOffsetSeconds?: string;
 }
 
 export interface DevStackDefinition {
@@ -58,6 +63,9 @@ export interface DevStack {
   stop(): Promise<void>;
 }
 
+/** The largest `--clock-offset-seconds`, either way: a year. */
+const CLOCK_OFFSET_MAX_SECONDS = 366 * 86_400;
+
 /** A command line the stack cannot start with; the message names the flag and is meant for the user as it is. */
 export class DevStackUsageError extends Error {}
 
@@ -68,6 +76,7 @@ interface Settings {
   readonly supervisorMs: number;
   readonly leaseTtlSeconds: number;
   readonly heartbeatIntervalSeconds: number;
+  readonly clockOffsetMs: number;
   readonly iam?: { region: string; credentials: { accessKeyId: string; secretAccessKey: string } };
 }
 
@@ -94,6 +103,12 @@ function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Se
       `--supervisor-seconds must be from 1 to 3600 (got "${String(args.supervisorSeconds).slice(0, 20)}")`,
     );
   }
+  const clockOffsetSeconds = Number(args.clockOffsetSeconds ?? 0);
+  if (!Number.isInteger(clockOffsetSeconds) || Math.abs(clockOffsetSeconds) > CLOCK_OFFSET_MAX_SECONDS) {
+    throw new DevStackUsageError(
+      `--clock-offset-seconds must be a whole number from -${CLOCK_OFFSET_MAX_SECONDS} to ${CLOCK_OFFSET_MAX_SECONDS} (got "${String(args.clockOffsetSeconds).slice(0, 20)}")`,
+    );
+  }
   if (definition.queues.length === 0) throw new DevStackUsageError('give at least one queue');
   for (const queue of definition.queues) {
     const parsed = queueNameSchema.safeParse(queue);
@@ -117,6 +132,7 @@ function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Se
     dataDir: args.dataDir ?? '.agent-scheduler',
     inMemory: args.inMemory === true,
     supervisorMs: supervisorSeconds * 1_000,
+    clockOffsetMs: clockOffsetSeconds * 1_000,
     leaseTtlSeconds: boundedFlag('lease-ttl-seconds', SETTINGS.leaseTtl, args.leaseTtlSeconds),
     heartbeatIntervalSeconds: boundedFlag(
       'heartbeat-seconds',
@@ -309,6 +325,7 @@ export async function startDevStack(
     push: new LocalPushSender(),
     context: {
       log,
+      ...(settings.clockOffsetMs === 0 ? {} : { now: () => Date.now() + settings.clockOffsetMs }),
       scheduleBackend,
       events: loggedEvents(log, events),
       // A fire not recorded 5 s after the end of its minute was missed (the runner was down). An idle local

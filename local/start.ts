@@ -7,6 +7,8 @@
  *   npm start -- --in-memory   nothing kept
  *   PORT=4000 npm start        another port
  *   npm start -- --lease-ttl-seconds 10 --heartbeat-seconds 3   short leases, for a kill -9 run
+ *   npm start -- --clock-offset-seconds 86400   the scheduler's clock a day ahead, on the data kept: a daily budget's
+ *                              window has rolled
  *   npm start -- --iam         operator routes take AWS Signature V4 instead of the operator token, as a deployed
  *                              stack's do: signed with the key in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, for
  *                              AWS_REGION (default us-east-1)
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     'lease-ttl-seconds': { type: 'string' },
     'heartbeat-seconds': { type: 'string' },
     iam: { type: 'boolean', default: false },
+    'clock-offset-seconds': { type: 'string' },
   },
 });
 await runDevStack(
@@ -35,6 +38,7 @@ await runDevStack(
     leaseTtlSeconds: values['lease-ttl-seconds'],
     heartbeatSeconds: values['heartbeat-seconds'],
     iam: values.iam,
+    clockOffsetSeconds: values['clock-offset-seconds'],
   },
   { command: 'npm start', queues: EXAMPLE_SCHEDULER.queues, schedules: EXAMPLE_SCHEDULER.schedules ?? [] },
 ).catch((error: unknown) => {

@@ -38,6 +38,10 @@ export function devCommand(program: Command, cli: Cli): void {
     .option('--heartbeat-seconds <seconds>', 'how often agents are told to send a heartbeat')
     .option('--supervisor-seconds <seconds>', 'how often the supervisor runs (default 5)')
     .option(
+      '--clock-offset-seconds <seconds>',
+      'seconds added to the scheduler’s clock (up to a year either way): restart on the same data to see a window roll',
+    )
+    .option(
       '--iam',
       'operator routes take AWS Signature V4, as in AWS: signed with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY',
     )

@@ -10,7 +10,7 @@ import type { Scheduler } from '#core/scheduler';
 import { windowAt } from '#domain/rate-limits';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
-const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile'];
+const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile', 'fleet'];
 
 describe('named rate limits', () => {
   let stack: TestStack;
@@ -113,6 +113,84 @@ describe('named rate limits', () => {
       { key: 'b', used: 2 },
       { key: 'c', used: 1 },
     ]);
+  });
+
+  it('a per-key budget over 50 keys: each key within it; a spent key gets nothing while the others run, and runs when the day rolls', async () => {
+    const { scheduler, clock } = stack;
+    await scheduler.setRateLimit('fleet.daily', { limit: 3, per: 'day', perKey: true });
+    const keys = Array.from({ length: 50 }, (_, i) => `tenant-${String(i).padStart(2, '0')}`);
+    // The spent key: 8 tasks against a budget of 3, submitted first, so its surplus is in line before everyone else.
+    const submissions = [...Array.from({ length: 8 }, () => 'spender'), ...keys.flatMap((k) => [k, k])];
+    for (let i = 0; i < submissions.length; i += 25) {
+      await scheduler.submitBatch(
+        submissions.slice(i, i + 25).map((key) => ({
+          queue: 'fleet',
+          payload: { key },
+          rateLimits: [{ name: 'fleet.daily', key }],
+        })),
+      );
+    }
+    const { instances, agents } = await fleet(5, ['fleet']);
+    const byKey = new Map<string, number>();
+    const count = (claimed: { payload: unknown }[]) => {
+      for (const c of claimed) {
+        const key = (c.payload as { key: string }).key;
+        byKey.set(key, (byKey.get(key) ?? 0) + 1);
+      }
+    };
+    const done = (claimed: { taskId: string; leaseEpoch: number }[], i: number) =>
+      Promise.all(
+        claimed.map((c) =>
+          (instances[i] as Scheduler).complete({
+            agentId: agents[i]?.agentId ?? '',
+            taskId: c.taskId,
+            leaseEpoch: c.leaseEpoch,
+          }),
+        ),
+      );
+    const deadline = Date.now() + 20_000;
+    while (keys.some((k) => (byKey.get(k) ?? 0) < 2) && Date.now() < deadline) {
+      const batches = await Promise.all(
+        instances.map((s, i) => s.claim({ ...(agents[i] as (typeof agents)[0]), max: 10 })),
+      );
+      batches.forEach(count);
+      await Promise.all(batches.map(done));
+    }
+    // Every other key ran both its tasks; the spent key ran its budget's 3 and no more, its 5 others waiting.
+    expect(keys.filter((k) => byKey.get(k) !== 2)).toEqual([]);
+    expect(byKey.get('spender')).toBe(3);
+    const day = 86_400_000;
+    clock.advance(day - (clock.now() % day) + 1_000);
+    await scheduler.supervise();
+    // A day later the sessions have long expired: a fleet of its own.
+    const next = await fleet(5, ['fleet']);
+    const rolled = new Map<string, number>();
+    const until = Date.now() + 10_000;
+    while ((rolled.get('spender') ?? 0) < 3 && Date.now() < until) {
+      const batches = await Promise.all(
+        next.instances.map((s, i) => s.claim({ ...(next.agents[i] as (typeof agents)[0]), max: 10 })),
+      );
+      for (const c of batches.flat()) {
+        const key = (c.payload as { key: string }).key;
+        rolled.set(key, (rolled.get(key) ?? 0) + 1);
+      }
+      await Promise.all(
+        batches.map((claimed, i) =>
+          Promise.all(
+            claimed.map((c) =>
+              (next.instances[i] as Scheduler).complete({
+                agentId: next.agents[i]?.agentId ?? '',
+                taskId: c.taskId,
+                leaseEpoch: c.leaseEpoch,
+              }),
+            ),
+          ),
+        ),
+      );
+      if (batches.flat().length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // The new day's budget: 3 more of its 5, and nothing of any other key (they had nothing left).
+    expect(Object.fromEntries(rolled)).toEqual({ spender: 3 });
   });
 
   it('usage settles what the grant took, once however often the call is sent', async () => {
