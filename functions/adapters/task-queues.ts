@@ -24,6 +24,7 @@ import {
   type TurnMessage,
 } from '#domain/hint';
 import { PRIORITIES, type Priority } from '#domain/priority';
+import { RATE_LIMIT_BOUNDS, RATE_LIMIT_NAME_PATTERN, type TaskRateLimit } from '#domain/rate-limits';
 
 export type PriorityQueueUrls = Readonly<Record<Priority, string>> & {
   /** The task queue's dead-letter queue: hints SQS gave up on, and a record of each task that died. */
@@ -109,7 +110,25 @@ const encodeHint = (hint: DispatchHint): string =>
     taskId: hint.taskId,
     leaseEpoch: hint.leaseEpoch,
     ...(hint.payload ? { spec: hint.payload.specHash, payload: hint.payload.json } : {}),
+    ...(hint.rateLimits?.length
+      ? { rl: hint.rateLimits.map((l) => [l.name, l.units, ...(l.key === undefined ? [] : [l.key])]) }
+      : {}),
   });
+
+/** A hint's rate limits as received: each `[name, units, key?]` well formed, or none at all. */
+function rateLimitsIn(value: unknown): TaskRateLimit[] | undefined {
+  if (!Array.isArray(value) || value.length === 0 || value.length > RATE_LIMIT_BOUNDS.perTask) return undefined;
+  const limits: TaskRateLimit[] = [];
+  for (const entry of value) {
+    if (!Array.isArray(entry)) return undefined;
+    const [name, units, key] = entry as unknown[];
+    if (typeof name !== 'string' || !RATE_LIMIT_NAME_PATTERN.test(name)) return undefined;
+    if (typeof units !== 'number' || !(units > 0)) return undefined;
+    if (key !== undefined && typeof key !== 'string') return undefined;
+    limits.push({ name, units, ...(key === undefined ? {} : { key }) });
+  }
+  return limits;
+}
 
 /** A hint's payload as received: both parts, the text within the bound (a larger one is not ours). */
 function hintPayloadIn(parsed: { spec?: unknown; payload?: unknown }): HintPayload | undefined {
@@ -165,11 +184,18 @@ function decodeHint(body: string | undefined): DispatchHint | undefined {
       leaseEpoch?: unknown;
       spec?: unknown;
       payload?: unknown;
+      rl?: unknown;
     };
     if (parsed.v !== 1 || typeof parsed.taskId !== 'string' || typeof parsed.leaseEpoch !== 'number')
       return undefined;
     const payload = hintPayloadIn(parsed);
-    return { taskId: parsed.taskId, leaseEpoch: parsed.leaseEpoch, ...(payload ? { payload } : {}) };
+    const rateLimits = rateLimitsIn(parsed.rl);
+    return {
+      taskId: parsed.taskId,
+      leaseEpoch: parsed.leaseEpoch,
+      ...(payload ? { payload } : {}),
+      ...(rateLimits ? { rateLimits } : {}),
+    };
   } catch {
     return undefined;
   }

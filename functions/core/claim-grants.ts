@@ -9,7 +9,7 @@ import { LIMITS } from '#domain/task-spec';
 import { type HintFates, logged, type SortedHints } from './claim-hints';
 import type { SchedulerContext } from './context';
 import { expireTask } from './follow-ups';
-import type { WindowTake } from './ports/task-store';
+import type { TaskWrite, WindowTake } from './ports/task-store';
 import type { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
 import { noteSaturation, takesFor } from './rate-limits';
@@ -119,8 +119,7 @@ export async function grantAll(
       const outcome = await grant(
         ctx,
         session,
-        taskId,
-        hints[0]?.queue ?? '',
+        { ...(hints[0] ?? { queue: '', leaseEpoch: 0 }), taskId },
         now,
         request.claimId,
         slots,
@@ -243,12 +242,12 @@ type GrantOutcome =
 async function grant(
   ctx: SchedulerContext,
   session: AgentSession,
-  taskId: string,
-  queue: string,
+  hinted: Pick<ReceivedHint, 'taskId' | 'queue' | 'leaseEpoch' | 'rateLimits'>,
   now: number,
   claimId: string | undefined,
   queueSlots: readonly string[],
 ): Promise<GrantOutcome> {
+  const { taskId, queue } = hinted;
   const base = {
     queue,
     agentId: session.agentId,
@@ -256,19 +255,32 @@ async function grant(
     ...(claimId === undefined ? {} : { claimId }),
     ...(queueSlots.length === 0 ? {} : { queueSlots }),
   };
-  let written = await ctx.tasks.grant(taskId, base, now);
-  if (written.ok) return { kind: 'granted', task: written.task };
-  // Refused for naming rate limits the grant did not take: granted again, taking their units with it.
-  const named = written.current;
-  if (named?.rateLimits && isClaimableIn(named, queue, now)) {
-    const takes = await takesFor(ctx, named, now);
-    written = await ctx.tasks.grant(taskId, { ...base, rateTakes: takes }, now);
+  /** The grant with the units of `rateLimits`, in one transaction; an outcome, or the write to look at. */
+  const taking = async (rateLimits: Task['rateLimits'], leaseEpoch: number) => {
+    const takes = await takesFor(ctx, { rateLimits }, now);
+    const write = await ctx.tasks.grant(taskId, { ...base, rateTakes: takes }, now);
+    if (write.ok) return { kind: 'granted', task: write.task } as const;
+    if (write.conflict) return { kind: 'later', seconds: 0 } as const;
+    const short = write.short && takes[write.short.index];
+    if (!short) return write;
+    await noteSaturation(ctx, short, now);
+    return { kind: 'limited', until: short.end, leaseEpoch, take: short } as const;
+  };
+  let written: TaskWrite;
+  if (hinted.rateLimits) {
+    // The hint says what the task takes: the units go with the first grant.
+    const outcome = await taking(hinted.rateLimits, hinted.leaseEpoch);
+    if ('kind' in outcome) return outcome;
+    written = outcome;
+  } else {
+    written = await ctx.tasks.grant(taskId, base, now);
     if (written.ok) return { kind: 'granted', task: written.task };
-    if (written.conflict) return { kind: 'later', seconds: 0 };
-    const short = written.short && takes[written.short.index];
-    if (short) {
-      await noteSaturation(ctx, short, now);
-      return { kind: 'limited', until: short.end, leaseEpoch: named.leaseEpoch, take: short };
+    // Refused for naming rate limits the grant did not take (a hint that did not say): again, with their units.
+    const named = written.current;
+    if (named?.rateLimits && isClaimableIn(named, queue, now)) {
+      const outcome = await taking(named.rateLimits, named.leaseEpoch);
+      if ('kind' in outcome) return outcome;
+      written = outcome;
     }
   }
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.

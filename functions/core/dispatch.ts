@@ -5,14 +5,14 @@
  * fails too, `reconcile` finds it when its due time passes).
  */
 import { errorName } from '#domain/errors';
-import type { HintPayload } from '#domain/hint';
+import { type HintPayload, hintFieldsOf } from '#domain/hint';
 import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { wakeFor, wakeLater } from './push';
 import { offerTurn } from './turns';
 
-type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey'>;
+type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey' | 'rateLimits'>;
 
 /**
  * Sends a task's hint (with `payload`, the hint carries it: its submission's) and wakes for it; false if the send
@@ -32,7 +32,7 @@ export async function dispatch(
       await ctx.queues.send(
         task.queue,
         task.priority,
-        { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}) },
+        { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}), ...hintFieldsOf(task) },
         delaySeconds,
       );
     if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
@@ -87,7 +87,12 @@ export async function dispatchMany(
     pending.map(({ task, delaySeconds, payload }) => ({
       queue: task.queue,
       priority: task.priority,
-      hint: { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}) },
+      hint: {
+        taskId: task.taskId,
+        leaseEpoch: task.leaseEpoch,
+        ...(payload ? { payload } : {}),
+        ...hintFieldsOf(task),
+      },
       delaySeconds,
     })),
   );

@@ -10,6 +10,7 @@
  * over every few minutes. A send known to have failed is sent again at the next pass.
  */
 import { errorName } from '#domain/errors';
+import { hintFieldsOf } from '#domain/hint';
 import type { Priority } from '#domain/priority';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -270,7 +271,7 @@ async function reconcileTask(
     await ctx.queues.send(
       task.queue,
       task.priority,
-      { taskId: task.taskId, leaseEpoch: task.leaseEpoch },
+      { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...hintFieldsOf(task) },
       delayMs / 1_000,
     );
   if (delayMs <= 0) await wakeFor(ctx, [task], 'resent');

@@ -4,6 +4,7 @@
  * truth, every grant is a conditional write on it, so a duplicate, late or stale hint changes nothing.
  */
 import type { Priority } from './priority';
+import type { TaskRateLimit } from './rate-limits';
 
 export interface DispatchHint {
   readonly taskId: string;
@@ -15,7 +16,16 @@ export interface DispatchHint {
    * later (a retry, a hint sent again) and those of earlier releases carry none.
    */
   readonly payload?: HintPayload;
+  /**
+   * The named rate limits the task takes units of: a claim takes them with the grant at once, where a hint without
+   * them (an earlier release's, a lane's stand-in) has its grant refused first and learns them from the refusal.
+   */
+  readonly rateLimits?: readonly TaskRateLimit[];
 }
+
+/** What a hint of `task` carries besides its id and epoch: its rate limits, if it names any. */
+export const hintFieldsOf = (task: { readonly rateLimits?: readonly TaskRateLimit[] }) =>
+  task.rateLimits?.length ? { rateLimits: task.rateLimits } : {};
 
 /** A payload as a hint carries it: the specification it belongs to, and its JSON text. */
 export interface HintPayload {

@@ -10,7 +10,7 @@ import type { Scheduler } from '#core/scheduler';
 import { windowAt } from '#domain/rate-limits';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
-const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile', 'fleet'];
+const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile', 'fleet', 'priced'];
 
 describe('named rate limits', () => {
   let stack: TestStack;
@@ -250,6 +250,52 @@ describe('named rate limits', () => {
     expect(done.task.status).toBe('succeeded');
     expect(faults.dynamodb.injected.TransactWriteItemsCommand).toBe(2);
     expect(await usedIn('retried.daily', window)).toBe(17);
+  });
+
+  it('what a limited task costs beside a plain one: the grant and the settlement as transactions', async () => {
+    const { scheduler, meter } = stack;
+    await scheduler.setRateLimit('priced.daily', { limit: 1_000, per: 'day' });
+    const agent = await startAgent(scheduler, { name: 'priced', queues: ['priced'], maxConcurrency: 1 });
+    const lifecycle = async (spec: Record<string, unknown>, usage?: Record<string, number>) => {
+      await scheduler.submit({ queue: 'priced', payload: {}, ...spec });
+      // The claim's first receive may come before the hint: the figures are of the claim that grants.
+      let claimed: Awaited<ReturnType<Scheduler['claim']>> = [];
+      let claim = meter.totals();
+      for (let i = 0; i < 50 && claimed.length === 0; i++) {
+        meter.reset();
+        claimed = await scheduler.claim({ ...agent, max: 1 });
+        claim = meter.totals();
+      }
+      const [c] = claimed;
+      meter.reset();
+      await scheduler.complete(
+        { agentId: agent.agentId, taskId: c?.taskId ?? '', leaseEpoch: c?.leaseEpoch ?? 0 },
+        null,
+        undefined,
+        usage,
+      );
+      return { claim, complete: meter.totals() };
+    };
+    const plain = await lifecycle({});
+    const limited = await lifecycle(
+      { rateLimits: [{ name: 'priced.daily', units: 5 }] },
+      { 'priced.daily': 7 },
+    );
+    const grant = {
+      writeUnits: limited.claim.writeUnits - plain.claim.writeUnits,
+      readUnits: limited.claim.readUnits - plain.claim.readUnits,
+    };
+    const settle = {
+      writeUnits: limited.complete.writeUnits - plain.complete.writeUnits,
+      readUnits: limited.complete.readUnits - plain.complete.readUnits,
+    };
+    console.log(
+      `[rate-limits] a limited task's grant costs ${JSON.stringify(grant)} more, its settled completion ${JSON.stringify(settle)} more (plain: claim ${JSON.stringify(plain.claim)}, complete ${JSON.stringify(plain.complete)})`,
+    );
+    // The grant: the task's write twice over in the transaction (+1) and the window's (+2); the task read back (+1).
+    expect(grant).toEqual({ writeUnits: 3, readUnits: 1 });
+    // The settlement: the same transaction shape (+3), the task read before (+1) and after (+1).
+    expect(settle).toEqual({ writeUnits: 3, readUnits: 2 });
   });
 
   it('a limit shared by two queues counts the grants of both', async () => {
