@@ -13,6 +13,8 @@ import type {
   QueueControl,
   QueueLimits,
   QueueStats,
+  RateLimit,
+  RateLimitTerms,
   RejectWaitpointInput,
   Role,
   Schedule,
@@ -77,6 +79,19 @@ export const api = {
   setQueueLimits: (name: string, limits: QueueLimits) =>
     apiRequest<{ queue: QueueControl }>('POST', `/v1/queues/${path(name)}/limits`, { body: limits }).then(
       (r) => r.queue,
+    ),
+
+  /** The limits in force, by name, each with the use of its window open now (a per-key limit's by key). */
+  listRateLimits: (signal?: Signal) =>
+    apiRequest<{ rateLimits: RateLimit[] }>('GET', '/v1/rate-limits', { signal }).then((r) => r.rateLimits),
+  /** One limit; a per-key one with the keys that used its window open now, most used first (up to 100). */
+  getRateLimit: (name: string, signal?: Signal) =>
+    apiRequest<{ rateLimit: RateLimit }>('GET', `/v1/rate-limits/${path(name)}`, { signal }).then(
+      (r) => r.rateLimit,
+    ),
+  setRateLimit: (name: string, terms: RateLimitTerms) =>
+    apiRequest<{ rateLimit: RateLimit }>('POST', `/v1/rate-limits/${path(name)}`, { body: terms }).then(
+      (r) => r.rateLimit,
     ),
 
   listTasks: (filter: TaskFilter, signal?: Signal) =>

@@ -14,6 +14,8 @@ import { agentsView } from './views/agents';
 import { deadLettersView } from './views/dead-letters';
 import { eventsView } from './views/events';
 import { queuesView } from './views/queues';
+import { rateLimitView } from './views/rate-limit';
+import { rateLimitsView } from './views/rate-limits';
 import { rolesView } from './views/roles';
 import { scheduleView } from './views/schedule';
 import { schedulesView } from './views/schedules';
@@ -45,6 +47,8 @@ function viewFor(route: Route): View {
   switch (route.section) {
     case 'queues':
       return queuesView;
+    case 'rate-limits':
+      return route.id === undefined ? rateLimitsView : rateLimitView(route.id);
     case 'tasks':
       return route.id === undefined ? tasksView : taskView(route.id);
     case 'waitpoints':

@@ -1,9 +1,11 @@
 /**
- * Hash routes, so the server serves one page: `#/queues`, `#/tasks/<taskId>`, `#/schedules/<name>`…
+ * Hash routes, so the server serves one page: `#/queues`, `#/tasks/<taskId>`, `#/schedules/<name>`,
+ * `#/rate-limits/<name>`…
  */
 
 export type Section =
   | 'queues'
+  | 'rate-limits'
   | 'tasks'
   | 'waitpoints'
   | 'agents'
@@ -12,12 +14,17 @@ export type Section =
   | 'dead'
   | 'events';
 
+/** The sections whose items have a page of their own. */
+type DetailSection = 'tasks' | 'schedules' | 'rate-limits';
+const DETAIL_SECTIONS: readonly Section[] = ['tasks', 'schedules', 'rate-limits'];
+
 export type Route =
   | { readonly section: Section; readonly id?: undefined }
-  | { readonly section: 'tasks' | 'schedules'; readonly id: string };
+  | { readonly section: DetailSection; readonly id: string };
 
 const SECTIONS: readonly Section[] = [
   'queues',
+  'rate-limits',
   'tasks',
   'waitpoints',
   'agents',
@@ -30,6 +37,7 @@ export const DEFAULT_ROUTE: Route = { section: 'queues' };
 
 const isSection = (value: string | undefined): value is Section =>
   value !== undefined && (SECTIONS as readonly string[]).includes(value);
+const isDetailSection = (section: Section): section is DetailSection => DETAIL_SECTIONS.includes(section);
 
 function decoded(text: string): string | undefined {
   try {
@@ -46,7 +54,7 @@ export function parseRoute(hash: string): Route | undefined {
   const [section, id, ...rest] = hash.slice(2).split('/');
   if (!isSection(section) || rest.length > 0) return undefined;
   if (id === undefined || id === '') return { section };
-  if (section !== 'tasks' && section !== 'schedules') return undefined;
+  if (!isDetailSection(section)) return undefined;
   const name = decoded(id);
   return name === undefined || name === '' ? undefined : { section, id: name };
 }
@@ -54,3 +62,4 @@ export function parseRoute(hash: string): Route | undefined {
 export const sectionHref = (section: Section) => `#/${section}`;
 export const taskHref = (taskId: string) => `#/tasks/${encodeURIComponent(taskId)}`;
 export const scheduleHref = (name: string) => `#/schedules/${encodeURIComponent(name)}`;
+export const rateLimitHref = (name: string) => `#/rate-limits/${encodeURIComponent(name)}`;

@@ -200,6 +200,8 @@ describe('the API the console reads', () => {
   it('what one refresh of each console view costs in AWS requests and read units, with nothing written', async () => {
     // Each view reads once every 2 s while shown: these are its requests, as the page makes them.
     const { task } = await operator.submitTask({ queue: 'work', payload: {} });
+    await operator.setRateLimit('console.calls', { limit: 5, per: 'hour' });
+    await operator.setRateLimit('console.tenants', { limit: 10, per: 'day', perKey: true });
     const views: Record<string, string[]> = {
       queues: ['/v1/queues'],
       tasks: ['/v1/tasks?limit=50'],
@@ -209,6 +211,8 @@ describe('the API the console reads', () => {
       schedules: ['/v1/schedules?limit=50'],
       schedule: ['/v1/schedules/paris-morning/occurrences'],
       deadLetters: ['/v1/tasks?status=dead&limit=50'],
+      rateLimits: ['/v1/rate-limits'],
+      rateLimit: ['/v1/rate-limits/console.tenants'],
     };
     const figures = await refreshCosts(views);
     // Two queues of 16 shards each, each shard a list partition of the table (taskLayout 2) and one of the `listed`
@@ -219,6 +223,10 @@ describe('the API the console reads', () => {
     expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS + 2 * (1 + 2 * 16));
     for (const view of ['task', 'agents', 'roles', 'schedules', 'schedule'])
       expect(figures[view]?.requests, view).toBeLessThanOrEqual(2);
+    // The limits in force, then the window open now of each limit not per key (a per-key one's keys are on its page).
+    expect(figures.rateLimits?.requests).toBeLessThanOrEqual(2);
+    // The limits in force, then the limit's window: its keys.
+    expect(figures.rateLimit?.requests).toBeLessThanOrEqual(2);
   });
 
   it('a suspended task names its waitpoint, which the open waitpoints list with its task and timeout', async () => {
