@@ -117,7 +117,8 @@ const encodeHint = (hint: DispatchHint): string =>
 
 /** A hint's rate limits as received: each `[name, units, key?]` well formed, or none at all. */
 function rateLimitsIn(value: unknown): TaskRateLimit[] | undefined {
-  if (!Array.isArray(value) || value.length === 0 || value.length > RATE_LIMIT_BOUNDS.perTask) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || value.length > RATE_LIMIT_BOUNDS.perTask)
+    return undefined;
   const limits: TaskRateLimit[] = [];
   for (const entry of value) {
     if (!Array.isArray(entry)) return undefined;

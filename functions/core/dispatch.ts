@@ -12,7 +12,10 @@ import type { SchedulerContext } from './context';
 import { wakeFor, wakeLater } from './push';
 import { offerTurn } from './turns';
 
-type Dispatched = Pick<Task, 'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey' | 'rateLimits'>;
+type Dispatched = Pick<
+  Task,
+  'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey' | 'rateLimits'
+>;
 
 /**
  * Sends a task's hint (with `payload`, the hint carries it: its submission's) and wakes for it; false if the send
@@ -32,7 +35,12 @@ export async function dispatch(
       await ctx.queues.send(
         task.queue,
         task.priority,
-        { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...(payload ? { payload } : {}), ...hintFieldsOf(task) },
+        {
+          taskId: task.taskId,
+          leaseEpoch: task.leaseEpoch,
+          ...(payload ? { payload } : {}),
+          ...hintFieldsOf(task),
+        },
         delaySeconds,
       );
     if (delaySeconds <= 0) await wakeFor(ctx, [task], reason);
