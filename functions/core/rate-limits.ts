@@ -235,7 +235,10 @@ export async function checkTaskRateLimits(
       'rateLimits: need taskLayout 4 (this stack runs an earlier layout for an upgrade)',
     );
   }
-  const problem = taskLimitsProblem(limits, await rateLimitsInForce(ctx));
+  // A limit set a moment ago in another process may not be in this one's copy yet: a refusal is read again.
+  const problem =
+    taskLimitsProblem(limits, await rateLimitsInForce(ctx)) &&
+    taskLimitsProblem(limits, await rateLimitsInForce(ctx, true));
   if (problem) throw new ValidationError(problem);
 }
 

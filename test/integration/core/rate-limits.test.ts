@@ -347,6 +347,19 @@ describe('named rate limits', () => {
     expect(await scheduler.getRateLimit('b')).toBeUndefined();
   });
 
+  it('a limit set through one process is taken by a submission to another at once, whatever that one had read', async () => {
+    const other = stack.sibling();
+    // The other process reads the limits (and keeps them a moment) before the new one exists.
+    await other.submit({ queue: 'hostile', payload: {}, rateLimits: [{ name: 'declared.rpm' }] });
+    await stack.scheduler.setRateLimit('fresh.hourly', { limit: 3, per: 'hour' });
+    const { task } = await other.submit({
+      queue: 'hostile',
+      payload: {},
+      rateLimits: [{ name: 'fresh.hourly' }],
+    });
+    expect(task.rateLimits).toEqual([{ name: 'fresh.hourly', units: 1 }]);
+  });
+
   it('a stack on an earlier task layout refuses tasks that name limits', async () => {
     const older = stack.sibling({ settings: { taskLayout: 3 } });
     await expect(
