@@ -132,7 +132,10 @@ export async function takesFor(
   task: Pick<Task, 'rateLimits'>,
   now: number,
 ): Promise<WindowTake[]> {
-  const limits = await rateLimitsInForce(ctx);
+  let limits = await rateLimitsInForce(ctx);
+  // A name this process's copy does not know may have been set a moment ago: read again before passing it over.
+  if ((task.rateLimits ?? []).some((limit) => !limits.has(limit.name)))
+    limits = await rateLimitsInForce(ctx, true);
   return (task.rateLimits ?? []).flatMap((limit) => {
     const terms = limits.get(limit.name);
     if (!terms) return [];

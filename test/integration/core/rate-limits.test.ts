@@ -360,6 +360,24 @@ describe('named rate limits', () => {
     expect(task.rateLimits).toEqual([{ name: 'fresh.hourly', units: 1 }]);
   });
 
+  it('a claim in a process that read the limits before a new one was set takes its units all the same', async () => {
+    const third = stack.sibling();
+    const agent = await startAgent(third, { name: 'fresh', queues: ['priced'], maxConcurrency: 5 });
+    // The claim reads the limits (and keeps them a moment) before the new one exists.
+    await stack.scheduler.submit({ queue: 'priced', payload: {}, rateLimits: [{ name: 'priced.daily' }] });
+    expect(await claimUntil(third, agent, 1, 2_000)).toHaveLength(1);
+    await stack.scheduler.setRateLimit('fresher.hourly', { limit: 3, per: 'hour' });
+    const { task } = await stack.scheduler.submit({
+      queue: 'priced',
+      payload: {},
+      rateLimits: [{ name: 'fresher.hourly' }],
+    });
+    expect((await claimUntil(third, agent, 1, 2_000)).map((c) => c.taskId)).toEqual([task.taskId]);
+    expect((await stack.scheduler.getTask(task.taskId))?.rateTaken).toMatchObject([
+      { name: 'fresher.hourly', units: 1 },
+    ]);
+  });
+
   it('a stack on an earlier task layout refuses tasks that name limits', async () => {
     const older = stack.sibling({ settings: { taskLayout: 3 } });
     await expect(
