@@ -43,16 +43,21 @@ function numberEnv(name: SettingName, env: NodeJS.ProcessEnv): number {
   return value;
 }
 
-function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
-  const name = TEXT_SETTINGS.queueLimits.env;
+/** The JSON an environment variable holds, or undefined when it is unset or empty. */
+function jsonEnv(env: NodeJS.ProcessEnv, name: string): unknown {
   const raw = env[name];
-  if (raw === undefined || raw === '') return {};
-  let parsed: unknown;
+  if (raw === undefined || raw === '') return undefined;
   try {
-    parsed = JSON.parse(raw);
+    return JSON.parse(raw);
   } catch {
     throw new Error(`environment variable ${name} must be JSON`);
   }
+}
+
+function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
+  const name = TEXT_SETTINGS.queueLimits.env;
+  const parsed = jsonEnv(env, name);
+  if (parsed === undefined) return {};
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new Error(`environment variable ${name} must be an object of limits by queue`);
   const limits: FunctionConfig['queueLimits'] = {};
@@ -73,14 +78,8 @@ function queueLimitsEnv(env: NodeJS.ProcessEnv): FunctionConfig['queueLimits'] {
 /** The named rate limits the construct declares (`RATE_LIMITS`, a JSON array), each checked. */
 function rateLimitsEnv(env: NodeJS.ProcessEnv): RateLimitDefinition[] {
   const name = TEXT_SETTINGS.rateLimits.env;
-  const raw = env[name];
-  if (raw === undefined || raw === '') return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error(`environment variable ${name} must be JSON`);
-  }
+  const parsed = jsonEnv(env, name);
+  if (parsed === undefined) return [];
   if (!Array.isArray(parsed)) throw new Error(`environment variable ${name} must be an array of rate limits`);
   return parsed.map((value: unknown) => {
     const checked = declaredRateLimitSchema.safeParse(value);
@@ -151,14 +150,8 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Fu
 
 function agentSubmitQueuesEnv(env: NodeJS.ProcessEnv): string[] {
   const name = TEXT_SETTINGS.agentSubmitQueues.env;
-  const raw = env[name];
-  if (raw === undefined || raw === '') return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error(`environment variable ${name} must be JSON`);
-  }
+  const parsed = jsonEnv(env, name);
+  if (parsed === undefined) return [];
   if (!Array.isArray(parsed) || !parsed.every((q) => typeof q === 'string')) {
     throw new Error(`environment variable ${name} must be an array of queue names`);
   }
