@@ -15,6 +15,9 @@ import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
 import { noteSaturation, takesFor } from './rate-limits';
 import { admitKeys, isStandIn, type TakenTurn } from './turns';
 
+/** A task waiting longer than this for a rate limit's units is recorded with the limit (`waitForUnits`). */
+const RECORDED_WAIT_SECONDS = 60;
+
 /** Seconds a hint is hidden when its queue's concurrency or rate limit refused it. */
 const LIMITED_RETRY_SECONDS = 1;
 
@@ -174,8 +177,9 @@ async function waitForUnits(
   const [first, ...copies] = hints;
   fates.delete(...copies);
   if (!first) return;
-  // Recorded with the limit, so that new terms set for it (a budget raised) send it again at once.
-  if (!isStandIn(first)) {
+  // A long wait (a budget spent) is recorded with the limit, so that new terms set for it (a budget raised) send it
+  // again at once. A rate's wait is a window of seconds: not worth a write at every refusal.
+  if (!isStandIn(first) && seconds > RECORDED_WAIT_SECONDS) {
     await ctx.rateLimits
       .noteWaiting(
         take.taken.name,
