@@ -13,6 +13,7 @@ import { TaskWaiter, type WaitOptions } from './task-waiter.js';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
 import type {
   Agent,
+  AttentionInput,
   BatchItemResult,
   CancelTaskInput,
   ChildTaskInput,
@@ -189,11 +190,20 @@ export class AgentSchedulerClient {
 
   /** One page of tasks, newest first; pass `nextCursor` back as `cursor` for the next (older) page. */
   async listTasks(filter: ListTasksInput = {}): Promise<TaskPage> {
-    const { queue, status, limit, cursor, createdAfter, createdBefore, concurrencyKey } = filter;
+    const { queue, status, limit, cursor, createdAfter, createdBefore, concurrencyKey, attention } = filter;
     const page = await this.call<{ tasks: Task[]; nextCursor?: string | null }>({
       method: 'GET',
       path: '/v1/tasks',
-      query: { queue, status, limit, cursor, createdAfter, createdBefore, concurrencyKey },
+      query: {
+        queue,
+        status,
+        limit,
+        cursor,
+        createdAfter,
+        createdBefore,
+        concurrencyKey,
+        attention: attention ? 'true' : undefined,
+      },
     });
     // The last page says `null`; absent is what the type promises.
     return {
@@ -263,6 +273,21 @@ export class AgentSchedulerClient {
         body: input,
       })
     ).waitpoint;
+  }
+
+  /**
+   * Clears the mark the starvation ladder left on a task that waited too long (`needsAttention`): it leaves the
+   * `attention: true` list. Nothing else of the task changes; clearing a task not marked answers it as it is.
+   */
+  async clearAttention(taskId: string): Promise<Task> {
+    const body: AttentionInput = { needsAttention: false };
+    return (
+      await this.call<{ task: Task }>({
+        method: 'POST',
+        path: `/v1/tasks/${segment(taskId)}/attention`,
+        body,
+      })
+    ).task;
   }
 
   /** Sends a dead task back to its queue. */

@@ -84,6 +84,12 @@ export interface Task {
   readonly rateLimits?: readonly (TaskRateLimit & { readonly units: number })[];
   /** What its current (or last) attempt's grant took from each limit, and the window it took from. */
   readonly rateTaken?: readonly RateTaken[];
+  /**
+   * The starvation ladder marked it: it waited claimable past the last threshold (`starvation.attentionAfter`) and
+   * raised the alarm. Stays until an operator clears it (`clearAttention`) or the task is queued again. Absent: not
+   * marked.
+   */
+  readonly needsAttention?: true;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly finishedAt?: string;
@@ -104,6 +110,11 @@ export type TaskSummary = Omit<
   Task,
   'result' | 'checkpoint' | 'progress' | 'cascade' | 'payload' | 'payloadGone'
 >;
+
+/** The body of `POST /v1/tasks/{taskId}/attention`: the mark is cleared; an operator cannot set it. */
+export interface AttentionInput {
+  readonly needsAttention: false;
+}
 
 /** The body of `POST /v1/tasks/{taskId}/cancel`. */
 export interface CancelTaskInput {
@@ -426,6 +437,11 @@ export interface ListTasksInput {
   readonly createdBefore?: string;
   /** Only the tasks of this concurrency key. */
   readonly concurrencyKey?: string;
+  /**
+   * `true`: only the tasks marked as needing attention (`Task.needsAttention`). A filter on the tasks read, as a
+   * status is: a page may be short, or empty with a `nextCursor`. `false` or absent: no filter.
+   */
+  readonly attention?: boolean;
 }
 
 export interface TaskPage {

@@ -1,5 +1,5 @@
 /**
- * Tasks: submit, get, list, cancel, redrive.
+ * Tasks: submit, get, list, cancel, redrive, clear-attention.
  */
 import { type Command, Option } from 'commander';
 import { TaskWaitTimeoutError } from '#sdk/task-waiter';
@@ -173,11 +173,16 @@ function listCommand(program: Command, cli: Cli): void {
     .option('--key <key>', 'only tasks of this concurrency key')
     .option('--created-after <time>', 'only tasks created at or after this ISO 8601 time (with its offset)')
     .option('--created-before <time>', 'only tasks created before this ISO 8601 time (with its offset)')
+    .option(
+      '--attention',
+      'only tasks the starvation ladder marked as needing attention (a filter on the tasks read, as --status is)',
+    )
     .addHelpText(
       'after',
       examples([
         'agent-scheduler list',
         'agent-scheduler list --queue research --status dead --limit 20',
+        'agent-scheduler list --attention',
         'agent-scheduler list --created-after 2026-11-25T09:00:00Z --created-before 2026-11-25T10:00:00Z',
         'agent-scheduler list --cursor <the cursor printed under the previous page>',
       ]),
@@ -191,6 +196,7 @@ function listCommand(program: Command, cli: Cli): void {
         createdAfter?: string;
         createdBefore?: string;
         key?: string;
+        attention?: boolean;
       }) => {
         const { key, ...filter } = options;
         const page = await cli.operator().listTasks(defined({ ...filter, concurrencyKey: key }));
@@ -209,7 +215,7 @@ function listCommand(program: Command, cli: Cli): void {
     );
 }
 
-/** Cancel and redrive: a task sent to an end, or back from one. */
+/** Cancel and redrive: a task sent to an end, or back from one; and the attention mark cleared. */
 function endCommands(program: Command, cli: Cli): void {
   program
     .command('cancel')
@@ -240,6 +246,22 @@ function endCommands(program: Command, cli: Cli): void {
     .action(async (taskId: string) => {
       const task = await cli.operator().redriveTask(taskId);
       cli.print(task, () => `${task.taskId} is ${task.status}`);
+    });
+  program
+    .command('clear-attention')
+    .summary('clear the mark the starvation ladder left on a task that waited too long')
+    .description(
+      'Clears needsAttention on a task (list --attention lists the marked ones); nothing else of the task ' +
+        'changes. A task not marked is printed as it is.',
+    )
+    .argument('<task-id>', 'the task id (t_...)')
+    .addHelpText(
+      'after',
+      examples(['agent-scheduler list --attention', 'agent-scheduler clear-attention t_abc...']),
+    )
+    .action(async (taskId: string) => {
+      const task = await cli.operator().clearAttention(taskId);
+      cli.print(task, () => `${task.taskId} is ${task.status}; attention cleared`);
     });
 }
 

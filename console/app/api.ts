@@ -5,6 +5,7 @@
  */
 import type {
   AgentPage,
+  AttentionInput,
   CompleteWaitpointInput,
   EventPage,
   ListTasksInput,
@@ -95,7 +96,11 @@ export const api = {
     ),
 
   listTasks: (filter: TaskFilter, signal?: Signal) =>
-    apiRequest<TaskPage>('GET', `/v1/tasks${query({ ...filter })}`, { signal }),
+    apiRequest<TaskPage>(
+      'GET',
+      `/v1/tasks${query({ ...filter, attention: filter.attention ? 'true' : undefined })}`,
+      { signal },
+    ),
   getTask: (taskId: string, signal?: Signal) =>
     apiRequest<{ task: Task }>('GET', `/v1/tasks/${path(taskId)}`, { signal }).then((r) => r.task),
   /** The task with its payload (up to 256 KB, perhaps read from S3): only when asked for. */
@@ -115,6 +120,11 @@ export const api = {
     ).then((r) => r.task),
   redriveTask: (taskId: string) =>
     apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/redrive`).then((r) => r.task),
+  /** Clears the starvation ladder's mark; a task not marked is answered as it is. */
+  clearAttention: (taskId: string) =>
+    apiRequest<{ task: Task }>('POST', `/v1/tasks/${path(taskId)}/attention`, {
+      body: { needsAttention: false } satisfies AttentionInput,
+    }).then((r) => r.task),
 
   /** Open waitpoints, oldest first: the only ones the API lists. */
   listWaitpoints: (filter: { cursor?: string; limit?: number }, signal?: Signal) =>

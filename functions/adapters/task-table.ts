@@ -546,6 +546,14 @@ export class TaskTable implements TaskStore {
     }));
   }
 
+  clearAttention(taskId: string): Promise<TaskWrite> {
+    return this.update(taskId, (e) => ({
+      remove: [e.n('needsAttention')],
+      // Marked, so the task exists: one write that refuses (changing nothing) a task not marked or not there.
+      condition: `${e.n('needsAttention')} = ${e.v(true)}`,
+    }));
+  }
+
   /** Each shard of the queue twice: its list partition of the table (layout 2) and its `listed` index partition (1). */
   listedShards(queue: string): readonly string[] {
     return listedShardsOf(queue).flatMap((shard) => [payloadListOf(shard), shard]);

@@ -3,10 +3,18 @@
  *
  * Listing reads the `listed` index newest first (every shard of the queues listed, merged by time; see
  * `NewestFirst`), then the page's tasks from the table in one consistent `BatchGetItem`. A time window is served by
- * the index: `createdBefore` is where the reading starts, `createdAfter` where it ends. A status or a
- * concurrency key is a filter on the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
+ * the index: `createdBefore` is where the reading starts, `createdAfter` where it ends. A status, a
+ * concurrency key or `attention` is a filter on the tasks read, so a page of a rare status may take a few rounds; a page stops after `LIST_ROUNDS` rounds and
  * says where to go on. Queue figures walk the `due` index, which holds only open (queued or leased) tasks, up to
  * a bound.
+ *
+ * `attention: true` (the tasks the starvation ladder marked) has no index of its own either: marks are rare, and a
+ * sparse index would cost every mark and every clear a write to it. A page reads as any filtered page does: at most
+ * `LIST_ROUNDS` rounds, each `limit` list entries (queries of the queues' list partitions, newest first) and their
+ * state items in one consistent `BatchGetItem`, so at most 1,000 state items at `limit=100` (a read unit each, as an
+ * item under 4 KB read consistently is billed), and it keeps the marked ones. A short or empty page with a
+ * `nextCursor` means the rounds ran out before the list did, not that nothing older is marked; a queue or a time
+ * window narrows what is read (a status does not). Nothing scans the table.
  */
 import { z } from 'zod';
 import { ValidationError } from '#domain/errors';
@@ -82,6 +90,8 @@ export async function listTasks(
     createdBefore?: string;
     /** Only the tasks of this concurrency key: a filter on the tasks read, as a status is. */
     concurrencyKey?: string;
+    /** `true`: only the tasks marked as needing attention, a filter on the tasks read too; `false`: no filter. */
+    attention?: boolean;
   },
 ): Promise<TaskPage> {
   const limit = filter.limit ?? 50;
@@ -97,7 +107,8 @@ export async function listTasks(
   const { concurrencyKey } = filter;
   if (concurrencyKey !== undefined && !concurrencyKeySchema.safeParse(concurrencyKey).success)
     throw new ValidationError(`concurrencyKey: 1 to ${CONCURRENCY_KEY_CHARS} printable characters`);
-  const filtered = status !== undefined || concurrencyKey !== undefined;
+  const attention = filter.attention === true;
+  const filtered = status !== undefined || concurrencyKey !== undefined || attention;
   const createdAfter = instantOf('createdAfter', filter.createdAfter);
   const createdBefore = instantOf('createdBefore', filter.createdBefore);
   // Before a time: the list starts where a task of that millisecond with the least id would be.
@@ -136,7 +147,8 @@ export async function listTasks(
         // One idempotency key twice in one batch, for two specifications: two entries of one creation.
         !tasks.some((t) => t.taskId === task.taskId) &&
         (status === undefined || task.status === status) &&
-        (concurrencyKey === undefined || task.concurrencyKey === concurrencyKey)
+        (concurrencyKey === undefined || task.concurrencyKey === concurrencyKey) &&
+        (!attention || task.needsAttention === true)
       )
         tasks.push(task);
       if (tasks.length === limit) {

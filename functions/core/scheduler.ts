@@ -55,6 +55,7 @@ import {
   readSession,
   registerAgent,
 } from './sessions';
+import { clearAttention } from './starvation';
 import { runSupervisorPass } from './supervisor';
 import { type Answer, answerCallback, resolveWaitpoint, suspendTask } from './waitpoints';
 
@@ -309,7 +310,12 @@ export class Scheduler {
     return redriveTask(this.ctx, taskId);
   }
 
-  listTasks(filter: { queue?: string; status?: string; limit?: number; cursor?: string } = {}) {
+  /** Clears the starvation ladder's mark on a task (`needsAttention`); a task not marked is answered as it is. */
+  clearAttention(taskId: string) {
+    return clearAttention(this.ctx, taskId);
+  }
+
+  listTasks(filter: Parameters<typeof listTasks>[1] = {}) {
     return listTasks(this.ctx, filter);
   }
 

@@ -3,7 +3,9 @@
  * each threshold is (1) promoted one priority, (2) announced with a `task.starved` event, (3) marked as needing
  * attention, which raises an alarm. Each step is a conditional write on the step reached, so passes that
  * overlap take each step once. A starving queue that no live agent serves is announced as `queue.noCapableAgent`.
+ * An operator clears the mark (`clearAttention`); the next requeue (or a suspension) resets the ladder and the mark.
  */
+import { TaskNotFoundError } from '#domain/errors';
 import { promote } from '#domain/priority';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
@@ -75,4 +77,17 @@ export async function climbLadder(
   }
   if (level < 3 && reached >= 3) steps.push('attention');
   return { steps, task: written.task };
+}
+
+/**
+ * An operator clears the mark of the last step: one conditional write of the flag alone, whatever the task's status.
+ * Nothing else depends on the flag: the level stays 3 (the top, so the ladder neither marks it again for this wait
+ * nor asks for another look at it), and the alarm counts marks as each pass makes them (the supervisor's
+ * `NeedsAttention` metric), so there is nothing to take back there. A task not marked is answered as it is.
+ */
+export async function clearAttention(ctx: SchedulerContext, taskId: string): Promise<Task> {
+  const written = await ctx.tasks.clearAttention(taskId);
+  if (written.ok) return written.task;
+  if (written.current) return written.current;
+  throw new TaskNotFoundError(taskId);
 }

@@ -84,6 +84,10 @@ export interface Task extends AsOnTheWire {
   readonly readyAt?: number;
   /** Steps of the starvation ladder taken: 1 promoted, 2 announced, 3 needs attention. Reset by every requeue. */
   readonly starvationLevel?: number;
+  /**
+   * Marked by the ladder's last step (the alarm's): kept through a lease and an end, dropped by every requeue and a
+   * suspension, and cleared by an operator (`TaskStore.clearAttention`), which leaves the level as it is.
+   */
   readonly needsAttention?: boolean;
   readonly idempotencyKey?: string;
   readonly specHash: string;

@@ -11,6 +11,7 @@ import { scheduleSpecSchema } from '#domain/schedule';
 import { taskSpecSchema } from '#domain/task-spec';
 import { TASK_STATUSES } from '#domain/task-status';
 import {
+  attentionBody,
   cancelBody,
   claimBody,
   completeBody,
@@ -154,6 +155,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
         schema: { type: 'string' },
       },
       {
+        name: 'attention',
+        description:
+          '`true`: only the tasks the starvation ladder marked as needing attention. A filter on the tasks read, as a status is (no index): a page reads at most ten rounds of `limit` tasks, so it may be short, or empty with a `nextCursor`.',
+        schema: { type: 'string', enum: ['true'] },
+      },
+      {
         name: 'createdAfter',
         description: 'Only the tasks created at or after this time (ISO 8601 with its offset).',
         schema: { type: 'string', format: 'date-time' },
@@ -184,6 +191,12 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     ok(taskResponseSchema, 'The task; with `cascade`, how far the cancellation of its descendants has come'),
   ),
   redriveTask: { summary: 'Queue a dead task again', responses: ok(taskResponseSchema) },
+  clearAttention: withBody(
+    'Clear the starvation ladder’s attention mark on a task',
+    'AttentionRequest',
+    attentionBody,
+    ok(taskResponseSchema, 'The task, its mark cleared (a task not marked, as it is)'),
+  ),
   listQueues: { summary: 'List queues with their depth', responses: ok(queueListSchema) },
   pauseQueue: { summary: 'Pause a queue', responses: ok(queueResponseSchema) },
   resumeQueue: { summary: 'Resume a queue', responses: ok(queueResponseSchema) },

@@ -1,5 +1,5 @@
 /**
- * The operator routes: submit and inspect tasks, cancel and redrive them; pause queues and set their limits;
+ * The operator routes: submit and inspect tasks, cancel and redrive them, clear their attention mark; pause queues and set their limits;
  * schedules; register and revoke agents, list roles.
  */
 
@@ -11,7 +11,14 @@ import { RATE_LIMIT_NAME_PATTERN } from '#domain/rate-limits';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 import { type ApiRequest, type Operation, taskIdParam } from './http-api';
 import { openApiDocument } from './openapi';
-import { cancelBody, completeWaitpointBody, noBody, parseBody, rejectWaitpointBody } from './request-bodies';
+import {
+  attentionBody,
+  cancelBody,
+  completeWaitpointBody,
+  noBody,
+  parseBody,
+  rejectWaitpointBody,
+} from './request-bodies';
 import {
   agentView,
   itemView,
@@ -32,6 +39,13 @@ const optional = (key: string, value: string | null) => (value === null ? {} : {
 /** `limit=` as digits only: `Number()` would also take " 5", "0x10" and "1e1". */
 const limitOf = (value: string | null) =>
   value === null ? {} : { limit: /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN };
+/** `attention=true`, the one value it takes: only the tasks marked as needing attention. */
+function attentionOf(value: string | null): { attention?: true } {
+  if (value === null) return {};
+  if (value !== 'true')
+    throw new ValidationError('attention: only "true" (the tasks marked as needing attention)');
+  return { attention: true };
+}
 
 function queueParam(request: ApiRequest): string {
   const name = request.params.name ?? '';
@@ -100,7 +114,7 @@ export const operatorOperations = (scheduler: Scheduler): Record<string, Operati
   ...fleetOperations(scheduler),
 });
 
-/** Tasks: submit (one or a batch), list, read, cancel, redrive. */
+/** Tasks: submit (one or a batch), list, read, cancel, redrive, clear the attention mark. */
 function taskOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     submitTask: async (request) => {
@@ -131,6 +145,7 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
         ...optional('createdAfter', request.query.get('createdAfter')),
         ...optional('createdBefore', request.query.get('createdBefore')),
         ...optional('concurrencyKey', request.query.get('concurrencyKey')),
+        ...attentionOf(request.query.get('attention')),
         ...limitOf(limit),
       });
       return {
@@ -164,6 +179,11 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
     redriveTask: async (request) => {
       noBody(request);
       return { status: 200, body: { task: taskView(await scheduler.redrive(taskIdParam(request))) } };
+    },
+    // The starvation ladder's mark cleared: 200 with the task, marked or not before (a retry changes nothing more).
+    clearAttention: async (request) => {
+      parseBody(attentionBody, request.body);
+      return { status: 200, body: { task: taskView(await scheduler.clearAttention(taskIdParam(request))) } };
     },
   };
 }

@@ -204,6 +204,14 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
 /** The body of `POST /v1/tasks/{taskId}/cancel`: none, or whether the cancel reaches the task's descendants. */
 export const cancelBody = accepts<Sdk.CancelTaskInput>()(z.strictObject({ cascade: z.boolean().optional() }));
 
+/**
+ * The body of `POST /v1/tasks/{taskId}/attention`: `{ "needsAttention": false }`, the mark cleared. Only the ladder
+ * sets it, so `true` is refused; the body names the field it changes, as it reads in the task.
+ */
+export const attentionBody = accepts<Sdk.AttentionInput>()(
+  z.strictObject({ needsAttention: z.literal(false).describe('`false`: the mark is cleared.') }),
+);
+
 /** A route that takes no body: none, or `{}`, is all it accepts, so a body meant for another route changes nothing. */
 export const noBody = (request: ApiRequest): void => {
   parseBody(z.strictObject({}), request.body);

@@ -164,6 +164,12 @@ export const taskSchema = published(
         })
         .optional()
         .describe('It was cancelled with its descendants (`cascade: true`): how far that has come.'),
+      needsAttention: z
+        .literal(true)
+        .optional()
+        .describe(
+          'The starvation ladder marked it: it waited claimable past the last threshold and raised the alarm. Stays until an operator clears it (`POST /v1/tasks/{taskId}/attention`) or the task is queued again.',
+        ),
       createdAt: timestamp,
       updatedAt: timestamp,
       finishedAt: timestamp.optional(),

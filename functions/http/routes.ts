@@ -47,6 +47,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('GET', '/v1/tasks/{taskId}', 'getTask'),
   operator('POST', '/v1/tasks/{taskId}/cancel', 'cancelTask'),
   operator('POST', '/v1/tasks/{taskId}/redrive', 'redriveTask'),
+  operator('POST', '/v1/tasks/{taskId}/attention', 'clearAttention'),
   operator('GET', '/v1/queues', 'listQueues'),
   operator('POST', '/v1/queues/{name}/pause', 'pauseQueue'),
   operator('POST', '/v1/queues/{name}/resume', 'resumeQueue'),

@@ -80,6 +80,8 @@ export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
       startedAt: iso(cascade.startedAt),
       finishedAt: iso(cascade.finishedAt),
     },
+    // Shown only when marked: absent is the common case, and what older servers send.
+    needsAttention: task.needsAttention ? (true as const) : undefined,
     createdAt: iso(task.createdAt),
     updatedAt: iso(task.updatedAt),
     finishedAt: iso(task.finishedAt),

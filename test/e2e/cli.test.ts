@@ -434,6 +434,35 @@ describe('the agent-scheduler command', () => {
       }
     });
 
+    it('list --attention shows the tasks the ladder marked; clear-attention clears one', async () => {
+      const { task: marked } = await operator.submitTask({ queue: 'other', payload: { waited: true } });
+      const { task: plain } = await operator.submitTask({ queue: 'other', payload: { waited: false } });
+      // The ladder's last step, as a supervisor pass writes it.
+      const read = await stack.ctx.tasks.get(marked.taskId);
+      if (!read) throw new Error('the task was read back');
+      await stack.ctx.tasks.climbLadder(read, { fromLevel: 0, toLevel: 3, needsAttention: true });
+      const listed = (args: string[]) =>
+        cli(['list', '--attention', '--json', ...args, ...at()]).then(
+          (outcome) => (JSON.parse(outcome.stdout) as { tasks: { taskId: string }[] }).tasks,
+        );
+
+      expect((await listed(['--queue', 'other'])).map((t) => t.taskId)).toEqual([marked.taskId]);
+      const shown = await cli(['get', marked.taskId, ...at()]);
+      expect(shown.stdout).toMatch(/^needsAttention\s+true$/m);
+      const cleared = await cli(['clear-attention', marked.taskId, ...at()]);
+      const again = await cli(['clear-attention', marked.taskId, '--json', ...at()]);
+      const absent = await cli(['clear-attention', `t_${'q'.repeat(26)}`, ...at()]);
+
+      expect(cleared).toMatchObject({ code: 0, stdout: `${marked.taskId} is queued; attention cleared\n` });
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.stdout)).not.toHaveProperty('needsAttention');
+      expect(absent.code).toBe(1);
+      expect(absent.stderr).toMatch(/TaskNotFound|does not exist/);
+      expect(await listed(['--queue', 'other'])).toEqual([]);
+      expect((await operator.getTask(plain.taskId)).needsAttention).toBeUndefined();
+      for (const id of [marked.taskId, plain.taskId]) await operator.cancelTask(id);
+    });
+
     it('schedules create passes the overlap and missed-run policies', async () => {
       const outcome = await cli([
         'schedules',

@@ -176,6 +176,21 @@ describe('the OpenAPI document matches what the server answers', () => {
       `/v1/tasks?queue=${QUEUE}&status=queued&cursor=${encodeURIComponent(String(page.nextCursor))}`,
     );
     await operator('GET', `/v1/tasks/${keyed.taskId}`);
+    // Marked by the ladder's last step (its own write, as a pass makes it): listed by the filter, shown, cleared,
+    // and cleared again as it is.
+    const waited = await stack.ctx.tasks.get(keyed.taskId);
+    if (!waited) throw new Error('the task was read back');
+    await stack.ctx.tasks.climbLadder(waited, { fromLevel: 0, toLevel: 3, needsAttention: true });
+    const marked = await operator('GET', `/v1/tasks?queue=${QUEUE}&attention=true`);
+    expect(marked.tasks).toEqual([expect.objectContaining({ taskId: keyed.taskId, needsAttention: true })]);
+    const cleared = await operator('POST', `/v1/tasks/${keyed.taskId}/attention`, { needsAttention: false });
+    expect(cleared.task).not.toHaveProperty('needsAttention');
+    await operator('POST', `/v1/tasks/${keyed.taskId}/attention`, { needsAttention: false });
+    await call('POST', `/v1/tasks/${keyed.taskId}/attention`, {
+      token: OPERATOR,
+      body: { needsAttention: true },
+      expect: 400,
+    });
 
     // Claims: an empty one is told to wait; then both tasks, with a checkpoint saved by a heartbeat.
     const empty = await call('POST', '/v1/agent/claim', {

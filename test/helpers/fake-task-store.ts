@@ -359,6 +359,16 @@ export class FakeTaskStore implements Port.TaskStore {
     });
   }
 
+  async clearAttention(taskId: string): Promise<Port.TaskWrite> {
+    return this.write('clearAttention', taskId, (r) => {
+      if (r.task.needsAttention !== true) return false;
+      const next: Mutable<Task> = { ...r.task };
+      delete next.needsAttention;
+      r.task = next;
+      return true;
+    });
+  }
+
   async watch(taskId: string): Promise<Task | undefined> {
     const written = await this.write('watch', taskId, (r) => {
       r.task = { ...r.task, watched: true };

@@ -70,6 +70,7 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   cancelTree: 'operatorApi',
   cascadeOf: 'operatorApi',
   redrive: 'operatorApi',
+  clearAttention: 'operatorApi',
   answerWaitpoint: 'operatorApi',
   answerCallback: 'operatorApi',
   getWaitpoint: 'operatorApi',

@@ -493,6 +493,25 @@ export function taskStoreContract(name: string, subject: () => StoreUnderTest): 
       expect(flagged).toMatchObject({ starvationLevel: 3, priority: 'high', needsAttention: true });
     });
 
+    it('clears the mark alone, once: a task not marked, or none, is refused and left as it is', async () => {
+      const { store } = subject();
+      const task = await taskIn('queued');
+      const unmarked = await store.clearAttention(task.taskId);
+      expect(unmarked.ok).toBe(false);
+      expect(!unmarked.ok && unmarked.current?.needsAttention).toBeUndefined();
+      const flagged = landed(
+        await store.climbLadder(observed(task), { fromLevel: 0, toLevel: 3, needsAttention: true }),
+      );
+      const cleared = landed(await store.clearAttention(task.taskId));
+      expect(cleared.needsAttention).toBeUndefined();
+      // Nothing else moved: the level stays, so the ladder does not mark it again for the same wait.
+      const { needsAttention: _mark, ...rest } = flagged;
+      expect(cleared).toEqual(rest);
+      const again = await store.clearAttention(task.taskId);
+      expect(again).toMatchObject({ ok: false, current: rest });
+      expect(await store.clearAttention(`t_${'q'.repeat(26)}`)).toEqual({ ok: false });
+    });
+
     it('creates a task once: a second create answers the task already there', async () => {
       const { store, now } = subject();
       const task = await taskIn('queued');

@@ -7,7 +7,8 @@
  *   server-owned field, a field of the wrong type, a key repeated in one object, `__proto__` as a key (at the
  *   top or in a nested object the route reads), nesting far past the bound (up to 3,000 levels);
  * - the values: control and format characters in names and ids, over-long strings, path parameters and keys;
- * - the query of the list routes: forged cursors (empty, over-long or foreign key parts), bad limits and filters;
+ * - the query of the list routes: forged cursors (empty, over-long or foreign key parts), bad limits and filters
+ *   (a status or an `attention` that is not one);
  * - a path parameter that cannot name anything.
  *
  * Each answer must be a 4xx with the error shape and a short message without stack, path or ARN, and nothing may
@@ -55,7 +56,7 @@ const takesBody = (route: RouteDefinition) => route.method !== 'GET';
 const paramsOf = (route: RouteDefinition) => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] ?? '');
 /** The query parameters each list route reads. */
 const QUERIES: Record<string, readonly string[]> = {
-  listTasks: ['cursor', 'queue', 'status'],
+  listTasks: ['cursor', 'queue', 'status', 'attention'],
   listAgents: ['cursor'],
   listSchedules: ['cursor'],
 };
@@ -93,6 +94,7 @@ function templateOf(operation: string, sessionId: string, parent: Json): Json {
     volunteerForRole: { sessionId },
     withdrawFromRole: { sessionId },
     releaseRole: { leaseEpoch: 1 },
+    clearAttention: { needsAttention: false },
   };
   return templates[operation] ?? {};
 }
@@ -293,7 +295,7 @@ describe('fuzzing every route', () => {
 
           let query = '';
           if (defect === 'badQuery') {
-            const which = c.pick % (route.operation === 'listTasks' ? 4 : 3);
+            const which = c.pick % (route.operation === 'listTasks' ? 5 : 3);
             const cursor = Buffer.from(JSON.stringify(c.cursorKey) ?? '').toString('base64url');
             query =
               which === 0
@@ -302,12 +304,17 @@ describe('fuzzing every route', () => {
                   ? `limit=${encodeURIComponent(c.badLimit)}`
                   : which === 2
                     ? `cursor=${encodeURIComponent(c.text || '!')}`
-                    : `status=${encodeURIComponent(c.text || 'running')}`;
+                    : which === 3
+                      ? `status=${encodeURIComponent(c.text || 'running')}`
+                      : // `true` is the one value it takes.
+                        `attention=${encodeURIComponent(c.text === 'true' ? 'TRUE' : c.text || 'false')}`;
           } else if (target === 'query:cursor') {
             const forged = Buffer.from(JSON.stringify({ taskId: `t_${'q'.repeat(26)}`, part: 'state' }));
             query = `cursor=${defect === 'controlChar' ? encodeURIComponent(spoil(forged.toString('base64url'))) : long(forged.toString('base64url'))}`;
           } else if (target === 'query:queue') {
             query = `queue=${encodeURIComponent(defect === 'controlChar' ? spoil('work') : long('work'))}`;
+          } else if (target === 'query:attention') {
+            query = `attention=${encodeURIComponent(defect === 'controlChar' ? spoil('true') : long('true'))}`;
           }
 
           const tokens: Record<string, string | undefined> = {

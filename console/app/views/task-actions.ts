@@ -1,6 +1,7 @@
 /**
  * Cancel and redrive, each confirmed first; approve and reject a suspended task's waitpoint, each in a form that
- * stays open until the API answered. The outcome says the task's new status, or what became of it.
+ * stays open until the API answered; clear the attention mark, at once (it changes nothing but the mark). The outcome
+ * says the task's new status, or what became of it.
  */
 import { api } from '../api';
 import { formDialog } from '../dialog';
@@ -51,6 +52,13 @@ export const redriveTask = (taskId: string, trigger: HTMLElement, context: ViewC
       return `Task ${task.taskId} redriven: now ${task.status}.`;
     },
   );
+
+/** Clears the starvation ladder's mark: nothing else of the task changes, so nothing is asked first. */
+export const clearAttention = (taskId: string, context: ViewContext): Promise<void> =>
+  context.act(async () => {
+    const task = await api.clearAttention(taskId);
+    return `Task ${task.taskId}: attention cleared (${task.status}).`;
+  });
 
 /** A suspended task and the waitpoint it waits on. */
 export interface Suspension {

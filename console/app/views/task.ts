@@ -16,6 +16,7 @@ import {
   approveWaitpoint,
   cancelTask,
   cancelTree,
+  clearAttention,
   redriveTask,
   rejectWaitpoint,
   type Suspension,
@@ -101,6 +102,13 @@ function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
       ['Queue', task.queue],
       ['Priority', task.priority],
       ['Status', task.status, 'status'],
+      [
+        'Needs attention',
+        task.needsAttention
+          ? 'yes: it waited claimable past the starvation ladder’s last step, and raised the alarm'
+          : 'no',
+        'needs-attention',
+      ],
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
       // A server before snoozes names no limit.
       ['Snoozes', task.maxSnoozes === undefined ? 'none' : `${task.snoozes ?? 0} of ${task.maxSnoozes}`],
@@ -303,6 +311,11 @@ export const taskView =
           button('Cancel with descendants', (b) => cancelTree(task.taskId, b, context), {
             class: 'danger',
             'data-key': 'cancel-tree',
+          }),
+        task.needsAttention === true &&
+          button('Clear attention', () => clearAttention(task.taskId, context), {
+            class: 'secondary',
+            'data-key': 'clear-attention',
           }),
         task.status === REDRIVABLE_STATUS &&
           button('Redrive task', (b) => redriveTask(task.taskId, b, context), {

@@ -1,6 +1,6 @@
 /**
- * Tasks, newest first, by queue, status and creation time: the filters `GET /v1/tasks` takes. Cursor paging; a
- * form to submit a task.
+ * Tasks, newest first, by queue, status, concurrency key, creation time and attention: the filters `GET /v1/tasks`
+ * takes. Cursor paging; a form to submit a task.
  */
 import { api, TASK_STATUSES, type TaskSummary } from '../api';
 import { button, el, uniqueId } from '../dom';
@@ -27,12 +27,14 @@ function isoOf(local: string): string {
   return Number.isNaN(date.getTime()) ? '' : date.toISOString();
 }
 
-/** A task as a row of the list. */
+/** A task as a row of the list; one the starvation ladder marked says so beside its status. */
 const taskRow = (task: TaskSummary) => [
   taskLink(task.taskId),
   task.queue,
   task.priority,
-  task.status,
+  task.needsAttention
+    ? [task.status, ' ', el('span', { class: 'badge paused' }, 'needs attention')]
+    : task.status,
   `${task.attempt} of ${task.maxAttempts}`,
   task.owner ?? 'none',
   time(task.createdAt),
@@ -40,8 +42,8 @@ const taskRow = (task: TaskSummary) => [
 ];
 
 /**
- * The filter form: queue, status, concurrency key and creation times. `read` gives them as `GET /v1/tasks` takes
- * them; `changed` runs at each change (not as a field is half typed).
+ * The filter form: queue, status, concurrency key, creation times and attention. `read` gives them as
+ * `GET /v1/tasks` takes them; `changed` runs at each change (not as a field is half typed).
  */
 function taskFilters(changed: () => void) {
   const queueSelect = select('queue', queueOptions([]));
@@ -53,6 +55,10 @@ function taskFilters(changed: () => void) {
   const createdAfter = input('createdAfter', { type: 'datetime-local', 'aria-describedby': noteId });
   const createdBefore = input('createdBefore', { type: 'datetime-local', 'aria-describedby': noteId });
   const concurrencyKey = input('concurrencyKey', { type: 'text', autocomplete: 'off', maxlength: '128' });
+  const attentionSelect = select('attention', [
+    { value: '', label: 'All tasks' },
+    { value: 'true', label: 'Needs attention only' },
+  ]);
   const form = el(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter tasks' },
@@ -61,13 +67,14 @@ function taskFilters(changed: () => void) {
     field('Concurrency key', concurrencyKey),
     field('Created after', createdAfter),
     field('Created before', createdBefore),
+    field('Attention', attentionSelect),
   );
   form.addEventListener('submit', (event) => event.preventDefault());
   form.addEventListener('change', changed);
   const note = el(
     'p',
     { class: 'note', id: noteId },
-    'Newest first. Created after and Created before are in your time zone; leave one empty for no bound.',
+    'Newest first. Created after and Created before are in your time zone; leave one empty for no bound. Needs attention only keeps the tasks the starvation ladder marked, from the tasks read: a page may be short.',
   );
   return {
     form,
@@ -80,6 +87,7 @@ function taskFilters(changed: () => void) {
       concurrencyKey: concurrencyKey.value.trim(),
       createdAfter: isoOf(createdAfter.value),
       createdBefore: isoOf(createdBefore.value),
+      ...(attentionSelect.value === 'true' ? { attention: true } : {}),
     }),
   };
 }

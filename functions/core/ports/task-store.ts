@@ -249,6 +249,12 @@ export interface TaskStore {
   markUnsent(observed: Observed, now: number): Promise<TaskWrite>;
   /** The starvation ladder's step, from the level observed. */
   climbLadder(observed: Observed, climb: LadderClimb): Promise<TaskWrite>;
+  /**
+   * An operator clears the ladder's mark (`needsAttention`), whatever the task's status: only the mark goes. Its
+   * level stays, so the ladder does not mark it again for the same wait; the next requeue resets both. Refused, with
+   * the task as it is, when it is not marked; refused without a task when there is none.
+   */
+  clearAttention(taskId: string): Promise<TaskWrite>;
 
   // Dependencies: a waiting task's list is on its state item (`dependency-store.ts` keeps the rest).
   /** Strikes a dependency off a waiting task's list, if it is still on it. */

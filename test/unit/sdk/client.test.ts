@@ -403,6 +403,14 @@ describe('requests', () => {
     ['cancelTask', (c) => c.cancelTask('t_1'), 'POST', '/prod/v1/tasks/t_1/cancel', { task: TASK }, TASK],
     ['redriveTask', (c) => c.redriveTask('t_1'), 'POST', '/prod/v1/tasks/t_1/redrive', { task: TASK }, TASK],
     [
+      'clearAttention',
+      (c) => c.clearAttention('t_1'),
+      'POST',
+      '/prod/v1/tasks/t_1/attention',
+      { task: TASK },
+      TASK,
+    ],
+    [
       'listQueues',
       (c) => c.listQueues(),
       'GET',
@@ -558,6 +566,22 @@ describe('requests', () => {
       limit: '5',
       cursor: 'c1',
     });
+  });
+
+  it('asks for the tasks marked for attention with attention=true, and sends no filter for false', async () => {
+    const { fetch, seen } = scripted(json(200, { tasks: [] }));
+    await clientWith(fetch).listTasks({ attention: true });
+    await clientWith(fetch).listTasks({ attention: false });
+    expect(seen.map((request) => Object.fromEntries(request.url.searchParams))).toEqual([
+      { attention: 'true' },
+      {},
+    ]);
+  });
+
+  it('clears the attention mark with the body that names it', async () => {
+    const { fetch, seen } = scripted(json(200, { task: TASK }));
+    await clientWith(fetch).clearAttention('t_1');
+    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ needsAttention: false });
   });
 
   it('rejects an endpoint that is not an http(s) URL', () => {
