@@ -20,6 +20,7 @@ import { consoleCommand } from './commands/console';
 import { devCommand } from './commands/dev';
 import { queueCommands } from './commands/queues';
 import { rateLimitCommands } from './commands/rate-limits';
+import { schedulerCommands } from './commands/scheduler';
 import { scheduleCommands } from './commands/schedules';
 import { taskCommands } from './commands/tasks';
 import { waitpointCommands } from './commands/waitpoints';
@@ -83,6 +84,7 @@ export function buildProgram(cli: Cli): Command {
   taskCommands(program, cli);
   program.commandsGroup('Queues:');
   queueCommands(program, cli);
+  schedulerCommands(program, cli);
   program.commandsGroup('Agents:');
   agentCommands(program, cli);
   workerCommand(program, cli);

@@ -170,7 +170,7 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
 
 /** The push channel's tables and frames, for the functions that wake, tell and connect. */
 function grantPushChannel({ tables, functions, push, wakeTimer: timer }: GrantedResources): void {
-  const { tasks, agents, connections } = tables;
+  const { tasks, agents, leases, connections } = tables;
   const { agentApi, operatorApi, supervisor, scheduleFire, pushAuthorizer, pushApi, wakeTimer } = functions;
   // The push channel (`connection-table.ts`). Whoever makes a task claimable wakes idle listeners of its queue
   // (Query a queue's listeners, UpdateItem to take one and mark it busy in its other queues); whoever ends a task
@@ -190,6 +190,9 @@ function grantPushChannel({ tables, functions, push, wakeTimer: timer }: Granted
   // A task held back arms a timed wake (the timer's function arms again one longer than an SQS delay); the timer's
   // event source mapping reads its queue with the function's role (granted by the mapping itself).
   for (const fn of [agentApi, operatorApi, supervisor, scheduleFire, wakeTimer]) timer.grantArm(fn);
+  // No wake goes out while the whole scheduler is paused: a wake that finds idle agents reads the scheduler's control
+  // (GetItem of the leases table), which the other functions that wake may read already.
+  grantOnTable(wakeTimer, leases, ['GetItem']);
   // The connect ticket is used up with a conditional DeleteItem; a ticket of an agent revoked since is refused.
   grantOnTable(pushAuthorizer, connections, ['DeleteItem']);
   grantOnTable(pushAuthorizer, agents, ['GetItem']);

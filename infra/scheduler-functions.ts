@@ -143,7 +143,7 @@ export function createSchedulerFunctions(
       environment: base,
     }),
     pushApi: fn('PushApi', { entry: 'push-api', memorySize: 256, timeout: seconds(10), environment: base }),
-    // Wakes touch only the push channel's records and frames: no bus, no bucket.
+    // Wakes touch only the push channel's records and frames, and read the scheduler's control: no bus, no bucket.
     wakeTimer: fn('WakeTimer', {
       entry: 'wake-timer',
       memorySize: 256,

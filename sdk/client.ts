@@ -50,6 +50,7 @@ import type {
   ReportProgressInput,
   Role,
   Schedule,
+  SchedulerControl,
   ScheduleSpec,
   Session,
   SessionHoldings,
@@ -359,6 +360,25 @@ export class AgentSchedulerClient {
 
   async resumeQueue(name: string): Promise<QueueControl> {
     return this.setPaused(name, 'resume');
+  }
+
+  /**
+   * Pauses the whole scheduler: from at most 2 s after the answer no claim is granted anything and no agent is woken,
+   * in any queue; submissions, sweeps, take-backs and schedule fires go on, and their tasks queue up.
+   */
+  async pauseScheduler(): Promise<SchedulerControl> {
+    return this.setSchedulerPaused('pause');
+  }
+
+  /** Resumes the whole scheduler; the idle agents of every queue not paused on its own are woken. */
+  async resumeScheduler(): Promise<SchedulerControl> {
+    return this.setSchedulerPaused('resume');
+  }
+
+  /** Whether the whole scheduler is paused, and since when. */
+  async getSchedulerControl(): Promise<SchedulerControl> {
+    const body = await this.call<{ scheduler: object }>({ method: 'GET', path: '/v1/scheduler' });
+    return withIsoTimes<SchedulerControl>(body.scheduler, 'updatedAt');
   }
 
   /**
@@ -778,6 +798,11 @@ export class AgentSchedulerClient {
       path: `/v1/queues/${segment(name)}/${action}`,
     });
     return withIsoTimes<QueueControl>(body.queue, 'updatedAt');
+  }
+
+  private async setSchedulerPaused(action: 'pause' | 'resume'): Promise<SchedulerControl> {
+    const body = await this.call<{ scheduler: object }>({ method: 'POST', path: `/v1/scheduler/${action}` });
+    return withIsoTimes<SchedulerControl>(body.scheduler, 'updatedAt');
   }
 
   private async call<T = unknown>(spec: RequestSpec): Promise<T> {

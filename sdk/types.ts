@@ -497,6 +497,17 @@ export interface QueueControl {
   readonly updatedAt?: string;
 }
 
+/**
+ * The whole scheduler's control. While `paused`, no claim is granted anything and no agent is woken, in any queue
+ * (from at most 2 s after the pause's answer); submissions, sweeps, take-backs and schedule fires go on, and their
+ * tasks queue up until the resume.
+ */
+export interface SchedulerControl {
+  readonly paused: boolean;
+  /** When it was last paused or resumed; absent when it never was. */
+  readonly updatedAt?: string;
+}
+
 export interface CreateAgentInput {
   readonly name: string;
   /** The task queues the agent serves. */

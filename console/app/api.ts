@@ -20,6 +20,7 @@ import type {
   Role,
   Schedule,
   SchedulePage,
+  SchedulerControl,
   SubmitTaskInput as SdkSubmitTaskInput,
   Task,
   TaskPage,
@@ -81,6 +82,14 @@ export const api = {
     apiRequest<{ queue: QueueControl }>('POST', `/v1/queues/${path(name)}/limits`, { body: limits }).then(
       (r) => r.queue,
     ),
+
+  /** The whole scheduler: paused or running (no grants and no wakes in any queue while paused). */
+  getSchedulerControl: (signal?: Signal) =>
+    apiRequest<{ scheduler: SchedulerControl }>('GET', '/v1/scheduler', { signal }).then((r) => r.scheduler),
+  pauseScheduler: () =>
+    apiRequest<{ scheduler: SchedulerControl }>('POST', '/v1/scheduler/pause').then((r) => r.scheduler),
+  resumeScheduler: () =>
+    apiRequest<{ scheduler: SchedulerControl }>('POST', '/v1/scheduler/resume').then((r) => r.scheduler),
 
   /** The limits in force, by name, each with the use of its window open now (a per-key limit's by key). */
   listRateLimits: (signal?: Signal) =>

@@ -7,6 +7,7 @@
  *   two claims cannot spend the same tokens.
  * A limit above `SLOTS_PER_ITEM` keeps its slots in several items (`queueSlotLayout` 2): the control's record and
  * `queue#<control>/slots/<n>` (kind `slots`), each with its share of the limit and the `spread` they were made for.
+ * The whole scheduler's control is one item beside them (`scheduler`, kind `scheduler`): `paused` and `updatedAt`.
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
@@ -21,6 +22,7 @@ import type {
   QueueReservation,
   SlotItemChange,
   StoredQueueControl,
+  StoredSchedulerControl,
 } from '#core/ports/queue-control-store';
 import type { ReadOptions } from '#core/ports/task-store';
 import { controlOfSlotItem, type QueueLimits, storedQueueLimitsSchema } from '#domain/queue-limits';
@@ -50,6 +52,19 @@ function admissionFromItem(item: Item): QueueAdmissionState {
     ...(typeof item.spread === 'string' ? { stamp: item.spread } : {}),
   };
 }
+/**
+ * The scheduler's own control. Every other key of the table has a `#` after its kind (`queue#`, `session#`, `role#`…),
+ * so this one names nothing else; its kind keeps it out of the list of queue controls.
+ */
+const SCHEDULER_KEY = { leaseId: 'scheduler' };
+
+function schedulerControlFromItem(item: Item): StoredSchedulerControl {
+  return {
+    paused: item.paused === true,
+    ...(typeof item.updatedAt === 'number' ? { updatedAt: item.updatedAt } : {}),
+  };
+}
+
 /** The list walk's places in a queue's list partitions: apart from the control, which claims read. */
 const walkKey = (queue: string) => ({ leaseId: `walk#${queue}` });
 
@@ -119,6 +134,31 @@ export class QueueControlTable implements QueueControlStore {
 
   setPaused(queue: string, paused: boolean, now: number): Promise<StoredQueueControl> {
     return this.update(queue, { paused }, now);
+  }
+
+  async getScheduler({ consistent = true }: ReadOptions = {}): Promise<StoredSchedulerControl | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: SCHEDULER_KEY, ConsistentRead: consistent }),
+    );
+    return output.Item ? schedulerControlFromItem(output.Item) : undefined;
+  }
+
+  async setSchedulerPaused(paused: boolean, now: number): Promise<StoredSchedulerControl> {
+    const e = new Expression();
+    const output = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: SCHEDULER_KEY,
+        UpdateExpression: updateExpression({
+          set: Object.entries({ kind: 'scheduler', paused, updatedAt: now }).map(
+            ([name, value]) => `${e.n(name)} = ${e.v(value)}`,
+          ),
+        }),
+        ReturnValues: 'ALL_NEW',
+        ...e.attributes(),
+      }),
+    );
+    return schedulerControlFromItem(output.Attributes ?? {});
   }
 
   setLimits(queue: string, limits: QueueLimits, now: number): Promise<StoredQueueControl> {

@@ -9,6 +9,9 @@
  *   it and its grant (the session's end, its replacement, a stale entry dropped) bars that grant first
  *   (`TaskStore.barGrant`), or finds it landed and takes it back; so the claim need not read its session again.
  * - A stale or duplicate hint is deleted; a hint the agent cannot take now goes back to its queue.
+ * - While the whole scheduler is paused a claim grants nothing: it looks at the scheduler's control before it
+ *   receives any hint, and again once it has dated its grants, with hints received meanwhile handed back at once
+ *   (`scheduler-control.ts`: a copy kept 2 s per process while the scheduler runs, read at every claim while paused).
  *
  * Here: the order of the phases, and the claim's answer (payloads and inputs attached, a replayed claim's grants
  * found again). The phases beside it: the hints in `claim-hints.ts`, the session's slots in `claim-reservation.ts`,
@@ -28,6 +31,7 @@ import { emit } from './events';
 import { wakeLater } from './push';
 import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
+import { isSchedulerPaused } from './scheduler-control';
 import { confirmSession, readSessionFor, type SessionRead } from './session-reads';
 import { passTurns, takeTurns } from './turns';
 import { type CarriedWaitpoint, waitpointFor } from './waitpoints';
@@ -131,6 +135,10 @@ export async function claimTasks(
   }
   if (outrun(session, request.claimSeq)) return [];
 
+  // A paused scheduler gives nothing to claims, from any queue; the hints stay where they are. The agent is told to
+  // come back as after any empty claim.
+  if (await isSchedulerPaused(ctx)) return [];
+
   // When the session looks full, find the entries that stand for leases already over (reads only).
   let examined: Examined = { stale: new Map(), heldByUs: new Map() };
   // A paused queue gives nothing to claims; its hints stay where they are.
@@ -166,6 +174,16 @@ export async function claimTasks(
   // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
   // from before the previous holder's ended, when the receive or the reads took long.
   const now = ctx.now();
+  // The scheduler's control again, after the grants' time is taken: every grant dated `now` is decided on a copy
+  // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
+  // taken, each goes back at once.
+  if (await isSchedulerPaused(ctx)) {
+    await Promise.all(
+      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    );
+    await passTurns(ctx, turns);
+    return [];
+  }
   const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
   if ('replayFrom' in reserved) {
     // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.

@@ -5,7 +5,8 @@
  * claimable (an agent counts for the tasks its last empty claim asked for), each agent at most once per
  * `wakeCooldownMs` (the starvation ladder's first rung excepted), taken with a conditional write so parallel wakes
  * never pick the same agent. Pushes are hints: a failure is logged and the operation that
- * caused it goes on; agents keep a slow safety poll.
+ * caused it goes on; agents keep a slow safety poll. While the whole scheduler is paused no wake is sent
+ * (`scheduler-control.ts`); resuming it wakes every queue's idle agents.
  */
 import { errorName } from '#domain/errors';
 import { type Progress, progressView } from '#domain/progress';
@@ -35,6 +36,7 @@ import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { Listener, PushConnection } from './ports/connection-store';
 import type { PushChannel, TimedWake } from './ports/push-channel';
+import { isSchedulerPaused } from './scheduler-control';
 
 export interface PushTicket {
   readonly ticket: string;
@@ -143,7 +145,10 @@ export interface WakeOptions {
   readonly ignoreCooldown?: boolean;
 }
 
-/** Wakes idle agents listening to `queue`; the number woken. Never throws: a wake is a hint. */
+/**
+ * Wakes idle agents listening to `queue`; the number woken. None while the scheduler is paused. Never throws: a
+ * wake is a hint.
+ */
 export async function wake(ctx: SchedulerContext, queue: string, options: WakeOptions): Promise<number> {
   const push = ctx.push;
   if (!push || options.count <= 0) return 0;
@@ -156,6 +161,9 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
     // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
     const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, want));
+    // Nobody is taken while the scheduler is paused: the agents stay idle, for the resume's wake. Looked at only
+    // once someone would be woken, so a wake that finds nobody idle costs no more than before.
+    if (found.length > 0 && (await isSchedulerPaused(ctx))) return 0;
     let covered = 0;
     for (const listener of found) {
       if (covered >= want) break;

@@ -5,6 +5,9 @@
  *   burst, enforced in `queue-limits.ts`.
  * Claims read the controls of the agent's queues, cached for a few seconds per process, so a busy agent does
  * not pay a read per claim for a pause it rarely sees.
+ *
+ * And the pause of the whole scheduler (`scheduler-control.ts`): no queue gives anything to claims, and no agent is
+ * woken, while sweeps, take-backs and schedule fires go on.
  */
 import { ValidationError } from '#domain/errors';
 import { type QueueLimits, queueLimitsSchema, storedQueueLimitsSchema } from '#domain/queue-limits';
@@ -12,6 +15,7 @@ import { describeIssues } from '#domain/task-spec';
 import type { SchedulerContext } from './context';
 import type { StoredQueueControl } from './ports/queue-control-store';
 import { wake } from './push';
+import { type SchedulerControl, writeSchedulerPaused } from './scheduler-control';
 
 export interface QueueControl {
   readonly queue: string;
@@ -71,6 +75,26 @@ export async function setQueuePaused(
 ): Promise<QueueControl> {
   const control = await updateControl(ctx, queue, (now) => ctx.queueControls.setPaused(queue, paused, now));
   if (!paused) await wake(ctx, queue, { reason: 'resumed', count: Number.POSITIVE_INFINITY });
+  return control;
+}
+
+/**
+ * Pauses or resumes the whole scheduler. Resuming wakes the idle agents of every queue not paused on its own, as
+ * resuming a queue wakes its own: the work that queued up meanwhile is claimable again, and no wake went out for it.
+ * The queues are woken one after another: an agent woken for one is no longer idle in its others, so an agent of
+ * several queues is woken once.
+ */
+export async function setSchedulerPaused(ctx: SchedulerContext, paused: boolean): Promise<SchedulerControl> {
+  const control = await writeSchedulerPaused(ctx, paused);
+  if (!paused) {
+    const queues = ctx.queues.directory.names();
+    // A wake is a hint: a queue whose control cannot be read now is woken all the same.
+    const own = await Promise.all(queues.map((queue) => getQueueControl(ctx, queue).catch(() => undefined)));
+    for (const [n, queue] of queues.entries()) {
+      if (own[n]?.paused) continue;
+      await wake(ctx, queue, { reason: 'resumed', count: Number.POSITIVE_INFINITY });
+    }
+  }
   return control;
 }
 

@@ -23,6 +23,7 @@ import { keepPayloadFor } from './lifetimes';
 import { walkNewTasks } from './list-walk';
 import { wake, wakeFor, wakeLater } from './push';
 import { getQueueControl } from './queue-controls';
+import { isSchedulerPaused } from './scheduler-control';
 import { climbLadder, nextStepAt } from './starvation';
 import { dueNoLaterThanExpiry } from './timing';
 import { offerTurn } from './turns';
@@ -36,7 +37,7 @@ export interface ReconcileSummary {
   readonly needsAttention: string[];
   /** Queues with starving work and no live agent serving them. */
   readonly noCapableAgent: string[];
-  /** Queued tasks of paused queues, left alone by the ladder. */
+  /** Queued tasks of paused queues (of every queue while the scheduler is paused), left alone by the ladder. */
   readonly pausedSkipped: number;
   /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
   readonly deferred: number;
@@ -106,6 +107,13 @@ export async function reconcileDispatch(
     timedOut: [] as string[],
     errors: 0,
   };
+  // Work held back by a pause of the whole scheduler is not starving: read once a pass, when a queued task is looked
+  // at. A control that cannot be read counts as running (the ladder climbs, as it did before any pause).
+  let pausedEverywhere: Promise<boolean> | undefined;
+  const schedulerPaused = () => {
+    pausedEverywhere ??= isSchedulerPaused(ctx).catch(() => false);
+    return pausedEverywhere;
+  };
   let servedQueues: Promise<Set<string>> | undefined;
   const isServed = async (queue: string) => {
     servedQueues ??= ctx.sessions
@@ -152,7 +160,8 @@ export async function reconcileDispatch(
           }
           // A queued task may wait long (a paused queue, no agent): its payload is kept as long as it waits.
           let current = await keepPayloadFor(ctx, task, Math.max(now, task.notBefore ?? now));
-          if ((await getQueueControl(ctx, task.queue)).paused) summary.pausedSkipped++;
+          if ((await schedulerPaused()) || (await getQueueControl(ctx, task.queue)).paused)
+            summary.pausedSkipped++;
           else {
             const climbed = await climbLadder(ctx, current, now);
             const steps = climbed.steps;

@@ -31,13 +31,14 @@ import { readOccurrences } from './occurrences';
 import type { PushChannel } from './ports/push-channel';
 import { type ProgressReport, reportProgress, reportProgressBatch } from './progress';
 import { answerFrame, closeConnection, issueTicket, openConnection, pushTo, redeemTicket } from './push';
-import { setQueueLimits, setQueuePaused } from './queue-controls';
+import { setQueueLimits, setQueuePaused, setSchedulerPaused } from './queue-controls';
 import { getRateLimit, listRateLimits, setRateLimit } from './rate-limits';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
 import { revokeAgent } from './revoke';
 import { listRoles, registerRole, releaseRole, volunteerForRole, withdrawFromRole } from './roles';
+import { getSchedulerControl } from './scheduler-control';
 import {
   createSchedule,
   deleteSchedule,
@@ -349,6 +350,24 @@ export class Scheduler {
 
   resumeQueue(queue: string) {
     return setQueuePaused(this.ctx, queue, false);
+  }
+
+  /**
+   * Pauses the whole scheduler: no claim is granted anything and no agent is woken, in any queue, from at most 2 s
+   * after the answer; sweeps, take-backs and schedule fires go on, and their tasks queue up.
+   */
+  pauseScheduler() {
+    return setSchedulerPaused(this.ctx, true);
+  }
+
+  /** Resumes the whole scheduler, and wakes the idle agents of every queue not paused on its own. */
+  resumeScheduler() {
+    return setSchedulerPaused(this.ctx, false);
+  }
+
+  /** Whether the whole scheduler is paused, read as it is now (one consistent read). */
+  getSchedulerControl() {
+    return getSchedulerControl(this.ctx, true);
   }
 
   listSchedules() {

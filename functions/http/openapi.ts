@@ -59,6 +59,7 @@ import {
   roleResponseSchema,
   schedulePageSchema,
   scheduleResponseSchema,
+  schedulerResponseSchema,
   sessionResponseSchema,
   sessionSchema,
   submitResponseSchema,
@@ -206,6 +207,24 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     queueLimitsSchema,
     ok(queueResponseSchema),
   ),
+  getSchedulerControl: {
+    summary: 'Read whether the whole scheduler is paused',
+    responses: ok(schedulerResponseSchema, 'The scheduler’s control, read as it is now'),
+  },
+  pauseScheduler: {
+    summary: 'Pause the whole scheduler: no grants, no wakes',
+    responses: ok(
+      schedulerResponseSchema,
+      'Paused: from at most 2 s after this answer no claim is granted anything and no agent is woken, in any queue; submissions, sweeps, take-backs and schedule fires go on, and their tasks queue up',
+    ),
+  },
+  resumeScheduler: {
+    summary: 'Resume the whole scheduler',
+    responses: ok(
+      schedulerResponseSchema,
+      'Resumed: claims are granted again, and the idle agents of every queue not paused on its own are woken',
+    ),
+  },
   listRateLimits: {
     summary: 'List the named rate limits, each with its use now',
     responses: ok(rateLimitListSchema),

@@ -1,6 +1,6 @@
 /**
- * The operator routes: submit and inspect tasks, cancel and redrive them, clear their attention mark; pause queues and set their limits;
- * schedules; register and revoke agents, list roles.
+ * The operator routes: submit and inspect tasks, cancel and redrive them, clear their attention mark; pause queues
+ * and set their limits; pause the whole scheduler; schedules; register and revoke agents, list roles.
  */
 
 import type { Scheduler } from '#core/scheduler';
@@ -28,6 +28,7 @@ import {
   rateLimitView,
   roleView,
   scheduleListView,
+  schedulerControlView,
   scheduleView,
   taskListView,
   taskView,
@@ -188,7 +189,7 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
   };
 }
 
-/** Queues: their counts, a pause and a resume, their limits. */
+/** Queues: their counts, a pause and a resume, their limits; and the pause of the whole scheduler. */
 function queueOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     listQueues: async () => ({ status: 200, body: { queues: await scheduler.queueStats() } }),
@@ -210,6 +211,22 @@ function queueOperations(scheduler: Scheduler): Record<string, Operation> {
       status: 200,
       body: { queue: queueControlView(await scheduler.setQueueLimits(queueParam(request), request.body)) },
     }),
+    // The whole scheduler: its state, a pause and a resume, each answered with the control as it is now.
+    getSchedulerControl: async (request) => {
+      noBody(request);
+      return {
+        status: 200,
+        body: { scheduler: schedulerControlView(await scheduler.getSchedulerControl()) },
+      };
+    },
+    pauseScheduler: async (request) => {
+      noBody(request);
+      return { status: 200, body: { scheduler: schedulerControlView(await scheduler.pauseScheduler()) } };
+    },
+    resumeScheduler: async (request) => {
+      noBody(request);
+      return { status: 200, body: { scheduler: schedulerControlView(await scheduler.resumeScheduler()) } };
+    },
   };
 }
 

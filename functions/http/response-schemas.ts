@@ -303,6 +303,21 @@ export const queueControlSchema = published(
   ),
 );
 
+/** schedulerControlView */
+export const schedulerControlSchema = published(
+  'SchedulerControl',
+  answers<Sdk.SchedulerControl>()(
+    z.looseObject({
+      paused: z
+        .boolean()
+        .describe('No claim is granted anything and no agent is woken, in any queue, while it is paused.'),
+      updatedAt: timestamp
+        .optional()
+        .describe('When it was last paused or resumed; absent when it never was.'),
+    }),
+  ),
+);
+
 /** rateLimitView */
 export const rateLimitSchema = published(
   'RateLimit',
@@ -518,6 +533,10 @@ export const batchResultsSchema = published(
 );
 export const queueListSchema = published('QueueList', z.looseObject({ queues: z.array(queueStatsSchema) }));
 export const queueResponseSchema = published('QueueResponse', z.looseObject({ queue: queueControlSchema }));
+export const schedulerResponseSchema = published(
+  'SchedulerResponse',
+  z.looseObject({ scheduler: schedulerControlSchema }),
+);
 export const rateLimitResponseSchema = published(
   'RateLimitResponse',
   z.looseObject({ rateLimit: rateLimitSchema }),

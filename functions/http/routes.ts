@@ -52,6 +52,10 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('POST', '/v1/queues/{name}/pause', 'pauseQueue'),
   operator('POST', '/v1/queues/{name}/resume', 'resumeQueue'),
   operator('POST', '/v1/queues/{name}/limits', 'setQueueLimits'),
+  // The whole scheduler: no grants and no wakes in any queue while paused.
+  operator('GET', '/v1/scheduler', 'getSchedulerControl'),
+  operator('POST', '/v1/scheduler/pause', 'pauseScheduler'),
+  operator('POST', '/v1/scheduler/resume', 'resumeScheduler'),
   operator('GET', '/v1/rate-limits', 'listRateLimits'),
   operator('GET', '/v1/rate-limits/{name}', 'getRateLimit'),
   operator('POST', '/v1/rate-limits/{name}', 'setRateLimit'),

@@ -10,6 +10,7 @@ import type { CascadeProgress } from '#core/ports/cascade-store';
 import type { QueueControl } from '#core/queue-controls';
 import type { RateLimitUse } from '#core/rate-limits';
 import type { RoleView } from '#core/roles';
+import type { SchedulerControl } from '#core/scheduler-control';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
@@ -200,6 +201,11 @@ export function queueControlView(control: QueueControl) {
     enforcedLimits: isCapped(control.limits) ? enforcedLimits(control.limits) : undefined,
     updatedAt: iso(control.updatedAt),
   };
+}
+
+/** The whole scheduler's control. */
+export function schedulerControlView(control: SchedulerControl) {
+  return { paused: control.paused, updatedAt: iso(control.updatedAt) };
 }
 
 /** A named rate limit in force, and its window open now. */

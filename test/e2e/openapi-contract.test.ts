@@ -334,6 +334,15 @@ describe('the OpenAPI document matches what the server answers', () => {
     await operator('POST', `/v1/queues/${IDLE_QUEUE}/resume`);
     await operator('POST', `/v1/queues/${IDLE_QUEUE}/limits`, { maxConcurrency: 4, ratePerSecond: 2 });
 
+    // The whole scheduler: read, paused, read paused, resumed before the claims below.
+    expect((await operator('GET', '/v1/scheduler')).scheduler).toEqual({ paused: false });
+    expect((await operator('POST', '/v1/scheduler/pause')).scheduler).toMatchObject({ paused: true });
+    expect((await operator('GET', '/v1/scheduler')).scheduler).toMatchObject({
+      paused: true,
+      updatedAt: expect.any(String),
+    });
+    expect((await operator('POST', '/v1/scheduler/resume')).scheduler).toMatchObject({ paused: false });
+
     // Named rate limits: one set, a task naming it granted with its units, the limit listed and read by key.
     await operator('POST', '/v1/rate-limits/contract.tenant', { limit: 5, per: 'day', perKey: true });
     const limited = await operator(

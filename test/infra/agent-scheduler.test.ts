@@ -628,6 +628,8 @@ describe('AgentScheduler construct', () => {
         logs('wakeTimer'),
         ...pushes(),
         armWakes(),
+        // A wake reads the scheduler's control first: none goes out while the scheduler is paused.
+        table('leases', 'dynamodb:GetItem'),
         {
           Effect: 'Allow',
           Action: [

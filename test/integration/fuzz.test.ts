@@ -83,6 +83,10 @@ function templateOf(operation: string, sessionId: string, parent: Json): Json {
     submitTask: { queue: 'work', payload: { n: 1 } },
     submitTasks: { tasks: [{ queue: 'work', payload: {} }] },
     setQueueLimits: { maxConcurrency: 2 },
+    // Routes that take no body: `{}` is their one valid body, so each defect is what is sent instead or added to it
+    // (a body left empty is no defect there: it would pause or resume the scheduler, and the dump would differ).
+    pauseScheduler: {},
+    resumeScheduler: {},
     registerAgent: { name: 'fuzzed', queues: ['work'] },
     createSchedule: { name: 'fuzzed', expression: 'rate(5 minutes)', task: { queue: 'work' } },
     heartbeat: { sessionId },

@@ -1,6 +1,9 @@
-/** Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`. */
-import { api, PRIORITIES, type QueueStats } from '../api';
-import { button, el } from '../dom';
+/**
+ * Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`; and
+ * above them the pause of the whole scheduler, from `GET /v1/scheduler`.
+ */
+import { api, PRIORITIES, type QueueStats, type SchedulerControl } from '../api';
+import { button, el, replaceKeepingFocus } from '../dom';
 import { duration } from '../format';
 import { DataTable } from '../table';
 import type { View } from '../view';
@@ -19,12 +22,53 @@ export const queuesView: View = (root, context) => {
     'Actions',
   ]);
   const note = el('p', { class: 'note' });
+  // The whole scheduler's state and its pause or resume, above the queues it holds back.
+  const whole = el('div', { class: 'toolbar', role: 'group', 'aria-label': 'Scheduler' });
+  const wholeNote = el('p', { class: 'note', 'data-field': 'scheduler-note' });
   root.append(
     el('h1', {}, 'Queues'),
     el('p', { class: 'lead' }, 'Tasks waiting by priority, tasks leased now, and each queue’s controls.'),
+    whole,
+    wholeNote,
     table.element,
     note,
   );
+
+  const toggleScheduler = async (control: SchedulerControl, trigger: HTMLElement) => {
+    const pausing = !control.paused;
+    await context.confirmThenAct(
+      {
+        title: pausing ? 'Pause the whole scheduler?' : 'Resume the whole scheduler?',
+        text: pausing
+          ? 'Within 2 s agents are given no task and woken for none, in every queue. Tasks already leased go on; submissions, sweeps, retries and schedule fires continue, and their tasks queue up.'
+          : 'Agents claim from every queue again (a queue paused on its own stays paused), and the idle agents are woken.',
+        trigger,
+      },
+      async () => {
+        const now = pausing ? await api.pauseScheduler() : await api.resumeScheduler();
+        return now.paused ? 'Scheduler paused: no grants and no wakes in any queue.' : 'Scheduler resumed.';
+      },
+    );
+  };
+
+  const showScheduler = (control: SchedulerControl) => {
+    const verb = control.paused ? 'Resume scheduler' : 'Pause scheduler';
+    replaceKeepingFocus(whole, [
+      el('span', {}, 'Scheduler'),
+      el(
+        'span',
+        { class: `badge ${control.paused ? 'paused' : 'running'}`, 'data-field': 'scheduler-state' },
+        control.paused ? 'paused' : 'running',
+      ),
+      button(verb, (b) => toggleScheduler(control, b), {
+        'data-key': 'pause:scheduler',
+        class: control.paused ? 'primary' : 'secondary',
+      }),
+    ]);
+    wholeNote.textContent = control.paused
+      ? 'Paused: no queue gives tasks to claims and no agent is woken; queued work waits for the resume.'
+      : '';
+  };
 
   const togglePaused = async (queue: QueueStats, trigger: HTMLElement) => {
     const pausing = !queue.paused;
@@ -81,8 +125,17 @@ export const queuesView: View = (root, context) => {
   };
 
   let shown = '';
+  let shownScheduler = '';
   context.poll(async () => {
-    const queues = await api.listQueues(context.signal);
+    const [queues, scheduler] = await Promise.all([
+      api.listQueues(context.signal),
+      api.getSchedulerControl(context.signal),
+    ]);
+    const schedulerKey = JSON.stringify(scheduler);
+    if (schedulerKey !== shownScheduler) {
+      shownScheduler = schedulerKey;
+      showScheduler(scheduler);
+    }
     const key = JSON.stringify(queues);
     if (key === shown) return;
     shown = key;

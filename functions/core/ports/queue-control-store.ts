@@ -1,6 +1,7 @@
 /**
  * Where each queue's control is kept: whether it is paused, its limits, and what enforcing them needs (the slots
- * reserved by claims and the token bucket), in one record per queue so that a claim's admission is one write.
+ * reserved by claims and the token bucket), in one record per queue so that a claim's admission is one write; and,
+ * beside them, the scheduler's own control: whether the whole scheduler is paused.
  */
 import type { QueueLimits } from '#domain/queue-limits';
 import type { ReadOptions } from './task-store';
@@ -11,6 +12,12 @@ export interface StoredQueueControl {
   readonly paused: boolean;
   /** Absent when the record sets none (the queue's declared limits apply); unreadable limits read as none. */
   readonly limits?: QueueLimits;
+  readonly updatedAt?: number;
+}
+
+/** The whole scheduler's control as stored. */
+export interface StoredSchedulerControl {
+  readonly paused: boolean;
   readonly updatedAt?: number;
 }
 
@@ -72,6 +79,10 @@ export interface QueueControlStore {
   list(): Promise<StoredQueueControl[]>;
   /** Pauses or resumes the queue at `now`, leaving its other settings alone; returns the control as it is now. */
   setPaused(queue: string, paused: boolean, now: number): Promise<StoredQueueControl>;
+  /** The scheduler's control; absent when none was set (the scheduler runs). */
+  getScheduler(options?: ReadOptions): Promise<StoredSchedulerControl | undefined>;
+  /** Pauses or resumes the whole scheduler at `now`; returns its control as it is now. */
+  setSchedulerPaused(paused: boolean, now: number): Promise<StoredSchedulerControl>;
   /** Replaces the queue's limits at `now`, leaving its other settings alone; returns the control as it is now. */
   setLimits(queue: string, limits: QueueLimits, now: number): Promise<StoredQueueControl>;
   /**

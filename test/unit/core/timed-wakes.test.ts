@@ -1,9 +1,10 @@
 /**
  * Timed wakes: a hint held back arms a wake for the end of the same whole seconds (one per queue and second for a
  * batch), a due wake wakes its queue's idle agents, one not yet due is armed again; a timer that fails costs a log
- * line, never the operation.
+ * line, never the operation; a paused scheduler wakes nobody.
  */
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SchedulerContext } from '#core/context';
@@ -15,9 +16,12 @@ import type { PushFrame } from '#domain/push';
 import { mockContext, NOW, recordingLog } from '#test/mock-context';
 
 const sqs = mockClient(SQSClient);
+// The scheduler's control, which a wake that finds idle agents reads first.
+const ddb = mockClient(DynamoDBDocumentClient);
 // The client's prototype is shared with the files that run after this one in its worker.
 afterAll(() => {
   sqs.restore();
+  ddb.restore();
 });
 
 /** Idle listeners of each queue, taken once each; what was pushed to whom. */
@@ -65,6 +69,8 @@ describe('timed wakes', () => {
   beforeEach(() => {
     sqs.on(SendMessageCommand).resolves({});
     sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    // No control set: the scheduler runs.
+    ddb.on(GetCommand).resolves({});
     timer = new RecordingTimer();
     const log = recordingLog();
     entries = log.entries;
@@ -72,7 +78,10 @@ describe('timed wakes', () => {
     pushed = channel.pushed;
     ctx = { ...mockContext(log.log), push: channel.push };
   });
-  afterEach(() => sqs.reset());
+  afterEach(() => {
+    sqs.reset();
+    ddb.reset();
+  });
 
   const task = (queue = 'work') => ({
     taskId: 't_aaaaaaaaaaaaaaaaaaaaaaaaaa',
@@ -134,5 +143,32 @@ describe('timed wakes', () => {
     expect(woken).toContain('c-a_9');
     expect(pushed.every((p) => p.frame.type === 'wake')).toBe(true);
     expect(timer.armed).toEqual([{ queue: 'work', at: NOW + 1_200_000, count: 2, reason: 'due' }]);
+  });
+
+  it('a paused scheduler wakes nobody: due wakes leave the idle agents idle, for the resume to wake', async () => {
+    ddb.on(GetCommand).resolves({ Item: { leaseId: 'scheduler', kind: 'scheduler', paused: true } });
+    const outcome = await fireTimedWakes(ctx, [
+      { queue: 'work', at: NOW, count: 3, reason: 'due' },
+      { queue: 'other', at: NOW, count: 1, reason: 'due' },
+    ]);
+    expect(outcome).toEqual({ woken: 0, rearmed: 0 });
+    expect(pushed).toEqual([]);
+    // One consistent read, shared by the two wakes at once; a paused copy is not kept, so the next wake reads again
+    // (and a resume is seen at once).
+    const reads = () => ddb.commandCalls(GetCommand).map((call) => call.args[0].input);
+    expect(reads()).toEqual([
+      expect.objectContaining({ Key: { leaseId: 'scheduler' }, ConsistentRead: true }),
+    ]);
+    expect(await fireTimedWakes(ctx, [{ queue: 'work', at: NOW, count: 1, reason: 'due' }])).toEqual({
+      woken: 0,
+      rearmed: 0,
+    });
+    expect(reads()).toHaveLength(2);
+    // Resumed: the same agents are still idle, and the next wake takes them.
+    ddb.on(GetCommand).resolves({ Item: { leaseId: 'scheduler', kind: 'scheduler', paused: false } });
+    expect(await fireTimedWakes(ctx, [{ queue: 'work', at: NOW, count: 3, reason: 'due' }])).toEqual({
+      woken: 3,
+      rearmed: 0,
+    });
   });
 });

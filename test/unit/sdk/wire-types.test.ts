@@ -20,6 +20,7 @@ import type {
   pushTicketView,
   queueControlView,
   roleView,
+  schedulerControlView,
   scheduleView,
   sessionHoldingsView,
   taskWithPayloadView,
@@ -33,6 +34,7 @@ const pairs = {
   claimedTask: true satisfies Same<Server<typeof claimedTaskView>, Sdk.ClaimedTask>,
   agent: true satisfies Same<Server<typeof agentView>, Sdk.Agent>,
   queueControl: true satisfies Same<Server<typeof queueControlView>, Sdk.QueueControl>,
+  schedulerControl: true satisfies Same<Server<typeof schedulerControlView>, Sdk.SchedulerControl>,
   occurrence: true satisfies Same<Server<typeof occurrenceView>, Sdk.Occurrence>,
   role: true satisfies Same<Server<typeof roleView>, Sdk.Role>,
   sessionHoldings: true satisfies Same<Server<typeof sessionHoldingsView>, Sdk.SessionHoldings>,
@@ -48,6 +50,6 @@ const pairs = {
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(13);
+    expect(Object.keys(pairs)).toHaveLength(14);
   });
 });
