@@ -11,7 +11,9 @@
  * a waitpoint, answered by racing operators and callbacks or (8 %) left to time out, default 1,000, and
  * `--rate-limited`, tasks among the flat ones that name the run's budget with an estimate of 10 to 100 units, their
  * agents reporting usage (0 to 200) on every complete and fail, default 1,000, whose ledger must equal what the
- * committed grants and settlements owe it, in the in-process mode).
+ * committed grants and settlements owe it (seed 1 with the defaults, in 3 min 34 s on two shared cores: 1,224 grants
+ * and 1,137 finishes reporting usage, 72 settlements' answers lost and sent again, 121,215 units expected and
+ * found), in the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
