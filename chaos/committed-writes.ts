@@ -4,9 +4,12 @@
  * task state written, each session version, and which tasks each schedule occurrence made.
  *
  * Times are the server's own (`updatedAt`, `heartbeatAt`: the `now` each write was decided with), so answers that
- * arrive late or out of order do not reorder the history. Of a transaction only the items it puts are recorded:
- * DynamoDB returns no item from `TransactWriteItems` (roles are updated that way; the agents' side checks role
- * holdings).
+ * arrive late or out of order do not reorder the history. DynamoDB returns no item from `TransactWriteItems`: of a
+ * transaction, the items it puts are recorded, and the task states it updates where the update is known: a
+ * waitpoint's (`waitpoint-writes.ts`), and the grant and the usage-settling finish of a task naming rate limits
+ * (`rate-writes.ts`), with the windows' changes they made; other updates are not (roles are updated that way; the
+ * agents' side checks role holdings). A transaction is recorded once: the AWS SDK sends it again with its
+ * `ClientRequestToken` after a lost answer, and DynamoDB answers that without writing again.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -14,6 +17,7 @@ import { listEntryOfPayloadPart, listShardOfPayloadList, payloadJsonOf } from '#
 import type { WiredContext } from '#wiring/context';
 import type { History } from './history';
 import { plainItem } from './plain-item';
+import { taskTransactionOf } from './rate-writes';
 import { type TransactItem as WaitpointTransactItem, waitpointRecorder } from './waitpoint-writes';
 
 type Next = (args: { input: object; request?: unknown }) => Promise<{ output: object }>;
@@ -55,6 +59,8 @@ export const emptyHistory = (): History => ({
   answers: [],
   resumedClaims: [],
   takenBackBy: new Map(),
+  rateChanges: [],
+  resent: {},
 });
 
 /** Records into `history` every task and session version that `dynamodb` commits to `tables`. */
@@ -65,7 +71,9 @@ export function recordCommittedWrites(
 ): void {
   // The last state recorded of each task: a transaction's update (a waitpoint's) is applied to it.
   const states = new Map<string, Record<string, unknown>>();
-  const recordItem = (tableName: string, item: Record<string, unknown>) => {
+  // The tokens of the transactions recorded: one answered again under its token wrote nothing more.
+  const transactions = new Set<string>();
+  const recordItem = (tableName: string, item: Record<string, unknown>, write?: string) => {
     const decidedAt = (field: string) =>
       typeof item[field] === 'number' ? (item[field] as number) : Date.now();
     // A payload item: keyed by its task (layout 1), or by its queue's list partition with its task in the sort key.
@@ -98,6 +106,7 @@ export function recordCommittedWrites(
         ...(finish ? { lastFinish: finish } : {}),
         ...(typeof item.redrives === 'number' ? { redrives: item.redrives } : {}),
         ...(typeof failureOf?.taskId === 'string' ? { failureOf: failureOf.taskId } : {}),
+        ...(write === undefined ? {} : { write }),
       });
     }
     if (tableName === tables.leases && item.kind === 'session') {
@@ -127,7 +136,8 @@ export function recordCommittedWrites(
       };
       const output = result.output as { Attributes?: Record<string, never> };
       if (context.commandName === 'UpdateItemCommand' && output.Attributes) {
-        recordItem(input.TableName ?? '', plainItem(output.Attributes));
+        const write = writeKind(context.commandName, input, tables);
+        recordItem(input.TableName ?? '', plainItem(output.Attributes), write);
       }
       if (context.commandName === 'PutItemCommand' && input.Item) {
         recordItem(input.TableName ?? '', plainItem(input.Item));
@@ -136,9 +146,23 @@ export function recordCommittedWrites(
       // updates of a waitpoint and its task follows from the items last recorded.
       if (context.commandName === 'TransactWriteItemsCommand') {
         const items = (input as { TransactItems?: WaitpointTransactItem[] }).TransactItems ?? [];
+        const token = transactionToken(args.request);
+        const write = writeKind(context.commandName, input, tables);
+        if (token !== undefined && transactions.has(token)) {
+          const resent = history.resent ?? {};
+          resent[write] = (resent[write] ?? 0) + 1;
+          return result;
+        }
+        if (token !== undefined) transactions.add(token);
         for (const item of items)
           if (item.Put?.Item) recordItem(item.Put.TableName ?? '', plainItem(item.Put.Item));
-        recordWaitpoint(items, () => transactionToken(args.request));
+        recordWaitpoint(items, () => token);
+        const taskWrite = taskTransactionOf(items, (taskId) => states.get(taskId));
+        if (taskWrite) {
+          recordItem(tables.tasks, taskWrite.state, write);
+          for (const change of taskWrite.windows)
+            history.rateChanges?.push({ taskId: taskWrite.taskId, write, ...change });
+        }
       }
       if (context.commandName === 'BatchWriteItemCommand') {
         for (const [table, writes] of Object.entries(input.RequestItems ?? {}))
@@ -186,8 +210,28 @@ export function recordTakeBacks(ctx: Pick<WiredContext, 'tasks'>, history: Histo
 type Marshalled = Record<string, unknown>;
 interface TransactItem {
   readonly Put?: { readonly TableName?: string; readonly Item?: Marshalled };
-  readonly Update?: { readonly Key?: Marshalled; readonly TableName?: string };
+  readonly Update?: {
+    readonly Key?: Marshalled;
+    readonly TableName?: string;
+    readonly UpdateExpression?: string;
+    readonly ExpressionAttributeNames?: Record<string, string>;
+  };
   readonly ConditionCheck?: { readonly Key?: Marshalled };
+}
+
+/** The attributes an update's expression writes (its condition's are left out). */
+function writtenNames(update: {
+  readonly UpdateExpression?: string;
+  readonly ExpressionAttributeNames?: Record<string, string>;
+}): Set<string> {
+  const names = update.ExpressionAttributeNames ?? {};
+  return new Set((update.UpdateExpression ?? '').match(/#\w+/g)?.flatMap((p) => names[p] ?? []));
+}
+
+/** The key of a rate limit's window item (`rate#<name>`, `w#<start>#<key>`). */
+function isWindowKey(key: Marshalled | undefined): boolean {
+  const plain = plainItem(key ?? {});
+  return String(plain.taskId ?? '').startsWith('rate#') && String(plain.part ?? '').startsWith('w#');
 }
 
 /** What a new state item is: a child's (an agent's submit under its task), an `onFailure` hook's, or a submit. */
@@ -211,6 +255,7 @@ export function writeKind(
     TableName?: string;
     Item?: Marshalled;
     Key?: Marshalled;
+    UpdateExpression?: string;
     ExpressionAttributeNames?: Record<string, string>;
     ExpressionAttributeValues?: Record<string, unknown>;
     TransactItems?: TransactItem[];
@@ -224,6 +269,16 @@ export function writeKind(
       return 'suspension';
     if (items.some((item) => item.Update?.Key && plainItem(item.Update.Key).part === 'waitpoint'))
       return 'waitpointEnd';
+    // A task naming rate limits: its grant takes units from windows, a finish reporting usage settles it there.
+    const state = items[0]?.Update;
+    if (
+      state?.Key &&
+      plainItem(state.Key).part === 'state' &&
+      items.some((item) => isWindowKey(item.Update?.Key))
+    )
+      return Object.values(state.ExpressionAttributeNames ?? {}).includes('lastFinish')
+        ? 'rateSettle'
+        : 'rateGrant';
     const put = items.find((item) => item.Put?.Item)?.Put;
     if (put?.Item && put.TableName === tables.tasks) return submitKind(put.Item);
     if (put?.Item && plainItem(put.Item).kind === 'session') return 'open';
@@ -234,8 +289,11 @@ export function writeKind(
   if (commandName === 'PutItemCommand' && request.Item) {
     return request.TableName === tables.tasks ? submitKind(request.Item) : 'put';
   }
+  // A window's count changed alone, outside the transaction of its task's write: no write of the scheduler's does.
+  if (commandName === 'UpdateItemCommand' && isWindowKey(request.Key)) return 'rateWindow';
   if (commandName === 'UpdateItemCommand' && request.TableName === tables.tasks) {
-    const names = new Set(Object.values(request.ExpressionAttributeNames ?? {}));
+    // What the update writes, not what its condition reads: a bar on a grant names `leasedAt` and `leased` too.
+    const names = writtenNames(request);
     if (names.has('lastFinish')) return 'finish';
     const values = Object.values(plainItem((request.ExpressionAttributeValues ?? {}) as Marshalled));
     if (names.has('leasedAt') && values.includes('leased')) return 'grant';

@@ -31,6 +31,23 @@ export interface TaskVersion {
   readonly redrives?: number;
   /** For an `onFailure` hook, the task whose death it follows. */
   readonly failureOf?: string;
+  /**
+   * The kind of write that made it, where the recorder tells (`writeKind` of `committed-writes.ts`): `grant` and
+   * `finish` for single updates, `rateGrant` and `rateSettle` for the transactions of a task naming rate limits.
+   */
+  readonly write?: string;
+}
+
+/** A change of a rate limit's window, committed in one transaction with its task's grant or finish. */
+export interface RateChange {
+  readonly taskId: string;
+  /** The transaction: `rateGrant` (units taken) or `rateSettle` (usage settled). */
+  readonly write: string;
+  readonly limit: string;
+  /** The window item's sort key (`w#<start>#<key>`). */
+  readonly part: string;
+  /** Units added to the window's `used` (negative: given back). */
+  readonly delta: number;
 }
 
 /** A version of an agent's session item. */
@@ -99,6 +116,13 @@ export interface History {
    * a violation; absent when the run does not record them.
    */
   readonly takenBackBy?: Map<string, string>;
+  /** Every window change of a rate limit that a transaction committed with its task's write. */
+  readonly rateChanges?: RateChange[];
+  /**
+   * Transactions answered again under the `ClientRequestToken` of one already recorded (the AWS SDK sent them again
+   * after a lost answer, and DynamoDB wrote nothing more), by kind of write: each is recorded once.
+   */
+  readonly resent?: Record<string, number>;
 }
 
 export interface Verdict {

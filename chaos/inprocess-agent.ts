@@ -4,13 +4,16 @@
  * crash (the task dropped, the heartbeats stopped, a new session later) and 8 % in a pause past the lease, after
  * which its three late writes must each be refused. The rest it works on, then fails (a doomed task for good, at
  * its first attempt; a draw under 0.2, to be retried) or completes, a draw from 0.2 to 0.3 submitting a child
- * first; a waiting task's first run suspends it on a waitpoint instead, and its resumed run works as any. The first
- * `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so it changes hands.
+ * first; a waiting task's first run suspends it on a waitpoint instead, and its resumed run works as any. A task
+ * naming the run's budget is failed or completed the same way, each finish (late ones too) reporting the usage of
+ * its lease (`usageOf`). The first `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so
+ * it changes hands.
  */
 import type { ClaimedTask } from '#core/claim';
 import { RETRYING } from './committed-writes';
 import { HEARTBEAT_MS, type InProcessRun, LEASE_TTL_SECONDS } from './inprocess-stack';
 import type { WaitingPayload } from './inprocess-workload';
+import { type RateLimitedPayload, usageReport } from './rate-ledger';
 
 /** A tenth of the completions submit a child first. */
 const CHILD_SHARE = 0.1;
@@ -29,6 +32,12 @@ const LOST_SUSPENSION_SHARE = 0.05;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Lease = { readonly agentId: string; readonly taskId: string; readonly leaseEpoch: number };
+
+/** The usage a finish of a task naming the run's budget reports; none for another task. */
+const usageFor = (task: ClaimedTask): Record<string, number> | undefined =>
+  typeof (task.payload as Partial<RateLimitedPayload> | undefined)?.r === 'number'
+    ? usageReport(task.taskId, task.leaseEpoch)
+    : undefined;
 
 /** Runs agent `index` until the run stops. */
 export async function agentLoop(run: InProcessRun, index: number): Promise<void> {
@@ -142,7 +151,7 @@ class ChaosAgent {
     const lease = { agentId, taskId: task.taskId, leaseEpoch: task.leaseEpoch };
     const draw = run.random();
     if (run.live.faultsOn && draw < 0.05) return this.crash(lease);
-    if (run.live.faultsOn && draw < 0.13) return this.pausePastLease(lease);
+    if (run.live.faultsOn && draw < 0.13) return this.pausePastLease(lease, usageFor(task));
     await this.work(task, lease, draw);
   }
 
@@ -160,18 +169,20 @@ class ChaosAgent {
 
   /**
    * Pause past the lease: the agent wakes up believing it still holds the task, and its three late writes must each
-   * be refused.
+   * be refused; a rate-limited task's late complete and fail report its usage, which must settle nothing.
    */
-  private async pausePastLease(lease: Lease): Promise<void> {
+  private async pausePastLease(lease: Lease, usage: Record<string, number> | undefined): Promise<void> {
     const { run } = this;
     run.count('agentPause');
     this.stopBeating();
     this.holding = false;
     await sleep(LEASE_TTL_SECONDS * 1_000 + 1_000 + run.random() * 2_000);
     await this.beat();
-    await run.record({ op: 'complete', ...lease }, () => run.scheduler.complete(lease, { late: true }));
+    await run.record({ op: 'complete', ...lease }, () =>
+      run.scheduler.complete(lease, { late: true }, undefined, usage),
+    );
     await run.record({ op: 'fail', ...lease }, () =>
-      run.scheduler.fail(lease, { message: 'late', retryable: true }),
+      run.scheduler.fail(lease, { message: 'late', retryable: true }, usage ? { usage } : {}),
     );
     await run.record({ op: 'release', ...lease }, () => run.scheduler.release(lease));
     await this.open();
@@ -195,6 +206,7 @@ class ChaosAgent {
       return this.stepDown(lease.agentId);
     }
     const doomed = payload.doom === true;
+    const usage = usageFor(task);
     if (!doomed && draw >= 0.2 && draw < 0.2 + CHILD_SHARE && typeof payload.n === 'number') {
       // A task of the flat workload submits a child before it completes.
       const child = await run.record({ op: 'submit' }, () =>
@@ -211,9 +223,11 @@ class ChaosAgent {
         )
       : draw < 0.2
         ? await run.record({ op: 'fail', ...lease }, () =>
-            scheduler.fail(lease, { message: 'chaos says no', retryable: true }),
+            scheduler.fail(lease, { message: 'chaos says no', retryable: true }, usage ? { usage } : {}),
           )
-        : await run.record({ op: 'complete', ...lease }, () => scheduler.complete(lease, { n: task.taskId }));
+        : await run.record({ op: 'complete', ...lease }, () =>
+            scheduler.complete(lease, { n: task.taskId }, undefined, usage),
+          );
     this.holding = false;
     if (finished.ok && draw >= 0.2) run.live.completed++;
     await this.stepDown(lease.agentId);

@@ -1,8 +1,11 @@
 /** What an in-process chaos run reports: the final statuses read back, the history checked, its figures on lines. */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Task } from '#domain/task';
 import type { ChaosRunFigures } from './chaos-run';
 import { checkDag, type DagTask, type DagVerdict } from './dag';
 import { checkHistory, type Verdict, violationDetails } from './history';
 import { type InProcessInvariant, type InProcessRun, SUPERVISOR_TICK_MS } from './inprocess-stack';
+import { BUDGET, checkLedger, type LedgerVerdict, ledgerOf, ledgerViolations } from './rate-ledger';
 import {
   checkWaitpoints,
   supervisorTimes,
@@ -29,6 +32,8 @@ export interface WaitpointFigures extends WaitpointVerdict {
 export interface ChaosReport extends ChaosRunFigures, Verdict, Partial<DagVerdict> {
   /** Present when the run had waiting tasks. */
   readonly waitpoints?: WaitpointFigures;
+  /** Present when the run had rate-limited tasks: their budget's ledger. */
+  readonly rateLimited?: LedgerVerdict & { readonly submitted: number };
   /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
   readonly lostAnswers: Readonly<Record<string, number>>;
   /** Tasks that died with an `onFailure` whose hook was never submitted. */
@@ -56,6 +61,8 @@ export function brokenSoFar(
   if (invariant === 'prematureStartCount')
     return checkDag(dag, run.dagClaims, new Map(), []).prematureStartCount > 0;
   if (invariant === 'resolvedTwiceCount') return checkWaitpoints(run.history, UNTIMED).resolvedTwiceCount > 0;
+  // Read from the table once everything has stopped: in flight, a settlement is not yet in either count.
+  if (invariant === 'ledgerDifference') return false;
   return checkHistory({ ...run.history, answered: run.answered })[invariant] > 0;
 }
 
@@ -63,7 +70,9 @@ export function brokenSoFar(
 export const breaksOf = (report: ChaosReport, invariant: InProcessInvariant): number =>
   invariant === 'resolvedTwiceCount'
     ? (report.waitpoints?.resolvedTwiceCount ?? 0)
-    : (report[invariant] ?? 0);
+    : invariant === 'ledgerDifference'
+      ? Math.abs(report.rateLimited?.difference ?? 0)
+      : (report[invariant] ?? 0);
 
 /**
  * Reads back every acknowledged task (hooks included) and checks the history: the server's properties, the
@@ -91,9 +100,11 @@ export async function reportOf(
   const dagVerdict =
     dag.length > 0 ? checkDag(dag, run.dagClaims, history.finalStatus, violationDetails) : undefined;
   const waitpoints = checkWaitpoints(history, { passes: run.passes, slackMs: TIMEOUT_SLACK_MS });
+  const ledger = options.rateLimited ? await ledgerCheck(run, final) : undefined;
   debug('checked');
   const violations =
     waitpointViolations(waitpoints) +
+    (ledger ? ledgerViolations(ledger) : 0) +
     (dagVerdict ? dagVerdict.prematureStartCount + dagVerdict.cascadeViolationCount : 0) +
     verdict.overlapCount +
     verdict.nonMonotonicEpochCount +
@@ -127,9 +138,40 @@ export async function reportOf(
           },
         }
       : {}),
+    ...(ledger ? { rateLimited: { submitted: options.rateLimited ?? 0, ...ledger } } : {}),
     violations,
     ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
   };
+}
+
+/**
+ * The budget's ledger: what the history owes it, from the rate-limited tasks read back (each one's estimate), against
+ * the sum of its windows' counts.
+ */
+async function ledgerCheck(run: InProcessRun, final: ReadonlyMap<string, Task>): Promise<LedgerVerdict> {
+  const estimates = new Map<string, number>();
+  for (const task of final.values()) {
+    const named = task.rateLimits?.find((limit) => limit.name === BUDGET);
+    if (named) estimates.set(task.taskId, named.units);
+  }
+  const doc = DynamoDBDocumentClient.from(run.scratch.dynamodb);
+  const actual = await ledgerOf(doc, run.scratch.tables.tasks, BUDGET);
+  const ledger = checkLedger(run.history, estimates, actual, run.lostAnswers);
+  if (ledger.difference !== 0)
+    violationDetails.push(
+      `ledger of ${BUDGET}: expected ${ledger.expected}, actual ${ledger.actual} (${ledger.difference > 0 ? 'counted twice' : 'lost'}: ${Math.abs(ledger.difference)})`,
+    );
+  for (const off of ledger.tasksOff)
+    violationDetails.push(`window changes of a task's own transactions: ${off}`);
+  return ledger;
+}
+
+/** The rate-limited tasks' figures, on lines. */
+function ledgerLines(l: LedgerVerdict & { readonly submitted: number }): string[] {
+  return [
+    `rate limits     ${l.submitted} tasks naming ${l.limit}: ${l.grants} grants, ${l.settledFinishes} finishes reporting usage, ${l.settlements} settled in their transaction; answers lost after commit: ${l.grantAnswersLost} grants (${l.grantsResent} sent again under their token), ${l.settlementAnswersLost} settlements (${l.settlementsResent} sent again under their token)`,
+    `  ledger        expected ${l.expected}, actual ${l.actual}, difference ${l.difference}; tasks whose transactions are off ${l.tasksOffCount}`,
+  ];
 }
 
 /** The waitpoints' figures, on lines. */
@@ -166,6 +208,7 @@ export function summaryLines(report: ChaosReport): string[] {
         ]
       : []),
     ...(report.waitpoints ? waitpointLines(report.waitpoints) : []),
+    ...(report.rateLimited ? ledgerLines(report.rateLimited) : []),
     `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
     report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
   ];

@@ -3,8 +3,9 @@
  * faults of its DynamoDB and SQS clients, the recorders of what it commits, and the state the run shares.
  *
  * Faults, while they last: 2 % of DynamoDB writes throttled before they are sent; 2 % committed and their answer
- * lost to a timeout (a fifth to a half of the writes a run makes only tens of, `LOST_SHARE`), both retried by the
- * AWS SDK as in AWS; 5 % of SQS sends lost and 5 % delivered twice. A kind of write that has lost no answer by its
+ * lost to a timeout (a fifth to a half of the writes a run makes only tens of, a tenth of the rate-limited tasks'
+ * grants and settlements, `LOST_SHARE`), both retried by the AWS SDK as in AWS; 5 % of SQS sends lost and 5 %
+ * delivered twice. A kind of write that has lost no answer by its
  * `LOSS_OWED_AFTER`th loses that one's, so every run loses an answer of each kind it makes that often, whatever
  * the draws.
  */
@@ -26,6 +27,7 @@ import {
   writeKind,
 } from './committed-writes';
 import type { ClientCall, History } from './history';
+import { BUDGET, BUDGET_TERMS } from './rate-ledger';
 
 export interface ChaosOptions extends ChaosRunOptions {
   /** Changes the scheduler under test: how tests switch a mutant on. Not reachable from any configuration. */
@@ -49,6 +51,12 @@ export interface ChaosOptions extends ChaosRunOptions {
    */
   readonly waitpoints?: number;
   /**
+   * Tasks, submitted among the flat ones, that name the run's budget (`rate-ledger.ts`) with an estimate of the units
+   * they take; their agents report usage on every finish they send, and the budget's ledger is checked at the end.
+   * @default 0
+   */
+  readonly rateLimited?: number;
+  /**
    * Ends the run as soon as this invariant is broken (looked at twice a second), or at the drain's end: how a
    * mutant's run waits for the break it is about, not for a time a loaded machine may need more of.
    * @default the run goes to its end
@@ -58,7 +66,9 @@ export interface ChaosOptions extends ChaosRunOptions {
 
 /**
  * An invariant whose break the run can see while it goes on: a break, once seen, stays one. `resolvedTwiceCount`
- * is the waitpoints' (a waitpoint ended by more than one write).
+ * is the waitpoints' (a waitpoint ended by more than one write). `ledgerDifference`, the rate-limited tasks' (the
+ * budget's count is not what their grants and settlements make it), is read from the table at the end: a run that
+ * stops on it goes to its end.
  */
 export type InProcessInvariant =
   | 'prematureStartCount'
@@ -66,7 +76,8 @@ export type InProcessInvariant =
   | 'terminalLeftCount'
   | 'duplicateFireCount'
   | 'overlapCount'
-  | 'resolvedTwiceCount';
+  | 'resolvedTwiceCount'
+  | 'ledgerDifference';
 
 /** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
 export interface ScheduleFire {
@@ -94,6 +105,11 @@ const LOST_SHARE: Readonly<Record<string, number>> = {
   childSubmit: 0.2,
   hookSubmit: 0.2,
   roleTransfer: 0.5,
+  // The rate-limited tasks' transactions, and a window written alone: a tenth, so a run of a thousand loses tens of
+  // answers of settlements, each sent again by the SDK under its token.
+  rateGrant: 0.1,
+  rateSettle: 0.1,
+  rateWindow: 0.1,
 };
 
 /** A claim of a workflow task: what its claim said of how each dependency ended. */
@@ -211,8 +227,9 @@ export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
         dependencyRecheckSeconds: 2,
         // Agents submit children to the run's queue; a dead task's onFailure goes there too.
         agentSubmitQueues: ['chaos'],
-        // The default, said here: the run's waitpoints need it.
-        taskLayout: 3,
+        // The default, said here: the run's waitpoints need 3, its rate-limited tasks 4.
+        taskLayout: 4,
+        rateLimits: [{ name: BUDGET, ...BUDGET_TERMS }],
       },
     },
     onContext: (ctx) => {

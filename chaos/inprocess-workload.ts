@@ -1,12 +1,13 @@
 /**
  * The work of the in-process chaos run besides the agents': the submissions (flat tasks, one in twenty doomed with
- * an `onFailure` hook, among them tasks that wait on a waitpoint, then a workflow's), and a schedule firing while
- * the faults last, its occurrences delivered more than once.
+ * an `onFailure` hook, among them tasks that wait on a waitpoint and tasks that name the run's budget, then a
+ * workflow's), and a schedule firing while the faults last, its occurrences delivered more than once.
  */
 import { fireSchedule } from '#core/fire-schedule';
 import { RETRYING } from './committed-writes';
 import type { DagTask } from './dag';
 import type { InProcessRun, ScheduleFire } from './inprocess-stack';
+import { rateLimitedSpecs } from './rate-ledger';
 
 /** Every twentieth flat task dies at once, with an onFailure. */
 const HOOKED_EVERY = 20;
@@ -41,19 +42,20 @@ function waitingPayload(w: number): WaitingPayload {
   };
 }
 
-/** The items of both lists, one from each in turn while both last. */
-function interleaved<T>(a: readonly T[], b: readonly T[]): T[] {
-  return Array.from({ length: Math.max(a.length, b.length) }, (_, i) => [a[i], b[i]]).flatMap((pair) =>
-    pair.filter((item): item is T => item !== undefined),
-  );
+/** The items of the lists, one from each in turn while they last. */
+function interleaved<T>(...lists: readonly (readonly T[])[]): T[] {
+  return Array.from({ length: Math.max(...lists.map((list) => list.length)) }, (_, i) =>
+    lists.map((list) => list[i]),
+  ).flatMap((row) => row.filter((item): item is T => item !== undefined));
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Submissions, 25 at a time, each batch tried up to five times: acknowledged ones must never be lost. One flat
- * task in twenty dies at its first attempt, and has an onFailure hook submitted for it. The waiting tasks go in
- * turn with the flat ones, so they suspend and are answered while the faults last.
+ * task in twenty dies at its first attempt, and has an onFailure hook submitted for it. The waiting tasks and the
+ * rate-limited ones go in turn with the flat ones, so they suspend and are answered, take units and settle usage,
+ * while the faults last.
  */
 export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Promise<void> {
   const { options, history, scheduler } = run;
@@ -71,7 +73,8 @@ export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Pro
     ...RETRYING,
     idempotencyKey: `chaos-${options.seed}-w${w}`,
   }));
-  const all = [...interleaved<Record<string, unknown>>(specs, waiting), ...dag.map((t) => t.spec)];
+  const limited = rateLimitedSpecs(options.seed, options.rateLimited ?? 0, { queue: 'chaos', ...RETRYING });
+  const all = [...interleaved<Record<string, unknown>>(specs, waiting, limited), ...dag.map((t) => t.spec)];
   for (let i = 0; i < all.length; i += 25) {
     const chunk = all.slice(i, i + 25);
     for (let attempt = 0; attempt < 5; attempt++) {

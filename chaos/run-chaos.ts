@@ -3,7 +3,8 @@
  * run the agents (`inprocess-agent.ts`), the submissions and a schedule (`inprocess-workload.ts`), the callers that
  * race to answer the waitpoints the agents suspend tasks on (`waitpoint-callers.ts`) and a supervisor whose ticks
  * are sometimes doubled until half the work is done, then stop the faults and wait for every task to end; report
- * what the history checker finds (`inprocess-report.ts`).
+ * what the history checker finds, and the rate-limited tasks' budget ledger (`inprocess-report.ts`,
+ * `rate-ledger.ts`).
  */
 import { RETRYING } from './committed-writes';
 import { buildDag, type DagTask } from './dag';
@@ -83,7 +84,9 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   // Faults stop once half the work is done; then everything must end.
   const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
   const broken = brokenYet(run, dag);
-  while (live.completed < options.tasks / 2 && Date.now() < deadline && !broken()) await sleep(50);
+  // Half the flat and rate-limited tasks completed.
+  const half = (options.tasks + (options.rateLimited ?? 0)) / 2;
+  while (live.completed < half && Date.now() < deadline && !broken()) await sleep(50);
   live.faultsOn = false;
   const open = await awaitEveryEnd(run, deadline, broken);
   live.stopping = true;

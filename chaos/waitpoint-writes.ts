@@ -11,7 +11,7 @@ import type { WaitpointStatus, WaitpointVersion } from './waitpoint-history';
 
 type Item = Record<string, unknown>;
 
-interface Update {
+export interface Update {
   readonly TableName?: string;
   readonly Key?: Item;
   readonly UpdateExpression?: string;
@@ -27,26 +27,58 @@ export interface TransactItem {
 const STATUSES: readonly WaitpointStatus[] = ['open', 'completed', 'rejected', 'timedOut', 'cancelled'];
 
 /**
- * An item with an update's `SET name = :value` and `REMOVE name` clauses applied to its top-level attributes; other
- * clauses (a counter's arithmetic, a nested path) leave what they write out.
+ * An item with an update's clauses applied to its top-level attributes: `SET name = :value`, `SET name = other`,
+ * the arithmetic `SET name = other + :value` (or `-`, or of `if_not_exists(other, :value)`), `REMOVE name`, and a
+ * number's `ADD name :value`. What a clause reads that the item lacks, and nested paths, leave what it writes out.
  */
 export function applyUpdate(item: Item, update: Update): Item {
   const names = update.ExpressionAttributeNames ?? {};
   const values = plainItem(update.ExpressionAttributeValues ?? {});
   const next = { ...item };
+  /** An operand as it stands in `item` (the update's right-hand sides read the item before it). */
+  const operand = (text: string): unknown => {
+    const notExists = /^if_not_exists\((#\w+),\s*(:\w+)\)$/.exec(text);
+    if (notExists) {
+      const current = item[names[notExists[1] ?? ''] ?? ''];
+      return current === undefined ? values[notExists[2] ?? ''] : current;
+    }
+    if (text.startsWith(':')) return values[text];
+    const attribute = names[text];
+    return attribute === undefined ? undefined : item[attribute];
+  };
   for (const section of (update.UpdateExpression ?? '').split(/(?=\b(?:SET|REMOVE|ADD|DELETE) )/)) {
     const [, action = '', clauses = ''] = /^(SET|REMOVE|ADD|DELETE) (.*)$/s.exec(section.trim()) ?? [];
     if (action === 'SET') {
       for (const clause of clauses.split(/,\s*(?=#)/)) {
-        const [, name = '', value = ''] = /^(#\w+)\s*=\s*(:\w+)$/.exec(clause.trim()) ?? [];
+        const [, name = '', left = '', sign, right = ''] =
+          /^(#\w+)\s*=\s*(if_not_exists\(#\w+,\s*:\w+\)|#\w+|:\w+)(?:\s*([+-])\s*(:\w+|#\w+))?$/.exec(
+            clause.trim(),
+          ) ?? [];
         const attribute = names[name];
-        if (attribute !== undefined && value in values) next[attribute] = values[value];
+        if (attribute === undefined) continue;
+        const a = operand(left);
+        if (sign === undefined) {
+          if (a !== undefined) next[attribute] = a;
+          continue;
+        }
+        const b = operand(right);
+        if (typeof a === 'number' && typeof b === 'number') next[attribute] = sign === '+' ? a + b : a - b;
       }
     }
     if (action === 'REMOVE') {
       for (const path of clauses.split(',')) {
         const attribute = names[path.trim()];
         if (attribute !== undefined) delete next[attribute];
+      }
+    }
+    if (action === 'ADD') {
+      for (const clause of clauses.split(/,\s*(?=#)/)) {
+        const [, name = '', value = ''] = /^(#\w+)\s+(:\w+)$/.exec(clause.trim()) ?? [];
+        const attribute = names[name];
+        const added = values[value];
+        const current = attribute === undefined ? undefined : (item[attribute] ?? 0);
+        if (attribute !== undefined && typeof added === 'number' && typeof current === 'number')
+          next[attribute] = current + added;
       }
     }
   }

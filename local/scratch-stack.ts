@@ -25,7 +25,7 @@ export interface EmulatorEndpoints {
 }
 
 export interface ScratchStackOptions {
-  /** The tables' and queues' prefix, with the time after it unless `exactNames`. */
+  /** The tables' and queues' prefix, with the time, the process and a count after it unless `exactNames`. */
   readonly name: string;
   readonly queues: readonly string[];
   /** Emulators to use; started here, and stopped by `dispose()`, when absent. */
@@ -62,6 +62,19 @@ export interface ScratchStack {
   dispose(): Promise<void>;
 }
 
+/** Scratch stacks named so far by this process. */
+let named = 0;
+
+/**
+ * The names' prefix of a scratch stack: `name`, unless `exactNames` followed by the time, the process and a count,
+ * so that stacks started in one millisecond (runs side by side in one process, or in two) never share a table: a
+ * table is created only if absent, and the first run to end would delete it under the other.
+ */
+export function scratchPrefix(options: Pick<ScratchStackOptions, 'name' | 'exactNames'>): string {
+  if (options.exactNames) return options.name;
+  return `${options.name}${Date.now().toString(36)}x${process.pid.toString(36)}x${(named++).toString(36)}`;
+}
+
 export async function scratchStack(options: ScratchStackOptions): Promise<ScratchStack> {
   const [dynamodbLocal, sqsEmulator] = options.endpoints
     ? [undefined, undefined]
@@ -77,7 +90,7 @@ export async function scratchStack(options: ScratchStackOptions): Promise<Scratc
   const dynamodb = localDynamoDbClient(endpoints.dynamodb, signing);
   const sqs = localSqsClient(endpoints.sqs, signing);
   const s3 = localS3Client(endpoints.sqs, signing);
-  const prefix = options.exactNames ? options.name : `${options.name}${Date.now().toString(36)}`;
+  const prefix = scratchPrefix(options);
   const tables = tableNamesFor(prefix);
   await provisionTables(dynamodb, tables);
   const queues = await provisionQueues(sqs, prefix, options.queues);

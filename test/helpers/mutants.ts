@@ -3,8 +3,9 @@
  * broken, and the chaos checker must notice. They live here, in test code only: no configuration of the
  * deployed functions or of `npm start` can reach them.
  */
-import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Expression } from '#adapters/expression';
+import { rateWindowKey } from '#adapters/tables';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
 import { ending } from '#core/timing';
@@ -15,6 +16,7 @@ import { written } from '../../chaos/written';
 export type Mutant =
   | 'completeWithoutEpoch'
   | 'heartbeatRevivesExpiredLease'
+  | 'settleOutsideFinish'
   | 'sweepWithoutEpoch'
   | 'terminalThenRequeueInTwoWrites';
 
@@ -90,6 +92,31 @@ export function applyMutant(ctx: WiredContext, mutant: Mutant): void {
             condition: `${e.n('status')} = ${e.v('dead')} AND ${e.n('leaseEpoch')} = ${e.v(lease.leaseEpoch)}`,
           };
         });
+      };
+      return;
+    }
+    case 'settleOutsideFinish': {
+      // Usage settled beside the finish instead of in its transaction: the finish written alone, then each window
+      // moved by an update of its own, which carries no request token. A lost answer's retry moves the window twice;
+      // a failure between the two writes, not at all.
+      const finish = ctx.tasks.finish.bind(ctx.tasks);
+      const { doc, tableName } = ctx.tasks;
+      ctx.tasks.finish = async (taskId, lease, owner, now) => {
+        const { settle, ...alone } = owner;
+        if (!settle?.length) return finish(taskId, lease, owner, now);
+        const written = await finish(taskId, lease, alone, now);
+        if (!written.ok) return written;
+        for (const s of settle)
+          await doc.send(
+            new UpdateCommand({
+              TableName: tableName,
+              Key: rateWindowKey(s.name, s.window, s.key),
+              UpdateExpression: 'ADD #n0 :v0',
+              ExpressionAttributeNames: { '#n0': 'used' },
+              ExpressionAttributeValues: { ':v0': s.delta },
+            }),
+          );
+        return written;
       };
       return;
     }

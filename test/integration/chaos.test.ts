@@ -1,6 +1,7 @@
 /**
- * The chaos run in the suite: 1,000 tasks and 40 waitpoints under every fault with no violation, and the negative controls: each
- * mutant, switched on for a short run, is caught by the history checker. The runs that must only end without a
+ * The chaos run in the suite: 1,000 tasks, 40 waitpoints and 100 rate-limited tasks under every fault with no
+ * violation (their budget's ledger exact), and the negative controls: each mutant, switched on for a short run, is
+ * caught by the history checker or the ledger. The runs that must only end without a
  * violation (the sweep mutant's control, the workflow) are in chaos-controls.test.ts, beside the other files.
  */
 import { describe, expect, inject, it } from 'vitest';
@@ -14,12 +15,13 @@ const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoi
 describe('chaos', () => {
   // The drain ends when every task has; its bound of 300 s only ends a hung run (a loaded machine makes the run
   // slower, not wrong).
-  it('1,000 tasks and 40 waitpoints under faults: no violation, and more than 100 stale writes refused', async () => {
+  it('1,000 tasks, 40 waitpoints and 100 rate-limited tasks under faults: no violation, and more than 100 stale writes refused', async () => {
     const report = await runChaos({
       tasks: 1_000,
       agents: 20,
       seed: 7,
       waitpoints: 40,
+      rateLimited: 100,
       endpoints,
       drainTimeoutMs: 300_000,
     });
@@ -52,9 +54,20 @@ describe('chaos', () => {
       'sessionUpdate',
       'suspension',
       'waitpointEnd',
+      'rateGrant',
+      'rateSettle',
     ]) {
       expect(report.lostAnswers[kind], kind).toBeGreaterThan(0);
     }
+    // The budget's windows hold exactly what the committed grants took and the committed finishes settled, though
+    // grants and settlements lost answers and were sent again: none counted twice, none lost.
+    const ledger = report.rateLimited ?? expect.unreachable();
+    expect(ledger).toMatchObject({ submitted: 100, tasks: 100, difference: 0, tasksOffCount: 0 });
+    expect(ledger.actual).toBe(ledger.expected);
+    expect(ledger.grants).toBeGreaterThanOrEqual(100);
+    // Each task completes once, reporting usage, besides the attempts that fail.
+    expect(ledger.settledFinishes).toBeGreaterThanOrEqual(100);
+    expect(ledger.settlementsResent).toBeGreaterThan(0);
     // Every waiting task suspended once and ended once, whatever raced: the outcome each holds is the one every
     // caller told 200 had sent and every resumed claim carried; no lease while suspended; timeouts in their bounds.
     const waitpoints = report.waitpoints ?? expect.unreachable();
@@ -159,6 +172,20 @@ describe('chaos', () => {
       },
     ],
     [
+      // Usage settled by an update of its own beside the finish, not in its transaction: a lost answer's retry
+      // settles it twice.
+      'settleOutsideFinish',
+      'ledgerDifference',
+      // The ledger is read once the run has stopped, and holds whenever it stops: the run stops 5 s after its
+      // submissions, tasks unfinished or not, as short as the others'.
+      {
+        tasks: 40,
+        rateLimited: 40,
+        drainTimeoutMs: 5_000,
+        mutate: (ctx) => applyMutant(ctx, 'settleOutsideFinish'),
+      },
+    ],
+    [
       // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
       'scheduleDedupeByExecutionId',
       'duplicateFireCount',
@@ -178,9 +205,10 @@ describe('chaos', () => {
   // sweepWithoutEpoch needs a pass pausing between its read and its write while the task is granted again, which
   // 16 agents working up to 1.5 s hit once in six short runs, too seldom for the suite.
 
-  // The five mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
-  // 16 s on a quiet machine) whatever else runs, so five at once end with the longest of them instead of their sum.
-  // The waitpoints' shows within seconds: nearly every race of its callers ends a waitpoint twice.
+  // The six mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
+  // 16 s on a quiet machine) whatever else runs, so six at once end with the longest of them instead of their sum.
+  // The waitpoints' shows within seconds: nearly every race of its callers ends a waitpoint twice. The ledger's is
+  // read from the table once the run has stopped: its run stops by its drain's end.
   it.concurrent.for(mutants)(
     'catches the mutant %s by its %s',
     { timeout: MUTANT_TIMEOUT_MS },

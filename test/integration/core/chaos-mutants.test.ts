@@ -3,13 +3,15 @@
  * placeholder used), and it does what the mutant's name says. A mutant DynamoDB refused would be caught only
  * because its writes fail, which proves nothing of the checker.
  */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { dispatch } from '#core/dispatch';
 import { requeueAfter } from '#core/timing';
 import { answerWithoutConditions, applyMutant, type Mutant } from '#test/mutants';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
-import { emptyHistory, recordCommittedWrites } from '../../../chaos/committed-writes';
+import { emptyHistory, recordCommittedWrites, writeKind } from '../../../chaos/committed-writes';
 import { checkHistory } from '../../../chaos/history';
+import { BUDGET_TERMS, checkLedger, ledgerOf, usageOf, usageReport } from '../../../chaos/rate-ledger';
 import { checkWaitpoints, UNTIMED } from '../../../chaos/waitpoint-history';
 
 describe('the chaos mutants on DynamoDB Local', () => {
@@ -17,7 +19,10 @@ describe('the chaos mutants on DynamoDB Local', () => {
   const history = emptyHistory();
   beforeAll(async () => {
     // random 0: a retried failure is claimable again at once.
-    stack = await createTestStack({ random: () => 0, queues: ['terminal', 'sweep', 'complete', 'answer'] });
+    stack = await createTestStack({
+      random: () => 0,
+      queues: ['terminal', 'sweep', 'complete', 'answer', 'settled', 'settledTwice'],
+    });
     recordCommittedWrites(stack.dynamodb, stack.wiring.tables, history);
   });
   afterAll(async () => {
@@ -143,5 +148,79 @@ describe('the chaos mutants on DynamoDB Local', () => {
     const completed = await scheduler.complete(lease, { stale: true });
     expect(completed.task).toMatchObject({ status: 'succeeded', leaseEpoch: 2 });
     expect((await ctx.tasks.get(taskId))?.lastFinish).toMatchObject({ kind: 'complete', leaseEpoch: 1 });
+  });
+
+  /** Units each task of the ledger's tests names: more than any usage (0 to 200), so every finish settles some. */
+  const ESTIMATE = 1_000;
+
+  /**
+   * A task naming its own budget (`limit`), leased at epoch 1 and completed with its lease's usage while the answer
+   * of the write of `lost` (a kind of `writeKind`) is lost once after it committed, and the write sent again as the
+   * AWS SDK does; then the budget's ledger, for this task alone.
+   */
+  async function settledOnce(queue: string, limit: string, lost: string) {
+    const { scheduler, wiring, faults } = stack;
+    await scheduler.setRateLimit(limit, BUDGET_TERMS);
+    const { task } = await scheduler.submit({
+      queue,
+      payload: {},
+      rateLimits: [{ name: limit, units: ESTIMATE }],
+    });
+    const agent = await startAgent(scheduler, { queues: [queue] });
+    const [claimed] = await claimUntil(scheduler, agent, 1, 5_000);
+    expect(claimed).toMatchObject({ taskId: task.taskId, leaseEpoch: 1 });
+    const resentBefore = history.resent?.rateSettle ?? 0;
+    const command = lost === 'rateWindow' ? 'UpdateItemCommand' : 'TransactWriteItemsCommand';
+    faults.dynamodb.failNext(
+      command,
+      1,
+      'retried',
+      (input) => writeKind(command, input, wiring.tables) === lost,
+    );
+    const lease = { agentId: agent.agentId, taskId: task.taskId, leaseEpoch: 1 };
+    const completed = await scheduler.complete(lease, {}, undefined, usageReport(task.taskId, 1, limit));
+    expect(completed.task.status).toBe('succeeded');
+    expect(faults.dynamodb.injected[command]).toBeGreaterThan(0);
+    const mine = {
+      tasks: history.tasks.filter((v) => v.taskId === task.taskId),
+      rateChanges: (history.rateChanges ?? []).filter((c) => c.taskId === task.taskId),
+    };
+    const actual = await ledgerOf(DynamoDBDocumentClient.from(stack.dynamodb), wiring.tables.tasks, limit);
+    const ledger = checkLedger(mine, new Map([[task.taskId, ESTIMATE]]), actual, {}, limit);
+    return {
+      ledger,
+      usage: usageOf(task.taskId, 1),
+      resent: (history.resent?.rateSettle ?? 0) - resentBefore,
+    };
+  }
+
+  it('a settlement in the finish’s transaction, sent again after its answer was lost, counts once', async () => {
+    const { ledger, usage, resent } = await settledOnce('settled', 'ledger.right', 'rateSettle');
+    // Answered again under its token: DynamoDB wrote nothing more, and the record holds it once.
+    expect(resent).toBe(1);
+    expect(ledger).toMatchObject({
+      grants: 1,
+      settledFinishes: 1,
+      settlements: 1,
+      expected: usage,
+      actual: usage,
+      difference: 0,
+      tasksOffCount: 0,
+    });
+  });
+
+  it('settleOutsideFinish: a settlement of its own, sent again after its answer was lost, counts twice, and the ledger shows it', async () => {
+    mutate('settleOutsideFinish');
+    const { ledger, usage } = await settledOnce('settledTwice', 'ledger.mutant', 'rateWindow');
+    // The window moved by usage − estimate twice: the ledger is off by one settlement.
+    expect(ledger).toMatchObject({
+      grants: 1,
+      settledFinishes: 1,
+      settlements: 0,
+      expected: usage,
+      actual: usage + (usage - ESTIMATE),
+      difference: usage - ESTIMATE,
+      tasksOffCount: 1,
+    });
   });
 });

@@ -5,6 +5,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import {
   DynamoDBDocumentClient,
+  GetCommand,
   TransactWriteCommand,
   UpdateCommand,
   type UpdateCommandInput,
@@ -202,11 +203,67 @@ describe('the chaos mutants', () => {
     expect(await transactionsSent(suspend, true)).toEqual(await transactionsSent(suspend, false));
   });
 
+  it('settleOutsideFinish: a finish that settles usage is written alone, its settlement in an update of its own', async () => {
+    const settling = (ctx: WiredContext) =>
+      ctx.tasks.finish(
+        TASK,
+        LEASE,
+        {
+          event: 'complete',
+          to: ending(ctx, NOW, 'succeeded'),
+          settle: [{ name: 'budget', window: 0, end: 86_400_000, purgeAt: 1, delta: -7 }],
+        },
+        NOW,
+      );
+    const sent = async (mutated: boolean) => {
+      ddb.reset();
+      ddb.on(UpdateCommand).resolves({ Attributes: stateItem({ status: 'succeeded' }) });
+      ddb.on(TransactWriteCommand).resolves({});
+      ddb.on(GetCommand).resolves({ Item: stateItem({ status: 'succeeded' }) });
+      const ctx = mockContext();
+      if (mutated) applyMutant(ctx, 'settleOutsideFinish');
+      await settling(ctx);
+      return {
+        transactions: ddb.commandCalls(TransactWriteCommand).map((call) => ({
+          token: call.args[0].input.ClientRequestToken,
+          keys: (call.args[0].input.TransactItems ?? []).map((item) => item.Update?.Key),
+        })),
+        updates: ddb.commandCalls(UpdateCommand).map((call) => ({
+          key: call.args[0].input.Key,
+          ...readable(call.args[0].input),
+        })),
+      };
+    };
+
+    const right = await sent(false);
+    expect(right.updates).toEqual([]);
+    expect(right.transactions).toEqual([
+      {
+        token: expect.any(String),
+        keys: [
+          { taskId: TASK, part: 'state' },
+          { taskId: 'rate#budget', part: 'w#000000000000000#' },
+        ],
+      },
+    ]);
+    const mutated = await sent(true);
+    expect(mutated.transactions).toEqual([]);
+    expect(mutated.updates).toHaveLength(2);
+    expect(mutated.updates[0]?.key).toEqual({ taskId: TASK, part: 'state' });
+    expect(mutated.updates[0]?.update).toMatch(/lastFinish = \{"kind":"complete"/);
+    expect(mutated.updates[1]).toEqual({
+      key: { taskId: 'rate#budget', part: 'w#000000000000000#' },
+      update: 'ADD used -7',
+      condition: '',
+    });
+  });
+
   const mutants: Mutant[] = [
     'completeWithoutEpoch',
     'sweepWithoutEpoch',
     'terminalThenRequeueInTwoWrites',
     'heartbeatRevivesExpiredLease',
+    'settleOutsideFinish',
   ];
   it.each(mutants)('%s leaves every other write as it was', async (mutant) => {
     const touched: Record<Mutant, (keyof typeof writes)[]> = {
@@ -214,6 +271,8 @@ describe('the chaos mutants', () => {
       sweepWithoutEpoch: ['reclaim'],
       terminalThenRequeueInTwoWrites: ['failRetried'],
       heartbeatRevivesExpiredLease: ['heartbeat'],
+      // Only a finish that settles usage, which none of these is.
+      settleOutsideFinish: [],
     };
     for (const [name, write] of Object.entries(writes)) {
       if (touched[mutant].includes(name as keyof typeof writes)) continue;

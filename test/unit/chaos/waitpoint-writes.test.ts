@@ -133,15 +133,40 @@ describe('the record of waitpoint writes', () => {
     });
   });
 
-  it('applies SET and REMOVE clauses to top-level attributes, leaving arithmetic and nested paths out', () => {
+  it('applies SET, REMOVE and a number’s ADD to top-level attributes, arithmetic included, leaving nested paths out', () => {
     const item = applyUpdate(
-      { a: 1, b: 2, c: 3, n: 5 },
+      { a: 1, b: 2, c: 3, n: 5, t: 100, k: 7 },
       {
-        UpdateExpression: 'SET #n0 = :v0, #n1 = #n1 - :v1, #n2.#n3 = :v2 REMOVE #n4, #n5',
-        ExpressionAttributeNames: { '#n0': 'a', '#n1': 'n', '#n2': 'm', '#n3': 'x', '#n4': 'b', '#n5': 'c' },
-        ExpressionAttributeValues: { ':v0': 'one', ':v1': 1, ':v2': 'deep' },
+        UpdateExpression:
+          'SET #n0 = :v0, #n1 = #n1 - :v1, #n2.#n3 = :v2, #n6 = #n7 + :v3, #n8 = if_not_exists(#n8, :v4) + :v5, #n9 = if_not_exists(#n10, :v6) REMOVE #n4, #n5 ADD #n11 :v7, #n12 :v8',
+        ExpressionAttributeNames: {
+          '#n0': 'a',
+          '#n1': 'n',
+          '#n2': 'm',
+          '#n3': 'x',
+          '#n4': 'b',
+          '#n5': 'c',
+          '#n6': 'deadline',
+          '#n7': 't',
+          '#n8': 'count',
+          '#n9': 'since',
+          '#n10': 'absent',
+          '#n11': 'k',
+          '#n12': 'added',
+        },
+        ExpressionAttributeValues: {
+          ':v0': 'one',
+          ':v1': 1,
+          ':v2': 'deep',
+          ':v3': 50,
+          ':v4': 0,
+          ':v5': 1,
+          ':v6': 9,
+          ':v7': 3,
+          ':v8': 2,
+        },
       },
     );
-    expect(item).toEqual({ a: 'one', n: 5 });
+    expect(item).toEqual({ a: 'one', n: 4, t: 100, deadline: 150, count: 1, since: 9, k: 10, added: 2 });
   });
 });
