@@ -17,6 +17,7 @@ export const EVENT_TYPES = [
   'task.onFailureLost',
   'agent.online',
   'agent.offline',
+  'agent.spawnRequested',
   'schedule.fired',
   'schedule.skipped',
   'queue.noCapableAgent',

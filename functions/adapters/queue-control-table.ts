@@ -8,6 +8,7 @@
  * A limit above `SLOTS_PER_ITEM` keeps its slots in several items (`queueSlotLayout` 2): the control's record and
  * `queue#<control>/slots/<n>` (kind `slots`), each with its share of the limit and the `spread` they were made for.
  * The whole scheduler's control is one item beside them (`scheduler`, kind `scheduler`): `paused` and `updatedAt`.
+ * Spawn requests leave a small mark per queue and requirement set (`spawn#<queue>#<hash>`, kind `spawn`).
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
@@ -64,6 +65,9 @@ function schedulerControlFromItem(item: Item): StoredSchedulerControl {
     ...(typeof item.updatedAt === 'number' ? { updatedAt: item.updatedAt } : {}),
   };
 }
+
+/** When a worker was last asked for, for a queue and a requirement set (its hash): kind `spawn`. */
+const spawnKey = (queue: string, requirements: string) => ({ leaseId: `spawn#${queue}#${requirements}` });
 
 /** The list walk's places in a queue's list partitions: apart from the control, which claims read. */
 const walkKey = (queue: string) => ({ leaseId: `walk#${queue}` });
@@ -125,6 +129,36 @@ export class QueueControlTable implements QueueControlStore {
         ...e.attributes(),
       }),
     );
+  }
+
+  async noteSpawnRequest(
+    queue: string,
+    requirements: string,
+    note: { readonly at: number; readonly since: number; readonly purgeAt: number },
+  ): Promise<boolean> {
+    const e = new Expression();
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: spawnKey(queue, requirements),
+          UpdateExpression: updateExpression({
+            set: [
+              `${e.n('kind')} = ${e.v('spawn')}`,
+              `${e.n('queue')} = ${e.v(queue)}`,
+              `${e.n('requestedAt')} = ${e.v(note.at)}`,
+              `${e.n('purgeAt')} = ${e.v(note.purgeAt)}`,
+            ],
+          }),
+          ConditionExpression: `attribute_not_exists(${e.n('requestedAt')}) OR ${e.n('requestedAt')} < ${e.v(note.since)}`,
+          ...e.attributes(),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   async list(): Promise<StoredQueueControl[]> {

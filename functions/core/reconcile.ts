@@ -24,7 +24,14 @@ import { walkNewTasks } from './list-walk';
 import { wake, wakeFor, wakeLater } from './push';
 import { getQueueControl } from './queue-controls';
 import { isSchedulerPaused } from './scheduler-control';
-import { climbLadder, nextStepAt } from './starvation';
+import {
+  climbLadder,
+  isStarving,
+  nextStepAt,
+  noteStarving,
+  requestSpawn,
+  type StarvingWork,
+} from './starvation';
 import { dueNoLaterThanExpiry } from './timing';
 import { offerTurn } from './turns';
 import { lookAtSuspended } from './waitpoints';
@@ -37,6 +44,8 @@ export interface ReconcileSummary {
   readonly needsAttention: string[];
   /** Queues with starving work and no live agent serving them. */
   readonly noCapableAgent: string[];
+  /** Queues this pass asked a worker for (`agent.spawnRequested`). */
+  readonly spawnRequested: string[];
   /** Queued tasks of paused queues (of every queue while the scheduler is paused), left alone by the ladder. */
   readonly pausedSkipped: number;
   /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
@@ -99,6 +108,7 @@ export async function reconcileDispatch(
     starved: [] as string[],
     needsAttention: [] as string[],
     noCapableAgent: [] as string[],
+    spawnRequested: [] as string[],
     pausedSkipped: 0,
     deferred: 0,
     expired: [] as string[],
@@ -129,6 +139,8 @@ export async function reconcileDispatch(
   const backlogged = backlogReader(ctx);
   const fannedOut = new Set<string>();
   const servedChecked = new Set<string>();
+  // Starving work the pass looked at, by queue: a worker is asked for once the pass has seen it all.
+  const starving = new Map<string, StarvingWork>();
   const shared = options.everything ? undefined : options.after;
   const dueIn =
     shared?.dueIn ??
@@ -179,6 +191,7 @@ export async function reconcileDispatch(
               }
             }
             if (steps.includes('attention')) summary.needsAttention.push(task.taskId);
+            if (current.status === 'queued' && isStarving(ctx, current, now)) noteStarving(starving, current);
             if (steps.includes('starved')) {
               summary.starved.push(task.taskId);
               if (!servedChecked.has(task.queue)) {
@@ -207,6 +220,16 @@ export async function reconcileDispatch(
         shard,
         error: errorName(error),
       });
+    }
+  }
+  // One conditional write per starving queue that no live agent serves, whatever the number of its tasks.
+  for (const [queue, work] of starving) {
+    try {
+      if (await isServed(queue)) continue;
+      if (await requestSpawn(ctx, queue, work, now)) summary.spawnRequested.push(queue);
+    } catch (error) {
+      summary.errors++;
+      ctx.log.error('asking for a worker failed', { queue, error: errorName(error) });
     }
   }
   return summary;

@@ -2,9 +2,11 @@
  * The starvation ladder, after the lease-sweeping daemon we learned from: a claimable task that has waited past
  * each threshold is (1) promoted one priority, (2) announced with a `task.starved` event, (3) marked as needing
  * attention, which raises an alarm. Each step is a conditional write on the step reached, so passes that
- * overlap take each step once. A starving queue that no live agent serves is announced as `queue.noCapableAgent`.
+ * overlap take each step once. A starving queue that no live agent serves is announced as `queue.noCapableAgent`,
+ * and a worker is asked for with `agent.spawnRequested`, once per queue and requirement set per `announceAfter`.
  * An operator clears the mark (`clearAttention`); the next requeue (or a suspension) resets the ladder and the mark.
  */
+import { createHash } from 'node:crypto';
 import { TaskNotFoundError } from '#domain/errors';
 import { promote } from '#domain/priority';
 import type { Task } from '#domain/task';
@@ -24,6 +26,82 @@ const thresholdsMs = (ctx: SchedulerContext) => [
  * time was kept counts from its submit or its delay, as it did then.
  */
 const waitingSince = (task: Task) => task.readyAt ?? Math.max(task.createdAt, task.notBefore ?? 0);
+
+/** Whether the task has waited past `announceAfter`: starving, whatever steps of the ladder it has taken. */
+export const isStarving = (ctx: SchedulerContext, task: Task, now: number) =>
+  now - waitingSince(task) >= ctx.settings.starvation.announceAfterSeconds * 1_000;
+
+/** What an agent must offer to serve a task (none yet: every agent of the queue serves it). */
+export type Requirements = Readonly<Record<string, string>>;
+
+/**
+ * A requirement set's name in a key: a hash of its canonical form (keys sorted), so that the same set, however it was
+ * written, is asked for once. The empty set (the queue alone) has one like any other.
+ */
+export function requirementsKey(requirements: Requirements): string {
+  const canonical = JSON.stringify(
+    Object.keys(requirements)
+      .sort()
+      .map((k) => [k, requirements[k]]),
+  );
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+}
+
+/** What a pass saw of one queue's starving work: how many tasks it looked at, and the one waiting longest. */
+export interface StarvingWork {
+  count: number;
+  oldest: { readonly taskId: string; readonly since: number };
+}
+
+/** Counts a starving task into what the pass saw of its queue. */
+export function noteStarving(seen: Map<string, StarvingWork>, task: Task): void {
+  const since = waitingSince(task);
+  const work = seen.get(task.queue);
+  if (!work) seen.set(task.queue, { count: 1, oldest: { taskId: task.taskId, since } });
+  else {
+    work.count++;
+    if (since < work.oldest.since) work.oldest = { taskId: task.taskId, since };
+  }
+}
+
+/**
+ * Asks for a worker for starving work that no live agent can serve: an `agent.spawnRequested` event, at most one per
+ * queue and requirement set per `announceAfter` however many passes (or function instances) see it, by one
+ * conditional write of a small mark in the leases table. True if this call asked.
+ */
+export async function requestSpawn(
+  ctx: SchedulerContext,
+  queue: string,
+  work: StarvingWork,
+  now: number,
+  requirements: Requirements = {},
+): Promise<boolean> {
+  const windowMs = ctx.settings.starvation.announceAfterSeconds * 1_000;
+  const asked = await ctx.queueControls.noteSpawnRequest(queue, requirementsKey(requirements), {
+    at: now,
+    since: now - windowMs,
+    // Kept a window past its use, then DynamoDB's TTL removes it.
+    purgeAt: Math.ceil((now + 2 * windowMs) / 1_000),
+  });
+  if (!asked) return false;
+  await emit(ctx, [
+    {
+      type: 'agent.spawnRequested',
+      fields: {
+        queue,
+        // The task that has waited longest: the event's one task.
+        taskId: work.oldest.taskId,
+        data: {
+          requirements,
+          waiting: work.count,
+          oldestWaitedSeconds: Math.round((now - work.oldest.since) / 1_000),
+          reason: 'noCapableAgent',
+        },
+      },
+    },
+  ]);
+  return true;
+}
 
 /** When the task will cross its next threshold, or undefined at the top of the ladder. */
 export function nextStepAt(ctx: SchedulerContext, task: Task): number | undefined {

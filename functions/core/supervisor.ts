@@ -28,6 +28,8 @@ export interface CycleResult {
   /** Tasks that reached the top of the ladder: they need a person. */
   readonly escalated: number;
   readonly noCapableAgent: readonly string[];
+  /** Queues a worker was asked for (`agent.spawnRequested`), at most once per `announceAfter` each. */
+  readonly spawnRequested: readonly string[];
   readonly pausedQueuesSkipped: number;
   /** Missed schedule occurrences run, or recorded as skipped, by their missed-run policy. */
   readonly missedRunsFired: number;
@@ -90,6 +92,7 @@ export async function runSupervisorPass(ctx: SchedulerContext): Promise<CycleRes
     starved: reconciled.starved.length,
     escalated: reconciled.needsAttention.length,
     noCapableAgent: reconciled.noCapableAgent,
+    spawnRequested: reconciled.spawnRequested,
     pausedQueuesSkipped: reconciled.pausedSkipped,
     missedRunsFired: missed.fired,
     missedRunsSkipped: missed.skipped,

@@ -111,4 +111,14 @@ export interface QueueControlStore {
   readWalk(queue: string): Promise<Readonly<Record<string, string>>>;
   /** Records where the list walk of `queue` stands; a later walk goes on from there. */
   saveWalk(queue: string, places: Readonly<Record<string, string>>, now: number): Promise<void>;
+  /**
+   * Marks that a worker was asked for, for `queue` and the requirement set named `requirements` (a hash), at
+   * `note.at`: one conditional write, refused (false) if it was asked for after `note.since`, so passes and
+   * function instances that race ask once. The mark goes at `note.purgeAt` (epoch seconds).
+   */
+  noteSpawnRequest(
+    queue: string,
+    requirements: string,
+    note: { readonly at: number; readonly since: number; readonly purgeAt: number },
+  ): Promise<boolean>;
 }

@@ -58,7 +58,8 @@ describe('supervisor pass', () => {
       .read(0, 1_000)
       .events.filter((e) => e.taskId === task.taskId || e.queue === 'starving')
       .map((e) => e.type);
-    expect(types).toEqual(['task.starved', 'queue.noCapableAgent']);
+    // One worker asked for in the pass that found it starving; the next pass is within `announceAfter` of it.
+    expect(types).toEqual(['task.starved', 'queue.noCapableAgent', 'agent.spawnRequested']);
     // The promoted task is claimable from its new, more urgent queue.
     const agent = await startAgent(scheduler, { queues: ['starving'] });
     const [claimed] = await claimUntil(scheduler, agent, 1);

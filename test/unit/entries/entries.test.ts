@@ -67,6 +67,7 @@ describe('Lambda entries', () => {
       starved: 0,
       escalated: 0,
       noCapableAgent: [],
+      spawnRequested: [],
       pausedQueuesSkipped: 0,
       missedRunsFired: 0,
       missedRunsSkipped: 0,
