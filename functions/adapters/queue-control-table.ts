@@ -27,7 +27,7 @@ import type {
 } from '#core/ports/queue-control-store';
 import type { ReadOptions } from '#core/ports/task-store';
 import { controlOfSlotItem, type QueueLimits, storedQueueLimitsSchema } from '#domain/queue-limits';
-import { conditionalUpdate, Expression, updateExpression } from './expression';
+import { conditionalUpdate, Expression, updateExpression, updateIf } from './expression';
 import { scanKind } from './session-table';
 import { batchGet } from './task-requests';
 
@@ -137,28 +137,20 @@ export class QueueControlTable implements QueueControlStore {
     note: { readonly at: number; readonly since: number; readonly purgeAt: number },
   ): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: spawnKey(queue, requirements),
-          UpdateExpression: updateExpression({
-            set: [
-              `${e.n('kind')} = ${e.v('spawn')}`,
-              `${e.n('queue')} = ${e.v(queue)}`,
-              `${e.n('requestedAt')} = ${e.v(note.at)}`,
-              `${e.n('purgeAt')} = ${e.v(note.purgeAt)}`,
-            ],
-          }),
-          ConditionExpression: `attribute_not_exists(${e.n('requestedAt')}) OR ${e.n('requestedAt')} < ${e.v(note.since)}`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: spawnKey(queue, requirements),
+      UpdateExpression: updateExpression({
+        set: [
+          `${e.n('kind')} = ${e.v('spawn')}`,
+          `${e.n('queue')} = ${e.v(queue)}`,
+          `${e.n('requestedAt')} = ${e.v(note.at)}`,
+          `${e.n('purgeAt')} = ${e.v(note.purgeAt)}`,
+        ],
+      }),
+      ConditionExpression: `attribute_not_exists(${e.n('requestedAt')}) OR ${e.n('requestedAt')} < ${e.v(note.since)}`,
+      ...e.attributes(),
+    });
   }
 
   async list(): Promise<StoredQueueControl[]> {

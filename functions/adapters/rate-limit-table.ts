@@ -13,7 +13,7 @@ import {
 import type { RateLimitStore, WaitingTask, WindowUse } from '#core/ports/rate-limit-store';
 import { isPriority } from '#domain/priority';
 import { type RateLimitDefinition, rateLimitTermsSchema } from '#domain/rate-limits';
-import { Expression, updateExpression } from './expression';
+import { Expression, updateExpression, updateIf } from './expression';
 import { RATE_LIMITS_KEY, rateWindowPrefix } from './tables';
 import { batchWrite } from './task-requests';
 
@@ -89,23 +89,15 @@ export class RateLimitTable implements RateLimitStore {
     note: { readonly at: number; readonly since: number; readonly purgeAt: number },
   ): Promise<boolean> {
     const e = new Expression();
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { taskId: `rate#${name}`, part: `saturated#${key}` },
-          UpdateExpression: updateExpression({
-            set: [`${e.n('notedAt')} = ${e.v(note.at)}`, `${e.n('purgeAt')} = ${e.v(note.purgeAt)}`],
-          }),
-          ConditionExpression: `attribute_not_exists(${e.n('notedAt')}) OR ${e.n('notedAt')} < ${e.v(note.since)}`,
-          ...e.attributes(),
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateIf(this.doc, {
+      TableName: this.tableName,
+      Key: { taskId: `rate#${name}`, part: `saturated#${key}` },
+      UpdateExpression: updateExpression({
+        set: [`${e.n('notedAt')} = ${e.v(note.at)}`, `${e.n('purgeAt')} = ${e.v(note.purgeAt)}`],
+      }),
+      ConditionExpression: `attribute_not_exists(${e.n('notedAt')}) OR ${e.n('notedAt')} < ${e.v(note.since)}`,
+      ...e.attributes(),
+    });
   }
 
   async noteWaiting(name: string, task: WaitingTask, purgeAt: number): Promise<void> {

@@ -5,17 +5,20 @@
  */
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalEventFeed } from '#adapters/event-publishers';
 import { rateWindowKey } from '#adapters/tables';
 import type { Scheduler } from '#core/scheduler';
 import { windowAt } from '#domain/rate-limits';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
-const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile', 'fleet', 'priced'];
+const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile', 'fleet', 'priced', 'told'];
 
 describe('named rate limits', () => {
   let stack: TestStack;
+  const feed = new LocalEventFeed(undefined, 100_000);
   beforeAll(async () => {
     stack = await createTestStack({
+      events: feed,
       queues: QUEUES,
       settings: {
         rateLimits: [{ name: 'declared.rpm', limit: 600, per: 'minute' }],
@@ -296,6 +299,36 @@ describe('named rate limits', () => {
     expect(grant).toEqual({ writeUnits: 3, readUnits: 1 });
     // The settlement: the same transaction shape (+3), the task read before (+1) and after (+1).
     expect(settle).toEqual({ writeUnits: 3, readUnits: 2 });
+  });
+
+  it('a spent budget and a full rate are told once a window, however many claims find no room', async () => {
+    const { scheduler } = stack;
+    await scheduler.setRateLimit('told.daily', { limit: 1, per: 'day', perKey: true });
+    await scheduler.setRateLimit('told.minute', { limit: 1, per: 'minute' });
+    for (let i = 0; i < 4; i++) {
+      await scheduler.submit({
+        queue: 'told',
+        payload: { i },
+        rateLimits: [{ name: 'told.daily', key: 'acme' }],
+      });
+      await scheduler.submit({ queue: 'told', payload: { i }, rateLimits: [{ name: 'told.minute' }] });
+    }
+    const agent = await startAgent(scheduler, { name: 'told', queues: ['told'], maxConcurrency: 10 });
+    expect(await claimUntil(scheduler, agent, 3, 2_000, 5)).toHaveLength(2);
+    const told = feed
+      .read(0, 100_000)
+      .events.filter(
+        (e) =>
+          (e.type === 'budget.exhausted' || e.type === 'rateLimit.saturated') &&
+          String(e.data?.rateLimit).startsWith('told.'),
+      );
+    expect(told.map((e) => [e.type, e.data?.rateLimit, e.data?.key])).toEqual(
+      expect.arrayContaining([
+        ['budget.exhausted', 'told.daily', 'acme'],
+        ['rateLimit.saturated', 'told.minute', undefined],
+      ]),
+    );
+    expect(told).toHaveLength(2);
   });
 
   it('a limit shared by two queues counts the grants of both', async () => {
