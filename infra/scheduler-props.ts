@@ -119,8 +119,10 @@ export interface AgentSchedulerProps {
    * the `suspended` status (waitpoints), which functions of releases before it cannot read: a stack deployed before
    * waitpoints upgrades first with `taskLayout: 2` (the wait route refuses), then without it. Layout 4 lets tasks name
    * rate limits (`rateLimits`), which claims of releases before it would not enforce: a stack deployed before rate
-   * limits upgrades first with `taskLayout: 3` (a submission naming them is refused), then without it.
-   * @default 4
+   * limits upgrades first with `taskLayout: 3` (a submission naming them is refused), then without it. Layout 5 lets
+   * tasks require labels (`require`), which claims of releases before it would not match against agents' labels: a
+   * stack deployed before labels upgrades first with `taskLayout: 4`, then without it.
+   * @default 5
    */
   readonly taskLayout?: number;
   /**

@@ -84,6 +84,8 @@ export interface Task {
   readonly rateLimits?: readonly (TaskRateLimit & { readonly units: number })[];
   /** What its current (or last) attempt's grant took from each limit, and the window it took from. */
   readonly rateTaken?: readonly RateTaken[];
+  /** Labels the agent that runs it must have (`SubmitTaskInput.require`), names sorted. */
+  readonly require?: Readonly<Record<string, string>>;
   /**
    * The starvation ladder marked it: it waited claimable past the last threshold (`starvation.attentionAfter`) and
    * raised the alarm. Stays until an operator clears it (`clearAttention`) or the task is queued again. Absent: not
@@ -253,8 +255,10 @@ export interface FailureOf {
 }
 
 /** A registered agent: what it was registered with, every default filled in, and what the server gave it. */
-export interface Agent extends Required<CreateAgentInput> {
+export interface Agent extends Required<Omit<CreateAgentInput, 'labels'>> {
   readonly agentId: string;
+  /** Its labels, each a list of values (`{}`: none). */
+  readonly labels: Readonly<Record<string, readonly string[]>>;
   readonly createdAt: string;
   readonly revokedAt?: string;
   /** In a list: whether the agent has a live session. */
@@ -324,6 +328,11 @@ export interface SubmitTaskInput {
    * construct's `rateLimits`); a `perKey` limit needs `key`.
    */
   readonly rateLimits?: readonly TaskRateLimit[];
+  /**
+   * Labels the agent that runs it must have: for each label name (up to 8), a value the agent has among the label's
+   * values, or `'*'` for any value. Only agents that meet every one are given it, or woken for it. Needs `taskLayout` 5.
+   */
+  readonly require?: Readonly<Record<string, string>>;
 }
 
 /** A named rate limit a task takes units of (`SubmitTaskInput.rateLimits`). */
@@ -516,6 +525,11 @@ export interface CreateAgentInput {
   readonly maxConcurrency?: number;
   /** @default true */
   readonly interactive?: boolean;
+  /**
+   * What the agent offers beyond its queues (up to 16 names, each a value or up to 16 values): it is given only tasks
+   * whose `require` its labels meet. A session may narrow them, never add to them. @default {}
+   */
+  readonly labels?: Readonly<Record<string, string | readonly string[]>>;
 }
 
 export interface CreatedAgent {
@@ -696,6 +710,11 @@ export interface OpenSessionOptions {
    * ending it. @default the clock in ms, above every earlier open of this process
    */
   readonly openSeq?: number;
+  /**
+   * Narrows the agent's labels for this session (fewer names, fewer values): it is given only tasks these meet. A
+   * name or value the agent was not registered with is refused (403). @default the agent's labels
+   */
+  readonly labels?: Readonly<Record<string, string | readonly string[]>>;
 }
 
 export interface ClaimInput {

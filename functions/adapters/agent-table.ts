@@ -5,6 +5,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentStore } from '#core/ports/agent-store';
 import type { Agent } from '#domain/agent';
+import type { Labels } from '#domain/labels';
 import { Expression, updateIf } from './expression';
 
 /** Which agent, the queues it serves and how many tasks it may hold: on its record, and copied to each session. */
@@ -24,9 +25,19 @@ function agentFromItem(item: Record<string, unknown>): Agent {
     name: String(item.name),
     interactive: Boolean(item.interactive),
     createdAt: Number(item.createdAt),
+    ...labelsOfItem(item.labels),
     ...(typeof item.revokedAt === 'number' ? { revokedAt: item.revokedAt } : {}),
     ...(typeof item.tokenHash === 'string' ? { tokenHash: item.tokenHash } : {}),
   };
+}
+
+/** An agent's labels as stored (name → list of values), read only if well formed; none when it has none. */
+export function labelsOfItem(value: unknown): { labels?: Labels } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const entries = Object.entries(value).flatMap(([name, values]): [string, string[]][] =>
+    Array.isArray(values) ? [[name, values.filter((v): v is string => typeof v === 'string')]] : [],
+  );
+  return entries.length === 0 ? {} : { labels: Object.fromEntries(entries) };
 }
 
 export class AgentTable implements AgentStore {

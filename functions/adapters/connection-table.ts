@@ -27,7 +27,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Listener, PushConnection } from '#core/ports/connection-store';
 import { shardOf } from '#domain/ids';
+import type { Labels } from '#domain/labels';
 import type { PushPrincipal } from '#domain/push';
+import { labelsOfItem } from './agent-table';
 import { Expression, updateIf } from './expression';
 
 type Item = Record<string, unknown>;
@@ -63,6 +65,7 @@ function listenerOf(item: Item): Listener {
     queues: strings(item.queues),
     // Listeners marked idle by functions before capacities were kept claimed one task at a time, as far as known.
     capacity: Number.isInteger(capacity) && capacity >= 1 ? capacity : 1,
+    ...labelsOfItem(item.labels),
     // An agent connected while the listeners were spread otherwise (fewer partitions, or one) is where it was put.
     partition: String(item.pk),
   };
@@ -205,12 +208,14 @@ export class ConnectionTable implements ConnectionStore {
     agentId: string,
     queues: readonly string[],
     capacity = 1,
+    labels: Labels = {},
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined> {
     const marked = await Promise.all(
       queues.map((queue) =>
         this.setIdle(
           this.listenerKey(queue, agentId),
-          { idle: true, capacity },
+          // Its labels as its session has them now: a wake for tasks that require labels finds it by these.
+          { idle: true, capacity, labels },
           (e) => `attribute_exists(${e.n('pk')}) AND ${e.n('expiresAt')} > ${e.v(this.now())}`,
           // The item as it was: whether it was idle already, and when it was last woken (a mark leaves that).
           'ALL_OLD',
@@ -289,7 +294,7 @@ export class ConnectionTable implements ConnectionStore {
    */
   private async setIdle(
     key: Record<string, string>,
-    mark: { readonly idle: boolean; readonly capacity?: number },
+    mark: { readonly idle: boolean; readonly capacity?: number; readonly labels?: Labels },
     condition: (e: Expression) => string,
     returnValues?: 'ALL_OLD',
   ): Promise<UpdateCommandOutput | undefined> {

@@ -17,7 +17,7 @@ import type {
   TaskNotice,
 } from '#core/ports/session-store';
 import type { AgentSession } from '#domain/task';
-import { agentScopeOf } from './agent-table';
+import { agentScopeOf, labelsOfItem } from './agent-table';
 import { type ConditionalClauses, conditionalUpdate, Expression } from './expression';
 
 type Item = Record<string, unknown>;
@@ -32,6 +32,7 @@ const numberMap = (value: unknown): Record<string, number> => {
 export function sessionFromItem(item: Item): AgentSession {
   return {
     ...agentScopeOf(item),
+    ...labelsOfItem(item.labels),
     sessionId: String(item.sessionId),
     startedAt: Number(item.startedAt),
     heartbeatAt: Number(item.heartbeatAt),

@@ -6,6 +6,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { PayloadOwner } from '#core/ports/payload-store';
 import { sha256Base64Url, shardOf } from '#domain/ids';
+import { requirementsKey } from '#domain/labels';
 import { laneOf } from '#domain/lanes';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
@@ -210,8 +211,18 @@ export function taskFromItem(item: Item): Task {
       debounceClosed: item.debounceClosed === true ? true : undefined,
       rateLimits: rateLimitsOfItem(item.rateLimits),
       rateTaken: rateTakenOfItem(item.rateTaken),
+      require: requirementsOfItem(item.require),
     }),
   );
+}
+
+/** A task's requirements as stored: a map of label names to values (`'*'` any), read only if well formed. */
+function requirementsOfItem(value: unknown): Task['require'] {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value).filter(
+    (entry): entry is [string, string] => typeof entry[1] === 'string',
+  );
+  return entries.length === 0 ? undefined : Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
 /** A task's rate limits as stored: `[name, units, key?]` each, a few bytes a limit on the hot record. */
@@ -304,6 +315,9 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     debounceUntil: task.debounceUntil,
     rateLimits: task.rateLimits && rateLimitsItem(task.rateLimits),
     laneId: laneOf(task)?.laneId,
+    require: task.require,
+    // The requirement set's name: a grant's condition names the set its claim matched against its labels.
+    requireKey: task.require && requirementsKey(task.require),
     readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,

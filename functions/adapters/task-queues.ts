@@ -5,6 +5,7 @@
  * because every grant is a conditional write.
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -23,6 +24,7 @@ import {
   type ReceivedTurn,
   type TurnMessage,
 } from '#domain/hint';
+import { type Requirements, requirementsSchema, requiresAny } from '#domain/labels';
 import { PRIORITIES, type Priority } from '#domain/priority';
 import { RATE_LIMIT_BOUNDS, RATE_LIMIT_NAME_PATTERN, type TaskRateLimit } from '#domain/rate-limits';
 
@@ -149,7 +151,21 @@ const encodeTurn = (turn: TurnMessage): string =>
     token: turn.token,
     ...(turn.waits ? { waits: turn.waits } : {}),
     ...(turn.held ? { held: true } : {}),
+    // A requirement lane's turn says what its tasks require, and their key's hash if they have a key; a key's lane
+    // is named by its key's hash, as before requirements.
+    ...(turn.require
+      ? {
+          req: turn.require,
+          ...(turn.concurrencyKeyHash === undefined ? {} : { key: turn.concurrencyKeyHash }),
+        }
+      : {}),
   });
+
+/** A requirement set as a turn carries it: label names and values (or `*`), within the bounds; else none. */
+function requirementsIn(value: unknown): Requirements | undefined {
+  const parsed = requirementsSchema.safeParse(value);
+  return parsed.success && requiresAny(parsed.data) ? parsed.data : undefined;
+}
 
 function decodeTurn(body: string | undefined): (TurnMessage & { readonly waits: number }) | undefined {
   if (body === undefined) return undefined;
@@ -160,13 +176,23 @@ function decodeTurn(body: string | undefined): (TurnMessage & { readonly waits: 
       token?: unknown;
       waits?: unknown;
       held?: unknown;
+      req?: unknown;
+      key?: unknown;
     };
     if (parsed.v !== 1 || typeof parsed.turn !== 'string' || !TURN_PATTERN.test(parsed.turn))
       return undefined;
     if (typeof parsed.token !== 'string' || !TOKEN_PATTERN.test(parsed.token)) return undefined;
     const waits = typeof parsed.waits === 'number' && Number.isInteger(parsed.waits) ? parsed.waits : 0;
+    // A turn that says it has requirements but not which is unreadable: taken as a key's, it could be granted to any.
+    const require = parsed.req === undefined ? undefined : requirementsIn(parsed.req);
+    if (parsed.req !== undefined && require === undefined) return undefined;
+    if (parsed.key !== undefined && (typeof parsed.key !== 'string' || !TURN_PATTERN.test(parsed.key)))
+      return undefined;
+    const concurrencyKeyHash = require ? (parsed.key as string | undefined) : parsed.turn;
     return {
       keyHash: parsed.turn,
+      ...(concurrencyKeyHash === undefined ? {} : { concurrencyKeyHash }),
+      ...(require ? { require } : {}),
       token: parsed.token,
       waits: Math.max(0, Math.min(30, waits)),
       ...(parsed.held === true ? { held: true } : {}),
@@ -360,6 +386,26 @@ export class TaskQueues implements TaskQueuePort {
    * dead-letter queue at its next receive is sent anew and the old message deleted: the task it stands for is
    * still waiting, and a dead-lettered hint would leave it to `reconcile`.
    */
+  async handBack(
+    messages: readonly Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>[],
+    seconds: number,
+  ): Promise<void> {
+    await Promise.all(
+      this.inBatchesOfTen(messages).map(({ url, batch }) =>
+        this.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: url,
+            Entries: batch.map((m, n) => ({
+              Id: String(n),
+              ReceiptHandle: m.receiptHandle,
+              VisibilityTimeout: Math.max(0, Math.min(43_200, Math.ceil(seconds))),
+            })),
+          }),
+        ),
+      ),
+    );
+  }
+
   async returnLater(hint: ReceivedHint, seconds: number): Promise<void> {
     if (hint.receiveCount >= HINT_MAX_RECEIVES - 1 && seconds <= 900) {
       await this.send(hint.queue, hint.priority, hint, seconds);

@@ -236,6 +236,10 @@ export class TaskTable implements TaskStore {
         `(attribute_not_exists(${e.n('expiresAt')}) OR ${e.n('expiresAt')} > ${e.v(now)})`,
         // A claim that did not know the task takes units must not grant it without them.
         ...(grant.rateTakes === undefined ? [`attribute_not_exists(${e.n('rateLimits')})`] : []),
+        // An agent is never given a task whose requirements its claim did not match against its labels.
+        grant.requireKey === undefined
+          ? `attribute_not_exists(${e.n('require')})`
+          : `(attribute_not_exists(${e.n('require')}) OR ${e.n('requireKey')} = ${e.v(grant.requireKey)})`,
       ].join(' AND '),
     });
     if (takes.length === 0) return this.update(taskId, build);

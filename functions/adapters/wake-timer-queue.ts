@@ -9,6 +9,7 @@
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { TimedWake, WakeTimer } from '#core/ports/push-channel';
+import { requirementsSchema, requiresAny } from '#domain/labels';
 import type { WakeReason } from '#domain/push';
 import { QUEUE_NAME_PATTERN } from '#domain/task-spec';
 
@@ -24,6 +25,7 @@ const wakeSchema = z.strictObject({
   at: z.number().int().nonnegative(),
   count: z.number().int().positive().max(10_000),
   reason: z.string().min(1).max(32),
+  require: requirementsSchema.optional(),
 });
 
 /** The wake a timer message carries, or undefined for a message that is not one. */
@@ -36,12 +38,19 @@ export function decodeTimedWake(body: string): TimedWake | undefined {
   }
   const checked = wakeSchema.safeParse(parsed);
   if (!checked.success) return undefined;
-  const { queue, at, count, reason } = checked.data;
-  return { queue, at, count, reason: reason as WakeReason };
+  const { queue, at, count, reason, require } = checked.data;
+  return { queue, at, count, reason: reason as WakeReason, ...(requiresAny(require) ? { require } : {}) };
 }
 
 export const encodeTimedWake = (wake: TimedWake): string =>
-  JSON.stringify({ v: 1, queue: wake.queue, at: wake.at, count: wake.count, reason: wake.reason });
+  JSON.stringify({
+    v: 1,
+    queue: wake.queue,
+    at: wake.at,
+    count: wake.count,
+    reason: wake.reason,
+    ...(requiresAny(wake.require) ? { require: wake.require } : {}),
+  });
 
 export class WakeTimerQueue implements WakeTimer {
   constructor(

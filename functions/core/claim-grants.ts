@@ -4,6 +4,7 @@
  * the slots no grant came of are settled, in housekeeping that must not lose a grant.
  */
 import type { ReceivedHint } from '#domain/hint';
+import { requirementsKey, requiresAny } from '#domain/labels';
 import type { AgentSession, Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { type HintFates, logged, type SortedHints } from './claim-hints';
@@ -13,7 +14,7 @@ import type { TaskWrite, WindowTake } from './ports/task-store';
 import type { unpausedQueues } from './queue-controls';
 import { admit, hasLimits, releaseQueueSlots, takeSlots } from './queue-limits';
 import { noteSaturation, takesFor } from './rate-limits';
-import { admitKeys, isStandIn, type TakenTurn } from './turns';
+import { admitKeys, isStandIn, offerTurn, type TakenTurn } from './turns';
 
 /** A task waiting longer than this for a rate limit's units is recorded with the limit (`waitForUnits`). */
 const RECORDED_WAIT_SECONDS = 60;
@@ -246,7 +247,7 @@ type GrantOutcome =
 async function grant(
   ctx: SchedulerContext,
   session: AgentSession,
-  hinted: Pick<ReceivedHint, 'taskId' | 'queue' | 'leaseEpoch' | 'rateLimits'>,
+  hinted: Pick<ReceivedHint, 'taskId' | 'queue' | 'leaseEpoch' | 'rateLimits' | 'require'>,
   now: number,
   claimId: string | undefined,
   queueSlots: readonly string[],
@@ -258,6 +259,7 @@ async function grant(
     sessionId: session.sessionId,
     ...(claimId === undefined ? {} : { claimId }),
     ...(queueSlots.length === 0 ? {} : { queueSlots }),
+    ...(hinted.require ? { requireKey: requirementsKey(hinted.require) } : {}),
   };
   /** The grant with the units of `rateLimits`, in one transaction; an outcome, or the write to look at. */
   const taking = async (rateLimits: Task['rateLimits'], leaseEpoch: number) => {
@@ -290,6 +292,12 @@ async function grant(
   // No task: hints are sent only after the task is written, so its record was purged. Drop the hint.
   const current = written.current;
   if (!current) return { kind: 'stale' };
+  // A hint of its own for a task that waits in a requirement lane (sent by a function of an earlier release): it is
+  // no way to the task, whose lane's turn is; one is put in line, and the hint goes.
+  if (!hinted.require && requiresAny(current.require) && isClaimableIn(current, queue, now)) {
+    await offerTurn(ctx, current, 0).catch(logged(ctx, 'offer a requirement lane its turn'));
+    return { kind: 'stale' };
+  }
   // Refused because this very grant committed: the SDK sent the write again after its answer was lost.
   if (isOwnGrant(current, session, now, claimId)) return { kind: 'granted', task: current };
   if (current.status === 'queued' && current.expiresAt !== undefined && current.expiresAt <= now) {

@@ -7,8 +7,10 @@ import { errorName } from '#domain/errors';
 import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
 import { claimOrder } from '#domain/priority';
 import type { AgentSession } from '#domain/task';
+import { LIMITS } from '#domain/task-spec';
 import { type Examined, examine, merge } from './claim-reservation';
 import type { SchedulerContext } from './context';
+import { handBackTurns } from './turns';
 
 /** Seconds a hint is hidden when a parallel claim of the same agent is deciding on the same task. */
 const IN_FLIGHT_RETRY_SECONDS = 2;
@@ -89,10 +91,21 @@ const foundEmpty = new WeakMap<SchedulerContext, Map<string, number>>();
  * Reads up to `capacity` hints: priority tiers in the claim order (see `claimOrder`), and within a tier the
  * agent's queues starting at a random one so no queue is always last. Tiers found empty in the last
  * `emptyTierRecheckMs` are read only if the others did not fill the claim.
+ *
+ * Turns of requirement sets the session does not meet (`serves`) do not fill the claim: each is handed back at once
+ * for an agent that can serve it, and the claim reads on, past at most `LIMITS.claimMax` of them in all (a turn
+ * stands for its lane's tasks, so that is at most ten sets, never ten sets' backlogs).
  */
-export async function receiveHints(ctx: SchedulerContext, queues: readonly string[], capacity: number) {
+export async function receiveHints(
+  ctx: SchedulerContext,
+  queues: readonly string[],
+  capacity: number,
+  serves: (turn: ReceivedTurn) => boolean = () => true,
+) {
   const hints: ReceivedHint[] = [];
   const turns: ReceivedTurn[] = [];
+  let passedOver = 0;
+  const handedBack: Promise<void>[] = [];
   const poison: Parameters<SchedulerContext['queues']['delete']>[0][number][] = [];
   const offset = Math.floor(ctx.random() * queues.length);
   const rotated = [...queues.slice(offset), ...queues.slice(0, offset)];
@@ -106,7 +119,7 @@ export async function receiveHints(ctx: SchedulerContext, queues: readonly strin
     (empty.get(key) ?? -Infinity) > now - ctx.settings.emptyTierRecheckMs;
   const skipped = tiers.filter((tier) => recentlyEmpty(tier.key));
   for (const tier of [...tiers.filter((t) => !recentlyEmpty(t.key)), ...skipped]) {
-    const wanted = capacity - hints.length - turns.length;
+    const wanted = Math.min(capacity - hints.length - turns.length, LIMITS.claimMax - passedOver);
     if (wanted <= 0) break;
     const batch = await ctx.queues.receive(tier.queue, tier.priority, {
       max: wanted,
@@ -117,9 +130,15 @@ export async function receiveHints(ctx: SchedulerContext, queues: readonly strin
       empty.set(tier.key, now);
     else empty.delete(tier.key);
     hints.push(...batch.hints);
-    turns.push(...batch.turns);
+    const foreign = batch.turns.filter((turn) => !serves(turn));
+    turns.push(...batch.turns.filter((turn) => serves(turn)));
     poison.push(...batch.poison);
+    if (foreign.length > 0) {
+      passedOver += foreign.length;
+      handedBack.push(handBackTurns(ctx, foreign).catch(logged(ctx, 'hand back turns')));
+    }
   }
   if (poison.length > 0) await ctx.queues.delete(poison).catch(logged(ctx, 'delete unreadable messages'));
-  return { hints, turns };
+  await Promise.all(handedBack);
+  return { hints, turns, passedOver };
 }

@@ -20,6 +20,7 @@
 
 import { ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
 import type { ReceivedHint } from '#domain/hint';
+import { type Labels, meets } from '#domain/labels';
 import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { admitUnderQueueLimits, grantAll, settle } from './claim-grants';
@@ -120,13 +121,16 @@ export async function claimTasks(
   ctx: SchedulerContext,
   request: ClaimRequest,
   /** Filled with the queues the claim looked at, from the session it read, and the tasks it could take. */
-  seen?: { queues?: readonly string[]; capacity?: number },
+  seen?: { queues?: readonly string[]; capacity?: number; labels?: Labels },
 ): Promise<ClaimedTask[]> {
   const max = checkClaimRequest(request);
   const readAt = ctx.now();
   const session = await liveSession(ctx, request, readAt);
   const queues = request.queues ?? session.queues;
-  if (seen) seen.queues = queues;
+  if (seen) {
+    seen.queues = queues;
+    seen.labels = session.labels ?? {};
+  }
   const foreign = queues.filter((q) => !session.queues.includes(q));
   if (foreign.length > 0)
     throw new ValidationError(`queues: this agent does not serve ${foreign.join(', ')}`);
@@ -149,10 +153,12 @@ export async function claimTasks(
   if (seen) seen.capacity = capacity;
   if (capacity <= 0 || open.length === 0) return [];
 
+  // Turns of requirement sets this session's labels do not meet are handed back as they come, untaken.
   const inbox = await receiveHints(
     ctx,
     open.map((c) => c.queue),
     capacity,
+    (turn) => meets(session.labels, turn.require),
   );
   // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
   const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);

@@ -6,6 +6,7 @@
  */
 import { errorName } from '#domain/errors';
 import { type HintPayload, hintFieldsOf } from '#domain/hint';
+import { inLane } from '#domain/lanes';
 import type { WakeReason } from '#domain/push';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
@@ -14,7 +15,7 @@ import { offerTurn } from './turns';
 
 type Dispatched = Pick<
   Task,
-  'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey' | 'rateLimits'
+  'taskId' | 'queue' | 'priority' | 'leaseEpoch' | 'concurrencyKey' | 'rateLimits' | 'require'
 >;
 
 /**
@@ -29,8 +30,8 @@ export async function dispatch(
   payload?: HintPayload,
 ): Promise<boolean> {
   try {
-    // A keyed task waits in its key's lane: its lane's turn, not a hint of its own, goes in line.
-    if (task.concurrencyKey !== undefined) await offerTurn(ctx, task, delaySeconds);
+    // A keyed task, or one that requires labels, waits in a lane: its lane's turn, not a hint of its own, goes in line.
+    if (inLane(task)) await offerTurn(ctx, task, delaySeconds);
     else
       await ctx.queues.send(
         task.queue,
@@ -85,10 +86,10 @@ export async function dispatchMany(
 ): Promise<void> {
   let pending = all;
   if (pending.length === 0) return;
-  const keyed = pending.filter(({ task }) => task.concurrencyKey !== undefined);
-  if (keyed.length > 0) {
-    await Promise.all(keyed.map(({ task, delaySeconds }) => dispatch(ctx, task, delaySeconds, reason)));
-    pending = pending.filter(({ task }) => task.concurrencyKey === undefined);
+  const laned = pending.filter(({ task }) => inLane(task));
+  if (laned.length > 0) {
+    await Promise.all(laned.map(({ task, delaySeconds }) => dispatch(ctx, task, delaySeconds, reason)));
+    pending = pending.filter(({ task }) => !inLane(task));
     if (pending.length === 0) return;
   }
   const failed = await ctx.queues.sendMany(

@@ -9,6 +9,7 @@
  * (`scheduler-control.ts`); resuming it wakes every queue's idle agents.
  */
 import { errorName } from '#domain/errors';
+import { type Labels, meets, type Requirements, requirementsKey, requiresAny } from '#domain/labels';
 import { type Progress, progressView } from '#domain/progress';
 import {
   type CancelFrame,
@@ -124,9 +125,11 @@ export async function markIdle(
   agentId: string,
   queues: readonly string[],
   capacity = 1,
+  /** The labels its session claims under: wakes for tasks that require labels go only to agents that meet them. */
+  labels: Labels = {},
 ): Promise<{ readonly retryAfterMs: number; readonly wasIdle: boolean } | undefined> {
   if (!ctx.push || queues.length === 0) return undefined;
-  const marked = await ctx.push.connections.markIdle(agentId, queues, capacity);
+  const marked = await ctx.push.connections.markIdle(agentId, queues, capacity, labels);
   if (!marked) return undefined;
   const coolingFor = marked.wokenAt + ctx.settings.wakeCooldownMs - ctx.now();
   return {
@@ -143,6 +146,8 @@ export interface WakeOptions {
    */
   readonly count: number;
   readonly ignoreCooldown?: boolean;
+  /** The tasks' requirements: only listeners whose labels meet them are woken. */
+  readonly require?: Requirements;
 }
 
 /**
@@ -160,7 +165,10 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
     // Every idle listener the read finds (one request reads a fleet of hundreds), in random order: the wakes are
     // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
-    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, want));
+    // Agents that cannot serve the tasks are passed over (they find them no use), and count for nothing.
+    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, want)).filter(
+      (listener) => meets(listener.labels, options.require),
+    );
     // Nobody is taken while the scheduler is paused: the agents stay idle, for the resume's wake. Looked at only
     // once someone would be woken, so a wake that finds nobody idle costs no more than before.
     if (found.length > 0 && (await isSchedulerPaused(ctx))) return 0;
@@ -187,24 +195,43 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
   return woken;
 }
 
-/** Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue. */
+/** What a wake needs of a task: its queue, and what it requires of the agent. */
+type Woken = { readonly queue: string; readonly require?: Requirements };
+
+/**
+ * Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue and requirement set
+ * (agents whose labels meet it).
+ */
 export async function wakeFor(
   ctx: SchedulerContext,
-  tasks: readonly { readonly queue: string }[],
+  tasks: readonly Woken[],
   reason: WakeReason,
 ): Promise<void> {
   if (!ctx.push || tasks.length === 0) return;
-  await Promise.all(wakesPerQueue(ctx, tasks).map(([queue, count]) => wake(ctx, queue, { reason, count })));
+  await Promise.all(
+    wakesPerQueue(ctx, tasks).map(({ queue, require, count }) =>
+      wake(ctx, queue, { reason, count, ...(require ? { require } : {}) }),
+    ),
+  );
 }
 
-/** How many claims the tasks of each queue wake agents for: `wakesPerTask` per task. */
+/** How many claims the tasks of each queue and requirement set wake agents for: `wakesPerTask` per task. */
 function wakesPerQueue(
   ctx: SchedulerContext,
-  tasks: readonly { readonly queue: string }[],
-): [string, number][] {
-  const perQueue = new Map<string, number>();
-  for (const task of tasks) perQueue.set(task.queue, (perQueue.get(task.queue) ?? 0) + 1);
-  return [...perQueue].map(([queue, n]) => [queue, Math.ceil(n * ctx.settings.wakesPerTask)]);
+  tasks: readonly Woken[],
+): { queue: string; require?: Requirements; count: number }[] {
+  const perSet = new Map<string, { queue: string; require?: Requirements; n: number }>();
+  for (const task of tasks) {
+    const require = requiresAny(task.require) ? task.require : undefined;
+    const key = require ? `${task.queue} ${requirementsKey(require)}` : task.queue;
+    const seen = perSet.get(key);
+    if (seen) seen.n++;
+    else perSet.set(key, { queue: task.queue, ...(require ? { require } : {}), n: 1 });
+  }
+  return [...perSet.values()].map(({ n, ...set }) => ({
+    ...set,
+    count: Math.ceil(n * ctx.settings.wakesPerTask),
+  }));
 }
 
 /**
@@ -215,16 +242,14 @@ function wakesPerQueue(
  */
 export async function wakeLater(
   ctx: SchedulerContext,
-  tasks: readonly { readonly queue: string }[],
+  tasks: readonly Woken[],
   delaySeconds: number,
 ): Promise<void> {
   const timer = ctx.push?.timer;
   if (!timer || tasks.length === 0) return;
   const at = ctx.now() + Math.ceil(delaySeconds) * 1_000;
   try {
-    await timer.arm(
-      wakesPerQueue(ctx, tasks).map(([queue, count]) => ({ queue, at, count, reason: 'due' as const })),
-    );
+    await timer.arm(wakesPerQueue(ctx, tasks).map((set) => ({ ...set, at, reason: 'due' as const })));
   } catch (error) {
     ctx.log.warn('arming a wake failed; the supervisor’s pass after the task’s time wakes for it', {
       error: errorName(error),
@@ -251,14 +276,27 @@ export async function fireTimedWakes(
   const now = ctx.now();
   const early = wakes.filter((w) => w.at - now >= 1_000);
   const due = wakes.filter((w) => w.at - now < 1_000);
-  // Several due wakes of one queue are one wake for all their agents.
-  const perQueue = new Map<string, { count: number; reason: WakeReason }>();
+  // Several due wakes of one queue (and requirement set) are one wake for all their agents.
+  const perSet = new Map<
+    string,
+    { queue: string; require?: Requirements; count: number; reason: WakeReason }
+  >();
   for (const w of due) {
-    const seen = perQueue.get(w.queue);
-    perQueue.set(w.queue, { count: (seen?.count ?? 0) + w.count, reason: seen?.reason ?? w.reason });
+    const key = w.require ? `${w.queue} ${requirementsKey(w.require)}` : w.queue;
+    const seen = perSet.get(key);
+    perSet.set(key, {
+      queue: w.queue,
+      ...(w.require ? { require: w.require } : {}),
+      count: (seen?.count ?? 0) + w.count,
+      reason: seen?.reason ?? w.reason,
+    });
   }
   const [woken] = await Promise.all([
-    Promise.all([...perQueue].map(([queue, { count, reason }]) => wake(ctx, queue, { reason, count }))),
+    Promise.all(
+      [...perSet.values()].map(({ queue, require, count, reason }) =>
+        wake(ctx, queue, { reason, count, ...(require ? { require } : {}) }),
+      ),
+    ),
     early.length > 0 && ctx.push?.timer
       ? ctx.push.timer.arm(early).catch((error: unknown) =>
           ctx.log.warn(

@@ -11,8 +11,10 @@
  */
 import { errorName } from '#domain/errors';
 import { hintFieldsOf } from '#domain/hint';
+import { meets, type Requirements, requirementsKey, requiresAny } from '#domain/labels';
+import { inLane } from '#domain/lanes';
 import type { Priority } from '#domain/priority';
-import type { Task } from '#domain/task';
+import type { AgentSession, Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import { type DueScan, queryEveryDueShard, type SchedulerContext } from './context';
@@ -124,12 +126,13 @@ export async function reconcileDispatch(
     pausedEverywhere ??= isSchedulerPaused(ctx).catch(() => false);
     return pausedEverywhere;
   };
-  let servedQueues: Promise<Set<string>> | undefined;
-  const isServed = async (queue: string) => {
-    servedQueues ??= ctx.sessions
-      .listLive(now)
-      .then((sessions) => new Set(sessions.flatMap((session) => session.queues)));
-    return (await servedQueues).has(queue);
+  // The live sessions, read once a pass when starving work is seen: whether one serves a queue and meets a set.
+  let liveSessions: Promise<readonly AgentSession[]> | undefined;
+  const isServed = async (queue: string, require: Requirements = {}) => {
+    liveSessions ??= ctx.sessions.listLive(now);
+    return (await liveSessions).some(
+      (session) => session.queues.includes(queue) && meets(session.labels, require),
+    );
   };
   // Standalone (not after this pass's sweep, which the walk came before), new tasks still open get their look
   // first; to send everything again, every open task, however new.
@@ -194,11 +197,22 @@ export async function reconcileDispatch(
             if (current.status === 'queued' && isStarving(ctx, current, now)) noteStarving(starving, current);
             if (steps.includes('starved')) {
               summary.starved.push(task.taskId);
-              if (!servedChecked.has(task.queue)) {
-                servedChecked.add(task.queue);
-                if (!(await isServed(task.queue))) {
+              const require = task.require ?? {};
+              const set = `${task.queue} ${requirementsKey(require)}`;
+              if (!servedChecked.has(set)) {
+                servedChecked.add(set);
+                if (!(await isServed(task.queue, require))) {
                   summary.noCapableAgent.push(task.queue);
-                  await emit(ctx, [{ type: 'queue.noCapableAgent', fields: { queue: task.queue } }]);
+                  await emit(ctx, [
+                    {
+                      type: 'queue.noCapableAgent',
+                      fields: {
+                        queue: task.queue,
+                        taskId: task.taskId,
+                        ...(requiresAny(task.require) ? { data: { requirements: task.require } } : {}),
+                      },
+                    },
+                  ]);
                 }
               }
             }
@@ -223,13 +237,14 @@ export async function reconcileDispatch(
     }
   }
   // One conditional write per starving queue that no live agent serves, whatever the number of its tasks.
-  for (const [queue, work] of starving) {
+  for (const work of starving.values()) {
     try {
-      if (await isServed(queue)) continue;
-      if (await requestSpawn(ctx, queue, work, now)) summary.spawnRequested.push(queue);
+      if (await isServed(work.queue, work.require)) continue;
+      if (await requestSpawn(ctx, work.queue, work, now, work.require))
+        summary.spawnRequested.push(work.queue);
     } catch (error) {
       summary.errors++;
-      ctx.log.error('asking for a worker failed', { queue, error: errorName(error) });
+      ctx.log.error('asking for a worker failed', { queue: work.queue, error: errorName(error) });
     }
   }
   return summary;
@@ -254,11 +269,7 @@ async function whenToSend(
     return { resend: false, lookAt: task.dispatchedAt + look };
   const patience = look * BACKLOG_PATIENCE;
   // A keyed task's lane has one turn in line, which its slot dates: whether it is lost is the slot's to say.
-  if (
-    waited >= patience ||
-    task.concurrencyKey !== undefined ||
-    !(await backlogged(task.queue, task.priority))
-  )
+  if (waited >= patience || inLane(task) || !(await backlogged(task.queue, task.priority)))
     return { resend: true };
   // Still in line, perhaps: look again when it has waited twice as long, and send at the latest at `patience`.
   return { resend: false, lookAt: task.dispatchedAt + Math.min(2 * waited, patience) };
@@ -297,7 +308,7 @@ async function reconcileTask(
   }
   // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale. A
   // keyed task's lane gets a turn in line, whatever its slot says (the turn may be what was lost).
-  if (task.concurrencyKey !== undefined)
+  if (inLane(task))
     await offerTurn(ctx, task, delayMs / 1_000, { staleAfterMs: ctx.settings.reconcileAfterSeconds * 1_000 });
   else
     await ctx.queues.send(

@@ -11,11 +11,13 @@ import type { Agent } from '#domain/agent';
 import {
   AgentNotFoundError,
   AgentRevokedError,
+  ForbiddenError,
   ServiceUnavailableError,
   SessionLostError,
   ValidationError,
 } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
+import { addedTo, type Labels, labelsSchema, normaliseLabels } from '#domain/labels';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import {
   describeIssues,
@@ -39,6 +41,7 @@ export const agentSpecSchema = accepts<Sdk.CreateAgentInput>()(
     queues: z.array(queueNameSchema).min(1).max(32),
     maxConcurrency: z.int().min(1).max(1_000).default(1),
     interactive: z.boolean().default(true),
+    labels: labelsSchema.optional(),
   }),
 );
 
@@ -61,10 +64,12 @@ export async function registerAgent(
   if (unknown.length > 0) throw new ValidationError(`queues: ${unknown.join(', ')} does not exist`);
   const agentId = newAgentId();
   const minted = mintToken?.(agentId);
+  const { labels, ...spec } = parsed.data;
   const agent: Agent = {
     agentId,
-    ...parsed.data,
-    queues: [...new Set(parsed.data.queues)],
+    ...spec,
+    queues: [...new Set(spec.queues)],
+    ...(labels && Object.keys(labels).length > 0 ? { labels: normaliseLabels(labels) } : {}),
     createdAt: ctx.now(),
     ...(minted ? { tokenHash: minted.tokenHash } : {}),
   };
@@ -101,6 +106,8 @@ export interface OpenSessionOptions {
    * it, by a start the agent gave up on, and is refused. Without one, an open is not ordered.
    */
   readonly openSeq?: number;
+  /** Narrows the agent's labels for the session; never adds to them (`#domain/labels`). Default: the agent's. */
+  readonly labels?: Readonly<Record<string, string | readonly string[]>>;
 }
 
 /**
@@ -125,6 +132,7 @@ export async function openSession(
   const agent = await ctx.agents.get(agentId);
   if (!agent) throw new AgentNotFoundError(agentId);
   if (agent.revokedAt !== undefined) throw new AgentRevokedError(agentId);
+  const labels = sessionLabels(agent.labels ?? {}, options.labels);
   for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
     const current = await ctx.sessions.get(agentId);
     if (openId !== undefined && current?.opens?.[openId] !== undefined) {
@@ -155,6 +163,7 @@ export async function openSession(
       sessionId: newSessionId(),
       queues: agent.queues,
       maxConcurrency: agent.maxConcurrency,
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
       startedAt: now,
       heartbeatAt: now,
       expiresAt: now + ctx.settings.leaseTtlSeconds * 1_000,
@@ -179,6 +188,23 @@ export async function openSession(
     // Another open, or a claim or hand-over to the old session, landed since the read: look again.
   }
   throw new ServiceUnavailableError('the agent’s session kept changing while it was opened; retry');
+}
+
+/**
+ * The labels a session claims under: its agent's, or fewer when the open narrows them. A label or value the agent was
+ * not given is refused: an agent cannot take work meant for others by saying it has what they have.
+ */
+function sessionLabels(agentLabels: Labels, narrowed: OpenSessionOptions['labels']): Labels {
+  if (narrowed === undefined) return agentLabels;
+  const parsed = labelsSchema.safeParse(narrowed);
+  if (!parsed.success) throw new ValidationError(`labels: ${describeIssues(parsed.error)}`);
+  const labels = normaliseLabels(parsed.data);
+  const added = addedTo(agentLabels, labels);
+  if (added !== undefined)
+    throw new ForbiddenError(
+      `labels: the agent was not given ${added}; a session may only narrow its labels`,
+    );
+  return labels;
 }
 
 /**

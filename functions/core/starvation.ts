@@ -6,8 +6,9 @@
  * and a worker is asked for with `agent.spawnRequested`, once per queue and requirement set per `announceAfter`.
  * An operator clears the mark (`clearAttention`); the next requeue (or a suspension) resets the ladder and the mark.
  */
-import { createHash } from 'node:crypto';
 import { TaskNotFoundError } from '#domain/errors';
+import { type Requirements, requirementsKey } from '#domain/labels';
+import { inLane } from '#domain/lanes';
 import { promote } from '#domain/priority';
 import type { Task } from '#domain/task';
 import type { SchedulerContext } from './context';
@@ -31,33 +32,24 @@ const waitingSince = (task: Task) => task.readyAt ?? Math.max(task.createdAt, ta
 export const isStarving = (ctx: SchedulerContext, task: Task, now: number) =>
   now - waitingSince(task) >= ctx.settings.starvation.announceAfterSeconds * 1_000;
 
-/** What an agent must offer to serve a task (none yet: every agent of the queue serves it). */
-export type Requirements = Readonly<Record<string, string>>;
-
 /**
- * A requirement set's name in a key: a hash of its canonical form (keys sorted), so that the same set, however it was
- * written, is asked for once. The empty set (the queue alone) has one like any other.
+ * What a pass saw of one queue's starving work of one requirement set: how many tasks it looked at, and the one
+ * waiting longest.
  */
-export function requirementsKey(requirements: Requirements): string {
-  const canonical = JSON.stringify(
-    Object.keys(requirements)
-      .sort()
-      .map((k) => [k, requirements[k]]),
-  );
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
-}
-
-/** What a pass saw of one queue's starving work: how many tasks it looked at, and the one waiting longest. */
 export interface StarvingWork {
+  readonly queue: string;
+  readonly require: Requirements;
   count: number;
   oldest: { readonly taskId: string; readonly since: number };
 }
 
-/** Counts a starving task into what the pass saw of its queue. */
+/** Counts a starving task into what the pass saw of its queue and requirement set. */
 export function noteStarving(seen: Map<string, StarvingWork>, task: Task): void {
   const since = waitingSince(task);
-  const work = seen.get(task.queue);
-  if (!work) seen.set(task.queue, { count: 1, oldest: { taskId: task.taskId, since } });
+  const require = task.require ?? {};
+  const key = `${task.queue} ${requirementsKey(require)}`;
+  const work = seen.get(key);
+  if (!work) seen.set(key, { queue: task.queue, require, count: 1, oldest: { taskId: task.taskId, since } });
   else {
     work.count++;
     if (since < work.oldest.since) work.oldest = { taskId: task.taskId, since };
@@ -120,9 +112,9 @@ export async function climbLadder(
   const level = task.starvationLevel ?? 0;
   const reached = thresholdsMs(ctx).filter((t) => waited >= t).length;
   if (reached <= level) return { steps: [], task };
-  // A keyed task stays in its lane (its priority names it): its key's turns, not a higher tier, are its way out.
-  const promoting =
-    level < 1 && reached >= 1 && task.priority !== 'critical' && task.concurrencyKey === undefined;
+  // A task in a lane (a key's, a requirement set's) stays there (its priority names it): its lane's turns, not a
+  // higher tier, are its way out.
+  const promoting = level < 1 && reached >= 1 && task.priority !== 'critical' && !inLane(task);
   const priority = promoting ? promote(task.priority) : task.priority;
   const written = await ctx.tasks.climbLadder(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },

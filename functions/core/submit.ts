@@ -60,6 +60,7 @@ const specFields = (spec: TaskSpec, payload: string | null = spec.payloadJson): 
   ...(spec.maxSnoozes === undefined ? [] : [{ maxSnoozes: spec.maxSnoozes }]),
   ...(spec.maxTimeoutSeconds === undefined ? [] : [{ maxTimeoutSeconds: spec.maxTimeoutSeconds }]),
   ...(spec.rateLimits === undefined ? [] : [{ rateLimits: spec.rateLimits }]),
+  ...(spec.require === undefined ? [] : [{ require: spec.require }]),
   ...(spec.debounce === undefined
     ? []
     : [{ debounce: [spec.debounce.key, spec.debounce.windowSeconds, spec.debounce.maxWaitSeconds] }]),
@@ -120,6 +121,13 @@ export function prepareSpec(
     throw new ValidationError('debounce: only in a submission of its own (POST /v1/tasks or its batch)');
   }
   checkQueues(ctx, spec);
+  // Functions of earlier releases would hand such a task to any agent of its queue: stacks raise the layout once
+  // every function is of this release. A follow-up's requirements were checked with the task that names it.
+  if (spec.require && !options.failureOf && ctx.settings.taskLayout < 5) {
+    throw new ValidationError(
+      'require: needs taskLayout 5 (this stack runs an earlier layout for an upgrade)',
+    );
+  }
   const now = ctx.now();
   // A debounced task is named by no idempotency key: its submissions' keys name each submission (`core/debounce.ts`).
   const taskId =
@@ -175,6 +183,7 @@ export function prepareSpec(
     ...(spec.maxSnoozes === undefined ? {} : { maxSnoozes: spec.maxSnoozes }),
     ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
     ...(spec.rateLimits === undefined ? {} : { rateLimits: spec.rateLimits }),
+    ...(spec.require === undefined ? {} : { require: spec.require }),
     payloadPurgeAt,
     // A debounced task's payload is replaced while its window is open, each payload an item of its own: items keyed
     // by the task (layout 1), since under layout 2 each would be one more entry of the task in its queue's list. The

@@ -26,7 +26,7 @@
  */
 import { errorName } from '#domain/errors';
 import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
-import { laneIdOf, laneOf } from '#domain/lanes';
+import { type Lane, laneIdOf, laneOf } from '#domain/lanes';
 import { controlOfSlotItem } from '#domain/queue-limits';
 import type { Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -57,7 +57,7 @@ const newTurnToken = (): string => globalThis.crypto.randomUUID().replaceAll('-'
  */
 export async function offerTurn(
   ctx: SchedulerContext,
-  task: Pick<Task, 'queue' | 'priority' | 'concurrencyKey'>,
+  task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'concurrencyKey' | 'require'>,
   delaySeconds: number,
   options: { staleAfterMs?: number } = {},
 ): Promise<boolean> {
@@ -87,7 +87,7 @@ export async function offerTurn(
 async function putInLine(
   ctx: SchedulerContext,
   task: Pick<Task, 'queue' | 'priority'>,
-  lane: { readonly laneId: string; readonly keyHash: string },
+  lane: Lane,
   { visibleAt, now, replacing }: { visibleAt: number; now: number; replacing: string | undefined },
 ): Promise<boolean> {
   const token = newTurnToken();
@@ -100,14 +100,14 @@ async function putInLine(
 async function sendInLine(
   ctx: SchedulerContext,
   task: Pick<Task, 'queue' | 'priority'>,
-  lane: { readonly laneId: string; readonly keyHash: string },
+  lane: Lane,
   { token, visibleAt, now }: { token: string; visibleAt: number; now: number },
 ): Promise<void> {
   try {
     await ctx.queues.sendTurn(
       task.queue,
       task.priority,
-      { keyHash: lane.keyHash, token },
+      { ...turnOfLane(lane), token },
       secondsUntil(visibleAt, now),
     );
   } catch (error) {
@@ -118,6 +118,25 @@ async function sendInLine(
   }
 }
 
+/** What every turn of a lane says of it: its name, and for a requirement lane its set and its key's hash. */
+const turnOfLane = (lane: Lane) => ({
+  keyHash: lane.keyHash,
+  ...(lane.require
+    ? {
+        require: lane.require,
+        ...(lane.concurrencyKeyHash === undefined ? {} : { concurrencyKeyHash: lane.concurrencyKeyHash }),
+      }
+    : {}),
+});
+
+/** The lane a received turn stands for. */
+const laneOfTurn = (turn: ReceivedTurn): Lane => ({
+  laneId: laneIdOf(turn.queue, turn.priority, turn.keyHash),
+  keyHash: turn.keyHash,
+  ...(turn.concurrencyKeyHash === undefined ? {} : { concurrencyKeyHash: turn.concurrencyKeyHash }),
+  ...(turn.require ? { require: turn.require } : {}),
+});
+
 /**
  * The lease of a keyed task is over and its key's slot freed: if the lane's turn was sent back for later because
  * the key was full, a turn takes its place now, so the key's next task starts when its running one ends, not after
@@ -127,11 +146,12 @@ async function sendInLine(
  */
 export async function hurryTurn(
   ctx: SchedulerContext,
-  task: Pick<Task, 'queue' | 'priority' | 'concurrencyKey' | 'queueSlots'>,
+  task: Pick<Task, 'taskId' | 'queue' | 'priority' | 'concurrencyKey' | 'require' | 'queueSlots'>,
 ): Promise<void> {
   const lane = laneOf(task);
-  const key = lane && keyControlName(task.queue, lane.keyHash);
-  if (!lane || !task.queueSlots?.some((item) => controlOfSlotItem(item) === key)) return;
+  if (lane?.concurrencyKeyHash === undefined) return;
+  const key = keyControlName(task.queue, lane.concurrencyKeyHash);
+  if (!task.queueSlots?.some((item) => controlOfSlotItem(item) === key)) return;
   try {
     const now = ctx.now();
     const slot = await ctx.lanes.turnSlot(lane.laneId);
@@ -157,10 +177,10 @@ export async function freeLeaseSlots(ctx: SchedulerContext, task: Task): Promise
 /** Whether the key of `turn` holds fewer leases than its limit now (a strongly consistent read of its control). */
 async function keyHasRoom(
   ctx: SchedulerContext,
-  turn: Pick<ReceivedTurn, 'queue' | 'keyHash'>,
+  turn: Pick<ReceivedTurn, 'queue'> & { readonly concurrencyKeyHash: string },
   limit: number,
 ): Promise<boolean> {
-  const { held } = await ctx.queueControls.readAdmission(keyControlName(turn.queue, turn.keyHash));
+  const { held } = await ctx.queueControls.readAdmission(keyControlName(turn.queue, turn.concurrencyKeyHash));
   return Object.keys(held ?? {}).length < limit;
 }
 
@@ -244,6 +264,8 @@ export async function takeTurns(
         messageId: turn.messageId,
         sentAt: now,
         receiveCount: 1,
+        // The set the claim matched against its session's labels: the grant is conditional on the task's being it.
+        ...(turn.require ? { require: turn.require } : {}),
       })),
       more: entries.length > ids.length,
     });
@@ -292,8 +314,10 @@ export async function admitKeys(
   for (const t of turns) {
     const limit = perKeyConcurrency(t.turn.queue);
     const ids = t.hints.map((h) => h.taskId).filter((id) => reserved.has(id));
-    if (limit === undefined || ids.length === 0) continue;
-    const control = keyControl(t.turn.queue, t.turn.keyHash, limit);
+    // A requirement lane without a key has no key's limit to count against.
+    const keyHash = t.turn.concurrencyKeyHash;
+    if (limit === undefined || ids.length === 0 || keyHash === undefined) continue;
+    const control = keyControl(t.turn.queue, keyHash, limit);
     const admitted = await admit(ctx, control, ids, now);
     takeSlots(slots, admitted, now);
     for (const id of ids) if (!admitted.has(id)) refused.add(id);
@@ -352,7 +376,7 @@ async function passTurn(
     await ctx.queues.sendTurn(
       turn.queue,
       turn.priority,
-      { keyHash: turn.keyHash, token: turn.token, waits, ...(quiet ? { held: true } : {}) },
+      { ...turnOfLane(laneOfTurn(turn)), token: turn.token, waits, ...(quiet ? { held: true } : {}) },
       secondsUntil(visibleAt, now),
     );
     return true;
@@ -365,13 +389,14 @@ async function passTurn(
     const sentBack = await again(now + keyFullWaitSeconds(turn.waits) * 1_000, turn.waits + 1);
     // A lease of the key that ended after the admission found it full looked at the turn before it was sent back,
     // and left it be: read after sending it back, the key's room says so, and the turn comes now instead.
-    if (sentBack && keyLimit !== undefined && (await keyHasRoom(ctx, turn, keyLimit))) {
-      await putInLine(
-        ctx,
-        turn,
-        { laneId, keyHash: turn.keyHash },
-        { visibleAt: now, now, replacing: turn.token },
-      );
+    const keyHash = turn.concurrencyKeyHash;
+    if (
+      sentBack &&
+      keyLimit !== undefined &&
+      keyHash !== undefined &&
+      (await keyHasRoom(ctx, { queue: turn.queue, concurrencyKeyHash: keyHash }, keyLimit))
+    ) {
+      await putInLine(ctx, turn, laneOfTurn(turn), { visibleAt: now, now, replacing: turn.token });
     }
   } else if (more) {
     await again(now);
@@ -390,3 +415,26 @@ async function passTurn(
   }
   await ctx.queues.delete([turn]);
 }
+
+/**
+ * Turns of requirement sets the claim's session does not meet: handed back at once (one request for each ten of a
+ * queue), for an agent that can serve them. One handed back so often that SQS would soon take it for poison (its
+ * receives count toward the dead-letter queue) is put in line anew instead: a write of its slot, a send, a delete.
+ */
+export async function handBackTurns(ctx: SchedulerContext, turns: readonly ReceivedTurn[]): Promise<void> {
+  if (turns.length === 0) return;
+  const worn = turns.filter((t) => t.receiveCount >= TURN_RENEW_AFTER_RECEIVES);
+  const fresh = turns.filter((t) => t.receiveCount < TURN_RENEW_AFTER_RECEIVES);
+  const now = ctx.now();
+  await Promise.all([
+    fresh.length > 0 ? ctx.queues.handBack(fresh, 0) : undefined,
+    ...worn.map(async (turn) => {
+      // Put in line anew only if it is its lane's live turn; any other (replaced, a duplicate) only goes.
+      await putInLine(ctx, turn, laneOfTurn(turn), { visibleAt: now, now, replacing: turn.token });
+      await ctx.queues.delete([turn]);
+    }),
+  ]);
+}
+
+/** Receives of a turn handed back unserved after which it is put in line anew (SQS dead-letters at ten). */
+const TURN_RENEW_AFTER_RECEIVES = 7;

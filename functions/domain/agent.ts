@@ -1,6 +1,7 @@
 /**
  * A registered agent: who it is, which queues it serves and how many tasks it may hold at once.
  */
+import type { Labels } from './labels';
 
 export interface Agent {
   readonly agentId: string;
@@ -8,6 +9,8 @@ export interface Agent {
   /** The task queues this agent serves: its capabilities. */
   readonly queues: readonly string[];
   readonly maxConcurrency: number;
+  /** What it offers beyond its queues (`#domain/labels`); absent for an agent registered without (or before them). */
+  readonly labels?: Labels;
   /** Interactive agents may hold roles (exclusive duties); batch agents only run tasks. */
   readonly interactive: boolean;
   readonly createdAt: number;

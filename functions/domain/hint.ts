@@ -3,6 +3,7 @@
  * that a task may be claimable (its id and the lease epoch it was sent at). The task record in DynamoDB is the
  * truth, every grant is a conditional write on it, so a duplicate, late or stale hint changes nothing.
  */
+import type { Requirements } from './labels';
 import type { Priority } from './priority';
 import type { TaskRateLimit } from './rate-limits';
 
@@ -21,6 +22,11 @@ export interface DispatchHint {
    * them (an earlier release's, a lane's stand-in) has its grant refused first and learns them from the refusal.
    */
   readonly rateLimits?: readonly TaskRateLimit[];
+  /**
+   * A lane's stand-in (a turn's task, see `turns.ts`) of a requirement lane: the set the claim matched against its
+   * session's labels, which the grant's condition names. A hint of a task that requires labels has no grant without it.
+   */
+  readonly require?: Requirements;
 }
 
 /** What a hint of `task` carries besides its id and epoch: its rate limits, if it names any. */
@@ -68,6 +74,13 @@ export interface ReceivedTurn {
   readonly queue: string;
   readonly priority: Priority;
   readonly keyHash: string;
+  /**
+   * The hash of its tasks' `concurrencyKey`, whose per-key limit they count against: the lane's own (`keyHash`) for a
+   * key's lane, none for a requirement lane without a key.
+   */
+  readonly concurrencyKeyHash?: string;
+  /** What its lane's tasks require (a requirement lane): only a claim whose session's labels meet it takes any. */
+  readonly require?: Requirements;
   /** Names this turn in its lane's slot: a turn whose token the slot no longer holds is a duplicate, and goes. */
   readonly token: string;
   /** Times in a row it found its key at its limit: its next look waits longer. */
@@ -83,4 +96,9 @@ export interface ReceivedTurn {
 }
 
 /** What a turn's message says: its lane's key, its token, its waits at a full key, whether it is back from a hold. */
-export type TurnMessage = Pick<ReceivedTurn, 'keyHash' | 'token' | 'held'> & { readonly waits?: number };
+export type TurnMessage = Pick<
+  ReceivedTurn,
+  'keyHash' | 'token' | 'held' | 'concurrencyKeyHash' | 'require'
+> & {
+  readonly waits?: number;
+};

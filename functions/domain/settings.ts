@@ -134,13 +134,13 @@ export const SETTINGS = {
     prop: 'taskLayout',
     env: 'TASK_LAYOUT',
     unit: 'count',
-    default: 4,
+    default: 5,
     min: 1,
-    max: 4,
+    max: 5,
     integer: true,
     readBy: 'all but the authorizer',
     meaning:
-      'how tasks are written: 4 may name rate limits; 3 may suspend them on waitpoints; 2 lists a task by its payload item (a write unit less); 1 as before',
+      'how tasks are written: 5 may require labels; 4 may name rate limits; 3 may suspend them on waitpoints; 2 lists a task by its payload item (a write unit less); 1 as before',
   },
   queueSlotLayout: {
     prop: 'queueSlotLayout',

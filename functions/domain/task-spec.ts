@@ -6,6 +6,7 @@ import type * as Sdk from '#sdk/types';
 import { DEBOUNCE_LIMITS, type DebounceSpec, debounceSchema } from './debounce';
 import { PayloadTooLargeError, ValidationError } from './errors';
 import { TASK_ID_PATTERN } from './ids';
+import { normaliseRequirements, type Requirements, requirementsSchema, requiresAny } from './labels';
 import { CONCURRENCY_KEY_CHARS } from './lanes';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
 import { type TaskRateLimit, taskRateLimitsSchema } from './rate-limits';
@@ -139,6 +140,8 @@ const runShape = {
   maxSnoozes: z.int().min(0).max(LIMITS.maxSnoozes).optional(),
   /** Named rate limits its attempts take units of (`#domain/rate-limits`). */
   rateLimits: taskRateLimitsSchema.optional(),
+  /** Labels the agent that runs it must have (`#domain/labels`): a value for each, or `'*'` for any. */
+  require: requirementsSchema.optional(),
 };
 
 /**
@@ -205,6 +208,8 @@ export interface TaskSpec {
   readonly maxSnoozes?: number;
   readonly debounce?: DebounceSpec;
   readonly rateLimits?: readonly TaskRateLimit[];
+  /** Labels its agent must have, names sorted; absent when it requires none. */
+  readonly require?: Requirements;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -307,6 +312,7 @@ export function parseTaskSpec(input: unknown): TaskSpec {
             ...(l.key === undefined ? {} : { key: l.key }),
           })),
         }),
+    ...(requiresAny(spec.require) ? { require: normaliseRequirements(spec.require) } : {}),
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),

@@ -5,6 +5,7 @@
  * item of its own, so that claims, heartbeats and completions never rewrite (and never pay for) it.
  */
 import type * as Sdk from '#sdk/types';
+import type { Labels, Requirements } from './labels';
 import type { Priority } from './priority';
 import type { RateTaken, TaskRateLimit } from './rate-limits';
 import type { RetryPolicy } from './retry-policy';
@@ -147,6 +148,8 @@ export interface Task extends AsOnTheWire {
   readonly rateLimits?: readonly TaskRateLimit[];
   /** What the current (or last) grant took from each of them, by window: usage settles against these. */
   readonly rateTaken?: readonly RateTaken[];
+  /** Labels the agent that runs it must have (`#domain/labels`), names sorted; absent when it requires none. */
+  readonly require?: Requirements;
 }
 
 /** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */
@@ -167,6 +170,8 @@ export interface AgentSession {
   readonly sessionId: string;
   readonly queues: readonly string[];
   readonly maxConcurrency: number;
+  /** The labels it claims under: its agent's, or fewer (`#domain/labels`); absent when it has none. */
+  readonly labels?: Labels;
   readonly startedAt: number;
   readonly heartbeatAt: number;
   readonly expiresAt: number;

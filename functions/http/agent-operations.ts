@@ -56,6 +56,7 @@ function sessionOperations(scheduler: Scheduler): Record<string, Operation> {
       const session = await scheduler.openSession(agentOf(request), {
         ...(body.openId === undefined ? {} : { openId: body.openId }),
         ...(body.openSeq === undefined ? {} : { openSeq: body.openSeq }),
+        ...(body.labels === undefined ? {} : { labels: body.labels }),
       });
       return {
         status: 200,

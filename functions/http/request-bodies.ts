@@ -12,6 +12,7 @@ import { CLAIM_ID_PATTERN } from '#core/claim';
 import { checkpointsSchema, extensionsSchema, OPEN_ID_PATTERN } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
+import { labelsSchema } from '#domain/labels';
 import { PROGRESS_LIMITS, progressShape } from '#domain/progress';
 import { usageSchema } from '#domain/rate-limits';
 import {
@@ -53,6 +54,11 @@ export const openSessionBody = accepts<Sdk.OpenSessionOptions>()(
       .max(Number.MAX_SAFE_INTEGER)
       .describe(
         'The open’s number, growing with each new open the agent sends (the SDK uses its clock in milliseconds). While the session an open made lives, an open numbered below it (sent before it, by a start the agent gave up on, and delivered late) is refused with 409 instead of replacing it. The same on every retry of one open.',
+      )
+      .optional(),
+    labels: labelsSchema
+      .describe(
+        'Narrows the agent’s labels for this session (fewer names, fewer values); a name or value the agent was not registered with is refused with 403. Default: the agent’s labels.',
       )
       .optional(),
   }),

@@ -138,6 +138,10 @@ export const taskSchema = published(
         .array(z.looseObject({ name: z.string(), units: z.number(), key: z.string().optional() }))
         .optional()
         .describe('The named rate limits its attempts take units of, units resolved.'),
+      require: z
+        .record(z.string(), z.string())
+        .optional()
+        .describe('Labels the agent that runs it must have: a value for each, or `*` for any.'),
       rateTaken: z
         .array(
           z.looseObject({
@@ -245,6 +249,9 @@ export const agentSchema = published(
       queues: z.array(queueNameSchema),
       maxConcurrency: z.int().min(1),
       interactive: z.boolean(),
+      labels: z
+        .record(z.string(), z.array(z.string()))
+        .describe('What it offers beyond its queues: each label with its values (`{}`: none).'),
       createdAt: timestamp,
       revokedAt: timestamp.optional(),
       // In a list only: the agent's presence.

@@ -72,6 +72,7 @@ export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
         : { key: task.debounceKey, submissions: 1 + (task.debounceJoins ?? 0) },
     waitpointId: task.waitpointId,
     rateLimits: task.rateLimits,
+    require: task.require,
     rateTaken: task.rateTaken?.map((t) => ({ ...t, window: iso(t.window) as string })),
     progress: progress && progressView(progress),
     cascade: cascade && {
@@ -139,6 +140,7 @@ export function agentView(agent: Agent & { presence?: AgentPresence }) {
     queues: agent.queues,
     maxConcurrency: agent.maxConcurrency,
     interactive: agent.interactive,
+    labels: agent.labels ?? {},
     createdAt: iso(agent.createdAt),
     revokedAt: iso(agent.revokedAt),
     ...(presence

@@ -5,6 +5,7 @@
  */
 import type * as Port from '#core/ports/task-store';
 import { InvalidTransitionError } from '#domain/errors';
+import { requirementsKey } from '#domain/labels';
 import type { Task, TaskError } from '#domain/task';
 import { isTerminal, statusesFrom, type TaskEvent, type TaskStatus } from '#domain/task-status';
 
@@ -136,7 +137,9 @@ export class FakeTaskStore implements Port.TaskStore {
         t.queue !== grant.queue ||
         r.barred?.has(`${grant.sessionId}@${now}`) ||
         (t.notBefore ?? 0) > now ||
-        (t.expiresAt ?? Number.POSITIVE_INFINITY) <= now
+        (t.expiresAt ?? Number.POSITIVE_INFINITY) <= now ||
+        (t.require !== undefined &&
+          (grant.requireKey === undefined || requirementsKey(t.require) !== grant.requireKey))
       )
         return false;
       const next: Mutable<Task> = {

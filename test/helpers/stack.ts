@@ -333,14 +333,24 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
 /** Registers an agent and opens its session. */
 export async function startAgent(
   scheduler: Scheduler,
-  spec: { name?: string; queues?: string[]; maxConcurrency?: number } = {},
+  spec: {
+    name?: string;
+    queues?: string[];
+    maxConcurrency?: number;
+    labels?: Record<string, string | string[]>;
+    sessionLabels?: Record<string, string | string[]>;
+  } = {},
 ) {
   const { agent } = await scheduler.registerAgent({
     name: spec.name ?? 'agent',
     queues: spec.queues ?? ['work'],
     maxConcurrency: spec.maxConcurrency ?? 1,
+    ...(spec.labels ? { labels: spec.labels } : {}),
   });
-  const session = await scheduler.openSession(agent.agentId);
+  const session = await scheduler.openSession(
+    agent.agentId,
+    spec.sessionLabels ? { labels: spec.sessionLabels } : undefined,
+  );
   return { agentId: agent.agentId, sessionId: session.sessionId };
 }
 

@@ -2,6 +2,8 @@
  * Where the push channel keeps what it knows: connect tickets (by hash, single use), open connections, and for
  * each queue the agents listening to it, with whether each is idle and when it was last woken.
  */
+
+import type { Labels } from '#domain/labels';
 import type { PushPrincipal } from '#domain/push';
 
 export interface PushConnection {
@@ -20,6 +22,8 @@ export interface Listener {
   readonly queues: readonly string[];
   /** The tasks its last empty claim could have taken: one wake of it stands for that many. */
   readonly capacity: number;
+  /** The labels its session claims under, as its last empty claim marked them: it is woken only for tasks they meet. */
+  readonly labels?: Labels;
   /** Where the store found it, for the write that takes it (the store's own business). */
   readonly partition?: string;
 }
@@ -47,6 +51,7 @@ export interface ConnectionStore {
     agentId: string,
     queues: readonly string[],
     capacity?: number,
+    labels?: Labels,
   ): Promise<{ readonly wokenAt: number; readonly wasIdle: boolean } | undefined>;
   /**
    * Idle listeners of a queue not woken since `wokenBefore`, in no set order: enough for `capacity` tasks if the

@@ -2,6 +2,7 @@
  * The push channel: where its records are kept, how a frame reaches a connection (API Gateway's management API
  * in AWS, the local server's socket here), and the URL clients connect to.
  */
+import type { Requirements } from '#domain/labels';
 import type { PushFrame, WakeReason } from '#domain/push';
 import type { ConnectionStore } from './connection-store';
 
@@ -16,6 +17,8 @@ export interface TimedWake {
   readonly at: number;
   readonly count: number;
   readonly reason: WakeReason;
+  /** The tasks' requirements: only agents whose labels meet them are woken. */
+  readonly require?: Requirements;
 }
 
 /**

@@ -48,6 +48,11 @@ export interface TaskQueuePort {
   delete(messages: readonly Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>[]): Promise<void>;
   /** Records a dead task in the queue's dead-letter queue. */
   sendDeadLetter(queue: string, record: Record<string, unknown>): Promise<void>;
+  /** Hands messages back as they are, visible again after `seconds`; ten of a queue a request. */
+  handBack(
+    messages: readonly Pick<ReceivedHint, 'queue' | 'priority' | 'receiptHandle'>[],
+    seconds: number,
+  ): Promise<void>;
   /** Hands a hint back, visible again after `seconds` (sent anew when it has been handed back too often). */
   returnLater(hint: ReceivedHint, seconds: number): Promise<void>;
 }

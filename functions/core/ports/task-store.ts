@@ -117,6 +117,11 @@ export interface Grant {
    * for a task that names rate limits (the claim did not know it did); empty: it names none in force.
    */
   readonly rateTakes?: readonly WindowTake[];
+  /**
+   * The name (`requirementsKey`) of the requirement set the claim matched against its session's labels: a task that
+   * requires labels is granted only if it requires exactly these. Absent: only a task that requires none.
+   */
+  readonly requireKey?: string;
 }
 
 /** The starvation ladder's step, from the level observed. */

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
-import { requirementsKey } from '#core/starvation';
+import { requirementsKey } from '#domain/labels';
 import { createTestStack, startAgent, type TestStack } from '#test/stack';
 
 const TASKS = 1_000;
