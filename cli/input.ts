@@ -22,6 +22,38 @@ export function positiveNumber(value: string): number {
   return n;
 }
 
+/** `NAME=VALUE` split at its first `=`; `NAME` alone has no value. */
+function pairOf(flag: string, text: string): [string, string | undefined] {
+  const at = text.indexOf('=');
+  const name = at < 0 ? text : text.slice(0, at);
+  if (name === '') throw new UsageError(`${flag} ${text}: give NAME=VALUE`);
+  return [name, at < 0 ? undefined : text.slice(at + 1)];
+}
+
+/** Labels from `--label NAME=VALUE` flags: a name given again adds a value. */
+export function labelsOf(pairs: readonly string[] | undefined): Record<string, string[]> | undefined {
+  if (!pairs?.length) return undefined;
+  const labels: Record<string, string[]> = {};
+  for (const text of pairs) {
+    const [name, value] = pairOf('--label', text);
+    if (value === undefined || value === '') throw new UsageError(`--label ${text}: give NAME=VALUE`);
+    labels[name] = [...(labels[name] ?? []), value];
+  }
+  return labels;
+}
+
+/** Requirements from `--require NAME=VALUE` flags; `NAME` alone (or `NAME=*`) takes any value of the label. */
+export function requirementsOf(pairs: readonly string[] | undefined): Record<string, string> | undefined {
+  if (!pairs?.length) return undefined;
+  const require: Record<string, string> = {};
+  for (const text of pairs) {
+    const [name, value] = pairOf('--require', text);
+    if (name in require) throw new UsageError(`--require ${name}: give each label once`);
+    require[name] = value === undefined || value === '' ? '*' : value;
+  }
+  return require;
+}
+
 /** Collects a flag given several times (`--queue a --queue b`). */
 export const collect = (value: string, previous: string[] | undefined): string[] => [
   ...(previous ?? []),

@@ -513,10 +513,13 @@ export class AgentSchedulerClient {
    * carries one open id (a new one unless given), so a retry after a lost answer, or a copy delivered late, gets
    * the session the first attempt opened instead of ending it; and a number, so that an open the agent gave up on,
    * delivered after a later one, cannot end the later one's session. A server older than either refuses the
-   * field (400): the open is then sent without it.
+   * field (400): the open is then sent without it. `labels` narrows the agent's labels for the session; it is
+   * never dropped (a server that refuses it opens nothing).
    */
   async openSession(options: OpenSessionOptions = {}): Promise<Session> {
-    const open = (body: object) => this.call<Session>({ method: 'POST', path: '/v1/agent/session', body });
+    const labels = options.labels === undefined ? {} : { labels: options.labels };
+    const open = (body: object) =>
+      this.call<Session>({ method: 'POST', path: '/v1/agent/session', body: { ...body, ...labels } });
     const openId = options.openId ?? newOpenId();
     const refuses = (error: unknown, field: string) =>
       error instanceof AgentSchedulerError && error.status === 400 && error.message.includes(`"${field}"`);

@@ -58,6 +58,12 @@ export interface WorkerOptions {
   readonly concurrency?: number;
   /** Claim from these of the agent's queues only. @default all of them */
   readonly queues?: readonly string[];
+  /**
+   * Narrows the agent's labels for its sessions (fewer names, fewer values): it is given only tasks whose `require`
+   * these meet. A label the agent was not registered with is refused (403), and the worker does not start.
+   * @default the agent's labels
+   */
+  readonly labels?: Readonly<Record<string, string | readonly string[]>>;
   /** Wait between claims while there is no work. @default { min: 200, max: 5000 } */
   readonly pollIntervalMs?: PollInterval;
   /**
@@ -90,6 +96,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly roleHandlers: Readonly<Record<string, RoleHandler>>;
   private readonly concurrency: number;
   private readonly queues: readonly string[] | undefined;
+  private readonly labels: WorkerOptions['labels'];
   private readonly pollInterval: PollInterval;
   private readonly log: WorkerLog;
 
@@ -131,6 +138,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.roleHandlers = options.roles ?? {};
     this.concurrency = concurrency;
     this.queues = options.queues;
+    this.labels = options.labels;
     this.pollInterval = options.pollIntervalMs ?? {};
     this.claims = this.claimLoopOf(this.pollInterval);
     this.log = options.log ?? SILENT_LOG;
@@ -333,7 +341,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     let session: Session;
     const sentAt = Date.now();
     try {
-      session = await this.client.openSession();
+      session = await this.client.openSession(this.labels ? { labels: this.labels } : {});
     } catch (error) {
       this.state = 'stopped';
       throw error;
@@ -449,7 +457,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     while (this.state === 'running') {
       const sentAt = Date.now();
       try {
-        const session = await this.client.openSession({ openId });
+        const session = await this.client.openSession({
+          openId,
+          ...(this.labels ? { labels: this.labels } : {}),
+        });
         this.useSession(session, sentAt);
         return session;
       } catch (error) {

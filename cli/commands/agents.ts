@@ -5,8 +5,14 @@ import type { Command } from 'commander';
 import type { Cli } from '../context';
 import { SafeText } from '../context';
 import { ago, record, table } from '../format';
-import { collect, wholeNumber } from '../input';
+import { collect, labelsOf, wholeNumber } from '../input';
 import { defined, examples } from './shared';
+
+/** An agent's labels in a table cell: `gpu=a100|h100 model=claude`; empty for none (or a server before labels). */
+const labelsText = (labels: Readonly<Record<string, readonly string[]>> | undefined): string =>
+  Object.entries(labels ?? {})
+    .map(([name, values]) => `${name}=${values.join('|')}`)
+    .join(' ');
 
 export function agentCommands(program: Command, cli: Cli): void {
   const agents = program
@@ -28,9 +34,17 @@ export function agentCommands(program: Command, cli: Cli): void {
     .requiredOption('--queue <queue>', 'a queue the agent serves (repeat for more)', collect)
     .option('--max-concurrency <n>', 'tasks it may hold at once (server default 1)', wholeNumber)
     .option('--non-interactive', 'a batch agent: runs tasks, never holds roles')
+    .option(
+      '--label <name=value>',
+      'a label it offers (repeat for more; a name again adds a value): given tasks that require it',
+      collect,
+    )
     .addHelpText(
       'after',
-      examples(['agent-scheduler agents create --name researcher-1 --queue research --queue emails']),
+      examples([
+        'agent-scheduler agents create --name researcher-1 --queue research --queue emails',
+        'agent-scheduler agents create --name gpu-1 --queue render --label gpu=a100 --label gpu=h100 --label model=claude',
+      ]),
     )
     .action(
       async (options: {
@@ -38,6 +52,7 @@ export function agentCommands(program: Command, cli: Cli): void {
         queue: string[];
         maxConcurrency?: number;
         nonInteractive?: boolean;
+        label?: string[];
       }) => {
         const created = await cli.operator().createAgent(
           defined({
@@ -45,6 +60,7 @@ export function agentCommands(program: Command, cli: Cli): void {
             queues: options.queue,
             maxConcurrency: options.maxConcurrency,
             interactive: options.nonInteractive ? false : undefined,
+            labels: labelsOf(options.label),
           }),
         );
         cli.print(
@@ -68,6 +84,7 @@ export function agentCommands(program: Command, cli: Cli): void {
           agentId: agent.agentId,
           name: agent.name,
           queues: agent.queues.join(','),
+          labels: labelsText(agent.labels),
           maxConcurrency: agent.maxConcurrency,
           online: agent.online === undefined ? '' : agent.online ? 'yes' : 'no',
           lastHeartbeat: ago(agent.lastHeartbeatAt, now),
@@ -77,7 +94,17 @@ export function agentCommands(program: Command, cli: Cli): void {
         return new SafeText(
           table(
             rows,
-            ['agentId', 'name', 'queues', 'maxConcurrency', 'online', 'lastHeartbeat', 'tasks', 'revokedAt'],
+            [
+              'agentId',
+              'name',
+              'queues',
+              'labels',
+              'maxConcurrency',
+              'online',
+              'lastHeartbeat',
+              'tasks',
+              'revokedAt',
+            ],
             (column, text) => (column === 'online' ? (text === 'yes' ? c.green(text) : c.dim(text)) : text),
           ),
         );

@@ -16,7 +16,7 @@ import { paintStatus } from '../colour';
 import { type Cli, SafeText } from '../context';
 import { UsageError } from '../errors';
 import { record, table } from '../format';
-import { collect, jsonArgument, positiveNumber, wholeNumber } from '../input';
+import { collect, jsonArgument, positiveNumber, requirementsOf, wholeNumber } from '../input';
 import { taskRateLimitOf } from './rate-limits';
 import { defined, examples } from './shared';
 
@@ -60,6 +60,11 @@ function submitCommand(program: Command, cli: Cli): void {
     .option('--delay <seconds>', 'wait this long before the task can be claimed', wholeNumber)
     .option('--key <key>', 'an idempotency key (default: a new one)')
     .option('--concurrency-key <key>', 'whose task it is: keys of a queue take turns, and share no limit')
+    .option(
+      '--require <name=value>',
+      'a label the agent that runs it must have: NAME=VALUE, or NAME (any value); repeatable, up to 8',
+      collect,
+    )
     .option(
       '--rate-limit <limit>',
       'a named rate limit its attempts take units of: NAME, NAME=UNITS, NAME@KEY (per-key) or NAME=UNITS@KEY; repeatable, up to 4',
@@ -275,6 +280,7 @@ interface SubmitOptions {
   readonly key?: string;
   readonly concurrencyKey?: string;
   readonly rateLimit?: string[];
+  readonly require?: string[];
   readonly ttl?: number;
   readonly expiresAt?: string;
   readonly onFailure?: string;
@@ -351,6 +357,7 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       idempotencyKey: options.key,
       concurrencyKey: options.concurrencyKey,
       rateLimits: options.rateLimit?.map(taskRateLimitOf),
+      require: requirementsOf(options.require),
       ttlSeconds: options.ttl,
       dependsOn: options.dependsOn
         ?.split(',')

@@ -19,7 +19,7 @@ import { commandHandler } from '../command-handler';
 import { userConfigDir } from '../config';
 import type { Cli } from '../context';
 import { UsageError } from '../errors';
-import { collect, wholeNumber } from '../input';
+import { collect, labelsOf, wholeNumber } from '../input';
 import { SavedAgents } from '../saved-agents';
 import { examples } from './shared';
 
@@ -27,6 +27,7 @@ interface WorkerOptions {
   readonly queue?: string[];
   readonly name?: string;
   readonly concurrency?: number;
+  readonly label?: string[];
 }
 
 export function workerCommand(program: Command, cli: Cli): void {
@@ -46,6 +47,11 @@ export function workerCommand(program: Command, cli: Cli): void {
     .requiredOption('--queue <queue>', 'a queue to serve (repeat for more)', collect)
     .option('--name <name>', 'run as the agent saved under this name, registered on the first start')
     .option('--concurrency <n>', 'tasks run at once (default 1)', wholeNumber)
+    .option(
+      '--label <name=value>',
+      'a label the agent offers (repeat for more): given tasks that require it. A saved agent narrows its own to these',
+      collect,
+    )
     .argument('<command...>', 'the command to run for each task, after --')
     .addHelpText(
       'after',
@@ -70,6 +76,7 @@ interface WorkerAgent {
 
 async function runWorker(cli: Cli, options: WorkerOptions, command: readonly string[]): Promise<number> {
   const queues = options.queue ?? [];
+  const labels = labelsOf(options.label);
   const concurrency = options.concurrency ?? 1;
   if (concurrency < 1) throw new UsageError('--concurrency must be 1 or more');
   const connection = cli.connect();
@@ -81,7 +88,12 @@ async function runWorker(cli: Cli, options: WorkerOptions, command: readonly str
   }
   const saved = options.name ? new SavedAgents(userConfigDir(cli.io.env)) : undefined;
   const register = async (name: string, throwaway: boolean): Promise<WorkerAgent> => {
-    const created = await cli.operator().createAgent({ name, queues, maxConcurrency: concurrency });
+    const created = await cli.operator().createAgent({
+      name,
+      queues,
+      maxConcurrency: concurrency,
+      ...(labels ? { labels } : {}),
+    });
     const agent = { agentId: created.agent.agentId, token: created.token, throwaway };
     if (saved) {
       saved.put({
@@ -126,7 +138,7 @@ async function runWorker(cli: Cli, options: WorkerOptions, command: readonly str
 
   // Woken by pushes where the deployment has a push channel; polling otherwise.
   const push = await cli.pushOptions();
-  let worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push);
+  let worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push, labels);
   try {
     await worker.start();
   } catch (error) {
@@ -136,7 +148,7 @@ async function runWorker(cli: Cli, options: WorkerOptions, command: readonly str
       `the server refused the saved agent ${agent.agentId} (${options.name}): ${error.code}, ${error.message}; registering a new one`,
     );
     agent = await register(options.name, false);
-    worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push);
+    worker = newWorker(cli, cli.agent(agent.token), command, concurrency, queues, push, labels);
     await worker.start();
   }
   const running = worker;
@@ -179,6 +191,7 @@ function newWorker(
   concurrency: number,
   queues: readonly string[],
   push: PushOptions,
+  labels: Record<string, string[]> | undefined,
 ): Worker {
   const worker = new Worker({
     client,
@@ -186,6 +199,7 @@ function newWorker(
     concurrency,
     queues: [...queues],
     push,
+    ...(labels ? { labels } : {}),
   });
   const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
   worker.on('picked', (task) => cli.say(`picked    ${task.taskId} (attempt ${task.attempt})`));

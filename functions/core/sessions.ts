@@ -17,7 +17,7 @@ import {
   ValidationError,
 } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
-import { addedTo, type Labels, labelsSchema, normaliseLabels } from '#domain/labels';
+import { addedTo, agentLabelsSchema, type Labels, labelsSchema, normaliseLabels } from '#domain/labels';
 import { type AgentSession, isSessionLive, type Task } from '#domain/task';
 import {
   describeIssues,
@@ -41,7 +41,11 @@ export const agentSpecSchema = accepts<Sdk.CreateAgentInput>()(
     queues: z.array(queueNameSchema).min(1).max(32),
     maxConcurrency: z.int().min(1).max(1_000).default(1),
     interactive: z.boolean().default(true),
-    labels: labelsSchema.optional(),
+    labels: agentLabelsSchema
+      .describe(
+        'What it offers beyond its queues: up to 16 label names, each a value or up to 16 values. It is given only tasks whose `require` these meet; its sessions may narrow them, never add to them.',
+      )
+      .optional(),
   }),
 );
 
@@ -69,7 +73,7 @@ export async function registerAgent(
     agentId,
     ...spec,
     queues: [...new Set(spec.queues)],
-    ...(labels && Object.keys(labels).length > 0 ? { labels: normaliseLabels(labels) } : {}),
+    ...(labels ? { labels: normaliseLabels(labels) } : {}),
     createdAt: ctx.now(),
     ...(minted ? { tokenHash: minted.tokenHash } : {}),
   };

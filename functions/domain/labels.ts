@@ -52,18 +52,39 @@ const atMost =
   (record: Readonly<Record<string, unknown>>): boolean =>
     Object.keys(record).length <= max;
 
+/**
+ * A record's parse drops an own `__proto__` key (as `JSON.parse` makes it) without a word: such a name is refused
+ * here first, as any name outside the pattern is.
+ */
+const noProtoKey = <T extends z.ZodType>(record: T) =>
+  z.intersection(
+    z.custom<object>(
+      (value) => typeof value !== 'object' || value === null || !Object.hasOwn(value, '__proto__'),
+      'a label name is 1 to 64 letters, digits, ".", "_", "-", ":" or "/"',
+    ),
+    record,
+  );
+
 /** Labels as an operator registers them (or a session narrows them): a value or a list of values for each name. */
-export const labelsSchema = z
-  .record(
+export const labelsSchema = noProtoKey(
+  z.record(
     labelNameSchema,
     z.union([labelValueSchema, z.array(labelValueSchema).min(1).max(LABEL_BOUNDS.values)]),
-  )
-  .refine(atMost(LABEL_BOUNDS.labels), `at most ${LABEL_BOUNDS.labels} labels`);
+  ),
+).refine(atMost(LABEL_BOUNDS.labels), `at most ${LABEL_BOUNDS.labels} labels`);
 
-/** A task's requirements: a value, or `'*'`, for each label it needs. */
-export const requirementsSchema = z
-  .record(labelNameSchema, z.union([z.literal(ANY_VALUE), labelValueSchema]))
+/** A task's requirements: a value, or `'*'`, for each label it needs (at least one: a task that needs none omits it). */
+export const requirementsSchema = noProtoKey(
+  z.record(labelNameSchema, z.union([z.literal(ANY_VALUE), labelValueSchema])),
+)
+  .refine((record) => Object.keys(record).length > 0, 'at least one label (omit it to require none)')
   .refine(atMost(LABEL_BOUNDS.requirements), `at most ${LABEL_BOUNDS.requirements} requirements`);
+
+/** An agent's labels as registered: at least one (an agent without labels omits them). */
+export const agentLabelsSchema = labelsSchema.refine(
+  (record) => Object.keys(record).length > 0,
+  'at least one label (omit it for none)',
+);
 
 /** Labels in their stored form: every value a list, without repeats, sorted; names sorted. */
 export function normaliseLabels(input: Readonly<Record<string, string | readonly string[]>>): Labels {

@@ -141,7 +141,11 @@ const runShape = {
   /** Named rate limits its attempts take units of (`#domain/rate-limits`). */
   rateLimits: taskRateLimitsSchema.optional(),
   /** Labels the agent that runs it must have (`#domain/labels`): a value for each, or `'*'` for any. */
-  require: requirementsSchema.optional(),
+  require: requirementsSchema
+    .describe(
+      'Labels the agent that runs it must have: for each label name (up to 8), a value among the agent’s values for it, or `*` for any value. Only agents that meet every one are given it or woken for it. Needs `taskLayout` 5.',
+    )
+    .optional(),
 };
 
 /**

@@ -137,6 +137,42 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(firstAgents.nextCursor).toEqual(expect.any(String));
     await operator('GET', `/v1/agents?cursor=${encodeURIComponent(String(firstAgents.nextCursor))}`);
 
+    // Labels: an agent registered with some, a session narrowing them (and one refused for adding), a task that
+    // requires them, in its queue's listing and on its own.
+    const labelled = await operator(
+      'POST',
+      '/v1/agents',
+      { name: 'contract-gpu', queues: [IDLE_QUEUE], labels: { gpu: ['a100', 'h100'], model: 'claude' } },
+      201,
+    );
+    expect((labelled.agent as Body).labels).toEqual({ gpu: ['a100', 'h100'], model: ['claude'] });
+    const gpuToken = String(labelled.token);
+    await call('POST', '/v1/agent/session', {
+      token: gpuToken,
+      body: { labels: { gpu: 'tpu' } },
+      expect: 403,
+    });
+    await call('POST', '/v1/agent/session', {
+      token: gpuToken,
+      body: { labels: { gpu: 'a100' } },
+      expect: 200,
+    });
+    await call('POST', '/v1/agent/session', { token: gpuToken, body: { labels: { gpu: 5 } }, expect: 400 });
+    const required = (
+      await operator(
+        'POST',
+        '/v1/tasks',
+        { queue: IDLE_QUEUE, payload: {}, require: { gpu: 'h100' }, delaySeconds: 600 },
+        201,
+      )
+    ).task as Body;
+    expect(required.require).toEqual({ gpu: 'h100' });
+    await operator('POST', '/v1/tasks', { queue: IDLE_QUEUE, payload: {}, require: {} }, 400);
+    expect(((await operator('GET', `/v1/tasks/${String(required.taskId)}`)).task as Body).require).toEqual({
+      gpu: 'h100',
+    });
+    await operator('POST', `/v1/tasks/${String(required.taskId)}/cancel`);
+
     // Tasks: created, found again by key, in a batch with a refused item, listed, read.
     const keyed = await submit({ idempotencyKey: 'contract-key', priority: 'high' });
     await operator(

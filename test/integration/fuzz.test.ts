@@ -80,14 +80,14 @@ function templateOf(operation: string, sessionId: string, parent: Json): Json {
   const templates: Record<string, Json> = {
     submitChildTask: { ...parent, key: 'fuzzed', queue: 'work', payload: { n: 1 } },
     submitChildTasks: { ...parent, tasks: [{ key: 'fuzzed', queue: 'work', payload: {} }] },
-    submitTask: { queue: 'work', payload: { n: 1 } },
+    submitTask: { queue: 'work', payload: { n: 1 }, require: { gpu: '*', model: 'claude' } },
     submitTasks: { tasks: [{ queue: 'work', payload: {} }] },
     setQueueLimits: { maxConcurrency: 2 },
     // Routes that take no body: `{}` is their one valid body, so each defect is what is sent instead or added to it
     // (a body left empty is no defect there: it would pause or resume the scheduler, and the dump would differ).
     pauseScheduler: {},
     resumeScheduler: {},
-    registerAgent: { name: 'fuzzed', queues: ['work'] },
+    registerAgent: { name: 'fuzzed', queues: ['work'], labels: { gpu: ['a100', 'h100'], model: 'claude' } },
     createSchedule: { name: 'fuzzed', expression: 'rate(5 minutes)', task: { queue: 'work' } },
     heartbeat: { sessionId },
     claimTasks: { sessionId },

@@ -74,6 +74,7 @@ describe('capability labels', () => {
       { 'bad name': 'x' },
       { gpu: '*' },
       { gpu: [] },
+      {},
       { gpu: 'x\u0000' },
       Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`l${i}`, 'x'])),
       { gpu: Array.from({ length: 17 }, (_, i) => `v${i}`) },
@@ -83,6 +84,7 @@ describe('capability labels', () => {
       ).rejects.toBeInstanceOf(ValidationError);
     }
     for (const require of [
+      {},
       { gpu: '' },
       { 'a b': 'x' },
       { gpu: 5 },
