@@ -512,7 +512,7 @@ export interface SchedulerControl {
 export interface RebuildInput {
   /** The `cursor` the last call answered; none to start a rebuild. */
   readonly cursor?: string;
-  /** Open tasks one call reads at most, 1 to 5,000. @default 1000 */
+  /** Open tasks one call reads at most, 1 to 5,000. @default 2000 */
   readonly limit?: number;
 }
 

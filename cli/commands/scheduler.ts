@@ -42,7 +42,7 @@ export function schedulerCommands(program: Command, cli: Cli): void {
     .summary(
       'send every queued task’s hint again from the task records: after purging queues, after a restore from backup',
     )
-    .option('--limit <n>', 'open tasks each call reads at most (1 to 5000; default 1000)', wholeNumber)
+    .option('--limit <n>', 'open tasks each call reads at most (1 to 5000; default 2000)', wholeNumber)
     .addHelpText(
       'after',
       examples(['agent-scheduler scheduler rebuild', 'agent-scheduler scheduler rebuild --json']),
