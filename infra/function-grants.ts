@@ -122,6 +122,8 @@ function grantOperatorApi({ tables, queues, functions }: GrantedResources): void
     'Query',
     'DeleteItem',
   ]);
+  // The due index: a queue's open tasks counted, and a rebuild's pages (`POST /v1/scheduler/rebuild`), which also
+  // walk the list partitions (Query), put lanes' turns in line (UpdateItem) and send hints (SendMessage, below).
   grantOnTable(operatorApi, tasks, ['Query'], DUE_INDEX);
   // Listing tasks reads the `listed` index (layout 1 tasks), then the tasks of a page with BatchGetItem.
   grantOnTable(operatorApi, tasks, ['Query'], LISTED_INDEX);

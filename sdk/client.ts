@@ -43,6 +43,9 @@ import type {
   QueueStats,
   RateLimit,
   RateLimitTerms,
+  RebuildInput,
+  RebuildResult,
+  RebuildTotals,
   RejectWaitpointInput,
   ReleaseInput,
   ReleaseRoleInput,
@@ -379,6 +382,51 @@ export class AgentSchedulerClient {
   async getSchedulerControl(): Promise<SchedulerControl> {
     const body = await this.call<{ scheduler: object }>({ method: 'GET', path: '/v1/scheduler' });
     return withIsoTimes<SchedulerControl>(body.scheduler, 'updatedAt');
+  }
+
+  /**
+   * One call of a rebuild: every queued task's hint (a keyed task's lane turn) sent again from the task records, for
+   * after the queues were purged or the tables restored from a backup. A call does what about 6 s allow and answers
+   * a `cursor` while more is left: pass it back to go on (`rebuildSchedulerFully` does). Safe to repeat.
+   */
+  async rebuildScheduler(input: RebuildInput = {}): Promise<RebuildResult> {
+    return this.call<RebuildResult>({ method: 'POST', path: '/v1/scheduler/rebuild', body: input });
+  }
+
+  /**
+   * A whole rebuild: `rebuildScheduler` from the start, then from each answer's cursor until none comes, its counts
+   * summed. `onCall` hears each answer (to show progress). A failed call throws: calling again starts a new rebuild,
+   * which only sends hints again.
+   */
+  async rebuildSchedulerFully(
+    options: { readonly limit?: number; readonly onCall?: (result: RebuildResult) => void } = {},
+  ): Promise<RebuildTotals> {
+    const totals = {
+      calls: 0,
+      pendingRuns: 0,
+      activeRuns: 0,
+      sessionsScanned: 0,
+      wakeKeysCleared: 0,
+      hintsSent: 0,
+      turnsReplaced: 0,
+    };
+    let cursor: string | undefined;
+    do {
+      const result = await this.rebuildScheduler({
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+      });
+      options.onCall?.(result);
+      totals.calls++;
+      totals.pendingRuns += result.pendingRuns;
+      totals.activeRuns += result.activeRuns;
+      totals.sessionsScanned += result.sessionsScanned;
+      totals.wakeKeysCleared += result.wakeKeysCleared;
+      totals.hintsSent += result.hintsSent;
+      totals.turnsReplaced += result.turnsReplaced;
+      cursor = result.cursor;
+    } while (cursor !== undefined);
+    return totals;
   }
 
   /**

@@ -517,6 +517,40 @@ export interface SchedulerControl {
   readonly updatedAt?: string;
 }
 
+/** The body of `POST /v1/scheduler/rebuild`: where the last call stopped, and how far one call reads. */
+export interface RebuildInput {
+  /** The `cursor` the last call answered; none to start a rebuild. */
+  readonly cursor?: string;
+  /** Open tasks one call reads at most, 1 to 5,000. @default 2000 */
+  readonly limit?: number;
+}
+
+/**
+ * What one call of a rebuild did: each count is this call's, so a whole rebuild's are the sums over its calls (the
+ * first call alone scans the sessions and clears the wake marks).
+ */
+export interface RebuildResult {
+  /** Queued tasks found, in a paused queue too: each got its hint (a keyed one, its lane's turn) again. */
+  readonly pendingRuns: number;
+  /** Leased tasks found: their holders run them, and they get no hint. */
+  readonly activeRuns: number;
+  /** Live sessions the first call found (one scan of the session items). */
+  readonly sessionsScanned: number;
+  /** Listeners whose "recently woken" cooldown the first call set back. */
+  readonly wakeKeysCleared: number;
+  /** Hints sent to SQS again (a delayed task's hidden until its time). */
+  readonly hintsSent: number;
+  /** Lanes whose turn was put in line anew. */
+  readonly turnsReplaced: number;
+  /** Present while the rebuild is not done: send it back as `cursor` to go on. */
+  readonly cursor?: string;
+}
+
+/** A whole rebuild: the sums of its calls' counts, and how many calls it took. */
+export type RebuildTotals = { readonly [K in keyof Omit<RebuildResult, 'cursor'>]: number } & {
+  readonly calls: number;
+};
+
 export interface CreateAgentInput {
   readonly name: string;
   /** The task queues the agent serves. */

@@ -275,6 +275,36 @@ export class ConnectionTable implements ConnectionStore {
     });
   }
 
+  /** A query of each listener partition of the queue, then one conditional write per listener still cooling down. */
+  async clearWakeMarks(queue: string, wokenAfter: number): Promise<number> {
+    const partitions = Array.from({ length: this.listenerShards }, (_, shard) =>
+      listenerPartition(queue, shard),
+    );
+    const cleared = await Promise.all(
+      partitions.map(async (pk) => {
+        const items = await this.query(
+          pk,
+          Number.POSITIVE_INFINITY,
+          (e) => `${e.n('wokenAt')} > ${e.v(wokenAfter)}`,
+        );
+        const set = await Promise.all(
+          items.map((item) => {
+            const e = new Expression();
+            return updateIf(this.doc, {
+              TableName: this.tableName,
+              Key: { pk: item.pk, sk: item.sk },
+              UpdateExpression: `SET ${e.n('wokenAt')} = ${e.v(0)}`,
+              ConditionExpression: `${e.n('wokenAt')} = ${e.v(Number(item.wokenAt))}`,
+              ...e.attributes(),
+            });
+          }),
+        );
+        return set.filter(Boolean).length;
+      }),
+    );
+    return cleared.reduce((a, b) => a + b, 0);
+  }
+
   async markBusy(listener: Listener, queues: readonly string[]): Promise<void> {
     await Promise.all(
       queues.map((queue) =>

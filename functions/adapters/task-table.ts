@@ -29,6 +29,7 @@ import type {
   WindowSettlement,
   WindowTake,
 } from '#core/ports/task-store';
+import { ValidationError } from '#domain/errors';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
 import { isTerminal } from '#domain/task-status';
 import {
@@ -38,7 +39,7 @@ import {
   Expression,
   transactUpdate,
 } from './expression';
-import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo, rateWindowKey } from './tables';
+import { DUE_INDEX, LISTED_INDEX, listedPayloadPartsUpTo, rateWindowKey, TASK_PART } from './tables';
 import {
   ALL_DUE_SHARDS,
   barKey,
@@ -579,6 +580,34 @@ export class TaskTable implements TaskStore {
   }
 
   /**
+   * One page of a shard of the `due` index in due order, whatever the due time: the open tasks it lists. The key a page
+   * answers is the index's own (`dueShard`, `dueAt`) and the table's (`taskId`, `part`); one handed back is checked
+   * to be that shape, of this shard, before it reaches DynamoDB, whose refusal of a bad key would be a 500.
+   */
+  async pageDue(
+    dueShard: string,
+    from: { startKey?: ListingCursor; limit: number },
+  ): Promise<{ taskIds: string[]; startKey?: ListingCursor }> {
+    if (from.startKey !== undefined && !isDueKey(from.startKey, dueShard))
+      throw new ValidationError('cursor: not a cursor this API returned');
+    const e = new Expression();
+    const output = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: `${e.n('dueShard')} = ${e.v(dueShard)}`,
+        Limit: from.limit,
+        ...(from.startKey ? { ExclusiveStartKey: from.startKey } : {}),
+        ...e.attributes(),
+      }),
+    );
+    return {
+      taskIds: (output.Items ?? []).map((item) => String(item.taskId)),
+      ...(output.LastEvaluatedKey ? { startKey: output.LastEvaluatedKey } : {}),
+    };
+  }
+
+  /**
    * One page of a shard of the `listed` index, newest first: task ids with their creation times, from `startKey`
    * (the `startKey` of the page before) or else from the newest task created at or before `atOrBefore`. Tasks
    * created in the same millisecond come in no promised order.
@@ -699,4 +728,17 @@ function settleUpdate(tableName: string, s: WindowSettlement) {
     add: [`${e.n('used')} ${e.v(s.delta)}`],
     condition: '',
   }));
+}
+
+/** A key of the `due` index in partition `dueShard`, as a page of it answers: those four attributes, no other. */
+function isDueKey(key: ListingCursor, dueShard: string): boolean {
+  const names = Object.keys(key).sort();
+  return (
+    names.join() === 'dueAt,dueShard,part,taskId' &&
+    key.dueShard === dueShard &&
+    Number.isSafeInteger(key.dueAt) &&
+    typeof key.taskId === 'string' &&
+    /^[\x21-\x7e]{1,256}$/.test(key.taskId) &&
+    key.part === TASK_PART.state
+  );
 }

@@ -78,19 +78,26 @@ export interface PendingDispatch {
   readonly payload?: HintPayload;
 }
 
-/** `dispatch` for many tasks at once: ten hints per SQS request. Failures are logged, as for one. */
+/**
+ * `dispatch` for many tasks at once: ten hints per SQS request. Failures are logged, as for one. The number of tasks
+ * whose hint (or lane's offer) went out.
+ */
 export async function dispatchMany(
   ctx: SchedulerContext,
   all: readonly PendingDispatch[],
   reason: WakeReason,
-): Promise<void> {
+): Promise<number> {
   let pending = all;
-  if (pending.length === 0) return;
+  if (pending.length === 0) return 0;
+  let offered = 0;
   const laned = pending.filter(({ task }) => inLane(task));
   if (laned.length > 0) {
-    await Promise.all(laned.map(({ task, delaySeconds }) => dispatch(ctx, task, delaySeconds, reason)));
+    const sent = await Promise.all(
+      laned.map(({ task, delaySeconds }) => dispatch(ctx, task, delaySeconds, reason)),
+    );
+    offered = sent.filter(Boolean).length;
     pending = pending.filter(({ task }) => !inLane(task));
-    if (pending.length === 0) return;
+    if (pending.length === 0) return offered;
   }
   const failed = await ctx.queues.sendMany(
     pending.map(({ task, delaySeconds, payload }) => ({
@@ -128,4 +135,5 @@ export async function dispatchMany(
     ),
     ...[...later].map(([seconds, tasks]) => wakeLater(ctx, tasks, seconds)),
   ]);
+  return offered + sent.length;
 }

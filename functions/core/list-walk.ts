@@ -45,7 +45,7 @@ export async function walkIfDue(ctx: SchedulerContext): Promise<WalkSummary> {
   const now = ctx.now();
   const last = lastWalks.get(ctx.tasks);
   if (last !== undefined && now >= last && now - last < walkEveryMs(ctx))
-    return { walked: 0, armed: [], errors: 0 };
+    return { walked: 0, armed: [], errors: 0, complete: true };
   lastWalks.set(ctx.tasks, now);
   return walkNewTasks(ctx);
 }
@@ -56,21 +56,25 @@ export interface WalkSummary {
   /** Tasks given an entry in the due index. */
   readonly armed: string[];
   readonly errors: number;
+  /** Every partition was walked to its end (none stopped at its pages, at the time given, or at an error). */
+  readonly complete: boolean;
 }
 
 /**
  * Walks every list partition up to `upTo` (by default `reconcileAfterSeconds` ago; now, to hand every open task to a
- * reconcile of everything), within the bounds above.
+ * reconcile of everything, or to a rebuild), within the bounds above; `budgetMs` sets a shorter wall time (a rebuild
+ * has a few seconds of an operator call).
  */
 export async function walkNewTasks(
   ctx: SchedulerContext,
-  options: { upTo?: number } = {},
+  options: { upTo?: number; budgetMs?: number } = {},
 ): Promise<WalkSummary> {
   const started = Date.now();
+  const budgetMs = Math.min(WALK_BUDGET_MS, options.budgetMs ?? WALK_BUDGET_MS);
   const now = ctx.now();
   const horizon = now - ctx.settings.reconcileAfterSeconds * 1_000;
   const upTo = options.upTo ?? horizon;
-  const summary = { walked: 0, armed: [] as string[], errors: 0 };
+  const summary = { walked: 0, armed: [] as string[], errors: 0, complete: true };
   for (const queue of ctx.queues.directory.names()) {
     try {
       const places = await ctx.queueControls.readWalk(queue);
@@ -83,21 +87,23 @@ export async function walkNewTasks(
           // submission is still writing its state, which the next walk must see again.
           if (entry.createdAt <= horizon) moved[partition] = entry.place;
         };
-        for (let page = 0; page < WALK_PAGES && Date.now() - started < WALK_BUDGET_MS; page++) {
+        for (let page = 0; page < WALK_PAGES && Date.now() - started < budgetMs; page++) {
           const { entries } = await ctx.tasks.queryWalk(partition, {
             ...(cursor === undefined ? {} : { after: cursor }),
             upTo,
             limit: WALK_PAGE,
           });
           summary.walked += entries.length;
-          if (!(await walkEntries(ctx, entries, now, summary, passed))) return;
+          if (!(await walkEntries(ctx, entries, now, summary, passed))) break;
           if (entries.length < WALK_PAGE) return;
         }
+        summary.complete = false;
       });
       if (Object.keys(moved).length > 0)
         await ctx.queueControls.saveWalk(queue, { ...places, ...moved }, now);
     } catch (error) {
       summary.errors++;
+      summary.complete = false;
       ctx.log.error('walking a queue’s new tasks failed', { queue, error: errorName(error) });
     }
   }

@@ -33,6 +33,7 @@ import { type ProgressReport, reportProgress, reportProgressBatch } from './prog
 import { answerFrame, closeConnection, issueTicket, openConnection, pushTo, redeemTicket } from './push';
 import { setQueueLimits, setQueuePaused, setSchedulerPaused } from './queue-controls';
 import { getRateLimit, listRateLimits, setRateLimit } from './rate-limits';
+import { type RebuildInput, rebuild } from './rebuild';
 import { reclaimExpiredLeases } from './reclaim';
 import { reconcileDispatch } from './reconcile';
 import { redriveTask } from './redrive';
@@ -363,6 +364,14 @@ export class Scheduler {
   /** Resumes the whole scheduler, and wakes the idle agents of every queue not paused on its own. */
   resumeScheduler() {
     return setSchedulerPaused(this.ctx, false);
+  }
+
+  /**
+   * Sends every queued task's hint again (its lane's turn for a keyed one), from the task records, after the queues
+   * were purged or the tables restored: one call's share, with a `cursor` while more is left (`rebuild.ts`).
+   */
+  rebuild(input: RebuildInput = {}) {
+    return rebuild(this.ctx, input);
   }
 
   /** Whether the whole scheduler is paused, read as it is now (one consistent read). */

@@ -53,17 +53,18 @@ const atMost =
     Object.keys(record).length <= max;
 
 /**
- * A record's parse drops an own `__proto__` key (as `JSON.parse` makes it) without a word: such a name is refused
- * here first, as any name outside the pattern is.
+ * A record's parse drops an own `__proto__` key (as `JSON.parse` makes it) without a word: an object with one is
+ * given to the record's parse as one with a name no label may have, so that it is refused as any such name is.
  */
-const noProtoKey = <T extends z.ZodType>(record: T) =>
-  z.intersection(
-    z.custom<object>(
-      (value) => typeof value !== 'object' || value === null || !Object.hasOwn(value, '__proto__'),
-      'a label name is 1 to 64 letters, digits, ".", "_", "-", ":" or "/"',
-    ),
+const noProtoKey = <T extends z.ZodType>(record: T): T =>
+  // Typed as the record it checks: it takes and gives what the record does (its input is typed `unknown` otherwise).
+  z.preprocess(
+    (value) =>
+      typeof value === 'object' && value !== null && Object.hasOwn(value, '__proto__')
+        ? { '(__proto__)': '' }
+        : value,
     record,
-  );
+  ) as unknown as T;
 
 /** Labels as an operator registers them (or a session narrows them): a value or a list of values for each name. */
 export const labelsSchema = noProtoKey(

@@ -22,6 +22,7 @@ import {
   openSessionBody,
   progressBody,
   progressManyBody,
+  rebuildBody,
   rejectWaitpointBody,
   releaseBody,
   releaseRoleBody,
@@ -52,6 +53,7 @@ import {
   queueResponseSchema,
   rateLimitListSchema,
   rateLimitResponseSchema,
+  rebuildResultSchema,
   releaseRoleResultSchema,
   responseRegistry,
   revokedSchema,
@@ -225,6 +227,15 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       'Resumed: claims are granted again, and the idle agents of every queue not paused on its own are woken',
     ),
   },
+  rebuildScheduler: withBody(
+    'Send every queued task’s hint again from the task records',
+    'RebuildRequest',
+    rebuildBody,
+    ok(
+      rebuildResultSchema,
+      'What this call did, its counts its own; with `cursor` while more is left: send it back to go on. Each call ends within about 6 s. Safe to repeat from any cursor, or from the start: it only sends hints again',
+    ),
+  ),
   listRateLimits: {
     summary: 'List the named rate limits, each with its use now',
     responses: ok(rateLimitListSchema),

@@ -17,6 +17,7 @@ import {
   completeWaitpointBody,
   noBody,
   parseBody,
+  rebuildBody,
   rejectWaitpointBody,
 } from './request-bodies';
 import {
@@ -227,6 +228,11 @@ function queueOperations(scheduler: Scheduler): Record<string, Operation> {
       noBody(request);
       return { status: 200, body: { scheduler: schedulerControlView(await scheduler.resumeScheduler()) } };
     },
+    // One call's share of a rebuild, its counts and, while more is left, its cursor.
+    rebuildScheduler: async (request) => ({
+      status: 200,
+      body: await scheduler.rebuild(parseBody(rebuildBody, request.body)),
+    }),
   };
 }
 

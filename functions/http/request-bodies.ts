@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { BATCH_LIMITS } from '#core/batches';
 import { CHILDREN_LIMIT, childKeySchema } from '#core/children';
 import { CLAIM_ID_PATTERN } from '#core/claim';
+import { REBUILD_LIMITS } from '#core/rebuild';
 import { checkpointsSchema, extensionsSchema, OPEN_ID_PATTERN } from '#core/sessions';
 import { ValidationError } from '#domain/errors';
 import { TASK_ID_PATTERN } from '#domain/ids';
@@ -216,6 +217,27 @@ export const cancelBody = accepts<Sdk.CancelTaskInput>()(z.strictObject({ cascad
  */
 export const attentionBody = accepts<Sdk.AttentionInput>()(
   z.strictObject({ needsAttention: z.literal(false).describe('`false`: the mark is cleared.') }),
+);
+
+/**
+ * The body of `POST /v1/scheduler/rebuild`: none to start, then the `cursor` each answer gives. The cursor's content
+ * is checked by the rebuild, which alone can read it.
+ */
+export const rebuildBody = accepts<Sdk.RebuildInput>()(
+  z.strictObject({
+    cursor: z
+      .string()
+      .min(1)
+      .max(2_048)
+      .describe('The `cursor` the last call answered, to go on from there; none to start a rebuild.')
+      .optional(),
+    limit: z
+      .int()
+      .min(REBUILD_LIMITS.min)
+      .max(REBUILD_LIMITS.max)
+      .describe(`Open tasks this call reads at most (default ${REBUILD_LIMITS.default}).`)
+      .optional(),
+  }),
 );
 
 /** A route that takes no body: none, or `{}`, is all it accepts, so a body meant for another route changes nothing. */

@@ -325,6 +325,26 @@ export const schedulerControlSchema = published(
   ),
 );
 
+/** A rebuild's call, as `core/rebuild.ts` answers it. */
+export const rebuildResultSchema = published(
+  'RebuildResult',
+  answers<Sdk.RebuildResult>()(
+    z.looseObject({
+      pendingRuns: count.describe('Queued tasks found (in a paused queue too), each sent again.'),
+      activeRuns: count.describe('Leased tasks found; they get no hint.'),
+      sessionsScanned: count.describe('Live sessions found by the first call’s scan.'),
+      wakeKeysCleared: count.describe('Listeners whose wake cooldown the first call set back.'),
+      hintsSent: count.describe('Hints sent to SQS again.'),
+      turnsReplaced: count.describe('Lanes whose turn was put in line anew.'),
+      cursor: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('Absent once the rebuild is done; otherwise pass it as `cursor` to go on.'),
+    }),
+  ),
+);
+
 /** rateLimitView */
 export const rateLimitSchema = published(
   'RateLimit',

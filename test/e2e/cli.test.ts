@@ -349,7 +349,7 @@ describe('the agent-scheduler command', () => {
       }[];
 
       expect(human.stdout.split('\n')[0]).toMatch(
-        /^agentId\s+name\s+queues\s+maxConcurrency\s+online\s+lastHeartbeat\s+tasks\s+revokedAt$/,
+        /^agentId\s+name\s+queues\s+labels\s+maxConcurrency\s+online\s+lastHeartbeat\s+tasks\s+revokedAt$/,
       );
       expect(human.stdout).toMatch(
         new RegExp(`${created.agent.agentId}\\s+cli-listed\\s+work\\s+1\\s+yes\\s+\\d+s ago\\s+0`),
@@ -359,6 +359,54 @@ describe('the agent-scheduler command', () => {
         tasksHeld: 0,
         lastHeartbeatAt: expect.any(String),
       });
+    });
+
+    it('agents create --label gives an agent labels, submit --require a task requirements, and list shows them', async () => {
+      const created = JSON.parse(
+        (
+          await cli([
+            'agents',
+            'create',
+            '--name',
+            'cli-gpu',
+            '--queue',
+            'work',
+            '--label',
+            'gpu=a100',
+            '--label',
+            'gpu=h100',
+            '--label',
+            'model=claude',
+            '--json',
+            ...at(),
+          ])
+        ).stdout,
+      ) as { agent: { agentId: string; labels: Record<string, string[]> } };
+      expect(created.agent.labels).toEqual({ gpu: ['a100', 'h100'], model: ['claude'] });
+      const human = await cli(['agents', 'list', ...at()]);
+      expect(human.stdout).toMatch(
+        new RegExp(`${created.agent.agentId}\\s+cli-gpu\\s+work\\s+gpu=a100\\|h100 model=claude`),
+      );
+      const submitted = JSON.parse(
+        (
+          await cli([
+            'submit',
+            '--queue',
+            'work',
+            '--require',
+            'gpu=h100',
+            '--require',
+            'model',
+            '--delay',
+            '600',
+            '--json',
+            ...at(),
+          ])
+        ).stdout,
+      ) as { task: { require: Record<string, string> } };
+      expect(submitted.task.require).toEqual({ gpu: 'h100', model: '*' });
+      const refused = await cli(['submit', '--queue', 'work', '--require', '=x', ...at()]);
+      expect(refused.code).not.toBe(0);
     });
 
     it('waitpoints list shows the open ones; complete and reject answer them, and their tasks resume', async () => {

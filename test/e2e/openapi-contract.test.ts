@@ -378,6 +378,11 @@ describe('the OpenAPI document matches what the server answers', () => {
       updatedAt: expect.any(String),
     });
     expect((await operator('POST', '/v1/scheduler/resume')).scheduler).toMatchObject({ paused: false });
+    // A rebuild, call after call from each answer's cursor.
+    let rebuilt = await operator('POST', '/v1/scheduler/rebuild', { limit: 5_000 });
+    while (typeof rebuilt.cursor === 'string')
+      rebuilt = await operator('POST', '/v1/scheduler/rebuild', { cursor: rebuilt.cursor, limit: 5_000 });
+    expect(rebuilt).toMatchObject({ pendingRuns: expect.any(Number), activeRuns: expect.any(Number) });
 
     // Named rate limits: one set, a task naming it granted with its units, the limit listed and read by key.
     await operator('POST', '/v1/rate-limits/contract.tenant', { limit: 5, per: 'day', perKey: true });

@@ -52,6 +52,24 @@ export class FakeTaskStore implements Port.TaskStore {
       .map((r) => r.task.taskId);
   }
 
+  /** Every listed task in due order (then by id); the key is the last entry's id. */
+  async pageDue(
+    _shard: string,
+    from: { startKey?: Port.ListingCursor; limit: number },
+  ): Promise<{ taskIds: string[]; startKey?: Port.ListingCursor }> {
+    const listed = [...this.records.values()]
+      .filter((r) => r.dueAt !== undefined)
+      .sort((a, b) => (a.dueAt ?? 0) - (b.dueAt ?? 0) || a.task.taskId.localeCompare(b.task.taskId));
+    const after = from.startKey?.taskId;
+    const start = after === undefined ? 0 : listed.findIndex((r) => r.task.taskId === after) + 1;
+    const page = listed.slice(start, start + from.limit).map((r) => r.task.taskId);
+    const last = page.at(-1);
+    return {
+      taskIds: page,
+      ...(start + from.limit < listed.length && last ? { startKey: { taskId: last } } : {}),
+    };
+  }
+
   listedShards(queue: string): readonly string[] {
     return [queue];
   }

@@ -84,9 +84,11 @@ function templateOf(operation: string, sessionId: string, parent: Json): Json {
     submitTasks: { tasks: [{ queue: 'work', payload: {} }] },
     setQueueLimits: { maxConcurrency: 2 },
     // Routes that take no body: `{}` is their one valid body, so each defect is what is sent instead or added to it
-    // (a body left empty is no defect there: it would pause or resume the scheduler, and the dump would differ).
+    // (a body left empty is no defect there: it would pause or resume the scheduler, or start a rebuild, and the dump
+    // would differ). A rebuild's cursor and limit are forged by the rebuild suite and the hostile requests.
     pauseScheduler: {},
     resumeScheduler: {},
+    rebuildScheduler: {},
     registerAgent: { name: 'fuzzed', queues: ['work'], labels: { gpu: ['a100', 'h100'], model: 'claude' } },
     createSchedule: { name: 'fuzzed', expression: 'rate(5 minutes)', task: { queue: 'work' } },
     heartbeat: { sessionId },

@@ -216,6 +216,42 @@ describe('hostile input', () => {
     });
   });
 
+  describe('a rebuild’s cursor and limit', () => {
+    const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    it.each([
+      ['a cursor that is not base64url', '{"cursor":"not a cursor!"}'],
+      ['a cursor of other JSON', `{"cursor":"${cursorOf({ v: 1 })}"}`],
+      [
+        'a cursor of a shard that does not exist',
+        `{"cursor":"${cursorOf({ v: 1, since: 1, shard: 'due#99' })}"}`,
+      ],
+      [
+        'a cursor whose key belongs to another shard',
+        `{"cursor":"${cursorOf({ v: 1, since: 1, shard: 'due#01', key: { dueShard: 'due#02', dueAt: 1, taskId: 't', part: 'state' } })}"}`,
+      ],
+      [
+        'a cursor with a field of its own',
+        `{"cursor":"${cursorOf({ v: 1, since: 1, shard: 'due#01', extra: true })}"}`,
+      ],
+      ['an empty cursor', '{"cursor":""}'],
+      ['an over-long cursor', `{"cursor":"${'A'.repeat(3_000)}"}`],
+      ['a limit of 0', '{"limit":0}'],
+      ['a limit above 5,000', '{"limit":5001}'],
+      ['a limit as text', '{"limit":"10"}'],
+      ['a limit not whole', '{"limit":1.5}'],
+      ['a field it does not take', '{"limit":10,"queue":"work"}'],
+      ['a __proto__ key', '{"__proto__":{"limit":10}}'],
+      ['null', 'null'],
+      ['an array', '[]'],
+    ])('%s: 400, and nothing read or written', async (_, body) => {
+      stack.meter.reset();
+      const answered = await call('POST', '/v1/scheduler/rebuild', body);
+      expect(answered.status).toBe(400);
+      expect(answered.json.error).toMatchObject({ code: 'ValidationError', message: expect.any(String) });
+      expect(stack.meter.totals().requests).toBe(0);
+    });
+  });
+
   describe('4. __proto__ keys', () => {
     it('a payload keeps them through submit and claim, byte for byte', async () => {
       const payload = '{"__proto__":{"admin":true},"nested":[{"__proto__":null}],"n":1}';

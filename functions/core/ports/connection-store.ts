@@ -63,6 +63,11 @@ export interface ConnectionStore {
    * first or it was woken after `wokenBefore` (false).
    */
   takeForWake(queue: string, listener: Listener, now: number, wokenBefore: number): Promise<boolean>;
+  /**
+   * Sets back the cooldown of every listener of `queue` woken after `wokenAfter` (its `wokenAt`, as if never woken),
+   * each only if not woken again since it was read, so that the next wake may reach it at once: the number set back.
+   */
+  clearWakeMarks(queue: string, wokenAfter: number): Promise<number>;
   /** Marks the agent busy in its other queues (after a wake through one), so no second wake finds it idle there. */
   markBusy(listener: Listener, queues: readonly string[]): Promise<void>;
   /** The connection hears when the task ends, until `expiresAt`. */

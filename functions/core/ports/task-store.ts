@@ -149,6 +149,15 @@ export interface TaskStore {
   readonly dueShards: readonly string[];
   /** Task ids in one due partition whose time to be looked at has come. */
   queryDue(dueShard: string, dueBy: number, limit: number): Promise<string[]>;
+  /**
+   * One page of a due partition, every entry whatever its due time (every open task it lists), from `startKey` (the
+   * `startKey` the page before answered; from the first without); `startKey` in the answer while more follow. A
+   * `startKey` that is not one a page of this partition answered is refused (`ValidationError`) before any read.
+   */
+  pageDue(
+    dueShard: string,
+    from: { startKey?: ListingCursor; limit: number },
+  ): Promise<{ taskIds: string[]; startKey?: ListingCursor }>;
   /** The partitions of the listing of `queue`. */
   listedShards(queue: string): readonly string[];
   /** One page of a listing partition, newest first, from `startKey` (where the page before ended) or from the newest created at or before. */
