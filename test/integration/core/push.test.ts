@@ -38,6 +38,7 @@ describe('push channel', () => {
         'tens',
         'spread',
         'legacy',
+        'labelled',
       ],
       declaredSchedules: [
         { name: 'hourly', expression: 'cron(0 * * * ? *)', timeZone: 'UTC', task: { queue: 'back' } },
@@ -51,8 +52,16 @@ describe('push channel', () => {
   });
 
   /** An agent with a live session, connected through a ticket, as the `$connect` route does it. */
-  const connectedAgent = async (queues = ['work'], maxConcurrency = 1) => {
-    const agent = await startAgent(stack.scheduler, { queues, maxConcurrency });
+  const connectedAgent = async (
+    queues = ['work'],
+    maxConcurrency = 1,
+    labels?: Record<string, string | string[]>,
+  ) => {
+    const agent = await startAgent(stack.scheduler, {
+      queues,
+      maxConcurrency,
+      ...(labels ? { labels } : {}),
+    });
     const { ticket } = await stack.scheduler.pushTicket({ kind: 'agent', agentId: agent.agentId });
     const principal = await stack.scheduler.redeemPushTicket(ticket);
     if (!principal) throw new Error('ticket refused');
@@ -153,6 +162,25 @@ describe('push channel', () => {
       expect(woken()).toHaveLength(3);
       expect(sender.frames.length - before).toBe(3);
       await drain('other', 3);
+    });
+
+    it('a task that requires labels wakes only an idle agent whose labels meet them', async () => {
+      const plain = await Promise.all(Array.from({ length: 4 }, () => connectedAgent(['labelled'])));
+      const t4 = await connectedAgent(['labelled'], 1, { gpu: 't4' });
+      const h100 = await connectedAgent(['labelled'], 1, { gpu: ['a100', 'h100'] });
+      for (const agent of [...plain, t4, h100]) await idle(agent);
+      await stack.scheduler.submit({ queue: 'labelled', payload: {}, require: { gpu: 'h100' } });
+      expect(wakesTo(h100.connectionId)).toHaveLength(1);
+      for (const agent of [...plain, t4]) expect(wakesTo(agent.connectionId)).toEqual([]);
+      // The one agent able to serve it is woken already: another such task wakes nobody else.
+      await stack.scheduler.submit({ queue: 'labelled', payload: {}, require: { gpu: '*' } });
+      expect(wakesTo(t4.connectionId)).toHaveLength(1);
+      for (const agent of plain) expect(wakesTo(agent.connectionId)).toEqual([]);
+      await stack.scheduler.submit({ queue: 'labelled', payload: {}, require: { gpu: 'mi300' } });
+      for (const agent of plain) expect(wakesTo(agent.connectionId)).toEqual([]);
+      // A task that requires nothing wakes any idle agent of the queue.
+      await stack.scheduler.submit({ queue: 'labelled', payload: {} });
+      expect(plain.filter((a) => wakesTo(a.connectionId).length > 0)).toHaveLength(1);
     });
 
     it('wakes nobody in another queue, and nobody busy', async () => {

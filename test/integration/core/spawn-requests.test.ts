@@ -18,7 +18,7 @@ describe('spawn requests', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       events: feed,
-      queues: ['unserved', 'served'],
+      queues: ['unserved', 'served', 'gpu'],
       settings: {
         reconcileAfterSeconds: 2,
         starvation: {
@@ -143,6 +143,48 @@ describe('spawn requests', () => {
     // The served queue's tasks starved as long, but a live agent serves it.
     expect(servedTask?.ok && (await scheduler.getTask(servedTask.task.taskId)).starvationLevel).toBe(2);
     expect(spawnEvents('served')).toEqual([]);
+  });
+
+  it('work an agent of its queue serves but whose requirements no live agent meets asks for a worker of that set', async () => {
+    const { scheduler, clock } = stack;
+    // Served, but by an agent without a GPU, and by one with the wrong one.
+    const plain = await startAgent(scheduler, { queues: ['gpu'] });
+    const t4 = await startAgent(scheduler, { queues: ['gpu'], labels: { gpu: 't4' } });
+    const keep = () => Promise.all([plain, t4].map((a) => scheduler.heartbeat(a.agentId, a.sessionId)));
+    for (let i = 0; i < 100; i += 25)
+      await scheduler.submitBatch(
+        Array.from({ length: 25 }, (_, n) => ({
+          queue: 'gpu',
+          payload: { n: i + n },
+          require: { gpu: 'h100' },
+        })),
+      );
+    const servable = await scheduler.submit({
+      queue: 'gpu',
+      payload: {},
+      require: { gpu: 't4' },
+      delaySeconds: 1,
+    });
+    const since = feed.read(0, 100_000).events.length;
+    clock.advance(5_000);
+    await keep();
+    await scheduler.supervise();
+    clock.advance((ANNOUNCE_AFTER_S - 3) * 1_000);
+    await keep();
+    const pass = await scheduler.supervise();
+    await keep();
+    await scheduler.supervise();
+    const events = feed.read(since, 100_000).events.filter((e) => e.queue === 'gpu');
+    const spawns = events.filter((e) => e.type === 'agent.spawnRequested');
+    expect(spawns).toHaveLength(1);
+    expect(spawns[0]?.data).toMatchObject({ requirements: { gpu: 'h100' }, reason: 'noCapableAgent' });
+    const noCapable = events.filter((e) => e.type === 'queue.noCapableAgent');
+    expect(noCapable).toHaveLength(1);
+    expect(noCapable[0]?.data).toEqual({ requirements: { gpu: 'h100' } });
+    expect(pass.noCapableAgent).toEqual(['gpu']);
+    // The t4 task starved too (nobody claimed it), but a live agent meets it: no worker is asked for it.
+    expect((await scheduler.getTask(servable.task.taskId)).starvationLevel).toBeGreaterThanOrEqual(2);
+    expect(spawns.every((e) => (e.data?.requirements as { gpu?: string }).gpu === 'h100')).toBe(true);
   });
 
   it('names a requirement set by its canonical form', () => {
