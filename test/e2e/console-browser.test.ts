@@ -162,6 +162,28 @@ describe('the web console in a browser', () => {
     await screenshot(page, 'task-1280');
   });
 
+  it('shows an agent’s labels and what a task requires', async () => {
+    const { agent } = await operator.createAgent({
+      name: 'console-gpu',
+      queues: ['work'],
+      labels: { gpu: ['a100', 'h100'], model: 'claude' },
+    });
+    await open('#/agents', 'Agents');
+    const row = page.getByRole('row').filter({ hasText: agent.agentId });
+    await expect.poll(() => row.first().textContent(), { timeout: 10_000 }).toContain('gpu=a100|h100');
+    expect(await row.first().textContent()).toContain('model=claude');
+    const { task } = await operator.submitTask({
+      queue: 'work',
+      payload: {},
+      require: { gpu: 'h100', model: '*' },
+      delaySeconds: 3_600,
+    });
+    await open(`#/tasks/${task.taskId}`, new RegExp(task.taskId));
+    await expect.poll(() => page.locator('body').textContent()).toContain('gpu=h100, model=*');
+    await operator.cancelTask(task.taskId);
+    await operator.revokeAgent(agent.agentId);
+  });
+
   it('submits a task from its dialog, which stays until the API answered, however it is asked to close', async () => {
     let answer = () => {};
     heldSubmits = new Promise<void>((resolve) => {

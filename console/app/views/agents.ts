@@ -22,6 +22,7 @@ export const agentsView: View = (root, context) => {
     'Name',
     'Agent ID',
     'Queues',
+    'Labels',
     'Online',
     'Last heartbeat',
     'Tasks held',
@@ -51,6 +52,8 @@ export const agentsView: View = (root, context) => {
     agent.name,
     el('span', { class: 'id' }, agent.agentId),
     names(agent.queues),
+    // A server before labels answers none: the agent has none.
+    names(Object.entries(agent.labels ?? {}).map(([name, values]) => `${name}=${values.join('|')}`)),
     agent.online === undefined ? 'unknown' : agent.online ? 'online' : 'offline',
     time(agent.lastHeartbeatAt, 'never'),
     agent.tasksHeld === undefined ? 'unknown' : String(agent.tasksHeld),

@@ -124,6 +124,14 @@ function details(task: Task, waitpoint: Waitpoint | undefined): Child[] {
       ['Not before', time(task.notBefore)],
       ['Expires at', time(task.expiresAt)],
       ['Concurrency key', task.concurrencyKey ?? 'none'],
+      [
+        'Requires',
+        task.require
+          ? Object.entries(task.require)
+              .map(([name, value]) => `${name}=${value}`)
+              .join(', ')
+          : 'nothing',
+      ],
       ['Idempotency key', task.idempotencyKey ?? 'none'],
       ['Payload', bytes(task.payloadBytes)],
       ['Created', time(task.createdAt)],
