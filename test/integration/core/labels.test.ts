@@ -16,7 +16,7 @@ describe('capability labels', () => {
   const feed = new LocalEventFeed(undefined, 10_000);
 
   beforeAll(async () => {
-    stack = await createTestStack({ events: feed, queues: ['work', 'other'] });
+    stack = await createTestStack({ events: feed, queues: ['work', 'other', 'keyed'] });
   });
   afterAll(async () => {
     await stack.destroy();
@@ -203,6 +203,41 @@ describe('capability labels', () => {
     const amd = await startAgent(scheduler, { name: 'amd', queues: ['other'], labels: { gpu: 'mi300' } });
     const claimed = await claimUntil(scheduler, amd, 1, 3_000);
     expect(claimed.map((t) => t.taskId)).toEqual([task.taskId]);
+  });
+
+  it('a key’s limit counts across its requirement sets, and each set of the key is served by agents that meet it', async () => {
+    const { scheduler } = stack;
+    await scheduler.setQueueLimits('keyed', { perKeyConcurrency: 1 });
+    const both = await startAgent(scheduler, {
+      name: 'both',
+      queues: ['keyed'],
+      maxConcurrency: 10,
+      labels: { gpu: ['a100', 'h100'] },
+    });
+    const specs = [
+      { require: { gpu: 'a100' } },
+      { require: { gpu: 'h100' } },
+      { require: { gpu: 'a100' } },
+      {},
+    ] as const;
+    const ids: string[] = [];
+    for (const spec of specs)
+      ids.push(
+        (await scheduler.submit({ queue: 'keyed', payload: {}, concurrencyKey: 'tenant-1', ...spec })).task
+          .taskId,
+      );
+    const seen: string[] = [];
+    for (let round = 0; round < ids.length; round++) {
+      // However many of the key's sets have turns in line, one of the key's tasks runs at a time.
+      const claimed = await claimUntil(scheduler, both, 1, 5_000, 10);
+      expect(claimed).toHaveLength(1);
+      const [task] = claimed;
+      if (!task) throw new Error('nothing claimed');
+      expect(await scheduler.claim({ ...both, max: 10 })).toEqual([]);
+      seen.push(task.taskId);
+      await scheduler.complete({ agentId: both.agentId, taskId: task.taskId, leaseEpoch: task.leaseEpoch });
+    }
+    expect(new Set(seen)).toEqual(new Set(ids));
   });
 
   it('requires taskLayout 5', async () => {
