@@ -42,6 +42,20 @@ describe('the wake timer queue', () => {
     expect(sqs.commandCalls(SendMessageBatchCommand)[0]?.args[0].input.QueueUrl).toBe(URL);
   });
 
+  it('carries the tasks’ requirements, so the wake goes only to agents that meet them', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const labelled: TimedWake = { ...wake('a', 1_000), require: { gpu: 'h100' } };
+    await timer.arm([labelled]);
+    const [entry] = sqs.commandCalls(SendMessageBatchCommand)[0]?.args[0].input.Entries ?? [];
+    expect(decodeTimedWake(entry?.MessageBody ?? '')).toEqual(labelled);
+    expect(decodeTimedWake(encodeTimedWake({ ...wake('a', 1_000), require: {} }))).toEqual(wake('a', 1_000));
+    expect(
+      decodeTimedWake(
+        JSON.stringify({ v: 1, queue: 'a', at: NOW, count: 1, reason: 'due', require: { 'a b': 'x' } }),
+      ),
+    ).toBeUndefined();
+  });
+
   it('sends ten wakes a request', async () => {
     sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
     await timer.arm(Array.from({ length: 23 }, (_, i) => wake(`q${i}`, 1_000)));
