@@ -22,6 +22,7 @@ describe('SDK and Worker end to end', () => {
     stack = await createTestStack({
       random: () => 0,
       queues: [
+        'labelled',
         'lifecycle',
         'race',
         'crash',
@@ -79,6 +80,43 @@ describe('SDK and Worker end to end', () => {
       result: { doubled: 40 },
       attempt: 1,
     });
+  });
+
+  it('a Worker whose labels narrow its agent’s runs only the tasks they meet; one that adds a label does not start', async () => {
+    const { token } = await operator.createAgent({
+      name: 'e2e-labelled',
+      queues: ['labelled'],
+      maxConcurrency: 4,
+      labels: { gpu: ['a100', 'h100'] },
+    });
+    const client = () => cuttableAgentClient(server.url, token);
+    const refused = new Worker({ client: client(), handler: async () => ({}), labels: { gpu: 'tpu' } });
+    await expect(refused.start()).rejects.toMatchObject({ status: 403 });
+    const [a100, h100, any] = await Promise.all(
+      [{ gpu: 'a100' }, { gpu: 'h100' }, { gpu: '*' }].map(
+        async (require) =>
+          (await operator.submitTask({ queue: 'labelled', payload: {}, require })).task.taskId,
+      ),
+    );
+    const worker = new Worker({
+      client: client(),
+      handler: async () => ({ ok: true }),
+      concurrency: 4,
+      labels: { gpu: 'a100' },
+      pollIntervalMs: { min: 20, max: 200 },
+    });
+    const completed: string[] = [];
+    worker.on('completed', (t) => completed.push(t.taskId));
+    const errors: unknown[] = [];
+    worker.on('error', (e) => errors.push(e));
+    await worker.start();
+    await waitFor(() => completed.length === 2);
+    expect(errors).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await worker.stop();
+    expect(new Set(completed)).toEqual(new Set([a100, any]));
+    expect((await operator.getTask(h100 ?? '')).status).toBe('queued');
+    await operator.cancelTask(h100 ?? '');
   });
 
   it('a handler that meets a 429 with a Retry-After snoozes its task: no attempt used, run again after the delay', async () => {
