@@ -20,6 +20,7 @@ import type { Task } from '#domain/task';
 import { isTerminal } from '#domain/task-status';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
+import { type ErrorTally, noteError, type PassError } from './pass-errors';
 import { dueAtAfterDispatch } from './timing';
 
 /**
@@ -45,7 +46,7 @@ export async function walkIfDue(ctx: SchedulerContext): Promise<WalkSummary> {
   const now = ctx.now();
   const last = lastWalks.get(ctx.tasks);
   if (last !== undefined && now >= last && now - last < walkEveryMs(ctx))
-    return { walked: 0, armed: [], errors: 0 };
+    return { walked: 0, armed: [], errors: 0, failures: [] };
   lastWalks.set(ctx.tasks, now);
   return walkNewTasks(ctx);
 }
@@ -56,6 +57,8 @@ export interface WalkSummary {
   /** Tasks given an entry in the due index. */
   readonly armed: string[];
   readonly errors: number;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /**
@@ -70,7 +73,7 @@ export async function walkNewTasks(
   const now = ctx.now();
   const horizon = now - ctx.settings.reconcileAfterSeconds * 1_000;
   const upTo = options.upTo ?? horizon;
-  const summary = { walked: 0, armed: [] as string[], errors: 0 };
+  const summary = { walked: 0, armed: [] as string[], errors: 0, failures: [] as PassError[] };
   for (const queue of ctx.queues.directory.names()) {
     try {
       const places = await ctx.queueControls.readWalk(queue);
@@ -97,7 +100,7 @@ export async function walkNewTasks(
       if (Object.keys(moved).length > 0)
         await ctx.queueControls.saveWalk(queue, { ...places, ...moved }, now);
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'listWalk', error);
       ctx.log.error('walking a queue’s new tasks failed', { queue, error: errorName(error) });
     }
   }
@@ -109,7 +112,7 @@ async function walkEntries(
   ctx: SchedulerContext,
   entries: readonly { taskId: string; createdAt: number; place: string }[],
   now: number,
-  summary: { armed: string[]; errors: number },
+  summary: { armed: string[] } & ErrorTally,
   passed: (entry: { createdAt: number; place: string }) => void,
 ): Promise<boolean> {
   if (entries.length === 0) return true;
@@ -124,7 +127,7 @@ async function walkEntries(
         await arm(ctx, task, now);
         summary.armed.push(task.taskId);
       } catch (error) {
-        summary.errors++;
+        noteError(summary, 'listWalk', error);
         ctx.log.error('giving a task its look in the due index failed', {
           taskId: task.taskId,
           error: errorName(error),

@@ -143,6 +143,8 @@ export interface WakeOptions {
    */
   readonly count: number;
   readonly ignoreCooldown?: boolean;
+  /** Told of an error the wake met (it is logged and swallowed all the same): how a supervisor pass counts it. */
+  readonly failed?: (error: unknown) => void;
 }
 
 /**
@@ -179,6 +181,7 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
       }
     }
   } catch (error) {
+    options.failed?.(error);
     ctx.log.warn('waking agents failed; they find the work at their next poll', {
       queue,
       error: errorName(error),
@@ -187,14 +190,22 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
   return woken;
 }
 
-/** Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue. */
+/**
+ * Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue. `failed` is told of
+ * each error a wake met (see `WakeOptions`).
+ */
 export async function wakeFor(
   ctx: SchedulerContext,
   tasks: readonly { readonly queue: string }[],
   reason: WakeReason,
+  failed?: (error: unknown) => void,
 ): Promise<void> {
   if (!ctx.push || tasks.length === 0) return;
-  await Promise.all(wakesPerQueue(ctx, tasks).map(([queue, count]) => wake(ctx, queue, { reason, count })));
+  await Promise.all(
+    wakesPerQueue(ctx, tasks).map(([queue, count]) =>
+      wake(ctx, queue, { reason, count, ...(failed ? { failed } : {}) }),
+    ),
+  );
 }
 
 /** How many claims the tasks of each queue wake agents for: `wakesPerTask` per task. */
@@ -211,12 +222,13 @@ function wakesPerQueue(
  * Wakes for tasks made claimable `delaySeconds` from now, by the push channel's timer: at the end of the same whole
  * seconds their hints wait in SQS (armed after the hints, so each hint is visible when its wake comes). The
  * supervisor's pass after their time wakes for those still waiting then: without a timer, or when arming failed.
- * Never throws: a wake is a hint.
+ * Never throws: a wake is a hint (`failed` is told of the error).
  */
 export async function wakeLater(
   ctx: SchedulerContext,
   tasks: readonly { readonly queue: string }[],
   delaySeconds: number,
+  failed?: (error: unknown) => void,
 ): Promise<void> {
   const timer = ctx.push?.timer;
   if (!timer || tasks.length === 0) return;
@@ -226,6 +238,7 @@ export async function wakeLater(
       wakesPerQueue(ctx, tasks).map(([queue, count]) => ({ queue, at, count, reason: 'due' as const })),
     );
   } catch (error) {
+    failed?.(error);
     ctx.log.warn('arming a wake failed; the supervisor’s pass after the task’s time wakes for it', {
       error: errorName(error),
     });

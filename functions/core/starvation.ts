@@ -47,9 +47,10 @@ export function requirementsKey(requirements: Requirements): string {
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
 
-/** What a pass saw of one queue's starving work: how many tasks it looked at, and the one waiting longest. */
+/** What a pass saw of one queue's starving work: how many tasks it looked at, which, and the one waiting longest. */
 export interface StarvingWork {
   count: number;
+  readonly taskIds: string[];
   oldest: { readonly taskId: string; readonly since: number };
 }
 
@@ -57,9 +58,11 @@ export interface StarvingWork {
 export function noteStarving(seen: Map<string, StarvingWork>, task: Task): void {
   const since = waitingSince(task);
   const work = seen.get(task.queue);
-  if (!work) seen.set(task.queue, { count: 1, oldest: { taskId: task.taskId, since } });
+  if (!work)
+    seen.set(task.queue, { count: 1, taskIds: [task.taskId], oldest: { taskId: task.taskId, since } });
   else {
     work.count++;
+    work.taskIds.push(task.taskId);
     if (since < work.oldest.since) work.oldest = { taskId: task.taskId, since };
   }
 }

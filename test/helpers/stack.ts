@@ -84,6 +84,7 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   pauseScheduler: 'operatorApi',
   resumeScheduler: 'operatorApi',
   getSchedulerControl: 'operatorApi',
+  getSchedulerStats: 'operatorApi',
   listRateLimits: 'operatorApi',
   getRateLimit: 'operatorApi',
   setRateLimit: 'operatorApi',
