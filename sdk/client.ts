@@ -51,6 +51,7 @@ import type {
   Role,
   Schedule,
   SchedulerControl,
+  SchedulerStats,
   ScheduleSpec,
   Session,
   SessionHoldings,
@@ -379,6 +380,14 @@ export class AgentSchedulerClient {
   async getSchedulerControl(): Promise<SchedulerControl> {
     const body = await this.call<{ scheduler: object }>({ method: 'GET', path: '/v1/scheduler' });
     return withIsoTimes<SchedulerControl>(body.scheduler, 'updatedAt');
+  }
+
+  /**
+   * The supervisor's figures: each added up over every pass, the last pass's (with the tasks its figures name, 20 at
+   * most each), and the errors the last pass that met any went on from. Before the first pass: zeros, no `lastPass`.
+   */
+  async getSchedulerStats(): Promise<SchedulerStats> {
+    return this.call<SchedulerStats>({ method: 'GET', path: '/v1/scheduler/stats' });
   }
 
   /**

@@ -60,6 +60,7 @@ import {
   schedulePageSchema,
   scheduleResponseSchema,
   schedulerResponseSchema,
+  schedulerStatsSchema,
   sessionResponseSchema,
   sessionSchema,
   submitResponseSchema,
@@ -223,6 +224,13 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     responses: ok(
       schedulerResponseSchema,
       'Resumed: claims are granted again, and the idle agents of every queue not paused on its own are woken',
+    ),
+  },
+  getSchedulerStats: {
+    summary: 'Read the supervisor’s figures and last errors',
+    responses: ok(
+      schedulerStatsSchema,
+      'Every pass’s figures added up, the last pass’s with the tasks they name, and the errors the last pass that met any went on from. A stack with no pass yet answers zeros, no `lastPass` and no errors',
     ),
   },
   listRateLimits: {

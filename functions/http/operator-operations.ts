@@ -29,6 +29,7 @@ import {
   roleView,
   scheduleListView,
   schedulerControlView,
+  schedulerStatsView,
   scheduleView,
   taskListView,
   taskView,
@@ -226,6 +227,11 @@ function queueOperations(scheduler: Scheduler): Record<string, Operation> {
     resumeScheduler: async (request) => {
       noBody(request);
       return { status: 200, body: { scheduler: schedulerControlView(await scheduler.resumeScheduler()) } };
+    },
+    // The supervisor's figures: cumulative, the last pass's, the last errors.
+    getSchedulerStats: async (request) => {
+      noBody(request);
+      return { status: 200, body: schedulerStatsView(await scheduler.getSchedulerStats()) };
     },
   };
 }

@@ -56,6 +56,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('GET', '/v1/scheduler', 'getSchedulerControl'),
   operator('POST', '/v1/scheduler/pause', 'pauseScheduler'),
   operator('POST', '/v1/scheduler/resume', 'resumeScheduler'),
+  operator('GET', '/v1/scheduler/stats', 'getSchedulerStats'),
   operator('GET', '/v1/rate-limits', 'listRateLimits'),
   operator('GET', '/v1/rate-limits/{name}', 'getRateLimit'),
   operator('POST', '/v1/rate-limits/{name}', 'setRateLimit'),
