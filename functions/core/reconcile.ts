@@ -355,8 +355,10 @@ async function reconcileTask(
   const claimableAt = task.notBefore ?? 0;
   const delayMs = Math.max(0, claimableAt - now);
   const { resend, lookAt } = await whenToSend(ctx, task, now, options.everything, options.backlogged);
-  // Held back until now, its hint just became visible: nothing woke anyone for it (see `dueAtAfterDispatch`).
+  // Held back until now, its hint just became visible: nothing woke anyone for it (see `dueAtAfterDispatch`). Without a
+  // push channel there is no one to wake: its hint waits for the agents' polls, as a recent one does.
   const woken =
+    ctx.push !== undefined &&
     !resend &&
     task.notBefore !== undefined &&
     task.notBefore <= now &&

@@ -4,9 +4,12 @@
  * session serves), and the cumulative figures, one item of the leases table, added to by every pass in one write:
  * two passes in turn and two at once lose nothing. A pass's errors are kept by name and short message.
  */
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CYCLE_FIGURES } from '#core/cycle-figures';
+import { itemSize, writeUnitsFor } from '#adapters/item-size';
+import { CYCLE_FIGURES, CYCLE_IDS_KEPT, type CycleFigures, cycleIds } from '#core/cycle-figures';
+import { PASS_ERRORS_KEPT } from '#core/pass-errors';
 import { type CycleResult, figuresOf } from '#core/supervisor';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 
@@ -15,7 +18,7 @@ describe('the supervisor’s figures', () => {
 
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: ['held', 'orphan', 'live'],
+      queues: ['held', 'orphan', 'live', 'lonely'],
       settings: {
         reconcileAfterSeconds: 5,
         leaseTtlSeconds: 15,
@@ -26,19 +29,6 @@ describe('the supervisor’s figures', () => {
   afterAll(async () => {
     await stack.destroy();
   });
-
-  /** Takes every hint of a queue off SQS and deletes it: lost, as after a purge. */
-  const loseHints = async (queue: string) => {
-    for (;;) {
-      const { hints } = await stack.ctx.queues.receive(queue, 'normal', {
-        max: 10,
-        visibilityTimeoutSeconds: 30,
-        waitTimeSeconds: 0,
-      });
-      if (hints.length === 0) return;
-      await stack.ctx.queues.delete(hints);
-    }
-  };
 
   /** Each figure of the passes added up. */
   const sums = (passes: readonly CycleResult[]) =>
@@ -54,12 +44,13 @@ describe('the supervisor’s figures', () => {
       lastErrors: [],
     });
 
-    // Prepare: a task of a paused queue; one whose hint is lost; one whose hint waits in line; a task leased to an
+    // Prepare: a task of a paused queue; one whose hint never reached SQS (its send failed: it is sent at the next
+    // pass, whatever SQS's approximate count of the queue says); one whose hint waits in line; a task leased to an
     // agent that then falls silent.
     const { task: paused } = await scheduler.submit({ queue: 'held', payload: {} });
     await scheduler.pauseQueue('held');
+    stack.faults.sqs.failNext('SendMessageCommand', 1, 'before');
     const { task: orphan } = await scheduler.submit({ queue: 'orphan', payload: {} });
-    await loseHints('orphan');
     const agent = await startAgent(scheduler, { queues: ['live'] });
     const { task: leased } = await scheduler.submit({ queue: 'live', payload: { n: 1 } });
     await claimUntil(scheduler, agent, 1);
@@ -125,16 +116,24 @@ describe('the supervisor’s figures', () => {
 
   it('keeps the errors a pass met by name and short message, and counts the wake that failed', async () => {
     const { scheduler, clock, faults, ctx } = stack;
-    const { task } = await scheduler.submit({ queue: 'orphan', payload: { lost: true } });
-    await loseHints('orphan');
-    clock.advance(6_000);
-    // Its hint is sent again, and that send fails, naming an ARN and an account as AWS errors do.
-    faults.sqs.failNext('SendMessageCommand', 1, 'before', (input) =>
-      String(input.MessageBody).includes(task.taskId),
+    // Its hint's send fails at submit, and again when the pass sends it.
+    faults.sqs.failNext('SendMessageCommand', 2, 'before', (input) =>
+      String(input.QueueUrl).includes('lonely'),
     );
+    const { task } = await scheduler.submit({ queue: 'lonely', payload: {} });
+    clock.advance(6_000);
     const pass = await scheduler.supervise();
 
-    expect(pass.wakesFailed).toBe(1);
+    const seen = await scheduler.getTask(task.taskId);
+    expect(
+      pass.wakesFailed,
+      JSON.stringify({
+        figures: figuresOf(pass),
+        injected: faults.sqs.injected,
+        task: seen,
+        failures: pass.failures,
+      }),
+    ).toBe(1);
     expect(pass.ids.wakesFailed).toEqual([task.taskId]);
     expect(pass.errors).toBeGreaterThanOrEqual(1);
     expect(pass.failures[0]).toMatchObject({ step: 'reconcile', name: expect.any(String) });
@@ -152,5 +151,41 @@ describe('the supervisor’s figures', () => {
     // A pass without errors leaves the last errors standing.
     await scheduler.supervise();
     expect((await scheduler.getSchedulerStats()).lastErrors).toEqual(stats.lastErrors);
+  });
+
+  it('costs a write unit a pass when quiet, and at most 7 with every list of ids full and five errors kept', async () => {
+    const { ctx } = stack;
+    const bytes = async () =>
+      itemSize(
+        (
+          await stack.dynamodb.send(
+            new GetItemCommand({
+              TableName: ctx.sessions.tableName,
+              Key: { leaseId: { S: 'stats#supervisor' } },
+              ConsistentRead: true,
+            }),
+          )
+        ).Item,
+      );
+    const quiet = await bytes();
+    const big = 1_000_000;
+    const figures = Object.fromEntries(CYCLE_FIGURES.map((name) => [name, big])) as CycleFigures;
+    await ctx.cycleStats.add({
+      at: Date.now(),
+      durationMs: 59_999,
+      figures,
+      ids: cycleIds(() =>
+        Array.from({ length: CYCLE_IDS_KEPT }, (_, i) => `t_${String(i).padStart(26, 'q')}`),
+      ),
+      errors: Array.from({ length: PASS_ERRORS_KEPT }, () => ({
+        step: 'spawnRequest',
+        name: 'x'.repeat(64),
+        message: 'y'.repeat(160),
+      })),
+    });
+    const full = await bytes();
+    console.log(`[cycle-stats] the item: ${quiet} bytes after quiet passes, ${full} bytes at its largest`);
+    expect(writeUnitsFor(quiet)).toBe(1);
+    expect(writeUnitsFor(full)).toBeLessThanOrEqual(7);
   });
 });
