@@ -54,6 +54,7 @@ import type {
   Role,
   Schedule,
   SchedulerControl,
+  SchedulerStats,
   ScheduleSpec,
   Session,
   SessionHoldings,
@@ -427,6 +428,14 @@ export class AgentSchedulerClient {
       cursor = result.cursor;
     } while (cursor !== undefined);
     return totals;
+  }
+
+  /**
+   * The supervisor's figures: each added up over every pass, the last pass's (with the tasks its figures name, 20 at
+   * most each), and the errors the last pass that met any went on from. Before the first pass: zeros, no `lastPass`.
+   */
+  async getSchedulerStats(): Promise<SchedulerStats> {
+    return this.call<SchedulerStats>({ method: 'GET', path: '/v1/scheduler/stats' });
   }
 
   /**

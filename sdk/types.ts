@@ -551,6 +551,71 @@ export type RebuildTotals = { readonly [K in keyof Omit<RebuildResult, 'cursor'>
   readonly calls: number;
 };
 
+/**
+ * The figures of a supervisor pass (README, The supervisor: Cycle figures). Counted where the work happens:
+ * `pendingRuns` queued tasks looked at, `activeRuns` leased ones, `sessionsScanned` agent sessions the pass's scans
+ * returned, `leasesRecovered` leases taken back, `wakeAttempts` the tasks it tried to bring to an agent (a hint sent
+ * again or a turn put in line, with its push wake; or a push wake for a hint that just became visible), of them
+ * `wakesSucceeded` and `wakesFailed`, `noMatchingSession` starving tasks no live session serves,
+ * `recentlyNotified` queued tasks left alone because their hint went out recently, `unclaimable` queued tasks of a
+ * paused queue (or of any while the scheduler is paused), `starved` and `needsAttention` the ladder's
+ * announcements and marks, `spawnRequested` workers asked for, `errors` errors the pass went on from.
+ */
+export interface CycleFigures {
+  readonly pendingRuns: number;
+  readonly activeRuns: number;
+  readonly sessionsScanned: number;
+  readonly leasesRecovered: number;
+  readonly wakeAttempts: number;
+  readonly wakesSucceeded: number;
+  readonly wakesFailed: number;
+  readonly noMatchingSession: number;
+  readonly recentlyNotified: number;
+  readonly unclaimable: number;
+  readonly starved: number;
+  readonly spawnRequested: number;
+  readonly needsAttention: number;
+  readonly errors: number;
+}
+
+/**
+ * The tasks the figures that name them counted, at most 20 each (for `spawnRequested`, the task each request named:
+ * its queue's starving task that has waited longest).
+ */
+export interface CycleIds {
+  readonly leasesRecovered: readonly string[];
+  readonly wakesFailed: readonly string[];
+  readonly noMatchingSession: readonly string[];
+  readonly recentlyNotified: readonly string[];
+  readonly unclaimable: readonly string[];
+  readonly starved: readonly string[];
+  readonly spawnRequested: readonly string[];
+  readonly needsAttention: readonly string[];
+}
+
+/** An error a supervisor pass met and went on from: its step, the error's name, a short message. */
+export interface SupervisorPassError {
+  /** When the pass that met it started. */
+  readonly at: string;
+  readonly step: string;
+  readonly name: string;
+  readonly message: string;
+}
+
+/** The supervisor's figures: added up over every pass, the last pass's, and the last errors a pass met. */
+export interface SchedulerStats {
+  readonly cumulative: CycleFigures & { readonly passes: number };
+  /** Absent before the first pass. */
+  readonly lastPass?: CycleFigures & {
+    /** When it started. */
+    readonly at: string;
+    readonly durationMs: number;
+    readonly ids: CycleIds;
+  };
+  /** The errors the last pass that met any kept (at most 5); empty when none ever did. */
+  readonly lastErrors: readonly SupervisorPassError[];
+}
+
 export interface CreateAgentInput {
   readonly name: string;
   /** The task queues the agent serves. */

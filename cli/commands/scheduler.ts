@@ -1,16 +1,49 @@
 /**
- * The whole scheduler: pause it (no grants and no wakes in any queue), resume it, read whether it is paused; rebuild
- * its hints from the task records.
+ * The whole scheduler: pause it (no grants and no wakes in any queue), resume it, read whether it is paused, read
+ * the supervisor's figures; rebuild its hints from the task records.
  */
 import type { Command } from 'commander';
-import type { SchedulerControl } from '#sdk/types';
+import type { CycleFigures, CycleIds, SchedulerControl, SchedulerStats } from '#sdk/types';
 import type { Cli } from '../context';
+import { ago, table } from '../format';
 import { wholeNumber } from '../input';
 import { examples } from './shared';
 
 /** `the scheduler is paused (since 2026-…)`. */
 const stateOf = (control: SchedulerControl) =>
   `the scheduler is ${control.paused ? 'paused' : 'running'}${control.updatedAt ? ` (since ${control.updatedAt})` : ''}`;
+
+/** One row a figure: its total over every pass, the last pass's, and the first tasks the last pass counted in it. */
+function statsText(stats: SchedulerStats): string {
+  const { passes, ...totals } = stats.cumulative;
+  const last = stats.lastPass;
+  const rows = (Object.keys(totals) as (keyof CycleFigures)[]).map((figure) => {
+    const ids = last?.ids[figure as keyof CycleIds];
+    return {
+      figure,
+      total: totals[figure],
+      lastPass: last?.[figure],
+      tasks:
+        ids && ids.length > 0
+          ? `${ids.slice(0, 3).join(' ')}${ids.length > 3 ? ` +${ids.length - 3}` : ''}`
+          : '',
+    };
+  });
+  return [
+    last
+      ? `${passes} passes; the last at ${last.at} (${ago(last.at)}), ${last.durationMs} ms`
+      : `${passes} passes: no pass recorded yet`,
+    '',
+    table(rows, ['figure', 'total', 'lastPass', 'tasks']),
+    ...(stats.lastErrors.length === 0
+      ? []
+      : [
+          '',
+          `last errors (the pass at ${stats.lastErrors[0]?.at}):`,
+          ...stats.lastErrors.map((e) => `  ${e.step}: ${e.name}: ${e.message}`),
+        ]),
+  ].join('\n');
+}
 
 export function schedulerCommands(program: Command, cli: Cli): void {
   const scheduler = program
@@ -57,6 +90,20 @@ export function schedulerCommands(program: Command, cli: Cli): void {
           `rebuilt in ${totals.calls} call${totals.calls === 1 ? '' : 's'}: ${totals.pendingRuns} queued (${totals.hintsSent} hints sent, ${totals.turnsReplaced} lane turns put in line), ` +
           `${totals.activeRuns} running, ${totals.sessionsScanned} live sessions, ${totals.wakeKeysCleared} wake marks cleared`,
       );
+    });
+
+  scheduler
+    .command('stats')
+    .summary(
+      'the supervisor’s figures: totals over every pass, the last pass’s with its tasks, the last errors',
+    )
+    .addHelpText(
+      'after',
+      examples(['agent-scheduler scheduler stats', 'agent-scheduler scheduler stats --json']),
+    )
+    .action(async () => {
+      const stats = await cli.operator().getSchedulerStats();
+      cli.print(stats, () => statsText(stats));
     });
 
   scheduler

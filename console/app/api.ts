@@ -21,6 +21,7 @@ import type {
   Schedule,
   SchedulePage,
   SchedulerControl,
+  SchedulerStats,
   SubmitTaskInput as SdkSubmitTaskInput,
   Task,
   TaskPage,
@@ -90,6 +91,9 @@ export const api = {
     apiRequest<{ scheduler: SchedulerControl }>('POST', '/v1/scheduler/pause').then((r) => r.scheduler),
   resumeScheduler: () =>
     apiRequest<{ scheduler: SchedulerControl }>('POST', '/v1/scheduler/resume').then((r) => r.scheduler),
+  /** The supervisor's figures: added up over every pass, the last pass's with its tasks, the last errors. */
+  getSchedulerStats: (signal?: Signal) =>
+    apiRequest<SchedulerStats>('GET', '/v1/scheduler/stats', { signal }),
 
   /** The limits in force, by name, each with the use of its window open now (a per-key limit's by key). */
   listRateLimits: (signal?: Signal) =>

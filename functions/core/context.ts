@@ -9,6 +9,7 @@ import type { ScheduleBackend } from '#domain/schedule';
 import { type SchedulerSettingName, SETTINGS } from '#domain/settings';
 import type { AgentStore } from './ports/agent-store';
 import type { CascadeStore } from './ports/cascade-store';
+import type { CycleStatsStore } from './ports/cycle-stats-store';
 import type { DebounceStore } from './ports/debounce-store';
 import type { DependencyStore } from './ports/dependency-store';
 import type { EventPublisher } from './ports/event-publisher';
@@ -199,6 +200,8 @@ export interface SchedulerContext {
   readonly occurrences: OccurrenceStore;
   /** Each queue's pause and limits, with the reserved slots and token bucket that enforce the limits. */
   readonly queueControls: QueueControlStore;
+  /** The supervisor's cumulative figures, beside the scheduler's control in the leases table. */
+  readonly cycleStats: CycleStatsStore;
   readonly waitpoints: WaitpointStore;
   /** Each task's last progress report. */
   readonly progress: ProgressStore;

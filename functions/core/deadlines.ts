@@ -16,14 +16,20 @@ import { errorName } from '#domain/errors';
 import { isSessionLive, leaseExpiry, type Task } from '#domain/task';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
+import { noteError, type PassError } from './pass-errors';
 import { reclaimTask } from './reclaim';
 
 export interface OverdueSummary {
-  /** Tasks of live sessions read. */
+  /** Live sessions the scan found. */
+  readonly sessions: number;
+  /** Tasks of live sessions read, and their ids. */
   readonly looked: number;
+  readonly lookedIds: readonly string[];
   readonly requeued: string[];
   readonly dead: string[];
   readonly errors: number;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /**
@@ -32,9 +38,18 @@ export interface OverdueSummary {
  * the (eventually consistent) read is left alone.
  */
 export async function reclaimOverdue(ctx: SchedulerContext): Promise<OverdueSummary> {
-  const summary = { looked: 0, requeued: [] as string[], dead: [] as string[], errors: 0 };
+  const summary = {
+    sessions: 0,
+    looked: 0,
+    lookedIds: [] as string[],
+    requeued: [] as string[],
+    dead: [] as string[],
+    errors: 0,
+    failures: [] as PassError[],
+  };
   const now = ctx.now();
   const sessions = (await ctx.sessions.listLive(now)).filter((session) => isSessionLive(session, now));
+  summary.sessions = sessions.length;
   const entries = sessions
     .flatMap((session) =>
       Object.entries(session.held).map(([taskId, reservedAt]) => ({ taskId, reservedAt, session })),
@@ -47,6 +62,7 @@ export async function reclaimOverdue(ctx: SchedulerContext): Promise<OverdueSumm
     { consistent: false },
   );
   summary.looked = tasks.size;
+  summary.lookedIds = [...tasks.keys()];
   const overdue = entries.flatMap(({ taskId, session }) => {
     const task = tasks.get(taskId);
     return task && task.sessionId === session.sessionId && leaseExpiry(task, session, now) === 'deadline'
@@ -59,7 +75,7 @@ export async function reclaimOverdue(ctx: SchedulerContext): Promise<OverdueSumm
       if (outcome === 'requeued') summary.requeued.push(task.taskId);
       if (outcome === 'dead') summary.dead.push(task.taskId);
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'overdue', error);
       ctx.log.error('taking back an overdue attempt failed', {
         taskId: task.taskId,
         error: errorName(error),

@@ -20,6 +20,7 @@ import type { Task } from '#domain/task';
 import { isTerminal } from '#domain/task-status';
 import { eachConcurrently, SWEEP_CONCURRENCY } from './concurrently';
 import type { SchedulerContext } from './context';
+import { type ErrorTally, noteError, type PassError } from './pass-errors';
 import { dueAtAfterDispatch } from './timing';
 
 /**
@@ -45,7 +46,7 @@ export async function walkIfDue(ctx: SchedulerContext): Promise<WalkSummary> {
   const now = ctx.now();
   const last = lastWalks.get(ctx.tasks);
   if (last !== undefined && now >= last && now - last < walkEveryMs(ctx))
-    return { walked: 0, armed: [], errors: 0, complete: true };
+    return { walked: 0, armed: [], errors: 0, complete: true, failures: [] };
   lastWalks.set(ctx.tasks, now);
   return walkNewTasks(ctx);
 }
@@ -58,6 +59,8 @@ export interface WalkSummary {
   readonly errors: number;
   /** Every partition was walked to its end (none stopped at its pages, at the time given, or at an error). */
   readonly complete: boolean;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /**
@@ -74,7 +77,13 @@ export async function walkNewTasks(
   const now = ctx.now();
   const horizon = now - ctx.settings.reconcileAfterSeconds * 1_000;
   const upTo = options.upTo ?? horizon;
-  const summary = { walked: 0, armed: [] as string[], errors: 0, complete: true };
+  const summary = {
+    walked: 0,
+    armed: [] as string[],
+    errors: 0,
+    complete: true,
+    failures: [] as PassError[],
+  };
   for (const queue of ctx.queues.directory.names()) {
     try {
       const places = await ctx.queueControls.readWalk(queue);
@@ -102,7 +111,7 @@ export async function walkNewTasks(
       if (Object.keys(moved).length > 0)
         await ctx.queueControls.saveWalk(queue, { ...places, ...moved }, now);
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'listWalk', error);
       summary.complete = false;
       ctx.log.error('walking a queue’s new tasks failed', { queue, error: errorName(error) });
     }
@@ -115,7 +124,7 @@ async function walkEntries(
   ctx: SchedulerContext,
   entries: readonly { taskId: string; createdAt: number; place: string }[],
   now: number,
-  summary: { armed: string[]; errors: number },
+  summary: { armed: string[] } & ErrorTally,
   passed: (entry: { createdAt: number; place: string }) => void,
 ): Promise<boolean> {
   if (entries.length === 0) return true;
@@ -130,7 +139,7 @@ async function walkEntries(
         await arm(ctx, task, now);
         summary.armed.push(task.taskId);
       } catch (error) {
-        summary.errors++;
+        noteError(summary, 'listWalk', error);
         ctx.log.error('giving a task its look in the due index failed', {
           taskId: task.taskId,
           error: errorName(error),

@@ -148,6 +148,8 @@ export interface WakeOptions {
   readonly ignoreCooldown?: boolean;
   /** The tasks' requirements: only listeners whose labels meet them are woken. */
   readonly require?: Requirements;
+  /** Told of an error the wake met (it is logged and swallowed all the same): how a supervisor pass counts it. */
+  readonly failed?: (error: unknown) => void;
 }
 
 /**
@@ -187,6 +189,7 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
       }
     }
   } catch (error) {
+    options.failed?.(error);
     ctx.log.warn('waking agents failed; they find the work at their next poll', {
       queue,
       error: errorName(error),
@@ -200,17 +203,18 @@ type Woken = { readonly queue: string; readonly require?: Requirements };
 
 /**
  * Wakes for tasks made claimable now: agents for `wakesPerTask` claims per task, for each queue and requirement set
- * (agents whose labels meet it).
+ * (agents whose labels meet it). `failed` is told of each error a wake met (see `WakeOptions`).
  */
 export async function wakeFor(
   ctx: SchedulerContext,
   tasks: readonly Woken[],
   reason: WakeReason,
+  failed?: (error: unknown) => void,
 ): Promise<void> {
   if (!ctx.push || tasks.length === 0) return;
   await Promise.all(
     wakesPerQueue(ctx, tasks).map(({ queue, require, count }) =>
-      wake(ctx, queue, { reason, count, ...(require ? { require } : {}) }),
+      wake(ctx, queue, { reason, count, ...(require ? { require } : {}), ...(failed ? { failed } : {}) }),
     ),
   );
 }
@@ -238,12 +242,13 @@ function wakesPerQueue(
  * Wakes for tasks made claimable `delaySeconds` from now, by the push channel's timer: at the end of the same whole
  * seconds their hints wait in SQS (armed after the hints, so each hint is visible when its wake comes). The
  * supervisor's pass after their time wakes for those still waiting then: without a timer, or when arming failed.
- * Never throws: a wake is a hint.
+ * Never throws: a wake is a hint (`failed` is told of the error).
  */
 export async function wakeLater(
   ctx: SchedulerContext,
   tasks: readonly Woken[],
   delaySeconds: number,
+  failed?: (error: unknown) => void,
 ): Promise<void> {
   const timer = ctx.push?.timer;
   if (!timer || tasks.length === 0) return;
@@ -251,6 +256,7 @@ export async function wakeLater(
   try {
     await timer.arm(wakesPerQueue(ctx, tasks).map((set) => ({ ...set, at, reason: 'due' as const })));
   } catch (error) {
+    failed?.(error);
     ctx.log.warn('arming a wake failed; the supervisor’s pass after the task’s time wakes for it', {
       error: errorName(error),
     });

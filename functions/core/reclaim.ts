@@ -15,6 +15,7 @@ import { dispatch } from './dispatch';
 import { emit } from './events';
 import { keepPayloadFor } from './lifetimes';
 import { walkNewTasks } from './list-walk';
+import { noteError, type PassError } from './pass-errors';
 import { ending, requeueAfter, retryInTime, sendsNow } from './timing';
 import { freeLeaseSlots } from './turns';
 
@@ -160,11 +161,20 @@ export async function markDead(ctx: SchedulerContext, task: Task, message: strin
 
 export interface ReclaimSummary {
   readonly expiredSessions: number;
+  /** Sessions found over and still holding tasks (each then ended and emptied, unless found alive after all). */
+  readonly sessionsFound: number;
+  /**
+   * Leased tasks looked at: those the due index named, and those still leased to the sessions found over (an entry
+   * of such a session whose task had ended, or whose grant never landed, is not one).
+   */
+  readonly looked: number;
   readonly requeued: string[];
   readonly dead: string[];
   /** Leased tasks looked at whose lease was still good; their next look is moved to their deadline. */
   readonly deferred: number;
   readonly errors: number;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /**
@@ -183,10 +193,13 @@ export async function sweepExpiredLeases(
 ): Promise<{ readonly summary: ReclaimSummary; readonly scan: DueScan }> {
   const summary = {
     expiredSessions: 0,
+    sessionsFound: 0,
+    looked: 0,
     requeued: [] as string[],
     dead: [] as string[],
     deferred: 0,
     errors: 0,
+    failures: [] as PassError[],
   };
   const record = (taskId: string, outcome: ReclaimOutcome) => {
     if (outcome === 'requeued') summary.requeued.push(taskId);
@@ -196,7 +209,7 @@ export async function sweepExpiredLeases(
     try {
       await work();
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'reclaim', error);
       ctx.log.error('reclaim failed for one item', {
         ...item,
         error: errorName(error),
@@ -206,12 +219,16 @@ export async function sweepExpiredLeases(
 
   const now = ctx.now();
   const expired = await ctx.sessions.findExpiredHolding(now, ctx.settings.sweepLimit);
+  summary.sessionsFound = expired.length;
   await eachConcurrently(expired, SWEEP_CONCURRENCY, (session) =>
     attempt(
       async () => {
         if (!(await endSession(ctx, session, now))) return;
         const taken = await takeBackTasks(ctx, session);
-        for (const [taskId, outcome] of taken.outcomes) record(taskId, outcome);
+        for (const [taskId, outcome] of taken.outcomes) {
+          if (outcome !== 'notLeased') summary.looked++;
+          record(taskId, outcome);
+        }
         if (taken.retired) summary.expiredSessions++;
       },
       { agentId: session.agentId },
@@ -242,6 +259,7 @@ export async function sweepExpiredLeases(
           (task) => task.status === 'leased' && task.owner,
         );
         for (const task of leased) handled.add(task.taskId);
+        summary.looked += leased.length;
         await eachConcurrently(leased, SWEEP_CONCURRENCY, (task) =>
           attempt(
             async () => {

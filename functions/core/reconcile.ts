@@ -23,6 +23,7 @@ import { emit } from './events';
 import { expireTask, followUpEnd } from './follow-ups';
 import { keepPayloadFor } from './lifetimes';
 import { walkNewTasks } from './list-walk';
+import { noteError, type PassError } from './pass-errors';
 import { wake, wakeFor, wakeLater } from './push';
 import { getQueueControl } from './queue-controls';
 import { isSchedulerPaused } from './scheduler-control';
@@ -48,10 +49,33 @@ export interface ReconcileSummary {
   readonly noCapableAgent: string[];
   /** Queues this pass asked a worker for (`agent.spawnRequested`). */
   readonly spawnRequested: string[];
+  /** The task each of those requests named: the queue's starving task that has waited longest. */
+  readonly spawnRequestedFor: string[];
+  /** Starving tasks looked at whose queue no live session serves: no agent can claim them as things stand. */
+  readonly noMatchingSession: string[];
+  /** Queued tasks looked at (of every queue, paused or not). */
+  readonly pending: number;
   /** Queued tasks of paused queues (of every queue while the scheduler is paused), left alone by the ladder. */
   readonly pausedSkipped: number;
+  /** The same tasks: no claim can take them until their queue (or the scheduler) is resumed. */
+  readonly unclaimable: string[];
   /** Queued tasks looked at whose hint was recent enough; their next look was moved later. */
   readonly deferred: number;
+  /**
+   * Of those, the tasks whose hint went out (or whose agents were woken) recently enough that nothing was sent: its
+   * hint younger than `reconcileAfterSeconds`, or still in line behind a backlog. Not those held back by a delay
+   * longer than SQS's, nor those whose hint just became visible (they were woken).
+   */
+  readonly recentlyNotified: string[];
+  /**
+   * Wakes: what the pass did to bring a queued task to an agent, one per task. A hint sent again (a turn put in
+   * line, for a keyed task) with the push wake that follows it, or, for a task whose hint just became visible after
+   * its delay, a push wake of the queue's idle agents. Succeeded when nothing of it met an error (a wake that
+   * finds no agent idle succeeds: the hint waits for the next claim); failed when the send or the push wake did.
+   */
+  readonly wakeAttempts: number;
+  readonly wakesSucceeded: number;
+  readonly wakesFailed: string[];
   /** Tasks that ended `expired`, not claimed by their deadline to start. */
   readonly expired: string[];
   /** Ended tasks whose follow-up (an `onFailure`) was made by this pass. */
@@ -61,6 +85,8 @@ export interface ReconcileSummary {
   /** Suspended tasks whose waitpoint timed out: resumed, or dead for `onTimeout: 'fail'`. */
   readonly timedOut: string[];
   readonly errors: number;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /** The wait before the n-th re-send is looked at again: doubling, so a deep backlog is not re-sent every pass. */
@@ -111,14 +137,25 @@ export async function reconcileDispatch(
     needsAttention: [] as string[],
     noCapableAgent: [] as string[],
     spawnRequested: [] as string[],
+    spawnRequestedFor: [] as string[],
+    noMatchingSession: [] as string[],
+    pending: 0,
     pausedSkipped: 0,
+    unclaimable: [] as string[],
     deferred: 0,
+    recentlyNotified: [] as string[],
+    wakeAttempts: 0,
+    wakesSucceeded: 0,
+    wakesFailed: [] as string[],
     expired: [] as string[],
     followedUp: [] as string[],
     rechecked: [] as string[],
     timedOut: [] as string[],
     errors: 0,
+    failures: [] as PassError[],
   };
+  // A push wake logs and swallows its errors (it is a hint); the pass counts and keeps them.
+  const wakeFailed = (error: unknown) => noteError(summary, 'wake', error);
   // Work held back by a pause of the whole scheduler is not starving: read once a pass, when a queued task is looked
   // at. A control that cannot be read counts as running (the ladder climbs, as it did before any pause).
   let pausedEverywhere: Promise<boolean> | undefined;
@@ -154,6 +191,7 @@ export async function reconcileDispatch(
       if (ids.length === 0) continue;
       const found = [...(await ctx.tasks.getMany(ids)).values()];
       await eachConcurrently(found, SWEEP_CONCURRENCY, async (task) => {
+        const notice: Notice = { attempted: false, failed: false };
         try {
           if (task.followUpPending) {
             await followUpEnd(ctx, task);
@@ -173,11 +211,13 @@ export async function reconcileDispatch(
             summary.rechecked.push(task.taskId);
             return;
           }
+          summary.pending++;
           // A queued task may wait long (a paused queue, no agent): its payload is kept as long as it waits.
           let current = await keepPayloadFor(ctx, task, Math.max(now, task.notBefore ?? now));
-          if ((await schedulerPaused()) || (await getQueueControl(ctx, task.queue)).paused)
+          if ((await schedulerPaused()) || (await getQueueControl(ctx, task.queue)).paused) {
             summary.pausedSkipped++;
-          else {
+            summary.unclaimable.push(task.taskId);
+          } else {
             const climbed = await climbLadder(ctx, current, now);
             const steps = climbed.steps;
             current = climbed.task;
@@ -190,6 +230,7 @@ export async function reconcileDispatch(
                   reason: 'starving',
                   count: Number.POSITIVE_INFINITY,
                   ignoreCooldown: true,
+                  failed: wakeFailed,
                 });
               }
             }
@@ -217,19 +258,35 @@ export async function reconcileDispatch(
               }
             }
           }
-          if (await reconcileTask(ctx, current, now, options.everything === true, backlogged))
-            summary.redispatched.push(task.taskId);
+          const look = await reconcileTask(ctx, current, now, {
+            everything: options.everything === true,
+            backlogged,
+            notice,
+            failed: (error) => {
+              notice.failed = true;
+              wakeFailed(error);
+            },
+          });
+          if (look === 'resent') summary.redispatched.push(task.taskId);
           else summary.deferred++;
+          if (look === 'recent') summary.recentlyNotified.push(task.taskId);
         } catch (error) {
-          summary.errors++;
+          // A send that threw is a wake that failed.
+          notice.failed ||= notice.attempted;
+          noteError(summary, 'reconcile', error);
           ctx.log.error('reconcile failed for a task', {
             taskId: task.taskId,
             error: errorName(error),
           });
         }
+        if (notice.attempted) {
+          summary.wakeAttempts++;
+          if (notice.failed) summary.wakesFailed.push(task.taskId);
+          else summary.wakesSucceeded++;
+        }
       });
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'reconcile', error);
       ctx.log.error('reconcile failed for a shard', {
         shard,
         error: errorName(error),
@@ -240,10 +297,13 @@ export async function reconcileDispatch(
   for (const work of starving.values()) {
     try {
       if (await isServed(work.queue, work.require)) continue;
-      if (await requestSpawn(ctx, work.queue, work, now, work.require))
+      summary.noMatchingSession.push(...work.taskIds);
+      if (await requestSpawn(ctx, work.queue, work, now, work.require)) {
         summary.spawnRequested.push(work.queue);
+        summary.spawnRequestedFor.push(work.oldest.taskId);
+      }
     } catch (error) {
-      summary.errors++;
+      noteError(summary, 'spawnRequest', error);
       ctx.log.error('asking for a worker failed', { queue: work.queue, error: errorName(error) });
     }
   }
@@ -275,26 +335,49 @@ async function whenToSend(
   return { resend: false, lookAt: task.dispatchedAt + Math.min(2 * waited, patience) };
 }
 
-/** Sends one queued task again if its last hint is overdue; otherwise moves its next look. True if sent. */
+/** Whether a look at a queued task made a wake (see `ReconcileSummary.wakeAttempts`), and whether it failed. */
+interface Notice {
+  attempted: boolean;
+  failed: boolean;
+}
+
+/**
+ * What a look at a queued task did: sent its hint again; woke agents for a hint that just became visible; left it,
+ * its hint recent (or in line behind a backlog); or left it, its delay longer than SQS holds.
+ */
+type Look = 'resent' | 'woken' | 'recent' | 'notYet';
+
+/** Sends one queued task again if its last hint is overdue; otherwise moves its next look. */
 async function reconcileTask(
   ctx: SchedulerContext,
   task: Task,
   now: number,
-  everything: boolean,
-  backlogged: Backlogged,
-): Promise<boolean> {
+  options: {
+    readonly everything: boolean;
+    readonly backlogged: Backlogged;
+    /** Set once a wake starts: a send that throws after it is a wake that failed. */
+    readonly notice: Notice;
+    /** Told of an error a push wake met (it does not throw). */
+    readonly failed: (error: unknown) => void;
+  },
+): Promise<Look> {
+  const { notice, failed } = options;
   const claimableAt = task.notBefore ?? 0;
   const delayMs = Math.max(0, claimableAt - now);
-  const { resend, lookAt } = await whenToSend(ctx, task, now, everything, backlogged);
-  // Held back until now, its hint just became visible: nothing woke anyone for it (see `dueAtAfterDispatch`).
-  if (
+  const { resend, lookAt } = await whenToSend(ctx, task, now, options.everything, options.backlogged);
+  // Held back until now, its hint just became visible: nothing woke anyone for it (see `dueAtAfterDispatch`). Without a
+  // push channel there is no one to wake: its hint waits for the agents' polls, as a recent one does.
+  const woken =
+    ctx.push !== undefined &&
     !resend &&
     task.notBefore !== undefined &&
     task.notBefore <= now &&
     task.dispatchedAt !== undefined &&
-    now - task.dispatchedAt < ctx.settings.reconcileAfterSeconds * 1_000
-  )
-    await wakeFor(ctx, [task], 'due');
+    now - task.dispatchedAt < ctx.settings.reconcileAfterSeconds * 1_000;
+  if (woken) {
+    notice.attempted = true;
+    await wakeFor(ctx, [task], 'due', failed);
+  }
   if (!resend || delayMs > LIMITS.sqsMaxDelaySeconds * 1_000) {
     const dueAt = Math.min(
       resend ? claimableAt - LIMITS.sqsMaxDelaySeconds * 1_000 : lookAt,
@@ -304,10 +387,11 @@ async function reconcileTask(
       { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
       Math.max(dueNoLaterThanExpiry(dueAt, task), now + 1),
     );
-    return false;
+    return resend ? 'notYet' : woken ? 'woken' : 'recent';
   }
   // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale. A
   // keyed task's lane gets a turn in line, whatever its slot says (the turn may be what was lost).
+  notice.attempted = true;
   if (inLane(task))
     await offerTurn(ctx, task, delayMs / 1_000, { staleAfterMs: ctx.settings.reconcileAfterSeconds * 1_000 });
   else
@@ -317,8 +401,8 @@ async function reconcileTask(
       { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...hintFieldsOf(task) },
       delayMs / 1_000,
     );
-  if (delayMs <= 0) await wakeFor(ctx, [task], 'resent');
-  else await wakeLater(ctx, [task], delayMs / 1_000);
+  if (delayMs <= 0) await wakeFor(ctx, [task], 'resent', failed);
+  else await wakeLater(ctx, [task], delayMs / 1_000, failed);
   await ctx.tasks.recordDispatch(
     { taskId: task.taskId, status: 'queued', leaseEpoch: task.leaseEpoch },
     {
@@ -332,5 +416,5 @@ async function reconcileTask(
       ),
     },
   );
-  return true;
+  return 'resent';
 }

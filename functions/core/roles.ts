@@ -21,6 +21,7 @@ import type { Role, SessionRef } from '#domain/role';
 import { type AgentSession, isSessionLive } from '#domain/task';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
+import { noteError, PASS_ERRORS_KEPT, type PassError } from './pass-errors';
 import { pushRoleGrant } from './push';
 
 export const ROLE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -349,6 +350,8 @@ export interface RoleSweep {
   readonly handedOver: number;
   readonly freed: number;
   readonly errors: number;
+  /** The first few errors met, as a pass keeps them (`pass-errors.ts`). */
+  readonly failures: readonly PassError[];
 }
 
 /**
@@ -360,7 +363,7 @@ export interface RoleSweep {
  * live holder again.
  */
 export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
-  const sweep = { handedOver: 0, freed: 0, errors: 0 };
+  const sweep = { handedOver: 0, freed: 0, errors: 0, failures: [] as PassError[] };
   const now = ctx.now();
   const found = await ctx.roles.findToSweep(now, ctx.settings.sweepLimit);
   for (const session of found.sessions) {
@@ -370,8 +373,9 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
       sweep.handedOver += moved.handedOver;
       sweep.freed += moved.freed;
       sweep.errors += moved.errors;
+      sweep.failures.push(...moved.failures.slice(0, PASS_ERRORS_KEPT - sweep.failures.length));
     } catch (error) {
-      sweep.errors++;
+      noteError(sweep, 'roles', error);
       ctx.log.error('role sweep failed for one session', {
         agentId: session.agentId,
         error: errorName(error),
@@ -389,7 +393,7 @@ export async function sweepRoles(ctx: SchedulerContext): Promise<RoleSweep> {
       if (moved) sweep.handedOver++;
       else if (moved === null) sweep.freed++;
     } catch (error) {
-      sweep.errors++;
+      noteError(sweep, 'roles', error);
       ctx.log.error('role sweep failed for one role', { role: role.role, error: errorName(error) });
     }
   }
@@ -426,7 +430,13 @@ async function handOverEach(
   ended: AgentSession,
 ): Promise<RoleSweep & { done: Record<string, number> }> {
   const sessions = new SessionReader(ctx);
-  const result = { handedOver: 0, freed: 0, errors: 0, done: {} as Record<string, number> };
+  const result = {
+    handedOver: 0,
+    freed: 0,
+    errors: 0,
+    failures: [] as PassError[],
+    done: {} as Record<string, number>,
+  };
   for (const [name, epoch] of Object.entries(ended.roles)) {
     try {
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -447,7 +457,7 @@ async function handOverEach(
         break;
       }
     } catch (error) {
-      result.errors++;
+      noteError(result, 'roles', error);
       ctx.log.warn('could not hand over a role of an ended session; the sweep will', {
         role: name,
         error: errorName(error),

@@ -23,6 +23,7 @@ import { cascadeFrom } from './cascade';
 import { type ParentLease, submitChild, submitChildren } from './children';
 import { type ClaimRequest, claimTasks } from './claim';
 import type { SchedulerContext } from './context';
+import { readCycleStats } from './cycle-stats';
 import { submitAny } from './debounce';
 import { completeTask, failTask, type LeaseRef, ownerSession, releaseTask } from './finish';
 import { listTasks, queueStats, readTaskPayload } from './inspect';
@@ -439,6 +440,11 @@ export class Scheduler {
   /** One supervisor pass: reclaim, reconcile, starvation ladder. */
   supervise() {
     return runSupervisorPass(this.ctx);
+  }
+
+  /** The supervisor's figures: added up over every pass, the last pass's, and the last errors a pass met. */
+  getSchedulerStats() {
+    return readCycleStats(this.ctx);
   }
 
   reclaim() {

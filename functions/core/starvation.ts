@@ -33,13 +33,14 @@ export const isStarving = (ctx: SchedulerContext, task: Task, now: number) =>
   now - waitingSince(task) >= ctx.settings.starvation.announceAfterSeconds * 1_000;
 
 /**
- * What a pass saw of one queue's starving work of one requirement set: how many tasks it looked at, and the one
+ * What a pass saw of one queue's starving work of one requirement set: how many tasks it looked at, which, and the one
  * waiting longest.
  */
 export interface StarvingWork {
   readonly queue: string;
   readonly require: Requirements;
   count: number;
+  readonly taskIds: string[];
   oldest: { readonly taskId: string; readonly since: number };
 }
 
@@ -49,9 +50,17 @@ export function noteStarving(seen: Map<string, StarvingWork>, task: Task): void 
   const require = task.require ?? {};
   const key = `${task.queue} ${requirementsKey(require)}`;
   const work = seen.get(key);
-  if (!work) seen.set(key, { queue: task.queue, require, count: 1, oldest: { taskId: task.taskId, since } });
+  if (!work)
+    seen.set(key, {
+      queue: task.queue,
+      require,
+      count: 1,
+      taskIds: [task.taskId],
+      oldest: { taskId: task.taskId, since },
+    });
   else {
     work.count++;
+    work.taskIds.push(task.taskId);
     if (since < work.oldest.since) work.oldest = { taskId: task.taskId, since };
   }
 }

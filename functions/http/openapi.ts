@@ -62,6 +62,7 @@ import {
   schedulePageSchema,
   scheduleResponseSchema,
   schedulerResponseSchema,
+  schedulerStatsSchema,
   sessionResponseSchema,
   sessionSchema,
   submitResponseSchema,
@@ -236,6 +237,13 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       'What this call did, its counts its own; with `cursor` while more is left: send it back to go on. Each call ends within about 6 s. Safe to repeat from any cursor, or from the start: it only sends hints again',
     ),
   ),
+  getSchedulerStats: {
+    summary: 'Read the supervisor’s figures and last errors',
+    responses: ok(
+      schedulerStatsSchema,
+      'Every pass’s figures added up, the last pass’s with the tasks they name, and the errors the last pass that met any went on from. A stack with no pass yet answers zeros, no `lastPass` and no errors',
+    ),
+  },
   listRateLimits: {
     summary: 'List the named rate limits, each with its use now',
     responses: ok(rateLimitListSchema),

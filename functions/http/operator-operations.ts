@@ -30,6 +30,7 @@ import {
   roleView,
   scheduleListView,
   schedulerControlView,
+  schedulerStatsView,
   scheduleView,
   taskListView,
   taskView,
@@ -233,6 +234,11 @@ function queueOperations(scheduler: Scheduler): Record<string, Operation> {
       status: 200,
       body: await scheduler.rebuild(parseBody(rebuildBody, request.body)),
     }),
+    // The supervisor's figures: cumulative, the last pass's, the last errors.
+    getSchedulerStats: async (request) => {
+      noBody(request);
+      return { status: 200, body: schedulerStatsView(await scheduler.getSchedulerStats()) };
+    },
   };
 }
 

@@ -345,6 +345,75 @@ export const rebuildResultSchema = published(
   ),
 );
 
+const cycleFigures = {
+  pendingRuns: count.describe('Queued tasks the pass looked at.'),
+  activeRuns: count.describe('Leased tasks the pass looked at.'),
+  sessionsScanned: count.describe(
+    'Agent sessions the pass’s scans returned: live ones, and ones found over holding tasks.',
+  ),
+  leasesRecovered: count.describe('Leases taken back: requeued, or dead.'),
+  wakeAttempts: count.describe(
+    'Queued tasks the pass tried to bring to an agent: a hint sent again (a turn put in line), with its push wake; or a push wake for a hint that just became visible.',
+  ),
+  wakesSucceeded: count.describe('Wake attempts that met no error.'),
+  wakesFailed: count.describe('Wake attempts whose send or push wake met an error.'),
+  noMatchingSession: count.describe('Starving tasks whose queue no live session serves.'),
+  recentlyNotified: count.describe(
+    'Queued tasks left alone: their hint went out recently, or waits behind a backlog.',
+  ),
+  unclaimable: count.describe('Queued tasks of a paused queue, or of any while the scheduler is paused.'),
+  starved: count.describe('Tasks announced as starved (`task.starved`).'),
+  spawnRequested: count.describe('Workers asked for (`agent.spawnRequested`).'),
+  needsAttention: count.describe('Tasks marked as needing attention.'),
+  errors: count.describe('Errors the pass met and went on from.'),
+};
+const cycleIds = z
+  .looseObject({
+    leasesRecovered: z.array(taskId),
+    wakesFailed: z.array(taskId),
+    noMatchingSession: z.array(taskId),
+    recentlyNotified: z.array(taskId),
+    unclaimable: z.array(taskId),
+    starved: z.array(taskId),
+    spawnRequested: z.array(taskId),
+    needsAttention: z.array(taskId),
+  })
+  .describe(
+    'The tasks each figure that names them counted, the first 20 each (`spawnRequested`: the starving task each request named).',
+  );
+
+/** schedulerStatsView */
+export const schedulerStatsSchema = published(
+  'SchedulerStats',
+  answers<Sdk.SchedulerStats>()(
+    z.looseObject({
+      cumulative: z
+        .looseObject({ passes: count.describe('Passes recorded.'), ...cycleFigures })
+        .describe('Each figure added up over every pass recorded; zeros before the first.'),
+      lastPass: z
+        .looseObject({
+          at: timestamp.describe('When the pass started.'),
+          durationMs: count,
+          ...cycleFigures,
+          ids: cycleIds,
+        })
+        .optional()
+        .describe('The pass recorded last; absent before the first.'),
+      lastErrors: z
+        .array(
+          z.looseObject({
+            at: timestamp.describe('When the pass that met it started.'),
+            step: z.string(),
+            name: z.string().max(64),
+            message: z.string().max(160),
+          }),
+        )
+        .max(5)
+        .describe('The errors the last pass that met any kept: names and short messages, no stacks.'),
+    }),
+  ),
+);
+
 /** rateLimitView */
 export const rateLimitSchema = published(
   'RateLimit',

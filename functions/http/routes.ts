@@ -58,6 +58,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('POST', '/v1/scheduler/resume', 'resumeScheduler'),
   // Every queued task's hint sent again from the task records, a page of calls at a time (`core/rebuild.ts`).
   operator('POST', '/v1/scheduler/rebuild', 'rebuildScheduler'),
+  operator('GET', '/v1/scheduler/stats', 'getSchedulerStats'),
   operator('GET', '/v1/rate-limits', 'listRateLimits'),
   operator('GET', '/v1/rate-limits/{name}', 'getRateLimit'),
   operator('POST', '/v1/rate-limits/{name}', 'setRateLimit'),

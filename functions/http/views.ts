@@ -5,6 +5,7 @@
 
 import type { ItemOutcome } from '#core/batches';
 import type { ClaimedTask } from '#core/claim';
+import type { CycleStats } from '#core/cycle-stats';
 import type { Occurrence } from '#core/occurrences';
 import type { CascadeProgress } from '#core/ports/cascade-store';
 import type { QueueControl } from '#core/queue-controls';
@@ -208,6 +209,16 @@ export function queueControlView(control: QueueControl) {
 /** The whole scheduler's control. */
 export function schedulerControlView(control: SchedulerControl) {
   return { paused: control.paused, updatedAt: iso(control.updatedAt) };
+}
+
+/** The supervisor's figures: cumulative, the last pass's (flat, beside its time and ids), the last errors. */
+export function schedulerStatsView(stats: CycleStats) {
+  const last = stats.lastPass;
+  return {
+    cumulative: { ...stats.cumulative },
+    lastPass: last && { at: iso(last.at), durationMs: last.durationMs, ...last.figures, ids: last.ids },
+    lastErrors: stats.lastErrors.map((error) => ({ ...error, at: iso(error.at) })),
+  };
 }
 
 /** A named rate limit in force, and its window open now. */

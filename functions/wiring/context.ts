@@ -11,6 +11,7 @@ import { AgentTable } from '#adapters/agent-table';
 import { translatingAwsErrors } from '#adapters/aws-errors';
 import { CascadeTable } from '#adapters/cascade-table';
 import { ConnectionTable } from '#adapters/connection-table';
+import { CycleStatsTable } from '#adapters/cycle-stats-table';
 import { DebounceTable } from '#adapters/debounce-table';
 import { DependencyTable } from '#adapters/dependency-table';
 import { noEvents } from '#adapters/event-publishers';
@@ -127,6 +128,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     roles: translatingAwsErrors(new RoleTable(doc, deps.tables.leases, deps.tables.agents)),
     occurrences: translatingAwsErrors(new OccurrenceTable(doc, deps.tables.leases)),
     queueControls: translatingAwsErrors(new QueueControlTable(doc, deps.tables.leases)),
+    cycleStats: translatingAwsErrors(new CycleStatsTable(doc, deps.tables.leases)),
     waitpoints: translatingAwsErrors(new WaitpointTable(doc, deps.tables.tasks)),
     progress: translatingAwsErrors(new ProgressTable(doc, deps.tables.tasks)),
     rateLimits: translatingAwsErrors(new RateLimitTable(doc, deps.tables.tasks)),

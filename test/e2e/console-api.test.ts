@@ -203,7 +203,7 @@ describe('the API the console reads', () => {
     await operator.setRateLimit('console.calls', { limit: 5, per: 'hour' });
     await operator.setRateLimit('console.tenants', { limit: 10, per: 'day', perKey: true });
     const views: Record<string, string[]> = {
-      queues: ['/v1/queues', '/v1/scheduler'],
+      queues: ['/v1/queues', '/v1/scheduler', '/v1/scheduler/stats'],
       tasks: ['/v1/tasks?limit=50'],
       task: [`/v1/tasks/${task.taskId}`],
       agents: ['/v1/agents?limit=50', '/v1/roles'],
@@ -220,8 +220,8 @@ describe('the API the console reads', () => {
     expect(figures.tasks?.requests).toBeLessThanOrEqual(2 * 2 * 16 + 1);
     // The queue figures: the queue controls, each of the 32 due shards, and the open tasks found in them; then, for
     // each of the two queues, where the list walk stands, its 16 list partitions past that, and the tasks there;
-    // and the scheduler's control, read once.
-    expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS + 2 * (1 + 2 * 16) + 1);
+    // and the scheduler's control and the supervisor's figures, each read once.
+    expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS + 2 * (1 + 2 * 16) + 2);
     for (const view of ['task', 'agents', 'roles', 'schedules', 'schedule'])
       expect(figures[view]?.requests, view).toBeLessThanOrEqual(2);
     // The limits in force, then the window open now of each limit not per key (a per-key one's keys are on its page).

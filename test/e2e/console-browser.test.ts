@@ -386,6 +386,25 @@ describe('the web console in a browser', () => {
     });
   });
 
+  it('shows the supervisor’s figures below the queues: the passes, the last pass’s figures and their totals', async () => {
+    const pass = await stack.scheduler.supervise();
+    const { cumulative } = await operator.getSchedulerStats();
+    await open('#/queues', 'Queues');
+    const lead = page.locator('[data-field="supervisor-passes"]');
+    await expect
+      .poll(() => lead.textContent())
+      .toMatch(new RegExp(`^${cumulative.passes} passes; the last at .+, in \\d+ ms\\.$`));
+    const figures = page.getByRole('region', { name: 'Supervisor' });
+    const row = figures.getByRole('row', { name: /^Queued tasks looked at/ });
+    expect(await row.getByRole('cell').allTextContents()).toEqual([
+      'Queued tasks looked at',
+      String(pass.pendingRuns),
+      String(cumulative.pendingRuns),
+      '',
+    ]);
+    expect(await figures.getByRole('row').count()).toBe(1 + 14);
+  });
+
   it('redrives a dead task from the dead letters', async () => {
     const { task } = await operator.submitTask({
       queue: 'other',

@@ -384,6 +384,17 @@ describe('the OpenAPI document matches what the server answers', () => {
       rebuilt = await operator('POST', '/v1/scheduler/rebuild', { cursor: rebuilt.cursor, limit: 5_000 });
     expect(rebuilt).toMatchObject({ pendingRuns: expect.any(Number), activeRuns: expect.any(Number) });
 
+    // The supervisor's figures: the answer of a stack with no pass yet, then after one (its last pass, with ids).
+    expect(await operator('GET', '/v1/scheduler/stats')).toMatchObject({
+      cumulative: { passes: 0, pendingRuns: 0, wakeAttempts: 0, errors: 0 },
+      lastErrors: [],
+    });
+    await stack.scheduler.supervise();
+    expect(await operator('GET', '/v1/scheduler/stats')).toMatchObject({
+      cumulative: { passes: 1 },
+      lastPass: { at: expect.any(String), durationMs: expect.any(Number), ids: { starved: [] } },
+    });
+
     // Named rate limits: one set, a task naming it granted with its units, the limit listed and read by key.
     await operator('POST', '/v1/rate-limits/contract.tenant', { limit: 5, per: 'day', perKey: true });
     const limited = await operator(

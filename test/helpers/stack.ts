@@ -85,6 +85,7 @@ const FUNCTION_OF: Readonly<Record<string, FunctionName>> = {
   resumeScheduler: 'operatorApi',
   getSchedulerControl: 'operatorApi',
   rebuild: 'operatorApi',
+  getSchedulerStats: 'operatorApi',
   listRateLimits: 'operatorApi',
   getRateLimit: 'operatorApi',
   setRateLimit: 'operatorApi',

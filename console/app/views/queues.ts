@@ -1,13 +1,50 @@
 /**
- * Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`; and
- * above them the pause of the whole scheduler, from `GET /v1/scheduler`.
+ * Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`; above
+ * them the pause of the whole scheduler, from `GET /v1/scheduler`; below them the supervisor's figures, from
+ * `GET /v1/scheduler/stats`.
  */
-import { api, PRIORITIES, type QueueStats, type SchedulerControl } from '../api';
+import {
+  api,
+  type CycleFigures,
+  type CycleIds,
+  PRIORITIES,
+  type QueueStats,
+  type SchedulerControl,
+  type SchedulerStats,
+} from '../api';
 import { button, el, replaceKeepingFocus } from '../dom';
-import { duration } from '../format';
+import { duration, time } from '../format';
 import { DataTable } from '../table';
 import type { View } from '../view';
 import { describeLimits, editLimits } from './queue-limits';
+import { taskLink } from './task-link';
+
+/** Each figure of a pass, as people read it, in the order the API lists them. */
+const FIGURES: readonly [keyof CycleFigures, string][] = [
+  ['pendingRuns', 'Queued tasks looked at'],
+  ['activeRuns', 'Leased tasks looked at'],
+  ['sessionsScanned', 'Sessions scanned'],
+  ['leasesRecovered', 'Leases recovered'],
+  ['wakeAttempts', 'Wake attempts'],
+  ['wakesSucceeded', 'Wakes succeeded'],
+  ['wakesFailed', 'Wakes failed'],
+  ['noMatchingSession', 'No live session serves them'],
+  ['recentlyNotified', 'Left alone: notified recently'],
+  ['unclaimable', 'Unclaimable: paused'],
+  ['starved', 'Starved'],
+  ['spawnRequested', 'Workers asked for'],
+  ['needsAttention', 'Marked as needing attention'],
+  ['errors', 'Errors'],
+];
+
+/** The first tasks the last pass counted in a figure, as links (one task may be in several figures); how many more. */
+const tasksOf = (figure: string, ids: readonly string[] | undefined) =>
+  !ids || ids.length === 0
+    ? ''
+    : [
+        ...ids.slice(0, 3).flatMap((id, i) => [i > 0 ? ' ' : '', taskLink(id, `stats:${figure}:${id}`)]),
+        ids.length > 3 ? ` +${ids.length - 3}` : '',
+      ];
 
 const capitalised = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
 
@@ -22,6 +59,10 @@ export const queuesView: View = (root, context) => {
     'Actions',
   ]);
   const note = el('p', { class: 'note' });
+  // The supervisor's figures, below the queues: what its passes found and did.
+  const stats = new DataTable('Supervisor', ['Figure', 'Last pass', 'Total', 'Tasks of the last pass']);
+  const statsLead = el('p', { class: 'lead', 'data-field': 'supervisor-passes' });
+  const statsErrors = el('div', { 'data-field': 'supervisor-errors' });
   // The whole scheduler's state and its pause or resume, above the queues it holds back.
   const whole = el('div', { class: 'toolbar', role: 'group', 'aria-label': 'Scheduler' });
   const wholeNote = el('p', { class: 'note', 'data-field': 'scheduler-note' });
@@ -32,6 +73,10 @@ export const queuesView: View = (root, context) => {
     wholeNote,
     table.element,
     note,
+    el('h2', {}, 'Supervisor'),
+    statsLead,
+    stats.element,
+    statsErrors,
   );
 
   const toggleScheduler = async (control: SchedulerControl, trigger: HTMLElement) => {
@@ -68,6 +113,39 @@ export const queuesView: View = (root, context) => {
     wholeNote.textContent = control.paused
       ? 'Paused: no queue gives tasks to claims and no agent is woken; queued work waits for the resume.'
       : '';
+  };
+
+  const showStats = (figures: SchedulerStats) => {
+    const last = figures.lastPass;
+    const { passes } = figures.cumulative;
+    replaceKeepingFocus(
+      statsLead,
+      last
+        ? [`${passes} passes; the last at `, time(last.at), `, in ${last.durationMs} ms.`]
+        : [`${passes} passes: no pass recorded yet.`],
+    );
+    stats.rows(
+      FIGURES.map(([figure, label]) => [
+        label,
+        last === undefined ? '' : String(last[figure]),
+        String(figures.cumulative[figure]),
+        tasksOf(figure, last?.ids[figure as keyof CycleIds]),
+      ]),
+      '',
+    );
+    replaceKeepingFocus(
+      statsErrors,
+      figures.lastErrors.length === 0
+        ? []
+        : [
+            el('p', {}, 'Last errors, of the pass at ', time(figures.lastErrors[0]?.at), ':'),
+            el(
+              'ul',
+              {},
+              ...figures.lastErrors.map((e) => el('li', {}, `${e.step}: ${e.name}: ${e.message}`)),
+            ),
+          ],
+    );
   };
 
   const togglePaused = async (queue: QueueStats, trigger: HTMLElement) => {
@@ -126,11 +204,18 @@ export const queuesView: View = (root, context) => {
 
   let shown = '';
   let shownScheduler = '';
+  let shownStats = '';
   context.poll(async () => {
-    const [queues, scheduler] = await Promise.all([
+    const [queues, scheduler, figures] = await Promise.all([
       api.listQueues(context.signal),
       api.getSchedulerControl(context.signal),
+      api.getSchedulerStats(context.signal),
     ]);
+    const statsKey = JSON.stringify(figures);
+    if (statsKey !== shownStats) {
+      shownStats = statsKey;
+      showStats(figures);
+    }
     const schedulerKey = JSON.stringify(scheduler);
     if (schedulerKey !== shownScheduler) {
       shownScheduler = schedulerKey;

@@ -51,11 +51,11 @@ describe('the list walk', () => {
 
     // Assess: nothing is walked early; then the three entries once, and the two open tasks get a look (one index
     // write each); the ended one costs no write. The next walk starts past them.
-    expect(early).toEqual({ walked: 0, armed: [], errors: 0, complete: true });
+    expect(early).toEqual({ walked: 0, armed: [], errors: 0, complete: true, failures: [] });
     expect(first.walked).toBe(3);
     expect(first.armed.sort()).toEqual([running.taskId, waiting.taskId].sort());
     expect(firstIndexWrites).toBe(2);
-    expect(second).toEqual({ walked: 0, armed: [], errors: 0, complete: true });
+    expect(second).toEqual({ walked: 0, armed: [], errors: 0, complete: true, failures: [] });
     expect(await ctx.tasks.get(ended.taskId)).not.toHaveProperty('inDueIndex');
     expect(await ctx.tasks.get(running.taskId)).toMatchObject({ status: 'leased', inDueIndex: true });
     expect(await ctx.tasks.get(waiting.taskId)).toMatchObject({ status: 'queued', inDueIndex: true });

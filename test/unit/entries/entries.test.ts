@@ -14,6 +14,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { DUE_SHARDS, LISTED_SHARDS } from '#adapters/tables';
 
 const ddb = mockClient(DynamoDBDocumentClient);
+
+/** The metadata of an EMF document: its one metric directive. */
+interface EmfMetadata {
+  readonly CloudWatchMetrics: readonly {
+    readonly Namespace: string;
+    readonly Dimensions: readonly (readonly string[])[];
+    readonly Metrics: readonly { readonly Name: string; readonly Unit: string }[];
+  }[];
+}
 // The clients' prototypes and the environment are shared with the files that run after this one in its worker.
 afterAll(() => {
   ddb.restore();
@@ -73,17 +82,68 @@ describe('Lambda entries', () => {
       missedRunsSkipped: 0,
       cascadesAdvanced: 0,
       cascadesFinished: 0,
+      pendingRuns: 0,
+      activeRuns: 0,
+      sessionsScanned: 0,
+      leasesRecovered: 0,
+      wakeAttempts: 0,
+      wakesSucceeded: 0,
+      wakesFailed: 0,
+      noMatchingSession: 0,
+      recentlyNotified: 0,
+      unclaimable: 0,
+      needsAttention: 0,
+      ids: { leasesRecovered: [], starved: [], needsAttention: [] },
       errors: 0,
+      failures: [],
     });
     // Each shard of the `due` index once, the suspended tasks' partition with them (reconcile takes the reclaim
     // sweep's answers), each of the queue's list partitions once (the list walk, which finds nothing new: no place
     // to save), and the open cascades' list.
     expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + 1 + LISTED_SHARDS + 1);
-    expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 0);
+    // One write: the pass added to the cumulative figures, beside the scheduler's control.
+    expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 1);
+    expect(ddb).toHaveReceivedCommandWith(UpdateCommand, {
+      TableName: 'leases',
+      Key: { leaseId: 'stats#supervisor' },
+      UpdateExpression: expect.stringMatching(/ADD .*#n\d+ :v\d+/),
+    });
     const emitted = stdout.mock.calls.map(([line]) => String(line)).join('');
     stdout.mockRestore();
-    expect(emitted).toMatch(/"_aws":\{.*"Namespace":"AgentScheduler"/);
-    expect(emitted).toMatch(/"Requeued":0/);
+    // One EMF document for the pass (the cold start has its own), every figure in it, with the service dimension.
+    const documents = emitted
+      .split('\n')
+      .filter((line) => line.includes('"_aws"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown> & { _aws: EmfMetadata });
+    const passes = documents.filter((d) => 'PendingRuns' in d);
+    expect(passes).toHaveLength(1);
+    const [pass] = passes as [(typeof documents)[number]];
+    const [directive] = pass._aws.CloudWatchMetrics;
+    expect(directive?.Namespace).toBe('AgentScheduler');
+    expect(directive?.Dimensions).toEqual([['service']]);
+    const names = directive?.Metrics.map((m) => m.Name);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'PendingRuns',
+        'ActiveRuns',
+        'SessionsScanned',
+        'RecoveredLeases',
+        'WakeAttempts',
+        'WakesSucceeded',
+        'WakesFailed',
+        'NoMatchingSession',
+        'RecentlyNotified',
+        'Unclaimable',
+        'Starved',
+        'SpawnRequested',
+        'NeedsAttention',
+        'SweepErrors',
+        'Requeued',
+        'PassDuration',
+      ]),
+    );
+    expect(new Set(names).size).toBe(names?.length);
+    expect(pass).toMatchObject({ PendingRuns: 0, WakeAttempts: 0, Requeued: 0, SweepErrors: 0 });
   });
 
   it('operator API: health answers without touching AWS', async () => {

@@ -21,6 +21,7 @@ import type {
   queueControlView,
   roleView,
   schedulerControlView,
+  schedulerStatsView,
   scheduleView,
   sessionHoldingsView,
   taskWithPayloadView,
@@ -35,6 +36,7 @@ const pairs = {
   agent: true satisfies Same<Server<typeof agentView>, Sdk.Agent>,
   queueControl: true satisfies Same<Server<typeof queueControlView>, Sdk.QueueControl>,
   schedulerControl: true satisfies Same<Server<typeof schedulerControlView>, Sdk.SchedulerControl>,
+  schedulerStats: true satisfies Same<Server<typeof schedulerStatsView>, Sdk.SchedulerStats>,
   occurrence: true satisfies Same<Server<typeof occurrenceView>, Sdk.Occurrence>,
   role: true satisfies Same<Server<typeof roleView>, Sdk.Role>,
   sessionHoldings: true satisfies Same<Server<typeof sessionHoldingsView>, Sdk.SessionHoldings>,
@@ -50,6 +52,6 @@ const pairs = {
 
 describe('the SDK’s records', () => {
   it('are compared with the server’s views at compile time', () => {
-    expect(Object.keys(pairs)).toHaveLength(14);
+    expect(Object.keys(pairs)).toHaveLength(15);
   });
 });
