@@ -236,7 +236,12 @@ export class ConnectionTable implements ConnectionStore {
       : undefined;
   }
 
-  async findIdle(queue: string, wokenBefore: number, capacity: number): Promise<Listener[]> {
+  async findIdle(
+    queue: string,
+    wokenBefore: number,
+    capacity: number,
+    serves: (listener: Listener) => boolean = () => true,
+  ): Promise<Listener[]> {
     const idleIn = async (shard: number) => {
       const items = await this.query(listenerPartition(queue, shard), Number.POSITIVE_INFINITY, (e) =>
         [
@@ -245,7 +250,7 @@ export class ConnectionTable implements ConnectionStore {
           `${e.n('expiresAt')} > ${e.v(this.now())}`,
         ].join(' AND '),
       );
-      return items.map(listenerOf);
+      return items.map(listenerOf).filter(serves);
     };
     // A random partition first; the others, at once, only if it holds too few idle agents for `capacity` tasks.
     const first = Math.min(this.listenerShards - 1, Math.floor(this.random() * this.listenerShards));

@@ -167,9 +167,13 @@ export async function wake(ctx: SchedulerContext, queue: string, options: WakeOp
     // Every idle listener the read finds (one request reads a fleet of hundreds), in random order: the wakes are
     // spread over the fleet, and one taken by a parallel wake between the read and the write is passed over.
     const want = Number.isFinite(options.count) ? options.count : Number.MAX_SAFE_INTEGER;
-    // Agents that cannot serve the tasks are passed over (they find them no use), and count for nothing.
-    const found = shuffled(ctx, await push.connections.findIdle(queue, wokenBefore, want)).filter(
-      (listener) => meets(listener.labels, options.require),
+    // Agents that cannot serve the tasks are passed over (they find them no use), and count for nothing: not even
+    // toward the idle agents a partition must hold before the others are read.
+    const found = shuffled(
+      ctx,
+      await push.connections.findIdle(queue, wokenBefore, want, (listener) =>
+        meets(listener.labels, options.require),
+      ),
     );
     // Nobody is taken while the scheduler is paused: the agents stay idle, for the resume's wake. Looked at only
     // once someone would be woken, so a wake that finds nobody idle costs no more than before.

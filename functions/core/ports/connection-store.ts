@@ -57,7 +57,13 @@ export interface ConnectionStore {
    * Idle listeners of a queue not woken since `wokenBefore`, in no set order: enough for `capacity` tasks if the
    * part of the listeners read first has them, otherwise every one there is.
    */
-  findIdle(queue: string, wokenBefore: number, capacity: number): Promise<Listener[]>;
+  findIdle(
+    queue: string,
+    wokenBefore: number,
+    capacity: number,
+    /** Only listeners this accepts are found, and count toward `capacity` (those whose labels meet the tasks'). */
+    serves?: (listener: Listener) => boolean,
+  ): Promise<Listener[]>;
   /**
    * Takes an idle listener for one wake: it is no longer idle and was woken `now`, unless another wake took it
    * first or it was woken after `wokenBefore` (false).
