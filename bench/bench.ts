@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- [--scenario throughput|idle|…] [--tasks N] [--agents M] [--batch K] [--payload BYTES] [--warmup N]
- * [--seed S] [--json] [--record] [--separate-claims]`
+ * [--seed S] [--rate R] [--json] [--record] [--separate-claims]`
  *
  * `throughput` (the default) runs the local stack under load and reports throughput, latency, the AWS requests and
  * capacity one task costs, and dollars per million tasks at the list prices of `bench/prices.ts`. Figures, not a
@@ -30,6 +30,11 @@
  * runs one named rate limit of 10 a second (burst 10) shared by three queues under parallel claimers: the most
  * grants any one second saw against `limit + burst`, and the share of the allowed grants used while work waited.
  *
+ * `labels` (`bench/run-labels.ts`; `--agents` default 20, `--tasks` default 3,000, `--rate` tasks a second, default
+ * 20, `--warmup` default 300) streams tasks at one priority, half unlabelled, half requiring labels that some of a
+ * mixed fleet meet: each class's wait from claimable to claimed (p50, p90, p99), the difference of the p90s against
+ * the issue's 100 ms, and the AWS requests per task.
+ *
  * `on-time` (`bench/run-on-time.ts`; `--agents` default 8, `--tasks` delayed tasks, default 20, `--fires` default 5)
  * times held-back starts on an idle listening fleet in AWS's settings: a Scheduler that delivers anywhere in the
  * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
@@ -41,6 +46,7 @@ import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
 import { runCascade } from './run-cascade';
 import { runIdle } from './run-idle';
+import { runLabels, type Waits } from './run-labels';
 import { runOnTime } from './run-on-time';
 import { runRateLimit } from './run-rate-limit';
 import { type Cost, runWorkflow } from './run-workflow';
@@ -55,12 +61,14 @@ const { values } = parseArgs({
     agents: { type: 'string' },
     batch: { type: 'string', default: '1' },
     payload: { type: 'string', default: '1024' },
-    warmup: { type: 'string', default: '1000' },
+    // Each scenario's own default: 1,000 for throughput, 300 for labels.
+    warmup: { type: 'string' },
     seed: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
     fires: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '60' },
+    rate: { type: 'string', default: '20' },
     'separate-claims': { type: 'boolean', default: false },
   },
 });
@@ -81,8 +89,11 @@ else if (values.scenario === 'scale') scaleScenario();
 else if (values.scenario === 'on-time') await onTimeScenario();
 else if (values.scenario === 'cascade') await cascadeScenario();
 else if (values.scenario === 'rate-limit') await rateLimitScenario();
+else if (values.scenario === 'labels') await labelsScenario();
 else {
-  console.error('--scenario must be throughput, idle, workflow, scale, on-time, cascade or rate-limit');
+  console.error(
+    '--scenario must be throughput, idle, workflow, scale, on-time, cascade, rate-limit or labels',
+  );
   process.exit(2);
 }
 
@@ -92,7 +103,7 @@ async function throughputScenario(): Promise<void> {
     agents: positive('agents', values.agents ?? '10', 1_000),
     batch: positive('batch', values.batch, 10),
     payloadBytes: positive('payload', values.payload, 250_000),
-    warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 1_000_000),
+    warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup ?? '1000', 1_000_000),
     separateClaims: values['separate-claims'],
   });
 
@@ -143,6 +154,35 @@ async function rateLimitScenario(): Promise<void> {
       `one named limit of ${report.limit.perSecond}/s (burst ${report.limit.burst}) shared by ${report.limit.queues} queues; ${report.agents} agents claiming in parallel; ${report.tasks} tasks for ${report.seconds} s`,
       `grants          ${report.grants} of ${report.allowed} the limit allowed (${report.usedPercent} %); ${report.stillQueued} tasks still waiting at the end`,
       `any one second  at most ${report.mostInOneSecond} grants (bound: limit + burst = ${report.bound})`,
+    ].join('\n'),
+  );
+}
+
+async function labelsScenario(): Promise<void> {
+  const report = await runLabels({
+    agents: positive('agents', values.agents ?? '20', 200),
+    tasks: positive('tasks', values.tasks ?? '3000', 100_000),
+    rate: positive('rate', values.rate, 1_000),
+    warmup: values.warmup === '0' ? 0 : positive('warmup', values.warmup ?? '300', 100_000),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  const waits = (w: Waits) =>
+    `p50 ${w.p50} ms, p90 ${w.p90} ms, p99 ${w.p99} ms, max ${w.max} ms (${w.tasks} tasks)`;
+  console.log(
+    [
+      `labels: ${report.agents} agents with mixed labels, ${report.tasks} tasks at ${report.rate}/s on one queue and priority, half requiring labels; each worked ${report.workMs} ms; ${report.durationMs} ms; the first ${report.warmup} not measured`,
+      `unlabelled      ${waits(report.unlabelled)}`,
+      `labelled        ${waits(report.labelled)}`,
+      ...Object.entries(report.bySet).map(
+        ([set, w]) => `  ${set.padEnd(13)} met by ${w.agents} agents: ${waits(w)}`,
+      ),
+      `p90 difference  ${report.p90DifferenceMs} ms (bound ${report.boundMs} ms: ${report.p90DifferenceMs <= report.boundMs ? 'within' : 'OVER'}); ${report.unclaimed} tasks unclaimed at the end`,
+      `AWS requests    ${report.requestsPerTask} a task (${Object.entries(report.requestsByOperation)
+        .map(([operation, n]) => `${operation} ${n}`)
+        .join(', ')}); hand-backs ${report.handBacksPerLabelledTask} a labelled task`,
     ].join('\n'),
   );
 }

@@ -1,6 +1,6 @@
 /**
  * `npm run chaos -- [--mode inprocess|http] --tasks N --agents M --seed S [--dag D] [--waitpoints W]
- * [--rate-limited R] [--lease-ttl-seconds T] [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B]
+ * [--rate-limited R] [--labelled L] [--lease-ttl-seconds T] [--reconcile-after-seconds R] [--late-share F] [--sizes small|agent] [--seeds A-B]
  * [--rare-boost B] [--drain-seconds D] [--json]`
  * (`--lease-ttl-seconds`, `--reconcile-after-seconds`, `--late-share`, the share of requests delivered late,
  * `--sizes`, the sizes of results and checkpoints and the Workers' concurrency, `--seeds`, a range of seeds run one
@@ -13,7 +13,8 @@
  * agents reporting usage (0 to 200) on every complete and fail, default 1,000, whose ledger must equal what the
  * committed grants and settlements owe it (seed 1 with the defaults, in 3 min 34 s on two shared cores: 1,224 grants
  * and 1,137 finishes reporting usage, 72 settlements' answers lost and sent again, 121,215 units expected and
- * found), in the in-process mode).
+ * found), and `--labelled`, tasks among the flat ones that require labels of agents registered with mixed labels
+ * (`labels.ts`), every lease of them checked against its session's labels, default 2,000, in the in-process mode).
  *
  * Runs the scheduler under seeded faults and checks the history it records: in process, on the handlers
  * (`run-chaos.ts`), or through the HTTP edge and SDK Workers (`run-http-chaos.ts`). Exits non-zero on any
@@ -32,6 +33,7 @@ const values = readOptions({
   dag: { type: 'string', default: '1000' },
   waitpoints: { type: 'string', default: '1000' },
   'rate-limited': { type: 'string', default: '1000' },
+  labelled: { type: 'string', default: '2000' },
   seed: { type: 'string', default: '1' },
   json: { type: 'boolean', default: false },
   'lease-ttl-seconds': { type: 'string', default: '2' },
@@ -91,6 +93,7 @@ const report = await runChaos({
   dag: integer('dag', values.dag, 0, 1_000_000),
   waitpoints: integer('waitpoints', values.waitpoints, 0, 1_000_000),
   rateLimited: integer('rate-limited', values['rate-limited'], 0, 1_000_000),
+  labelled: integer('labelled', values.labelled, 0, 1_000_000),
   drainTimeoutMs: 300_000,
 });
 

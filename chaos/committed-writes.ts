@@ -63,6 +63,10 @@ export const emptyHistory = (): History => ({
   resent: {},
 });
 
+/** A map as stored (a task's `require`, a session's `labels`), not a list or a scalar. */
+const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** Records into `history` every task and session version that `dynamodb` commits to `tables`. */
 export function recordCommittedWrites(
   dynamodb: DynamoDBClient,
@@ -107,6 +111,7 @@ export function recordCommittedWrites(
         ...(typeof item.redrives === 'number' ? { redrives: item.redrives } : {}),
         ...(typeof failureOf?.taskId === 'string' ? { failureOf: failureOf.taskId } : {}),
         ...(write === undefined ? {} : { write }),
+        ...(isPlainRecord(item.require) ? { require: item.require as Record<string, string> } : {}),
       });
     }
     if (tableName === tables.leases && item.kind === 'session') {
@@ -119,6 +124,7 @@ export function recordCommittedWrites(
         held: size('held'),
         idle: size('held') === 0 && size('roles') === 0 && size('lost') === 0,
         ended: typeof item.endedAt === 'number',
+        ...(isPlainRecord(item.labels) ? { labels: item.labels as Record<string, string[]> } : {}),
       });
     }
   };

@@ -36,6 +36,8 @@ export interface TaskVersion {
    * `finish` for single updates, `rateGrant` and `rateSettle` for the transactions of a task naming rate limits.
    */
   readonly write?: string;
+  /** What the task requires of the agent that runs it (`#domain/labels`); absent when it requires nothing. */
+  readonly require?: Readonly<Record<string, string>>;
 }
 
 /** A change of a rate limit's window, committed in one transaction with its task's grant or finish. */
@@ -61,6 +63,8 @@ export interface SessionVersion {
   readonly idle: boolean;
   /** Ended (by a sweep, a revocation, a new session): nothing extends it again. */
   readonly ended: boolean;
+  /** The labels the session claims under, as its open wrote them; absent when it has none. */
+  readonly labels?: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ClientCall {

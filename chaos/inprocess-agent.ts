@@ -7,12 +7,14 @@
  * first; a waiting task's first run suspends it on a waitpoint instead, and its resumed run works as any. A task
  * naming the run's budget is failed or completed the same way, each finish (late ones too) reporting the usage of
  * its lease (`usageOf`). The first `ROLE_VOLUNTEERS` agents volunteer for a role, stepping down after each task, so
- * it changes hands.
+ * it changes hands. In a run with labelled tasks, agent `i` is registered with the labels of `LABEL_PROFILES[i % 5]`,
+ * and each session it opens narrows them as the profile says.
  */
 import type { ClaimedTask } from '#core/claim';
 import { RETRYING } from './committed-writes';
 import { HEARTBEAT_MS, type InProcessRun, LEASE_TTL_SECONDS } from './inprocess-stack';
 import type { WaitingPayload } from './inprocess-workload';
+import { LABEL_PROFILES, type LabelProfile } from './labels';
 import { type RateLimitedPayload, usageReport } from './rate-ledger';
 
 /** A tenth of the completions submit a child first. */
@@ -41,7 +43,9 @@ const usageFor = (task: ClaimedTask): Record<string, number> | undefined =>
 
 /** Runs agent `index` until the run stops. */
 export async function agentLoop(run: InProcessRun, index: number): Promise<void> {
-  const agent = new ChaosAgent(run, index < ROLE_VOLUNTEERS);
+  // Labels only in a run with labelled tasks: without, the fleet is as it was.
+  const labels = run.options.labelled ? LABEL_PROFILES[index % LABEL_PROFILES.length] : undefined;
+  const agent = new ChaosAgent(run, index < ROLE_VOLUNTEERS, labels ?? {});
   await agent.register(index);
   await agent.open();
   agent.startBeating();
@@ -65,6 +69,8 @@ class ChaosAgent {
   constructor(
     private readonly run: InProcessRun,
     private readonly volunteer: boolean,
+    /** Its labels, and what each of its sessions narrows them to: the same for every session, after a crash too. */
+    private readonly profile: LabelProfile,
   ) {
     this.idlePollMs = Math.max(20, run.options.agents * 10);
   }
@@ -72,7 +78,12 @@ class ChaosAgent {
   async register(index: number): Promise<void> {
     while (!this.agentId) {
       const registered = await this.run.record({ op: 'open' }, () =>
-        this.run.scheduler.registerAgent({ name: `chaos-${index}`, queues: ['chaos'], maxConcurrency: 2 }),
+        this.run.scheduler.registerAgent({
+          name: `chaos-${index}`,
+          queues: ['chaos'],
+          maxConcurrency: 2,
+          ...(this.profile.labels ? { labels: this.profile.labels } : {}),
+        }),
       );
       if (registered.ok) this.agentId = registered.value.agent.agentId;
     }
@@ -82,7 +93,10 @@ class ChaosAgent {
   async open(): Promise<void> {
     const { run, agentId } = this;
     while (!run.live.stopping) {
-      const opened = await run.record({ op: 'open', agentId }, () => run.scheduler.openSession(agentId));
+      const narrowed = this.profile.session;
+      const opened = await run.record({ op: 'open', agentId }, () =>
+        run.scheduler.openSession(agentId, narrowed ? { labels: narrowed } : {}),
+      );
       if (opened.ok) {
         this.sessionId = opened.value.sessionId;
         // A volunteer again with each session: the role moves to it when free, and on from it when it ends.

@@ -5,6 +5,7 @@ import type { ChaosRunFigures } from './chaos-run';
 import { checkDag, type DagTask, type DagVerdict } from './dag';
 import { checkHistory, type Verdict, violationDetails } from './history';
 import { type InProcessInvariant, type InProcessRun, SUPERVISOR_TICK_MS } from './inprocess-stack';
+import { checkLabelledGrants, type LabelVerdict, labelViolations } from './labels';
 import { BUDGET, checkLedger, type LedgerVerdict, ledgerOf, ledgerViolations } from './rate-ledger';
 import {
   checkWaitpoints,
@@ -34,6 +35,8 @@ export interface ChaosReport extends ChaosRunFigures, Verdict, Partial<DagVerdic
   readonly waitpoints?: WaitpointFigures;
   /** Present when the run had rate-limited tasks: their budget's ledger. */
   readonly rateLimited?: LedgerVerdict & { readonly submitted: number };
+  /** Present when the run had labelled tasks: their leases against their sessions' labels. */
+  readonly labelled?: LabelVerdict & { readonly submitted: number };
   /** The committed writes whose answer was lost (`dynamodbTimeoutAfterCommit`), by what they wrote. */
   readonly lostAnswers: Readonly<Record<string, number>>;
   /** Tasks that died with an `onFailure` whose hook was never submitted. */
@@ -63,6 +66,7 @@ export function brokenSoFar(
   if (invariant === 'resolvedTwiceCount') return checkWaitpoints(run.history, UNTIMED).resolvedTwiceCount > 0;
   // Read from the table once everything has stopped: in flight, a settlement is not yet in either count.
   if (invariant === 'ledgerDifference') return false;
+  if (invariant === 'mismatchedGrantCount') return checkLabelledGrants(run.history).mismatchedGrantCount > 0;
   return checkHistory({ ...run.history, answered: run.answered })[invariant] > 0;
 }
 
@@ -72,7 +76,9 @@ export const breaksOf = (report: ChaosReport, invariant: InProcessInvariant): nu
     ? (report.waitpoints?.resolvedTwiceCount ?? 0)
     : invariant === 'ledgerDifference'
       ? Math.abs(report.rateLimited?.difference ?? 0)
-      : (report[invariant] ?? 0);
+      : invariant === 'mismatchedGrantCount'
+        ? (report.labelled?.mismatchedGrantCount ?? 0)
+        : (report[invariant] ?? 0);
 
 /**
  * Reads back every acknowledged task (hooks included) and checks the history: the server's properties, the
@@ -101,9 +107,11 @@ export async function reportOf(
     dag.length > 0 ? checkDag(dag, run.dagClaims, history.finalStatus, violationDetails) : undefined;
   const waitpoints = checkWaitpoints(history, { passes: run.passes, slackMs: TIMEOUT_SLACK_MS });
   const ledger = options.rateLimited ? await ledgerCheck(run, final) : undefined;
+  const labels = options.labelled ? checkLabelledGrants(history) : undefined;
   debug('checked');
   const violations =
     waitpointViolations(waitpoints) +
+    (labels ? labelViolations(labels) : 0) +
     (ledger ? ledgerViolations(ledger) : 0) +
     (dagVerdict ? dagVerdict.prematureStartCount + dagVerdict.cascadeViolationCount : 0) +
     verdict.overlapCount +
@@ -139,6 +147,7 @@ export async function reportOf(
         }
       : {}),
     ...(ledger ? { rateLimited: { submitted: options.rateLimited ?? 0, ...ledger } } : {}),
+    ...(labels ? { labelled: { submitted: options.labelled ?? 0, ...labels } } : {}),
     violations,
     ...(violationDetails.length > 0 ? { violationDetails: [...violationDetails] } : {}),
   };
@@ -171,6 +180,18 @@ function ledgerLines(l: LedgerVerdict & { readonly submitted: number }): string[
   return [
     `rate limits     ${l.submitted} tasks naming ${l.limit}: ${l.grants} grants, ${l.settledFinishes} finishes reporting usage, ${l.settlements} settled in their transaction; answers lost after commit: ${l.grantAnswersLost} grants (${l.grantsResent} sent again under their token), ${l.settlementAnswersLost} settlements (${l.settlementsResent} sent again under their token)`,
     `  ledger        expected ${l.expected}, actual ${l.actual}, difference ${l.difference}; tasks whose transactions are off ${l.tasksOffCount}`,
+  ];
+}
+
+/** The labelled tasks' figures, on lines. */
+function labelLines(l: LabelVerdict & { readonly submitted: number }): string[] {
+  return [
+    `labels          ${l.submitted} tasks requiring labels, ${l.sessions} sessions claiming under labels: ${l.grants} leases checked against their session's labels (${Object.entries(
+      l.grantsBySet,
+    )
+      .map(([set, n]) => `${set} ${n}`)
+      .join(', ')})`,
+    `  grants        mismatched ${l.mismatchedGrantCount}, sessions unknown ${l.unknownSessionCount}`,
   ];
 }
 
@@ -209,6 +230,7 @@ export function summaryLines(report: ChaosReport): string[] {
       : []),
     ...(report.waitpoints ? waitpointLines(report.waitpoints) : []),
     ...(report.rateLimited ? ledgerLines(report.rateLimited) : []),
+    ...(report.labelled ? labelLines(report.labelled) : []),
     `reclaim after a crash p50 ${report.reclaimLatencyMs.p50} ms, p99 ${report.reclaimLatencyMs.p99} ms`,
     report.violations === 0 ? 'no violations' : `${report.violations} VIOLATIONS`,
   ];

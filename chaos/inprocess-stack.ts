@@ -27,6 +27,7 @@ import {
   writeKind,
 } from './committed-writes';
 import type { ClientCall, History } from './history';
+import { unservedSets } from './labels';
 import { BUDGET, BUDGET_TERMS } from './rate-ledger';
 
 export interface ChaosOptions extends ChaosRunOptions {
@@ -57,6 +58,12 @@ export interface ChaosOptions extends ChaosRunOptions {
    */
   readonly rateLimited?: number;
   /**
+   * Tasks, submitted among the flat ones, that require labels (`labels.ts`), each requirement set's in turn; the
+   * agents are then registered with labels (some sessions narrowing them), and every lease of such a task is checked
+   * against its session's labels. Needs three agents or more, so every set has an agent that meets it. @default 0
+   */
+  readonly labelled?: number;
+  /**
    * Ends the run as soon as this invariant is broken (looked at twice a second), or at the drain's end: how a
    * mutant's run waits for the break it is about, not for a time a loaded machine may need more of.
    * @default the run goes to its end
@@ -68,7 +75,8 @@ export interface ChaosOptions extends ChaosRunOptions {
  * An invariant whose break the run can see while it goes on: a break, once seen, stays one. `resolvedTwiceCount`
  * is the waitpoints' (a waitpoint ended by more than one write). `ledgerDifference`, the rate-limited tasks' (the
  * budget's count is not what their grants and settlements make it), is read from the table at the end: a run that
- * stops on it goes to its end.
+ * stops on it goes to its end. `mismatchedGrantCount` is the labelled tasks' (a lease to a session whose labels do
+ * not meet its task's requirements).
  */
 export type InProcessInvariant =
   | 'prematureStartCount'
@@ -77,7 +85,8 @@ export type InProcessInvariant =
   | 'duplicateFireCount'
   | 'overlapCount'
   | 'resolvedTwiceCount'
-  | 'ledgerDifference';
+  | 'ledgerDifference'
+  | 'mismatchedGrantCount';
 
 /** One delivery of a schedule's occurrence, as EventBridge Scheduler sends it. */
 export interface ScheduleFire {
@@ -201,6 +210,11 @@ function chaosState(seed: number): ChaosState {
 
 /** The stack under test: the scratch tables and queues, their clients' faults and recorders, and the scheduler. */
 export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
+  const unserved = options.labelled ? unservedSets(options.agents) : [];
+  if (unserved.length > 0)
+    throw new Error(
+      `labelled tasks need an agent for each requirement set; none of ${options.agents} meets ${unserved.join(', ')}`,
+    );
   const state = chaosState(options.seed);
   const { scratch, ctx, scheduler } = await startLocalStack({
     name: 'chaos',
@@ -227,8 +241,8 @@ export async function setUp(options: ChaosOptions): Promise<InProcessRun> {
         dependencyRecheckSeconds: 2,
         // Agents submit children to the run's queue; a dead task's onFailure goes there too.
         agentSubmitQueues: ['chaos'],
-        // The default, said here: the run's waitpoints need 3, its rate-limited tasks 4.
-        taskLayout: 4,
+        // The default, said here: the run's waitpoints need 3, its rate-limited tasks 4, its labelled tasks 5.
+        taskLayout: 5,
         rateLimits: [{ name: BUDGET, ...BUDGET_TERMS }],
       },
     },

@@ -1,12 +1,13 @@
 /**
  * The work of the in-process chaos run besides the agents': the submissions (flat tasks, one in twenty doomed with
  * an `onFailure` hook, among them tasks that wait on a waitpoint and tasks that name the run's budget, then a
- * workflow's), and a schedule firing while the faults last, its occurrences delivered more than once.
+ * workflow's; among the flat ones too, tasks that require labels), and a schedule firing while the faults last, its occurrences delivered more than once.
  */
 import { fireSchedule } from '#core/fire-schedule';
 import { RETRYING } from './committed-writes';
 import type { DagTask } from './dag';
 import type { InProcessRun, ScheduleFire } from './inprocess-stack';
+import { labelledSpecs } from './labels';
 import { rateLimitedSpecs } from './rate-ledger';
 
 /** Every twentieth flat task dies at once, with an onFailure. */
@@ -54,8 +55,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Submissions, 25 at a time, each batch tried up to five times: acknowledged ones must never be lost. One flat
  * task in twenty dies at its first attempt, and has an onFailure hook submitted for it. The waiting tasks and the
- * rate-limited ones go in turn with the flat ones, so they suspend and are answered, take units and settle usage,
- * while the faults last.
+ * rate-limited and the labelled ones go in turn with the flat ones, so they suspend and are answered, take units and
+ * settle usage, wait in their requirement sets' lanes, while the faults last.
  */
 export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Promise<void> {
   const { options, history, scheduler } = run;
@@ -74,7 +75,11 @@ export async function submitAll(run: InProcessRun, dag: readonly DagTask[]): Pro
     idempotencyKey: `chaos-${options.seed}-w${w}`,
   }));
   const limited = rateLimitedSpecs(options.seed, options.rateLimited ?? 0, { queue: 'chaos', ...RETRYING });
-  const all = [...interleaved<Record<string, unknown>>(specs, waiting, limited), ...dag.map((t) => t.spec)];
+  const labelled = labelledSpecs(options.seed, options.labelled ?? 0, { queue: 'chaos', ...RETRYING });
+  const all = [
+    ...interleaved<Record<string, unknown>>(specs, waiting, limited, labelled),
+    ...dag.map((t) => t.spec),
+  ];
   for (let i = 0; i < all.length; i += 25) {
     const chunk = all.slice(i, i + 25);
     for (let attempt = 0; attempt < 5; attempt++) {

@@ -84,8 +84,8 @@ async function runUnderFaults(run: InProcessRun, dag: readonly DagTask[]): Promi
   // Faults stop once half the work is done; then everything must end.
   const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
   const broken = brokenYet(run, dag);
-  // Half the flat and rate-limited tasks completed.
-  const half = (options.tasks + (options.rateLimited ?? 0)) / 2;
+  // Half the flat, rate-limited and labelled tasks completed.
+  const half = (options.tasks + (options.rateLimited ?? 0) + (options.labelled ?? 0)) / 2;
   while (live.completed < half && Date.now() < deadline && !broken()) await sleep(50);
   live.faultsOn = false;
   const open = await awaitEveryEnd(run, deadline, broken);

@@ -9,6 +9,7 @@ import { rateWindowKey } from '#adapters/tables';
 import { destinationClauses, requeueClauses, statusCondition } from '#adapters/task-writes';
 import type { Scheduler } from '#core/scheduler';
 import { ending } from '#core/timing';
+import { requirementsKey } from '#domain/labels';
 import type { Worker } from '#sdk/worker';
 import type { WiredContext } from '#wiring/context';
 import { written } from '../../chaos/written';
@@ -145,6 +146,26 @@ export function checkpointWithoutFence(ctx: WiredContext): void {
     const [leased, ...fences] = clauses.condition.split(' AND ');
     return { ...clauses, condition: `${leased} AND (${fences.join(' OR ')})` };
   });
+}
+
+/**
+ * A claim that serves every requirement set, whatever its session's labels: the turns it receives lose the set they
+ * carry (so each looks like one its session meets, and goes back in line without it), and each grant names the set
+ * its task requires, read from the task (so the grant's fence holds whatever the claim matched). An agent is then
+ * given work its labels do not meet; only the chaos run's check of each lease against its session's labels shows it.
+ */
+export function claimIgnoresLabels(ctx: WiredContext): void {
+  const receive = ctx.queues.receive.bind(ctx.queues);
+  ctx.queues.receive = async (queue, priority, options) => {
+    const batch = await receive(queue, priority, options);
+    return { ...batch, turns: batch.turns.map(({ require: _require, ...turn }) => turn) };
+  };
+  const grant = ctx.tasks.grant.bind(ctx.tasks);
+  ctx.tasks.grant = async (taskId, granting, now) => {
+    const task = await ctx.tasks.get(taskId, { consistent: false });
+    const requireKey = task?.require ? requirementsKey(task.require) : undefined;
+    return grant(taskId, requireKey ? { ...granting, requireKey } : granting, now);
+  };
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
- * The chaos run in the suite: 1,000 tasks, 40 waitpoints and 100 rate-limited tasks under every fault with no
- * violation (their budget's ledger exact), and the negative controls: each mutant, switched on for a short run, is
+ * The chaos run in the suite: 1,000 tasks, 40 waitpoints, 100 rate-limited tasks and 100 that require labels under
+ * every fault with no violation (their budget's ledger exact, every lease to a session that meets its task's
+ * requirements), and the negative controls: each mutant, switched on for a short run, is
  * caught by the history checker or the ledger. The runs that must only end without a
  * violation (the sweep mutant's control, the workflow) are in chaos-controls.test.ts, beside the other files.
  */
 import { describe, expect, inject, it } from 'vitest';
-import { answerWithoutConditions, applyMutant, type Mutant } from '#test/mutants';
+import { answerWithoutConditions, applyMutant, claimIgnoresLabels, type Mutant } from '#test/mutants';
 import { violationDetails } from '../../chaos/history';
 import { breaksOf, type ChaosOptions, type InProcessInvariant, runChaos } from '../../chaos/run-chaos';
 import { shortChaosRun } from '../helpers/short-chaos-run';
@@ -15,13 +16,14 @@ const endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoi
 describe('chaos', () => {
   // The drain ends when every task has; its bound of 300 s only ends a hung run (a loaded machine makes the run
   // slower, not wrong).
-  it('1,000 tasks, 40 waitpoints and 100 rate-limited tasks under faults: no violation, and more than 100 stale writes refused', async () => {
+  it('1,000 tasks, 40 waitpoints, 100 rate-limited and 100 labelled tasks under faults: no violation, and more than 100 stale writes refused', async () => {
     const report = await runChaos({
       tasks: 1_000,
       agents: 20,
       seed: 7,
       waitpoints: 40,
       rateLimited: 100,
+      labelled: 100,
       endpoints,
       drainTimeoutMs: 300_000,
     });
@@ -68,6 +70,11 @@ describe('chaos', () => {
     // Each task completes once, reporting usage, besides the attempts that fail.
     expect(ledger.settledFinishes).toBeGreaterThanOrEqual(100);
     expect(ledger.settlementsResent).toBeGreaterThan(0);
+    // Every lease of a task that requires labels went to a session whose labels meet them, in each set.
+    const labelled = report.labelled ?? expect.unreachable();
+    expect(labelled).toMatchObject({ submitted: 100, mismatchedGrantCount: 0, unknownSessionCount: 0 });
+    expect(labelled.grants).toBeGreaterThanOrEqual(100);
+    expect(Object.keys(labelled.grantsBySet)).toHaveLength(6);
     // Every waiting task suspended once and ended once, whatever raced: the outcome each holds is the one every
     // caller told 200 had sent and every resumed claim carried; no lease while suspended; timeouts in their bounds.
     const waitpoints = report.waitpoints ?? expect.unreachable();
@@ -186,6 +193,13 @@ describe('chaos', () => {
       },
     ],
     [
+      // A claim takes the turns of requirement sets its session does not meet, and its grants name whatever set the
+      // task requires: agents are given tasks their labels do not meet.
+      'claimIgnoresLabels',
+      'mismatchedGrantCount',
+      { tasks: 40, labelled: 60, mutate: (ctx) => claimIgnoresLabels(ctx) },
+    ],
+    [
       // Each delivery of an occurrence is told apart by its execution id, as if the ledger were keyed by it.
       'scheduleDedupeByExecutionId',
       'duplicateFireCount',
@@ -205,8 +219,8 @@ describe('chaos', () => {
   // sweepWithoutEpoch needs a pass pausing between its read and its write while the task is granted again, which
   // 16 agents working up to 1.5 s hit once in six short runs, too seldom for the suite.
 
-  // The six mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
-  // 16 s on a quiet machine) whatever else runs, so six at once end with the longest of them instead of their sum.
+  // The seven mutants run side by side: a short run lasts its faults and what follows until its break shows (11 to
+  // 16 s on a quiet machine) whatever else runs, so seven at once end with the longest of them instead of their sum.
   // The waitpoints' shows within seconds: nearly every race of its callers ends a waitpoint twice. The ledger's is
   // read from the table once the run has stopped: its run stops by its drain's end.
   it.concurrent.for(mutants)(
