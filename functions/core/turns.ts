@@ -40,6 +40,9 @@ export const TURN_SLOT_STALE_MS = 5 * 60_000;
 /** A lane found empty keeps its turn while a task was offered this recently: the index may not show it yet. */
 export const OFFER_QUIET_MS = 3_000;
 
+/** How much later than a key's task a live turn of its lane may be visible and still serve it. */
+const KEY_TURN_TOLERANCE_MS = 1_000;
+
 /** How long a key at its limit waits before its turn looks again: doubling from 1 s, up to 30 s. */
 const keyFullWaitSeconds = (waits: number): number => Math.min(30, 2 ** Math.min(5, waits));
 
@@ -74,8 +77,12 @@ export async function offerTurn(
   }
   const live =
     slot.token !== undefined && (slot.heldAt ?? 0) > now - (options.staleAfterMs ?? TURN_SLOT_STALE_MS);
-  // A live turn visible in time serves this task too; one held back for a later task does not.
-  if (live && (slot.visibleAt ?? 0) <= visibleAt + 1_000) return false;
+  // A live turn visible in time serves this task too; one held back for a later task does not. A key's lane lets a
+  // turn due up to a second late serve (a key's next task may wait that long; a burst of its tasks costs no sends);
+  // a requirement set's does not, so that such a task is claimed as promptly as one that requires nothing: a task
+  // offered in the last second of a lane's hold for the index's lag would wait out the hold.
+  const tolerance = lane.concurrencyKeyHash === undefined ? 0 : KEY_TURN_TOLERANCE_MS;
+  if (live && (slot.visibleAt ?? 0) <= visibleAt + tolerance) return false;
   return putInLine(ctx, task, lane, { visibleAt, now, replacing: slot.token });
 }
 

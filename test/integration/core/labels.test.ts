@@ -7,7 +7,9 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { ForbiddenError, ValidationError } from '#domain/errors';
+import { taskIdForIdempotencyKey } from '#domain/ids';
 import { meets } from '#domain/labels';
+import { laneOf } from '#domain/lanes';
 import { claimUntil, createTestStack, startAgent, type TestStack } from '#test/stack';
 import { agentView } from '../../../functions/http/views';
 
@@ -238,6 +240,40 @@ describe('capability labels', () => {
       await scheduler.complete({ agentId: both.agentId, taskId: task.taskId, leaseEpoch: task.leaseEpoch });
     }
     expect(new Set(seen)).toEqual(new Set(ids));
+  });
+
+  it('a task offered while its set’s lane holds its turn for the index’s lag gets a turn now, not at the hold’s end', async () => {
+    const { scheduler, clock, ctx } = stack;
+    const require = { gpu: 'held' };
+    // Two tasks of one lane of the set: their ids name the same of its lanes.
+    const laneOfKey = (key: string) =>
+      laneOf({ taskId: taskIdForIdempotencyKey(key), queue: 'other', priority: 'normal', require });
+    const first = 'held-0';
+    const second = Array.from({ length: 50 }, (_, n) => `held-${n + 1}`).find(
+      (key) => laneOfKey(key)?.laneId === laneOfKey(first)?.laneId,
+    );
+    const laneId = laneOfKey(first)?.laneId ?? '';
+    const gpu = await startAgent(scheduler, {
+      name: 'held',
+      queues: ['other'],
+      maxConcurrency: 5,
+      labels: { gpu: 'held' },
+    });
+    clock.stop();
+    try {
+      await scheduler.submit({ queue: 'other', payload: {}, require, idempotencyKey: first });
+      expect(await claimUntil(scheduler, gpu, 1, 3_000, 5)).toHaveLength(1);
+      // The lane, found empty, holds its turn a moment for the index's lag.
+      const held = await ctx.lanes.turnSlot(laneId, { consistent: true });
+      expect((held.visibleAt ?? 0) - clock.now()).toBeGreaterThan(1_000);
+      clock.advance((held.visibleAt ?? 0) - clock.now() - 500);
+      await scheduler.submit({ queue: 'other', payload: {}, require, idempotencyKey: second ?? '' });
+      const now = await ctx.lanes.turnSlot(laneId, { consistent: true });
+      expect(now.token).not.toBe(held.token);
+      expect(now.visibleAt).toBeLessThanOrEqual(clock.now());
+    } finally {
+      clock.resume();
+    }
   });
 
   it('requires taskLayout 5', async () => {
