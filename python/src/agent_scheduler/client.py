@@ -1,0 +1,304 @@
+"""A typed client of the v1 HTTP API: one method per route, for operators and for agents.
+
+Retries are safe by construction: a submit always carries an idempotency key, a claim a claim id, a session open an
+open id, and the server answers a repeated complete, fail or release with the outcome it already committed.
+Registering an agent is not idempotent, so it is retried only when the server says the request was not processed.
+Calls block; the :class:`~agent_scheduler.Worker` runs them on threads of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.parse
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from . import limits
+from ._ids import new_claim_id, new_open_id, next_open_seq
+from .errors import AgentSchedulerError
+from .transport import RetryMode, RetryPolicy, Send, Signer, Transport, urllib_send
+from .types import (
+    AgentSpec,
+    BatchItemResult,
+    ChildTaskSpec,
+    ClaimRequest,
+    ClaimResult,
+    CompleteItem,
+    CompleteRequest,
+    CreatedAgent,
+    FailRequest,
+    Health,
+    HeartbeatRequest,
+    HeartbeatResult,
+    OpenSessionRequest,
+    QueueStats,
+    ReleaseRequest,
+    Session,
+    SessionHoldings,
+    Task,
+    TaskPage,
+    TaskSpec,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submitted task, and whether this call created it (false: its idempotency key already named it)."""
+
+    task: Task
+    created: bool
+    #: Submitted with ``debounce``: whether it joined an open window.
+    debounced: bool | None = None
+
+
+def _segment(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+class Client:
+    """The HTTP API. ``token``: an agent's or the operator's bearer token; ``signer``: SigV4 for IAM routes.
+
+    ``send`` replaces how a request goes on the wire (tests lose answers through it); ``retries`` and ``timeout``
+    (seconds per attempt) shape every call.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        token: str | None = None,
+        signer: Signer | None = None,
+        send: Send | None = None,
+        retries: RetryPolicy | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self._transport = Transport(
+            endpoint,
+            token=token,
+            signer=signer,
+            send=send or urllib_send,
+            retries=retries or RetryPolicy(),
+            timeout=timeout,
+        )
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, str | int | None] | None = None,
+        retry: RetryMode = "always",
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> Any:
+        return self._transport.request(
+            method, path, body=body, query=query, retry=retry, timeout=timeout, abandon=abandon
+        )[1]
+
+    # Operators
+
+    def submit_task(self, spec: TaskSpec) -> Submitted:
+        """Submits a task; the same idempotency key (one is added if missing) goes with every attempt."""
+        body = cast(TaskSpec, {**spec, "idempotencyKey": spec.get("idempotencyKey") or str(uuid.uuid4())})
+        status, answer = self._transport.request("POST", "/v1/tasks", body=body)
+        debounced = answer.get("debounced")
+        return Submitted(answer["task"], status == 201, debounced if isinstance(debounced, bool) else None)
+
+    def submit_tasks(self, specs: Sequence[TaskSpec]) -> list[BatchItemResult]:
+        """Submits tasks in as few calls as the body limit allows (25 at most a call); outcomes in order."""
+        tasks = [
+            cast(TaskSpec, {**s, "idempotencyKey": s.get("idempotencyKey") or str(uuid.uuid4())}) for s in specs
+        ]
+        return in_bodies(
+            tasks, lambda chunk: self._call("POST", "/v1/tasks/batch", body={"tasks": chunk})["results"]
+        )
+
+    def get_task(self, task_id: str, *, include_payload: bool = False) -> Task:
+        """A task; with ``include_payload``, its payload too."""
+        query = {"include": "payload"} if include_payload else None
+        return self._call("GET", f"/v1/tasks/{_segment(task_id)}", query=query)["task"]
+
+    def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> TaskPage:
+        """One page of tasks, newest first; pass ``nextCursor`` back as ``cursor`` for the next."""
+        page = self._call(
+            "GET", "/v1/tasks", query={"queue": queue, "status": status, "limit": limit, "cursor": cursor}
+        )
+        if page.get("nextCursor") is None:
+            page.pop("nextCursor", None)
+        return page
+
+    def cancel_task(self, task_id: str, *, cascade: bool | None = None) -> Task:
+        """Cancels an open task (with ``cascade``, its open descendants too)."""
+        body = None if cascade is None else {"cascade": cascade}
+        return self._call("POST", f"/v1/tasks/{_segment(task_id)}/cancel", body=body)["task"]
+
+    def redrive_task(self, task_id: str) -> Task:
+        """Sends a dead task back to its queue."""
+        return self._call("POST", f"/v1/tasks/{_segment(task_id)}/redrive")["task"]
+
+    def list_queues(self) -> list[QueueStats]:
+        """Every queue's counts and controls."""
+        return self._call("GET", "/v1/queues")["queues"]
+
+    def create_agent(self, spec: AgentSpec) -> CreatedAgent:
+        """Registers an agent; its bearer token is in the answer, shown this once."""
+        return self._call("POST", "/v1/agents", body=spec, retry="unprocessed")
+
+    def revoke_agent(self, agent_id: str) -> None:
+        """Revokes an agent at once: its session ends, its tasks are taken back. Revoking twice is harmless."""
+        self._call("DELETE", f"/v1/agents/{_segment(agent_id)}")
+
+    def health(self) -> Health:
+        """Open to anyone: whether the API answers."""
+        return self._call("GET", "/v1/health")
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document of the API."""
+        return self._call("GET", "/v1/openapi.json")
+
+    # Agents
+
+    def open_session(
+        self,
+        *,
+        open_id: str | None = None,
+        open_seq: int | None = None,
+        labels: Mapping[str, str | Sequence[str]] | None = None,
+        timeout: float | None = None,
+    ) -> Session:
+        """Opens the agent's session (a session it had before ends, its tasks taken back).
+
+        Every attempt carries one open id (a new one unless given) and a number, so a retry after a lost answer, or
+        a copy delivered late, gets the session the first attempt opened instead of ending it.
+        """
+        body: OpenSessionRequest = {"openId": open_id or new_open_id(), "openSeq": open_seq or next_open_seq()}
+        if labels is not None:
+            body["labels"] = {k: v if isinstance(v, str) else list(v) for k, v in labels.items()}
+        try:
+            return self._call("POST", "/v1/agent/session", body=body, timeout=timeout)
+        except AgentSchedulerError as error:
+            # A server older than open numbers refuses the field, having opened nothing.
+            if error.status != 400 or '"openSeq"' not in error.message:
+                raise
+        del body["openSeq"]
+        return self._call("POST", "/v1/agent/session", body=body, timeout=timeout)
+
+    def get_session(self, *, abandon: threading.Event | None = None) -> SessionHoldings:
+        """What the agent's live session holds: its tasks with their epochs, and its roles."""
+        return self._call("GET", "/v1/agent/session", abandon=abandon)["session"]
+
+    def heartbeat(
+        self, body: HeartbeatRequest, *, timeout: float | None = None, abandon: threading.Event | None = None
+    ) -> HeartbeatResult:
+        """Keeps the session, and every lease it holds, alive; may carry a checkpoint per task."""
+        result = self._call("POST", "/v1/agent/heartbeat", body=body, timeout=timeout, abandon=abandon)
+        result.setdefault("held", [])
+        return result
+
+    def claim(
+        self, body: ClaimRequest, *, timeout: float | None = None, abandon: threading.Event | None = None
+    ) -> ClaimResult:
+        """Claims tasks. Every attempt carries one claim id (a new one unless given), so a retry after a lost answer
+        gets what the first attempt granted instead of leasing more the agent would never hear of."""
+        sent: ClaimRequest = {**body, "claimId": body.get("claimId") or new_claim_id()}
+        result = self._call("POST", "/v1/agent/claim", body=sent, timeout=timeout, abandon=abandon)
+        if not isinstance(result.get("retryAfterMs"), (int, float)):
+            result.pop("retryAfterMs", None)
+        return result
+
+    def complete(
+        self,
+        task_id: str,
+        body: CompleteRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> Task:
+        """Records a task's result under its lease (``leaseEpoch``)."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/complete"
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+
+    def complete_tasks(
+        self,
+        items: Sequence[CompleteItem],
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> list[BatchItemResult]:
+        """Completes up to 10 leases in one call; each item has its own outcome."""
+        body = {"tasks": list(items)}
+        return self._call("POST", "/v1/agent/tasks/complete", body=body, timeout=timeout, abandon=abandon)["results"]
+
+    def fail(
+        self, task_id: str, body: FailRequest, *, timeout: float | None = None, abandon: threading.Event | None = None
+    ) -> Task:
+        """Records a failed attempt; retried by the server unless ``error.retryable`` is false or none are left."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/fail"
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+
+    def release(
+        self,
+        task_id: str,
+        body: ReleaseRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> Task:
+        """Gives the task back without it counting as an attempt (with ``delaySeconds``: a snooze)."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/release"
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+
+    def submit_children(
+        self,
+        parent_task_id: str,
+        lease_epoch: int,
+        tasks: Sequence[ChildTaskSpec],
+        *,
+        abandon: threading.Event | None = None,
+    ) -> list[BatchItemResult]:
+        """Submits follow-up tasks of a task this agent holds, fenced by its lease; each is named by its ``key``, so
+        a retry, or the parent run again, gets the same tasks back. In as many calls as the body limit needs."""
+
+        def send(chunk: list[ChildTaskSpec]) -> list[BatchItemResult]:
+            body = {"parentTaskId": parent_task_id, "leaseEpoch": lease_epoch, "tasks": chunk}
+            return self._call("POST", "/v1/agent/tasks/batch", body=body, abandon=abandon)["results"]
+
+        return in_bodies(list(tasks), send)
+
+
+def in_bodies(items: list[T], send: Callable[[list[T]], list[BatchItemResult]]) -> list[BatchItemResult]:
+    """A batch in as few calls as the body limit allows, outcomes in order.
+
+    A call refused as too large (413) is sent again item by item, so only an item too large on its own is refused:
+    its outcome is the server's answer to it alone.
+    """
+    if not items or len(items) > limits.TASKS_PER_SUBMIT:
+        return send(items)
+    left: list[tuple[T, int]] = [(item, limits.json_bytes(item)) for item in items]
+    outcomes: list[BatchItemResult] = []
+    while left:
+        chunk = [item for item, _ in limits.take_within_budget(left, lambda p: p[1], limits.TASKS_PER_SUBMIT)]
+        try:
+            outcomes.extend(send(chunk))
+        except AgentSchedulerError as error:
+            if error.status != 413:
+                raise
+            if len(chunk) > 1:
+                left[:0] = [(item, limits.BODY_BYTES) for item in chunk]
+            else:
+                outcomes.append(
+                    {"ok": False, "status": error.status, "error": {"code": error.code, "message": error.message}}
+                )
+    return outcomes

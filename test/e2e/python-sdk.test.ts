@@ -1,0 +1,85 @@
+/**
+ * The Python SDK (`python/`) end to end: its unittest suite runs as a child process against the local server on the
+ * emulators, with short leases and a supervisor sweeping every quarter second, so lease losses are seen quickly.
+ * Skipped, saying so, only when no Python 3.10 or later is on PATH (`.ci/run` makes sure there is one).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalServer } from '#local/server';
+import { createTestStack, serveStack, type TestStack } from '#test/stack';
+
+const OPERATOR = 'op_python-sdk-operator';
+/** As in `sdk-lost-answers.test.ts`: six beats to a lease, so a loaded machine's late beats cost none. */
+const LEASE_TTL_SECONDS = 6;
+const QUEUES = [
+  'py-lifecycle',
+  'py-lease',
+  'py-complete',
+  'py-outage',
+  'py-group',
+  'py-drain',
+  'py-wheel',
+  'py-types',
+];
+
+/** The first of these on PATH that is Python 3.10 or later. */
+function findPython(): string | undefined {
+  for (const name of ['python3', 'python3.13', 'python3.12', 'python3.11', 'python3.10', 'python']) {
+    const probe = spawnSync(name, ['-c', 'import sys; print(sys.version_info >= (3, 10))'], {
+      encoding: 'utf8',
+    });
+    if (probe.status === 0 && probe.stdout.trim() === 'True') return name;
+  }
+  return undefined;
+}
+
+const python = findPython();
+if (!python) console.warn('python-sdk: no Python 3.10 or later on PATH; the Python SDK tests are skipped');
+
+describe.skipIf(!python)('the Python SDK against the local stack', () => {
+  let stack: TestStack;
+  let server: LocalServer;
+  let sweeper: NodeJS.Timeout;
+
+  beforeAll(async () => {
+    stack = await createTestStack({
+      random: () => 0,
+      queues: QUEUES,
+      settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
+    });
+    server = await serveStack(stack, OPERATOR);
+    sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 250);
+  });
+  afterAll(async () => {
+    clearInterval(sweeper);
+    await server.close();
+    await stack.destroy();
+  });
+
+  it('passes its unittest suite', async () => {
+    const { status, output } = await new Promise<{ status: number | null; output: string }>((resolve) => {
+      // PYTHON_SDK_TESTS="tests.test_drain …" runs only those.
+      const only = process.env.PYTHON_SDK_TESTS?.split(/\s+/).filter(Boolean) ?? [];
+      const args = only.length > 0 ? only : ['discover', '-s', 'tests', '-t', '.'];
+      const child = spawn(python ?? 'python3', ['-m', 'unittest', ...args], {
+        cwd: 'python',
+        env: {
+          ...process.env,
+          AGENT_SCHEDULER_ENDPOINT: server.url,
+          AGENT_SCHEDULER_OPERATOR_TOKEN: OPERATOR,
+          PYTHONPATH: 'src',
+          PYTHONDONTWRITEBYTECODE: '1',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const chunks: Buffer[] = [];
+      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+      child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
+      child.once('close', (code) =>
+        resolve({ status: code, output: Buffer.concat(chunks).toString('utf8') }),
+      );
+    });
+    // The whole unittest report on failure.
+    expect(status, output).toBe(0);
+  }, 150_000);
+});
