@@ -123,7 +123,8 @@ export async function runLabels(options: LabelsBenchOptions): Promise<LabelsBenc
           name: `labels-${i}`,
           queues: [QUEUE],
           maxConcurrency: 1,
-          labels,
+          // An agent without labels is registered without them (`{}` is refused).
+          ...(Object.keys(labels).length > 0 ? { labels } : {}),
         });
         const session = await scheduler.openSession(agent.agentId);
         return { agentId: agent.agentId, sessionId: session.sessionId };
