@@ -389,10 +389,14 @@ describe('the web console in a browser', () => {
   it('shows the supervisor’s figures below the queues: the passes, the last pass’s figures and their totals', async () => {
     const pass = await stack.scheduler.supervise();
     const { cumulative } = await operator.getSchedulerStats();
+    // Loaded anew: a page already at the queues (the test before left it there) would show the pass only at its next
+    // poll.
     await open('#/queues', 'Queues');
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Queues' }).waitFor();
     const lead = page.locator('[data-field="supervisor-passes"]');
     await expect
-      .poll(() => lead.textContent())
+      .poll(() => lead.textContent(), { timeout: 10_000 })
       .toMatch(new RegExp(`^${cumulative.passes} passes; the last at .+, in \\d+ ms\\.$`));
     const figures = page.getByRole('region', { name: 'Supervisor' });
     const row = figures.getByRole('row', { name: /^Queued tasks looked at/ });

@@ -64,6 +64,7 @@ describe('agent presence', () => {
         'queues',
         'maxConcurrency',
         'interactive',
+        'labels',
         'createdAt',
         'online',
         'lastHeartbeatAt',
