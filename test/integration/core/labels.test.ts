@@ -163,7 +163,7 @@ describe('capability labels', () => {
         submitted.set(item.task.taskId, specs[i + n]?.require);
       }
     }
-    const [byCpu, byGpu] = await Promise.all([drain(cpu, 1_500), drain(gpu, 1_500)]);
+    const [byCpu, byGpu] = await Promise.all([drain(cpu, 1_000), drain(gpu, 1_000)]);
     const labelsOf = { cpu: {}, gpu: { gpu: ['a100', 'h100'], model: ['claude'] } };
     for (const t of byCpu) expect(meets(labelsOf.cpu, submitted.get(t.taskId))).toBe(true);
     for (const t of byGpu) expect(meets(labelsOf.gpu, submitted.get(t.taskId))).toBe(true);
