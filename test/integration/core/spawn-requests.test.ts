@@ -18,7 +18,7 @@ describe('spawn requests', () => {
   beforeAll(async () => {
     stack = await createTestStack({
       events: feed,
-      queues: ['unserved', 'served', 'gpu'],
+      queues: ['unserved', 'served'],
       settings: {
         reconcileAfterSeconds: 2,
         starvation: {
@@ -145,8 +145,40 @@ describe('spawn requests', () => {
     expect(spawnEvents('served')).toEqual([]);
   });
 
+  it('names a requirement set by its canonical form', () => {
+    expect(requirementsKey({})).toMatch(/^[0-9a-f]{16}$/);
+    expect(requirementsKey({ gpu: 'a100', region: 'eu' })).toBe(
+      requirementsKey({ region: 'eu', gpu: 'a100' }),
+    );
+    expect(requirementsKey({ gpu: 'a100' })).not.toBe(requirementsKey({}));
+  });
+});
+
+describe('spawn requests of a requirement set', () => {
+  // A stack of its own: its passes look at this test's tasks only.
+  let own: TestStack;
+  const ownFeed = new LocalEventFeed(undefined, 10_000);
+  beforeAll(async () => {
+    own = await createTestStack({
+      events: ownFeed,
+      queues: ['gpu'],
+      settings: {
+        reconcileAfterSeconds: 2,
+        starvation: {
+          promoteAfterSeconds: 10,
+          announceAfterSeconds: ANNOUNCE_AFTER_S,
+          attentionAfterSeconds: 3_600,
+        },
+      },
+    });
+    own.clock.stop();
+  });
+  afterAll(async () => {
+    await own.destroy();
+  });
+
   it('work an agent of its queue serves but whose requirements no live agent meets asks for a worker of that set', async () => {
-    const { scheduler, clock } = stack;
+    const { scheduler, clock } = own;
     // Served, but by an agent without a GPU, and by one with the wrong one.
     const plain = await startAgent(scheduler, { queues: ['gpu'] });
     const t4 = await startAgent(scheduler, { queues: ['gpu'], labels: { gpu: 't4' } });
@@ -165,7 +197,7 @@ describe('spawn requests', () => {
       require: { gpu: 't4' },
       delaySeconds: 1,
     });
-    const since = feed.read(0, 100_000).events.length;
+    const since = ownFeed.read(0, 100_000).events.length;
     clock.advance(5_000);
     await keep();
     await scheduler.supervise();
@@ -174,7 +206,7 @@ describe('spawn requests', () => {
     const pass = await scheduler.supervise();
     await keep();
     await scheduler.supervise();
-    const events = feed.read(since, 100_000).events.filter((e) => e.queue === 'gpu');
+    const events = ownFeed.read(since, 100_000).events.filter((e) => e.queue === 'gpu');
     const spawns = events.filter((e) => e.type === 'agent.spawnRequested');
     expect(spawns).toHaveLength(1);
     expect(spawns[0]?.data).toMatchObject({ requirements: { gpu: 'h100' }, reason: 'noCapableAgent' });
@@ -185,13 +217,5 @@ describe('spawn requests', () => {
     // The t4 task starved too (nobody claimed it), but a live agent meets it: no worker is asked for it.
     expect((await scheduler.getTask(servable.task.taskId)).starvationLevel).toBeGreaterThanOrEqual(2);
     expect(spawns.map((e) => (e.data?.requirements as { gpu?: string } | undefined)?.gpu)).toEqual(['h100']);
-  });
-
-  it('names a requirement set by its canonical form', () => {
-    expect(requirementsKey({})).toMatch(/^[0-9a-f]{16}$/);
-    expect(requirementsKey({ gpu: 'a100', region: 'eu' })).toBe(
-      requirementsKey({ region: 'eu', gpu: 'a100' }),
-    );
-    expect(requirementsKey({ gpu: 'a100' })).not.toBe(requirementsKey({}));
   });
 });
