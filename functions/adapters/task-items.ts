@@ -6,7 +6,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { PayloadOwner } from '#core/ports/payload-store';
 import { sha256Base64Url, shardOf } from '#domain/ids';
-import { requirementsKey } from '#domain/labels';
+import { normaliseRequirements, requirementsKey } from '#domain/labels';
 import { laneOf } from '#domain/lanes';
 import { isPriority } from '#domain/priority';
 import type { FinishRecord, Task, TaskError } from '#domain/task';
@@ -222,7 +222,7 @@ function requirementsOfItem(value: unknown): Task['require'] {
   const entries = Object.entries(value).filter(
     (entry): entry is [string, string] => typeof entry[1] === 'string',
   );
-  return entries.length === 0 ? undefined : Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : 1)));
+  return entries.length === 0 ? undefined : normaliseRequirements(Object.fromEntries(entries));
 }
 
 /** A task's rate limits as stored: `[name, units, key?]` each, a few bytes a limit on the hot record. */

@@ -140,10 +140,13 @@ export const requiresAny = (requirements: Requirements | undefined): requirement
  * however it was written, has one name. The empty set (the queue alone) has one like any other.
  */
 export function requirementsKey(requirements: Requirements): string {
-  const canonical = JSON.stringify(
+  return createHash('sha256').update(canonicalRequirements(requirements)).digest('hex').slice(0, 16);
+}
+
+/** A requirement set as one text, the same however it was written: its pairs, names sorted, as JSON. */
+export const canonicalRequirements = (requirements: Requirements): string =>
+  JSON.stringify(
     Object.keys(requirements)
       .sort()
       .map((k) => [k, requirements[k]]),
   );
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
-}

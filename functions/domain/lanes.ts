@@ -15,7 +15,7 @@
  */
 
 import { sha256Base64Url, shardOf } from './ids';
-import { type Requirements, requiresAny } from './labels';
+import { canonicalRequirements, type Requirements, requiresAny } from './labels';
 import type { Priority } from './priority';
 
 /** Longest `concurrencyKey`. */
@@ -51,11 +51,7 @@ export interface Lane {
  */
 const requirementLaneHash = (require: Requirements, keyHash: string | undefined, taskId: string): string =>
   sha256Base64Url(
-    `requirements:${keyHash ?? `shard-${shardOf(taskId, REQUIREMENT_LANES)}`}:${JSON.stringify(
-      Object.keys(require)
-        .sort()
-        .map((name) => [name, require[name]]),
-    )}`,
+    `requirements:${keyHash ?? `shard-${shardOf(taskId, REQUIREMENT_LANES)}`}:${canonicalRequirements(require)}`,
   ).slice(0, 22);
 
 /** The lane a task is in: a key's, a requirement set's, or both; undefined for a task with neither. */

@@ -10,6 +10,15 @@ import { createTestStack, startAgent, type TestStack } from '#test/stack';
 
 const TASKS = 1_000;
 const ANNOUNCE_AFTER_S = 20;
+/** The ladder's thresholds both stacks run: looks every 2 s, a task starving after `ANNOUNCE_AFTER_S`. */
+const SETTINGS = {
+  reconcileAfterSeconds: 2,
+  starvation: {
+    promoteAfterSeconds: 10,
+    announceAfterSeconds: ANNOUNCE_AFTER_S,
+    attentionAfterSeconds: 3_600,
+  },
+};
 
 describe('spawn requests', () => {
   let stack: TestStack;
@@ -19,14 +28,7 @@ describe('spawn requests', () => {
     stack = await createTestStack({
       events: feed,
       queues: ['unserved', 'served'],
-      settings: {
-        reconcileAfterSeconds: 2,
-        starvation: {
-          promoteAfterSeconds: 10,
-          announceAfterSeconds: ANNOUNCE_AFTER_S,
-          attentionAfterSeconds: 3_600,
-        },
-      },
+      settings: SETTINGS,
     });
     // Time moves only when the test moves it: the submits below take what wall-clock time they take.
     stack.clock.stop();
@@ -162,14 +164,7 @@ describe('spawn requests of a requirement set', () => {
     own = await createTestStack({
       events: ownFeed,
       queues: ['gpu'],
-      settings: {
-        reconcileAfterSeconds: 2,
-        starvation: {
-          promoteAfterSeconds: 10,
-          announceAfterSeconds: ANNOUNCE_AFTER_S,
-          attentionAfterSeconds: 3_600,
-        },
-      },
+      settings: SETTINGS,
     });
     own.clock.stop();
   });
