@@ -63,7 +63,7 @@ class DrainTest(unittest.TestCase):
         self.assertEqual(child.returncode, 0, err)
         self.assertIn("stopped", out)
         done = ops.get_task(first["taskId"])
-        self.assertEqual((done["status"], done.get("result")), ("succeeded", {"drained": True}))
+        self.assertEqual((done["status"], done.get("result")), ("succeeded", {"drained": True}), err)
         self.assertEqual(ops.get_task(second["taskId"])["status"], "queued")
 
 

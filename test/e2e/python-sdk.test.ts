@@ -11,6 +11,12 @@ import { createTestStack, serveStack, type TestStack } from '#test/stack';
 const OPERATOR = 'op_python-sdk-operator';
 /** As in `sdk-lost-answers.test.ts`: six beats to a lease, so a loaded machine's late beats cost none. */
 const LEASE_TTL_SECONDS = 6;
+/**
+ * The suite's bound: it takes 25 to 40 s on two cores beside the rest of `npm test`. Past `AGENT_SCHEDULER_HANG_DUMP_S`
+ * the tests print every thread's stack; past this the child is killed.
+ */
+const SUITE_BOUND_MS = 120_000;
+const HANG_DUMP_SECONDS = 100;
 const QUEUES = [
   'py-lifecycle',
   'py-lease',
@@ -60,7 +66,8 @@ describe.skipIf(!python)('the Python SDK against the local stack', () => {
     const { status, output } = await new Promise<{ status: number | null; output: string }>((resolve) => {
       // PYTHON_SDK_TESTS="tests.test_drain …" runs only those.
       const only = process.env.PYTHON_SDK_TESTS?.split(/\s+/).filter(Boolean) ?? [];
-      const args = only.length > 0 ? only : ['discover', '-s', 'tests', '-t', '.'];
+      const args = only.length > 0 ? ['-v', ...only] : ['discover', '-v', '-s', 'tests', '-t', '.'];
+      // -v names each test as it ends; a hang prints every thread's stack (`tests/__init__.py`).
       const child = spawn(python ?? 'python3', ['-m', 'unittest', ...args], {
         cwd: 'python',
         env: {
@@ -69,17 +76,21 @@ describe.skipIf(!python)('the Python SDK against the local stack', () => {
           AGENT_SCHEDULER_OPERATOR_TOKEN: OPERATOR,
           PYTHONPATH: 'src',
           PYTHONDONTWRITEBYTECODE: '1',
+          AGENT_SCHEDULER_HANG_DUMP_S: String(HANG_DUMP_SECONDS),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const chunks: Buffer[] = [];
       child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
       child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
-      child.once('close', (code) =>
-        resolve({ status: code, output: Buffer.concat(chunks).toString('utf8') }),
-      );
+      // A suite that hangs is ended, and what it printed (the stacks included) is the failure's message.
+      const bound = setTimeout(() => child.kill('SIGKILL'), SUITE_BOUND_MS);
+      child.once('close', (code) => {
+        clearTimeout(bound);
+        resolve({ status: code, output: Buffer.concat(chunks).toString('utf8') });
+      });
     });
     // The whole unittest report on failure.
     expect(status, output).toBe(0);
-  }, 150_000);
+  }, SUITE_BOUND_MS + 30_000);
 });
