@@ -62,35 +62,39 @@ describe.skipIf(!python)('the Python SDK against the local stack', () => {
     await stack.destroy();
   });
 
-  it('passes its unittest suite', async () => {
-    const { status, output } = await new Promise<{ status: number | null; output: string }>((resolve) => {
-      // PYTHON_SDK_TESTS="tests.test_drain …" runs only those.
-      const only = process.env.PYTHON_SDK_TESTS?.split(/\s+/).filter(Boolean) ?? [];
-      const args = only.length > 0 ? ['-v', ...only] : ['discover', '-v', '-s', 'tests', '-t', '.'];
-      // -v names each test as it ends; a hang prints every thread's stack (`tests/__init__.py`).
-      const child = spawn(python ?? 'python3', ['-m', 'unittest', ...args], {
-        cwd: 'python',
-        env: {
-          ...process.env,
-          AGENT_SCHEDULER_ENDPOINT: server.url,
-          AGENT_SCHEDULER_OPERATOR_TOKEN: OPERATOR,
-          PYTHONPATH: 'src',
-          PYTHONDONTWRITEBYTECODE: '1',
-          AGENT_SCHEDULER_HANG_DUMP_S: String(HANG_DUMP_SECONDS),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+  it(
+    'passes its unittest suite',
+    async () => {
+      const { status, output } = await new Promise<{ status: number | null; output: string }>((resolve) => {
+        // PYTHON_SDK_TESTS="tests.test_drain …" runs only those.
+        const only = process.env.PYTHON_SDK_TESTS?.split(/\s+/).filter(Boolean) ?? [];
+        const args = only.length > 0 ? ['-v', ...only] : ['discover', '-v', '-s', 'tests', '-t', '.'];
+        // -v names each test as it ends; a hang prints every thread's stack (`tests/__init__.py`).
+        const child = spawn(python ?? 'python3', ['-m', 'unittest', ...args], {
+          cwd: 'python',
+          env: {
+            ...process.env,
+            AGENT_SCHEDULER_ENDPOINT: server.url,
+            AGENT_SCHEDULER_OPERATOR_TOKEN: OPERATOR,
+            PYTHONPATH: 'src',
+            PYTHONDONTWRITEBYTECODE: '1',
+            AGENT_SCHEDULER_HANG_DUMP_S: String(HANG_DUMP_SECONDS),
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const chunks: Buffer[] = [];
+        child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+        child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
+        // A suite that hangs is ended, and what it printed (the stacks included) is the failure's message.
+        const bound = setTimeout(() => child.kill('SIGKILL'), SUITE_BOUND_MS);
+        child.once('close', (code) => {
+          clearTimeout(bound);
+          resolve({ status: code, output: Buffer.concat(chunks).toString('utf8') });
+        });
       });
-      const chunks: Buffer[] = [];
-      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
-      child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
-      // A suite that hangs is ended, and what it printed (the stacks included) is the failure's message.
-      const bound = setTimeout(() => child.kill('SIGKILL'), SUITE_BOUND_MS);
-      child.once('close', (code) => {
-        clearTimeout(bound);
-        resolve({ status: code, output: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    // The whole unittest report on failure.
-    expect(status, output).toBe(0);
-  }, SUITE_BOUND_MS + 30_000);
+      // The whole unittest report on failure.
+      expect(status, output).toBe(0);
+    },
+    SUITE_BOUND_MS + 30_000,
+  );
 });
