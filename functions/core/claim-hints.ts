@@ -101,7 +101,7 @@ export async function receiveHints(
   queues: readonly string[],
   capacity: number,
   serves: (turn: ReceivedTurn) => boolean = () => true,
-) {
+): Promise<{ hints: ReceivedHint[]; turns: ReceivedTurn[] }> {
   const hints: ReceivedHint[] = [];
   const turns: ReceivedTurn[] = [];
   let passedOver = 0;
@@ -140,5 +140,5 @@ export async function receiveHints(
   }
   if (poison.length > 0) await ctx.queues.delete(poison).catch(logged(ctx, 'delete unreadable messages'));
   await Promise.all(handedBack);
-  return { hints, turns, passedOver };
+  return { hints, turns };
 }
