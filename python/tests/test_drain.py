@@ -4,6 +4,7 @@ nothing more is claimed, and the process exits 0."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -47,6 +48,11 @@ class DrainTest(unittest.TestCase):
         )
         try:
             assert child.stdout is not None
+            # Bounded: an agent that never picks the task fails the test with its log, instead of hanging it.
+            ready, _, _ = select.select([child.stdout], [], [], 30)
+            if not ready:
+                child.kill()
+                self.fail(f"the agent picked nothing in 30 s: {child.communicate()[1]}")
             self.assertEqual(child.stdout.readline().strip(), "picked")
             child.send_signal(signal.SIGTERM)
             time.sleep(0.2)
