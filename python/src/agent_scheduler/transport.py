@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import random
 import threading
 import time
@@ -21,6 +22,8 @@ from typing import Any, Literal, cast
 
 from .errors import AgentSchedulerError, NetworkError, error_for_response
 from .limits import to_json
+
+log = logging.getLogger("agent_scheduler.transport")
 
 USER_AGENT = "agent-scheduler-python/0.1.0"
 
@@ -194,15 +197,24 @@ class Transport:
         request = HttpRequest(method, url, headers, data)
         if self.signer is not None:
             request = self.signer(request)
+        started = time.monotonic()
         try:
-            return self.send(request, timeout)
+            response = self.send(request, timeout)
         except (OSError, ValueError) as error:
             timed_out = isinstance(error, TimeoutError)
+            log.debug("%s %s: %s after %.0f ms", method, _path_of(url), error, (time.monotonic() - started) * 1e3)
             return NetworkError(
                 0,
                 "Timeout" if timed_out else "NetworkError",
                 "the request timed out" if timed_out else f"the request failed: {error}",
             )
+        log.debug("%s %s: %d in %.0f ms", method, _path_of(url), response.status, (time.monotonic() - started) * 1e3)
+        return response
+
+
+def _path_of(url: str) -> str:
+    """The path of a request's URL, for the log: never its query, which may carry a waitpoint's token."""
+    return urllib.parse.urlsplit(url).path
 
 
 def _check(abandon: threading.Event | None) -> None:
