@@ -26,6 +26,10 @@ const QUEUES = [
   'py-drain',
   'py-wheel',
   'py-types',
+  'py-waitpoint',
+  'py-progress',
+  'py-extend',
+  'py-roles',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */

@@ -13,7 +13,7 @@ from .errors import (
 )
 from .sigv4 import Credentials, MissingExtraError, SigV4Signer, default_credentials
 from .transport import HttpRequest, HttpResponse, RetryPolicy
-from .worker import Handler, LostReason, Snooze, TaskContext, Worker
+from .worker import Handler, LostReason, Snooze, Suspend, TaskContext, Worker
 
 __version__ = "0.1.0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "SigV4Signer",
     "Snooze",
     "Submitted",
+    "Suspend",
     "TaskContext",
     "TaskError",
     "Worker",
