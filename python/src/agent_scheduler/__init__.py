@@ -11,6 +11,7 @@ from .errors import (
     SessionLostError,
     TaskError,
 )
+from .roles import RoleLostReason, RoleSubscription
 from .sigv4 import Credentials, MissingExtraError, SigV4Signer, default_credentials
 from .transport import HttpRequest, HttpResponse, RetryPolicy
 from .worker import Handler, LostReason, Snooze, Suspend, TaskContext, Worker
@@ -30,6 +31,8 @@ __all__ = [
     "NetworkError",
     "NonRetryableError",
     "RetryPolicy",
+    "RoleLostReason",
+    "RoleSubscription",
     "SessionLostError",
     "SigV4Signer",
     "Snooze",

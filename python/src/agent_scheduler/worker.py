@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
@@ -62,6 +62,7 @@ from .types import (
     ProgressItem,
     ProgressItemResult,
     Session,
+    SessionHoldings,
     WaitpointResult,
     WaitRequest,
     WaitResult,
@@ -267,6 +268,17 @@ Event = Literal[
 ]
 
 
+class RoleFollower(Protocol):
+    """What a role followed on a Worker's session hears of it (see :class:`~agent_scheduler.RoleSubscription`). Called
+    on the event loop; must not block."""
+
+    def session_opened(self, session: Session) -> None: ...
+    def heartbeat_answered(self, result: HeartbeatResult, session: Session) -> None: ...
+    def holdings_read(self, holdings: SessionHoldings, session: Session) -> None: ...
+    def session_ended(self, session: Session) -> None: ...
+    async def release(self) -> None: ...
+
+
 @dataclass
 class _PendingClaim:
     id: str
@@ -313,6 +325,8 @@ def snooze_of(ok: bool, value: Any) -> int | None:
 class Worker:
     """Runs ``handler`` for the tasks one agent claims. See the module's description for what it guarantees.
 
+    Without a ``handler`` it claims nothing: it keeps a session for the roles that ride on it (``RoleSubscription``).
+
     ``concurrency``: tasks at once (the server also caps it at the agent's ``maxConcurrency``); ``queues``: claim
     from these of the agent's queues only; ``labels``: narrow the agent's labels for its sessions;
     ``poll_interval``: the idle wait between empty claims, from ``min`` doubling to ``max`` seconds (the server's
@@ -323,7 +337,7 @@ class Worker:
     def __init__(
         self,
         client: Client,
-        handler: Handler,
+        handler: Handler | None,
         *,
         concurrency: int = 1,
         queues: Sequence[str] | None = None,
@@ -387,6 +401,8 @@ class Worker:
             max_workers=concurrency, thread_name_prefix="agent-scheduler-task"
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Roles followed on this worker's session: they hear of it, keep it beating and are given up on stop.
+        self._followers: list[RoleFollower] = []
         #: Each running task's latest progress report, sent at most once a second for all of them.
         self.progress_reports = ProgressReports(self._send_progress, self._report)
 
@@ -412,6 +428,22 @@ class Worker:
     def stopped(self) -> bool:
         return self._state == "stopped"
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._state != "idle"
+
+    def follow(self, follower: RoleFollower) -> Callable[[], None]:
+        """Lets a role ride on this worker's session (it keeps the session beating, hears of it, and is given up
+        when the worker stops); returns the call that stops following."""
+        self._followers.append(follower)
+
+        def unfollow() -> None:
+            if follower in self._followers:
+                self._followers.remove(follower)
+
+        return unfollow
+
     async def start(self) -> None:
         """Opens a session, then heartbeats and claims in the background. Raises if the first session cannot open."""
         if self._state != "idle":
@@ -430,7 +462,8 @@ class Worker:
         if self._state != "running":
             return
         self._use_session(session, sent_at)
-        self._claim_loop = asyncio.create_task(self._claims())
+        if self._handler is not None:
+            self._claim_loop = asyncio.create_task(self._claims())
 
     async def stop(self, *, drain: bool = True) -> None:
         """Stops claiming, then lets running handlers finish (``drain``, up to ``drain_timeout``) or cancels them
@@ -543,6 +576,7 @@ class Worker:
         self._acknowledged(session, sent_at)
         log.info("session opened: %s", session["sessionId"])
         self._emit("session", session)
+        self._tell_followers(lambda f: f.session_opened(session))
         self._beats = asyncio.create_task(self._beat_every(session))
         self._wake_claims()
 
@@ -570,7 +604,19 @@ class Worker:
         self._session_lost(session, "expired")
 
     def _holds_anything(self) -> bool:
-        return any(not entry.aborted for entry in self._tasks) or bool(self._listeners.get("heartbeat"))
+        """Tasks, roles, or someone listening for heartbeats: the session must stay live."""
+        return (
+            any(not entry.aborted for entry in self._tasks)
+            or bool(self._followers)
+            or bool(self._listeners.get("heartbeat"))
+        )
+
+    def _tell_followers(self, call: Callable[[RoleFollower], None]) -> None:
+        for follower in list(self._followers):
+            try:
+                call(follower)
+            except Exception as error:  # noqa: BLE001 (one role's failure must not break the loops)
+                self._report(error)
 
     def _session_lost(self, session: Session, reason: LostReason = "session") -> None:
         if self._session is not session:
@@ -584,6 +630,7 @@ class Worker:
         self._session_abort.set()
         log.warning("session %s lost (%s)", session["sessionId"], reason)
         self._emit("session_lost", session)
+        self._tell_followers(lambda f: f.session_ended(session))
         for entry in list(self._tasks):
             if entry.session_id == session["sessionId"]:
                 self._abort_task(entry, reason)
@@ -722,6 +769,7 @@ class Worker:
                 raise
             self._acknowledged(session, sent_at)
             self._emit("heartbeat", result)
+            self._tell_followers(lambda f: f.heartbeat_answered(result, session))
             for p in landed:
                 p.entry.acknowledge_checkpoint(p.version)
             for entry, seconds in extensions:
@@ -781,6 +829,8 @@ class Worker:
         holdings = await self.io(lambda abandon: self.client.get_session(abandon=abandon), self._session_abort)
         if holdings["sessionId"] != session["sessionId"] or self._session is not session:
             return
+        # A role grant whose notice was lost shows here.
+        self._tell_followers(lambda f: f.holdings_read(holdings, session))
         # A grant of a claim still open shows in the read before its answer: look again at the next beat.
         if self._claiming or self._pending_claim is not None or self._claims_sent != sent_before:
             self._reconcile_needed = True
@@ -926,15 +976,16 @@ class Worker:
     async def _execute(self, entry: RunningTask) -> None:
         context = TaskContext(self, entry)
         ok, value = True, None
+        handler = self._handler
         try:
+            if handler is None:
+                raise RuntimeError("this worker has no task handler")
             if self._async_handler:
-                entry.handler_task = asyncio.ensure_future(
-                    cast(Awaitable[Any], self._handler(entry.task, context))
-                )
+                entry.handler_task = asyncio.ensure_future(cast(Awaitable[Any], handler(entry.task, context)))
                 value = await entry.handler_task
             else:
                 loop = asyncio.get_running_loop()
-                value = await loop.run_in_executor(self._handler_pool, self._handler, entry.task, context)
+                value = await loop.run_in_executor(self._handler_pool, handler, entry.task, context)
         except asyncio.CancelledError:
             if not entry.aborted:
                 raise
@@ -1173,6 +1224,12 @@ class Worker:
             if self._reopening is not None:
                 with contextlib.suppress(Exception):
                     await self._reopening
+            # Roles first: their next holders need not wait for the session to expire.
+            for follower in list(self._followers):
+                try:
+                    await follower.release()
+                except Exception as error:  # noqa: BLE001
+                    self._report(error)
             running = [entry.done for entry in self._tasks if entry.done is not None]
             if running and not self._force.is_set():
                 force = self._force.future()

@@ -1,0 +1,86 @@
+"""Roles against the local stack: one holder at a time, handed over when the holder releases (as
+``sdk-roles.test.ts`` covers ``RoleSubscription`` for the TypeScript SDK)."""
+
+from __future__ import annotations
+
+import asyncio
+import unittest
+
+from agent_scheduler import RoleSubscription
+from agent_scheduler.types import RoleLease
+
+from .stack import agent, needs_stack, operator, wait_for
+
+ROLE = "py-leader"
+
+
+@needs_stack
+class RoleSubscriptionTest(unittest.IsolatedAsyncioTestCase):
+    async def test_one_holder_at_a_time_and_the_next_in_line_gets_the_role_on_release(self) -> None:
+        # Prepare: two agents follow the role, each on a session of its own. (A holder cut off is in test_worker's
+        # lease test, which cuts a worker off for longer than its lease.)
+        first = RoleSubscription(agent("py-roles"), ROLE)
+        second = RoleSubscription(agent("py-roles"), ROLE)
+        events: list[str] = []
+        overlaps: list[str] = []
+
+        def follow(name: str, subscription: RoleSubscription) -> None:
+            def got(_lease: RoleLease) -> None:
+                events.append(f"{name} got")
+                if first.have_role() and second.have_role():
+                    overlaps.append(name)
+
+            def lost(_lease: RoleLease, reason: str) -> None:
+                events.append(f"{name} lost {reason}")
+
+            subscription.on("got_role", got)
+            subscription.on("lost_role", lost)
+
+        follow("first", first)
+        follow("second", second)
+        ops = operator()
+
+        async def holder_epoch() -> int:
+            roles = await asyncio.to_thread(ops.list_roles)
+            return next(r["leaseEpoch"] for r in roles if r["role"] == ROLE)
+
+        try:
+            # Act: the first volunteer is granted the role, the second waits in line; the first releases it, and
+            # then volunteers again, behind the second.
+            granted = (await first.volunteer(), await second.volunteer())
+            epoch_of_first = first.lease_epoch
+            held_by_first = await holder_epoch()
+            await first.release()
+            await wait_for(second.have_role, 10)
+            epoch_of_second = second.lease_epoch
+            held_by_second = await holder_epoch()
+            queued_again = await first.volunteer()
+            # The second gives it up by closing: the first, in line again, is granted it.
+            await second.close()
+            await wait_for(first.have_role, 10)
+        finally:
+            await asyncio.gather(first.close(), second.close())
+
+        # Assess: one holder at a time, each grant a new epoch, the server's holder the one that says it holds it.
+        self.assertEqual(granted, (True, False))
+        self.assertFalse(queued_again)
+        self.assertIsNotNone(epoch_of_first)
+        self.assertEqual(held_by_first, epoch_of_first)
+        self.assertEqual(held_by_second, epoch_of_second)
+        self.assertGreater(epoch_of_second or 0, epoch_of_first or 0)
+        self.assertEqual(overlaps, [])
+        self.assertEqual(
+            events,
+            [
+                "first got",
+                "first lost released",
+                "second got",
+                "second lost released",
+                "first got",
+                "first lost released",
+            ],
+        )
+
+
+if __name__ == "__main__":
+    unittest.main()
