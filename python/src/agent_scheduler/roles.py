@@ -117,6 +117,9 @@ class RoleSubscription:
         # comes first (a grant it brings is then released below).
         if volunteering is not None:
             await asyncio.wait({volunteering.done})
+            # What it came to was heard by whoever awaited it, or reported.
+            if not volunteering.done.cancelled():
+                volunteering.done.exception()
         self._volunteering = None
         held = self._held.lease_epoch if self._held is not None else self._take_unreleased()
         if held is None:

@@ -522,9 +522,11 @@ class Worker:
         finally:
             combined.forget(stop)
             combined.detach()
+            # Abandoned, or its caller cancelled (a heartbeat of a session just lost): what the call comes to is
+            # nobody's, and not worth a warning.
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
         if future.done() and not combined.is_set():
             return future.result()
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
         raise AgentSchedulerError(
             0, "Aborted", "the call was abandoned: the lease it was about is over by the agent's own reckoning"
         )
