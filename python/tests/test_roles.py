@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import unittest
 
-from agent_scheduler import RoleSubscription
+from agent_scheduler import RoleContext, RoleSubscription, Worker
 from agent_scheduler.types import RoleLease
 
 from .stack import agent, needs_stack, operator, wait_for
@@ -80,6 +80,40 @@ class RoleSubscriptionTest(unittest.IsolatedAsyncioTestCase):
                 "first lost released",
             ],
         )
+
+    async def test_a_worker_runs_its_role_handler_while_it_holds_the_role_and_joins_the_line_again(self) -> None:
+        # Prepare: a worker with no task handler holds a role; its handler gives the role up on its first grant and
+        # keeps it on the next, until the worker stops.
+        epochs: list[int] = []
+        cancelled: list[bool] = []
+
+        async def lead(ctx: RoleContext) -> None:
+            epochs.append(ctx.lease_epoch)
+            if len(epochs) == 1:
+                return
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.append(ctx.cancelled.is_set())
+                raise
+
+        worker = Worker(agent("py-roles"), None, roles={"py-worker-leader": lead}, poll_interval=(0.02, 0.2))
+        events: list[str] = []
+        worker.on("got_role", lambda lease: events.append(f"got {lease['leaseEpoch']}"))
+        worker.on("lost_role", lambda lease, reason: events.append(f"lost {lease['leaseEpoch']} {reason}"))
+
+        # Act
+        await worker.start()
+        await wait_for(lambda: len(epochs) >= 2, 10)
+        await worker.stop()
+
+        # Assess: each grant a new epoch; the second handler was cancelled when the stop gave the role up.
+        first, second = epochs
+        self.assertGreater(second, first)
+        self.assertEqual(events, [f"got {first}", f"lost {first} released", f"got {second}", f"lost {second} released"])
+        self.assertEqual(cancelled, [True])
+        roles = await asyncio.to_thread(operator().list_roles)
+        self.assertIsNone(next(r for r in roles if r["role"] == "py-worker-leader")["holder"])
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from .errors import (
 from .roles import RoleLostReason, RoleSubscription
 from .sigv4 import Credentials, MissingExtraError, SigV4Signer, default_credentials
 from .transport import HttpRequest, HttpResponse, RetryPolicy
-from .worker import Handler, LostReason, Snooze, Suspend, TaskContext, Worker
+from .worker import Handler, LostReason, RoleContext, RoleHandler, Snooze, Suspend, TaskContext, Worker
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,8 @@ __all__ = [
     "NetworkError",
     "NonRetryableError",
     "RetryPolicy",
+    "RoleContext",
+    "RoleHandler",
     "RoleLostReason",
     "RoleSubscription",
     "SessionLostError",

@@ -227,7 +227,19 @@ class RoleSubscription:
         return done
 
     def _give_back(self, lease_epoch: int) -> None:
-        self._background_call(self._call(lambda: self.client.release_role(self.role, {"leaseEpoch": lease_epoch})))
+        """Releases a grant this agent no longer wants. One it held (or holds) is :meth:`release`'s to give up."""
+        if lease_epoch <= self._latest_epoch:
+            return
+
+        async def give_back() -> None:
+            try:
+                await self._call(lambda: self.client.release_role(self.role, {"leaseEpoch": lease_epoch}))
+            except AgentSchedulerError as error:
+                # Passed on already.
+                if error.code != "RoleNotHeld":
+                    raise
+
+        self._background_call(give_back())
 
     def _gain(self, lease_epoch: int, session_id: str) -> None:
         if lease_epoch <= self._latest_epoch:

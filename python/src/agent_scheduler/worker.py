@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
@@ -61,6 +61,7 @@ from .types import (
     HeartbeatResult,
     ProgressItem,
     ProgressItemResult,
+    RoleLease,
     Session,
     SessionHoldings,
     WaitpointResult,
@@ -68,7 +69,10 @@ from .types import (
     WaitResult,
 )
 
-__all__ = ["Handler", "LostReason", "Snooze", "Suspend", "TaskContext", "Worker"]
+if TYPE_CHECKING:
+    from .roles import RoleSubscription
+
+__all__ = ["Handler", "LostReason", "RoleContext", "RoleHandler", "Snooze", "Suspend", "TaskContext", "Worker"]
 
 T = TypeVar("T")
 log = logging.getLogger("agent_scheduler.worker")
@@ -248,6 +252,20 @@ class TaskContext:
         )
 
 
+@dataclass(frozen=True)
+class RoleContext:
+    """What a role handler gets: the role, the epoch of this grant (present it downstream to fence work done in the
+    role) and an event set when the role is lost or given up (an ``async def`` handler is cancelled instead)."""
+
+    role: str
+    lease_epoch: int
+    cancelled: threading.Event
+
+
+RoleHandler = Callable[[RoleContext], "Awaitable[None] | None"]
+"""Runs while the agent holds a role, typically until cancelled. Returning (or raising) gives the role up; the worker
+then volunteers again, behind the other candidates. A plain function runs on a thread of its own."""
+
 Handler = Callable[[ClaimedTask, TaskContext], "Awaitable[Any] | Any"]
 """Runs one task; its return value (JSON) is the result, an exception fails the attempt (retryably unless its
 ``retryable`` attribute is False), a :class:`Snooze` returned or raised, or an exception with a numeric
@@ -264,6 +282,8 @@ Event = Literal[
     "suspended",
     "lost",
     "heartbeat",
+    "got_role",
+    "lost_role",
     "error",
 ]
 
@@ -326,6 +346,8 @@ class Worker:
     """Runs ``handler`` for the tasks one agent claims. See the module's description for what it guarantees.
 
     Without a ``handler`` it claims nothing: it keeps a session for the roles that ride on it (``RoleSubscription``).
+    ``roles``: roles to hold, each with its handler: the worker volunteers for each, and runs its handler while it
+    holds the role.
 
     ``concurrency``: tasks at once (the server also caps it at the agent's ``maxConcurrency``); ``queues``: claim
     from these of the agent's queues only; ``labels``: narrow the agent's labels for its sessions;
@@ -345,6 +367,7 @@ class Worker:
         poll_interval: tuple[float, float] = (0.2, 5.0),
         lease_margin: float | None = None,
         drain_timeout: float = 30.0,
+        roles: Mapping[str, RoleHandler] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -362,6 +385,9 @@ class Worker:
         Backoff(*poll_interval)  # checks the bounds now
         self._margin = lease_margin
         self._drain_timeout = drain_timeout
+        self._role_handlers = dict(roles or {})
+        #: Role handlers running now, each with the abort that ends it.
+        self._role_runs: dict[asyncio.Task[None], Abort] = {}
         self._listeners: dict[str, list[Callable[..., Any]]] = {}
         self._state: Literal["idle", "running", "stopping", "stopped"] = "idle"
         self._session: Session | None = None
@@ -411,8 +437,9 @@ class Worker:
     def on(self, event: Event, listener: Callable[..., Any]) -> None:
         """Calls ``listener`` on ``event``: ``picked(task)``, ``completed(task, result)``, ``failed(task, error)``,
         ``released(task)``, ``snoozed(task, seconds)``, ``suspended(task, wait_result)``, ``lost(task, reason)``,
-        ``session(session)``, ``session_lost(session)``, ``heartbeat(result)``, ``error(exception)``. Listeners run
-        on the event loop and must not block."""
+        ``session(session)``, ``session_lost(session)``, ``heartbeat(result)``, ``got_role(lease)``,
+        ``lost_role(lease, reason)`` (the worker's own ``roles``), ``error(exception)``. Listeners run on the event
+        loop and must not block."""
         self._listeners.setdefault(event, []).append(listener)
 
     @property
@@ -462,6 +489,8 @@ class Worker:
         if self._state != "running":
             return
         self._use_session(session, sent_at)
+        for role, role_handler in self._role_handlers.items():
+            self._hold_role(role, role_handler)
         if self._handler is not None:
             self._claim_loop = asyncio.create_task(self._claims())
 
@@ -1211,6 +1240,74 @@ class Worker:
                 self._report(TaskError(entry.task_id, f"was suspended, but its on_suspended failed: {error}"))
         return None
 
+    # Roles of the worker's own
+
+    def _hold_role(self, role: str, handler: RoleHandler) -> None:
+        """Volunteers for ``role``, and runs ``handler`` while the agent holds it; a handler that returns gives it
+        up, and the worker joins the line again."""
+        from .roles import RoleSubscription  # noqa: PLC0415 (roles ride on a Worker: the modules need each other)
+
+        subscription = RoleSubscription(self.client, role, worker=self)
+        current: list[Abort] = []
+        subscription.on("error", self._report)
+
+        def got(lease: RoleLease) -> None:
+            self._emit("got_role", lease)
+            abort = Abort()
+            current[:] = [abort]
+            run = asyncio.ensure_future(self._run_role(subscription, handler, lease["leaseEpoch"], abort))
+            self._role_runs[run] = abort
+            run.add_done_callback(lambda done: self._role_runs.pop(done, None))
+
+        def lost(lease: RoleLease, reason: str) -> None:
+            self._emit("lost_role", lease, reason)
+            for abort in current:
+                abort.set()
+            current.clear()
+
+        subscription.on("got_role", got)
+        subscription.on("lost_role", lost)
+        self._spawn(self._volunteer(subscription))
+
+    async def _volunteer(self, subscription: RoleSubscription) -> None:
+        try:
+            await subscription.volunteer()
+        except Exception as error:  # noqa: BLE001 (the next session volunteers again)
+            self._report(error)
+
+    async def _run_role(
+        self, subscription: RoleSubscription, handler: RoleHandler, lease_epoch: int, abort: Abort
+    ) -> None:
+        context = RoleContext(subscription.role, lease_epoch, abort.event)
+        try:
+            if inspect.iscoroutinefunction(handler):
+                inner = asyncio.ensure_future(cast(Awaitable[None], handler(context)))
+                stop = abort.future()
+                try:
+                    await asyncio.wait({inner, stop}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    abort.forget(stop)
+                if not inner.done():
+                    inner.cancel()
+                    await asyncio.wait({inner})
+                if not inner.cancelled():
+                    inner.result()
+            else:
+                await asyncio.to_thread(handler, context)
+        except Exception as error:  # noqa: BLE001 (a role handler's failure gives the role up, as a return does)
+            if not abort.is_set():
+                self._report(error)
+        if abort.is_set() or self._state != "running":
+            return
+        # The handler gave the role up: the next candidate gets it, and this agent joins the line again.
+        try:
+            await subscription.release()
+        except Exception as error:  # noqa: BLE001
+            self._report(error)
+        await self._stop.sleep(Backoff(*self._poll).next())
+        if self._state == "running":
+            await self._volunteer(subscription)
+
     # Stop
 
     def _on_signal(self, sig: signal.Signals) -> None:
@@ -1232,6 +1329,10 @@ class Worker:
                     await follower.release()
                 except Exception as error:  # noqa: BLE001
                     self._report(error)
+            for abort in self._role_runs.values():
+                abort.set()
+            if self._role_runs:
+                await asyncio.wait(list(self._role_runs), timeout=self._drain_timeout)
             running = [entry.done for entry in self._tasks if entry.done is not None]
             if running and not self._force.is_set():
                 force = self._force.future()
