@@ -21,7 +21,8 @@ FAST = (0.02, 0.2)
 @needs_stack
 class TaskContextTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_suspended_task_resumes_with_the_waitpoint_outcome_and_succeeds(self) -> None:
-        # Prepare: a plain-function handler suspends its first run, keeping a checkpoint for the run that resumes.
+        # Prepare: a plain-function handler suspends its first run (raising the suspension), keeping a checkpoint
+        # for the run that resumes.
         ops = operator()
         task = (await asyncio.to_thread(ops.submit_task, {"queue": "py-waitpoint", "payload": {"plan": "deploy"}})).task
         runs: list[tuple[Any, Any]] = []
@@ -31,7 +32,7 @@ class TaskContextTest(unittest.IsolatedAsyncioTestCase):
             runs.append((ctx.waitpoint, claimed.get("checkpoint")))
             if ctx.waitpoint is None:
                 ctx.checkpoint({"planned": True})
-                return ctx.suspend(600, on_suspended=suspended.append)
+                raise ctx.suspend(600, on_suspended=suspended.append)  # or returned
             return {"deployed": ctx.waitpoint["outcome"] == "completed", "data": ctx.waitpoint.get("data")}
 
         worker = Worker(agent("py-waitpoint"), handler, poll_interval=FAST)

@@ -87,10 +87,11 @@ RESULT_RETRY = (0.1, 2.0)
 CHECKPOINT_FOLLOW_UP_SECONDS = 1.0
 
 
-class Snooze:
+class Snooze(Exception):  # a request, raised or returned, rather than an error
     """What a handler returns (or raises) to put its task off for ``seconds`` without using an attempt."""
 
     def __init__(self, seconds: float) -> None:
+        super().__init__(f"snoozed for {seconds} s")
         self.seconds = seconds
 
 
@@ -98,7 +99,7 @@ OnTimeout = Literal["resume", "fail"]
 _UNSET: Any = object()
 
 
-class Suspend:
+class Suspend(Exception):  # a request, raised or returned, rather than an error
     """What a handler returns (or raises) to suspend its task on a waitpoint (made by :meth:`TaskContext.suspend`,
     which checks its options)."""
 
@@ -110,6 +111,7 @@ class Suspend:
         checkpoint: Any = _UNSET,
         on_suspended: Callable[[WaitResult], Awaitable[None] | None] | None = None,
     ) -> None:
+        super().__init__(f"suspended for at most {timeout_seconds} s")
         self.timeout_seconds = timeout_seconds
         self.on_timeout: OnTimeout | None = on_timeout
         #: Saved on the task for the run that resumes it; unset, the handler's latest unsent checkpoint goes.
