@@ -207,11 +207,11 @@ class RoleSubscription:
                 result = await self._call(
                     lambda: self.client.volunteer_for_role(self.role, {"sessionId": session_id})
                 )
-            except AgentSchedulerError as error:
+            except Exception as error:
                 if self._volunteering is not None and self._volunteering.session_id == session_id:
                     self._volunteering = None
                 # Already a candidate under this session (a retried call): a grant shows in the next heartbeat.
-                if error.code == "RoleAlreadyVolunteered":
+                if isinstance(error, AgentSchedulerError) and error.code == "RoleAlreadyVolunteered":
                     return self.have_role()
                 # The worker opens a new session and this volunteers again under it.
                 if isinstance(error, SessionLostError):
