@@ -12,13 +12,15 @@ import sys
 from typing import Any
 
 # (TypedDict name, schema pointer): a component name, then `/field` for a property, `[]` for array items, `{}` for
-# additionalProperties, `|n` for the n-th oneOf/anyOf branch. Nested objects named here are typed by their name.
+# additionalProperties, `|n` (after a component name or a step) for the n-th oneOf/anyOf branch. Nested objects named
+# here are typed by their name.
 COVERED: list[tuple[str, str]] = [
     ("Health", "Health"),
     ("TaskError", "Task/error"),
     ("FailureOf", "ClaimedTask/failureOf"),
     ("WaitpointResult", "ClaimedTask/waitpoint"),
     ("DependencyOutcome", "ClaimedTask/dependencies{}"),
+    ("TaskProgress", "TaskProgress"),
     ("Task", "Task"),
     ("TaskSummary", "TaskSummary"),
     ("TaskPage", "TaskPage"),
@@ -63,6 +65,29 @@ COVERED: list[tuple[str, str]] = [
     ("ReleaseRequest", "ReleaseRequest"),
     ("ChildTaskSpec", "SubmitChildrenRequest/tasks[]"),
     ("SubmitChildrenRequest", "SubmitChildrenRequest"),
+    ("ProgressRequest", "ProgressRequest"),
+    ("ProgressResponse", "ProgressResponse"),
+    ("ProgressItem", "ProgressBatchRequest/tasks[]"),
+    ("ProgressBatchRequest", "ProgressBatchRequest"),
+    ("ProgressItemOk", "ProgressResults/results[]|0"),
+    ("ProgressItemError", "ProgressResults/results[]|1"),
+    ("ProgressResults", "ProgressResults"),
+    ("Waitpoint", "Waitpoint"),
+    ("WaitpointPage", "WaitpointPage"),
+    ("WaitpointResponse", "WaitpointResponse"),
+    ("CompleteWaitpointRequest", "CompleteWaitpointRequest"),
+    ("RejectWaitpointRequest", "RejectWaitpointRequest"),
+    ("WaitRequest", "WaitRequest"),
+    ("WaitResult", "WaitResult"),
+    ("Role", "Role"),
+    ("RoleList", "RoleList"),
+    ("RoleResponse", "RoleResponse"),
+    ("VolunteerRequest", "VolunteerRequest"),
+    ("VolunteerResult", "VolunteerResult"),
+    ("ReleaseRoleRequest", "ReleaseRoleRequest"),
+    ("ReleaseRoleResult", "ReleaseRoleResult"),
+    ("WithdrawRequest", "WithdrawRequest"),
+    ("WithdrawRoleResult", "WithdrawRoleResult"),
 ]
 
 # The routes the client covers: (method, path) -> (request body, 2xx answer), by TypedDict name.
@@ -86,6 +111,18 @@ ROUTES: list[tuple[str, str, str | None, str]] = [
     ("POST", "/v1/agent/tasks/{taskId}/fail", "FailRequest", "TaskResponse"),
     ("POST", "/v1/agent/tasks/{taskId}/release", "ReleaseRequest", "TaskResponse"),
     ("POST", "/v1/agent/tasks/batch", "SubmitChildrenRequest", "BatchResults"),
+    ("POST", "/v1/agent/tasks/{taskId}/progress", "ProgressRequest", "ProgressResponse"),
+    ("POST", "/v1/agent/tasks/progress", "ProgressBatchRequest", "ProgressResults"),
+    ("POST", "/v1/agent/tasks/{taskId}/wait", "WaitRequest", "WaitResult"),
+    ("GET", "/v1/waitpoints", None, "WaitpointPage"),
+    ("GET", "/v1/waitpoints/{waitpointId}", None, "WaitpointResponse"),
+    ("POST", "/v1/waitpoints/{waitpointId}/complete", "CompleteWaitpointRequest", "WaitpointResponse"),
+    ("POST", "/v1/waitpoints/{waitpointId}/reject", "RejectWaitpointRequest", "WaitpointResponse"),
+    ("GET", "/v1/roles", None, "RoleList"),
+    ("POST", "/v1/agent/roles/{role}/register", None, "RoleResponse"),
+    ("POST", "/v1/agent/roles/{role}/volunteer", "VolunteerRequest", "VolunteerResult"),
+    ("POST", "/v1/agent/roles/{role}/release", "ReleaseRoleRequest", "ReleaseRoleResult"),
+    ("POST", "/v1/agent/roles/{role}/withdraw", "WithdrawRequest", "WithdrawRoleResult"),
 ]
 
 
@@ -100,12 +137,15 @@ def resolve(document: dict[str, Any], pointer: str) -> dict[str, Any]:
     if branch is not None:
         schema = deref(document, (schema.get("oneOf") or schema["anyOf"])[int(branch)])
     for step in [s for s in rest.split("/") if s] if rest else []:
-        field = step.rstrip("[]{}")
+        path, _, step_branch = step.partition("|")
+        field = path.rstrip("[]{}")
         schema = deref(document, schema["properties"][field])
-        suffix = step[len(field) :]
+        suffix = path[len(field) :]
         while suffix:
             schema = deref(document, schema["items"] if suffix.startswith("[]") else schema["additionalProperties"])
             suffix = suffix[2:]
+        if step_branch:
+            schema = deref(document, (schema.get("oneOf") or schema["anyOf"])[int(step_branch)])
     return schema
 
 
@@ -138,6 +178,8 @@ def python_type(document: dict[str, Any], schema: dict[str, Any], names: dict[in
         return "float"
     if kind == "boolean":
         return "bool"
+    if kind == "null":
+        return "None"
     if kind == "array":
         return f"list[{python_type(document, schema['items'], names)}]"
     if kind == "object":
@@ -184,6 +226,7 @@ def main() -> None:
     out += [
         "",
         "BatchItemResult = BatchItemOk | BatchItemError",
+        "ProgressItemResult = ProgressItemOk | ProgressItemError",
         "",
         "#: Each TypedDict above and the schema it is held to (see ``scripts/generate_types.py``).",
         "OPENAPI_SCHEMAS: dict[str, str] = {",

@@ -10,7 +10,7 @@ import time
 import unittest
 from typing import Any, cast
 
-from agent_scheduler import TaskContext, Worker
+from agent_scheduler import RoleSubscription, TaskContext, Worker
 from agent_scheduler.limits import BODY_BYTES
 from agent_scheduler.types import ClaimedTask
 
@@ -53,8 +53,9 @@ class WorkerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(parent.get("result"), {"child": True})
         self.assertTrue(worker.stopped)
 
-    async def test_an_async_handler_is_cancelled_before_its_lease_could_be_taken_back(self) -> None:
-        # Prepare: the network goes down under a running handler for longer than the lease lasts.
+    async def test_an_async_handler_and_a_role_are_ended_before_the_server_could_give_them_to_another(self) -> None:
+        # Prepare: the network goes down under a running handler, and a role held on the same session, for longer
+        # than the lease lasts; another agent waits in line for the role (the roles' own test is test_roles).
         network = Network()
         ops = operator()
         task = (await asyncio.to_thread(ops.submit_task, {"queue": "py-lease", "payload": {}})).task
@@ -74,25 +75,36 @@ class WorkerTest(unittest.IsolatedAsyncioTestCase):
                 raise
             return {"first": True}
 
-        worker = Worker(agent("py-lease", network=network), handler, poll_interval=FAST)
+        client = agent("py-lease", network=network)
+        worker = Worker(client, handler, poll_interval=FAST)
+        role = RoleSubscription(client, "py-lease-leader", worker=worker)
+        rival = RoleSubscription(agent("py-lease"), "py-lease-leader")
+        roles: list[tuple[str, float]] = []
+        role.on("lost_role", lambda _lease, reason: roles.append((f"lost {reason}", time.monotonic())))
+        rival.on("got_role", lambda _lease: roles.append(("rival got", time.monotonic())))
         lost: list[str] = []
         worker.on("lost", lambda _task, reason: lost.append(reason))
         await worker.start()
+        volunteered = (await role.volunteer(), await rival.volunteer())
         await asyncio.wait_for(started.wait(), 15)
         cut_at = time.monotonic()
         network.cut = True
 
-        # Act: the handler is cancelled by the agent's own reckoning (within the 6 s lease), then the network
-        # comes back and the task runs again once the server has taken it back.
+        # Act: the handler is cancelled and the role given up by the agent's own reckoning (within the 6 s lease),
+        # then the network comes back, the rival is granted the role and the task runs again once the server has
+        # taken them back.
         await wait_for(lambda: cancelled_at, 10)
         network.cut = False
-        await wait_for(lambda: len(runs) >= 2, 30)
+        await wait_for(lambda: len(runs) >= 2 and rival.have_role(), 30)
         await wait_for(lambda: worker.in_flight == 0, 10)
-        await worker.stop()
+        await asyncio.gather(worker.stop(), rival.close())
 
         # Assess
         self.assertLess(cancelled_at[0] - cut_at, 6.0)
         self.assertEqual(lost[:1], ["expired"])
+        self.assertEqual(volunteered, (True, False))
+        self.assertEqual([what for what, _ in roles[:2]], ["lost session", "rival got"])
+        self.assertLess(roles[0][1] - cut_at, 6.0)
         completes = [r for r in network.sent if r.url.endswith("/complete")]
         self.assertTrue(all(json.loads(r.body or b"{}").get("result") != {"first": True} for r in completes))
         done = await asyncio.to_thread(ops.get_task, task["taskId"])

@@ -1,6 +1,7 @@
 /**
  * The Python SDK (`python/`) end to end: its unittest suite runs as a child process against the local server on the
- * emulators, with short leases and a supervisor sweeping every quarter second, so lease losses are seen quickly.
+ * emulators, with short leases and a supervisor sweeping every quarter second, so lease losses are seen quickly, and
+ * its whole pass (which hands over the roles of a session gone silent) every second.
  * Skipped, saying so, only when no Python 3.10 or later is on PATH (`.ci/run` makes sure there is one).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,6 +27,10 @@ const QUEUES = [
   'py-drain',
   'py-wheel',
   'py-types',
+  'py-waitpoint',
+  'py-progress',
+  'py-extend',
+  'py-roles',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */
@@ -46,6 +51,7 @@ describe.skipIf(!python)('the Python SDK against the local stack', () => {
   let stack: TestStack;
   let server: LocalServer;
   let sweeper: NodeJS.Timeout;
+  let supervisor: NodeJS.Timeout;
 
   beforeAll(async () => {
     stack = await createTestStack({
@@ -55,9 +61,11 @@ describe.skipIf(!python)('the Python SDK against the local stack', () => {
     });
     server = await serveStack(stack, OPERATOR);
     sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 250);
+    supervisor = setInterval(() => void stack.scheduler.supervise().catch(() => undefined), 1_000);
   });
   afterAll(async () => {
     clearInterval(sweeper);
+    clearInterval(supervisor);
     await server.close();
     await stack.destroy();
   });

@@ -11,9 +11,10 @@ from .errors import (
     SessionLostError,
     TaskError,
 )
+from .roles import RoleLostReason, RoleSubscription
 from .sigv4 import Credentials, MissingExtraError, SigV4Signer, default_credentials
 from .transport import HttpRequest, HttpResponse, RetryPolicy
-from .worker import Handler, LostReason, Snooze, TaskContext, Worker
+from .worker import Handler, LostReason, RoleContext, RoleHandler, Snooze, Suspend, TaskContext, Worker
 
 __version__ = "0.1.0"
 
@@ -30,10 +31,15 @@ __all__ = [
     "NetworkError",
     "NonRetryableError",
     "RetryPolicy",
+    "RoleContext",
+    "RoleHandler",
+    "RoleLostReason",
+    "RoleSubscription",
     "SessionLostError",
     "SigV4Signer",
     "Snooze",
     "Submitted",
+    "Suspend",
     "TaskContext",
     "TaskError",
     "Worker",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .limits import CHECKPOINT_BYTES, to_json
+from .limits import CHECKPOINT_BYTES, TIMEOUT_SECONDS, to_json
 from .types import ClaimedTask
 
 LostReason = Literal["cancelled", "lost", "deadline", "session", "expired"]
@@ -119,10 +120,14 @@ class PendingCheckpoint:
 class RunningTask:
     """One task a Worker runs: its abort, its deadline (monotonic seconds, margin already off) and its checkpoint."""
 
-    def __init__(self, task: ClaimedTask, session_id: str, deadline: float) -> None:
+    def __init__(self, task: ClaimedTask, session_id: str, deadline: float, margin: float = 0.0) -> None:
         self.task = task
         self.session_id = session_id
         self.deadline = deadline
+        #: Taken off every deadline the server gives this attempt, as off its first.
+        self.margin = margin
+        #: Seconds asked of the next heartbeat for this attempt (``extend_deadline``), until an answer names them.
+        self.extension_asked: int | None = None
         self.abort = Abort()
         self.abort_reason: AbortReason | None = None
         #: ``running``: the handler has not returned; ``finishing``: its outcome is being recorded.
@@ -141,6 +146,23 @@ class RunningTask:
     @property
     def task_id(self) -> str:
         return self.task["taskId"]
+
+    def ask_extension(self, seconds: float) -> None:
+        """Asks the next heartbeat to push the deadline to ``seconds`` from when the server has it (whole, 1 to
+        43,200)."""
+        self.extension_asked = int(min(TIMEOUT_SECONDS, max(1, math.ceil(seconds))))
+
+    def extended(self, sent_at: float, seconds_left: float, asked: int) -> bool:
+        """The server moved the deadline: ``seconds_left`` from its write, which came after ``sent_at`` (the beat's
+        send), so ``sent_at`` plus them can only come before the server's deadline. The extension the beat carried
+        (``asked``) is settled; one asked again since goes with the next beat. True when the deadline moved on."""
+        if self.extension_asked == asked:
+            self.extension_asked = None
+        deadline = sent_at + seconds_left - self.margin
+        if self.aborted or deadline <= self.deadline:
+            return False
+        self.deadline = deadline
+        return True
 
     @property
     def aborted(self) -> bool:

@@ -27,19 +27,36 @@ from .types import (
     ClaimResult,
     CompleteItem,
     CompleteRequest,
+    CompleteWaitpointRequest,
     CreatedAgent,
     FailRequest,
     Health,
     HeartbeatRequest,
     HeartbeatResult,
     OpenSessionRequest,
+    ProgressItem,
+    ProgressItemResult,
+    ProgressRequest,
     QueueStats,
+    RejectWaitpointRequest,
     ReleaseRequest,
+    ReleaseRoleRequest,
+    ReleaseRoleResult,
+    Role,
     Session,
     SessionHoldings,
     Task,
     TaskPage,
+    TaskProgress,
     TaskSpec,
+    VolunteerRequest,
+    VolunteerResult,
+    Waitpoint,
+    WaitpointPage,
+    WaitRequest,
+    WaitResult,
+    WithdrawRequest,
+    WithdrawRoleResult,
 )
 
 T = TypeVar("T")
@@ -148,6 +165,30 @@ class Client:
         """Sends a dead task back to its queue."""
         return self._call("POST", f"/v1/tasks/{_segment(task_id)}/redrive")["task"]
 
+    def list_waitpoints(self, *, limit: int | None = None, cursor: str | None = None) -> WaitpointPage:
+        """Open waitpoints, oldest first, one page at a time; pass ``nextCursor`` back as ``cursor`` for the next."""
+        page = self._call("GET", "/v1/waitpoints", query={"status": "open", "limit": limit, "cursor": cursor})
+        if not isinstance(page.get("nextCursor"), str):
+            page.pop("nextCursor", None)
+        return page
+
+    def get_waitpoint(self, waitpoint_id: str) -> Waitpoint:
+        """A waitpoint: open, or how it ended and when."""
+        return self._call("GET", f"/v1/waitpoints/{_segment(waitpoint_id)}")["waitpoint"]
+
+    def complete_waitpoint(self, waitpoint_id: str, body: CompleteWaitpointRequest | None = None) -> Waitpoint:
+        """Completes a waitpoint: its task resumes, its next claim carrying ``data`` (``ctx.waitpoint``). The same
+        answer sent again is answered as it was."""
+        return self._call("POST", f"/v1/waitpoints/{_segment(waitpoint_id)}/complete", body=body or {})["waitpoint"]
+
+    def reject_waitpoint(self, waitpoint_id: str, body: RejectWaitpointRequest) -> Waitpoint:
+        """Rejects a waitpoint: its task resumes, its next claim carrying ``reason``."""
+        return self._call("POST", f"/v1/waitpoints/{_segment(waitpoint_id)}/reject", body=body)["waitpoint"]
+
+    def list_roles(self) -> list[Role]:
+        """Every role: its holder and grant epoch, its volunteers in line and the agents registered for it."""
+        return self._call("GET", "/v1/roles")["roles"]
+
     def list_queues(self) -> list[QueueStats]:
         """Every queue's counts and controls."""
         return self._call("GET", "/v1/queues")["queues"]
@@ -202,7 +243,9 @@ class Client:
     def heartbeat(
         self, body: HeartbeatRequest, *, timeout: float | None = None, abandon: threading.Event | None = None
     ) -> HeartbeatResult:
-        """Keeps the session, and every lease it holds, alive; may carry a checkpoint per task."""
+        """Keeps the session, and every lease it holds, alive; may carry a checkpoint per task, and deadline
+        extensions (``extend``: the attempt ends no sooner than ``seconds`` after the server has the beat, never past
+        the task's ``maxTimeoutSeconds``), answered in ``extended`` with the seconds now left to each."""
         result = self._call("POST", "/v1/agent/heartbeat", body=body, timeout=timeout, abandon=abandon)
         result.setdefault("held", [])
         return result
@@ -259,6 +302,69 @@ class Client:
         """Gives the task back without it counting as an attempt (with ``delaySeconds``: a snooze)."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/release"
         return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+
+    def report_progress(
+        self,
+        task_id: str,
+        body: ProgressRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> TaskProgress:
+        """Reports the progress of a held task (``percent``, ``message``, ``data``), fenced by its lease; answers
+        the report as kept. Shown on the task (``get_task``) for people watching."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/progress"
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["progress"]
+
+    def report_progress_batch(
+        self,
+        items: Sequence[ProgressItem],
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> list[ProgressItemResult]:
+        """Reports the progress of up to 100 held tasks in one call; each report has its own outcome."""
+        body = {"tasks": list(items)}
+        return self._call("POST", "/v1/agent/tasks/progress", body=body, timeout=timeout, abandon=abandon)["results"]
+
+    def wait(
+        self,
+        task_id: str,
+        body: WaitRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> WaitResult:
+        """Suspends a held task on a waitpoint: the lease ends, no attempt is used, and the task resumes when the
+        waitpoint is completed, rejected or times out. The answer's ``callbackUrl`` completes it (shown once: a retry
+        of this call after a lost answer gets a new one, and the first stops working)."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/wait"
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)
+
+    def register_role(self, role: str) -> Role:
+        """Declares a role without volunteering for it; a second registration by the same agent is a 409."""
+        return self._call("POST", f"/v1/agent/roles/{_segment(role)}/register", body={}, retry="unprocessed")["role"]
+
+    def volunteer_for_role(
+        self, role: str, body: VolunteerRequest, *, abandon: threading.Event | None = None
+    ) -> VolunteerResult:
+        """Joins the role's candidates under the session; granted at once if the role is free. Volunteering twice
+        under one session is a 409 (``RoleAlreadyVolunteered``), so a retried call whose first answer was lost says
+        so; a grant it made is reported again by the next heartbeat."""
+        return self._call("POST", f"/v1/agent/roles/{_segment(role)}/volunteer", body=body, abandon=abandon)
+
+    def withdraw_from_role(
+        self, role: str, body: WithdrawRequest, *, abandon: threading.Event | None = None
+    ) -> WithdrawRoleResult:
+        """Leaves the role's candidates, so the role is not granted to this agent later. If the agent holds the role
+        under that session, it is given up in the same move and the next volunteer gets it."""
+        return self._call("POST", f"/v1/agent/roles/{_segment(role)}/withdraw", body=body, abandon=abandon)
+
+    def release_role(
+        self, role: str, body: ReleaseRoleRequest, *, abandon: threading.Event | None = None
+    ) -> ReleaseRoleResult:
+        """Gives a held role up (its grant named by ``leaseEpoch``); the next live volunteer is granted it at once."""
+        return self._call("POST", f"/v1/agent/roles/{_segment(role)}/release", body=body, abandon=abandon)
 
     def submit_children(
         self,

@@ -20,6 +20,13 @@ TASKS_PER_CLAIM: Final = 10
 TASKS_PER_SUBMIT: Final = 25
 ERROR_MESSAGE_CHARS: Final = 2048
 SNOOZE_SECONDS: Final = 12 * 60 * 60
+TIMEOUT_SECONDS: Final = 12 * 60 * 60
+"""An attempt's length, and the most an extension of its deadline may ask."""
+PROGRESS_DATA_BYTES: Final = 16 * 1024
+PROGRESS_MESSAGE_CHARS: Final = 1024
+PROGRESS_PER_CALL: Final = 100
+WAIT_SECONDS: Final = 30 * 24 * 60 * 60
+"""How long a waitpoint may wait for its answer."""
 
 ENVELOPE_BYTES: Final = 1024
 """Room left in a body for what wraps its items (``{"tasks":[…]}``, a session id)."""

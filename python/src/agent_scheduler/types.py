@@ -56,6 +56,19 @@ class DependencyOutcome(_DependencyOutcomeRequired, total=False):
     error: dict[str, Any]
 
 
+class _TaskProgressRequired(TypedDict):
+    at: str
+    attempt: int
+
+
+class TaskProgress(_TaskProgressRequired, total=False):
+    """``TaskProgress`` in the OpenAPI document."""
+
+    percent: float
+    message: str
+    data: Any
+
+
 class _TaskRequired(TypedDict):
     taskId: str
     queue: str
@@ -98,7 +111,7 @@ class Task(_TaskRequired, total=False):
     rateLimits: list[dict[str, Any]]
     require: dict[str, str]
     rateTaken: list[dict[str, Any]]
-    progress: dict[str, Any]
+    progress: TaskProgress
     cascade: dict[str, Any]
     needsAttention: Literal[True]
     finishedAt: str
@@ -600,7 +613,208 @@ class SubmitChildrenRequest(TypedDict):
     tasks: list[ChildTaskSpec]
 
 
+class _ProgressRequestRequired(TypedDict):
+    leaseEpoch: int
+
+
+class ProgressRequest(_ProgressRequestRequired, total=False):
+    """``ProgressRequest`` in the OpenAPI document."""
+
+    percent: float
+    message: str
+    data: Any
+
+
+class ProgressResponse(TypedDict):
+    """``ProgressResponse`` in the OpenAPI document."""
+
+    progress: TaskProgress
+
+
+class _ProgressItemRequired(TypedDict):
+    taskId: str
+    leaseEpoch: int
+
+
+class ProgressItem(_ProgressItemRequired, total=False):
+    """``ProgressBatchRequest/tasks[]`` in the OpenAPI document."""
+
+    percent: float
+    message: str
+    data: Any
+
+
+class ProgressBatchRequest(TypedDict):
+    """``ProgressBatchRequest`` in the OpenAPI document."""
+
+    tasks: list[ProgressItem]
+
+
+class ProgressItemOk(TypedDict):
+    """``ProgressResults/results[]|0`` in the OpenAPI document."""
+
+    ok: Literal[True]
+    progress: TaskProgress
+
+
+class ProgressItemError(TypedDict):
+    """``ProgressResults/results[]|1`` in the OpenAPI document."""
+
+    ok: Literal[False]
+    error: dict[str, Any]
+    status: int
+
+
+class ProgressResults(TypedDict):
+    """``ProgressResults`` in the OpenAPI document."""
+
+    results: list[ProgressItemOk | ProgressItemError]
+
+
+class _WaitpointRequired(TypedDict):
+    waitpointId: str
+    taskId: str
+    status: Literal["open", "completed", "rejected", "timedOut", "cancelled"]
+    onTimeout: Literal["resume", "fail"]
+    timeoutAt: str
+    createdAt: str
+
+
+class Waitpoint(_WaitpointRequired, total=False):
+    """``Waitpoint`` in the OpenAPI document."""
+
+    resolvedAt: str
+
+
+class _WaitpointPageRequired(TypedDict):
+    waitpoints: list[Waitpoint]
+
+
+class WaitpointPage(_WaitpointPageRequired, total=False):
+    """``WaitpointPage`` in the OpenAPI document."""
+
+    nextCursor: str
+
+
+class WaitpointResponse(TypedDict):
+    """``WaitpointResponse`` in the OpenAPI document."""
+
+    waitpoint: Waitpoint
+
+
+class CompleteWaitpointRequest(TypedDict, total=False):
+    """``CompleteWaitpointRequest`` in the OpenAPI document."""
+
+    data: Any
+
+
+class RejectWaitpointRequest(TypedDict):
+    """``RejectWaitpointRequest`` in the OpenAPI document."""
+
+    reason: str
+
+
+class _WaitRequestRequired(TypedDict):
+    leaseEpoch: int
+    timeoutSeconds: int
+
+
+class WaitRequest(_WaitRequestRequired, total=False):
+    """``WaitRequest`` in the OpenAPI document."""
+
+    onTimeout: Literal["resume", "fail"]
+    checkpoint: Any
+
+
+class WaitResult(TypedDict):
+    """``WaitResult`` in the OpenAPI document."""
+
+    task: Task
+    waitpoint: Waitpoint
+    callbackUrl: str
+
+
+class Role(TypedDict):
+    """``Role`` in the OpenAPI document."""
+
+    role: str
+    holder: str | None
+    leaseEpoch: int
+    since: str | None
+    volunteers: list[str]
+    registered: list[str]
+
+
+class RoleList(TypedDict):
+    """``RoleList`` in the OpenAPI document."""
+
+    roles: list[Role]
+
+
+class RoleResponse(TypedDict):
+    """``RoleResponse`` in the OpenAPI document."""
+
+    role: Role
+
+
+class VolunteerRequest(TypedDict):
+    """``VolunteerRequest`` in the OpenAPI document."""
+
+    sessionId: str
+
+
+class _VolunteerResultRequired(TypedDict):
+    picked: bool
+    role: Role
+
+
+class VolunteerResult(_VolunteerResultRequired, total=False):
+    """``VolunteerResult`` in the OpenAPI document."""
+
+    leaseEpoch: int
+
+
+class ReleaseRoleRequest(TypedDict):
+    """``ReleaseRoleRequest`` in the OpenAPI document."""
+
+    leaseEpoch: int
+
+
+class _ReleaseRoleResultRequired(TypedDict):
+    released: Literal[True]
+    role: Role
+
+
+class ReleaseRoleResult(_ReleaseRoleResultRequired, total=False):
+    """``ReleaseRoleResult`` in the OpenAPI document."""
+
+    nextHolder: str
+
+
+class _WithdrawRequestRequired(TypedDict):
+    sessionId: str
+
+
+class WithdrawRequest(_WithdrawRequestRequired, total=False):
+    """``WithdrawRequest`` in the OpenAPI document."""
+
+    leaseEpoch: int
+
+
+class _WithdrawRoleResultRequired(TypedDict):
+    withdrawn: bool
+    released: bool
+    role: Role
+
+
+class WithdrawRoleResult(_WithdrawRoleResultRequired, total=False):
+    """``WithdrawRoleResult`` in the OpenAPI document."""
+
+    nextHolder: str
+
+
 BatchItemResult = BatchItemOk | BatchItemError
+ProgressItemResult = ProgressItemOk | ProgressItemError
 
 #: Each TypedDict above and the schema it is held to (see ``scripts/generate_types.py``).
 OPENAPI_SCHEMAS: dict[str, str] = {
@@ -609,6 +823,7 @@ OPENAPI_SCHEMAS: dict[str, str] = {
     "FailureOf": "ClaimedTask/failureOf",
     "WaitpointResult": "ClaimedTask/waitpoint",
     "DependencyOutcome": "ClaimedTask/dependencies{}",
+    "TaskProgress": "TaskProgress",
     "Task": "Task",
     "TaskSummary": "TaskSummary",
     "TaskPage": "TaskPage",
@@ -653,6 +868,29 @@ OPENAPI_SCHEMAS: dict[str, str] = {
     "ReleaseRequest": "ReleaseRequest",
     "ChildTaskSpec": "SubmitChildrenRequest/tasks[]",
     "SubmitChildrenRequest": "SubmitChildrenRequest",
+    "ProgressRequest": "ProgressRequest",
+    "ProgressResponse": "ProgressResponse",
+    "ProgressItem": "ProgressBatchRequest/tasks[]",
+    "ProgressBatchRequest": "ProgressBatchRequest",
+    "ProgressItemOk": "ProgressResults/results[]|0",
+    "ProgressItemError": "ProgressResults/results[]|1",
+    "ProgressResults": "ProgressResults",
+    "Waitpoint": "Waitpoint",
+    "WaitpointPage": "WaitpointPage",
+    "WaitpointResponse": "WaitpointResponse",
+    "CompleteWaitpointRequest": "CompleteWaitpointRequest",
+    "RejectWaitpointRequest": "RejectWaitpointRequest",
+    "WaitRequest": "WaitRequest",
+    "WaitResult": "WaitResult",
+    "Role": "Role",
+    "RoleList": "RoleList",
+    "RoleResponse": "RoleResponse",
+    "VolunteerRequest": "VolunteerRequest",
+    "VolunteerResult": "VolunteerResult",
+    "ReleaseRoleRequest": "ReleaseRoleRequest",
+    "ReleaseRoleResult": "ReleaseRoleResult",
+    "WithdrawRequest": "WithdrawRequest",
+    "WithdrawRoleResult": "WithdrawRoleResult",
 }
 
 #: The routes the client covers: (method, path) to (request body, answer), by TypedDict name.
@@ -676,4 +914,16 @@ OPENAPI_ROUTES: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/agent/tasks/{taskId}/fail"): ("FailRequest", "TaskResponse"),
     ("POST", "/v1/agent/tasks/{taskId}/release"): ("ReleaseRequest", "TaskResponse"),
     ("POST", "/v1/agent/tasks/batch"): ("SubmitChildrenRequest", "BatchResults"),
+    ("POST", "/v1/agent/tasks/{taskId}/progress"): ("ProgressRequest", "ProgressResponse"),
+    ("POST", "/v1/agent/tasks/progress"): ("ProgressBatchRequest", "ProgressResults"),
+    ("POST", "/v1/agent/tasks/{taskId}/wait"): ("WaitRequest", "WaitResult"),
+    ("GET", "/v1/waitpoints"): (None, "WaitpointPage"),
+    ("GET", "/v1/waitpoints/{waitpointId}"): (None, "WaitpointResponse"),
+    ("POST", "/v1/waitpoints/{waitpointId}/complete"): ("CompleteWaitpointRequest", "WaitpointResponse"),
+    ("POST", "/v1/waitpoints/{waitpointId}/reject"): ("RejectWaitpointRequest", "WaitpointResponse"),
+    ("GET", "/v1/roles"): (None, "RoleList"),
+    ("POST", "/v1/agent/roles/{role}/register"): (None, "RoleResponse"),
+    ("POST", "/v1/agent/roles/{role}/volunteer"): ("VolunteerRequest", "VolunteerResult"),
+    ("POST", "/v1/agent/roles/{role}/release"): ("ReleaseRoleRequest", "ReleaseRoleResult"),
+    ("POST", "/v1/agent/roles/{role}/withdraw"): ("WithdrawRequest", "WithdrawRoleResult"),
 }

@@ -31,10 +31,11 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
+from ._progress import ProgressReports, checked_item
 from ._running import Abort, AbortReason, Backoff, LostReason, PendingCheckpoint, RunningTask
 from .client import Client
 from .errors import (
@@ -58,10 +59,20 @@ from .types import (
     FailRequest,
     HeartbeatRequest,
     HeartbeatResult,
+    ProgressItem,
+    ProgressItemResult,
+    RoleLease,
     Session,
+    SessionHoldings,
+    WaitpointResult,
+    WaitRequest,
+    WaitResult,
 )
 
-__all__ = ["Handler", "LostReason", "Snooze", "TaskContext", "Worker"]
+if TYPE_CHECKING:
+    from .roles import RoleSubscription
+
+__all__ = ["Handler", "LostReason", "RoleContext", "RoleHandler", "Snooze", "Suspend", "TaskContext", "Worker"]
 
 T = TypeVar("T")
 log = logging.getLogger("agent_scheduler.worker")
@@ -76,11 +87,48 @@ RESULT_RETRY = (0.1, 2.0)
 CHECKPOINT_FOLLOW_UP_SECONDS = 1.0
 
 
-class Snooze:
+class Snooze(Exception):  # a request, raised or returned, rather than an error
     """What a handler returns (or raises) to put its task off for ``seconds`` without using an attempt."""
 
     def __init__(self, seconds: float) -> None:
+        super().__init__(f"snoozed for {seconds} s")
         self.seconds = seconds
+
+
+OnTimeout = Literal["resume", "fail"]
+_UNSET: Any = object()
+
+
+class Suspend(Exception):  # a request, raised or returned, rather than an error
+    """What a handler returns (or raises) to suspend its task on a waitpoint (made by :meth:`TaskContext.suspend`,
+    which checks its options)."""
+
+    def __init__(
+        self,
+        timeout_seconds: int,
+        *,
+        on_timeout: OnTimeout | None = None,
+        checkpoint: Any = _UNSET,
+        on_suspended: Callable[[WaitResult], Awaitable[None] | None] | None = None,
+    ) -> None:
+        super().__init__(f"suspended for at most {timeout_seconds} s")
+        self.timeout_seconds = timeout_seconds
+        self.on_timeout: OnTimeout | None = on_timeout
+        #: Saved on the task for the run that resumes it; unset, the handler's latest unsent checkpoint goes.
+        self.checkpoint = checkpoint
+        self.on_suspended = on_suspended
+
+    def wait_request(self, lease_epoch: int, unsent_checkpoint: PendingCheckpoint | None) -> WaitRequest:
+        """The body of the wait that carries out this suspension: its checkpoint, else the handler's latest one not
+        yet sent (the heartbeats would not carry it once the lease has ended)."""
+        body: WaitRequest = {"leaseEpoch": lease_epoch, "timeoutSeconds": self.timeout_seconds}
+        if self.on_timeout is not None:
+            body["onTimeout"] = self.on_timeout
+        if self.checkpoint is not _UNSET:
+            body["checkpoint"] = self.checkpoint
+        elif unsent_checkpoint is not None:
+            body["checkpoint"] = unsent_checkpoint.value
+        return body
 
 
 class TaskContext:
@@ -102,15 +150,91 @@ class TaskContext:
         """Why the handler was cancelled, once it was."""
         return self._entry.abort_reason
 
+    @property
+    def waitpoint(self) -> WaitpointResult | None:
+        """How the waitpoint this task was last suspended on ended (``id``, ``outcome``: ``completed``,
+        ``rejected`` or ``timedOut``, with ``data`` or ``reason``): set on the run that follows it, None otherwise."""
+        return self._entry.task.get("waitpoint")
+
+    @property
+    def seconds_left(self) -> float:
+        """Seconds left to the attempt by the agent's own reckoning (the lease margin already off)."""
+        return max(0.0, self._entry.deadline - time.monotonic())
+
     def checkpoint(self, value: Any) -> None:
         """Records progress: a copy of the latest value goes with the next heartbeat and reaches the next holder on a
         retry. Raises, recording nothing, for a value over 16 KB of JSON (``ValueError``) or not JSON
         (``TypeError``). Safe from any thread."""
         self._entry.set_checkpoint(value)
 
+    def progress(self, *, percent: float | None = None, message: str | None = None, data: Any = None) -> None:
+        """Reports progress for people watching (``get_task(...)["progress"]``, the console): the latest report of
+        each task goes out at most once a second, the reports of many tasks in one call. Raises, reporting nothing,
+        for a report the server would refuse: none of the three given (``TypeError``), ``percent`` outside 0 to 100,
+        a ``message`` over 1,024 characters or ``data`` over 16 KB of JSON (``ValueError``). Safe from any thread."""
+        item = checked_item(self._entry, percent, message, data)
+        self._worker.on_loop(lambda: self._worker.progress_reports.set(self._entry, item))
+
+    def heartbeat_now(self) -> None:
+        """Sends a heartbeat now, with this task's latest checkpoint first; returns once the server has the beat
+        (from a plain-function handler: it blocks)."""
+        self._worker.run_on_loop(self.aheartbeat_now())
+
+    async def aheartbeat_now(self) -> None:
+        """:meth:`heartbeat_now` for an ``async def`` handler."""
+        await self._worker.beat(self._entry)
+
+    def extend_deadline(self, seconds: float) -> float:
+        """Pushes the attempt's deadline forward: a heartbeat goes now asking that the attempt end no sooner than
+        ``seconds`` (1 to 43,200) after the server has it, never past the task's ``maxTimeoutSeconds`` from its
+        start. Returns the seconds left to the attempt by the agent's own reckoning, which its cancellation now
+        follows (unchanged when the task declares no ``maxTimeoutSeconds``). Blocks (from a plain-function handler);
+        raises when the heartbeat fails."""
+        return self._worker.run_on_loop(self.aextend_deadline(seconds))
+
+    async def aextend_deadline(self, seconds: float) -> float:
+        """:meth:`extend_deadline` for an ``async def`` handler."""
+        self._entry.ask_extension(seconds)
+        await self._worker.beat(self._entry)
+        return self.seconds_left
+
     def snooze(self, seconds: float) -> Snooze:
         """What a handler returns (or raises) to put the task off ``seconds`` (1 to 43,200) with no attempt used."""
         return Snooze(seconds)
+
+    def suspend(
+        self,
+        timeout_seconds: float,
+        *,
+        on_timeout: OnTimeout | None = None,
+        checkpoint: Any = _UNSET,
+        on_suspended: Callable[[WaitResult], Awaitable[None] | None] | None = None,
+    ) -> Suspend:
+        """What a handler returns (or raises) to suspend its task on a waitpoint: the attempt ends (no attempt used),
+        the lease goes, and the task is claimed again once the waitpoint is completed, rejected or times out after
+        ``timeout_seconds`` (1 to 30 days, rounded up); that run's :attr:`waitpoint` says how it ended.
+
+        ``on_timeout``: ``resume`` (the default: the outcome is ``timedOut``) or ``fail`` the task for good;
+        ``checkpoint``: saved for the run that resumes (else the latest unsent ``ctx.checkpoint`` goes);
+        ``on_suspended(result)``: called (on the event loop: it must not block; ``async def`` is awaited) once the
+        task is suspended, with the waitpoint and the ``callbackUrl`` that completes it, to hand to whoever
+        answers. Raises (``ValueError``, ``TypeError``) for options the server would refuse."""
+        given = cast(object, timeout_seconds)  # checked as what a caller without type checks may pass
+        if isinstance(given, bool) or not isinstance(given, (int, float)):
+            raise TypeError("timeout_seconds: a number of seconds")
+        if math.isnan(timeout_seconds) or not 0 < timeout_seconds <= limits.WAIT_SECONDS:
+            raise ValueError(f"timeout_seconds: more than 0 and at most {limits.WAIT_SECONDS} (30 days)")
+        if on_timeout not in (None, "resume", "fail"):
+            raise ValueError("on_timeout: 'resume' or 'fail'")
+        if checkpoint is not _UNSET:
+            size = limits.json_bytes(checkpoint)
+            if size > limits.CHECKPOINT_BYTES:
+                raise ValueError(
+                    f"a checkpoint is {size} bytes of JSON; the server takes at most {limits.CHECKPOINT_BYTES}"
+                )
+        return Suspend(
+            math.ceil(timeout_seconds), on_timeout=on_timeout, checkpoint=checkpoint, on_suspended=on_suspended
+        )
 
     def submit(self, children: Sequence[ChildTaskSpec]) -> list[BatchItemResult]:
         """Submits follow-up tasks of this one, fenced by its lease (from a plain-function handler: it blocks)."""
@@ -130,14 +254,51 @@ class TaskContext:
         )
 
 
+@dataclass(frozen=True)
+class RoleContext:
+    """What a role handler gets: the role, the epoch of this grant (present it downstream to fence work done in the
+    role) and an event set when the role is lost or given up (an ``async def`` handler is cancelled instead)."""
+
+    role: str
+    lease_epoch: int
+    cancelled: threading.Event
+
+
+RoleHandler = Callable[[RoleContext], "Awaitable[None] | None"]
+"""Runs while the agent holds a role, typically until cancelled. Returning (or raising) gives the role up; the worker
+then volunteers again, behind the other candidates. A plain function runs on a thread of its own."""
+
 Handler = Callable[[ClaimedTask, TaskContext], "Awaitable[Any] | Any"]
 """Runs one task; its return value (JSON) is the result, an exception fails the attempt (retryably unless its
 ``retryable`` attribute is False), a :class:`Snooze` returned or raised, or an exception with a numeric
-``retry_after_seconds``, snoozes it."""
+``retry_after_seconds``, snoozes it; a :class:`Suspend` returned or raised suspends it on a waitpoint."""
 
 Event = Literal[
-    "session", "session_lost", "picked", "completed", "failed", "released", "snoozed", "lost", "heartbeat", "error"
+    "session",
+    "session_lost",
+    "picked",
+    "completed",
+    "failed",
+    "released",
+    "snoozed",
+    "suspended",
+    "lost",
+    "heartbeat",
+    "got_role",
+    "lost_role",
+    "error",
 ]
+
+
+class RoleFollower(Protocol):
+    """What a role followed on a Worker's session hears of it (see :class:`~agent_scheduler.RoleSubscription`). Called
+    on the event loop; must not block."""
+
+    def session_opened(self, session: Session) -> None: ...
+    def heartbeat_answered(self, result: HeartbeatResult, session: Session) -> None: ...
+    def holdings_read(self, holdings: SessionHoldings, session: Session) -> None: ...
+    def session_ended(self, session: Session) -> None: ...
+    async def release(self) -> None: ...
 
 
 @dataclass
@@ -186,6 +347,10 @@ def snooze_of(ok: bool, value: Any) -> int | None:
 class Worker:
     """Runs ``handler`` for the tasks one agent claims. See the module's description for what it guarantees.
 
+    Without a ``handler`` it claims nothing: it keeps a session for the roles that ride on it (``RoleSubscription``).
+    ``roles``: roles to hold, each with its handler: the worker volunteers for each, and runs its handler while it
+    holds the role.
+
     ``concurrency``: tasks at once (the server also caps it at the agent's ``maxConcurrency``); ``queues``: claim
     from these of the agent's queues only; ``labels``: narrow the agent's labels for its sessions;
     ``poll_interval``: the idle wait between empty claims, from ``min`` doubling to ``max`` seconds (the server's
@@ -196,7 +361,7 @@ class Worker:
     def __init__(
         self,
         client: Client,
-        handler: Handler,
+        handler: Handler | None,
         *,
         concurrency: int = 1,
         queues: Sequence[str] | None = None,
@@ -204,6 +369,7 @@ class Worker:
         poll_interval: tuple[float, float] = (0.2, 5.0),
         lease_margin: float | None = None,
         drain_timeout: float = 30.0,
+        roles: Mapping[str, RoleHandler] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -221,6 +387,9 @@ class Worker:
         Backoff(*poll_interval)  # checks the bounds now
         self._margin = lease_margin
         self._drain_timeout = drain_timeout
+        self._role_handlers = dict(roles or {})
+        #: Role handlers running now, each with the abort that ends it.
+        self._role_runs: dict[asyncio.Task[None], Abort] = {}
         self._listeners: dict[str, list[Callable[..., Any]]] = {}
         self._state: Literal["idle", "running", "stopping", "stopped"] = "idle"
         self._session: Session | None = None
@@ -259,14 +428,20 @@ class Worker:
         self._handler_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="agent-scheduler-task"
         )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Roles followed on this worker's session: they hear of it, keep it beating and are given up on stop.
+        self._followers: list[RoleFollower] = []
+        #: Each running task's latest progress report, sent at most once a second for all of them.
+        self.progress_reports = ProgressReports(self._send_progress, self._report)
 
     # Public
 
     def on(self, event: Event, listener: Callable[..., Any]) -> None:
         """Calls ``listener`` on ``event``: ``picked(task)``, ``completed(task, result)``, ``failed(task, error)``,
-        ``released(task)``, ``snoozed(task, seconds)``, ``lost(task, reason)``, ``session(session)``,
-        ``session_lost(session)``, ``heartbeat(result)``, ``error(exception)``. Listeners run on the event loop and
-        must not block."""
+        ``released(task)``, ``snoozed(task, seconds)``, ``suspended(task, wait_result)``, ``lost(task, reason)``,
+        ``session(session)``, ``session_lost(session)``, ``heartbeat(result)``, ``got_role(lease)``,
+        ``lost_role(lease, reason)`` (the worker's own ``roles``), ``error(exception)``. Listeners run on the event
+        loop and must not block."""
         self._listeners.setdefault(event, []).append(listener)
 
     @property
@@ -282,11 +457,28 @@ class Worker:
     def stopped(self) -> bool:
         return self._state == "stopped"
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._state != "idle"
+
+    def follow(self, follower: RoleFollower) -> Callable[[], None]:
+        """Lets a role ride on this worker's session (it keeps the session beating, hears of it, and is given up
+        when the worker stops); returns the call that stops following."""
+        self._followers.append(follower)
+
+        def unfollow() -> None:
+            if follower in self._followers:
+                self._followers.remove(follower)
+
+        return unfollow
+
     async def start(self) -> None:
         """Opens a session, then heartbeats and claims in the background. Raises if the first session cannot open."""
         if self._state != "idle":
             raise RuntimeError("a Worker can be started once")
         self._state = "running"
+        self._loop = asyncio.get_running_loop()
         self._room = asyncio.Event()
         self._beat_lock = asyncio.Lock()
         sent_at = time.monotonic()
@@ -299,7 +491,10 @@ class Worker:
         if self._state != "running":
             return
         self._use_session(session, sent_at)
-        self._claim_loop = asyncio.create_task(self._claims())
+        for role, role_handler in self._role_handlers.items():
+            self._hold_role(role, role_handler)
+        if self._handler is not None:
+            self._claim_loop = asyncio.create_task(self._claims())
 
     async def stop(self, *, drain: bool = True) -> None:
         """Stops claiming, then lets running handlers finish (``drain``, up to ``drain_timeout``) or cancels them
@@ -358,11 +553,43 @@ class Worker:
         finally:
             combined.forget(stop)
             combined.detach()
+            # Abandoned, or its caller cancelled (a heartbeat of a session just lost): what the call comes to is
+            # nobody's, and not worth a warning.
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
         if future.done() and not combined.is_set():
             return future.result()
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
         raise AgentSchedulerError(
             0, "Aborted", "the call was abandoned: the lease it was about is over by the agent's own reckoning"
+        )
+
+    def on_loop(self, call: Callable[[], None]) -> None:
+        """Runs ``call`` on the worker's event loop: now when called there, soon when called from another thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        if _running_loop() is loop:
+            call()
+        else:
+            loop.call_soon_threadsafe(call)
+
+    def run_on_loop(self, work: Awaitable[T]) -> T:
+        """Runs ``work`` on the worker's event loop and waits for it, from a plain-function handler's thread."""
+        loop = self._loop
+        if loop is None or _running_loop() is loop:
+            if inspect.iscoroutine(work):
+                work.close()
+            raise RuntimeError("this call blocks: from an async def handler, await its a… twin instead")
+        return asyncio.run_coroutine_threadsafe(_awaited(work), loop).result()
+
+    async def beat(self, first: RunningTask | None = None) -> None:
+        """A heartbeat now (after the one in flight, if any), with ``first``'s checkpoint first."""
+        await self._beat(first)
+
+    async def _send_progress(self, items: list[ProgressItem]) -> list[ProgressItemResult]:
+        timeout = self._attempt_timeout()
+        return await self.io(
+            lambda abandon: self.client.report_progress_batch(items, timeout=timeout, abandon=abandon),
+            self._session_abort,
         )
 
     # Session
@@ -382,6 +609,7 @@ class Worker:
         self._acknowledged(session, sent_at)
         log.info("session opened: %s", session["sessionId"])
         self._emit("session", session)
+        self._tell_followers(lambda f: f.session_opened(session))
         self._beats = asyncio.create_task(self._beat_every(session))
         self._wake_claims()
 
@@ -409,7 +637,19 @@ class Worker:
         self._session_lost(session, "expired")
 
     def _holds_anything(self) -> bool:
-        return any(not entry.aborted for entry in self._tasks) or bool(self._listeners.get("heartbeat"))
+        """Tasks, roles, or someone listening for heartbeats: the session must stay live."""
+        return (
+            any(not entry.aborted for entry in self._tasks)
+            or bool(self._followers)
+            or bool(self._listeners.get("heartbeat"))
+        )
+
+    def _tell_followers(self, call: Callable[[RoleFollower], None]) -> None:
+        for follower in list(self._followers):
+            try:
+                call(follower)
+            except Exception as error:  # noqa: BLE001 (one role's failure must not break the loops)
+                self._report(error)
 
     def _session_lost(self, session: Session, reason: LostReason = "session") -> None:
         if self._session is not session:
@@ -423,6 +663,7 @@ class Worker:
         self._session_abort.set()
         log.warning("session %s lost (%s)", session["sessionId"], reason)
         self._emit("session_lost", session)
+        self._tell_followers(lambda f: f.session_ended(session))
         for entry in list(self._tasks):
             if entry.session_id == session["sessionId"]:
                 self._abort_task(entry, reason)
@@ -475,7 +716,9 @@ class Worker:
                 with contextlib.suppress(Exception):
                     await self._beat()
 
-    def _checkpoints_to_send(self, session: Session) -> tuple[list[PendingCheckpoint], bool]:
+    def _checkpoints_to_send(
+        self, session: Session, first: RunningTask | None = None
+    ) -> tuple[list[PendingCheckpoint], bool]:
         pending = [
             p
             for entry in self._tasks
@@ -483,7 +726,8 @@ class Worker:
             for p in [entry.pending_checkpoint()]
             if p is not None
         ]
-        pending.sort(key=lambda p: p.since)
+        # ``first``'s (a beat its handler asked for), then the longest waiting, so none starves.
+        pending.sort(key=lambda p: (p.entry is not first, p.since))
         if pending and pending[0].alone:
             carried = [pending[0]]
         else:
@@ -495,19 +739,32 @@ class Worker:
             )
         return carried, len(carried) < len(pending)
 
-    async def _beat(self) -> None:
-        """One heartbeat at a time, carrying the checkpoints waiting, as many as its body has room for."""
+    async def _beat(self, first: RunningTask | None = None) -> None:
+        """One heartbeat at a time, carrying the checkpoints waiting, as many as its body has room for (``first``'s
+        first), and the deadline extensions asked for."""
         assert self._beat_lock is not None
         async with self._beat_lock:
             session = self._session
             if session is None:
                 raise SessionLostError(409, "SessionLost", "the worker has no live session")
-            carried, left_over = self._checkpoints_to_send(session)
+            carried, left_over = self._checkpoints_to_send(session, first)
+            extensions = [
+                (entry, entry.extension_asked)
+                for entry in self._tasks
+                if entry.extension_asked is not None
+                and not entry.aborted
+                and entry.session_id == session["sessionId"]
+            ]
             sent_at = time.monotonic()
             timeout = max(0.1, min(float(session["heartbeatIntervalSeconds"]), self._valid_until - sent_at))
 
             async def send(checkpoints: list[PendingCheckpoint]) -> HeartbeatResult:
                 body: HeartbeatRequest = {"sessionId": session["sessionId"]}
+                if extensions:
+                    body["extend"] = [
+                        {"taskId": entry.task_id, "leaseEpoch": entry.task["leaseEpoch"], "seconds": seconds}
+                        for entry, seconds in extensions
+                    ]
                 if checkpoints:
                     body["checkpoints"] = [
                         cast(
@@ -545,8 +802,21 @@ class Worker:
                 raise
             self._acknowledged(session, sent_at)
             self._emit("heartbeat", result)
+            self._tell_followers(lambda f: f.heartbeat_answered(result, session))
             for p in landed:
                 p.entry.acknowledge_checkpoint(p.version)
+            for entry, seconds in extensions:
+                moved = next(
+                    (
+                        e
+                        for e in result.get("extended", [])
+                        if e["taskId"] == entry.task_id and e["leaseEpoch"] == entry.task["leaseEpoch"]
+                    ),
+                    None,
+                )
+                # Absent: the lease is over (the answer's lost leases say so), or a server older than extensions.
+                if entry.extended(sent_at, moved["seconds"] if moved else 0.0, seconds):
+                    self._arm_deadline(entry)
             if left_over:
                 self._beat_soon = True
             self._heard(session, result)
@@ -592,6 +862,8 @@ class Worker:
         holdings = await self.io(lambda abandon: self.client.get_session(abandon=abandon), self._session_abort)
         if holdings["sessionId"] != session["sessionId"] or self._session is not session:
             return
+        # A role grant whose notice was lost shows here.
+        self._tell_followers(lambda f: f.holdings_read(holdings, session))
         # A grant of a claim still open shows in the read before its answer: look again at the next beat.
         if self._claiming or self._pending_claim is not None or self._claims_sent != sent_before:
             self._reconcile_needed = True
@@ -710,12 +982,9 @@ class Worker:
     # Tasks
 
     def _run(self, task: ClaimedTask, session: Session, claim_sent_at: float) -> None:
-        deadline = claim_sent_at + task["timeoutSeconds"] - self._margin_for(session)
-        entry = RunningTask(task, session["sessionId"], deadline)
-        loop = asyncio.get_running_loop()
-        entry.deadline_timer = loop.call_later(
-            max(0.0, deadline - time.monotonic()), lambda: self._abort_task(entry, "deadline")
-        )
+        margin = self._margin_for(session)
+        entry = RunningTask(task, session["sessionId"], claim_sent_at + task["timeoutSeconds"] - margin, margin)
+        self._arm_deadline(entry)
         self._tasks.add(entry)
         self._emit("picked", task)
         entry.done = asyncio.create_task(self._execute(entry))
@@ -723,23 +992,33 @@ class Worker:
         def finished(_: asyncio.Task[None]) -> None:
             if entry.deadline_timer is not None:
                 entry.deadline_timer.cancel()
+            self.progress_reports.forget(entry)
             self._tasks.discard(entry)
             self._wake_claims()
 
         entry.done.add_done_callback(finished)
 
+    def _arm_deadline(self, entry: RunningTask) -> None:
+        """Cancels the handler when the attempt's deadline (by the agent's own clock) passes."""
+        if entry.deadline_timer is not None:
+            entry.deadline_timer.cancel()
+        entry.deadline_timer = asyncio.get_running_loop().call_later(
+            max(0.0, entry.deadline - time.monotonic()), lambda: self._abort_task(entry, "deadline")
+        )
+
     async def _execute(self, entry: RunningTask) -> None:
         context = TaskContext(self, entry)
         ok, value = True, None
+        handler = self._handler
         try:
+            if handler is None:
+                raise RuntimeError("this worker has no task handler")
             if self._async_handler:
-                entry.handler_task = asyncio.ensure_future(
-                    cast(Awaitable[Any], self._handler(entry.task, context))
-                )
+                entry.handler_task = asyncio.ensure_future(cast(Awaitable[Any], handler(entry.task, context)))
                 value = await entry.handler_task
             else:
                 loop = asyncio.get_running_loop()
-                value = await loop.run_in_executor(self._handler_pool, self._handler, entry.task, context)
+                value = await loop.run_in_executor(self._handler_pool, handler, entry.task, context)
         except asyncio.CancelledError:
             if not entry.aborted:
                 raise
@@ -776,13 +1055,24 @@ class Worker:
         """Sends a finished task's outcome until it lands, for as long as the lease is good by the agent's own
         reckoning; then nothing more is sent and the task is reported ``lost``."""
         backoff = Backoff(*RESULT_RETRY)
-        snooze = snooze_of(ok, value)
+        suspend = value if isinstance(value, Suspend) else None
+        snooze = None if suspend else snooze_of(ok, value)
+        retry_after: int | None = None
         while True:
             if entry.aborted:
                 self._emit("lost", entry.task, _lost_reason(entry))
                 return
             try:
-                if snooze is not None:
+                # A snooze or a suspension the server refuses is replaced by a failure for good: a failure whose
+                # answer was lost is sent again, never the snooze or suspension, which that failure's end of the
+                # lease would refuse as lost.
+                if suspend is not None:
+                    refusal = await self._suspend(entry, suspend)
+                    if refusal is None:
+                        return
+                    ok, value, suspend = False, RuntimeError(f"the suspension was refused: {refusal.message}"), None
+                    await self._fail(entry, value)
+                elif snooze is not None:
                     snoozed = await self._snooze(entry, snooze, ok, value)
                     if snoozed:
                         return
@@ -793,7 +1083,7 @@ class Worker:
                 elif ok:
                     await self._complete(entry, value)
                 else:
-                    await self._fail(entry, value)
+                    await self._fail(entry, value, retry_after)
                 return
             except Exception as error:  # noqa: BLE001 (sent again while the lease lasts)
                 if _lease_gone(error):
@@ -928,6 +1218,98 @@ class Worker:
         self._emit("snoozed", entry.task, seconds)
         return True
 
+    async def _suspend(self, entry: RunningTask, suspend: Suspend) -> AgentSchedulerError | None:
+        """Suspends the task on a waitpoint, its lease ended; then hands the waitpoint and its callback URL to the
+        handler's ``on_suspended``. The server's refusal (a stack without waitpoints, a value it refuses) is
+        answered, for the attempt to fail instead."""
+        body = suspend.wait_request(entry.task["leaseEpoch"], entry.pending_checkpoint())
+        timeout = self._attempt_timeout()
+        try:
+            suspended = await self.io(
+                lambda abandon: self.client.wait(entry.task_id, body, timeout=timeout, abandon=abandon), entry.abort
+            )
+        except AgentSchedulerError as error:
+            if not is_refusal(error):
+                raise
+            return error
+        self._emit("suspended", entry.task, suspended)
+        if suspend.on_suspended is not None:
+            try:
+                answer = suspend.on_suspended(suspended)
+                if inspect.isawaitable(answer):
+                    await answer
+            except Exception as error:  # noqa: BLE001 (the task is suspended whatever it does)
+                self._report(TaskError(entry.task_id, f"was suspended, but its on_suspended failed: {error}"))
+        return None
+
+    # Roles of the worker's own
+
+    def _hold_role(self, role: str, handler: RoleHandler) -> None:
+        """Volunteers for ``role``, and runs ``handler`` while the agent holds it; a handler that returns gives it
+        up, and the worker joins the line again."""
+        from .roles import RoleSubscription  # noqa: PLC0415 (roles ride on a Worker: the modules need each other)
+
+        subscription = RoleSubscription(self.client, role, worker=self)
+        current: list[Abort] = []
+        subscription.on("error", self._report)
+
+        def got(lease: RoleLease) -> None:
+            self._emit("got_role", lease)
+            abort = Abort()
+            current[:] = [abort]
+            run = asyncio.ensure_future(self._run_role(subscription, handler, lease["leaseEpoch"], abort))
+            self._role_runs[run] = abort
+            run.add_done_callback(lambda done: self._role_runs.pop(done, None))
+
+        def lost(lease: RoleLease, reason: str) -> None:
+            self._emit("lost_role", lease, reason)
+            for abort in current:
+                abort.set()
+            current.clear()
+
+        subscription.on("got_role", got)
+        subscription.on("lost_role", lost)
+        self._spawn(self._volunteer(subscription))
+
+    async def _volunteer(self, subscription: RoleSubscription) -> None:
+        try:
+            await subscription.volunteer()
+        except Exception as error:  # noqa: BLE001 (the next session volunteers again)
+            self._report(error)
+
+    async def _run_role(
+        self, subscription: RoleSubscription, handler: RoleHandler, lease_epoch: int, abort: Abort
+    ) -> None:
+        context = RoleContext(subscription.role, lease_epoch, abort.event)
+        try:
+            if inspect.iscoroutinefunction(handler):
+                inner = asyncio.ensure_future(cast(Awaitable[None], handler(context)))
+                stop = abort.future()
+                try:
+                    await asyncio.wait({inner, stop}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    abort.forget(stop)
+                if not inner.done():
+                    inner.cancel()
+                    await asyncio.wait({inner})
+                if not inner.cancelled():
+                    inner.result()
+            else:
+                await asyncio.to_thread(handler, context)
+        except Exception as error:  # noqa: BLE001 (a role handler's failure gives the role up, as a return does)
+            if not abort.is_set():
+                self._report(error)
+        if abort.is_set() or self._state != "running":
+            return
+        # The handler gave the role up: the next candidate gets it, and this agent joins the line again.
+        try:
+            await subscription.release()
+        except Exception as error:  # noqa: BLE001
+            self._report(error)
+        await self._stop.sleep(Backoff(*self._poll).next())
+        if self._state == "running":
+            await self._volunteer(subscription)
+
     # Stop
 
     def _on_signal(self, sig: signal.Signals) -> None:
@@ -943,6 +1325,16 @@ class Worker:
             if self._reopening is not None:
                 with contextlib.suppress(Exception):
                     await self._reopening
+            # Roles first: their next holders need not wait for the session to expire.
+            for follower in list(self._followers):
+                try:
+                    await follower.release()
+                except Exception as error:  # noqa: BLE001
+                    self._report(error)
+            for abort in self._role_runs.values():
+                abort.set()
+            if self._role_runs:
+                await asyncio.wait(list(self._role_runs), timeout=self._drain_timeout)
             running = [entry.done for entry in self._tasks if entry.done is not None]
             if running and not self._force.is_set():
                 force = self._force.future()
@@ -964,6 +1356,7 @@ class Worker:
                 self._beats.cancel()
             if self._session_timer is not None:
                 self._session_timer.cancel()
+            self.progress_reports.stop()
             self._state = "stopped"
             self._io_pool.shutdown(wait=False)
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
@@ -1005,6 +1398,17 @@ class Worker:
     def _report(self, error: BaseException) -> None:
         log.warning("worker error: %s", error)
         self._emit("error", error)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _awaited(work: Awaitable[T]) -> T:
+    return await work
 
 
 def _lost_reason(entry: RunningTask) -> LostReason:
