@@ -3,6 +3,7 @@ dozen lines runs a task there against the local stack."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,18 @@ AGENT = textwrap.dedent(
 )
 
 
+IMPORT_TIMING = textwrap.dedent(
+    """
+    import json, sys, time
+    started = time.perf_counter()
+    import agent_scheduler
+    ms = (time.perf_counter() - started) * 1000
+    heavy = ("asyncio", "urllib.request", "ssl", "http.client", "concurrent.futures")
+    print(json.dumps({"ms": round(ms, 1), "loaded": [m for m in heavy if m in sys.modules]}))
+    """
+)
+
+
 class WheelTest(unittest.TestCase):
     def test_the_wheel_installs_offline_and_runs_an_agent(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -52,6 +65,19 @@ class WheelTest(unittest.TestCase):
                 capture_output=True, text=True, check=False, cwd=tmp,
             )
             self.assertEqual(typed.stdout.strip(), "True", typed.stderr)
+            # Importing the package loads neither asyncio nor urllib's HTTP stack (they come with first use), and takes
+            # well under 100 ms: the best of three fresh processes, so one slowed by a busy machine does not decide.
+            timings = [
+                json.loads(
+                    subprocess.run(
+                        [str(python), "-c", IMPORT_TIMING], capture_output=True, text=True, check=True, cwd=tmp
+                    ).stdout
+                )
+                for _ in range(3)
+            ]
+            print(f"import agent_scheduler: {sorted(t['ms'] for t in timings)} ms", file=sys.stderr)
+            self.assertEqual(timings[0]["loaded"], [])
+            self.assertLess(min(t["ms"] for t in timings), 100)
             self.assertLessEqual(len(AGENT.strip().splitlines()), 15)
             if not ENDPOINT:
                 return

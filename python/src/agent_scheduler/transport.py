@@ -7,15 +7,12 @@ and signed anew: a signature covers the time it was made.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import random
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
@@ -68,6 +65,11 @@ Signer = Callable[[HttpRequest], HttpRequest]
 
 def urllib_send(request: HttpRequest, timeout: float) -> HttpResponse:
     """:data:`Send` with the standard library's ``urllib``: a connection per request, any status answered."""
+    # Imported at the first request, not with the package: urllib.request brings ssl, http.client and email (a
+    # seventh of the package's import time), which a process that only builds requests or reads types never needs.
+    import urllib.error  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
     # The endpoint was checked to be http(s) (Transport), so no file: or custom scheme reaches urlopen.
     prepared = urllib.request.Request(  # noqa: S310
         request.url, data=request.body, headers=dict(request.headers), method=request.method
@@ -118,6 +120,8 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(text))
     except ValueError:
         pass
+    import email.utils  # noqa: PLC0415 (only for an HTTP date, which the API never sends itself)
+
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError):
