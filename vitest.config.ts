@@ -10,9 +10,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *   at a time: each keeps about one core busy. The runs through HTTP and their mutants are files of their own, so
  *   the two workers can share them out (as one file, 127 s, it ran alone for its last 30 s beside the in-process
  *   file's 75 s and the fuzz run's 22 s; split, the mutants' seeds tried one after another took 78 s in one run).
- *   The fuzz run (thousands of hostile requests, nothing timed) runs with the integration files: beside these it
- *   went last on the worker that ran the HTTP runs, whose 97 to 124 s then set the phase's length, not the 109 to
- *   121 s of the in-process file on the other;
+ *   The fuzz run (thousands of hostile requests, nothing timed) takes its turn with them;
  * - then, one at a time, the local start's 15 s readiness bound and the held-back tasks' start within a second of
  *   their time.
  * Everything else runs three files at a time (projects that run together must have the same `maxWorkers`): most of
@@ -27,6 +25,7 @@ const chaos = [
   'test/integration/chaos-http.test.ts',
   'test/integration/chaos-http-mutants.test.ts',
 ];
+const besideChaos = ['test/integration/fuzz.test.ts'];
 const punctual = ['test/e2e/npm-start.test.ts', 'test/e2e/on-time.test.ts'];
 const emulators = ['test/setup/emulators.ts'];
 
@@ -64,7 +63,7 @@ export default defineConfig({
           name: 'integration',
           // test/peers: the peers' workflow suites (BullMQ, Hatchet, Fluid) ported to our API, run as a user would.
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/peers/**/*.test.ts'],
-          exclude: [...chaos, ...punctual],
+          exclude: [...chaos, ...besideChaos, ...punctual],
           globalSetup: emulators,
           testTimeout: 120_000,
           hookTimeout: 60_000,
@@ -76,7 +75,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'chaos',
-          include: chaos,
+          include: [...chaos, ...besideChaos],
           globalSetup: emulators,
           testTimeout: 120_000,
           hookTimeout: 60_000,
