@@ -6,28 +6,14 @@
  * `npm test` runs its checks this way. One after the other, the lint (6 s) and the type-checks (23 s, one core)
  * kept the second core idle for the whole of the first; beside each other, the type-check's last 14 s still ran on
  * one core, which the test run's start (its emulators, its first files) now takes.
- *
- * The scripts printed whole run at the lowest CPU priority: they take only the time the live one leaves idle. The
- * test run keeps both cores busy through its integration files, then leaves a quarter to a half of them idle while
- * its timed chaos runs and its punctual files run a few at a time; the checks (about 95 s of CPU: lint, Python
- * lint, two type-checks) used to take their share at the start, and now fill those gaps instead.
  */
 import { spawn } from 'node:child_process';
-import { constants, setPriority } from 'node:os';
 
 function runScript(name: string, live: boolean): Promise<number> {
   const started = performance.now();
   const child = spawn('npm', ['run', '--silent', name], {
     stdio: ['ignore', live ? 'inherit' : 'pipe', live ? 'inherit' : 'pipe'],
   });
-  // Set before npm starts the script (it takes a tenth of a second to), so every process it starts inherits it.
-  if (!live && child.pid !== undefined) {
-    try {
-      setPriority(child.pid, constants.priority.PRIORITY_LOW);
-    } catch {
-      // A system that refuses runs the check at the usual priority.
-    }
-  }
   const output: Buffer[] = [];
   child.stdout?.on('data', (chunk: Buffer) => output.push(chunk));
   child.stderr?.on('data', (chunk: Buffer) => output.push(chunk));
