@@ -51,13 +51,13 @@ class RoleSubscriptionTest(unittest.IsolatedAsyncioTestCase):
             epoch_of_first = first.lease_epoch
             held_by_first = await holder_epoch()
             await first.release()
-            await wait_for(second.have_role, 10)
+            await wait_for(second.have_role, 20)
             epoch_of_second = second.lease_epoch
             held_by_second = await holder_epoch()
             queued_again = await first.volunteer()
             # The second gives it up by closing: the first, in line again, is granted it.
             await second.close()
-            await wait_for(first.have_role, 10)
+            await wait_for(first.have_role, 20)
         finally:
             await asyncio.gather(first.close(), second.close())
 
@@ -104,7 +104,7 @@ class RoleSubscriptionTest(unittest.IsolatedAsyncioTestCase):
 
         # Act
         await worker.start()
-        await wait_for(lambda: len(epochs) >= 2, 10)
+        await wait_for(lambda: len(epochs) >= 2, 20)
         await worker.stop()
 
         # Assess: each grant a new epoch; the second handler was cancelled when the stop gave the role up.
