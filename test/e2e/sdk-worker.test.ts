@@ -430,12 +430,12 @@ describe('SDK and Worker end to end', () => {
     console.log(
       `[e2e] task reclaimed and finished by another worker ${reclaimMs} ms after its first worker was cut off (lease TTL ${LEASE_TTL_SECONDS} s)`,
     );
-    expect(await operator.getTask(task.taskId)).toMatchObject({
-      status: 'succeeded',
-      result: 'from b',
-      attempt: 2,
-      leaseEpoch: 2,
-    });
+    const finished = await operator.getTask(task.taskId);
+    expect(finished).toMatchObject({ status: 'succeeded', result: 'from b' });
+    // B's attempt is the second, or a later one when a starved machine let B's own first lease lapse too (seen once
+    // in CI: attempt 3); every grant is an attempt, and A's late result never lands.
+    expect(finished.attempt).toBeGreaterThanOrEqual(2);
+    expect(finished.leaseEpoch).toBe(finished.attempt);
     expect(reclaimMs).toBeLessThan((LEASE_TTL_SECONDS + 3) * 1_000);
   });
 
