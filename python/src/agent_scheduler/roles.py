@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from ._listeners import Listeners, call_listeners
 from .client import Client
 from .errors import AgentSchedulerError, SessionLostError
 from .types import HeartbeatResult, RoleLease, Session, SessionHoldings
@@ -71,7 +72,7 @@ class RoleSubscription:
         #: The epoch of a grant given up here whose release failed: still this agent's on the server.
         self._unreleased: int | None = None
         self._volunteering: _Volunteering | None = None
-        self._listeners: dict[str, list[Callable[..., Any]]] = {}
+        self._listeners: Listeners = {}
         self._background: set[asyncio.Future[Any]] = set()
         self._unfollow = self._worker.follow(self)
 
@@ -281,12 +282,7 @@ class RoleSubscription:
         future.add_done_callback(settled)
 
     def _emit(self, event: RoleEvent, *args: Any) -> None:
-        for listener in self._listeners.get(event, []):
-            try:
-                listener(*args)
-            except Exception as error:  # noqa: BLE001 (a throwing listener must not break the worker's loops)
-                if event != "error":
-                    self._report(error)
+        call_listeners(self._listeners, event, args, self._report)
 
     def _report(self, error: BaseException | None) -> None:
         if error is None:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
+from ._listeners import Listeners, call_listeners
 from ._progress import ProgressReports, checked_item
 from ._running import Abort, AbortReason, Backoff, LostReason, PendingCheckpoint, RunningTask
 from .client import Client
@@ -390,7 +391,7 @@ class Worker:
         self._role_handlers = dict(roles or {})
         #: Role handlers running now, each with the abort that ends it.
         self._role_runs: dict[asyncio.Task[None], Abort] = {}
-        self._listeners: dict[str, list[Callable[..., Any]]] = {}
+        self._listeners: Listeners = {}
         self._state: Literal["idle", "running", "stopping", "stopped"] = "idle"
         self._session: Session | None = None
         self._session_abort = Abort()
@@ -1388,12 +1389,7 @@ class Worker:
         task.add_done_callback(self._background.discard)
 
     def _emit(self, event: Event, *args: Any) -> None:
-        for listener in self._listeners.get(event, []):
-            try:
-                listener(*args)
-            except Exception as error:  # noqa: BLE001 (a throwing listener must not break the loops)
-                if event != "error":
-                    self._report(error)
+        call_listeners(self._listeners, event, args, self._report)
 
     def _report(self, error: BaseException) -> None:
         log.warning("worker error: %s", error)
