@@ -156,6 +156,18 @@ export async function reconcileDispatch(
   };
   // A push wake logs and swallows its errors (it is a hint); the pass counts and keeps them.
   const wakeFailed = (error: unknown) => noteError(summary, 'wake', error);
+  const taskFailed = (task: Task, notice: Notice, error: unknown) => {
+    // A send that threw is a wake that failed.
+    notice.failed ||= notice.attempted;
+    noteError(summary, 'reconcile', error);
+    ctx.log.error('reconcile failed for a task', { taskId: task.taskId, error: errorName(error) });
+  };
+  const countWake = (task: Task, notice: Notice) => {
+    if (!notice.attempted) return;
+    summary.wakeAttempts++;
+    if (notice.failed) summary.wakesFailed.push(task.taskId);
+    else summary.wakesSucceeded++;
+  };
   // Work held back by a pause of the whole scheduler is not starving: read once a pass, when a queued task is looked
   // at. A control that cannot be read counts as running (the ladder climbs, as it did before any pause).
   let pausedEverywhere: Promise<boolean> | undefined;
@@ -185,6 +197,8 @@ export async function reconcileDispatch(
   const dueIn =
     shared?.dueIn ??
     queryEveryDueShard(ctx, options.everything ? Number.MAX_SAFE_INTEGER : now, ctx.settings.sweepLimit);
+  // Hints overdue: sent together once every due task has been looked at, ten to a request.
+  const resends: Resend[] = [];
   for (const shard of ctx.tasks.dueShards) {
     try {
       const ids = (await dueIn(shard)).filter((id) => !shared?.handled.has(id));
@@ -267,23 +281,17 @@ export async function reconcileDispatch(
               wakeFailed(error);
             },
           });
-          if (look === 'resent') summary.redispatched.push(task.taskId);
-          else summary.deferred++;
+          if (typeof look === 'object') {
+            // Its hint goes with the pass's others; what the send did is counted once it is made.
+            resends.push({ ...look, notice });
+            return;
+          }
+          summary.deferred++;
           if (look === 'recent') summary.recentlyNotified.push(task.taskId);
         } catch (error) {
-          // A send that threw is a wake that failed.
-          notice.failed ||= notice.attempted;
-          noteError(summary, 'reconcile', error);
-          ctx.log.error('reconcile failed for a task', {
-            taskId: task.taskId,
-            error: errorName(error),
-          });
+          taskFailed(task, notice, error);
         }
-        if (notice.attempted) {
-          summary.wakeAttempts++;
-          if (notice.failed) summary.wakesFailed.push(task.taskId);
-          else summary.wakesSucceeded++;
-        }
+        countWake(task, notice);
       });
     } catch (error) {
       noteError(summary, 'reconcile', error);
@@ -293,6 +301,22 @@ export async function reconcileDispatch(
       });
     }
   }
+  const sent = await sendHints(ctx, resends);
+  await eachConcurrently(resends, SWEEP_CONCURRENCY, async (resend) => {
+    const { task, notice } = resend;
+    try {
+      const refused = sent.get(task.taskId);
+      if (refused) throw refused;
+      await recordResend(ctx, resend, now, (error) => {
+        notice.failed = true;
+        wakeFailed(error);
+      });
+      summary.redispatched.push(task.taskId);
+    } catch (error) {
+      taskFailed(task, notice, error);
+    }
+    countWake(task, notice);
+  });
   // One conditional write per starving queue that no live agent serves, whatever the number of its tasks.
   for (const work of starving.values()) {
     try {
@@ -345,9 +369,19 @@ interface Notice {
  * What a look at a queued task did: sent its hint again; woke agents for a hint that just became visible; left it,
  * its hint recent (or in line behind a backlog); or left it, its delay longer than SQS holds.
  */
-type Look = 'resent' | 'woken' | 'recent' | 'notYet';
+type Look = 'woken' | 'recent' | 'notYet';
 
-/** Sends one queued task again if its last hint is overdue; otherwise moves its next look. */
+/** A queued task whose hint is to be sent again, visible after `delayMs`. */
+interface Resend {
+  readonly task: Task;
+  readonly delayMs: number;
+  readonly notice: Notice;
+}
+
+/**
+ * Whether a queued task's last hint is overdue: if so, what to send (the caller sends the pass's hints together);
+ * otherwise its next look is moved.
+ */
 async function reconcileTask(
   ctx: SchedulerContext,
   task: Task,
@@ -360,7 +394,7 @@ async function reconcileTask(
     /** Told of an error a push wake met (it does not throw). */
     readonly failed: (error: unknown) => void;
   },
-): Promise<Look> {
+): Promise<Look | Omit<Resend, 'notice'>> {
   const { notice, failed } = options;
   const claimableAt = task.notBefore ?? 0;
   const delayMs = Math.max(0, claimableAt - now);
@@ -389,18 +423,58 @@ async function reconcileTask(
     );
     return resend ? 'notYet' : woken ? 'woken' : 'recent';
   }
-  // Send first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale. A
-  // keyed task's lane gets a turn in line, whatever its slot says (the turn may be what was lost).
-  notice.attempted = true;
-  if (inLane(task))
-    await offerTurn(ctx, task, delayMs / 1_000, { staleAfterMs: ctx.settings.reconcileAfterSeconds * 1_000 });
-  else
-    await ctx.queues.send(
-      task.queue,
-      task.priority,
-      { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...hintFieldsOf(task) },
-      delayMs / 1_000,
-    );
+  return { task, delayMs };
+}
+
+/**
+ * Sends the hints of `resends`, ten to a request per SQS queue; a keyed task's lane gets a turn in line instead,
+ * whatever its slot says (the turn may be what was lost). Answers, by task, the error of each send that failed.
+ */
+async function sendHints(ctx: SchedulerContext, resends: readonly Resend[]): Promise<Map<string, unknown>> {
+  const failed = new Map<string, unknown>();
+  for (const { notice } of resends) notice.attempted = true;
+  const plain = resends.filter(({ task }) => !inLane(task));
+  await Promise.all([
+    ...resends
+      .filter(({ task }) => inLane(task))
+      .map(({ task, delayMs }) =>
+        offerTurn(ctx, task, delayMs / 1_000, {
+          staleAfterMs: ctx.settings.reconcileAfterSeconds * 1_000,
+        }).catch((error: unknown) => failed.set(task.taskId, error)),
+      ),
+    plain.length === 0
+      ? undefined
+      : ctx.queues
+          .sendMany(
+            plain.map(({ task, delayMs }) => ({
+              queue: task.queue,
+              priority: task.priority,
+              hint: { taskId: task.taskId, leaseEpoch: task.leaseEpoch, ...hintFieldsOf(task) },
+              delaySeconds: delayMs / 1_000,
+            })),
+          )
+          .then(
+            (refused) => {
+              for (const hint of refused) failed.set(hint.taskId, new Error('SQS did not take the hint'));
+            },
+            (error: unknown) => {
+              for (const { task } of plain) failed.set(task.taskId, error);
+            },
+          ),
+  ]);
+  return failed;
+}
+
+/**
+ * After its hint was sent: the task's agents woken (now, or when the hint's delay ends), and the send recorded. Send
+ * first, then record: if the record fails the task was claimed meanwhile and the hint is merely stale.
+ */
+async function recordResend(
+  ctx: SchedulerContext,
+  { task, delayMs }: Resend,
+  now: number,
+  failed: (error: unknown) => void,
+): Promise<void> {
   if (delayMs <= 0) await wakeFor(ctx, [task], 'resent', failed);
   else await wakeLater(ctx, [task], delayMs / 1_000, failed);
   await ctx.tasks.recordDispatch(
@@ -416,5 +490,4 @@ async function reconcileTask(
       ),
     },
   );
-  return 'resent';
 }

@@ -13,7 +13,18 @@ describe('submission', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await createTestStack({
-      queues: ['idem', 'race', 'conflict', 'lost', 'vanished', 'backlog', 'returned', 'late', 'legacy'],
+      queues: [
+        'idem',
+        'race',
+        'conflict',
+        'lost',
+        'vanished',
+        'backlog',
+        'returned',
+        'late',
+        'legacy',
+        'purged',
+      ],
     });
   });
   afterAll(async () => {
@@ -192,6 +203,43 @@ describe('submission', () => {
     const agent = await startAgent(scheduler, { queues: ['legacy'] });
     const [claimed] = await claimUntil(scheduler, agent, 1);
     expect(claimed).toMatchObject({ taskId: task.taskId, payload: { kept: true } });
+  });
+
+  it('a pass that sends many lost hints again sends them ten to a request', async () => {
+    // Prepare: 25 tasks whose hints are all gone, as after a purge.
+    const { scheduler, clock, ctx, meter } = stack;
+    const batch = await scheduler.submitBatch(
+      Array.from({ length: 25 }, (_, n) => ({ queue: 'purged', payload: { n } })),
+    );
+    const ids = batch.flatMap((item) => (item.ok ? [item.task.taskId] : []));
+    expect(ids).toHaveLength(25);
+    for (;;) {
+      const { hints } = await ctx.queues.receive('purged', 'normal', {
+        max: 10,
+        visibilityTimeoutSeconds: 30,
+        waitTimeSeconds: 0,
+      });
+      if (hints.length === 0) break;
+      await ctx.queues.delete(hints);
+    }
+
+    // Act: a pass once they are overdue.
+    clock.advance(ctx.settings.reconcileAfterSeconds * 1_000 + 1_000);
+    meter.reset();
+    const pass = await scheduler.reconcile();
+
+    // Assess: every one sent again, in batches of up to ten a queue (other tests' tasks may be sent with them).
+    expect(pass.redispatched).toEqual(expect.arrayContaining(ids));
+    const sends = meter.requests.filter((r) => r.service === 'sqs' && r.operation.startsWith('SendMessage'));
+    const queues = new Set(
+      await Promise.all(pass.redispatched.map(async (id) => (await scheduler.getTask(id)).queue)),
+    );
+    expect(sends.filter((r) => r.operation === 'SendMessageCommand')).toEqual([]);
+    expect(sends.length).toBeLessThanOrEqual(Math.ceil(pass.redispatched.length / 10) + queues.size);
+    const agent = await startAgent(scheduler, { queues: ['purged'], maxConcurrency: 25 });
+    expect((await claimUntil(scheduler, agent, 25, 5_000, 10)).map((t) => t.taskId).sort()).toEqual(
+      [...ids].sort(),
+    );
   });
 });
 
