@@ -1,6 +1,6 @@
 /**
  * The defaults every function of the scheduler shares: Node.js 22 on arm64, bundled by esbuild (no Docker),
- * minified with source maps, explicit memory and timeout, a log group with a retention period.
+ * minified (with source maps only when asked for), explicit memory and timeout, a log group with a retention period.
  *
  * Where its code comes from:
  * - installed from npm, the functions ship prebuilt next to the construct (`dist/functions/<entry>/index.mjs`,
@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Annotations, AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import {
   Architecture,
@@ -46,7 +46,7 @@ export type FunctionEntry = (typeof FUNCTION_ENTRIES)[number];
 /** esbuild options of every bundle; the size report and the package build use the same ones. */
 export const BUNDLE_OPTIONS = {
   minify: true,
-  sourcemap: true,
+  sourcemap: false,
   target: 'node22',
   format: 'esm',
   mainFields: ['module', 'main'],
@@ -56,9 +56,13 @@ export const BUNDLE_OPTIONS = {
   },
 } as const;
 
-/** The whole esbuild build of one function: `functions/<entry>.ts` to `<outdir>/index.mjs`. */
-export const bundleOptions = (entry: FunctionEntry, outdir: string) => ({
+/**
+ * The whole esbuild build of one function: `functions/<entry>.ts` to `<outdir>/index.mjs`, and its source map
+ * beside it when `sourceMaps`.
+ */
+export const bundleOptions = (entry: FunctionEntry, outdir: string, sourceMaps = false) => ({
   ...BUNDLE_OPTIONS,
+  sourcemap: sourceMaps,
   mainFields: [...BUNDLE_OPTIONS.mainFields],
   banner: { ...BUNDLE_OPTIONS.banner },
   entryPoints: [join(REPO_ROOT, 'functions', `${entry}.ts`)],
@@ -69,10 +73,22 @@ export const bundleOptions = (entry: FunctionEntry, outdir: string) => ({
   logLevel: 'warning' as const,
 });
 
-/** The code of one function: prebuilt when installed from npm, else bundled here at synth. */
-function functionCode(entry: FunctionEntry): Code {
+/**
+ * The code of one function: prebuilt when installed from npm (its source map left out unless asked for), else
+ * bundled here at synth.
+ */
+function functionCode(scope: Construct, entry: FunctionEntry, sourceMaps: boolean): Code {
   const prebuilt = join(PREBUILT_ROOT, entry);
-  if (existsSync(join(prebuilt, 'index.mjs'))) return Code.fromAsset(prebuilt);
+  if (existsSync(join(prebuilt, 'index.mjs'))) {
+    if (sourceMaps && !existsSync(join(prebuilt, 'index.mjs.map'))) {
+      Annotations.of(scope).addWarningV2(
+        'agent-scheduler:noSourceMaps',
+        'sourceMaps: this copy of agent-scheduler was packed without the functions’ source maps ' +
+          '(pack it with AGENT_SCHEDULER_SOURCE_MAPS=1 to have them); stack traces name the bundles',
+      );
+    }
+    return Code.fromAsset(prebuilt, sourceMaps ? {} : { exclude: ['*.map'] });
+  }
   return Code.fromAsset(join(REPO_ROOT, 'functions'), {
     assetHashType: AssetHashType.OUTPUT,
     bundling: {
@@ -80,12 +96,12 @@ function functionCode(entry: FunctionEntry): Code {
       image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:22-slim'),
       // CDK keys its bundling cache on these options, not on `tryBundle`: the entry must be among them, or every
       // function would get the first one's bundle.
-      environment: { FUNCTION_ENTRY: entry },
+      environment: { FUNCTION_ENTRY: entry, SOURCE_MAPS: String(sourceMaps) },
       local: {
         tryBundle(outputDir) {
           // Loaded only here: installed from npm, the construct has no esbuild and needs none.
           const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
-          esbuild.buildSync(bundleOptions(entry, outputDir));
+          esbuild.buildSync(bundleOptions(entry, outputDir, sourceMaps));
           return true;
         },
       },
@@ -104,6 +120,8 @@ export interface SchedulerFunctionProps {
   readonly metricsNamespace: string;
   /** Where failed asynchronous invocations go. @default - none (synchronous callers see the error) */
   readonly deadLetterQueue?: IQueue;
+  /** Source maps in the code, and Node's `--enable-source-maps`. @default false */
+  readonly sourceMaps?: boolean;
 }
 
 /**
@@ -121,7 +139,7 @@ export class SchedulerFunction extends LambdaFunction {
     super(scope, id, {
       role,
       ...(props.deadLetterQueue ? { deadLetterQueue: props.deadLetterQueue } : {}),
-      code: functionCode(props.entry),
+      code: functionCode(scope, props.entry, props.sourceMaps ?? false),
       handler: 'index.handler',
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
@@ -133,7 +151,7 @@ export class SchedulerFunction extends LambdaFunction {
         POWERTOOLS_SERVICE_NAME: props.serviceName,
         [TEXT_SETTINGS.metricsNamespace.env]: props.metricsNamespace,
         POWERTOOLS_LOG_LEVEL: 'INFO',
-        NODE_OPTIONS: '--enable-source-maps',
+        ...(props.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
         ...props.environment,
       },
     });

@@ -100,6 +100,7 @@ export function createSchedulerFunctions(
       logRetention: given.logRetention,
       serviceName: `agent-scheduler-${shape.entry}`,
       metricsNamespace: given.metricsNamespace,
+      sourceMaps: props.sourceMaps ?? false,
       ...(shape.invokedAsynchronously ? { deadLetterQueue: given.deadLetterQueue } : {}),
     });
   return {

@@ -2,7 +2,8 @@
  * `npm run build` (and `npm pack`, through `prepack`): the `agent-scheduler` package as users install it.
  *
  *   dist/index.js, index.d.ts     the AgentScheduler construct and its types (aws-cdk-lib and constructs are peers)
- *   dist/functions/<entry>/       each Lambda function, prebuilt: a user's synth bundles nothing
+ *   dist/functions/<entry>/       each Lambda function, prebuilt: a user's synth bundles nothing (with its source
+ *                                 map when AGENT_SCHEDULER_SOURCE_MAPS=1, for the construct's `sourceMaps`)
  *   dist/cli.js                   the CLI behind bin `agent-scheduler`; `agent-scheduler dev` loads the local stack
  *                                 (emulators and their clients, most of the package) from a chunk beside it
  *   dist/console/                 the web console's page, script and style sheet, built here so users build nothing
@@ -38,7 +39,11 @@ const started = performance.now();
 const step = (what: string) => console.log(`${what}: ${Math.round(performance.now() - started)} ms`);
 rmSync(DIST, { recursive: true, force: true });
 await Promise.all([
-  ...FUNCTION_ENTRIES.map((entry) => build(bundleOptions(entry, join(DIST, 'functions', entry)))),
+  ...FUNCTION_ENTRIES.map((entry) =>
+    build(
+      bundleOptions(entry, join(DIST, 'functions', entry), process.env.AGENT_SCHEDULER_SOURCE_MAPS === '1'),
+    ),
+  ),
   // The construct reaches for esbuild only when it bundles from source, which a packed copy never does.
   library('infra/index.ts', 'index.js', { external: [...external, 'esbuild'] }),
   // The console's files are built below; the CLI builds them itself only from the sources, never here.

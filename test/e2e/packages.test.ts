@@ -108,8 +108,14 @@ app.synth();
     for (const asset of assets) {
       if (existsSync(join(project, 'cdk.out', asset, 'index.mjs'))) {
         expect(readFileSync(join(project, 'cdk.out', asset, 'index.mjs'), 'utf8')).toMatch(/handler/);
+        // Source maps only when asked for (`sourceMaps`): the package is packed without them.
+        expect(readdirSync(join(project, 'cdk.out', asset)).filter((name) => name.endsWith('.map'))).toEqual(
+          [],
+        );
       }
     }
+    const installed = join(project, 'node_modules', 'agent-scheduler', 'dist', 'functions');
+    for (const entry of FUNCTION_ENTRIES) expect(readdirSync(join(installed, entry))).toEqual(['index.mjs']);
     expect(existsSync(join(project, 'node_modules', 'esbuild'))).toBe(false);
   }, 120_000);
 

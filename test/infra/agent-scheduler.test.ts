@@ -268,10 +268,11 @@ describe('AgentScheduler construct', () => {
           Variables: expect.objectContaining({
             POWERTOOLS_SERVICE_NAME: expect.stringMatching(/^agent-scheduler-/),
             POWERTOOLS_METRICS_NAMESPACE: 'AgentScheduler',
-            NODE_OPTIONS: '--enable-source-maps',
           }),
         },
       });
+      // No source maps unless asked for (`sourceMaps`): Node's support of them costs every cold start.
+      expect(resource.Properties.Environment.Variables.NODE_OPTIONS).toBeUndefined();
     });
 
     it('the supervisor is given the starvation ladder (defaults 5, 15, 60 minutes) and the event bus', () => {
