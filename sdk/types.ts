@@ -263,6 +263,12 @@ export interface Agent extends Required<Omit<CreateAgentInput, 'labels'>> {
   readonly revokedAt?: string;
   /** In a list: whether the agent has a live session. */
   readonly online?: boolean;
+  /**
+   * In a list: `online` (a live session), `idle` (its session lapsed holding nothing, as a Worker lets it between
+   * polls; it claims again without a new session) or `offline` (never connected, revoked, or its session ended
+   * holding work). Absent from a server older than it: read `online` then.
+   */
+  readonly state?: 'online' | 'idle' | 'offline';
   /** In a list: the last heartbeat (or claim) of its latest session; absent if it never opened one. */
   readonly lastHeartbeatAt?: string;
   /** In a list: tasks its live session holds (or is being granted) now. */

@@ -73,7 +73,7 @@ export function agentCommands(program: Command, cli: Cli): void {
 
   agents
     .command('list')
-    .summary('list agents: online, last heartbeat, tasks held')
+    .summary('list agents: online, idle or offline, last heartbeat, tasks held')
     .addHelpText('after', examples(['agent-scheduler agents list', 'agent-scheduler agents list --json']))
     .action(async () => {
       const list = await cli.operator().listAgents();
@@ -86,7 +86,8 @@ export function agentCommands(program: Command, cli: Cli): void {
           queues: agent.queues.join(','),
           labels: labelsText(agent.labels),
           maxConcurrency: agent.maxConcurrency,
-          online: agent.online === undefined ? '' : agent.online ? 'yes' : 'no',
+          // A server older than states says online or not.
+          state: agent.state ?? (agent.online === undefined ? '' : agent.online ? 'online' : 'offline'),
           lastHeartbeat: ago(agent.lastHeartbeatAt, now),
           tasks: agent.tasksHeld,
           revokedAt: agent.revokedAt,
@@ -100,12 +101,19 @@ export function agentCommands(program: Command, cli: Cli): void {
               'queues',
               'labels',
               'maxConcurrency',
-              'online',
+              'state',
               'lastHeartbeat',
               'tasks',
               'revokedAt',
             ],
-            (column, text) => (column === 'online' ? (text === 'yes' ? c.green(text) : c.dim(text)) : text),
+            (column, text) =>
+              column === 'state'
+                ? text === 'online'
+                  ? c.green(text)
+                  : text === 'idle'
+                    ? text
+                    : c.dim(text)
+                : text,
           ),
         );
       });

@@ -131,7 +131,7 @@ export class Scheduler {
     return {
       agents: page.agents.map((agent) => ({
         ...agent,
-        presence: presence.get(agent.agentId) ?? { online: false, tasksHeld: 0 },
+        presence: presence.get(agent.agentId) ?? { online: false, state: 'offline', tasksHeld: 0 },
       })),
       ...(page.lastAgentId ? { nextCursor: Buffer.from(page.lastAgentId).toString('base64url') } : {}),
     };

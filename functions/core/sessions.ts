@@ -18,7 +18,7 @@ import {
 } from '#domain/errors';
 import { newAgentId, newSessionId, TASK_ID_PATTERN } from '#domain/ids';
 import { addedTo, agentLabelsSchema, type Labels, labelsSchema, normaliseLabels } from '#domain/labels';
-import { type AgentSession, isSessionLive, type Task } from '#domain/task';
+import { type AgentSession, type AgentState, agentState, isSessionLive, type Task } from '#domain/task';
 import {
   describeIssues,
   encodeBoundedJson,
@@ -472,6 +472,8 @@ export async function readSession(ctx: SchedulerContext, agentId: string): Promi
 export interface AgentPresence {
   /** A live session (and the agent not revoked). */
   readonly online: boolean;
+  /** Online, idle (its session lapsed holding nothing, as a Worker's does between polls) or offline. */
+  readonly state: AgentState;
   /** The last heartbeat (or claim, which counts as one) of its latest session; absent if it never opened one. */
   readonly lastHeartbeatAt?: number;
   /** Tasks its live session holds or is being granted right now; 0 when offline (its leases ended with it). */
@@ -493,6 +495,7 @@ export async function agentPresence(
         agent.agentId,
         {
           online,
+          state: agentState(session, agent.revokedAt, now),
           ...(session ? { lastHeartbeatAt: session.heartbeatAt } : {}),
           tasksHeld: online ? Object.keys(session.held).length : 0,
         },

@@ -230,6 +230,24 @@ export interface AgentSession {
 }
 
 /** A session is live until its expiry or its end; after that nothing revives it. */
+/**
+ * What an operator is told of an agent: `online` while a session of it is live; `idle` when that session lapsed
+ * holding nothing (no task, no role, no notice owed), as a Worker's does on purpose between polls (an idle agent
+ * costs no heartbeats, and it claims again without a new session); `offline` when it never opened one, was revoked,
+ * or its session ended holding work.
+ */
+export type AgentState = 'online' | 'idle' | 'offline';
+
+export const agentState = (
+  session: AgentSession | undefined,
+  revokedAt: number | undefined,
+  now: number,
+): AgentState => {
+  if (!session || revokedAt !== undefined || session.revokedAt !== undefined) return 'offline';
+  if (isSessionLive(session, now)) return 'online';
+  return canClaimUnder(session, now) ? 'idle' : 'offline';
+};
+
 /** The task is leased to this agent at this epoch, and its attempt's deadline has not passed (whatever the session). */
 export const isLeasedTo = (
   task: Task | undefined,

@@ -256,6 +256,12 @@ export const agentSchema = published(
       revokedAt: timestamp.optional(),
       // In a list only: the agent's presence.
       online: z.boolean().optional().describe('A session of the agent is live (lists only)'),
+      state: z
+        .enum(['online', 'idle', 'offline'])
+        .optional()
+        .describe(
+          'online: a session is live; idle: its session lapsed holding nothing, as a Worker lets it between polls (it claims again without a new session); offline: never connected, revoked, or its session ended holding work (lists only)',
+        ),
       lastHeartbeatAt: timestamp.optional().describe('When the agent was last heard from (lists only)'),
       tasksHeld: count.optional().describe('Tasks its session holds (lists only)'),
     }),

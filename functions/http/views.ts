@@ -147,6 +147,7 @@ export function agentView(agent: Agent & { presence?: AgentPresence }) {
     ...(presence
       ? {
           online: presence.online,
+          state: presence.state,
           lastHeartbeatAt: iso(presence.lastHeartbeatAt),
           tasksHeld: presence.tasksHeld,
         }

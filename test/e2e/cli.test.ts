@@ -336,7 +336,7 @@ describe('the agent-scheduler command', () => {
       expect(human.stdout).not.toContain(ESC);
     });
 
-    it('agents list shows who is online, the last heartbeat and the tasks held', async () => {
+    it('agents list shows who is online, idle or offline, the last heartbeat and the tasks held', async () => {
       const created = await operator.createAgent({ name: 'cli-listed', queues: ['work'] });
       await new AgentSchedulerClient({ endpoint: server.url, token: created.token }).openSession();
 
@@ -344,18 +344,20 @@ describe('the agent-scheduler command', () => {
       const json = JSON.parse((await cli(['agents', 'list', '--json', ...at()])).stdout) as {
         name: string;
         online: boolean;
+        state: string;
         tasksHeld: number;
         lastHeartbeatAt: string;
       }[];
 
       expect(human.stdout.split('\n')[0]).toMatch(
-        /^agentId\s+name\s+queues\s+labels\s+maxConcurrency\s+online\s+lastHeartbeat\s+tasks\s+revokedAt$/,
+        /^agentId\s+name\s+queues\s+labels\s+maxConcurrency\s+state\s+lastHeartbeat\s+tasks\s+revokedAt$/,
       );
       expect(human.stdout).toMatch(
-        new RegExp(`${created.agent.agentId}\\s+cli-listed\\s+work\\s+1\\s+yes\\s+\\d+s ago\\s+0`),
+        new RegExp(`${created.agent.agentId}\\s+cli-listed\\s+work\\s+1\\s+online\\s+\\d+s ago\\s+0`),
       );
       expect(json.find((a) => a.name === 'cli-listed')).toMatchObject({
         online: true,
+        state: 'online',
         tasksHeld: 0,
         lastHeartbeatAt: expect.any(String),
       });

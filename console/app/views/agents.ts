@@ -23,7 +23,7 @@ export const agentsView: View = (root, context) => {
     'Agent ID',
     'Queues',
     'Labels',
-    'Online',
+    'State',
     'Last heartbeat',
     'Tasks held',
     'Roles held',
@@ -54,7 +54,8 @@ export const agentsView: View = (root, context) => {
     names(agent.queues),
     // A server before labels answers none: the agent has none.
     names(Object.entries(agent.labels ?? {}).map(([name, values]) => `${name}=${values.join('|')}`)),
-    agent.online === undefined ? 'unknown' : agent.online ? 'online' : 'offline',
+    // A server older than states says online or not.
+    agent.state ?? (agent.online === undefined ? 'unknown' : agent.online ? 'online' : 'offline'),
     time(agent.lastHeartbeatAt, 'never'),
     agent.tasksHeld === undefined ? 'unknown' : String(agent.tasksHeld),
     held === undefined ? 'unknown' : names(held.get(agent.agentId)),

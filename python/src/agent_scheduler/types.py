@@ -283,6 +283,7 @@ class Agent(_AgentRequired, total=False):
 
     revokedAt: str
     online: bool
+    state: Literal["online", "idle", "offline"]
     lastHeartbeatAt: str
     tasksHeld: int
 

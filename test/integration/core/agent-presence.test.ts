@@ -50,11 +50,16 @@ describe('agent presence', () => {
 
     // Assess
     const byName = Object.fromEntries(agents.map((a) => [a.name, a])) as Record<string, Agent>;
-    expect(byName.busy).toMatchObject({ online: true, tasksHeld: 2 });
+    expect(byName.busy).toMatchObject({ online: true, state: 'online', tasksHeld: 2 });
     expect(Date.parse(byName.busy?.lastHeartbeatAt ?? '')).toBeGreaterThan(Date.now() - 60_000);
-    expect(byName.never).toMatchObject({ online: false, tasksHeld: 0 });
+    expect(byName.never).toMatchObject({ online: false, state: 'offline', tasksHeld: 0 });
     expect(byName.never).not.toHaveProperty('lastHeartbeatAt');
-    expect(byName.gone).toMatchObject({ online: false, tasksHeld: 0, revokedAt: expect.any(String) });
+    expect(byName.gone).toMatchObject({
+      online: false,
+      state: 'offline',
+      tasksHeld: 0,
+      revokedAt: expect.any(String),
+    });
     expect(byName.gone?.lastHeartbeatAt).toEqual(expect.any(String));
     // Nothing was taken away: the fields an agent had are all there.
     expect(Object.keys(byName.busy ?? {}).sort()).toEqual(
@@ -67,6 +72,7 @@ describe('agent presence', () => {
         'labels',
         'createdAt',
         'online',
+        'state',
         'lastHeartbeatAt',
         'tasksHeld',
       ].sort(),
@@ -75,17 +81,31 @@ describe('agent presence', () => {
     expect(never.agent.agentId).toMatch(/^a_/);
   });
 
-  it('an agent whose session expired is offline and holds nothing', async () => {
+  it('an agent whose session lapsed holding nothing is idle; one whose session lapsed holding a task is offline', async () => {
+    // Prepare: two agents online, one of them holding a task.
     const late = await operator.createAgent({ name: 'late', queues: ['work'] });
-    await agentClient(late.token).openSession();
-    expect((await operator.listAgents()).find((a) => a.name === 'late')).toMatchObject({ online: true });
+    const holder = await operator.createAgent({ name: 'holder', queues: ['work'] });
+    const lateClient = agentClient(late.token);
+    const lateSession = await lateClient.openSession();
+    const holderClient = agentClient(holder.token);
+    const { sessionId } = await holderClient.openSession();
+    await operator.submitTask({ queue: 'work', payload: {} });
+    await waitFor(async () => (await holderClient.claim({ sessionId, max: 1 })).tasks.length === 1);
+    const named = async (name: string) => (await operator.listAgents()).find((a) => a.name === name);
+    expect(await named('late')).toMatchObject({ online: true, state: 'online' });
 
+    // Act: both sessions run out.
     stack.clock.advance(stack.ctx.settings.leaseTtlSeconds * 1_000 + 1);
 
-    expect((await operator.listAgents()).find((a) => a.name === 'late')).toMatchObject({
-      online: false,
-      tasksHeld: 0,
-    });
+    // Assess: the Worker's way between polls is idle; a lease left to lapse is not.
+    expect(await named('late')).toMatchObject({ online: false, state: 'idle', tasksHeld: 0 });
+    expect(await named('holder')).toMatchObject({ online: false, state: 'offline', tasksHeld: 0 });
+    // Idle, it claims again under the same session, and is online once that claim takes a task.
+    await operator.submitTask({ queue: 'work', payload: {} });
+    await waitFor(
+      async () => (await lateClient.claim({ sessionId: lateSession.sessionId, max: 1 })).tasks.length === 1,
+    );
+    expect(await named('late')).toMatchObject({ online: true, state: 'online', tasksHeld: 1 });
   });
 
   it('reads the sessions of each page of agents in one request', async () => {

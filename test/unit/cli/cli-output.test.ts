@@ -74,7 +74,7 @@ describe('CLI output', () => {
     );
     expect(code).toBe(0);
     const printed = lines.join('\n');
-    expect(printed).toContain('\u001b[32myes\u001b[39m');
+    expect(printed).toContain('\u001b[32monline\u001b[39m');
     expect(printed).toContain('evil\\u001b[2J');
     // The only raw escapes are the colour codes the CLI added.
     expect(raw(printed.replaceAll('\u001b[32m', '').replaceAll('\u001b[39m', ''))).toBe(false);
