@@ -41,6 +41,8 @@ export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 
 export class Cli {
   globals: GlobalOptions = {};
+  /** The command running, as its usage line names it: for the hint a usage error ends with. */
+  running: { readonly path: string; readonly usage: string } | undefined;
   /** What the process exits with when the command ends without an error (a batch with refused items: 1). */
   exitCode = 0;
   private resolved: CliConnection | undefined;

@@ -101,6 +101,7 @@ export function buildProgram(cli: Cli): Command {
 
   program.hook('preAction', (_program, action) => {
     cli.globals = action.optsWithGlobals<GlobalOptions>();
+    cli.running = { path: pathOf(action), usage: action.usage() };
   });
 
   // Help to standard output, errors to standard error; a usage error gets the command's usage line and where to
@@ -157,6 +158,9 @@ function reportError(cli: Cli, error: unknown): number {
   const say = (message: string) => cli.io.writeErr(`${c.red('error:')} ${printable(message)}`);
   if (error instanceof UsageError) {
     say(error.message);
+    // The same hint Commander's own usage errors end with.
+    const running = cli.running;
+    if (running) cli.io.writeErr(`usage: ${running.path} ${running.usage}\nsee \`${running.path} --help\``);
     return 2;
   }
   const connection = cli.connection;

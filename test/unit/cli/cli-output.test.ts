@@ -1,9 +1,13 @@
 /**
  * What the CLI prints comes from the server and from other agents; control characters in it must reach the
- * terminal escaped, in tables, records, `--json` and error messages alike.
+ * terminal escaped, in tables, records, `--json` and error messages alike. A usage error, whoever finds it, ends with
+ * the command's usage line.
  */
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { printable } from '../../../cli/format';
 import { main, run } from '../../../cli/main';
@@ -93,5 +97,43 @@ describe('CLI output', () => {
     }
     expect(errors.join('\n')).toContain('evil\\u001b');
     expect(raw(errors.join('\n'))).toBe(false);
+  });
+});
+
+describe('usage errors', () => {
+  const runCli = async (argv: string[]) => {
+    const errors: string[] = [];
+    const code = await main(argv, () => undefined, {
+      writeErr: (text) => errors.push(text),
+      env: {},
+      cwd: mkdtempSync(join(tmpdir(), 'cli-usage-')),
+      stderrIsTTY: false,
+    });
+    return { code, stderr: errors.join('\n') };
+  };
+
+  it.each([
+    [
+      'a payload that is not JSON',
+      ['submit', '--queue', 'q', '--payload', '{bad', '--endpoint', 'http://x', '--token', 't'],
+    ],
+    ['no endpoint', ['submit', '--queue', 'q']],
+  ])(
+    '%s, found by the CLI itself, ends with the command’s usage line as Commander’s errors do',
+    async (_, argv) => {
+      const { code, stderr } = await runCli(argv);
+      expect(code).toBe(2);
+      expect(stderr).toMatch(
+        /^error: .+\nusage: agent-scheduler submit \[options\]\nsee `agent-scheduler submit --help`$/,
+      );
+    },
+  );
+
+  it('an argument Commander finds missing says the same', async () => {
+    const { code, stderr } = await runCli(['get']);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /\nusage: agent-scheduler get \[options\] <task-id>\nsee `agent-scheduler get --help`$/,
+    );
   });
 });
