@@ -31,6 +31,7 @@ const QUEUES = [
   'py-progress',
   'py-extend',
   'py-roles',
+  'py-waitpoints',
   // The Python agent example's queues, as `npm start` has them (`examples/python-agent`).
   'research',
   'summaries',
