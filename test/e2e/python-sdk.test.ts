@@ -32,6 +32,7 @@ const QUEUES = [
   'py-extend',
   'py-roles',
   'py-waitpoints',
+  'py-readme',
   // The Python agent example's queues, as `npm start` has them (`examples/python-agent`).
   'research',
   'summaries',
