@@ -194,6 +194,7 @@ class Demo:
                     "runs": t["leaseEpoch"],
                     "dependencies": t.get("dependencyCount", 0),
                     "rateTaken": t.get("rateTaken", []),
+                    **({"error": t["error"]} if "error" in t else {}),
                 }
                 for t in tasks
             ],
