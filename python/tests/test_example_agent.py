@@ -30,8 +30,8 @@ class ExampleAgentTest(unittest.TestCase):
             "PYTHONPATH": str(SOURCE),
         }
         ran = subprocess.run(
-            [sys.executable, str(EXAMPLE / "run.py"), "--json", "--timeout", "30"],
-            capture_output=True, text=True, timeout=60, env=env, check=False,
+            [sys.executable, str(EXAMPLE / "run.py"), "--json", "--timeout", "45"],
+            capture_output=True, text=True, timeout=75, env=env, check=False,
         )
 
         # Assess: the job and every task it made succeeded, and the worker drained when stopped.
@@ -59,8 +59,10 @@ class ExampleAgentTest(unittest.TestCase):
         email = report["result"]["email"]
         self.assertEqual(email, {"to": "team@example.com", "sent": True, "approval": {"approvedBy": "run.py"}})
         self.assertIn("Hotel Avenida", report["result"]["answer"])
-        # The operator saw the job's progress.
-        self.assertIn("10% asking the model what to do", report["progress"].get("job", []))
+        # The operator saw the job's progress: one of its two reports at least (the Worker sends a task's latest
+        # report at most once a second, and a task that ends drops the one not yet sent).
+        seen = set(report["progress"].get("job", []))
+        self.assertTrue(seen & {"10% asking the model what to do", "50% calling 4 tools"}, report["progress"])
         # Every tool call took a unit of the rate limit, no window held more than its two, and the limit held some
         # calls back: four calls in at least two windows.
         windows = Counter(
