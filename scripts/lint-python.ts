@@ -1,7 +1,8 @@
 /**
- * `npm run lint:python`: the Python SDK (`python/`) linted by Ruff's WebAssembly build and type-checked by pyright
- * (strict on the package and its build backend: `python/pyproject.toml`), both from npm, so no Python package
- * index is needed. Ruff's settings are here, the one place they are declared.
+ * `npm run lint:python`: the Python SDK (`python/`) and the Python examples (`examples/`) linted by Ruff's
+ * WebAssembly build and type-checked by pyright (strict on the package, its build backend and the examples:
+ * `python/pyproject.toml`), both from npm, so no Python package index is needed. Ruff's settings are here, the one
+ * place they are declared.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { join, relative } from 'node:path';
 import { type Diagnostic, PositionEncoding, Workspace } from '@astral-sh/ruff-wasm-nodejs';
 
 const ROOT = 'python';
+const FOLDERS = [ROOT, 'examples'];
 const SELECT = ['E', 'F', 'W', 'I', 'B', 'UP', 'SIM', 'RUF', 'S', 'SLF', 'BLE', 'PL'];
 /** Branch and argument counts, magic numbers and `assert` are the house's call; the rest is Ruff's default. */
 const IGNORE = ['PLR0911', 'PLR0912', 'PLR0913', 'PLR0915', 'PLR2004', 'S101', 'PLW0603'];
@@ -35,7 +37,7 @@ const workspaceFor = (tests: boolean) =>
 const workspaces = { source: workspaceFor(false), tests: workspaceFor(true) };
 
 let findings = 0;
-for (const file of pythonFiles(ROOT)) {
+for (const file of FOLDERS.flatMap(pythonFiles)) {
   const tests = relative(ROOT, file).startsWith('tests');
   const diagnostics = (tests ? workspaces.tests : workspaces.source).check(
     readFileSync(file, 'utf8'),

@@ -1,15 +1,16 @@
 """Roles against the local stack: one holder at a time, handed over when the holder releases (as
-``sdk-roles.test.ts`` covers ``RoleSubscription`` for the TypeScript SDK)."""
+``sdk-roles.test.ts`` covers ``RoleSubscription`` for the TypeScript SDK), and a registration without volunteering
+(``register_role``)."""
 
 from __future__ import annotations
 
 import asyncio
 import unittest
 
-from agent_scheduler import RoleContext, RoleSubscription, Worker
+from agent_scheduler import AgentSchedulerError, Client, RoleContext, RoleSubscription, Worker
 from agent_scheduler.types import RoleLease
 
-from .stack import agent, needs_stack, operator, wait_for
+from .stack import ENDPOINT, agent, needs_stack, operator, wait_for
 
 ROLE = "py-leader"
 
@@ -114,6 +115,30 @@ class RoleSubscriptionTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(cancelled, [True])
         roles = await asyncio.to_thread(operator().list_roles)
         self.assertIsNone(next(r for r in roles if r["role"] == "py-worker-leader")["holder"])
+
+
+
+@needs_stack
+class RoleRoutesTest(unittest.TestCase):
+    def test_an_agent_registers_for_a_role_once_without_volunteering(self) -> None:
+        # Prepare: an agent with its own token (its id is in the registration's answer).
+        ops = operator()
+        assert ENDPOINT is not None
+        created = ops.create_agent({"name": "py-registrar", "queues": ["py-roles"]})
+        agent_id = created["agent"]["agentId"]
+        client = Client(ENDPOINT, token=created["token"])
+
+        # Act: it registers for a role twice, then the operator lists the roles.
+        registered = client.register_role("py-registered")
+        with self.assertRaises(AgentSchedulerError) as twice:
+            client.register_role("py-registered")
+        listed = next(r for r in ops.list_roles() if r["role"] == "py-registered")
+
+        # Assess: registered, not in line, and the role held by nobody; a second registration is a conflict.
+        expected = {"role": "py-registered", "holder": None, "volunteers": [], "registered": [agent_id]}
+        self.assertEqual({k: registered[k] for k in ("role", "holder", "volunteers", "registered")}, expected)
+        self.assertEqual({k: listed[k] for k in ("role", "holder", "volunteers", "registered")}, expected)
+        self.assertEqual(twice.exception.status, 409)
 
 
 if __name__ == "__main__":

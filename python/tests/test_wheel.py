@@ -1,5 +1,5 @@
 """The wheel, built offline by the in-tree backend, installs into a fresh venv with no network, and an agent of a
-dozen lines runs a task there against the local stack."""
+dozen lines runs a task there against the local stack; the Python agent example finds what it imports there."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from .stack import ENDPOINT, agent, operator
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT.parent / "examples" / "python-agent"
 
 AGENT = textwrap.dedent(
     """
@@ -79,6 +80,12 @@ class WheelTest(unittest.TestCase):
             self.assertEqual(timings[0]["loaded"], [])
             self.assertLess(min(t["ms"] for t in timings), 100)
             self.assertLessEqual(len(AGENT.strip().splitlines()), 15)
+            # The Python agent example runs on the installed wheel too: what it imports of the package is there.
+            example = subprocess.run(
+                [str(python), str(EXAMPLE / "run.py"), "--help"], capture_output=True, text=True, check=False, cwd=tmp,
+                env={**os.environ, "PYTHONPATH": ""},
+            )
+            self.assertEqual(example.returncode, 0, example.stderr)
             if not ENDPOINT:
                 return
             ops = operator()

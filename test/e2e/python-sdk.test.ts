@@ -31,6 +31,11 @@ const QUEUES = [
   'py-progress',
   'py-extend',
   'py-roles',
+  'py-waitpoints',
+  'py-readme',
+  // The Python agent example's queues, as `npm start` has them (`examples/python-agent`).
+  'research',
+  'summaries',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */
