@@ -31,6 +31,7 @@ const QUEUES = [
   'py-progress',
   'py-extend',
   'py-roles',
+  'py-usage',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */

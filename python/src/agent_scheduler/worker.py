@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
@@ -175,6 +175,26 @@ class TaskContext:
         a ``message`` over 1,024 characters or ``data`` over 16 KB of JSON (``ValueError``). Safe from any thread."""
         item = checked_item(self._entry, percent, message, data)
         self._worker.on_loop(lambda: self._worker.progress_reports.set(self._entry, item))
+
+    @overload
+    def usage(self, units: Mapping[str, float], /) -> None: ...
+    @overload
+    def usage(self, name: str, units: float, /) -> None: ...
+    def usage(self, name_or_units: str | Mapping[str, float], units: float | None = None, /) -> None:
+        """Adds units the attempt used, by the name of a rate limit the task takes (its ``rateLimits``): tokens a
+        model call spent, dollars it cost. ``ctx.usage("tokens", 300)``, or several at once:
+        ``ctx.usage({"tokens": 300, "dollars": 0.02})``. The totals go with the attempt's completion or failure and
+        settle what its grant took (an estimate). All or nothing: raises, adding nothing, for a count that is not a
+        number (``TypeError``), one outside 0 to 10^12 or a total past it, or a fifth limit (``ValueError``). Safe
+        from any thread."""
+        if isinstance(name_or_units, str):
+            if units is None:
+                raise TypeError("usage(name, units): the units are missing")
+            self._entry.add_usage({name_or_units: units})
+        else:
+            if units is not None:
+                raise TypeError("usage(units): a mapping of units by rate limit, or usage(name, units)")
+            self._entry.add_usage(name_or_units)
 
     def heartbeat_now(self) -> None:
         """Sends a heartbeat now, with this task's latest checkpoint first; returns once the server has the beat
@@ -1106,6 +1126,9 @@ class Worker:
         item: CompleteItem = {"taskId": entry.task_id, "leaseEpoch": entry.task["leaseEpoch"]}
         if result is not None:
             item["result"] = result
+        usage = entry.usage()
+        if usage is not None:
+            item["usage"] = usage
         try:
             size = limits.json_bytes(item)
         except (TypeError, ValueError) as error:
@@ -1193,6 +1216,9 @@ class Worker:
         body: FailRequest = {"leaseEpoch": entry.task["leaseEpoch"], "error": describe_failure(error)}
         if retry_after is not None:
             body["retryAfterSeconds"] = retry_after
+        usage = entry.usage()
+        if usage is not None:
+            body["usage"] = usage
         timeout = self._attempt_timeout()
         await self.io(
             lambda abandon: self.client.fail(entry.task_id, body, timeout=timeout, abandon=abandon), entry.abort
