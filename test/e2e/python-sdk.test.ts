@@ -32,6 +32,9 @@ const QUEUES = [
   'py-extend',
   'py-roles',
   'py-usage',
+  'py-carry',
+  'py-old',
+  'py-lost',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */

@@ -14,6 +14,9 @@ The semantics are the TypeScript SDK's ``Worker``:
 - A claim carries a claim id and number, the same on every attempt, so a claim whose answer was lost is answered
   by its retry with what it granted; a session open carries an open id and number the same way. A grant never
   heard of (the heartbeat names a task the worker does not run) is read back and given back.
+- A busy worker carries its next claim on its completions (``claimNext``): a task finished and the next one taken in
+  one call. A completion whose answer was lost leaves its claim unanswered, and the claim is sent again with its id
+  (by the completion's retry, or on its own), so the server answers it with what it granted.
 - Stopping drains: no new claims, running handlers finish (up to ``drain_timeout``), then what still runs is
   released. ``run()`` does so on SIGINT or SIGTERM; a second signal releases at once.
 """
@@ -56,6 +59,7 @@ from .types import (
     ClaimRequest,
     ClaimResult,
     CompleteItem,
+    CompleteRequest,
     FailError,
     FailRequest,
     HeartbeatRequest,
@@ -330,6 +334,24 @@ class _PendingClaim:
     session_id: str
 
 
+@dataclass(frozen=True)
+class _CarriedClaim:
+    """A claim a completion call carries (:meth:`Worker._carry`): what to send, and where its answer goes (None: no
+    answer came, and the claim is sent again with its id)."""
+
+    body: ClaimRequest
+    answered: Callable[[ClaimResult | None], None]
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """The answer of a claim a completion carried, for the claim loop to take as its own."""
+
+    pending: _PendingClaim
+    claimed: ClaimResult
+    session_id: str
+
+
 @dataclass
 class _Completion:
     item: CompleteItem
@@ -435,6 +457,8 @@ class Worker:
         self._claiming = False
         self._claims_sent = 0
         self._idle_claims = 0
+        #: The answer of a claim a completion carried, for the loop to take as its own.
+        self._carried: _Carried | None = None
         # Grants never heard of.
         self._unknown_held: dict[str, int] = {}
         self._reconcile_needed = False
@@ -623,6 +647,7 @@ class Worker:
         self._session_abort = Abort()
         self._valid_until = 0.0
         self._pending_claim = None
+        self._carried = None
         self._claim_seq = 0
         self._unknown_held.clear()
         self._given_back.clear()
@@ -910,6 +935,7 @@ class Worker:
     # Claims
 
     def _wake_claims(self) -> None:
+        """Room for a task was made, a session opened, or the worker stops: a loop waiting for either goes on."""
         if self._room is not None:
             self._room.set()
 
@@ -925,18 +951,18 @@ class Worker:
                     await self._stop.sleep(idle.next())
                 continue
             free = self._concurrency - len(self._tasks)
-            if free <= 0:
+            # A claim a completion carries is this loop's too: none is sent beside it.
+            if free <= 0 or self._claiming:
                 assert self._room is not None
                 self._room.clear()
                 await self._room.wait()
                 continue
-            answered = await self._send_claim(session, free, idle)
+            answered = self._take_carried(session) or await self._send_claim(session, free, idle)
             if answered is None:
                 continue
             pending, claimed = answered
             if self._state != "running" or self._session is not session:
-                for task in claimed["tasks"]:
-                    await self._give_back(task["taskId"], task["leaseEpoch"])
+                await self._hand_back(claimed["tasks"], session)
                 continue
             for task in claimed["tasks"]:
                 if f"{task['taskId']}:{task['leaseEpoch']}" in self._given_back:
@@ -955,10 +981,21 @@ class Worker:
             # The server's suggestion wins: its operator sets what idle polling may cost.
             after = claimed.get("retryAfterMs")
             await self._stop.sleep(after / 1000 if after is not None else idle.next())
+        # The answer of a claim a completion carried that the loop did not take: its tasks go back.
+        left, self._carried = self._carried, None
+        session = self._session
+        if left is not None and session is not None and session["sessionId"] == left.session_id:
+            await self._hand_back(left.claimed["tasks"], session)
 
-    async def _send_claim(
-        self, session: Session, free: int, idle: Backoff
-    ) -> tuple[_PendingClaim, ClaimResult] | None:
+    async def _hand_back(self, tasks: Sequence[ClaimedTask], session: Session) -> None:
+        """Tasks a claim brought after a stop began: back to their queue, unless their session is already gone."""
+        if self._session is not session:
+            return
+        for task in tasks:
+            await self._give_back(task["taskId"], task["leaseEpoch"])
+
+    def _begin_claim(self, session: Session) -> _PendingClaim:
+        """A claim of the session as this worker makes it now: a new one, or the one whose answer never came."""
         # A claim whose answer never came is sent again with its id, number and first send time: the server answers
         # it with what it granted instead of leasing more this worker would never hear of.
         pending = self._pending_claim
@@ -968,6 +1005,9 @@ class Worker:
         self._pending_claim = pending
         self._claiming = True
         self._claims_sent += 1
+        return pending
+
+    def _claim_body(self, session: Session, free: int, pending: _PendingClaim) -> ClaimRequest:
         body: ClaimRequest = {
             "sessionId": session["sessionId"],
             "max": min(free, limits.TASKS_PER_CLAIM),
@@ -977,6 +1017,48 @@ class Worker:
         }
         if self._queues is not None:
             body["queues"] = self._queues
+        return body
+
+    def _take_carried(self, session: Session) -> tuple[_PendingClaim, ClaimResult] | None:
+        """The answer of a claim a completion carried, taken once, if it was made under ``session``."""
+        carried, self._carried = self._carried, None
+        if carried is None or carried.session_id != session["sessionId"]:
+            return None
+        return carried.pending, carried.claimed
+
+    def _carry(self, freed: int) -> _CarriedClaim | None:
+        """The claim a completion about to be sent may carry, so a busy worker finishes a task and takes its next in
+        one call: one while the worker is full and so waits for room (the completion makes ``freed`` slots of it),
+        none beside a claim in flight, nor before the loop has taken the answer of the last one carried. Its answer,
+        or None if none came (the claim is then sent again with its id), goes to ``answered`` before the completion
+        settles."""
+        session = self._session
+        room = self._concurrency - len(self._tasks)
+        free = 0 if self._claiming or self._carried is not None or room > 0 else room + freed
+        if session is None or self._state != "running" or self._handler is None or free <= 0:
+            return None
+        pending = self._begin_claim(session)
+        body = self._claim_body(session, free, pending)
+
+        def answered(claimed: ClaimResult | None) -> None:
+            self._claiming = False
+            if claimed is not None and self._pending_claim is pending:
+                self._pending_claim = None
+                # The loop takes it, unless the worker stops: then nothing will, and its tasks go back.
+                if self._state == "running":
+                    self._carried = _Carried(pending, claimed, session["sessionId"])
+                else:
+                    self._spawn(self._hand_back(claimed["tasks"], session))
+            self._wake_claims()
+
+        return _CarriedClaim(body, answered)
+
+    async def _send_claim(
+        self, session: Session, free: int, idle: Backoff
+    ) -> tuple[_PendingClaim, ClaimResult] | None:
+        """Sends a claim on its own: its answer, or None once what went wrong is dealt with."""
+        pending = self._begin_claim(session)
+        body = self._claim_body(session, free, pending)
         timeout = min(CLAIM_ATTEMPT_SECONDS, session["leaseTtlSeconds"] / 2)
         try:
             claimed = await self.io(
@@ -1168,16 +1250,26 @@ class Worker:
 
     async def _complete_alone(self, waiting: _Completion) -> None:
         item = waiting.item
-        body = {k: v for k, v in item.items() if k != "taskId"}
+        body = cast(CompleteRequest, {k: v for k, v in item.items() if k != "taskId"})
         timeout = self._attempt_timeout()
+        carried = self._carry(1)
         try:
-            await self.io(
-                lambda abandon: self.client.complete(
-                    item["taskId"], cast(Any, body), timeout=timeout, abandon=abandon
-                ),
-                waiting.entry.abort,
-            )
+            if carried is not None:
+                answer = await self.io(
+                    lambda abandon: self.client.complete_and_claim(
+                        item["taskId"], body, carried.body, timeout=timeout, abandon=abandon
+                    ),
+                    waiting.entry.abort,
+                )
+                carried.answered(answer.get("next"))
+            else:
+                await self.io(
+                    lambda abandon: self.client.complete(item["taskId"], body, timeout=timeout, abandon=abandon),
+                    waiting.entry.abort,
+                )
         except Exception as error:  # noqa: BLE001 (the completion's own outcome)
+            if carried is not None:
+                carried.answered(None)
             _settle(waiting.settled, error)
             return
         _settle(waiting.settled, None)
@@ -1185,13 +1277,26 @@ class Worker:
     async def _complete_group(self, group: list[_Completion]) -> None:
         timeout = self._attempt_timeout()
         items = [w.item for w in group]
+        aborts = [w.entry.abort for w in group]
+        carried = self._carry(len(group))
         try:
             # Abandoned as soon as one of its leases runs out; the others are then sent again on their own.
-            results = await self.io(
-                lambda abandon: self.client.complete_tasks(items, timeout=timeout, abandon=abandon),
-                *[w.entry.abort for w in group],
-            )
+            if carried is not None:
+                answer = await self.io(
+                    lambda abandon: self.client.complete_tasks_and_claim(
+                        items, carried.body, timeout=timeout, abandon=abandon
+                    ),
+                    *aborts,
+                )
+                carried.answered(answer.get("next"))
+                results = answer["results"]
+            else:
+                results = await self.io(
+                    lambda abandon: self.client.complete_tasks(items, timeout=timeout, abandon=abandon), *aborts
+                )
         except Exception as error:  # noqa: BLE001
+            if carried is not None:
+                carried.answered(None)
             if not is_refusal(error):
                 for waiting in group:
                     _settle(waiting.settled, error)
