@@ -8,12 +8,13 @@ Calls block; the :class:`~agent_scheduler.Worker` runs them on threads of its ow
 
 from __future__ import annotations
 
+import re
 import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id, next_open_seq
@@ -39,6 +40,7 @@ from .types import (
     ProgressItem,
     ProgressItemResult,
     ProgressRequest,
+    PushTicket,
     QueueStats,
     RejectWaitpointRequest,
     ReleaseRequest,
@@ -62,6 +64,12 @@ from .types import (
 )
 
 T = TypeVar("T")
+
+PushTicketFor = Literal["agent", "operator"]
+"""Who a push ticket is for: the agent whose token the client holds, or an operator."""
+
+#: An agent's bearer token: ``<agentId>.<secret>``.
+_AGENT_TOKEN = re.compile(r"^a_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$")
 
 #: The ``nextError`` of a completion whose claim was not carried: the server is older than carried claims.
 CLAIM_NOT_CARRIED = {
@@ -101,6 +109,7 @@ class Client:
         retries: RetryPolicy | None = None,
         timeout: float = 30.0,
     ) -> None:
+        self._token = token
         #: The server refused a claim carried by a completion as an unknown field: it is older than them.
         self._claims_not_carried = False
         self._transport = Transport(
@@ -174,6 +183,21 @@ class Client:
     def redrive_task(self, task_id: str) -> Task:
         """Sends a dead task back to its queue."""
         return self._call("POST", f"/v1/tasks/{_segment(task_id)}/redrive")["task"]
+
+    def push_ticket(
+        self,
+        kind: PushTicketFor | None = None,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> PushTicket:
+        """A ticket to open one push connection, good once within 60 seconds: an agent's (it hears wakes for its
+        queues, its role grants and the cancels of its tasks) or an operator's (it can watch tasks). ``kind``
+        default: ``agent`` when the client holds an agent's token, ``operator`` otherwise. A deployment without a
+        push channel answers 404 (``PushUnavailable``)."""
+        agent = kind == "agent" if kind is not None else bool(self._token and _AGENT_TOKEN.match(self._token))
+        path = "/v1/agent/push-ticket" if agent else "/v1/push-ticket"
+        return self._call("POST", path, timeout=timeout, abandon=abandon)
 
     def list_waitpoints(self, *, limit: int | None = None, cursor: str | None = None) -> WaitpointPage:
         """Open waitpoints, oldest first, one page at a time; pass ``nextCursor`` back as ``cursor`` for the next."""

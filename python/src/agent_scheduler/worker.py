@@ -17,6 +17,8 @@ The semantics are the TypeScript SDK's ``Worker``:
 - A busy worker carries its next claim on its completions (``claimNext``): a task finished and the next one taken in
   one call. A completion whose answer was lost leaves its claim unanswered, and the claim is sent again with its id
   (by the completion's retry, or on its own), so the server answers it with what it granted.
+- On the push channel (``push``), an idle worker waits for a wake instead of polling, a cancel reaches its handler at
+  once and a role grant brings a heartbeat; polling stays the fallback while the channel is down.
 - Stopping drains: no new claims, running handlers finish (up to ``drain_timeout``), then what still runs is
   released. ``run()`` does so on SIGINT or SIGTERM; a second signal releases at once.
 """
@@ -41,6 +43,7 @@ from ._ids import new_claim_id, new_open_id
 from ._listeners import Listeners, call_listeners
 from ._progress import ProgressReports, checked_item
 from ._running import Abort, AbortReason, Backoff, LostReason, PendingCheckpoint, RunningTask
+from ._worker_push import PushHost, WorkerPush
 from .client import Client
 from .errors import (
     AgentSchedulerError,
@@ -51,6 +54,7 @@ from .errors import (
     error_for_response,
     is_refusal,
 )
+from .push import PushOptions
 from .types import (
     BatchItemResult,
     CheckpointItem,
@@ -398,7 +402,9 @@ class Worker:
     from these of the agent's queues only; ``labels``: narrow the agent's labels for its sessions;
     ``poll_interval``: the idle wait between empty claims, from ``min`` doubling to ``max`` seconds (the server's
     suggestion wins); ``lease_margin``: seconds taken off every lease (default 1 s, or a fifth of a short TTL);
-    ``drain_timeout``: the longest a stop waits for running handlers.
+    ``drain_timeout``: the longest a stop waits for running handlers; ``push``: the push channel (True: with the
+    default :class:`~agent_scheduler.PushOptions`): while its socket is up an idle worker waits for a wake (or the
+    server's slow safety poll) instead of polling, hears cancels and role grants at once; False polls only.
     """
 
     def __init__(
@@ -413,6 +419,7 @@ class Worker:
         lease_margin: float | None = None,
         drain_timeout: float = 30.0,
         roles: Mapping[str, RoleHandler] | None = None,
+        push: bool | PushOptions = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -459,6 +466,10 @@ class Worker:
         self._idle_claims = 0
         #: The answer of a claim a completion carried, for the loop to take as its own.
         self._carried: _Carried | None = None
+        #: A wake for one of this worker's queues (or a change of the channel) came since the last claim was sent:
+        #: the next idle wait ends at once. Cleared as a claim is sent, so a wake during one counts.
+        self._nudged = False
+        self._idle_ended: asyncio.Event | None = None
         # Grants never heard of.
         self._unknown_held: dict[str, int] = {}
         self._reconcile_needed = False
@@ -478,6 +489,18 @@ class Worker:
         self._followers: list[RoleFollower] = []
         #: Each running task's latest progress report, sent at most once a second for all of them.
         self.progress_reports = ProgressReports(self._send_progress, self._report)
+        self._push = WorkerPush(
+            PushHost(
+                queues=self._queues,
+                running=lambda: self._state == "running",
+                has_session=lambda: self._session is not None,
+                nudge=self._nudge,
+                beat=lambda: self._spawn(self._beat_quietly()),
+                cancelled=lambda task_id, epoch: self._abort_task(self._find(task_id, None, epoch), "cancelled"),
+                ticket=self._push_url,
+            ),
+            None if push is False else PushOptions() if push is True else push,
+        )
 
     # Public
 
@@ -496,7 +519,13 @@ class Worker:
 
     @property
     def session_id(self) -> str | None:
+        """The live session's id; None between sessions."""
         return self._session["sessionId"] if self._session else None
+
+    @property
+    def listening(self) -> bool:
+        """Whether the push channel's socket is up now: claims say ``listening``, and an idle wait ends at a wake."""
+        return self._push.listening
 
     @property
     def stopped(self) -> bool:
@@ -536,6 +565,7 @@ class Worker:
         if self._state != "running":
             return
         self._use_session(session, sent_at)
+        self._push.open()
         for role, role_handler in self._role_handlers.items():
             self._hold_role(role, role_handler)
         if self._handler is not None:
@@ -555,9 +585,12 @@ class Worker:
             return
         self._state = "stopping"
         self._stop.set()
+        self._push.close()
         if not drain:
             self._force.set()
         self._wake_claims()
+        if self._idle_ended is not None:
+            self._idle_ended.set()
         self._stopping = asyncio.create_task(self._shutdown())
         await asyncio.shield(self._stopping)
 
@@ -629,6 +662,20 @@ class Worker:
     async def beat(self, first: RunningTask | None = None) -> None:
         """A heartbeat now (after the one in flight, if any), with ``first``'s checkpoint first."""
         await self._beat(first)
+
+    async def _push_url(self) -> str:
+        """The URL of a fresh agent push ticket, asked for on the worker's threads (abandoned when it stops)."""
+        timeout = self._attempt_timeout()
+        ticket = await self.io(
+            lambda abandon: self.client.push_ticket("agent", timeout=timeout, abandon=abandon), self._stop
+        )
+        return ticket["url"]
+
+    async def _beat_quietly(self) -> None:
+        """A heartbeat now, for a role grant pushed: a failure is dealt with as any beat's (and the next one tries
+        again)."""
+        with contextlib.suppress(Exception):
+            await self._beat()
 
     async def _send_progress(self, items: list[ProgressItem]) -> list[ProgressItemResult]:
         timeout = self._attempt_timeout()
@@ -939,6 +986,25 @@ class Worker:
         if self._room is not None:
             self._room.set()
 
+    def _nudge(self) -> None:
+        """Ends the idle wait now, or the next one if the loop is not waiting (a wake, the channel changing)."""
+        self._nudged = True
+        if self._idle_ended is not None:
+            self._idle_ended.set()
+
+    async def _idle_wait(self, seconds: float) -> None:
+        """The wait between an empty claim and the next: ``seconds``, or less when nudged or stopped."""
+        if seconds <= 0 or self._nudged or self._state != "running":
+            return
+        ended = asyncio.Event()
+        self._idle_ended = ended
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(ended.wait(), seconds)
+        finally:
+            if self._idle_ended is ended:
+                self._idle_ended = None
+
     async def _claims(self) -> None:
         idle = Backoff(*self._poll)
         while self._state == "running":
@@ -978,9 +1044,10 @@ class Worker:
                     self._session_lapsed(session)
                 continue
             self._idle_claims += 1
-            # The server's suggestion wins: its operator sets what idle polling may cost.
+            # The server's suggestion wins: its operator sets what idle polling may cost. To a listening worker it is
+            # its slow safety poll, and a wake ends the wait first.
             after = claimed.get("retryAfterMs")
-            await self._stop.sleep(after / 1000 if after is not None else idle.next())
+            await self._idle_wait(after / 1000 if after is not None else idle.next())
         # The answer of a claim a completion carried that the loop did not take: its tasks go back.
         left, self._carried = self._carried, None
         session = self._session
@@ -1005,6 +1072,8 @@ class Worker:
         self._pending_claim = pending
         self._claiming = True
         self._claims_sent += 1
+        # A wake from now on is news this claim may not have seen.
+        self._nudged = False
         return pending
 
     def _claim_body(self, session: Session, free: int, pending: _PendingClaim) -> ClaimRequest:
@@ -1017,6 +1086,8 @@ class Worker:
         }
         if self._queues is not None:
             body["queues"] = self._queues
+        if self._push.listening:
+            body["listening"] = True
         return body
 
     def _take_carried(self, session: Session) -> tuple[_PendingClaim, ClaimResult] | None:
@@ -1144,9 +1215,12 @@ class Worker:
         if entry.phase == "running":
             self._emit("lost", entry.task, reason)
 
-    def _find(self, task_id: str, session_id: str, lease_epoch: int | None = None) -> RunningTask | None:
+    def _find(self, task_id: str, session_id: str | None, lease_epoch: int | None = None) -> RunningTask | None:
+        """The running task of ``task_id`` under ``session_id`` and ``lease_epoch`` (either: any, when None)."""
         for entry in self._tasks:
-            if entry.task_id != task_id or entry.aborted or entry.session_id != session_id:
+            if entry.task_id != task_id or entry.aborted:
+                continue
+            if session_id is not None and entry.session_id != session_id:
                 continue
             if lease_epoch is None or entry.task["leaseEpoch"] == lease_epoch:
                 return entry
@@ -1489,6 +1563,8 @@ class Worker:
             if self._session_timer is not None:
                 self._session_timer.cancel()
             self.progress_reports.stop()
+            with contextlib.suppress(Exception):
+                await self._push.aclose()
             self._state = "stopped"
             self._io_pool.shutdown(wait=False)
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
