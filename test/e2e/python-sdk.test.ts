@@ -41,6 +41,8 @@ const QUEUES = [
   'py-lost',
   'py-push',
   'py-cancel',
+  'py-wait',
+  'py-parked',
 ];
 
 /** The first of these on PATH that is Python 3.10 or later. */

@@ -18,6 +18,7 @@ from .errors import (
     NonRetryableError,
     SessionLostError,
     TaskError,
+    TaskWaitTimeoutError,
 )
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ __all__ = [
     "Suspend",
     "TaskContext",
     "TaskError",
+    "TaskWaitTimeoutError",
     "Worker",
     "default_credentials",
 ]

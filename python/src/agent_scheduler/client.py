@@ -4,17 +4,21 @@ Retries are safe by construction: a submit always carries an idempotency key, a 
 open id, and the server answers a repeated complete, fail or release with the outcome it already committed.
 Registering an agent is not idempotent, so it is retried only when the server says the request was not processed.
 Calls block; the :class:`~agent_scheduler.Worker` runs them on threads of its own.
+
+:meth:`Client.wait_for_task` and :meth:`Client.submit_and_wait` wait for a task to end on the push channel while it is
+up, reading the task with backoff while it is not (``_waiter.py``).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id, next_open_seq
@@ -63,6 +67,9 @@ from .types import (
     WithdrawRoleResult,
 )
 
+if TYPE_CHECKING:
+    from .push import PushOptions
+
 T = TypeVar("T")
 
 PushTicketFor = Literal["agent", "operator"]
@@ -96,7 +103,8 @@ class Client:
     """The HTTP API. ``token``: an agent's or the operator's bearer token; ``signer``: SigV4 for IAM routes.
 
     ``send`` replaces how a request goes on the wire (tests lose answers through it); ``retries`` and ``timeout``
-    (seconds per attempt) shape every call.
+    (seconds per attempt) shape every call. ``push``: the push channel :meth:`wait_for_task` listens on (True: with
+    the default :class:`~agent_scheduler.PushOptions`); False reads the task with backoff instead.
     """
 
     def __init__(
@@ -108,8 +116,10 @@ class Client:
         send: Send | None = None,
         retries: RetryPolicy | None = None,
         timeout: float = 30.0,
+        push: bool | PushOptions = True,
     ) -> None:
         self._token = token
+        self._push: bool | PushOptions = push
         #: The server refused a claim carried by a completion as an unknown field: it is older than them.
         self._claims_not_carried = False
         self._transport = Transport(
@@ -183,6 +193,54 @@ class Client:
     def redrive_task(self, task_id: str) -> Task:
         """Sends a dead task back to its queue."""
         return self._call("POST", f"/v1/tasks/{_segment(task_id)}/redrive")["task"]
+
+    def wait_for_task(
+        self,
+        task_id: str,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[TaskProgress], None] | None = None,
+    ) -> Task:
+        """Blocks until the task has ended (``succeeded``, ``dead``, ``cancelled`` or ``expired``) and answers it, as
+        :meth:`get_task` reads it. Listens on the push channel while it is up (the task is watched, its end pushed,
+        then read once); reads the task with backoff (0.25 s doubling to 5 s) while the channel is down or the client
+        has ``push=False``. ``on_progress(progress)`` hears each progress report of the task's holder, newest last,
+        on this thread. Raises :class:`~agent_scheduler.TaskWaitTimeoutError` after ``timeout`` seconds, the server's
+        error for a task that does not exist. From ``async`` code: ``await asyncio.to_thread(client.wait_for_task,
+        …)``."""
+        from ._waiter import TaskWait, run_blocking  # noqa: PLC0415 (asyncio comes with the first wait)
+
+        wait = TaskWait(
+            task_id,
+            get_task=self.get_task,
+            ticket=lambda: self.push_ticket("operator"),
+            push=self._push_options(),
+            on_progress=on_progress,
+        )
+        return run_blocking(wait.run(timeout))
+
+    def submit_and_wait(
+        self,
+        spec: TaskSpec,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[TaskProgress], None] | None = None,
+    ) -> Task:
+        """Submits a task (:meth:`submit_task`), then waits for it to end (:meth:`wait_for_task`); ``timeout`` counts
+        from the call."""
+        started = time.monotonic()
+        task = self.submit_task(spec).task
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        return self.wait_for_task(task["taskId"], timeout=left, on_progress=on_progress)
+
+    def _push_options(self) -> PushOptions | None:
+        if self._push is False:
+            return None
+        if self._push is True:
+            from .push import PushOptions  # noqa: PLC0415 (the push channel comes with its first use)
+
+            return PushOptions()
+        return self._push
 
     def push_ticket(
         self,
