@@ -258,7 +258,6 @@ class _Connection:
     replace_timer: asyncio.TimerHandle | None = None
     #: Running while a ``ping`` waits for its pong.
     pong_timer: asyncio.TimerHandle | None = None
-    reader: asyncio.Task[None] | None = None
 
 
 class PushChannel:
@@ -410,7 +409,7 @@ class PushChannel:
         previous = self._current
         self._current = connection
         self._state = "open"
-        connection.reader = self._spawn(self._read(connection), closing=True)
+        self._spawn(self._read(connection), closing=True)
         # At once, so that a deployment that answers pings is known to, and the new socket is seen to work.
         self._ping(connection)
         self._arm_keep_alive(connection)
