@@ -43,10 +43,11 @@ class PushTest(unittest.IsolatedAsyncioTestCase):
         await wait_for(lambda: worker.in_flight == 0, 10)
         await worker.stop()
 
-        # Assess: picked within two seconds of the submission, by the one claim the wake brought (and maybe the next,
-        # listening again); the idle worker claimed nothing meanwhile, its wait being the server's minute.
+        # Assess: picked by the one claim the wake brought (and maybe the next, listening again), the idle worker having
+        # claimed nothing meanwhile, its wait being the server's minute; within a twelfth of that of the submission
+        # (about 0.3 s on a quiet machine; a starved one takes a second or two for each call).
         self.assertEqual(picked[0][0], task["taskId"])
-        self.assertLess(picked[0][1] - submitted_at, 2.0)
+        self.assertLess(picked[0][1] - submitted_at, 5.0)
         claims = network.calls("/v1/agent/claim")
         self.assertLessEqual(len(claims) - claims_while_idle, 2)
         self.assertGreaterEqual(listening()[0][1]["retryAfterMs"], 30_000)
@@ -79,12 +80,12 @@ class PushTest(unittest.IsolatedAsyncioTestCase):
         # Act
         sent_at = time.monotonic()
         await asyncio.to_thread(ops.cancel_task, task["taskId"])
-        await wait_for(lambda: cancelled, 5)
+        await wait_for(lambda: cancelled, 10)
         await worker.stop()
 
         # Assess
         self.assertEqual(cancelled[0][0], "cancelled")
-        self.assertLess(cancelled[0][1] - sent_at, 2.0)
+        self.assertLess(cancelled[0][1] - sent_at, 5.0)
         self.assertEqual(len(network.calls("/v1/agent/heartbeat")), beats_before)
         self.assertEqual(await task_status(ops, task["taskId"]), "cancelled")
 

@@ -26,7 +26,7 @@ from .push import PUSH_VERSION, TASK_ENDS, PushChannel, PushFrame, PushOptions, 
 from .types import PushTicket, Task, TaskProgress
 
 T = TypeVar("T")
-log = logging.getLogger("agent_scheduler.client")
+log = logging.getLogger("agent_scheduler.waiter")
 
 #: Reads of a task while its wait polls: from 0.25 s, doubling, to 5 s.
 POLL = (0.25, 5.0)
@@ -183,6 +183,7 @@ class TaskWait:
             status = statuses.get(self.task_id, _MISSING)
             self._mode = "watching"
             self._wake_pause()
+            log.debug("watching task %s on the push channel (it was %s)", self.task_id, status)
             if isinstance(status, str):
                 self._last_status = status
             # Ended already, or no such task (the read says which): read it. A watch of progress reads it once too,
@@ -222,6 +223,8 @@ class TaskWait:
     def _to_polling(self, first_delay: float) -> None:
         if self._settled:
             return
+        if self._mode != "polling":
+            log.debug("reading task %s with backoff: the push channel does not watch it", self.task_id)
         self._mode = "polling"
         self._poll(first_delay)
 
