@@ -88,6 +88,7 @@ COVERED: list[tuple[str, str]] = [
     ("ReleaseRoleResult", "ReleaseRoleResult"),
     ("WithdrawRequest", "WithdrawRequest"),
     ("WithdrawRoleResult", "WithdrawRoleResult"),
+    ("PushTicket", "PushTicket"),
 ]
 
 # The routes the client covers: (method, path) -> (request body, 2xx answer), by TypedDict name.
@@ -123,6 +124,8 @@ ROUTES: list[tuple[str, str, str | None, str]] = [
     ("POST", "/v1/agent/roles/{role}/volunteer", "VolunteerRequest", "VolunteerResult"),
     ("POST", "/v1/agent/roles/{role}/release", "ReleaseRoleRequest", "ReleaseRoleResult"),
     ("POST", "/v1/agent/roles/{role}/withdraw", "WithdrawRequest", "WithdrawRoleResult"),
+    ("POST", "/v1/push-ticket", None, "PushTicket"),
+    ("POST", "/v1/agent/push-ticket", None, "PushTicket"),
 ]
 
 

@@ -4,10 +4,12 @@ operator token in the environment), agents registered on it, and a ``send`` the 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import time
 import unittest
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -26,21 +28,26 @@ def operator() -> Client:
 
 
 class Network:
-    """A ``send`` that passes requests on, or fails them while ``cut``; ``lose`` loses the answer of the next
-    request that matches, after the server has acted on it."""
+    """A ``send`` that passes requests on, or fails them while ``cut`` (or ``block`` says so of one); ``lose`` loses
+    the answer of the next request that matches, after the server has acted on it; ``answered`` keeps each answer
+    that came back, with its request and when (monotonic)."""
 
     def __init__(self) -> None:
         self.cut = False
+        self.block: Callable[[HttpRequest], bool] | None = None
         self.sent: list[HttpRequest] = []
+        self.answered: list[tuple[HttpRequest, HttpResponse, float]] = []
         self._lose: Callable[[HttpRequest, HttpResponse], bool] | None = None
         self.lost = 0
+        self.lost_requests: list[HttpRequest] = []
         self._lock = threading.Lock()
 
     def lose(self, matches: Callable[[HttpRequest, HttpResponse], bool]) -> None:
         self._lose = matches
 
     def __call__(self, request: HttpRequest, timeout: float) -> HttpResponse:
-        if self.cut:
+        block = self.block
+        if self.cut or (block is not None and block(request)):
             raise ConnectionError("network cut")
         with self._lock:
             self.sent.append(request)
@@ -50,8 +57,20 @@ class Network:
             if matches is not None and matches(request, response):
                 self._lose = None
                 self.lost += 1
+                self.lost_requests.append(request)
                 raise ConnectionError("the answer was lost")
+            self.answered.append((request, response, time.monotonic()))
         return response
+
+    def calls(self, path_end: str) -> list[tuple[dict[str, Any], Any]]:
+        """The JSON bodies of the requests to a path ending with ``path_end`` that were answered, with the answers'."""
+        with self._lock:
+            answered = list(self.answered)
+        return [
+            (json.loads(r.body or b"{}"), json.loads(a.body) if a.body else None)
+            for r, a, _ in answered
+            if urllib.parse.urlsplit(r.url).path.endswith(path_end)
+        ]
 
 
 def agent(queue: str, *, max_concurrency: int = 1, network: Network | None = None) -> Client:

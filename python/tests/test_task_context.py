@@ -1,6 +1,6 @@
 """What a handler can do through its ``TaskContext`` beyond returning a result, against the local stack: suspend on a
-waitpoint and resume with its outcome, report progress, extend its deadline (as ``sdk-worker.test.ts`` covers them
-for the TypeScript Worker)."""
+waitpoint and resume with its outcome, report progress, extend its deadline, report the rate-limit units it used (as
+``sdk-worker.test.ts`` covers them for the TypeScript Worker)."""
 
 from __future__ import annotations
 
@@ -147,6 +147,46 @@ class TaskContextTest(unittest.IsolatedAsyncioTestCase):
         self.assertGreater(ran[0], 4)
         done = await asyncio.to_thread(ops.get_task, task["taskId"])
         self.assertEqual((done["status"], done["attempt"], done.get("result")), ("succeeded", 1, {"cancelled": False}))
+
+    async def test_a_handler_reports_the_units_it_used_and_the_completion_settles_what_the_grant_took(self) -> None:
+        # Prepare: a day's budget of tokens; the task's grant takes an estimate of 500.
+        ops = operator()
+        limit = "/v1/rate-limits/py.tokens"
+        await asyncio.to_thread(ops._call, "POST", limit, body={"limit": 10_000, "per": "day"})
+        before = (await asyncio.to_thread(ops._call, "GET", limit))["rateLimit"]["window"].get("used", 0)
+        spec: Any = {"queue": "py-usage", "payload": {}, "rateLimits": [{"name": "py.tokens", "units": 500}]}
+        task = (await asyncio.to_thread(ops.submit_task, spec)).task
+        refused: list[str] = []
+
+        def handler(_task: ClaimedTask, ctx: TaskContext) -> Any:
+            # Two model calls, counted as they go; a bad count raises and adds nothing.
+            ctx.usage("py.tokens", 300)
+            ctx.usage({"py.tokens": 420})
+            five = {"py.tokens": 1, "b": 1, "c": 1, "d": 1, "e": 1}
+            bad: list[Any] = [("py.tokens", -1), ("py.tokens", float("nan")), ("py.tokens", True), (five,)]
+            for args in bad:
+                try:
+                    ctx.usage(*args)
+                except (TypeError, ValueError) as error:
+                    refused.append(type(error).__name__)
+            return "summarised"
+
+        network = Network()
+        worker = Worker(agent("py-usage", network=network), handler, poll_interval=FAST)
+        await worker.start()
+
+        # Act
+        await wait_for(lambda: network.calls("/complete"), 10)
+        await worker.stop()
+
+        # Assess: 500 taken at the grant, 720 used: the day's window holds 720 more than before.
+        self.assertEqual(refused, ["ValueError", "ValueError", "TypeError", "ValueError"])
+        done = await asyncio.to_thread(ops.get_task, task["taskId"])
+        self.assertEqual((done["status"], done.get("result")), ("succeeded", "summarised"))
+        self.assertEqual([(t["name"], t["units"]) for t in done.get("rateTaken", [])], [("py.tokens", 500)])
+        after = (await asyncio.to_thread(ops._call, "GET", limit))["rateLimit"]["window"]["used"]
+        self.assertEqual(after, before + 720)
+        self.assertEqual([body["usage"] for body, _ in network.calls("/complete")], [{"py.tokens": 720}])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 /**
  * The Python SDK (`python/`) end to end: its unittest suite runs as a child process against the local server on the
  * emulators, with short leases and a supervisor sweeping every quarter second, so lease losses are seen quickly, and
- * its whole pass (which hands over the roles of a session gone silent) every second.
+ * its whole pass (which hands over the roles of a session gone silent) every second. The server offers the push
+ * channel, with a safety poll of a minute: a listening worker that was not woken would sit idle that long.
  * Skipped, saying so, only when no Python 3.10 or later is on PATH (`.ci/run` makes sure there is one).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalPushSender } from '#local/push-server';
 import type { LocalServer } from '#local/server';
 import { createTestStack, serveStack, type TestStack } from '#test/stack';
 
@@ -18,6 +20,8 @@ const LEASE_TTL_SECONDS = 6;
  */
 const SUITE_BOUND_MS = 120_000;
 const HANG_DUMP_SECONDS = 100;
+/** What an empty claim tells a listening agent to wait: a wake comes first, or a test would see the minute. */
+const PUSH_SAFETY_POLL_MS = 60_000;
 const QUEUES = [
   'py-lifecycle',
   'py-lease',
@@ -31,6 +35,14 @@ const QUEUES = [
   'py-progress',
   'py-extend',
   'py-roles',
+  'py-usage',
+  'py-carry',
+  'py-old',
+  'py-lost',
+  'py-push',
+  'py-cancel',
+  'py-wait',
+  'py-parked',
   'py-waitpoints',
   'py-readme',
   // The Python agent example's queues, as `npm start` has them (`examples/python-agent`).
@@ -70,24 +82,33 @@ function everyUnlessRunning(pass: () => Promise<unknown>, ms: number): NodeJS.Ti
 }
 
 describe.skipIf(!python)('the Python SDK against the local stack', () => {
+  const sender = new LocalPushSender();
   let stack: TestStack;
   let server: LocalServer;
   let sweeper: NodeJS.Timeout;
   let supervisor: NodeJS.Timeout;
 
   beforeAll(async () => {
+    let serverUrl = '';
     stack = await createTestStack({
       random: () => 0,
       queues: QUEUES,
-      settings: { leaseTtlSeconds: LEASE_TTL_SECONDS, heartbeatIntervalSeconds: 1 },
+      push: { sender, url: () => `${serverUrl.replace(/^http/, 'ws')}/v1/push` },
+      settings: {
+        leaseTtlSeconds: LEASE_TTL_SECONDS,
+        heartbeatIntervalSeconds: 1,
+        pushSafetyPollMs: PUSH_SAFETY_POLL_MS,
+      },
     });
-    server = await serveStack(stack, OPERATOR);
+    server = await serveStack(stack, OPERATOR, { push: sender });
+    serverUrl = server.url;
     sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 250);
     supervisor = everyUnlessRunning(() => stack.scheduler.supervise(), 1_000);
   });
   afterAll(async () => {
     clearInterval(sweeper);
     clearInterval(supervisor);
+    sender.dropAll();
     await server.close();
     await stack.destroy();
   });

@@ -3,7 +3,8 @@ tasks with the TypeScript SDK's semantics (leases reckoned on the agent's own cl
 silently, idempotent claims and opens, graceful drain).
 
 Each name is imported from its module when first used (PEP 562), so ``import agent_scheduler`` costs a few
-milliseconds and a process pays for asyncio and ``urllib`` only once it uses a :class:`Worker` or sends a request.
+milliseconds and a process pays for asyncio and ``urllib`` only once it uses a :class:`Worker` or sends a request
+(and for :mod:`ssl` only once it opens a ``wss://`` push connection).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from .errors import (
     NonRetryableError,
     SessionLostError,
     TaskError,
+    TaskWaitTimeoutError,
 )
 
 if TYPE_CHECKING:
-    from .client import Client, Submitted
+    from .client import Client, PushTicketFor, Submitted
+    from .push import PushChannel, PushChannelState, PushFrame, PushOptions
     from .roles import RoleLostReason, RoleSubscription
     from .sigv4 import Credentials, MissingExtraError, SigV4Signer, default_credentials
     from .transport import HttpRequest, HttpResponse, RetryPolicy
@@ -31,7 +34,12 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Client": "client",
+    "PushTicketFor": "client",
     "Submitted": "client",
+    "PushChannel": "push",
+    "PushChannelState": "push",
+    "PushFrame": "push",
+    "PushOptions": "push",
     "RoleLostReason": "roles",
     "RoleSubscription": "roles",
     "Credentials": "sigv4",
@@ -77,6 +85,11 @@ __all__ = [
     "MissingExtraError",
     "NetworkError",
     "NonRetryableError",
+    "PushChannel",
+    "PushChannelState",
+    "PushFrame",
+    "PushOptions",
+    "PushTicketFor",
     "RetryPolicy",
     "RoleContext",
     "RoleHandler",
@@ -89,6 +102,7 @@ __all__ = [
     "Suspend",
     "TaskContext",
     "TaskError",
+    "TaskWaitTimeoutError",
     "Worker",
     "default_credentials",
 ]

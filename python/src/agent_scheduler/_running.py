@@ -8,11 +8,11 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from .limits import CHECKPOINT_BYTES, TIMEOUT_SECONDS, to_json
+from .limits import CHECKPOINT_BYTES, RATE_LIMITS_PER_TASK, RATE_UNITS, TIMEOUT_SECONDS, to_json
 from .types import ClaimedTask
 
 LostReason = Literal["cancelled", "lost", "deadline", "session", "expired"]
@@ -142,6 +142,7 @@ class RunningTask:
         self._version = 0
         self._sent_version = 0
         self._pending_since = 0.0
+        self._used: dict[str, float] = {}
 
     @property
     def task_id(self) -> str:
@@ -193,6 +194,33 @@ class RunningTask:
             self._checkpoint = json.loads(text)
             self._checkpoint_bytes = size
             self._version += 1
+
+    def add_usage(self, units: Mapping[str, float]) -> None:
+        """Adds units used, by rate limit: all or nothing. Raises, adding nothing, for a name that is not a string or
+        a count that is not a number (``TypeError``), a count outside 0 to 10^12 or a total past it, or a fifth limit
+        (``ValueError``)."""
+        checked: dict[str, float] = {}
+        for name, count in cast("Mapping[object, object]", units).items():
+            if not isinstance(name, str):
+                raise TypeError(f"usage: a rate limit is named by a string, not {name!r}")
+            if isinstance(count, bool) or not isinstance(count, (int, float)):
+                raise TypeError(f"usage of {name}: a number of units, not {count!r}")
+            if not math.isfinite(count) or not 0 <= count <= RATE_UNITS:
+                raise ValueError(f"usage of {name}: a number from 0 to {RATE_UNITS:.0e}")
+            checked[name] = checked.get(name, 0) + count
+        with self._lock:
+            if len(set(self._used) | set(checked)) > RATE_LIMITS_PER_TASK:
+                raise ValueError(f"usage: at most {RATE_LIMITS_PER_TASK} rate limits")
+            totals = {name: self._used.get(name, 0) + count for name, count in checked.items()}
+            past = [name for name, total in totals.items() if total > RATE_UNITS]
+            if past:
+                raise ValueError(f"usage of {past[0]}: at most {RATE_UNITS:.0e} units in all")
+            self._used.update(totals)
+
+    def usage(self) -> dict[str, float] | None:
+        """The units used so far, by rate limit; None when none were reported."""
+        with self._lock:
+            return dict(self._used) if self._used else None
 
     def pending_checkpoint(self) -> PendingCheckpoint | None:
         """The checkpoint not yet sent, with the version to acknowledge once a heartbeat carried it."""

@@ -4,16 +4,21 @@ Retries are safe by construction: a submit always carries an idempotency key, a 
 open id, and the server answers a repeated complete, fail or release with the outcome it already committed.
 Registering an agent is not idempotent, so it is retried only when the server says the request was not processed.
 Calls block; the :class:`~agent_scheduler.Worker` runs them on threads of its own.
+
+:meth:`Client.wait_for_task` and :meth:`Client.submit_and_wait` wait for a task to end on the push channel while it is
+up, reading the task with backoff while it is not (``_waiter.py``).
 """
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id, next_open_seq
@@ -25,6 +30,8 @@ from .types import (
     ChildTaskSpec,
     ClaimRequest,
     ClaimResult,
+    Completed,
+    CompletedMany,
     CompleteItem,
     CompleteRequest,
     CompleteWaitpointRequest,
@@ -37,6 +44,7 @@ from .types import (
     ProgressItem,
     ProgressItemResult,
     ProgressRequest,
+    PushTicket,
     QueueStats,
     RejectWaitpointRequest,
     ReleaseRequest,
@@ -59,7 +67,22 @@ from .types import (
     WithdrawRoleResult,
 )
 
+if TYPE_CHECKING:
+    from .push import PushOptions
+
 T = TypeVar("T")
+
+PushTicketFor = Literal["agent", "operator"]
+"""Who a push ticket is for: the agent whose token the client holds, or an operator."""
+
+#: An agent's bearer token: ``<agentId>.<secret>``.
+_AGENT_TOKEN = re.compile(r"^a_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$")
+
+#: The ``nextError`` of a completion whose claim was not carried: the server is older than carried claims.
+CLAIM_NOT_CARRIED = {
+    "code": "ClaimNotCarried",
+    "message": "the server takes no claim with a completion; send it with claim()",
+}
 
 
 @dataclass(frozen=True)
@@ -80,7 +103,8 @@ class Client:
     """The HTTP API. ``token``: an agent's or the operator's bearer token; ``signer``: SigV4 for IAM routes.
 
     ``send`` replaces how a request goes on the wire (tests lose answers through it); ``retries`` and ``timeout``
-    (seconds per attempt) shape every call.
+    (seconds per attempt) shape every call. ``push``: the push channel :meth:`wait_for_task` listens on (True: with
+    the default :class:`~agent_scheduler.PushOptions`); False reads the task with backoff instead.
     """
 
     def __init__(
@@ -92,7 +116,12 @@ class Client:
         send: Send | None = None,
         retries: RetryPolicy | None = None,
         timeout: float = 30.0,
+        push: bool | PushOptions = True,
     ) -> None:
+        self._token = token
+        self._push: bool | PushOptions = push
+        #: The server refused a claim carried by a completion as an unknown field: it is older than them.
+        self._claims_not_carried = False
         self._transport = Transport(
             endpoint,
             token=token,
@@ -164,6 +193,69 @@ class Client:
     def redrive_task(self, task_id: str) -> Task:
         """Sends a dead task back to its queue."""
         return self._call("POST", f"/v1/tasks/{_segment(task_id)}/redrive")["task"]
+
+    def wait_for_task(
+        self,
+        task_id: str,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[TaskProgress], None] | None = None,
+    ) -> Task:
+        """Blocks until the task has ended (``succeeded``, ``dead``, ``cancelled`` or ``expired``) and answers it, as
+        :meth:`get_task` reads it. Listens on the push channel while it is up (the task is watched, its end pushed,
+        then read once); reads the task with backoff (0.25 s doubling to 5 s) while the channel is down or the client
+        has ``push=False``. ``on_progress(progress)`` hears each progress report of the task's holder, newest last,
+        on this thread. Raises :class:`~agent_scheduler.TaskWaitTimeoutError` after ``timeout`` seconds, the server's
+        error for a task that does not exist. From ``async`` code: ``await asyncio.to_thread(client.wait_for_task,
+        …)``."""
+        from ._waiter import TaskWait, run_blocking  # noqa: PLC0415 (asyncio comes with the first wait)
+
+        wait = TaskWait(
+            task_id,
+            get_task=self.get_task,
+            ticket=lambda: self.push_ticket("operator"),
+            push=self._push_options(),
+            on_progress=on_progress,
+        )
+        return run_blocking(wait.run(timeout))
+
+    def submit_and_wait(
+        self,
+        spec: TaskSpec,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[TaskProgress], None] | None = None,
+    ) -> Task:
+        """Submits a task (:meth:`submit_task`), then waits for it to end (:meth:`wait_for_task`); ``timeout`` counts
+        from the call."""
+        started = time.monotonic()
+        task = self.submit_task(spec).task
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        return self.wait_for_task(task["taskId"], timeout=left, on_progress=on_progress)
+
+    def _push_options(self) -> PushOptions | None:
+        if self._push is False:
+            return None
+        if self._push is True:
+            from .push import PushOptions  # noqa: PLC0415 (the push channel comes with its first use)
+
+            return PushOptions()
+        return self._push
+
+    def push_ticket(
+        self,
+        kind: PushTicketFor | None = None,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> PushTicket:
+        """A ticket to open one push connection, good once within 60 seconds: an agent's (it hears wakes for its
+        queues, its role grants and the cancels of its tasks) or an operator's (it can watch tasks). ``kind``
+        default: ``agent`` when the client holds an agent's token, ``operator`` otherwise. A deployment without a
+        push channel answers 404 (``PushUnavailable``)."""
+        agent = kind == "agent" if kind is not None else bool(self._token and _AGENT_TOKEN.match(self._token))
+        path = "/v1/agent/push-ticket" if agent else "/v1/push-ticket"
+        return self._call("POST", path, timeout=timeout, abandon=abandon)
 
     def list_waitpoints(self, *, limit: int | None = None, cursor: str | None = None) -> WaitpointPage:
         """Open waitpoints, oldest first, one page at a time; pass ``nextCursor`` back as ``cursor`` for the next."""
@@ -272,6 +364,66 @@ class Client:
         """Records a task's result under its lease (``leaseEpoch``)."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/complete"
         return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+
+    def complete_and_claim(
+        self,
+        task_id: str,
+        body: CompleteRequest,
+        claim: ClaimRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> Completed:
+        """Completes a task and, in the same call, claims (``claim``, as :meth:`claim` takes it): a busy agent's next
+        task comes with the answer to its last, one request instead of two. The claim carries one id on every attempt
+        (a new one unless given). ``next`` is its answer; without it, ``nextError`` says why it was not made (as
+        :meth:`claim` would have raised it), or that the server is older than carried claims (``ClaimNotCarried``):
+        the completion stands either way, and the claim can be sent with :meth:`claim` under the same id."""
+        path = f"/v1/agent/tasks/{_segment(task_id)}/complete"
+
+        def carrying(claim_next: ClaimRequest) -> Completed:
+            sent: CompleteRequest = {**body, "claimNext": claim_next}
+            return _claim_after(self._call("POST", path, body=sent, timeout=timeout, abandon=abandon))
+
+        def alone() -> Completed:
+            return {"task": self.complete(task_id, body, timeout=timeout, abandon=abandon)}
+
+        return self._carrying(claim, carrying, alone)
+
+    def complete_tasks_and_claim(
+        self,
+        items: Sequence[CompleteItem],
+        claim: ClaimRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+    ) -> CompletedMany:
+        """As :meth:`complete_and_claim`, for up to 10 completions in one call (:meth:`complete_tasks`)."""
+
+        def carrying(claim_next: ClaimRequest) -> CompletedMany:
+            sent = {"tasks": list(items), "claimNext": claim_next}
+            answer = self._call("POST", "/v1/agent/tasks/complete", body=sent, timeout=timeout, abandon=abandon)
+            return _claim_after(answer)
+
+        def alone() -> CompletedMany:
+            return {"results": self.complete_tasks(items, timeout=timeout, abandon=abandon)}
+
+        return self._carrying(claim, carrying, alone)
+
+    def _carrying(self, claim: ClaimRequest, send: Callable[[ClaimRequest], T], alone: Callable[[], T]) -> T:
+        """A completion call that carries ``claim`` (with an id, the same on every attempt), or, to a server older
+        than carried claims (it refuses the unknown field, having changed nothing; remembered, so later calls go
+        without), the completion alone, answered with ``nextError`` ``ClaimNotCarried``."""
+        if not self._claims_not_carried:
+            try:
+                return send({**claim, "claimId": claim.get("claimId") or new_claim_id()})
+            except AgentSchedulerError as error:
+                if error.code != "ValidationError" or '"claimNext"' not in error.message:
+                    raise
+                self._claims_not_carried = True
+        answer = cast(dict[str, Any], alone())
+        answer["nextError"] = dict(CLAIM_NOT_CARRIED)
+        return cast(T, answer)
 
     def complete_tasks(
         self,
@@ -382,6 +534,21 @@ class Client:
             return self._call("POST", "/v1/agent/tasks/batch", body=body, abandon=abandon)["results"]
 
         return in_bodies(list(tasks), send)
+
+
+def _claim_after(answer: Any) -> Any:
+    """A completion's answer with the carried claim's as :meth:`Client.claim` gives it: ``retryAfterMs`` only when it
+    is a number, ``next`` and ``nextError`` only when present."""
+    following = answer.get("next")
+    if isinstance(following, dict):
+        claimed = cast(dict[str, Any], following)
+        if not isinstance(claimed.get("retryAfterMs"), (int, float)):
+            claimed.pop("retryAfterMs", None)
+    else:
+        answer.pop("next", None)
+    if not isinstance(answer.get("nextError"), dict):
+        answer.pop("nextError", None)
+    return answer
 
 
 def in_bodies(items: list[T], send: Callable[[list[T]], list[BatchItemResult]]) -> list[BatchItemResult]:

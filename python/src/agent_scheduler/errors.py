@@ -45,6 +45,19 @@ class NetworkError(AgentSchedulerError):
     """No response was received: the connection failed or the attempt timed out."""
 
 
+class TaskWaitTimeoutError(AgentSchedulerError):
+    """The task did not end within the wait's ``timeout`` (``Client.wait_for_task``); it may still end later."""
+
+    def __init__(self, task_id: str, timeout: float, last_status: str | None) -> None:
+        seen = f" (it was {last_status})" if last_status else ""
+        super().__init__(0, "WaitTimeout", f"task {task_id} did not end within {timeout:g} s{seen}")
+        self.task_id = task_id
+        #: The wait's timeout, in seconds.
+        self.timeout = timeout
+        #: The task's status when last heard of, if it was.
+        self.last_status = last_status
+
+
 class NonRetryableError(Exception):
     """Raise from a task handler when trying again cannot help: the task goes to ``dead``, not back to its queue.
 

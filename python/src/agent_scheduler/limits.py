@@ -27,6 +27,10 @@ PROGRESS_MESSAGE_CHARS: Final = 1024
 PROGRESS_PER_CALL: Final = 100
 WAIT_SECONDS: Final = 30 * 24 * 60 * 60
 """How long a waitpoint may wait for its answer."""
+RATE_LIMITS_PER_TASK: Final = 4
+"""Rate limits one task names, and so the limits whose usage one finish reports."""
+RATE_UNITS: Final = 10**12
+"""The most units of any rate limit: a usage report's count, and its total."""
 
 ENVELOPE_BYTES: Final = 1024
 """Room left in a body for what wraps its items (``{"tasks":[…]}``, a session id)."""

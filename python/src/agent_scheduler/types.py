@@ -814,6 +814,14 @@ class WithdrawRoleResult(_WithdrawRoleResultRequired, total=False):
     nextHolder: str
 
 
+class PushTicket(TypedDict):
+    """``PushTicket`` in the OpenAPI document."""
+
+    ticket: str
+    url: str
+    expiresAt: str
+
+
 BatchItemResult = BatchItemOk | BatchItemError
 ProgressItemResult = ProgressItemOk | ProgressItemError
 
@@ -892,6 +900,7 @@ OPENAPI_SCHEMAS: dict[str, str] = {
     "ReleaseRoleResult": "ReleaseRoleResult",
     "WithdrawRequest": "WithdrawRequest",
     "WithdrawRoleResult": "WithdrawRoleResult",
+    "PushTicket": "PushTicket",
 }
 
 #: The routes the client covers: (method, path) to (request body, answer), by TypedDict name.
@@ -927,4 +936,6 @@ OPENAPI_ROUTES: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/agent/roles/{role}/volunteer"): ("VolunteerRequest", "VolunteerResult"),
     ("POST", "/v1/agent/roles/{role}/release"): ("ReleaseRoleRequest", "ReleaseRoleResult"),
     ("POST", "/v1/agent/roles/{role}/withdraw"): ("WithdrawRequest", "WithdrawRoleResult"),
+    ("POST", "/v1/push-ticket"): (None, "PushTicket"),
+    ("POST", "/v1/agent/push-ticket"): (None, "PushTicket"),
 }

@@ -14,6 +14,11 @@ The semantics are the TypeScript SDK's ``Worker``:
 - A claim carries a claim id and number, the same on every attempt, so a claim whose answer was lost is answered
   by its retry with what it granted; a session open carries an open id and number the same way. A grant never
   heard of (the heartbeat names a task the worker does not run) is read back and given back.
+- A busy worker carries its next claim on its completions (``claimNext``): a task finished and the next one taken in
+  one call. A completion whose answer was lost leaves its claim unanswered, and the claim is sent again with its id
+  (by the completion's retry, or on its own), so the server answers it with what it granted.
+- On the push channel (``push``), an idle worker waits for a wake instead of polling, a cancel reaches its handler at
+  once and a role grant brings a heartbeat; polling stays the fallback while the channel is down.
 - Stopping drains: no new claims, running handlers finish (up to ``drain_timeout``), then what still runs is
   released. ``run()`` does so on SIGINT or SIGTERM; a second signal releases at once.
 """
@@ -31,13 +36,14 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload
 
 from . import limits
 from ._ids import new_claim_id, new_open_id
 from ._listeners import Listeners, call_listeners
 from ._progress import ProgressReports, checked_item
 from ._running import Abort, AbortReason, Backoff, LostReason, PendingCheckpoint, RunningTask
+from ._worker_push import PushHost, WorkerPush
 from .client import Client
 from .errors import (
     AgentSchedulerError,
@@ -48,6 +54,7 @@ from .errors import (
     error_for_response,
     is_refusal,
 )
+from .push import PushOptions
 from .types import (
     BatchItemResult,
     CheckpointItem,
@@ -56,6 +63,7 @@ from .types import (
     ClaimRequest,
     ClaimResult,
     CompleteItem,
+    CompleteRequest,
     FailError,
     FailRequest,
     HeartbeatRequest,
@@ -175,6 +183,26 @@ class TaskContext:
         a ``message`` over 1,024 characters or ``data`` over 16 KB of JSON (``ValueError``). Safe from any thread."""
         item = checked_item(self._entry, percent, message, data)
         self._worker.on_loop(lambda: self._worker.progress_reports.set(self._entry, item))
+
+    @overload
+    def usage(self, units: Mapping[str, float], /) -> None: ...
+    @overload
+    def usage(self, name: str, units: float, /) -> None: ...
+    def usage(self, name_or_units: str | Mapping[str, float], units: float | None = None, /) -> None:
+        """Adds units the attempt used, by the name of a rate limit the task takes (its ``rateLimits``): tokens a
+        model call spent, dollars it cost. ``ctx.usage("tokens", 300)``, or several at once:
+        ``ctx.usage({"tokens": 300, "dollars": 0.02})``. The totals go with the attempt's completion or failure and
+        settle what its grant took (an estimate). All or nothing: raises, adding nothing, for a count that is not a
+        number (``TypeError``), one outside 0 to 10^12 or a total past it, or a fifth limit (``ValueError``). Safe
+        from any thread."""
+        if isinstance(name_or_units, str):
+            if units is None:
+                raise TypeError("usage(name, units): the units are missing")
+            self._entry.add_usage({name_or_units: units})
+        else:
+            if units is not None:
+                raise TypeError("usage(units): a mapping of units by rate limit, or usage(name, units)")
+            self._entry.add_usage(name_or_units)
 
     def heartbeat_now(self) -> None:
         """Sends a heartbeat now, with this task's latest checkpoint first; returns once the server has the beat
@@ -310,6 +338,24 @@ class _PendingClaim:
     session_id: str
 
 
+@dataclass(frozen=True)
+class _CarriedClaim:
+    """A claim a completion call carries (:meth:`Worker._carry`): what to send, and where its answer goes (None: no
+    answer came, and the claim is sent again with its id)."""
+
+    body: ClaimRequest
+    answered: Callable[[ClaimResult | None], None]
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """The answer of a claim a completion carried, for the claim loop to take as its own."""
+
+    pending: _PendingClaim
+    claimed: ClaimResult
+    session_id: str
+
+
 @dataclass
 class _Completion:
     item: CompleteItem
@@ -356,7 +402,9 @@ class Worker:
     from these of the agent's queues only; ``labels``: narrow the agent's labels for its sessions;
     ``poll_interval``: the idle wait between empty claims, from ``min`` doubling to ``max`` seconds (the server's
     suggestion wins); ``lease_margin``: seconds taken off every lease (default 1 s, or a fifth of a short TTL);
-    ``drain_timeout``: the longest a stop waits for running handlers.
+    ``drain_timeout``: the longest a stop waits for running handlers; ``push``: the push channel (True: with the
+    default :class:`~agent_scheduler.PushOptions`): while its socket is up an idle worker waits for a wake (or the
+    server's slow safety poll) instead of polling, hears cancels and role grants at once; False polls only.
     """
 
     def __init__(
@@ -371,6 +419,7 @@ class Worker:
         lease_margin: float | None = None,
         drain_timeout: float = 30.0,
         roles: Mapping[str, RoleHandler] | None = None,
+        push: bool | PushOptions = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -415,6 +464,12 @@ class Worker:
         self._claiming = False
         self._claims_sent = 0
         self._idle_claims = 0
+        #: The answer of a claim a completion carried, for the loop to take as its own.
+        self._carried: _Carried | None = None
+        #: A wake for one of this worker's queues (or a change of the channel) came since the last claim was sent:
+        #: the next idle wait ends at once. Cleared as a claim is sent, so a wake during one counts.
+        self._nudged = False
+        self._idle_ended: asyncio.Event | None = None
         # Grants never heard of.
         self._unknown_held: dict[str, int] = {}
         self._reconcile_needed = False
@@ -434,6 +489,18 @@ class Worker:
         self._followers: list[RoleFollower] = []
         #: Each running task's latest progress report, sent at most once a second for all of them.
         self.progress_reports = ProgressReports(self._send_progress, self._report)
+        self._push = WorkerPush(
+            PushHost(
+                queues=self._queues,
+                running=lambda: self._state == "running",
+                has_session=lambda: self._session is not None,
+                nudge=self._nudge,
+                beat=lambda: self._spawn(self._beat_quietly()),
+                cancelled=lambda task_id, epoch: self._abort_task(self._find(task_id, None, epoch), "cancelled"),
+                ticket=self._push_url,
+            ),
+            None if push is False else PushOptions() if push is True else push,
+        )
 
     # Public
 
@@ -452,7 +519,13 @@ class Worker:
 
     @property
     def session_id(self) -> str | None:
+        """The live session's id; None between sessions."""
         return self._session["sessionId"] if self._session else None
+
+    @property
+    def listening(self) -> bool:
+        """Whether the push channel's socket is up now: claims say ``listening``, and an idle wait ends at a wake."""
+        return self._push.listening
 
     @property
     def stopped(self) -> bool:
@@ -492,6 +565,7 @@ class Worker:
         if self._state != "running":
             return
         self._use_session(session, sent_at)
+        self._push.open()
         for role, role_handler in self._role_handlers.items():
             self._hold_role(role, role_handler)
         if self._handler is not None:
@@ -511,9 +585,12 @@ class Worker:
             return
         self._state = "stopping"
         self._stop.set()
+        self._push.close()
         if not drain:
             self._force.set()
         self._wake_claims()
+        if self._idle_ended is not None:
+            self._idle_ended.set()
         self._stopping = asyncio.create_task(self._shutdown())
         await asyncio.shield(self._stopping)
 
@@ -586,6 +663,20 @@ class Worker:
         """A heartbeat now (after the one in flight, if any), with ``first``'s checkpoint first."""
         await self._beat(first)
 
+    async def _push_url(self) -> str:
+        """The URL of a fresh agent push ticket, asked for on the worker's threads (abandoned when it stops)."""
+        timeout = self._attempt_timeout()
+        ticket = await self.io(
+            lambda abandon: self.client.push_ticket("agent", timeout=timeout, abandon=abandon), self._stop
+        )
+        return ticket["url"]
+
+    async def _beat_quietly(self) -> None:
+        """A heartbeat now, for a role grant pushed: a failure is dealt with as any beat's (and the next one tries
+        again)."""
+        with contextlib.suppress(Exception):
+            await self._beat()
+
     async def _send_progress(self, items: list[ProgressItem]) -> list[ProgressItemResult]:
         timeout = self._attempt_timeout()
         return await self.io(
@@ -603,6 +694,7 @@ class Worker:
         self._session_abort = Abort()
         self._valid_until = 0.0
         self._pending_claim = None
+        self._carried = None
         self._claim_seq = 0
         self._unknown_held.clear()
         self._given_back.clear()
@@ -890,8 +982,28 @@ class Worker:
     # Claims
 
     def _wake_claims(self) -> None:
+        """Room for a task was made, a session opened, or the worker stops: a loop waiting for either goes on."""
         if self._room is not None:
             self._room.set()
+
+    def _nudge(self) -> None:
+        """Ends the idle wait now, or the next one if the loop is not waiting (a wake, the channel changing)."""
+        self._nudged = True
+        if self._idle_ended is not None:
+            self._idle_ended.set()
+
+    async def _idle_wait(self, seconds: float) -> None:
+        """The wait between an empty claim and the next: ``seconds``, or less when nudged or stopped."""
+        if seconds <= 0 or self._nudged or self._state != "running":
+            return
+        ended = asyncio.Event()
+        self._idle_ended = ended
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(ended.wait(), seconds)
+        finally:
+            if self._idle_ended is ended:
+                self._idle_ended = None
 
     async def _claims(self) -> None:
         idle = Backoff(*self._poll)
@@ -905,18 +1017,18 @@ class Worker:
                     await self._stop.sleep(idle.next())
                 continue
             free = self._concurrency - len(self._tasks)
-            if free <= 0:
+            # A claim a completion carries is this loop's too: none is sent beside it.
+            if free <= 0 or self._claiming:
                 assert self._room is not None
                 self._room.clear()
                 await self._room.wait()
                 continue
-            answered = await self._send_claim(session, free, idle)
+            answered = self._take_carried(session) or await self._send_claim(session, free, idle)
             if answered is None:
                 continue
             pending, claimed = answered
             if self._state != "running" or self._session is not session:
-                for task in claimed["tasks"]:
-                    await self._give_back(task["taskId"], task["leaseEpoch"])
+                await self._hand_back(claimed["tasks"], session)
                 continue
             for task in claimed["tasks"]:
                 if f"{task['taskId']}:{task['leaseEpoch']}" in self._given_back:
@@ -932,13 +1044,25 @@ class Worker:
                     self._session_lapsed(session)
                 continue
             self._idle_claims += 1
-            # The server's suggestion wins: its operator sets what idle polling may cost.
+            # The server's suggestion wins: its operator sets what idle polling may cost. To a listening worker it is
+            # its slow safety poll, and a wake ends the wait first.
             after = claimed.get("retryAfterMs")
-            await self._stop.sleep(after / 1000 if after is not None else idle.next())
+            await self._idle_wait(after / 1000 if after is not None else idle.next())
+        # The answer of a claim a completion carried that the loop did not take: its tasks go back.
+        left, self._carried = self._carried, None
+        session = self._session
+        if left is not None and session is not None and session["sessionId"] == left.session_id:
+            await self._hand_back(left.claimed["tasks"], session)
 
-    async def _send_claim(
-        self, session: Session, free: int, idle: Backoff
-    ) -> tuple[_PendingClaim, ClaimResult] | None:
+    async def _hand_back(self, tasks: Sequence[ClaimedTask], session: Session) -> None:
+        """Tasks a claim brought after a stop began: back to their queue, unless their session is already gone."""
+        if self._session is not session:
+            return
+        for task in tasks:
+            await self._give_back(task["taskId"], task["leaseEpoch"])
+
+    def _begin_claim(self, session: Session) -> _PendingClaim:
+        """A claim of the session as this worker makes it now: a new one, or the one whose answer never came."""
         # A claim whose answer never came is sent again with its id, number and first send time: the server answers
         # it with what it granted instead of leasing more this worker would never hear of.
         pending = self._pending_claim
@@ -948,6 +1072,11 @@ class Worker:
         self._pending_claim = pending
         self._claiming = True
         self._claims_sent += 1
+        # A wake from now on is news this claim may not have seen.
+        self._nudged = False
+        return pending
+
+    def _claim_body(self, session: Session, free: int, pending: _PendingClaim) -> ClaimRequest:
         body: ClaimRequest = {
             "sessionId": session["sessionId"],
             "max": min(free, limits.TASKS_PER_CLAIM),
@@ -957,6 +1086,50 @@ class Worker:
         }
         if self._queues is not None:
             body["queues"] = self._queues
+        if self._push.listening:
+            body["listening"] = True
+        return body
+
+    def _take_carried(self, session: Session) -> tuple[_PendingClaim, ClaimResult] | None:
+        """The answer of a claim a completion carried, taken once, if it was made under ``session``."""
+        carried, self._carried = self._carried, None
+        if carried is None or carried.session_id != session["sessionId"]:
+            return None
+        return carried.pending, carried.claimed
+
+    def _carry(self, freed: int) -> _CarriedClaim | None:
+        """The claim a completion about to be sent may carry, so a busy worker finishes a task and takes its next in
+        one call: one while the worker is full and so waits for room (the completion makes ``freed`` slots of it),
+        none beside a claim in flight, nor before the loop has taken the answer of the last one carried. Its answer,
+        or None if none came (the claim is then sent again with its id), goes to ``answered`` before the completion
+        settles."""
+        session = self._session
+        room = self._concurrency - len(self._tasks)
+        free = 0 if self._claiming or self._carried is not None or room > 0 else room + freed
+        if session is None or self._state != "running" or self._handler is None or free <= 0:
+            return None
+        pending = self._begin_claim(session)
+        body = self._claim_body(session, free, pending)
+
+        def answered(claimed: ClaimResult | None) -> None:
+            self._claiming = False
+            if claimed is not None and self._pending_claim is pending:
+                self._pending_claim = None
+                # The loop takes it, unless the worker stops: then nothing will, and its tasks go back.
+                if self._state == "running":
+                    self._carried = _Carried(pending, claimed, session["sessionId"])
+                else:
+                    self._spawn(self._hand_back(claimed["tasks"], session))
+            self._wake_claims()
+
+        return _CarriedClaim(body, answered)
+
+    async def _send_claim(
+        self, session: Session, free: int, idle: Backoff
+    ) -> tuple[_PendingClaim, ClaimResult] | None:
+        """Sends a claim on its own: its answer, or None once what went wrong is dealt with."""
+        pending = self._begin_claim(session)
+        body = self._claim_body(session, free, pending)
         timeout = min(CLAIM_ATTEMPT_SECONDS, session["leaseTtlSeconds"] / 2)
         try:
             claimed = await self.io(
@@ -1042,9 +1215,12 @@ class Worker:
         if entry.phase == "running":
             self._emit("lost", entry.task, reason)
 
-    def _find(self, task_id: str, session_id: str, lease_epoch: int | None = None) -> RunningTask | None:
+    def _find(self, task_id: str, session_id: str | None, lease_epoch: int | None = None) -> RunningTask | None:
+        """The running task of ``task_id`` under ``session_id`` and ``lease_epoch`` (either: any, when None)."""
         for entry in self._tasks:
-            if entry.task_id != task_id or entry.aborted or entry.session_id != session_id:
+            if entry.task_id != task_id or entry.aborted:
+                continue
+            if session_id is not None and entry.session_id != session_id:
                 continue
             if lease_epoch is None or entry.task["leaseEpoch"] == lease_epoch:
                 return entry
@@ -1106,6 +1282,9 @@ class Worker:
         item: CompleteItem = {"taskId": entry.task_id, "leaseEpoch": entry.task["leaseEpoch"]}
         if result is not None:
             item["result"] = result
+        usage = entry.usage()
+        if usage is not None:
+            item["usage"] = usage
         try:
             size = limits.json_bytes(item)
         except (TypeError, ValueError) as error:
@@ -1145,16 +1324,26 @@ class Worker:
 
     async def _complete_alone(self, waiting: _Completion) -> None:
         item = waiting.item
-        body = {k: v for k, v in item.items() if k != "taskId"}
+        body = cast(CompleteRequest, {k: v for k, v in item.items() if k != "taskId"})
         timeout = self._attempt_timeout()
+        carried = self._carry(1)
         try:
-            await self.io(
-                lambda abandon: self.client.complete(
-                    item["taskId"], cast(Any, body), timeout=timeout, abandon=abandon
-                ),
-                waiting.entry.abort,
-            )
+            if carried is not None:
+                answer = await self.io(
+                    lambda abandon: self.client.complete_and_claim(
+                        item["taskId"], body, carried.body, timeout=timeout, abandon=abandon
+                    ),
+                    waiting.entry.abort,
+                )
+                carried.answered(answer.get("next"))
+            else:
+                await self.io(
+                    lambda abandon: self.client.complete(item["taskId"], body, timeout=timeout, abandon=abandon),
+                    waiting.entry.abort,
+                )
         except Exception as error:  # noqa: BLE001 (the completion's own outcome)
+            if carried is not None:
+                carried.answered(None)
             _settle(waiting.settled, error)
             return
         _settle(waiting.settled, None)
@@ -1162,13 +1351,26 @@ class Worker:
     async def _complete_group(self, group: list[_Completion]) -> None:
         timeout = self._attempt_timeout()
         items = [w.item for w in group]
+        aborts = [w.entry.abort for w in group]
+        carried = self._carry(len(group))
         try:
             # Abandoned as soon as one of its leases runs out; the others are then sent again on their own.
-            results = await self.io(
-                lambda abandon: self.client.complete_tasks(items, timeout=timeout, abandon=abandon),
-                *[w.entry.abort for w in group],
-            )
+            if carried is not None:
+                answer = await self.io(
+                    lambda abandon: self.client.complete_tasks_and_claim(
+                        items, carried.body, timeout=timeout, abandon=abandon
+                    ),
+                    *aborts,
+                )
+                carried.answered(answer.get("next"))
+                results = answer["results"]
+            else:
+                results = await self.io(
+                    lambda abandon: self.client.complete_tasks(items, timeout=timeout, abandon=abandon), *aborts
+                )
         except Exception as error:  # noqa: BLE001
+            if carried is not None:
+                carried.answered(None)
             if not is_refusal(error):
                 for waiting in group:
                     _settle(waiting.settled, error)
@@ -1193,6 +1395,9 @@ class Worker:
         body: FailRequest = {"leaseEpoch": entry.task["leaseEpoch"], "error": describe_failure(error)}
         if retry_after is not None:
             body["retryAfterSeconds"] = retry_after
+        usage = entry.usage()
+        if usage is not None:
+            body["usage"] = usage
         timeout = self._attempt_timeout()
         await self.io(
             lambda abandon: self.client.fail(entry.task_id, body, timeout=timeout, abandon=abandon), entry.abort
@@ -1358,6 +1563,8 @@ class Worker:
             if self._session_timer is not None:
                 self._session_timer.cancel()
             self.progress_reports.stop()
+            with contextlib.suppress(Exception):
+                await self._push.aclose()
             self._state = "stopped"
             self._io_pool.shutdown(wait=False)
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
