@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +27,13 @@ from typing import Any, Literal
 
 from agent import JOB_QUEUE, LABEL, SUMMARY_QUEUE, TOOL_RATE_LIMIT
 from agent_scheduler import AgentSchedulerError, Client
-from agent_scheduler.transport import Transport
-from agent_scheduler.types import Task
+from agent_scheduler.types import RateLimitTerms, Task
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "What would a three-night team offsite in Lisbon cost?"
 NOTIFY = "team@example.com"
 #: The tools' provider allows two calls a second: windows of a second (aligned to UTC) of two calls each.
-TOOL_TERMS = {"limit": 2, "per": "second"}
+TOOL_TERMS: RateLimitTerms = {"limit": 2, "per": "second"}
 ENDED = frozenset({"succeeded", "dead", "cancelled", "expired"})
 #: How often the operator reads the job's open tasks.
 POLL_SECONDS = 0.2
@@ -230,9 +228,7 @@ def stop_agent(process: subprocess.Popen[bytes]) -> int | None:
 def run_demo(endpoint: str, token: str, options: Options) -> dict[str, Any]:
     """Sets the rate limit, runs ``agent.py`` as a new agent, submits the job and watches it: the report."""
     ops = Client(endpoint, token=token)
-    # The Python client has no rate-limit routes yet: the call goes through its transport.
-    terms_path = f"/v1/rate-limits/{urllib.parse.quote(TOOL_RATE_LIMIT, safe='')}"
-    Transport(endpoint, token=token).request("POST", terms_path, body=TOOL_TERMS)
+    ops.set_rate_limit(TOOL_RATE_LIMIT, TOOL_TERMS)
     options.say(f"rate limit {TOOL_RATE_LIMIT}: {TOOL_TERMS['limit']} calls a {TOOL_TERMS['per']}")
     created = ops.create_agent(
         {"name": "python-agent", "queues": [JOB_QUEUE, SUMMARY_QUEUE], "maxConcurrency": 4, "labels": {**LABEL}}

@@ -46,6 +46,8 @@ from .types import (
     ProgressRequest,
     PushTicket,
     QueueStats,
+    RateLimit,
+    RateLimitTerms,
     RejectWaitpointRequest,
     ReleaseRequest,
     ReleaseRoleRequest,
@@ -284,6 +286,20 @@ class Client:
     def list_queues(self) -> list[QueueStats]:
         """Every queue's counts and controls."""
         return self._call("GET", "/v1/queues")["queues"]
+
+    def list_rate_limits(self) -> list[RateLimit]:
+        """The named rate limits in force (set, or as the construct declares them), each with its window open now."""
+        return self._call("GET", "/v1/rate-limits")["rateLimits"]
+
+    def get_rate_limit(self, name: str) -> RateLimit:
+        """One named rate limit and its window open now; for a ``perKey`` limit, the keys that used it most."""
+        return self._call("GET", f"/v1/rate-limits/{_segment(name)}")["rateLimit"]
+
+    def set_rate_limit(self, name: str, terms: RateLimitTerms) -> RateLimit:
+        """Sets a named rate limit's terms: a new limit, or new terms for one in force (a declared one's included,
+        which these then replace). Raising a budget lets its waiting tasks run within the window; lowering it stops
+        grants once the window's use reaches it."""
+        return self._call("POST", f"/v1/rate-limits/{_segment(name)}", body=terms)["rateLimit"]
 
     def create_agent(self, spec: AgentSpec) -> CreatedAgent:
         """Registers an agent; its bearer token is in the answer, shown this once."""

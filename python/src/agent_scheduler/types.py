@@ -323,6 +323,41 @@ class QueueList(TypedDict):
     queues: list[QueueStats]
 
 
+class _RateLimitTermsRequired(TypedDict):
+    limit: float
+    per: Literal["second", "minute", "hour", "day"]
+
+
+class RateLimitTerms(_RateLimitTermsRequired, total=False):
+    """``RateLimitTerms`` in the OpenAPI document."""
+
+    burst: float
+    perKey: bool
+
+
+class _RateLimitRequired(TypedDict):
+    name: str
+    limit: float
+    per: Literal["second", "minute", "hour", "day"]
+    source: Literal["set", "declared"]
+    window: dict[str, Any]
+
+
+class RateLimit(_RateLimitRequired, total=False):
+    """``RateLimit`` in the OpenAPI document."""
+
+    burst: float
+    perKey: bool
+    updatedAt: str
+    keys: list[dict[str, Any]]
+
+
+class RateLimitList(TypedDict):
+    """``RateLimitList`` in the OpenAPI document."""
+
+    rateLimits: list[RateLimit]
+
+
 class OpenSessionRequest(TypedDict, total=False):
     """``OpenSessionRequest`` in the OpenAPI document."""
 
@@ -850,6 +885,9 @@ OPENAPI_SCHEMAS: dict[str, str] = {
     "Revoked": "Revoked",
     "QueueStats": "QueueStats",
     "QueueList": "QueueList",
+    "RateLimitTerms": "RateLimitTerms",
+    "RateLimit": "RateLimit",
+    "RateLimitList": "RateLimitList",
     "OpenSessionRequest": "OpenSessionRequest",
     "Session": "Session",
     "RoleLease": "RoleLease",
