@@ -175,14 +175,20 @@ describe('the agent-scheduler command', () => {
     );
   });
 
-  it('dev refuses a wrong command line in one line, before any emulator starts', async () => {
+  it('dev refuses a wrong command line with its usage line, before any emulator starts', async () => {
     const [port, queue, lease] = await Promise.all([
       cli(['dev', '--port', '70000']),
       cli(['dev', '--queue', 'no spaces']),
       cli(['dev', '--lease-ttl-seconds', '0']),
     ]);
     expect(port).toMatchObject({ code: 2, stdout: '' });
-    expect(port.stderr.trim()).toBe('error: the port must be a number from 0 to 65535 (got "70000")');
+    expect(port.stderr.trim()).toBe(
+      [
+        'error: the port must be a number from 0 to 65535 (got "70000")',
+        'usage: agent-scheduler dev [options]',
+        'see `agent-scheduler dev --help`',
+      ].join('\n'),
+    );
     expect(queue).toMatchObject({ code: 2, stdout: '' });
     expect(queue.stderr).toMatch(/^error: queue "no spaces": a queue name is 1 to 48 letters/);
     expect(lease).toMatchObject({ code: 2, stdout: '' });
@@ -560,7 +566,12 @@ describe('the agent-scheduler command', () => {
       expect(file).toEqual({
         code: 2,
         stdout: '',
-        stderr: 'error: cannot read --payload file missing.json: no such file\n',
+        stderr: [
+          'error: cannot read --payload file missing.json: no such file',
+          'usage: agent-scheduler schedules create [options]',
+          'see `agent-scheduler schedules create --help`',
+          '',
+        ].join('\n'),
       });
       await expect(operator.getSchedule('cli-bad')).rejects.toMatchObject({ status: 404 });
     });
