@@ -29,6 +29,7 @@ const QUEUES = [
   'py-types',
   'py-waitpoint',
   'py-progress',
+  'py-traced',
   'py-extend',
   'py-roles',
   'py-waitpoints',
