@@ -10,6 +10,7 @@ import { inBodies, SERVER_LIMITS } from './limits.js';
 import type { PushOptions } from './push-channel.js';
 import { newClaimId, newOpenId, nextOpenSeq } from './request-ids.js';
 import { TaskWaiter, type WaitOptions } from './task-waiter.js';
+import { withActiveTraceContext } from './tracing.js';
 import { HttpTransport, type RequestSpec, type TransportOptions } from './transport.js';
 import type {
   Agent,
@@ -147,7 +148,8 @@ export class AgentSchedulerClient {
    * `debounce` the key names the submission, so a retry neither joins the window twice nor opens another.
    */
   async submitTask(input: SubmitTaskInput): Promise<SubmitTaskResult> {
-    const body = { ...input, idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID() };
+    const [traced = input] = await withActiveTraceContext([input]);
+    const body = { ...traced, idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID() };
     const response = await this.transport.request<{ task: Task; debounced?: boolean }>({
       method: 'POST',
       path: '/v1/tasks',
@@ -168,7 +170,7 @@ export class AgentSchedulerClient {
    * its limit) has that refusal as its outcome.
    */
   async submitTasks(inputs: readonly SubmitTaskInput[]): Promise<BatchItemResult[]> {
-    const tasks = inputs.map((input) => ({
+    const tasks = (await withActiveTraceContext(inputs)).map((input) => ({
       ...input,
       idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID(),
     }));
@@ -769,7 +771,8 @@ export class AgentSchedulerClient {
     input: { readonly leaseEpoch: number; readonly tasks: readonly ChildTaskInput[] },
     options: CallOptions = {},
   ): Promise<BatchItemResult[]> {
-    return inBodies(input.tasks, SERVER_LIMITS.tasksPerSubmit, async (chunk) => {
+    const tasks = await withActiveTraceContext(input.tasks);
+    return inBodies(tasks, SERVER_LIMITS.tasksPerSubmit, async (chunk) => {
       const response = await this.call<{ results: BatchItemResult[] }>({
         method: 'POST',
         path: '/v1/agent/tasks/batch',

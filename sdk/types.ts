@@ -86,6 +86,9 @@ export interface Task {
   readonly rateTaken?: readonly RateTaken[];
   /** Labels the agent that runs it must have (`SubmitTaskInput.require`), names sorted. */
   readonly require?: Readonly<Record<string, string>>;
+  /** The W3C trace context it was submitted with (`SubmitTaskInput.traceparent`); absent: none. */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
   /**
    * The starvation ladder marked it: it waited claimable past the last threshold (`starvation.attentionAfter`) and
    * raised the alarm. Stays until an operator clears it (`clearAttention`) or the task is queued again. Absent: not
@@ -180,6 +183,9 @@ export interface ClaimedTask {
   readonly rootTaskId?: string;
   /** The task was suspended on a waitpoint and resumed: how the wait ended, with its data or reason. */
   readonly waitpoint?: WaitpointResult;
+  /** The W3C trace context it was submitted with: a Worker runs its handler in a span linked to it. */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /** How a waitpoint ended, as the resumed task's claim hands it over. */
@@ -339,6 +345,15 @@ export interface SubmitTaskInput {
    * values, or `'*'` for any value. Only agents that meet every one are given it, or woken for it. Needs `taskLayout` 5.
    */
   readonly require?: Readonly<Record<string, string>>;
+  /**
+   * The W3C trace context of the span that submits it (`00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`): kept
+   * with the task and handed to the agent that claims it, whose work joins the trace. Not part of what names the
+   * task: a retry from another span is the same submission. The client fills it from the active span when
+   * `@opentelemetry/api` is installed; absent, the request's `traceparent` header is taken, if any.
+   */
+  readonly traceparent?: string;
+  /** The W3C `tracestate` beside `traceparent` (up to 512 printable ASCII characters); only with it. */
+  readonly tracestate?: string;
 }
 
 /** A named rate limit a task takes units of (`SubmitTaskInput.rateLimits`). */
@@ -422,7 +437,15 @@ export interface ChildTaskInput extends Omit<SubmitTaskInput, 'idempotencyKey' |
 /** A task submitted on another's behalf: the scheduler names it; its deadline, if any, is `ttlSeconds`. */
 export type FollowUpTaskInput = Omit<
   SubmitTaskInput,
-  'idempotencyKey' | 'onFailure' | 'dependsOn' | 'onDependencyFailure' | 'expiresAt' | 'debounce'
+  | 'idempotencyKey'
+  | 'onFailure'
+  | 'dependsOn'
+  | 'onDependencyFailure'
+  | 'expiresAt'
+  | 'debounce'
+  // It joins the trace of the task that names it.
+  | 'traceparent'
+  | 'tracestate'
 >;
 
 export interface SubmitTaskResult {

@@ -33,6 +33,7 @@ import { RunningTask } from './running-task.js';
 import { sleep } from './sleep.js';
 import { suspension } from './suspension.js';
 import { givingBackFailed, type Outcome, TaskOutcomes } from './task-outcomes.js';
+import { inTaskSpan } from './tracing.js';
 import type { ClaimedTask, HeartbeatResult, Session } from './types.js';
 import { UnknownHoldings } from './unknown-holdings.js';
 import {
@@ -531,7 +532,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     let outcome: Outcome;
     try {
       if (!this.handler) throw new Error('this worker has no task handler');
-      outcome = { ok: true, value: await this.handler(entry.task, context) };
+      const { handler } = this;
+      outcome = { ok: true, value: await inTaskSpan(entry.task, () => handler(entry.task, context)) };
     } catch (error) {
       outcome = { ok: false, error };
     }

@@ -99,6 +99,11 @@ function submitCommand(program: Command, cli: Cli): void {
       'with --debounce-key: claimable this long after the window’s first submission at the latest (default 86400)',
       wholeNumber,
     )
+    .option(
+      '--traceparent <traceparent>',
+      'the W3C trace context the task joins (00-<trace id>-<span id>-<flags>): its agent’s work is in that trace',
+    )
+    .option('--tracestate <tracestate>', 'with --traceparent: the W3C tracestate beside it')
     .option('--batch <json>', 'an array of up to 25 task specifications: JSON, @file or -')
     .option(
       '--wait',
@@ -289,6 +294,8 @@ interface SubmitOptions {
   readonly debounceKey?: string;
   readonly debounceWindow?: number;
   readonly debounceMaxWait?: number;
+  readonly traceparent?: string;
+  readonly tracestate?: string;
   readonly batch?: string;
   readonly wait?: boolean;
   readonly waitTimeout?: number;
@@ -366,6 +373,8 @@ async function submit(cli: Cli, options: SubmitOptions): Promise<number> {
       onDependencyFailure: options.onDependencyFailure,
       expiresAt: options.expiresAt,
       debounce,
+      traceparent: options.traceparent,
+      tracestate: options.tracestate,
       onFailure:
         options.onFailure === undefined
           ? undefined

@@ -212,6 +212,8 @@ export function taskFromItem(item: Item): Task {
       rateLimits: rateLimitsOfItem(item.rateLimits),
       rateTaken: rateTakenOfItem(item.rateTaken),
       require: requirementsOfItem(item.require),
+      traceparent: optionalString(item.traceparent),
+      tracestate: optionalString(item.tracestate),
     }),
   );
 }
@@ -318,6 +320,9 @@ export function itemFromNewTask(task: Task, dueAt: number | undefined): Item {
     require: task.require,
     // The requirement set's name: a grant's condition names the set its claim matched against its labels.
     requireKey: task.require && requirementsKey(task.require),
+    // Written only when given: 66 bytes with its name (11) and value (55), and `tracestate` its length plus 10.
+    traceparent: task.traceparent,
+    tracestate: task.tracestate,
     readyAt: task.status === 'queued' ? (task.notBefore ?? task.createdAt) : undefined,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,

@@ -95,6 +95,9 @@ export interface ClaimedTask {
   readonly rootTaskId?: string;
   /** Resumed from a waitpoint: how it ended. */
   readonly waitpoint?: CarriedWaitpoint;
+  /** The trace context it was submitted with: the agent's work on it joins that trace. */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /**
@@ -314,6 +317,8 @@ async function withPayloads(
         ? {}
         : { parentTaskId: task.parentTaskId, rootTaskId: task.rootTaskId ?? task.parentTaskId }),
       ...(waitpoint === undefined ? {} : { waitpoint }),
+      ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
+      ...(task.tracestate === undefined ? {} : { tracestate: task.tracestate }),
     });
   }
   return claimed;

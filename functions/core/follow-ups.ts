@@ -57,7 +57,13 @@ async function submitOnFailure(ctx: SchedulerContext, task: Task): Promise<void>
   try {
     const submitted = await submitTask(
       ctx,
-      { ...spec, idempotencyKey: onFailureKeyOf(task.taskId, deathOf(task)) },
+      {
+        ...spec,
+        idempotencyKey: onFailureKeyOf(task.taskId, deathOf(task)),
+        // The follow-up is part of the dead task's life: it joins the same trace.
+        ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
+        ...(task.tracestate === undefined ? {} : { tracestate: task.tracestate }),
+      },
       { failureOf: { taskId: task.taskId, ...(task.error ? { error: task.error } : {}) } },
     );
     if (submitted.created) {

@@ -52,7 +52,8 @@ const specFields = (spec: TaskSpec, payload: string | null = spec.payloadJson): 
   spec.retryPolicy.backoffMaxSeconds,
   spec.timeoutSeconds,
   spec.delaySeconds,
-  // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes.
+  // Added fields hash only when given, so that the tasks of earlier specifications keep their hashes. The trace
+  // context is not hashed: a retry sent from another span is the same submission.
   ...(spec.expiry ? [spec.expiry] : []),
   ...(spec.onFailureJson ? [{ onFailure: spec.onFailureJson }] : []),
   ...(spec.dependsOn ? [{ dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure }] : []),
@@ -184,6 +185,8 @@ export function prepareSpec(
     ...(spec.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: spec.maxTimeoutSeconds }),
     ...(spec.rateLimits === undefined ? {} : { rateLimits: spec.rateLimits }),
     ...(spec.require === undefined ? {} : { require: spec.require }),
+    ...(spec.traceparent === undefined ? {} : { traceparent: spec.traceparent }),
+    ...(spec.tracestate === undefined ? {} : { tracestate: spec.tracestate }),
     payloadPurgeAt,
     // A debounced task's payload is replaced while its window is open, each payload an item of its own: items keyed
     // by the task (layout 1), since under layout 2 each would be one more entry of the task in its queue's list. The

@@ -11,6 +11,7 @@ import { CONCURRENCY_KEY_CHARS } from './lanes';
 import { DEFAULT_PRIORITY, PRIORITIES, type Priority } from './priority';
 import { type TaskRateLimit, taskRateLimitsSchema } from './rate-limits';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy';
+import { traceparentSchema, tracestateSchema } from './trace-context';
 import { accepts } from './wire-match';
 
 export const LIMITS = {
@@ -178,6 +179,17 @@ export const taskSpecSchema = accepts<Sdk.SubmitTaskInput>()(
     onFailure: followUpSpecSchema.optional(),
     /** Submissions of one key and specification within the window collapse into one task (`core/debounce.ts`). */
     debounce: debounceSchema.optional(),
+    /** The W3C trace context of the span that submitted it (`#domain/trace-context`): its agent's work joins it. */
+    traceparent: traceparentSchema
+      .describe(
+        'The W3C trace context of the span that submits the task (`00-<trace id>-<span id>-<flags>`): kept with the task and handed to the agent that claims it, so its work joins the trace. Absent: the `traceparent` header, if any.',
+      )
+      .optional(),
+    tracestate: tracestateSchema
+      .describe(
+        'The W3C `tracestate` beside `traceparent` (up to 512 characters). Absent: the `tracestate` header.',
+      )
+      .optional(),
   }),
 );
 
@@ -214,6 +226,9 @@ export interface TaskSpec {
   readonly rateLimits?: readonly TaskRateLimit[];
   /** Labels its agent must have, names sorted; absent when it requires none. */
   readonly require?: Requirements;
+  /** The submitter's trace context: kept, handed to its agent, never part of its hash (a retry may come from another span). */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /** Human-readable reason for the first problem zod found, naming the field. */
@@ -254,6 +269,9 @@ export function parseTaskSpec(input: unknown): TaskSpec {
         `${field}maxTimeoutSeconds: must be at least timeoutSeconds (${run.timeoutSeconds})`,
       );
     }
+  }
+  if (spec.tracestate !== undefined && spec.traceparent === undefined) {
+    throw new ValidationError('tracestate: only with traceparent');
   }
   if (spec.onDependencyFailure !== undefined && spec.dependsOn === undefined) {
     throw new ValidationError('onDependencyFailure: only with dependsOn');
@@ -317,6 +335,8 @@ export function parseTaskSpec(input: unknown): TaskSpec {
           })),
         }),
     ...(requiresAny(spec.require) ? { require: normaliseRequirements(spec.require) } : {}),
+    ...(spec.traceparent === undefined ? {} : { traceparent: spec.traceparent }),
+    ...(spec.traceparent === undefined || !spec.tracestate ? {} : { tracestate: spec.tracestate }),
     ...(spec.dependsOn === undefined
       ? {}
       : { dependsOn: spec.dependsOn, onDependencyFailure: spec.onDependencyFailure ?? 'cancel' }),

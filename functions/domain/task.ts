@@ -150,6 +150,12 @@ export interface Task extends AsOnTheWire {
   readonly rateTaken?: readonly RateTaken[];
   /** Labels the agent that runs it must have (`#domain/labels`), names sorted; absent when it requires none. */
   readonly require?: Requirements;
+  /**
+   * The W3C trace context it was submitted with (`#domain/trace-context`), handed to its agent with every claim.
+   * Absent: submitted without one (or before it was kept). A function of an earlier release ignores it.
+   */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /** Which death of the task its latest (or next) end as `dead` is: the first, and one more after each redrive. */

@@ -28,6 +28,7 @@ import {
   waitBody,
   withdrawBody,
 } from './request-bodies';
+import { withTraceHeaders } from './trace-headers';
 import {
   claimedTaskView,
   itemView,
@@ -261,7 +262,7 @@ function followUpOperations(scheduler: Scheduler): Record<string, Operation> {
       const { parentTaskId, leaseEpoch, rest } = fenceOf(request.body);
       const { task, created } = await scheduler.submitChild(
         { agentId: agentOf(request), parentTaskId, leaseEpoch },
-        rest,
+        withTraceHeaders(rest, request.traceHeaders),
       );
       return { status: created ? 201 : 200, body: { task: taskView(task) } };
     },
@@ -273,7 +274,7 @@ function followUpOperations(scheduler: Scheduler): Record<string, Operation> {
       }
       const outcomes = await scheduler.submitChildren(
         { agentId: agentOf(request), parentTaskId, leaseEpoch },
-        tasks,
+        Array.isArray(tasks) ? tasks.map((spec) => withTraceHeaders(spec, request.traceHeaders)) : tasks,
       );
       return { status: 200, body: { results: outcomes.map(itemView) } };
     },

@@ -20,6 +20,7 @@ import { jsonTextProblem } from '#domain/json-text';
 import { SETTINGS } from '#domain/settings';
 import { MAX_JSON_DEPTH } from '#domain/task-spec';
 import type { RouteDefinition } from './routes';
+import { type TraceHeaders, traceHeadersOf } from './trace-headers';
 
 /** Largest request body accepted: a 256 KB payload plus room for the envelope. */
 export const MAX_BODY_BYTES = 300 * 1024;
@@ -56,6 +57,8 @@ export interface ApiRequest {
   readonly requestId: string;
   /** Where the caller reached the API (`https://host`), for URLs an answer hands out; absent if unknown. */
   readonly origin?: string;
+  /** The request's W3C trace context headers, which a submission without its own takes; absent without them. */
+  readonly traceHeaders?: TraceHeaders;
 }
 
 export interface ApiResponse {
@@ -234,6 +237,11 @@ export function errorResult(error: unknown, requestId: string, log: SchedulerLog
   });
 }
 
+const optionalTraceHeaders = (event: HttpApiEvent): { traceHeaders?: TraceHeaders } => {
+  const traceHeaders = traceHeadersOf(event.headers);
+  return traceHeaders ? { traceHeaders } : {};
+};
+
 export function createHttpApi(
   routes: readonly RouteDefinition[],
   operations: Readonly<Partial<Record<string, Operation>>>,
@@ -291,6 +299,7 @@ export function createHttpApi(
           ? { origin: `${proto}://${host}` }
           : {}),
         ...(typeof agentId === 'string' ? { agentId } : {}),
+        ...optionalTraceHeaders(event),
       });
       return json(response.status, response.body);
     } catch (error) {

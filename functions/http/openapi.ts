@@ -91,6 +91,7 @@ interface OperationDoc {
   /** The body it takes, published under `components/schemas` as `id`. */
   readonly request?: { readonly id: string; readonly schema: z.ZodType };
   readonly query?: readonly QueryParameter[];
+  readonly headers?: readonly QueryParameter[];
   /** Each success status it answers with, and the body that comes with it. */
   readonly responses: Readonly<Record<string, { readonly description: string; readonly schema: z.ZodType }>>;
 }
@@ -104,6 +105,21 @@ const withBody = (
   schema: z.ZodType,
   responses: OperationDoc['responses'],
 ): OperationDoc => ({ summary, request: { id, schema }, responses });
+
+/** The W3C trace context headers a submission takes when its specification names none. */
+const TRACE_HEADERS: readonly QueryParameter[] = [
+  {
+    name: 'traceparent',
+    description:
+      'W3C trace context: taken as the `traceparent` of each task of the body that has none (nor a `tracestate`); checked as the field is.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'tracestate',
+    description: 'W3C trace context: taken with the `traceparent` header.',
+    schema: { type: 'string', maxLength: 512 },
+  },
+];
 
 const limit: QueryParameter = {
   name: 'limit',
@@ -124,6 +140,7 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   submitTask: {
     summary: 'Submit a task',
     request: { id: 'TaskSpec', schema: taskSpecSchema },
+    headers: TRACE_HEADERS,
     responses: {
       '201': {
         description: 'Created and queued (with `debounce`: a window opened, its task held back by it)',
@@ -136,12 +153,15 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       },
     },
   },
-  submitTasks: withBody(
-    'Submit tasks in a batch',
-    'SubmitTasksRequest',
-    submitTasksBody,
-    ok(batchResultsSchema, 'One result per task, in order'),
-  ),
+  submitTasks: {
+    ...withBody(
+      'Submit tasks in a batch',
+      'SubmitTasksRequest',
+      submitTasksBody,
+      ok(batchResultsSchema, 'One result per task, in order'),
+    ),
+    headers: TRACE_HEADERS,
+  },
   listTasks: {
     summary: 'List tasks',
     query: [
@@ -323,6 +343,7 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   submitChildTask: {
     summary: 'Submit a follow-up task of the task the agent runs',
     request: { id: 'SubmitChildRequest', schema: submitChildBody },
+    headers: TRACE_HEADERS,
     responses: {
       '201': { description: 'Created', schema: taskResponseSchema },
       '200': {
@@ -331,12 +352,15 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       },
     },
   },
-  submitChildTasks: withBody(
-    'Submit follow-up tasks of the task the agent runs, in a batch',
-    'SubmitChildrenRequest',
-    submitChildrenBody,
-    ok(batchResultsSchema, 'One result per task, in order'),
-  ),
+  submitChildTasks: {
+    ...withBody(
+      'Submit follow-up tasks of the task the agent runs, in a batch',
+      'SubmitChildrenRequest',
+      submitChildrenBody,
+      ok(batchResultsSchema, 'One result per task, in order'),
+    ),
+    headers: TRACE_HEADERS,
+  },
   completeTasks: withBody(
     'Complete tasks in a batch',
     'CompleteTasksRequest',
@@ -499,7 +523,8 @@ function operation(route: RouteDefinition, requests: z.core.$ZodRegistry<{ reado
     schema: { type: 'string' },
   }));
   const query = (doc.query ?? []).map((p) => ({ ...p, in: 'query', required: false }));
-  const parameters = [...pathParameters, ...query];
+  const headers = (doc.headers ?? []).map((p) => ({ ...p, in: 'header', required: false }));
+  const parameters = [...pathParameters, ...query, ...headers];
   return {
     operationId: route.operation,
     summary: doc.summary,

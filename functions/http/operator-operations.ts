@@ -20,6 +20,7 @@ import {
   rebuildBody,
   rejectWaitpointBody,
 } from './request-bodies';
+import { withTraceHeaders } from './trace-headers';
 import {
   agentView,
   itemView,
@@ -121,7 +122,9 @@ export const operatorOperations = (scheduler: Scheduler): Record<string, Operati
 function taskOperations(scheduler: Scheduler): Record<string, Operation> {
   return {
     submitTask: async (request) => {
-      const { task, created, debounced } = await scheduler.submit(request.body);
+      const { task, created, debounced } = await scheduler.submit(
+        withTraceHeaders(request.body, request.traceHeaders),
+      );
       return {
         status: created ? 201 : 200,
         body: { task: taskView(task), ...(debounced === undefined ? {} : { debounced }) },
@@ -136,7 +139,9 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
       ) {
         throw new ValidationError('the body is { "tasks": [ ...task specifications ] }');
       }
-      const outcomes = await scheduler.submitBatch(tasks);
+      const outcomes = await scheduler.submitBatch(
+        Array.isArray(tasks) ? tasks.map((spec) => withTraceHeaders(spec, request.traceHeaders)) : tasks,
+      );
       return { status: 200, body: { results: outcomes.map(itemView) } };
     },
     listTasks: async (request) => {

@@ -142,6 +142,11 @@ export const taskSchema = published(
         .record(z.string(), z.string())
         .optional()
         .describe('Labels the agent that runs it must have: a value for each, or `*` for any.'),
+      traceparent: z
+        .string()
+        .optional()
+        .describe('The W3C trace context it was submitted with (`traceparent`); absent: none.'),
+      tracestate: z.string().optional().describe('The W3C `tracestate` it was submitted with.'),
       rateTaken: z
         .array(
           z.looseObject({
@@ -235,6 +240,11 @@ export const claimedTaskSchema = published(
         })
         .optional()
         .describe('Resumed from a waitpoint: how the wait ended, with its data or reason.'),
+      traceparent: z
+        .string()
+        .optional()
+        .describe('The W3C trace context it was submitted with: its work joins that trace.'),
+      tracestate: z.string().optional().describe('The W3C `tracestate` it was submitted with.'),
     }),
   ),
 );

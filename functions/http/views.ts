@@ -74,6 +74,8 @@ export function taskView(task: Task, { progress, cascade }: SeenWithTask = {}) {
     waitpointId: task.waitpointId,
     rateLimits: task.rateLimits,
     require: task.require,
+    traceparent: task.traceparent,
+    tracestate: task.tracestate,
     rateTaken: task.rateTaken?.map((t) => ({ ...t, window: iso(t.window) as string })),
     progress: progress && progressView(progress),
     cascade: cascade && {

@@ -369,7 +369,8 @@ describe('the agent-scheduler command', () => {
       });
     });
 
-    it('agents create --label gives an agent labels, submit --require a task requirements, and list shows them', async () => {
+    it('agents create --label gives an agent labels, submit --require a task requirements (and --traceparent its trace context), and list shows them', async () => {
+      const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
       const created = JSON.parse(
         (
           await cli([
@@ -405,6 +406,10 @@ describe('the agent-scheduler command', () => {
             'gpu=h100',
             '--require',
             'model',
+            '--traceparent',
+            TRACEPARENT,
+            '--tracestate',
+            'rojo=00f067aa0ba902b7',
             '--delay',
             '600',
             '--json',
@@ -413,6 +418,8 @@ describe('the agent-scheduler command', () => {
         ).stdout,
       ) as { task: { require: Record<string, string> } };
       expect(submitted.task.require).toEqual({ gpu: 'h100', model: '*' });
+      // (The trace context rides along: one process fewer than a test of its own.)
+      expect(submitted.task).toMatchObject({ traceparent: TRACEPARENT, tracestate: 'rojo=00f067aa0ba902b7' });
       const refused = await cli(['submit', '--queue', 'work', '--require', '=x', ...at()]);
       expect(refused.code).not.toBe(0);
     });

@@ -34,6 +34,7 @@ const QUEUES = [
   'py-types',
   'py-waitpoint',
   'py-progress',
+  'py-traced',
   'py-extend',
   'py-roles',
   'py-usage',

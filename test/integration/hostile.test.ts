@@ -19,11 +19,17 @@ describe('hostile input', () => {
   let answer: ReturnType<typeof localRequestHandler>;
   const agents: { agentId: string; token: string; sessionId: string }[] = [];
 
-  const call = async (method: string, url: string, body?: string, token = OPERATOR) => {
+  const call = async (
+    method: string,
+    url: string,
+    body?: string,
+    token = OPERATOR,
+    headers: Record<string, string> = {},
+  ) => {
     const request: LocalRequest = {
       method,
       url,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
       body: body ?? '',
     };
     const result = await answer(request);
@@ -49,7 +55,7 @@ describe('hostile input', () => {
   beforeAll(async () => {
     // Schedules are armed nowhere: what is stored is what is checked.
     stack = await createTestStack({
-      queues: ['work', 'bodiless', 'debounced'],
+      queues: ['work', 'bodiless', 'debounced', 'traced'],
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     for (const name of ['first', 'second']) {
@@ -639,6 +645,122 @@ describe('hostile input', () => {
     const task = await call('GET', `/v1/tasks/${first.json.task.taskId}?include=payload`);
     expect(task.json.task).toMatchObject({ payload: { n: 1 }, debounce: { key: 'doc-1', submissions: 1 } });
     expect((await call('POST', `/v1/tasks/${first.json.task.taskId}/cancel`, '{}')).status).toBe(200);
+  });
+
+  it('a trace context out of form, in the body or the headers, is a 400 that writes nothing', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const spanId = '00f067aa0ba902b7';
+    const refused: [string, Record<string, unknown>][] = [
+      ['traceparent', { traceparent: 'not-a-traceparent' }],
+      ['traceparent', { traceparent: `00-${traceId.toUpperCase()}-${spanId}-01` }],
+      ['traceparent', { traceparent: `00-${'0'.repeat(32)}-${spanId}-01` }],
+      ['traceparent', { traceparent: `00-${traceId}-${'0'.repeat(16)}-01` }],
+      ['traceparent', { traceparent: `ff-${traceId}-${spanId}-01` }],
+      ['traceparent', { traceparent: `00-${traceId}-${spanId}-01-extra` }],
+      ['traceparent', { traceparent: `00-${traceId}-${spanId}-01\n` }],
+      ['traceparent', { traceparent: 7 }],
+      ['traceparent', { traceparent: null }],
+      ['tracestate', { traceparent: `00-${traceId}-${spanId}-01`, tracestate: 'k=v,'.repeat(129) }],
+      ['tracestate', { traceparent: `00-${traceId}-${spanId}-01`, tracestate: 'k=\u0007' }],
+      ['tracestate', { tracestate: 'k=v' }],
+    ];
+    for (const [field, body] of refused) {
+      const spec = { queue: 'traced', payload: {}, ...body };
+      const answered = await call('POST', '/v1/tasks', JSON.stringify(spec));
+      expect(answered.status, JSON.stringify(body)).toBe(400);
+      expect(answered.json.error).toMatchObject({ code: 'ValidationError' });
+      expect(answered.json.error.message).toMatch(new RegExp(`^${field}: `));
+      const batch = await call('POST', '/v1/tasks/batch', JSON.stringify({ tasks: [spec] }));
+      expect(batch.json.results).toMatchObject([
+        { ok: false, status: 400, error: { code: 'ValidationError' } },
+      ]);
+    }
+    // The same, sent as the headers of a body that has none.
+    for (const headers of <Record<string, string>[]>[
+      { traceparent: `00-${'0'.repeat(32)}-${spanId}-01` },
+      { traceparent: `00-${traceId}-${spanId}-01`, tracestate: 'x'.repeat(513) },
+    ]) {
+      const answered = await call('POST', '/v1/tasks', '{"queue":"traced","payload":{}}', OPERATOR, headers);
+      expect(answered.status).toBe(400);
+      expect(answered.json.error.message).toMatch(/^trace(parent|state): /);
+    }
+    // And in an agent's follow-up task, under a lease it holds.
+    const [agent] = agents;
+    if (!agent) throw new Error('no agent');
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":"traced"}}');
+    const parent = (await claimOne(agent)).json.tasks[0];
+    const child = await call(
+      'POST',
+      '/v1/agent/tasks',
+      JSON.stringify({
+        parentTaskId: parent.taskId,
+        leaseEpoch: parent.leaseEpoch,
+        key: 'traced-child',
+        queue: 'traced',
+        payload: {},
+        traceparent: `00-${traceId}-${spanId}`,
+      }),
+      agent.token,
+    );
+    expect(child.status).toBe(400);
+    expect(child.json.error.message).toMatch(/^traceparent: /);
+    const done = JSON.stringify({ leaseEpoch: parent.leaseEpoch });
+    expect((await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status).toBe(
+      200,
+    );
+    expect((await stack.scheduler.listTasks({ queue: 'traced' })).tasks).toEqual([]);
+  });
+
+  it('a trace context is kept as sent, shown, and handed to the agent; the body’s wins over the headers’', async () => {
+    const fromBody = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const fromHeader = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00';
+    const [agent] = agents;
+    if (!agent) throw new Error('no agent');
+    const headers = { traceparent: fromHeader, tracestate: 'vendor=header' };
+    const byBody = await call(
+      'POST',
+      '/v1/tasks',
+      JSON.stringify({
+        queue: 'work',
+        payload: {},
+        traceparent: fromBody,
+        tracestate: 'rojo=00f067aa0ba902b7',
+      }),
+      OPERATOR,
+      headers,
+    );
+    const byHeader = await call('POST', '/v1/tasks', '{"queue":"work","payload":{}}', OPERATOR, headers);
+    const plain = await call('POST', '/v1/tasks', '{"queue":"work","payload":{}}');
+    expect(byBody.json.task).toMatchObject({ traceparent: fromBody, tracestate: 'rojo=00f067aa0ba902b7' });
+    expect(byHeader.json.task).toMatchObject({ traceparent: fromHeader, tracestate: 'vendor=header' });
+    expect(plain.json.task).not.toHaveProperty('traceparent');
+    const read = await call('GET', `/v1/tasks/${byHeader.json.task.taskId}`);
+    expect(read.json.task).toMatchObject({ traceparent: fromHeader, tracestate: 'vendor=header' });
+
+    const byId = new Map<string, Record<string, unknown>>();
+    // A hint may come a moment after its task: claims until all three are held, for up to about 4 s (an earlier
+    // test's task of the queue may come too, and is finished with them).
+    const wanted = [byBody, byHeader, plain].map((answered) => answered.json.task.taskId as string);
+    for (let claims = 0; !wanted.every((id) => byId.has(id)) && claims < 40; claims++) {
+      if (claims > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      const claimed = await call(
+        'POST',
+        '/v1/agent/claim',
+        JSON.stringify({ sessionId: agent.sessionId, max: 5 }),
+        agent.token,
+      );
+      for (const task of claimed.json.tasks) byId.set(task.taskId, task);
+    }
+    expect(byId.get(byBody.json.task.taskId)).toMatchObject({ traceparent: fromBody });
+    expect(byId.get(byHeader.json.task.taskId)).toMatchObject({ traceparent: fromHeader });
+    expect(byId.get(plain.json.task.taskId)).toBeDefined();
+    expect(byId.get(plain.json.task.taskId)).not.toHaveProperty('traceparent');
+    for (const task of byId.values()) {
+      const done = JSON.stringify({ leaseEpoch: task.leaseEpoch });
+      expect((await call('POST', `/v1/agent/tasks/${task.taskId}/complete`, done, agent.token)).status).toBe(
+        200,
+      );
+    }
   });
 
   it('a snooze or a retry delay out of bounds is a 400 that leaves the lease as it was', async () => {

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from . import limits
 from ._ids import new_claim_id, new_open_id, next_open_seq
+from ._tracing import with_trace_context
 from .errors import AgentSchedulerError
 from .transport import RetryMode, RetryPolicy, Send, Signer, Transport, urllib_send
 from .types import (
@@ -152,7 +153,8 @@ class Client:
 
     def submit_task(self, spec: TaskSpec) -> Submitted:
         """Submits a task; the same idempotency key (one is added if missing) goes with every attempt."""
-        body = cast(TaskSpec, {**spec, "idempotencyKey": spec.get("idempotencyKey") or str(uuid.uuid4())})
+        traced = with_trace_context([spec])[0]
+        body = cast(TaskSpec, {**traced, "idempotencyKey": spec.get("idempotencyKey") or str(uuid.uuid4())})
         status, answer = self._transport.request("POST", "/v1/tasks", body=body)
         debounced = answer.get("debounced")
         return Submitted(answer["task"], status == 201, debounced if isinstance(debounced, bool) else None)
@@ -160,7 +162,8 @@ class Client:
     def submit_tasks(self, specs: Sequence[TaskSpec]) -> list[BatchItemResult]:
         """Submits tasks in as few calls as the body limit allows (25 at most a call); outcomes in order."""
         tasks = [
-            cast(TaskSpec, {**s, "idempotencyKey": s.get("idempotencyKey") or str(uuid.uuid4())}) for s in specs
+            cast(TaskSpec, {**s, "idempotencyKey": s.get("idempotencyKey") or str(uuid.uuid4())})
+            for s in with_trace_context(specs)
         ]
         return in_bodies(
             tasks, lambda chunk: self._call("POST", "/v1/tasks/batch", body={"tasks": chunk})["results"]
@@ -549,7 +552,7 @@ class Client:
             body = {"parentTaskId": parent_task_id, "leaseEpoch": lease_epoch, "tasks": chunk}
             return self._call("POST", "/v1/agent/tasks/batch", body=body, abandon=abandon)["results"]
 
-        return in_bodies(list(tasks), send)
+        return in_bodies(with_trace_context(tasks), send)
 
 
 def _claim_after(answer: Any) -> Any:

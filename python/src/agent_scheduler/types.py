@@ -110,6 +110,8 @@ class Task(_TaskRequired, total=False):
     waitpointId: str
     rateLimits: list[dict[str, Any]]
     require: dict[str, str]
+    traceparent: str
+    tracestate: str
     rateTaken: list[dict[str, Any]]
     progress: TaskProgress
     cascade: dict[str, Any]
@@ -158,6 +160,8 @@ class TaskSummary(_TaskSummaryRequired, total=False):
     waitpointId: str
     rateLimits: list[dict[str, Any]]
     require: dict[str, str]
+    traceparent: str
+    tracestate: str
     rateTaken: list[dict[str, Any]]
     needsAttention: Literal[True]
     finishedAt: str
@@ -215,6 +219,8 @@ class TaskSpec(_TaskSpecRequired, total=False):
     onDependencyFailure: Literal["cancel", "run"]
     onFailure: dict[str, Any]
     debounce: dict[str, Any]
+    traceparent: str
+    tracestate: str
 
 
 class SubmitTasksRequest(TypedDict):
@@ -507,6 +513,8 @@ class ClaimedTask(_ClaimedTaskRequired, total=False):
     parentTaskId: str
     rootTaskId: str
     waitpoint: WaitpointResult
+    traceparent: str
+    tracestate: str
 
 
 class _ClaimResultRequired(TypedDict):
@@ -639,6 +647,8 @@ class ChildTaskSpec(_ChildTaskSpecRequired, total=False):
     dependsOn: list[str]
     onDependencyFailure: Literal["cancel", "run"]
     onFailure: dict[str, Any]
+    traceparent: str
+    tracestate: str
 
 
 class SubmitChildrenRequest(TypedDict):

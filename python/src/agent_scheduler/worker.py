@@ -43,6 +43,7 @@ from ._ids import new_claim_id, new_open_id
 from ._listeners import Listeners, call_listeners
 from ._progress import ProgressReports, checked_item
 from ._running import Abort, AbortReason, Backoff, LostReason, PendingCheckpoint, RunningTask
+from ._tracing import in_task_span, with_trace_context
 from ._worker_push import PushHost, WorkerPush
 from .client import Client
 from .errors import (
@@ -269,15 +270,17 @@ class TaskContext:
         """Submits follow-up tasks of this one, fenced by its lease (from a plain-function handler: it blocks)."""
         entry = self._entry
         return self._worker.client.submit_children(
-            entry.task_id, entry.task["leaseEpoch"], children, abandon=entry.abort.event
+            entry.task_id, entry.task["leaseEpoch"], with_trace_context(children), abandon=entry.abort.event
         )
 
     async def asubmit(self, children: Sequence[ChildTaskSpec]) -> list[BatchItemResult]:
         """:meth:`submit` for an ``async def`` handler."""
         entry = self._entry
+        # The handler's span is current here, not in the thread the call is made from.
+        traced = with_trace_context(children)
         return await self._worker.io(
             lambda abandon: self._worker.client.submit_children(
-                entry.task_id, entry.task["leaseEpoch"], children, abandon=abandon
+                entry.task_id, entry.task["leaseEpoch"], traced, abandon=abandon
             ),
             entry.abort,
         )
@@ -1187,6 +1190,7 @@ class Worker:
         try:
             if handler is None:
                 raise RuntimeError("this worker has no task handler")
+            handler = in_task_span(entry.task, handler, is_async=self._async_handler)
             if self._async_handler:
                 entry.handler_task = asyncio.ensure_future(cast(Awaitable[Any], handler(entry.task, context)))
                 value = await entry.handler_task

@@ -54,7 +54,9 @@ beforeAll(() => {
 });
 afterEach(() => ddb.reset());
 
-describe('Lambda entries', () => {
+// Each test imports its entry, and the entry the whole function (the AWS SDK's clients, every operation): 4 to 5 s of
+// a loaded machine's CPU for the first, past the default bound of 5 s.
+describe('Lambda entries', { timeout: 30_000 }, () => {
   it('supervisor: one pass over nothing reports a zero cycle and emits metrics', async () => {
     ddb.on(ScanCommand).resolves({ Items: [] });
     ddb.on(QueryCommand).resolves({ Items: [] });
