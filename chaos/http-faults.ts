@@ -54,7 +54,7 @@ export function operationOf(method: string, url: string, body: string | undefine
 const HUNG_OWED_AFTER = 50;
 
 /** The routes an agent calls a few times a run, where a share of faults would land a handful of times at most. */
-const RARE = new Set([
+export const RARE_ROUTES = new Set([
   'openSession',
   'releaseTask',
   'submitChildTask',
@@ -172,7 +172,7 @@ export class FaultyNetwork extends WireRecord {
    */
   private drawFault({ url, operation }: AgentRequest): Fault {
     const { options } = this;
-    const boost = RARE.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
+    const boost = RARE_ROUTES.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
     const lateShare = options.lateShare ?? 0.01;
     const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
     const unavailable = 0.03 * boost;
