@@ -13,9 +13,9 @@
  * - `requestHung`: never answered nor forwarded; held until the agent gives up (0.5 %);
  * - `deliveredLate`: held until the agent gives the attempt up, then forwarded 0.5 to 6 s after it came (and no
  *   sooner than the agent gave up), so the server gets it after the agent's retry; its answer reaches nobody (1 %);
- * - an agent cut off (`agentCutOff`) for longer than its lease: a heartbeat in a hundred starts it, and every request
- *   of that agent is held unanswered until it ends (`agentCutOffRequest`). Once begun it lasts its time, faults on or
- *   off.
+ * - an agent cut off (`agentCutOff`) for longer than its lease: a heartbeat in a hundred starts it (and, with
+ *   `cutOffEachAgent`, each agent's fifth heartbeat under the faults), and every request of that agent is held
+ *   unanswered until it ends (`agentCutOffRequest`). Once begun it lasts its time, faults on or off.
  *
  * The routes an agent calls a few times a run (`RARE_ROUTES`) get `rareRouteBoost` times the shares. Whatever the
  * draws, under the faults each route's first request is delivered late, and its next ones lose their answer (cut),
@@ -91,6 +91,8 @@ const DRAWN = [
 
 /** What each route owes under the faults, in turn, before the draws decide: the faults a retry must survive. */
 const OWED = ['deliveredLate', 'answerLostCut', 'answerLost503', 'duplicated'] as const;
+/** The heartbeat under the faults at which an agent owes its cut-off (`cutOffEachAgent`): it holds work by then. */
+const CUT_OFF_OWED_AT = 5;
 
 export interface FaultProxyOptions {
   /** The server's base URL. */
@@ -114,6 +116,11 @@ export interface FaultProxyOptions {
   readonly faultsFor?: (agent: string) => boolean;
   /** Each route gets one request of each fault of `OWED` before the draws decide. @default true */
   readonly owed?: boolean;
+  /**
+   * Each agent is cut off once, whatever the draws, at its `CUT_OFF_OWED_AT`th heartbeat under the faults: every
+   * agent, of every language, then outlives a lease. @default false
+   */
+  readonly cutOffEachAgent?: boolean;
 }
 
 /** A fault asked for the next request that matches (`FaultProxy.inject`). */
@@ -168,6 +175,8 @@ export class FaultProxy extends WireRecord {
   private readonly injected: Injected[] = [];
   /** The faults of `OWED` each route has had. */
   private readonly paid = new Map<string, Set<string>>();
+  /** Heartbeats of each agent under the faults, while it owes its cut-off. */
+  private readonly beatsOwing = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private faultsOn = true;
   private closed = false;
@@ -304,7 +313,10 @@ export class FaultProxy extends WireRecord {
     if (injected) return injected.fault;
     if (!under) return 'none';
     const { random } = this.options;
-    if (request.operation === 'heartbeat' && random() < this.shares.agentCutOff) {
+    if (
+      request.operation === 'heartbeat' &&
+      (this.owesCutOff(request.agent) || random() < this.shares.agentCutOff)
+    ) {
       this.cutOff(request.agent, this.options.cutOffMs, request.operation);
       return 'none';
     }
@@ -317,6 +329,14 @@ export class FaultProxy extends WireRecord {
       if (draw < 0) return kind;
     }
     return 'none';
+  }
+
+  /** Whether this heartbeat is the one at which `agent` owes its cut-off (`cutOffEachAgent`). */
+  private owesCutOff(agent: string): boolean {
+    if (!this.options.cutOffEachAgent) return false;
+    const beats = (this.beatsOwing.get(agent) ?? 0) + 1;
+    this.beatsOwing.set(agent, beats);
+    return beats === CUT_OFF_OWED_AT;
   }
 
   /** The next fault of `OWED` this route has not had yet, marked as had. */
