@@ -13,9 +13,9 @@
  * - `requestHung`: never answered nor forwarded; held until the agent gives up (0.5 %);
  * - `deliveredLate`: held until the agent gives the attempt up, then forwarded 0.5 to 6 s after it came (and no
  *   sooner than the agent gave up), so the server gets it after the agent's retry; its answer reaches nobody (1 %);
- * - an agent cut off (`agentCutOff`) for longer than its lease: a heartbeat in a hundred starts it (and, with
- *   `cutOffEachAgent`, each agent's fifth heartbeat under the faults), and every request of that agent is held
- *   unanswered until it ends (`agentCutOffRequest`). Once begun it lasts its time, faults on or off.
+ * - an agent cut off (`agentCutOff`) for longer than its lease: a heartbeat (with checkpoints or not) in a hundred
+ *   starts it (and, with `cutOffEachAgent`, each agent's fifth heartbeat under the faults), and every request of that
+ *   agent is held unanswered until it ends (`agentCutOffRequest`). Once begun it lasts its time, faults on or off.
  *
  * The routes an agent calls a few times a run (`RARE_ROUTES`) get `rareRouteBoost` times the shares. Whatever the
  * draws, under the faults each route's first request is delivered late, and its next ones lose their answer (cut),
@@ -314,7 +314,7 @@ export class FaultProxy extends WireRecord {
     if (!under) return 'none';
     const { random } = this.options;
     if (
-      request.operation === 'heartbeat' &&
+      request.operation.startsWith('heartbeat') &&
       (this.owesCutOff(request.agent) || random() < this.shares.agentCutOff)
     ) {
       this.cutOff(request.agent, this.options.cutOffMs, request.operation);

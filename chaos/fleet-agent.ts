@@ -4,9 +4,10 @@
  * same workload and write the same execution log (`fleet-log.ts`).
  *
  * `tsx chaos/fleet-agent.ts --endpoint URL --token TOKEN --queue Q --concurrency N --log PATH [--workload chaos|trivial]
- * [--seed S] [--role NAME] [--timeout-ms MS]`, each also read from the environment when absent
+ * [--seed S] [--role NAME] [--timeout-ms MS] [--go PATH]`, each also read from the environment when absent
  * (`AGENT_SCHEDULER_ENDPOINT`, `AGENT_SCHEDULER_TOKEN`, `FLEET_QUEUE`, `FLEET_CONCURRENCY`, `FLEET_LOG`,
- * `FLEET_WORKLOAD`, `FLEET_SEED`, `FLEET_ROLE`, `FLEET_TIMEOUT_MS`).
+ * `FLEET_WORKLOAD`, `FLEET_SEED`, `FLEET_ROLE`, `FLEET_TIMEOUT_MS`, `FLEET_GO`). With `--go`, the process logs
+ * `loaded` and starts its Worker only once that file exists: a bench starts a whole fleet at one moment.
  *
  * The `chaos` workload is the HTTP chaos run's (`http-workload.ts`) less what only an in-process fleet can do to
  * itself (cut itself off, crash, give a task back: here the proxy cuts agents off and the run kills processes): a
@@ -18,7 +19,7 @@
  *
  * Stops (draining) on SIGTERM, and when its agent is revoked; then logs `stopped` and exits 0.
  */
-import { openSync, writeSync } from 'node:fs';
+import { existsSync, openSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { seededRandom } from '#local/seeded-random';
 import { AgentSchedulerClient } from '#sdk/client';
@@ -50,6 +51,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: process.env.FLEET_SEED ?? '1' },
     role: { type: 'string', default: process.env.FLEET_ROLE },
     'timeout-ms': { type: 'string', default: process.env.FLEET_TIMEOUT_MS ?? '1000' },
+    go: { type: 'string', default: process.env.FLEET_GO },
   },
 });
 /** A required option's value; absent, the process ends with status 2. */
@@ -151,6 +153,11 @@ const told = (type: 'completed' | 'failed' | 'lost') => (task: ClaimedTask, reas
     ...(type === 'lost' ? { reason: String(reason) } : {}),
   });
 
+// Loaded; with --go, the Worker starts once that file exists, when every process of a fleet has loaded.
+if (values.go) {
+  log({ type: 'loaded', at: Date.now() });
+  while (!existsSync(values.go)) await sleep(10);
+}
 // A session that cannot open under the faults is tried again with a new Worker (one starts only once).
 let worker: Worker | undefined;
 for (let attempt = 0; !worker; attempt++) {

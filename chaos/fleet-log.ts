@@ -22,6 +22,7 @@ import { digestOf } from './http-workload';
 
 /** One line of an agent's log. */
 export type FleetLogLine =
+  | { readonly type: 'loaded'; readonly at: number }
   | { readonly type: 'ready'; readonly at: number; readonly language: string; readonly pid: number }
   | {
       readonly type: 'start';
@@ -76,11 +77,54 @@ interface LoggedExecution extends Execution {
   told?: 'completed' | 'failed' | 'lost';
 }
 
+/**
+ * The lines a log gained since the last look: read from where the last look stopped, a line not yet ended kept for
+ * the next; a line that is not JSON is counted (`unreadable`) and skipped.
+ */
+export class LogTail {
+  private offset = 0;
+  private partial = '';
+  unreadable = 0;
+
+  constructor(readonly path: string) {}
+
+  lines(): FleetLogLine[] {
+    let fd: number;
+    try {
+      fd = openSync(this.path, 'r');
+    } catch {
+      return [];
+    }
+    const chunks: Buffer[] = [];
+    try {
+      const buffer = Buffer.alloc(1 << 16);
+      for (;;) {
+        const n = readSync(fd, buffer, 0, buffer.length, this.offset);
+        if (n === 0) break;
+        chunks.push(Buffer.from(buffer.subarray(0, n)));
+        this.offset += n;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    const texts = (this.partial + Buffer.concat(chunks).toString('utf8')).split('\n');
+    this.partial = texts.pop() ?? '';
+    return texts.flatMap((text) => {
+      if (!text.trim()) return [];
+      try {
+        return [JSON.parse(text) as FleetLogLine];
+      } catch {
+        this.unreadable++;
+        return [];
+      }
+    });
+  }
+}
+
 /** What is left of an agent's log to read, and how its process ended. */
 interface Reading {
   readonly agent: LoggedAgent;
-  offset: number;
-  partial: string;
+  readonly tail: LogTail;
   ready: boolean;
   stopped: boolean;
   killedAt?: number;
@@ -99,13 +143,16 @@ export class FleetLogs {
   private readonly readings = new Map<string, Reading>();
   private readonly byLease = new Map<string, LoggedExecution>();
   private readonly roles = new Map<string, RoleHolding>();
-  /** Lines that could not be read as JSON (a process killed mid-line writes none: each line is one write). */
-  unreadable = 0;
 
   constructor(private readonly run: CheckedRun) {}
 
   add(agent: LoggedAgent): void {
-    this.readings.set(agent.name, { agent, offset: 0, partial: '', ready: false, stopped: false });
+    this.readings.set(agent.name, { agent, tail: new LogTail(agent.logPath), ready: false, stopped: false });
+  }
+
+  /** Lines that could not be read as JSON (a process killed mid-line writes none: each line is one write). */
+  get unreadable(): number {
+    return [...this.readings.values()].reduce((sum, r) => sum + r.tail.unreadable, 0);
   }
 
   ready(name: string): boolean {
@@ -175,38 +222,10 @@ export class FleetLogs {
   }
 
   private read(reading: Reading): void {
-    let fd: number;
-    try {
-      fd = openSync(reading.agent.logPath, 'r');
-    } catch {
-      return;
-    }
-    try {
-      const buffer = Buffer.alloc(1 << 16);
-      const chunks: Buffer[] = [];
-      for (;;) {
-        const n = readSync(fd, buffer, 0, buffer.length, reading.offset);
-        if (n === 0) break;
-        chunks.push(Buffer.from(buffer.subarray(0, n)));
-        reading.offset += n;
-      }
-      const text = reading.partial + Buffer.concat(chunks).toString('utf8');
-      const lines = text.split('\n');
-      reading.partial = lines.pop() ?? '';
-      for (const line of lines) if (line.trim()) this.fold(reading, line);
-    } finally {
-      closeSync(fd);
-    }
+    for (const line of reading.tail.lines()) this.fold(reading, line);
   }
 
-  private fold(reading: Reading, text: string): void {
-    let line: FleetLogLine;
-    try {
-      line = JSON.parse(text) as FleetLogLine;
-    } catch {
-      this.unreadable++;
-      return;
-    }
+  private fold(reading: Reading, line: FleetLogLine): void {
     const { name, agentId } = reading.agent;
     const { run } = this;
     switch (line.type) {

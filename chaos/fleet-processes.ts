@@ -39,6 +39,8 @@ export interface AgentProcessOptions {
   readonly role?: string;
   /** The client's timeout of one attempt. @default 1000 ms */
   readonly timeoutMs?: number;
+  /** The Worker starts once this file exists (the process logs `loaded` first). @default at once */
+  readonly go?: string;
 }
 
 export interface AgentProcess {
@@ -73,6 +75,7 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     '--timeout-ms',
     String(options.timeoutMs ?? 1_000),
     ...(options.role ? ['--role', options.role] : []),
+    ...(options.go ? ['--go', options.go] : []),
   ];
   const child =
     options.language === 'python'

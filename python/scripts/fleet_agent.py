@@ -3,9 +3,10 @@
 options, run the same workload and write the same execution log (``chaos/fleet-log.ts``).
 
 Usage: ``PYTHONPATH=python/src python3 python/scripts/fleet_agent.py --endpoint URL --token TOKEN --queue Q
---concurrency N --log PATH [--workload chaos|trivial] [--seed S] [--role NAME] [--timeout-ms MS]``, each also read
-from the environment when absent (``AGENT_SCHEDULER_ENDPOINT``, ``AGENT_SCHEDULER_TOKEN``, ``FLEET_QUEUE``,
-``FLEET_CONCURRENCY``, ``FLEET_LOG``, ``FLEET_WORKLOAD``, ``FLEET_SEED``, ``FLEET_ROLE``, ``FLEET_TIMEOUT_MS``).
+--concurrency N --log PATH [--workload chaos|trivial] [--seed S] [--role NAME] [--timeout-ms MS] [--go PATH]``, each
+also read from the environment when absent (``AGENT_SCHEDULER_ENDPOINT``, ``AGENT_SCHEDULER_TOKEN``, ``FLEET_QUEUE``,
+``FLEET_CONCURRENCY``, ``FLEET_LOG``, ``FLEET_WORKLOAD``, ``FLEET_SEED``, ``FLEET_ROLE``, ``FLEET_TIMEOUT_MS``,
+``FLEET_GO``). With ``--go``, the process logs ``loaded`` and starts its Worker only once that file exists.
 
 The workload is described in ``chaos/fleet-agent.ts``. Handlers are ``async def``: the Worker cancels one whose
 lease is over, and its ``end`` is logged then. Stops (draining) on SIGTERM, and when its agent is revoked; then logs
@@ -179,6 +180,10 @@ class Agent:
             return worker
 
     async def run(self) -> None:
+        if self.options.go:
+            self.log({"type": "loaded", "at": now_ms()})
+            while not os.path.exists(self.options.go):
+                await asyncio.sleep(0.01)
         worker = await self.start()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(worker.stop()))
@@ -200,6 +205,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", default=env("FLEET_SEED", "1"))
     parser.add_argument("--role", default=env("FLEET_ROLE"))
     parser.add_argument("--timeout-ms", default=env("FLEET_TIMEOUT_MS", "1000"))
+    parser.add_argument("--go", default=env("FLEET_GO"))
     options = parser.parse_args(argv)
     for required in ("endpoint", "token", "queue", "log"):
         if not getattr(options, required):
