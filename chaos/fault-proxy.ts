@@ -197,11 +197,6 @@ export class FaultProxy extends WireRecord {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Whether faults are still injected (cut-offs begun last their time either way). */
-  get injecting(): boolean {
-    return this.faultsOn;
-  }
-
   async listen(): Promise<void> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as AddressInfo).port;

@@ -15,6 +15,7 @@ import {
   summaryLines as httpSummaryLines,
   type RunOutcome,
   reportOf,
+  VIOLATION_COUNTS,
 } from './http-report';
 import type { HttpChaosOptions } from './http-stack';
 
@@ -71,12 +72,10 @@ export async function fleetReportOf(
   logs: FleetLogs,
   fleet: Fleet,
   {
-    options,
     started,
     outcome,
     killed,
   }: {
-    options: FleetChaosOptions;
     started: number;
     outcome: RunOutcome;
     killed: number;
@@ -111,20 +110,33 @@ export async function fleetReportOf(
     unreadableLogLines: logs.unreadable,
     violations: report.violations + fleetViolations,
     ...(details.length > 0 ? { violationDetails: details } : {}),
-    seed: options.seed,
   };
 }
 
 /** A run's figures: a line of the fleet's, then the HTTP run's lines (faults by where they fell, answer times). */
 export function summaryLines(report: FleetChaosReport): string[] {
-  const [first, ...rest] = httpSummaryLines({ ...report, mode: 'http' });
+  // The HTTP run's line counts its own violations; the fleet's line counts every one.
+  const httpViolations = VIOLATION_COUNTS.reduce((sum, name) => sum + report[name], 0);
+  const [first, ...rest] = httpSummaryLines({ ...report, mode: 'http', violations: httpViolations });
   const by = (counts: Readonly<Record<string, number>>) =>
     `${counts.python ?? 0} Python / ${counts.typescript ?? 0} TypeScript`;
+  const fleetOwn = {
+    runAfterCommitCount: report.runAfterCommitCount,
+    lostResultCount: report.lostResultCount,
+    agentsDied: report.agentsDied,
+    stopOverran: report.stopOverran,
+    unreadableLogLines: report.unreadableLogLines,
+  };
+  const broken = Object.entries(fleetOwn)
+    .filter(([, n]) => n > 0)
+    .map(([name, n]) => `${name} ${n}`);
   return [
     `fleet: ${by(report.fleet)} agents (processes started ${by(report.processesStarted)}, ${report.killed} killed, ` +
       `${report.revoked} revoked, ${report.agentsDied} died); executions ${by(report.executionsBy)}; ` +
-      `double runs ${report.doubleRuns}, lost results ${report.lostResultCount} (untold at a kill ${report.untoldAtKill}), ` +
-      `violations ${report.violations}`,
+      `double runs ${report.doubleRuns}, lost results ${report.lostResultCount} (untold at a kill ${report.untoldAtKill}); ` +
+      (report.violations === 0
+        ? 'no violations'
+        : `${report.violations} VIOLATIONS${broken.length > 0 ? ` (of the fleet's own: ${broken.join(', ')})` : ''}`),
     ...(first ? [first] : []),
     ...rest,
   ];

@@ -101,7 +101,6 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<FleetCh
     run.live.fleetStopped = true;
     mark('stopped');
     return await fleetReportOf(run, httpOptions, logs, fleet, {
-      options,
       started,
       outcome: {
         acknowledged,
