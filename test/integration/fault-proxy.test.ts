@@ -19,8 +19,9 @@ const OPERATOR = 'op_fault-proxy-operator';
  */
 const HELD_ATTEMPT_MS = 250;
 const ATTEMPT_MS = 5_000;
-const LATE_MS = 1_000;
-const CUT_OFF_MS = 1_000;
+const LATE_MS = 800;
+const CUT_OFF_MS = 800;
+const DELAY_MS = 100;
 
 /** A request the server answered: its operation, status, and when it arrived. */
 interface Served {
@@ -59,7 +60,7 @@ describe('the fault proxy', () => {
       shares: { unavailableBeforeDelivery: 1 },
       faultsFor: (agent) => agent === 'always-503',
       lateDelayMs: { min: LATE_MS, max: LATE_MS },
-      delayMs: { min: 200, max: 200 },
+      delayMs: { min: DELAY_MS, max: DELAY_MS },
     });
     for (const name of ['one', 'two']) {
       const created = await operator.createAgent({ name, queues: ['proxied'], maxConcurrency: 4 });
@@ -98,7 +99,7 @@ describe('the fault proxy', () => {
     const from = Date.now();
     const holdings = await client.getSession();
     expect(holdings.tasks).toEqual([]);
-    expect(Date.now() - from).toBeGreaterThanOrEqual(200);
+    expect(Date.now() - from).toBeGreaterThanOrEqual(DELAY_MS);
     expect(servedSince(from, 'readSession')).toHaveLength(1);
     expect(proxy.faults.byWhere.delayed).toEqual({ readSession: 1 });
   });
