@@ -179,6 +179,17 @@ export async function startFleet(run: CheckedRun, logs: FleetLogs, options: Flee
       });
       await replace(slot, false);
     },
+    /** SIGKILL to every process still running: a run that failed leaves none behind. */
+    async killAll(): Promise<void> {
+      await Promise.all(
+        members
+          .filter((member) => member.process.child.exitCode === null)
+          .map((member) => {
+            member.process.kill();
+            return member.process.exited;
+          }),
+      );
+    },
     /** SIGTERM to every process, each waited for; one that outlives the wait is killed. */
     async stopAll(): Promise<void> {
       await Promise.all(

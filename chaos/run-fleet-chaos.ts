@@ -58,6 +58,7 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<FleetCh
   const run: CheckedRun = { ...stack, network: proxy };
   const logDir = mkdtempSync(join(tmpdir(), 'agent-scheduler-fleet-'));
   const logs = new FleetLogs(run);
+  let fleet: Fleet | undefined;
   run.loopDelay.enable();
   try {
     const phasesMs: Record<string, number> = {};
@@ -67,7 +68,7 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<FleetCh
     const { acknowledged, withHook } = await submitAll(run, httpOptions);
     for (const taskId of acknowledged) run.history.acknowledged.add(taskId);
     mark('submitted');
-    const fleet = await startFleet(run, logs, {
+    fleet = await startFleet(run, logs, {
       ...options,
       concurrency: options.concurrency ?? 4,
       endpoint: proxy.url,
@@ -117,6 +118,7 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<FleetCh
   } finally {
     run.live.stopping = true;
     run.live.fleetStopped = true;
+    await fleet?.killAll();
     run.loopDelay.disable();
     await proxy.close();
     await stack.server.close();
