@@ -167,6 +167,7 @@ for (let attempt = 0; !worker; attempt++) {
     concurrency,
     queues: [queue],
     pollIntervalMs: { min: 20, max: 200 },
+    // Polling, as the Python agent: the proxy forwards HTTP requests, not the push channel's socket.
     push: false,
     ...(role ? { roles: { [role]: holdRole } } : {}),
   });

@@ -164,6 +164,8 @@ class Agent:
                 queues=[self.queue],
                 poll_interval=(0.02, 0.2),
                 drain_timeout=10.0,
+                # Polling, as the TypeScript agent: the proxy forwards HTTP requests, not the push channel's socket.
+                push=False,
                 roles={self.options.role: self.hold_role} if self.options.role else None,
             )
             worker.on("error", lambda _error: None)
