@@ -38,6 +38,12 @@
  * `on-time` (`bench/run-on-time.ts`; `--agents` default 8, `--tasks` delayed tasks, default 20, `--fires` default 5)
  * times held-back starts on an idle listening fleet in AWS's settings: a Scheduler that delivers anywhere in the
  * minute, early fires, the wake timer, no supervisor pass. Takes `--fires` + 2 minutes or so.
+ *
+ * `fleet` (`bench/run-fleet.ts`, `npm run bench:fleet`; `--agents` processes of each language, default 4,
+ * `--concurrency` default 4, `--tasks` per fleet and round, default 2,000, `--warmup` default 500, `--rounds`
+ * default 2) runs agent processes in Python and in TypeScript, the same number of each, one fleet after the other on
+ * the same stack, with handlers that return at once: each fleet's tasks/s and the ratio Python/TypeScript, with the
+ * CPU each fleet and the server spent and the API calls per task.
  */
 import { parseArgs } from 'node:util';
 import { SETTINGS } from '#domain/settings';
@@ -45,6 +51,7 @@ import { recordHistory } from './history';
 import type { AgentMonth } from './idle-month';
 import { runBench } from './run-bench';
 import { runCascade } from './run-cascade';
+import { type FleetFigures, runFleetBench } from './run-fleet';
 import { runIdle } from './run-idle';
 import { runLabels, type Waits } from './run-labels';
 import { runOnTime } from './run-on-time';
@@ -70,6 +77,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '60' },
     rate: { type: 'string', default: '20' },
     'separate-claims': { type: 'boolean', default: false },
+    concurrency: { type: 'string', default: '4' },
+    rounds: { type: 'string', default: '2' },
   },
 });
 
@@ -90,9 +99,10 @@ else if (values.scenario === 'on-time') await onTimeScenario();
 else if (values.scenario === 'cascade') await cascadeScenario();
 else if (values.scenario === 'rate-limit') await rateLimitScenario();
 else if (values.scenario === 'labels') await labelsScenario();
+else if (values.scenario === 'fleet') await fleetScenario();
 else {
   console.error(
-    '--scenario must be throughput, idle, workflow, scale, on-time, cascade, rate-limit or labels',
+    '--scenario must be throughput, idle, workflow, scale, on-time, cascade, rate-limit, labels or fleet',
   );
   process.exit(2);
 }
@@ -183,6 +193,34 @@ async function labelsScenario(): Promise<void> {
       `AWS requests    ${report.requestsPerTask} a task (${Object.entries(report.requestsByOperation)
         .map(([operation, n]) => `${operation} ${n}`)
         .join(', ')}); hand-backs ${report.handBacksPerLabelledTask} a labelled task`,
+    ].join('\n'),
+  );
+}
+
+async function fleetScenario(): Promise<void> {
+  const report = await runFleetBench({
+    agents: positive('agents', values.agents ?? '4', 100),
+    concurrency: positive('concurrency', values.concurrency, 100),
+    tasks: positive('tasks', values.tasks ?? '2000', 1_000_000),
+    warmupTasks: values.warmup === '0' ? 0 : positive('warmup', values.warmup ?? '500', 1_000_000),
+    rounds: positive('rounds', values.rounds, 20),
+  });
+  if (values.json) {
+    console.log(JSON.stringify(report));
+    return;
+  }
+  const line = (name: string, f: FleetFigures) =>
+    `${name.padEnd(11)} ${f.tasksPerSecond} tasks/s (${f.tasks} tasks in ${f.durationMs} ms); CPU per task: agents ${f.agentCpuMsPerTask} ms, server ${f.serverCpuMsPerTask} ms; calls per task: ${Object.entries(
+      f.callsPerTask,
+    )
+      .map(([operation, n]) => `${operation} ${n}`)
+      .join(', ')}`;
+  console.log(
+    [
+      `fleet: ${report.agents} Python and ${report.agents} TypeScript agent processes of concurrency ${report.concurrency}, one fleet after the other, ${report.rounds} rounds, after ${report.warmupTasks} warm-up tasks each`,
+      line('Python', report.python),
+      line('TypeScript', report.typescript),
+      `ratio       ${report.ratio} (Python / TypeScript)`,
     ].join('\n'),
   );
 }

@@ -19,7 +19,7 @@
  * requests get them until it has had both, while the run goes on.
  */
 import { ROUTES } from '../functions/http/routes';
-import type { ClaimAnswer } from './history';
+import { claimIdOf, WireRecord } from './wire-record';
 
 /** Faults by kind, and by kind and where they fell (a route's operation, a store write's kind). */
 export class FaultCounts {
@@ -54,7 +54,7 @@ export function operationOf(method: string, url: string, body: string | undefine
 const HUNG_OWED_AFTER = 50;
 
 /** The routes an agent calls a few times a run, where a share of faults would land a handful of times at most. */
-const RARE = new Set([
+export const RARE_ROUTES = new Set([
   'openSession',
   'releaseTask',
   'submitChildTask',
@@ -64,14 +64,6 @@ const RARE = new Set([
   'releaseRole',
   'withdrawFromRole',
 ]);
-
-/**
- * A stale owner is refused with LeaseLost or SessionLost, or, once the task is another agent's, answered as if it
- * did not exist (TaskNotFound on an agent route). Counted whether or not the answer reaches its agent.
- */
-const refusedAsStale = (status: number, text: string): boolean =>
-  (status === 409 && /"code":"(LeaseLost|SessionLost)"/.test(text)) ||
-  (status === 404 && /"code":"TaskNotFound"/.test(text));
 
 /** Waits for the abort of an attempt's signal, then fails as fetch does. */
 export const hangUntilAborted = (signal: AbortSignal | null | undefined, limitMs: number) =>
@@ -110,7 +102,7 @@ type Fault = 'unavailable' | 'hung' | 'answerLost' | 'late' | 'none';
 interface AgentRequest {
   readonly url: string;
   readonly operation: string;
-  /** The claim's id, on a claim. */
+  /** The claim's id, on a claim or a completion carrying one. */
   readonly claimId: string | undefined;
   readonly signal: AbortSignal | null | undefined;
 }
@@ -128,57 +120,14 @@ async function requestOf(
       ? init.body
       : undefined;
   const operation = operationOf(method, url, body);
-  const claimId =
-    operation === 'claimTasks' && body ? (JSON.parse(body) as { claimId?: string }).claimId : undefined;
+  const claimId = claimIdOf(operation, body);
   return { url, operation, claimId, signal: init?.signal };
 }
 
 /** The agents' network: a faulty fetch per agent, and what it saw the server answer. */
-export class FaultyNetwork {
-  readonly claimAnswers: ClaimAnswer[] = [];
-  /**
-   * The leases (`taskId#leaseEpoch`) of the claim answers that reached their agent: one held in the network or lost
-   * on the way was never an agent's, and a grant its claim then took back ended there.
-   */
-  private readonly heardLeases = new Set<string>();
-  /** Requests of each route while the faults last. */
-  private readonly sent: Record<string, number> = {};
-  /**
-   * How long the server took to answer each route's requests (ms), and how many it was still working on when the
-   * agent gave them up: a server slower than the agents' time budgets turns into lost work and lapsed sessions.
-   */
-  private readonly answerTimes: Record<string, number[]> = {};
-  private readonly abandoned: Record<string, number> = {};
-  private requestCount = 0;
-  private staleRejected = 0;
-
-  constructor(private readonly options: NetworkOptions) {}
-
-  get heard(): ReadonlySet<string> {
-    return this.heardLeases;
-  }
-  get requestsWhere(): Readonly<Record<string, number>> {
-    return this.sent;
-  }
-  get abandonedWhere(): Readonly<Record<string, number>> {
-    return this.abandoned;
-  }
-  get requests(): number {
-    return this.requestCount;
-  }
-  get staleRejectedCount(): number {
-    return this.staleRejected;
-  }
-
-  /** The median and 99th percentile of the server's answer times, by route. */
-  answerMs(): Record<string, { p50: number; p99: number }> {
-    return Object.fromEntries(
-      Object.entries(this.answerTimes).map(([operation, times]) => {
-        const sorted = [...times].sort((a, b) => a - b);
-        const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-        return [operation, { p50: at(0.5), p99: at(0.99) }];
-      }),
-    );
+export class FaultyNetwork extends WireRecord {
+  constructor(private readonly options: NetworkOptions) {
+    super();
   }
 
   /** An agent's fetch: real requests to the local server, with the faults drawn from the seed. */
@@ -192,7 +141,7 @@ export class FaultyNetwork {
     init: RequestInit | undefined,
   ): Promise<Response> {
     const { faults, attemptTimeoutMs } = this.options;
-    this.requestCount++;
+    this.noteRequest();
     const request = await requestOf(input, init);
     // A cut-off, once begun, lasts its time even after the other faults stop.
     if (Date.now() < agent.cutOffUntil) {
@@ -223,7 +172,7 @@ export class FaultyNetwork {
    */
   private drawFault({ url, operation }: AgentRequest): Fault {
     const { options } = this;
-    const boost = RARE.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
+    const boost = RARE_ROUTES.has(operation) ? (options.rareRouteBoost ?? 5) : 1;
     const lateShare = options.lateShare ?? 0.01;
     const lateRoute = options.lateRoutes?.some((path) => url.endsWith(path)) ?? true;
     const unavailable = 0.03 * boost;
@@ -231,7 +180,7 @@ export class FaultyNetwork {
     const answerLost = hung + 0.03 * boost;
     const late = answerLost + (lateRoute ? lateShare * boost : 0);
     const faultsOn = options.faultsOn();
-    if (faultsOn) this.sent[operation] = (this.sent[operation] ?? 0) + 1;
+    if (faultsOn) this.noteUnderFaults(operation);
     if (!faultsOn && !(options.runningOn?.() ?? false)) return 'none';
     const forceLate = lateRoute && lateShare > 0 && !options.faults.byWhere.deliveredLate?.[operation];
     const forceLost = !forceLate && !options.faults.byWhere.answerLost?.[operation];
@@ -253,7 +202,7 @@ export class FaultyNetwork {
 
   /** No request held yet, and `HUNG_OWED_AFTER` sent under the faults. */
   private owesHung(): boolean {
-    const sent = Object.values(this.sent).reduce((sum, n) => sum + n, 0);
+    const sent = Object.values(this.requestsWhere).reduce((sum, n) => sum + n, 0);
     return sent >= HUNG_OWED_AFTER && this.options.faults.byWhere.requestHung === undefined;
   }
 
@@ -296,34 +245,15 @@ export class FaultyNetwork {
       .then(async (response) => ({ response, text: await response.text() }))
       .catch((error: unknown) => {
         // Given up by the agent while the server had it: the server's work on it is thrown away.
-        if (signal?.aborted) this.abandoned[operation] = (this.abandoned[operation] ?? 0) + 1;
+        if (signal?.aborted) this.noteAbandoned(operation);
         throw error;
       });
-    const times = this.answerTimes[operation] ?? [];
-    times.push(Date.now() - sentAt);
-    this.answerTimes[operation] = times;
+    this.noteAnswerTime(operation, Date.now() - sentAt);
     this.noteAnswer(operation, request.claimId, response.status, text, !lost);
     if (lost) {
       this.options.faults.count('answerLost', operation);
       throw new TypeError('fetch failed: injected loss of the answer');
     }
     return new Response(text, { status: response.status, headers: response.headers });
-  }
-
-  /** Notes what the server answered to a claim, before the answer can be lost. */
-  private noteAnswer(
-    operation: string,
-    claimId: string | undefined,
-    status: number,
-    text: string,
-    delivered: boolean,
-  ): void {
-    if (refusedAsStale(status, text)) this.staleRejected++;
-    if (operation !== 'claimTasks' || status !== 200 || !claimId) return;
-    const answer = JSON.parse(text) as { tasks?: { taskId: string; leaseEpoch: number }[] };
-    if (!answer.tasks) return;
-    const granted = answer.tasks.map((t) => `${t.taskId}#${t.leaseEpoch}`);
-    this.claimAnswers.push({ claimId, granted });
-    if (delivered) for (const lease of granted) this.heardLeases.add(lease);
   }
 }

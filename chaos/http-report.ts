@@ -7,6 +7,13 @@ import { type AgentSideVerdict, checkAgentSide, checkHistory, overlaps, violatio
 import type { Agent } from './http-fleet';
 import type { HttpChaosOptions, Run } from './http-stack';
 import { digestOf, type Sizes } from './http-workload';
+import type { NetworkRecord } from './wire-record';
+
+/**
+ * What the report reads of a run: the stack under test and its recorders (`http-stack.ts`), what ran on the agents,
+ * and what the agents' network saw: the in-process agents' faulty fetch, or the proxy in front of agent processes.
+ */
+export type CheckedRun = Omit<Run, 'network'> & { readonly network: NetworkRecord };
 
 export interface HttpChaosReport extends ChaosRunFigures, AgentSideVerdict {
   readonly mode: 'http';
@@ -127,7 +134,7 @@ export interface RunOutcome {
   readonly acknowledged: readonly string[];
   /** The tasks with an `onFailure`: each that dies must have its hook. */
   readonly withHook: ReadonlySet<string>;
-  readonly agents: readonly Agent[];
+  readonly agents: readonly Pick<Agent, 'name' | 'agentId'>[];
   readonly supervisorPasses: number;
   readonly supervisorDoubled: number;
   readonly cancelled: number;
@@ -137,7 +144,7 @@ export interface RunOutcome {
 
 /** The report of a run: its figures, and the verdicts of `verify`. */
 export async function reportOf(
-  run: Run,
+  run: CheckedRun,
   options: HttpChaosOptions,
   outcome: RunOutcome,
   started: number,
@@ -182,7 +189,7 @@ export async function reportOf(
  * The verdicts: the server's side (leases, epochs, stale writes accepted, terminals, phantom oks, lost, never
  * ended), the agents' side, each kept result against its handler's, each dead task's hook, each child retry.
  */
-async function verify(run: Run, { acknowledged, withHook, agents }: RunOutcome) {
+async function verify(run: CheckedRun, { acknowledged, withHook, agents }: RunOutcome) {
   const until = Date.now();
   const everyTask = [...new Set([...acknowledged, ...run.history.acknowledged])];
   let resultMismatchCount = 0;

@@ -14,7 +14,7 @@
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { checkAgentSide } from './history';
 import { type Agent, fleet } from './http-fleet';
-import { type HttpChaosReport, type RunOutcome, reportOf } from './http-report';
+import { type CheckedRun, type HttpChaosReport, type RunOutcome, reportOf } from './http-report';
 import { type HttpChaosOptions, type Run, setUp } from './http-stack';
 import { taskSpecs } from './http-workload';
 import { superviseUnderChaos } from './supervisor-loop';
@@ -127,7 +127,7 @@ async function operate(
 }
 
 /** The work is in before the fleet starts, so the faults fall on a full queue rather than on the submissions. */
-async function submitAll(run: Run, options: HttpChaosOptions) {
+export async function submitAll(run: CheckedRun, options: HttpChaosOptions) {
   const acknowledged: string[] = [];
   const seen = new Set<string>();
   /** The tasks with an `onFailure`: each that dies must have its hook. */
@@ -154,8 +154,8 @@ async function submitAll(run: Run, options: HttpChaosOptions) {
  * Waits until every task has ended (children and hooks made meanwhile included; a dead task with an `onFailure`
  * only once its hook exists), stopping the faults once half the work has run. Returns the tasks still open.
  */
-async function drain(
-  run: Run,
+export async function drain(
+  run: CheckedRun,
   options: HttpChaosOptions,
   acknowledged: readonly string[],
   withHook: ReadonlySet<string>,
@@ -209,7 +209,7 @@ async function drain(
 }
 
 /** The invariant a mutant's run looks for is broken already (a break only stays one as the run goes on). */
-function broken(run: Run, options: HttpChaosOptions): boolean {
+function broken(run: CheckedRun, options: HttpChaosOptions): boolean {
   if (options.stopOnceBroken === undefined) return false;
   const verdict = checkAgentSide(run.executions, run.holdings, Date.now(), {
     claims: run.network.claimAnswers,
@@ -219,7 +219,7 @@ function broken(run: Run, options: HttpChaosOptions): boolean {
 }
 
 /** Prints what the tasks still open hold, and the dead letters: why a run did not end. */
-async function tellWhyOpen(run: Run, open: readonly string[]): Promise<void> {
+export async function tellWhyOpen(run: CheckedRun, open: readonly string[]): Promise<void> {
   const left = await run.ctx.tasks.getMany(open.slice(0, 20));
   for (const task of left.values()) {
     const { payload: _p, result: _r, ...rest } = task as unknown as Record<string, unknown>;
