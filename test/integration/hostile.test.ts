@@ -52,6 +52,26 @@ describe('hostile input', () => {
     return claimed;
   };
 
+  /**
+   * An agent's follow-up task of `child`'s fields, sent under the lease of a parent it claims for the purpose (the
+   * parent then completes, so the next such claim finds the next parent): the answer to the follow-up.
+   */
+  const followUpUnderLease = async (agent: { token: string; sessionId: string }, child: object) => {
+    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":true}}');
+    const parent = (await claimOne(agent)).json.tasks[0];
+    const answered = await call(
+      'POST',
+      '/v1/agent/tasks',
+      JSON.stringify({ parentTaskId: parent.taskId, leaseEpoch: parent.leaseEpoch, ...child }),
+      agent.token,
+    );
+    const done = JSON.stringify({ leaseEpoch: parent.leaseEpoch });
+    expect((await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status).toBe(
+      200,
+    );
+    return answered;
+  };
+
   beforeAll(async () => {
     // Schedules are armed nowhere: what is stored is what is checked.
     stack = await createTestStack({
@@ -584,27 +604,14 @@ describe('hostile input', () => {
     // Not in an agent's follow-up task either, under a lease it holds.
     const [agent] = agents;
     if (!agent) throw new Error('no agent');
-    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":true}}');
-    const parent = (await claimOne(agent)).json.tasks[0];
-    const child = await call(
-      'POST',
-      '/v1/agent/tasks',
-      JSON.stringify({
-        parentTaskId: parent.taskId,
-        leaseEpoch: parent.leaseEpoch,
-        key: 'child',
-        queue: 'debounced',
-        payload: {},
-        debounce: debounce({}),
-      }),
-      agent.token,
-    );
+    const child = await followUpUnderLease(agent, {
+      key: 'child',
+      queue: 'debounced',
+      payload: {},
+      debounce: debounce({}),
+    });
     expect(child.status).toBe(400);
     expect(child.json.error.message).toMatch(/debounce/);
-    const done = JSON.stringify({ leaseEpoch: parent.leaseEpoch });
-    expect((await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status).toBe(
-      200,
-    );
     const listed = await call('GET', '/v1/tasks?queue=debounced');
     expect(listed.json.tasks).toEqual([]);
     const records = await DynamoDBDocumentClient.from(stack.dynamodb).send(
@@ -687,27 +694,14 @@ describe('hostile input', () => {
     // And in an agent's follow-up task, under a lease it holds.
     const [agent] = agents;
     if (!agent) throw new Error('no agent');
-    await call('POST', '/v1/tasks', '{"queue":"work","payload":{"parent":"traced"}}');
-    const parent = (await claimOne(agent)).json.tasks[0];
-    const child = await call(
-      'POST',
-      '/v1/agent/tasks',
-      JSON.stringify({
-        parentTaskId: parent.taskId,
-        leaseEpoch: parent.leaseEpoch,
-        key: 'traced-child',
-        queue: 'traced',
-        payload: {},
-        traceparent: `00-${traceId}-${spanId}`,
-      }),
-      agent.token,
-    );
+    const child = await followUpUnderLease(agent, {
+      key: 'traced-child',
+      queue: 'traced',
+      payload: {},
+      traceparent: `00-${traceId}-${spanId}`,
+    });
     expect(child.status).toBe(400);
     expect(child.json.error.message).toMatch(/^traceparent: /);
-    const done = JSON.stringify({ leaseEpoch: parent.leaseEpoch });
-    expect((await call('POST', `/v1/agent/tasks/${parent.taskId}/complete`, done, agent.token)).status).toBe(
-      200,
-    );
     expect((await stack.scheduler.listTasks({ queue: 'traced' })).tasks).toEqual([]);
   });
 
