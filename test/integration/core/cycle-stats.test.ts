@@ -116,10 +116,10 @@ describe('the supervisor’s figures', () => {
 
   it('keeps the errors a pass met by name and short message, and counts the wake that failed', async () => {
     const { scheduler, clock, faults, ctx } = stack;
-    // Its hint's send fails at submit, and again when the pass sends it.
-    faults.sqs.failNext('SendMessageCommand', 2, 'before', (input) =>
-      String(input.QueueUrl).includes('lonely'),
-    );
+    // Its hint's send fails at submit, and again when the pass sends it (with the pass's others, in a batch).
+    const lonely = (input: Record<string, unknown>) => String(input.QueueUrl).includes('lonely');
+    faults.sqs.failNext('SendMessageCommand', 1, 'before', lonely);
+    faults.sqs.failNext('SendMessageBatchCommand', 1, 'before', lonely);
     const { task } = await scheduler.submit({ queue: 'lonely', payload: {} });
     clock.advance(6_000);
     const pass = await scheduler.supervise();
