@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
-import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { createTestStack, everyUnlessRunning, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_e2e-deadline-token';
 /** The supervisor's period here, as `npm start --supervisor-seconds 2` would run it. */
@@ -27,7 +27,7 @@ describe('deadlines', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    supervisor = setInterval(() => void stack.scheduler.supervise().catch(() => undefined), PERIOD_MS);
+    supervisor = everyUnlessRunning(() => stack.scheduler.supervise(), PERIOD_MS);
   });
   afterAll(async () => {
     clearInterval(supervisor);

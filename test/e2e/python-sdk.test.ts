@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalPushSender } from '#local/push-server';
 import type { LocalServer } from '#local/server';
-import { createTestStack, serveStack, type TestStack } from '#test/stack';
+import { createTestStack, everyUnlessRunning, serveStack, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_python-sdk-operator';
 /** As in `sdk-lost-answers.test.ts`: six beats to a lease, so a loaded machine's late beats cost none. */
@@ -65,23 +65,6 @@ function findPython(): string | undefined {
 
 const python = findPython();
 if (!python) console.warn('python-sdk: no Python 3.10 or later on PATH; the Python SDK tests are skipped');
-
-/**
- * Runs `pass` every `ms`, skipping a tick while the last pass still runs: on a loaded machine a pass can take longer
- * than its period, and passes piling up on each other would load it more.
- */
-function everyUnlessRunning(pass: () => Promise<unknown>, ms: number): NodeJS.Timeout {
-  let running = false;
-  return setInterval(() => {
-    if (running) return;
-    running = true;
-    void pass()
-      .catch(() => undefined)
-      .finally(() => {
-        running = false;
-      });
-  }, ms);
-}
 
 describe.skipIf(!python)('the Python SDK against the local stack', () => {
   const sender = new LocalPushSender();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import { Worker } from '#sdk/worker';
-import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { createTestStack, everyUnlessRunning, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_e2e-operator-token';
 // Long enough that a heartbeat carrying 19 checkpoints of 15 KB lands within one interval on a loaded machine.
@@ -27,7 +27,7 @@ describe('SDK Worker end to end at agent sizes', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 500);
+    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 500);
   });
   afterAll(async () => {
     clearInterval(sweeper);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
 import { Worker } from '#sdk/worker';
-import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { createTestStack, everyUnlessRunning, serveStack, type TestStack, waitFor } from '#test/stack';
 
 const OPERATOR = 'op_lost-answers-operator';
 /**
@@ -32,7 +32,7 @@ describe('a Worker when answers are lost', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    sweeper = setInterval(() => void stack.scheduler.reclaim().catch(() => undefined), 250);
+    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 250);
   });
   afterAll(async () => {
     clearInterval(sweeper);

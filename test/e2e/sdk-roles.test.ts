@@ -10,7 +10,7 @@ import { RoleSubscription } from '#sdk/role-subscription';
 import type { RoleLease } from '#sdk/types';
 import { Worker } from '#sdk/worker';
 import { RoleAbortedError, type RoleLostReason } from '#sdk/worker-events';
-import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
+import { createTestStack, everyUnlessRunning, serveStack, type TestStack, waitFor } from '#test/stack';
 import { main } from '../../cli/main';
 
 const OPERATOR = 'op_e2e-roles-operator';
@@ -28,7 +28,7 @@ describe('roles through the SDK', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    sweeper = setInterval(() => void stack.scheduler.supervise().catch(() => undefined), 500);
+    sweeper = everyUnlessRunning(() => stack.scheduler.supervise(), 500);
   });
   afterAll(async () => {
     clearInterval(sweeper);

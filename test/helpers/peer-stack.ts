@@ -13,6 +13,7 @@ import type { TaskHandler } from '#sdk/worker-events';
 import {
   createTestStack,
   cuttableAgentClient,
+  everyUnlessRunning,
   fireAsFunction,
   serveStack,
   type TestStack,
@@ -74,10 +75,7 @@ export async function startPeerStack(
     },
   });
   const server: LocalServer = await serveStack(stack, operatorToken, { events: feed });
-  const supervisor = setInterval(
-    () => void stack.scheduler.supervise().catch(() => undefined),
-    SUPERVISOR_PERIOD_MS,
-  );
+  const supervisor = everyUnlessRunning(() => stack.scheduler.supervise(), SUPERVISOR_PERIOD_MS);
   schedules.start(
     (record, scheduledTime) =>
       fireAsFunction(stack.ctx, {

@@ -451,3 +451,20 @@ export function cuttableAgentClient(
       : {}),
   });
 }
+
+/**
+ * Runs `pass` every `ms`, skipping a tick while the last pass still runs: on a loaded machine a pass can take longer
+ * than its period, and passes piling up on each other would load it more.
+ */
+export function everyUnlessRunning(pass: () => Promise<unknown>, ms: number): NodeJS.Timeout {
+  let running = false;
+  return setInterval(() => {
+    if (running) return;
+    running = true;
+    void pass()
+      .catch(() => undefined)
+      .finally(() => {
+        running = false;
+      });
+  }, ms);
+}
