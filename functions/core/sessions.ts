@@ -490,12 +490,13 @@ export async function agentPresence(
   return new Map(
     agents.map((agent) => {
       const session = sessions.get(agent.agentId);
-      const online = session !== undefined && agent.revokedAt === undefined && isSessionLive(session, now);
+      const state = agentState(session, agent.revokedAt, now);
+      const online = state === 'online';
       return [
         agent.agentId,
         {
           online,
-          state: agentState(session, agent.revokedAt, now),
+          state,
           ...(session ? { lastHeartbeatAt: session.heartbeatAt } : {}),
           tasksHeld: online ? Object.keys(session.held).length : 0,
         },

@@ -249,7 +249,7 @@ export const agentState = (
   revokedAt: number | undefined,
   now: number,
 ): AgentState => {
-  if (!session || revokedAt !== undefined || session.revokedAt !== undefined) return 'offline';
+  if (!session || revokedAt !== undefined) return 'offline';
   if (isSessionLive(session, now)) return 'online';
   return canClaimUnder(session, now) ? 'idle' : 'offline';
 };
