@@ -213,6 +213,7 @@ function workloadOf(
         made.children.push(taskId);
       }
     },
+    childrenMade: () => made.childIds.size,
     onChildMismatch: (detail) => made.childMismatches.push(detail),
     shape: {
       ...SHAPES[options.sizes ?? 'small'],

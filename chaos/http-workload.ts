@@ -3,8 +3,9 @@
  *
  * - A tenth of the tasks carry an `onFailure` and fail for good when they run (`NonRetryableError`), so the
  *   scheduler submits their hooks while the faults last; each dead task must have its hook.
- * - A tenth of the top-level tasks submit children through the SDK's child API (one or two, by key), and a third
- *   of those submit them again as a retry does: the same keys must give the same tasks back.
+ * - A tenth of the top-level tasks submit children through the SDK's child API (one or two, by key), and every one
+ *   until the first child is acknowledged; a third of those submit them again as a retry does: the same keys must
+ *   give the same tasks back.
  * - Two handlers in a hundred give their task back mid-run (`worker.release`).
  * - At agent sizes, each result is 50 to 250 KB of incompressible text and each checkpoint 15 KB (the server takes
  *   16 KB), so a heartbeat of a Worker running 25 tasks carries more than a body may: the SDK splits it.
@@ -80,6 +81,8 @@ export interface WorkloadState {
   readonly results: Map<string, string>;
   /** Children the server acknowledged: their ids, to be waited for and checked as submissions are. */
   readonly onChildren: (taskIds: readonly string[]) => void;
+  /** How many children the server has acknowledged so far. */
+  readonly childrenMade: () => number;
   /** A retried child submission answered with other tasks than the first: a violation. */
   readonly onChildMismatch: (detail: string) => void;
   readonly shape: Shape;
@@ -145,7 +148,10 @@ export const handlerFor =
         await agent.worker.release(task.taskId).catch(() => undefined);
         return undefined;
       }
-      if (payload.n !== undefined && !cutOff && random() < 0.1) await submitChildren(state, task, context);
+      // Until the server has acknowledged a child, every top-level handler submits some, whatever the seed draws
+      // (a run whose few draws fell on cut-off handlers, or whose submissions all lost their answers, made none).
+      if (payload.n !== undefined && !cutOff && (state.childrenMade() === 0 || random() < 0.1))
+        await submitChildren(state, task, context);
       // Most handlers are quick; one in twenty works for 3 s (past the lease's time to live, so only its
       // heartbeats keep it), checkpointing, until done or aborted.
       const steps = cutOff ? 160 : random() < state.longShare ? 60 : 1;
