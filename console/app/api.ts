@@ -24,6 +24,7 @@ import type {
   SchedulerStats,
   SubmitTaskInput as SdkSubmitTaskInput,
   Task,
+  TaskLinks,
   TaskPage,
   Waitpoint,
   WaitpointPage,
@@ -123,6 +124,11 @@ export const api = {
       `/v1/tasks/${path(taskId)}${query({ include: 'payload' })}`,
       { signal },
     ).then((r) => r.task),
+  /** The tasks linked to it (parent, root, children, dependencies, dependents, failure hook), each with its status. */
+  getTaskLinks: (taskId: string, signal?: Signal) =>
+    apiRequest<{ links: TaskLinks }>('GET', `/v1/tasks/${path(taskId)}/links`, { signal }).then(
+      (r) => r.links,
+    ),
   submitTask: (input: SubmitTaskInput) =>
     apiRequest<{ task: Task }>('POST', '/v1/tasks', { body: input }).then((r) => r.task),
   cancelTask: (taskId: string, cascade = false) =>

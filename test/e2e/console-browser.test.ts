@@ -1,11 +1,13 @@
 /**
  * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
- * with the printed code, see a task submitted through the API appear and open it, list the tasks needing attention
+ * with the printed code, see a task submitted through the API appear and open it, follow a task's flow drawn as a
+ * graph to its child, list the tasks needing attention
  * and clear one's mark, cancel another, pause and resume a queue and the whole scheduler, redrive a dead task,
  * approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use and its keys'
  * and set new terms for it. Every action is checked on the stack itself, not only on the page. Screenshots at a
  * laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for serious and
- * critical violations.
+ * critical violations. `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the pictures the README
+ * shows are then saved to `docs/console/`, cropped to what they show.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +21,7 @@ import { startConsoleServer } from '#console/server';
 import { bearerUpstream } from '#console/upstream';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
-import { launchChromium, screenshot, seriousViolations } from '#test/browser';
+import { docScreenshots, launchChromium, screenshot, seriousViolations } from '#test/browser';
 import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_console-browser';
@@ -42,8 +44,10 @@ describe('the web console in a browser', () => {
   beforeAll(async () => {
     const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
     stack = await createTestStack({
-      queues: ['work', 'other', 'waits', 'reporting', 'limited', 'starved'],
+      queues: ['work', 'other', 'waits', 'reporting', 'limited', 'starved', 'flows', 'flows-after'],
       events,
+      // The claims and completions the task's attempts and the queues' charts are drawn from; children for its flow.
+      settings: { routineEvents: true, agentSubmitQueues: ['flows'] },
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     const assets = await loadConsoleAssets();
@@ -283,6 +287,64 @@ describe('the web console in a browser', () => {
     await expect.poll(() => message.textContent(), { timeout: 5_000 }).toBe('writing the summary');
     expect(await page.locator('[data-key="progress-bar"]').getAttribute('value')).toBe('80');
     expect(await page.locator('[data-field="progress-percent"]').textContent()).toBe('80%');
+  });
+
+  it('draws a task’s flow, each node a link to its task, with a text alternative', async () => {
+    const { task: root } = await operator.submitTask({ queue: 'flows', payload: {}, maxAttempts: 3 });
+    const agent = await startAgent(stack.scheduler, { name: 'flow-runner', queues: ['flows'] });
+    const claimNext = async () => {
+      const [lease] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+      if (lease?.taskId !== root.taskId) throw new Error('the task was not claimed');
+      return { taskId: root.taskId, agentId: agent.agentId, leaseEpoch: lease.leaseEpoch };
+    };
+    // Attempt 1 fails and is retried at once; attempt 2 runs, reports and submits two children.
+    await stack.scheduler.fail(await claimNext(), { message: 'flaky' }, { retryAfterSeconds: 0 });
+    const running = await claimNext();
+    await stack.scheduler.reportProgress(agent.agentId, {
+      taskId: root.taskId,
+      leaseEpoch: running.leaseEpoch,
+      percent: 40,
+    });
+    const children = await stack.scheduler.submitChildren({ ...running, parentTaskId: root.taskId }, [
+      { key: 'a', queue: 'flows', payload: {}, delaySeconds: 3_600 },
+      { key: 'b', queue: 'flows', payload: {}, delaySeconds: 3_600 },
+    ]);
+    const childIds = children.map((c) => (c.ok ? c.task.taskId : ''));
+    const { task: after } = await operator.submitTask({
+      queue: 'flows-after',
+      payload: {},
+      dependsOn: [root.taskId],
+    });
+
+    await open(`#/tasks/${root.taskId}`, new RegExp(root.taskId));
+    const flow = page.getByRole('group', { name: `Flow of task ${root.taskId}: child: 2, dependent: 1` });
+    await flow.waitFor({ timeout: 10_000 });
+    // Children in the order the index gives them (one batch: the same creation time).
+    expect(
+      (
+        await flow.getByRole('link').evaluateAll((links) => links.map((a) => a.getAttribute('aria-label')))
+      ).sort(),
+    ).toEqual([...childIds.map((id) => `child ${id} queued`), `dependent ${after.taskId} waiting`].sort());
+    // The text alternative: each edge a sentence.
+    await page.getByText('The flow as a list').click();
+    expect((await page.locator('.picture-list li').allTextContents()).sort()).toEqual(
+      [
+        ...childIds.map((id) => `this task submitted child ${id} (queued)`),
+        `this task must succeed before dependent ${after.taskId} (waiting)`,
+      ].sort(),
+    );
+
+    await scan('task flow');
+    await docScreenshots(
+      page,
+      'task-flow',
+      () => page.getByRole('region', { name: 'Flow graph' }),
+      () => flow.waitFor(),
+    );
+
+    // A node is a link to its task's page.
+    await flow.getByRole('link', { name: `child ${childIds[0]} queued` }).click();
+    await page.getByRole('heading', { level: 1, name: new RegExp(childIds[0] ?? '') }).waitFor();
   });
 
   it('cancels another task from its page, after confirmation', async () => {
