@@ -1,7 +1,7 @@
 /**
  * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
- * with the printed code, see a task submitted through the API appear and open it, follow a task's flow drawn as a
- * graph to its child, list the tasks needing attention
+ * with the printed code, see a task submitted through the API appear and open it, read a task's attempts on a time
+ * axis and follow its flow drawn as a graph to its child, list the tasks needing attention
  * and clear one's mark, cancel another, pause and resume a queue and the whole scheduler, redrive a dead task,
  * approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use and its keys'
  * and set new terms for it. Every action is checked on the stack itself, not only on the page. Screenshots at a
@@ -289,7 +289,7 @@ describe('the web console in a browser', () => {
     expect(await page.locator('[data-field="progress-percent"]').textContent()).toBe('80%');
   });
 
-  it('draws a task’s flow, each node a link to its task, with a text alternative', async () => {
+  it('draws a task’s flow, each node a link to its task, and its attempts on a time axis, each with a text alternative', async () => {
     const { task: root } = await operator.submitTask({ queue: 'flows', payload: {}, maxAttempts: 3 });
     const agent = await startAgent(stack.scheduler, { name: 'flow-runner', queues: ['flows'] });
     const claimNext = async () => {
@@ -334,12 +334,34 @@ describe('the web console in a browser', () => {
       ].sort(),
     );
 
-    await scan('task flow');
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    await expect
+      .poll(
+        () =>
+          attempts
+            .getByRole('row')
+            .evaluateAll((rows) => rows.slice(1).map((r) => r.children[5]?.textContent)),
+        { timeout: 10_000 },
+      )
+      .toEqual(['failed, retried', 'running']);
+    const bars = page.getByRole('img', {
+      name: 'Attempts of the task, 2 claims: 1 failed, retried, 1 running',
+    });
+    expect(await bars.locator('rect').count()).toBe(2);
+    expect(await bars.locator('circle.progress-dot').count()).toBe(1);
+    await scan('task flow and attempts');
     await docScreenshots(
       page,
       'task-flow',
       () => page.getByRole('region', { name: 'Flow graph' }),
       () => flow.waitFor(),
+    );
+
+    await docScreenshots(
+      page,
+      'task-attempts',
+      () => page.locator('section', { has: attempts }),
+      () => bars.waitFor(),
     );
 
     // A node is a link to its task's page.

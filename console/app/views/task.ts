@@ -1,6 +1,6 @@
 /**
  * One task: its specification and state, the waitpoint it is suspended on, lineage, dependencies, output, its flow
- * as a graph, the actions its status allows, its payload (read once, when asked: it
+ * as a graph and its attempts on a time axis, the actions its status allows, its payload (read once, when asked: it
  * may be 256 KB, and in S3) and (in local mode, when asked) its events.
  */
 import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES, type Waitpoint } from '../api';
@@ -21,6 +21,7 @@ import {
   rejectWaitpoint,
   type Suspension,
 } from './task-actions';
+import { attemptsSection } from './task-attempts';
 import { flowSection } from './task-flow';
 import { taskLink } from './task-link';
 
@@ -296,7 +297,16 @@ export const taskView =
     const payload = payloadSection(taskId, context);
     const events = eventsSection(taskId, context, () => void poller.now());
     const flow = flowSection(taskId, context);
-    root.append(el('h1', {}, `Task ${taskId}`), actions, body, flow.section, payload.section, events.section);
+    const attempts = attemptsSection(context);
+    root.append(
+      el('h1', {}, `Task ${taskId}`),
+      actions,
+      body,
+      flow.section,
+      attempts.section,
+      payload.section,
+      events.section,
+    );
 
     const actionButtons = (task: Task): Child[] => {
       const suspension = suspensionOf(task);
@@ -372,7 +382,7 @@ export const taskView =
       const [waitpoint] = await Promise.allSettled([waitpointOf(suspensionOf(task))]);
       const read = waitpoint.status === 'fulfilled' ? waitpoint.value : undefined;
       showTask(task, read);
-      await flow.read(task);
+      await Promise.all([flow.read(task), attempts.read(task, read ?? looked)]);
       if (waitpoint.status === 'rejected') throw waitpoint.reason;
     };
 
