@@ -48,6 +48,9 @@ export async function screenshot(page: Page, name: string): Promise<string> {
  */
 const DOC_SHOTS = process.env.CONSOLE_SCREENSHOTS;
 
+/** The tallest picture, in CSS pixels. */
+const DOC_MAX_HEIGHT = 1_000;
+
 /** The laptop's and the phone's widths of the README's pictures. */
 export const DOC_WIDTHS = [1280, 390] as const;
 
@@ -70,7 +73,15 @@ export async function docScreenshots(
     await page.setViewportSize({ width, height: 900 });
     await page.reload();
     await ready();
-    await target().screenshot({ path: join(dir, `${name}-${width}.png`), animations: 'disabled' });
+    // A long view (many queues on a phone) is cut at `DOC_MAX_HEIGHT`: a picture, not a scroll.
+    const box = await target().boundingBox();
+    if (!box) throw new Error(`${name}: nothing to take a picture of`);
+    await page.screenshot({
+      path: join(dir, `${name}-${width}.png`),
+      clip: { ...box, height: Math.min(box.height, DOC_MAX_HEIGHT) },
+      fullPage: true,
+      animations: 'disabled',
+    });
   }
   await page.setViewportSize(size);
   await page.reload();
