@@ -1,14 +1,14 @@
 /**
  * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
  * with the printed code, see a task submitted through the API appear and open it, read a task's attempts on a time
- * axis and follow its flow drawn as a graph to its child, list the tasks needing attention
- * and clear one's mark, cancel another, pause and resume a queue and the whole scheduler, read each queue's last hour
- * (from the event feed, and from a fake CloudWatch for a deployed stack), redrive a dead task,
- * approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use and its keys'
- * and set new terms for it. Every action is checked on the stack itself, not only on the page. Screenshots at a
- * laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for serious and
- * critical violations. `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the pictures the README
- * shows are then saved to `docs/console/`, cropped to what they show.
+ * axis and follow its flow drawn as a graph to its child, list the tasks needing attention and clear one's mark,
+ * cancel another, pause and resume a queue and the whole scheduler, read each queue's last hour (from the event
+ * feed, and from a fake CloudWatch for a deployed stack), redrive a dead task, approve and reject a suspended task's
+ * waitpoint, watch a role change hands, read a rate limit's use (drawn too) and its keys' and set new terms for it.
+ * Every action is checked on the stack itself, not only on the page. Screenshots at a laptop's and a phone's width go
+ * to `test-results/console/`; every view is scanned by axe-core for serious and critical violations.
+ * `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the pictures the README shows are then saved
+ * to `docs/console/`, cropped to what they show.
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -747,8 +747,22 @@ describe('the web console in a browser', () => {
       'by key, 10 each',
       'set',
     ]);
+    // The same use drawn: a bar per limit, named in words; a per-key limit's keys are on its page.
+    const drawn = page.getByRole('img', {
+      name: /^console\.calls: 2 of 5 used \(40%\), \d+% of the window passed$/,
+    });
+    expect(await drawn.getAttribute('data-used')).toBe('40');
+    expect(await page.locator('.use-row', { hasText: 'console.tenants' }).textContent()).toContain(
+      'by key, 10 each',
+    );
     await scan('rate limits');
     await screenshot(page, 'rate-limits-1280');
+    await docScreenshots(
+      page,
+      'rate-limits-use',
+      () => page.locator('[data-field="limits-use"]'),
+      () => drawn.waitFor(),
+    );
 
     await page.getByRole('link', { name: 'console.tenants', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Rate limit console.tenants' }).waitFor();
