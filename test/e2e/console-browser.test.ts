@@ -3,12 +3,12 @@
  * with the printed code, see a task submitted through the API appear and open it, read a task's attempts on a time
  * axis and follow its flow drawn as a graph to its child, list the tasks needing attention and clear one's mark,
  * cancel another, pause and resume a queue and the whole scheduler, read each queue's last hour (from the event
- * feed, and from a fake CloudWatch for a deployed stack), redrive a dead task, approve and reject a suspended task's
- * waitpoint, watch a role change hands, read a rate limit's use (drawn too) and its keys' and set new terms for it.
- * Every action is checked on the stack itself, not only on the page. Screenshots at a laptop's and a phone's width go
- * to `test-results/console/`; every view is scanned by axe-core for serious and critical violations.
- * `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the pictures the README shows are then saved
- * to `docs/console/`, cropped to what they show.
+ * feed, and from a fake CloudWatch for a deployed stack), redrive a dead task, see how long an open waitpoint has
+ * waited, approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use (drawn
+ * too) and its keys' and set new terms for it. Every action is checked on the stack itself, not only on the page.
+ * Screenshots at a laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for
+ * serious and critical violations. `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the
+ * pictures the README shows are then saved to `docs/console/`, cropped to what they show.
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -572,12 +572,23 @@ describe('the web console in a browser', () => {
       waitpoint.waitpointId,
       task.taskId,
       expect.any(String),
+      expect.stringMatching(/^\d+ s$|^\d+ min/),
       expect.any(String),
       'resume',
     ]);
     expect(await row.locator('time').nth(1).getAttribute('datetime')).toBe(waitpoint.timeoutAt);
+    // How long it has waited, and its share of the hour before its timeout.
+    const share = row.locator('meter');
+    expect(await share.getAttribute('max')).toBe('3600');
+    expect(Number(await share.getAttribute('value'))).toBeLessThan(600);
     await scan('waitpoints');
     await screenshot(page, 'waitpoints-1280');
+    await docScreenshots(
+      page,
+      'waitpoints',
+      () => page.getByRole('region', { name: 'Open waitpoints' }),
+      () => row.waitFor(),
+    );
 
     await row.getByRole('link', { name: task.taskId, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: new RegExp(task.taskId) }).waitFor();
@@ -963,6 +974,6 @@ describe('the web console in a browser', () => {
       await screenshot(page, name);
     }
     expect(violations.filter((v) => v.ids.length > 0)).toEqual([]);
-    expect(violations.length).toBeGreaterThanOrEqual(26);
+    expect(violations.length).toBeGreaterThanOrEqual(29);
   });
 });
