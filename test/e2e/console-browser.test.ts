@@ -469,6 +469,7 @@ describe('the web console in a browser', () => {
     expect(await card.locator('.spark-bar').count()).toBeGreaterThanOrEqual(1);
     // The text alternative: every minute, newest first, the last one's queued count the API's now.
     await card.getByText('The numbers of flows').click();
+    await card.getByRole('table').waitFor();
     const rows = card.getByRole('table').getByRole('row');
     expect(await rows.count()).toBe(1 + 60);
     expect((await rows.nth(1).getByRole('cell').allTextContents()).slice(1, 2)).toEqual([String(queued)]);

@@ -102,6 +102,47 @@ function claimsChart(hour: QueueHour, label: string): SVGSVGElement {
   );
 }
 
+/** The numbers minute by minute, newest first, in a table built when it is first opened (most never are). */
+function numbers(name: string, known: readonly Minute[]): HTMLDetailsElement {
+  const details = el('details', {}, el('summary', {}, `The numbers of ${name}`));
+  details.addEventListener('toggle', () => {
+    if (!details.open || details.querySelector('table')) return;
+    details.append(
+      el(
+        'table',
+        { class: 'numbers' },
+        el('caption', { class: 'visually-hidden' }, `Queue ${name}, minute by minute, newest first`),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ...['Minute', 'Queued at its end', 'Claims'].map((h) => el('th', { scope: 'col' }, h)),
+          ),
+        ),
+        el(
+          'tbody',
+          {},
+          ...known
+            .slice()
+            .reverse()
+            .map((m) =>
+              el(
+                'tr',
+                {},
+                el('td', {}, el('time', { datetime: new Date(m.at).toISOString() }, clock.format(m.at))),
+                el('td', {}, m.queued === undefined ? 'unknown' : String(m.queued)),
+                el('td', {}, m.claims === undefined ? 'unknown' : String(m.claims)),
+              ),
+            ),
+        ),
+      ),
+    );
+  });
+  return details;
+}
+
 /** One queue: its two charts, their scales and span in words, and the numbers in a table. */
 function queueCard(hour: QueueHour): HTMLElement {
   const known = hour.minutes.filter((m) => m.queued !== undefined || m.claims !== undefined);
@@ -132,41 +173,7 @@ function queueCard(hour: QueueHour): HTMLElement {
       el('span', {}, clock.format(first)),
       el('span', {}, 'now'),
     ),
-    el(
-      'details',
-      {},
-      el('summary', {}, `The numbers of ${hour.name}`),
-      el(
-        'table',
-        { class: 'numbers' },
-        el('caption', { class: 'visually-hidden' }, `Queue ${hour.name}, minute by minute, newest first`),
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            ...['Minute', 'Queued at its end', 'Claims'].map((h) => el('th', { scope: 'col' }, h)),
-          ),
-        ),
-        el(
-          'tbody',
-          {},
-          ...known
-            .slice()
-            .reverse()
-            .map((m) =>
-              el(
-                'tr',
-                {},
-                el('td', {}, el('time', { datetime: new Date(m.at).toISOString() }, clock.format(m.at))),
-                el('td', {}, m.queued === undefined ? 'unknown' : String(m.queued)),
-                el('td', {}, m.claims === undefined ? 'unknown' : String(m.claims)),
-              ),
-            ),
-        ),
-      ),
-    ),
+    numbers(hour.name, known),
   );
 }
 
@@ -206,12 +213,16 @@ export function queueChartsSection(context: ViewContext) {
     );
   };
 
-  /** Shows the last hour of `queues` (as `GET /v1/queues` just counted them). */
+  /** Reads what the local stack's chart is drawn from: the event feed, beside the view's other reads. */
+  const prepare = async () => {
+    if (feed) await feed.read(context.signal);
+  };
+
+  /** Shows the last hour of `queues` (as `GET /v1/queues` just counted them), `prepare` done. */
   const show = async (queues: readonly QueueStats[]) => {
     note.textContent = costNote(context.session, queues.length);
     const now = Date.now();
     if (feed) {
-      await feed.read(context.signal);
       // The page keeps the newest 1,000 events: all of them since the stack started while the first is its first.
       const complete = feed.events[0]?.sequence === 1;
       draw(
@@ -248,5 +259,5 @@ export function queueChartsSection(context: ViewContext) {
     }
     if (read.hours.length > 0) draw(read.hours);
   };
-  return { section, show };
+  return { section, prepare, show };
 }

@@ -214,6 +214,7 @@ export const queuesView: View = (root, context) => {
       api.listQueues(context.signal),
       api.getSchedulerControl(context.signal),
       api.getSchedulerStats(context.signal),
+      charts.prepare(),
     ]);
     const statsKey = JSON.stringify(figures);
     if (statsKey !== shownStats) {
