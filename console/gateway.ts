@@ -9,12 +9,20 @@
  * program on `[::1]` pass for it under `localhost`), and takes no request from another origin. A browser sends a
  * host's cookies to every port of that host, so the cookie alone is not enough: each API request also carries the
  * session's key, which the page keeps in storage only its own origin (this port) can read. It adds no route of its
- * own to the API: `/console/api/<route>` is the API's operator route, or nothing.
+ * own to the API: `/console/api/<route>` is the API's operator route, or nothing. Beside the API, it reads one
+ * thing with the same credentials: a deployed stack's queue metrics from CloudWatch (`/console/metrics/queues`).
  */
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
 import { matchRoute } from '../functions/http/http-api';
 import { ROUTES } from '../functions/http/routes';
 import type { ConsoleAssets } from './assets';
+import {
+  METRICS_QUEUES_MAX,
+  MetricsUnavailableError,
+  type QueueMetricsSource,
+  readQueueMetrics,
+} from './cloudwatch';
 
 /** A request as the gateway sees it: read off the socket, with where it came from. */
 export interface ConsoleRequest {
@@ -70,6 +78,11 @@ export interface ConsoleGatewayOptions extends ConsoleSessionInfo {
   readonly upstreamTimeoutMs?: number;
   /** Told why a forwarded request got no answer (the network, expired credentials), for the terminal. */
   readonly onUpstreamError?: (error: unknown) => void;
+  /**
+   * Where a deployed stack's metrics are read (`GET /console/metrics/queues`: the Queues view's last hour), with the
+   * operator's credentials. @default none: the page draws the last hour from the event feed, or not at all
+   */
+  readonly metrics?: QueueMetricsSource;
   readonly now?: () => number;
 }
 
@@ -344,6 +357,40 @@ async function forward(
   };
 }
 
+/** The last hour of the queues named (`?queue=a&queue=b`) from CloudWatch, for a signed-in page. */
+async function queueMetrics(options: ConsoleGatewayOptions, url: URL): Promise<ConsoleResponse> {
+  if (!options.metrics)
+    return refusal(
+      404,
+      'NotFound',
+      'this console reads no metrics: a deployed stack’s, with AWS credentials (the local stack’s charts come from its events)',
+    );
+  const queues = url.searchParams.getAll('queue');
+  const unknown = [...url.searchParams.keys()].find((name) => name !== 'queue');
+  if (unknown !== undefined)
+    return refusal(400, 'ValidationError', `${unknown.slice(0, 40)}: not a parameter (queue only)`);
+  if (queues.length === 0 || queues.length > METRICS_QUEUES_MAX)
+    return refusal(400, 'ValidationError', `queue: 1 to ${METRICS_QUEUES_MAX} queue names`);
+  const bad = queues.find((queue) => !QUEUE_NAME_PATTERN.test(queue));
+  if (bad !== undefined)
+    return refusal(400, 'ValidationError', `queue: ${bad.slice(0, 60)} is not a queue name`);
+  try {
+    const read = await readQueueMetrics(
+      options.metrics,
+      [...new Set(queues)],
+      (options.now ?? Date.now)(),
+      AbortSignal.timeout(options.upstreamTimeoutMs ?? 30_000),
+    );
+    return json(200, read);
+  } catch (error) {
+    options.onUpstreamError?.(error instanceof MetricsUnavailableError ? (error.cause ?? error) : error);
+    if (error instanceof MetricsUnavailableError) return refusal(502, 'MetricsUnavailable', error.message);
+    if ((error as Error).name === 'TimeoutError')
+      return refusal(504, 'UpstreamTimeout', 'CloudWatch did not answer in time');
+    throw error;
+  }
+}
+
 /** A refusal opened as a page (typed in the address bar) reads as a sentence, not as JSON. */
 function asPage(response: ConsoleResponse, headers: Record<string, string>): ConsoleResponse {
   const { error } = JSON.parse(String(response.body)) as { error: { message: string } };
@@ -383,9 +430,15 @@ export function consoleGateway(options: ConsoleGatewayOptions): ConsoleGateway {
         endpoint: options.endpoint,
         events: options.events,
         refreshSeconds: options.refreshSeconds ?? DEFAULT_REFRESH_SECONDS[options.mode],
+        metrics: options.metrics ? 'cloudwatch' : 'none',
       });
     if (pathname === '/console/login' && method === 'POST') return signIns.login(request);
     if (pathname === '/console/logout' && method === 'POST') return signIns.logout(request);
+    if (pathname === '/console/metrics/queues' && method === 'GET') {
+      if (!signIns.sessionOf(request))
+        return refusal(401, 'Unauthorized', 'sign in with the code printed in the terminal');
+      return queueMetrics(options, url);
+    }
     if (pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`)) {
       if (!signIns.sessionOf(request))
         return refusal(401, 'Unauthorized', 'sign in with the code printed in the terminal');

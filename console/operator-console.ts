@@ -3,6 +3,7 @@
  * lines that tell the operator where to go and which code to type.
  */
 import { loadConsoleAssets } from './assets';
+import type { QueueMetricsSource } from './cloudwatch';
 import { type ConsoleSessionInfo, loginCodeLine } from './gateway';
 import { type ConsoleServer, startConsoleServer } from './server';
 
@@ -17,6 +18,8 @@ export interface OperatorConsoleOptions {
   readonly refreshSeconds?: number;
   /** Prints a line on the operator's terminal. */
   readonly say: (line: string) => void;
+  /** Where a deployed stack's metrics are read, for the Queues view's last hour. @default none */
+  readonly metrics?: QueueMetricsSource;
 }
 
 /** Whether the API serves the local event feed (`GET /v1/events`): the local stack does, AWS does not. */
@@ -45,6 +48,7 @@ export async function startOperatorConsole(options: OperatorConsoleOptions): Pro
     upstream: options.upstream,
     port: options.port,
     ...(options.refreshSeconds === undefined ? {} : { refreshSeconds: options.refreshSeconds }),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     log: {
       info() {},
       warn() {},

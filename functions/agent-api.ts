@@ -1,10 +1,11 @@
-/** Lambda entry: the agent routes (session, heartbeat, claim, complete, fail, release). */
+/** Lambda entry: the agent routes (session, heartbeat, claim, complete, fail, release); claims counted by queue. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { agentRateLimitFromEnv } from '#adapters/environment';
+import { claimCounters } from '#wiring/queue-metrics';
 import { schedulerFromEnvironment } from '#wiring/runtime';
 import { agentOperations } from './http/agent-operations';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
@@ -14,7 +15,7 @@ const logger = new Logger();
 const metrics = new Metrics();
 const api = createHttpApi(
   routesServedBy('agent'),
-  agentOperations(schedulerFromEnvironment(logger)),
+  agentOperations(schedulerFromEnvironment(logger, process.env, { counters: claimCounters(metrics) })),
   logger,
   {
     agentRateLimit: agentRateLimitFromEnv(),

@@ -1,6 +1,7 @@
 /**
  * Lambda entry: one supervisor pass (see `runSupervisorPass`), on EventBridge Scheduler's `rate(1 minute)`,
- * reported as one EMF document of metrics (every figure of the pass, `cycle-figures.ts`) and one log line.
+ * reported as one EMF document of metrics (every figure of the pass, `cycle-figures.ts`) and one log line; then each
+ * queue's depth, a document each (`queue-metrics.ts`).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -9,6 +10,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { CYCLE_FIGURES, type CycleFigureName } from '#core/cycle-figures';
 import { figuresOf } from '#core/supervisor';
+import { publishQueueDepths } from '#wiring/queue-metrics';
 import { schedulerFromEnvironment } from '#wiring/runtime';
 
 const logger = new Logger();
@@ -38,6 +40,7 @@ export const handler = middy<{ scheduledTime?: string }, Record<string, unknown>
     metrics.addMetric('Promoted', MetricUnit.Count, cycle.promoted);
     metrics.addMetric('CascadesAdvanced', MetricUnit.Count, cycle.cascadesAdvanced);
     metrics.addMetric('PassDuration', MetricUnit.Milliseconds, cycle.durationMs);
+    await publishQueueDepths(metrics, scheduler, logger);
     logger.info('supervisor pass', { scheduledTime: event.scheduledTime, cycle });
     return { scheduledTime: event.scheduledTime, ...cycle };
   });

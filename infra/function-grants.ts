@@ -159,6 +159,8 @@ function grantSweepsAndFires({ tables, queues, functions }: GrantedResources): v
   grantOnTable(supervisor, tasks, ['Query'], DUE_INDEX);
   // It walks on the cancellations of descendants a cancel call did not finish.
   grantOnTable(supervisor, tasks, ['Query'], CHILDREN_INDEX);
+  // Each pass also counts every queue's depth for its metric, as GET /v1/queues counts it: the queue controls (Scan),
+  // the due index and the list partitions (Query), the open tasks (BatchGetItem), with the reads granted here.
   grantOnTable(supervisor, leases, ['Scan', 'GetItem', 'UpdateItem', 'ConditionCheckItem']);
   // Reconcile reads how many hints wait in a queue before sending a task's hint again.
   onQueues(queues, supervisor, 'sqs:SendMessage', 'sqs:GetQueueAttributes');

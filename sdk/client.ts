@@ -62,6 +62,7 @@ import type {
   SubmitTaskInput,
   SubmitTaskResult,
   Task,
+  TaskLinks,
   TaskPage,
   TaskProgress,
   VolunteerInput,
@@ -193,6 +194,16 @@ export class AgentSchedulerClient {
         ...(options.includePayload ? { query: { include: 'payload' } } : {}),
       })
     ).task;
+  }
+
+  /**
+   * The tasks linked to a task, each with its status: its parent and root, the children its agent submitted and the
+   * tasks that depend on it (up to 50 each), the tasks it depends on, and its failure hook.
+   */
+  async getTaskLinks(taskId: string): Promise<TaskLinks> {
+    return (
+      await this.call<{ links: TaskLinks }>({ method: 'GET', path: `/v1/tasks/${segment(taskId)}/links` })
+    ).links;
   }
 
   /** One page of tasks, newest first; pass `nextCursor` back as `cursor` for the next (older) page. */

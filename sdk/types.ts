@@ -104,6 +104,38 @@ export interface Task {
   readonly payloadGone?: true;
 }
 
+/** A task linked to another, as `getTaskLinks` names it: with its status, or none when it is not there. */
+export interface LinkedTask {
+  readonly taskId: string;
+  /** Absent: no such task (an `onFailure` task not submitted yet, or a task purged past its retention). */
+  readonly status?: TaskStatus;
+  readonly queue?: string;
+}
+
+/**
+ * The tasks linked to a task (`GET /v1/tasks/{taskId}/links`): its parent and root, the children its agent submitted,
+ * the tasks it depends on and those that depend on it, its failure hook, each with its status.
+ */
+export interface TaskLinks {
+  readonly taskId: string;
+  /** The task whose agent submitted it, and the first task of that tree. */
+  readonly parent?: LinkedTask;
+  readonly root?: LinkedTask;
+  /** The tasks its agent submitted while running it, oldest first (up to 50). */
+  readonly children: readonly LinkedTask[];
+  /** It was submitted with `dependsOn`: the tasks it still waits on and those whose end it was told of. */
+  readonly dependencies: readonly LinkedTask[];
+  /** The tasks submitted to wait for it (up to 50). */
+  readonly dependents: readonly LinkedTask[];
+  /** It is the `onFailure` of this dead task. */
+  readonly failureOf?: LinkedTask;
+  /** Its `onFailure` task: submitted when it dies (`status` absent before). */
+  readonly onFailure?: LinkedTask;
+  /** More children, or more dependents, than listed. */
+  readonly childrenTruncated?: true;
+  readonly dependentsTruncated?: true;
+}
+
 /** What a debounced task shows of its window: its key, and how many submissions it took (its own first). */
 export interface DebounceSummary {
   readonly key: string;

@@ -4,7 +4,8 @@
  * with AWS Signature Version 4 for a deployed stack), and a browser gets in only with the code printed here.
  */
 import type { Command } from 'commander';
-import { iamSigner } from '#console/aws-signer';
+import { iamSigner, monitoringSigner } from '#console/aws-signer';
+import { DEFAULT_METRICS_NAMESPACE } from '#console/cloudwatch';
 import type { Cli } from '../context';
 import { isLoopbackEndpoint, UsageError } from '../errors';
 import { wholeNumber } from '../input';
@@ -36,6 +37,10 @@ export function consoleCommand(program: Command, cli: Cli): void {
       'how often a shown view reads again, 1 to 3600 (default 2 for a local stack, 10 for a deployed one, where each read is billed)',
       wholeNumber,
     )
+    .option(
+      '--metrics-namespace <namespace>',
+      `the CloudWatch namespace the stack's functions publish to, read (with --auth iam) for the Queues view's last hour (default ${DEFAULT_METRICS_NAMESPACE})`,
+    )
     .addHelpText(
       'after',
       examples([
@@ -44,41 +49,62 @@ export function consoleCommand(program: Command, cli: Cli): void {
         'agent-scheduler console --port 0',
       ]),
     )
-    .action(async ({ port, refreshSeconds }: { port?: number; refreshSeconds?: number }) => {
-      if (port !== undefined && (port < 0 || port > 65_535))
-        throw new UsageError('--port must be from 0 to 65535');
-      if (refreshSeconds !== undefined && (refreshSeconds < 1 || refreshSeconds > 3_600))
-        throw new UsageError('--refresh-seconds must be from 1 to 3600');
-      const connection = cli.connect();
-      // The first request proves the endpoint and the credentials before anyone opens a page.
-      await cli.operator().listQueues();
-      const [{ startOperatorConsole }, { bearerUpstream, signedUpstream }] = await Promise.all([
-        import('#console/operator-console'),
-        import('#console/upstream'),
-      ]);
-      const running = await startOperatorConsole({
-        endpoint: connection.endpoint,
-        mode:
-          connection.source === 'local.json' || isLoopbackEndpoint(connection.endpoint)
-            ? 'local'
-            : 'deployed',
-        upstream:
-          connection.auth === 'iam'
-            ? signedUpstream(iamSigner(connection.region ?? ''))
-            : bearerUpstream(connection.token ?? ''),
-        port: port ?? CONSOLE_DEFAULT_PORT,
-        say: (line) => cli.say(line),
-        ...(refreshSeconds === undefined ? {} : { refreshSeconds }),
-      }).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EADDRINUSE') throw error;
-        throw new UsageError(
-          `port ${port ?? CONSOLE_DEFAULT_PORT} is in use: pick another with --port, or --port 0 for a free one`,
-        );
-      });
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
-      await running.close();
-    });
+    .action(
+      async ({
+        port,
+        refreshSeconds,
+        metricsNamespace,
+      }: {
+        port?: number;
+        refreshSeconds?: number;
+        metricsNamespace?: string;
+      }) => {
+        if (port !== undefined && (port < 0 || port > 65_535))
+          throw new UsageError('--port must be from 0 to 65535');
+        if (refreshSeconds !== undefined && (refreshSeconds < 1 || refreshSeconds > 3_600))
+          throw new UsageError('--refresh-seconds must be from 1 to 3600');
+        const connection = cli.connect();
+        // The first request proves the endpoint and the credentials before anyone opens a page.
+        await cli.operator().listQueues();
+        const [{ startOperatorConsole }, { bearerUpstream, signedUpstream }] = await Promise.all([
+          import('#console/operator-console'),
+          import('#console/upstream'),
+        ]);
+        const region = connection.region ?? '';
+        // With AWS credentials, the Queues view's last hour is read from CloudWatch with them.
+        const metrics =
+          connection.auth === 'iam' && region !== ''
+            ? {
+                endpoint: `https://monitoring.${region}.amazonaws.com`,
+                namespace: metricsNamespace ?? DEFAULT_METRICS_NAMESPACE,
+                send: signedUpstream(monitoringSigner(region)),
+              }
+            : undefined;
+        const running = await startOperatorConsole({
+          endpoint: connection.endpoint,
+          mode:
+            connection.source === 'local.json' || isLoopbackEndpoint(connection.endpoint)
+              ? 'local'
+              : 'deployed',
+          upstream:
+            connection.auth === 'iam'
+              ? signedUpstream(iamSigner(connection.region ?? ''))
+              : bearerUpstream(connection.token ?? ''),
+          port: port ?? CONSOLE_DEFAULT_PORT,
+          say: (line) => cli.say(line),
+          ...(refreshSeconds === undefined ? {} : { refreshSeconds }),
+          ...(metrics ? { metrics } : {}),
+        }).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'EADDRINUSE') throw error;
+          throw new UsageError(
+            `port ${port ?? CONSOLE_DEFAULT_PORT} is in use: pick another with --port, or --port 0 for a free one`,
+          );
+        });
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await running.close();
+      },
+    );
 }

@@ -24,12 +24,14 @@ import type {
   SchedulerStats,
   SubmitTaskInput as SdkSubmitTaskInput,
   Task,
+  TaskLinks,
   TaskPage,
   Waitpoint,
   WaitpointPage,
 } from '../../sdk/types';
 import { PRIORITIES, TASK_STATUSES, TERMINAL_STATUSES } from '../../sdk/vocabulary';
 import { apiRequest, keepSessionKey, query, request } from './http';
+import type { QueueMetrics } from './queue-history';
 
 export type * from '../../sdk/types';
 export { PRIORITIES, TASK_STATUSES, TERMINAL_STATUSES };
@@ -45,6 +47,8 @@ export interface Session {
   readonly events: 'poll' | 'none';
   /** How often a shown view reads again, as the console server chose it. */
   readonly refreshSeconds?: number;
+  /** `cloudwatch`: the server reads a deployed stack's queue metrics (`queueMetrics`); older servers say nothing. */
+  readonly metrics?: 'cloudwatch' | 'none';
 }
 
 /** A task read with `include=payload`. */
@@ -123,6 +127,11 @@ export const api = {
       `/v1/tasks/${path(taskId)}${query({ include: 'payload' })}`,
       { signal },
     ).then((r) => r.task),
+  /** The tasks linked to it (parent, root, children, dependencies, dependents, failure hook), each with its status. */
+  getTaskLinks: (taskId: string, signal?: Signal) =>
+    apiRequest<{ links: TaskLinks }>('GET', `/v1/tasks/${path(taskId)}/links`, { signal }).then(
+      (r) => r.links,
+    ),
   submitTask: (input: SubmitTaskInput) =>
     apiRequest<{ task: Task }>('POST', '/v1/tasks', { body: input }).then((r) => r.task),
   cancelTask: (taskId: string, cascade = false) =>
@@ -172,6 +181,14 @@ export const api = {
     apiRequest<{ occurrences: Occurrence[] }>('GET', `/v1/schedules/${path(name)}/occurrences`, {
       signal,
     }).then((r) => r.occurrences),
+
+  /** The last hour of these queues from CloudWatch, through the console server (a deployed stack's only). */
+  queueMetrics: (queues: readonly string[], signal?: Signal) =>
+    request<QueueMetrics>(
+      'GET',
+      `/console/metrics/queues?${queues.map((q) => `queue=${encodeURIComponent(q)}`).join('&')}`,
+      { signal },
+    ),
 
   listEvents: (since: number, limit: number, signal?: Signal) =>
     apiRequest<EventPage>('GET', `/v1/events${query({ since, limit })}`, { signal }),

@@ -133,7 +133,7 @@ export class CascadeTable implements CascadeStore {
     return (output.Items ?? []).map((item) => String(item.rootTaskId));
   }
 
-  async childrenOf(parentTaskId: string): Promise<string[]> {
+  async childrenOf(parentTaskId: string, limit = Number.POSITIVE_INFINITY): Promise<string[]> {
     const children: string[] = [];
     let startKey: Item | undefined;
     do {
@@ -149,8 +149,8 @@ export class CascadeTable implements CascadeStore {
       for (const item of output.Items ?? [])
         if (item.part === TASK_PART.state) children.push(String(item.taskId));
       startKey = output.LastEvaluatedKey;
-    } while (startKey);
-    return children;
+    } while (startKey && children.length < limit);
+    return children.slice(0, limit);
   }
 
   private async put(items: readonly Item[]): Promise<void> {

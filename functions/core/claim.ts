@@ -226,6 +226,11 @@ export async function claimTasks(
       },
     })),
   );
+  if (ctx.counters) {
+    const byQueue = new Map<string, number>();
+    for (const task of grants.granted) byQueue.set(task.queue, (byQueue.get(task.queue) ?? 0) + 1);
+    for (const [queue, tasks] of byQueue) ctx.counters.claimed(queue, tasks);
+  }
   if (grants.granted.length === 0 && grants.errors.length > 0) {
     throw new ServiceUnavailableError('could not take tasks right now; try again', {
       cause: grants.errors[0],

@@ -184,6 +184,14 @@ export interface SchedulerLog {
 
 export const silentLog: SchedulerLog = { info() {}, warn() {}, error() {} };
 
+/**
+ * What the operations count for metrics, where the count is free: the claim knows the tasks it granted and their
+ * queues. The agent API publishes them as EMF (`Claims`, by queue); elsewhere nothing is counted.
+ */
+export interface SchedulerCounters {
+  claimed(queue: string, tasks: number): void;
+}
+
 export interface SchedulerContext {
   /** A task's state item: its status, lease and what it records; every transition rewrites it. */
   readonly tasks: TaskStore;
@@ -224,6 +232,8 @@ export interface SchedulerContext {
   readonly events: EventPublisher;
   /** The push channel (wakes, role grants, results); absent where it is not offered, and agents poll. */
   readonly push?: PushChannel;
+  /** Counts for metrics; absent: nothing counted. */
+  readonly counters?: SchedulerCounters;
   now(): number;
   random(): number;
   readonly log: SchedulerLog;

@@ -60,6 +60,7 @@ import {
 } from './sessions';
 import { clearAttention } from './starvation';
 import { runSupervisorPass } from './supervisor';
+import { taskLinks } from './task-links';
 import { type Answer, answerCallback, resolveWaitpoint, suspendTask } from './waitpoints';
 
 export class Scheduler {
@@ -302,6 +303,11 @@ export class Scheduler {
     // An ended task is read again: the cancel found it so, and did not keep it.
     const task = (await cancelIfOpen(this.ctx, taskId)).task ?? (await this.getTask(taskId));
     return { task, cascade: await cascadeFrom(this.ctx, taskId, budgetMs) };
+  }
+
+  /** The tasks linked to a task (parent, root, children, dependencies, dependents, failure hook), each found or not. */
+  taskLinks(taskId: string) {
+    return taskLinks(this.ctx, taskId);
   }
 
   /** How far the cancellation of the task's descendants has come, if one began. */

@@ -66,6 +66,7 @@ import {
   sessionResponseSchema,
   sessionSchema,
   submitResponseSchema,
+  taskLinksResponseSchema,
   taskPageSchema,
   taskResponseSchema,
   volunteerResultSchema,
@@ -207,6 +208,13 @@ const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
       },
     ],
     responses: ok(taskResponseSchema),
+  },
+  getTaskLinks: {
+    summary: 'Get the tasks linked to a task, each with its status',
+    responses: ok(
+      taskLinksResponseSchema,
+      'Its parent and root, its children and dependents (up to 50 each, `…Truncated` when there are more), its dependencies and its failure hook. Read on request: a few queries and one batch read of the linked tasks',
+    ),
   },
   cancelTask: withBody(
     'Cancel an open task, and with `cascade` its open descendants',

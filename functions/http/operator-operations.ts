@@ -33,6 +33,7 @@ import {
   schedulerControlView,
   schedulerStatsView,
   scheduleView,
+  taskLinksView,
   taskListView,
   taskView,
   taskWithPayloadView,
@@ -176,6 +177,10 @@ function taskOperations(scheduler: Scheduler): Record<string, Operation> {
       if (include === null) return { status: 200, body: { task: taskView(task, seen) } };
       const read = await scheduler.taskPayload(task);
       return { status: 200, body: { task: taskWithPayloadView(task, read, seen) } };
+    },
+    getTaskLinks: async (request) => {
+      const links = await scheduler.taskLinks(taskIdParam(request));
+      return { status: 200, body: { links: taskLinksView(links) } };
     },
     cancelTask: async (request) => {
       const { cascade } = parseBody(cancelBody, request.body);

@@ -598,6 +598,50 @@ export const submitResponseSchema = published(
   z.looseObject({ task: taskSchema, debounced: debouncedSchema.optional() }),
 );
 
+/** taskLinksView */
+const linkedTaskSchema = published(
+  'LinkedTask',
+  answers<Sdk.LinkedTask>()(
+    z.looseObject({
+      taskId,
+      status: z
+        .enum(TASK_STATUSES)
+        .optional()
+        .describe(
+          'Absent: no such task (an `onFailure` task not submitted yet, or one purged past its retention).',
+        ),
+      queue: queueNameSchema.optional(),
+    }),
+  ),
+);
+export const taskLinksSchema = published(
+  'TaskLinks',
+  answers<Sdk.TaskLinks>()(
+    z.looseObject({
+      taskId,
+      parent: linkedTaskSchema.optional().describe('The task whose agent submitted it.'),
+      root: linkedTaskSchema.optional().describe('The first task of its tree.'),
+      children: z
+        .array(linkedTaskSchema)
+        .describe('The tasks its agent submitted while running it, oldest first (up to 50).'),
+      dependencies: z
+        .array(linkedTaskSchema)
+        .describe('Submitted with `dependsOn`: those it still waits on, and those whose end it was told of.'),
+      dependents: z.array(linkedTaskSchema).describe('The tasks submitted to wait for it (up to 50).'),
+      failureOf: linkedTaskSchema.optional().describe('It is the `onFailure` of this dead task.'),
+      onFailure: linkedTaskSchema
+        .optional()
+        .describe('Its `onFailure` task, submitted when it dies (no `status` before).'),
+      childrenTruncated: z.literal(true).optional().describe('It has more children than listed.'),
+      dependentsTruncated: z.literal(true).optional().describe('It has more dependents than listed.'),
+    }),
+  ),
+);
+export const taskLinksResponseSchema = published(
+  'TaskLinksResponse',
+  z.looseObject({ links: taskLinksSchema }),
+);
+
 /** waitpointView */
 export const waitpointSchema = published(
   'Waitpoint',

@@ -45,6 +45,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   operator('POST', '/v1/tasks/batch', 'submitTasks'),
   operator('GET', '/v1/tasks', 'listTasks'),
   operator('GET', '/v1/tasks/{taskId}', 'getTask'),
+  operator('GET', '/v1/tasks/{taskId}/links', 'getTaskLinks'),
   operator('POST', '/v1/tasks/{taskId}/cancel', 'cancelTask'),
   operator('POST', '/v1/tasks/{taskId}/redrive', 'redriveTask'),
   operator('POST', '/v1/tasks/{taskId}/attention', 'clearAttention'),

@@ -13,6 +13,7 @@ import type { RateLimitUse } from '#core/rate-limits';
 import type { RoleView } from '#core/roles';
 import type { SchedulerControl } from '#core/scheduler-control';
 import type { AgentPresence, SessionHoldings } from '#core/sessions';
+import type { TaskLinkIds } from '#core/task-links';
 import type { Agent } from '#domain/agent';
 import { onFailureTaskIdOf } from '#domain/ids';
 import { type Progress, progressView } from '#domain/progress';
@@ -116,6 +117,27 @@ export function taskListView(task: Task) {
 
 export function claimedTaskView(task: ClaimedTask) {
   return { ...task, leaseDeadline: iso(task.leaseDeadline) };
+}
+
+/** The tasks linked to a task, each with its status and queue when it is there. */
+export function taskLinksView(links: TaskLinkIds) {
+  const linked = (taskId: string) => {
+    const found = links.found.get(taskId);
+    return found ? { taskId, status: found.status, queue: found.queue } : { taskId };
+  };
+  const { task } = links;
+  return {
+    taskId: task.taskId,
+    parent: task.parentTaskId === undefined ? undefined : linked(task.parentTaskId),
+    root: task.rootTaskId === undefined ? undefined : linked(task.rootTaskId),
+    children: links.children.map(linked),
+    dependencies: links.dependencies.map(linked),
+    dependents: links.dependents.map(linked),
+    failureOf: task.failureOf === undefined ? undefined : linked(task.failureOf.taskId),
+    onFailure: links.onFailure === undefined ? undefined : linked(links.onFailure),
+    childrenTruncated: links.childrenTruncated ? (true as const) : undefined,
+    dependentsTruncated: links.dependentsTruncated ? (true as const) : undefined,
+  };
 }
 
 /** A waitpoint: its task, status and timeout (never its token). */

@@ -33,6 +33,7 @@ import { WakeTimerQueue } from '#adapters/wake-timer-queue';
 import {
   DEFAULT_SETTINGS,
   type SchedulerContext,
+  type SchedulerCounters,
   type SchedulerLog,
   type SchedulerSettings,
   silentLog,
@@ -50,6 +51,8 @@ export interface SchedulerDependencies {
   readonly now?: () => number;
   readonly random?: () => number;
   readonly log?: SchedulerLog;
+  /** Counts for metrics (the agent API's claims by queue); absent: nothing counted. */
+  readonly counters?: SchedulerCounters;
   readonly declaredSchedules?: readonly unknown[];
   readonly scheduleBackend?: ScheduleBackend;
   /** @default none: events are dropped */
@@ -142,6 +145,7 @@ export function createContext(deps: SchedulerDependencies): WiredContext {
     events: translatingAwsErrors(deps.events ?? noEvents),
     ...(deps.scheduleBackend ? { scheduleBackend: translatingAwsErrors(deps.scheduleBackend) } : {}),
     ...(push ? { push } : {}),
+    ...(deps.counters ? { counters: deps.counters } : {}),
     now,
     random: deps.random ?? Math.random,
     log: deps.log ?? silentLog,

@@ -13,7 +13,7 @@ import { pushConfigFromEnv, requiredEnv, schedulerConfigFromEnv } from '#adapter
 import { EventBridgePublisher } from '#adapters/event-publishers';
 import { EventBridgeScheduleBackend } from '#adapters/eventbridge-schedules';
 import { withoutSdkLogging } from '#adapters/sdk-clients';
-import { type SchedulerLog, schedulerSettingsOf } from '#core/context';
+import { type SchedulerCounters, type SchedulerLog, schedulerSettingsOf } from '#core/context';
 import { Scheduler } from '#core/scheduler';
 import { RESOURCE_ENV, TEXT_SETTINGS } from '#domain/settings';
 import { createContext } from './context';
@@ -25,7 +25,7 @@ import { createContext } from './context';
 export function schedulerFromEnvironment(
   log: SchedulerLog,
   env: NodeJS.ProcessEnv = process.env,
-  options: { schedules?: boolean; targetArn?: () => string } = {},
+  options: { schedules?: boolean; targetArn?: () => string; counters?: SchedulerCounters } = {},
 ): Scheduler {
   const config = schedulerConfigFromEnv(env);
   const push = pushConfigFromEnv(env);
@@ -45,6 +45,7 @@ export function schedulerFromEnvironment(
         agentSubmitQueues: config.agentSubmitQueues,
       },
       log,
+      ...(options.counters ? { counters: options.counters } : {}),
       declaredSchedules: JSON.parse(env[TEXT_SETTINGS.schedules.env] ?? '[]') as unknown[],
       ...(eventBus
         ? { events: new EventBridgePublisher(withoutSdkLogging(new EventBridgeClient({})), eventBus) }

@@ -206,6 +206,7 @@ describe('the API the console reads', () => {
       queues: ['/v1/queues', '/v1/scheduler', '/v1/scheduler/stats'],
       tasks: ['/v1/tasks?limit=50'],
       task: [`/v1/tasks/${task.taskId}`],
+      taskLinks: [`/v1/tasks/${task.taskId}/links`],
       agents: ['/v1/agents?limit=50', '/v1/roles'],
       roles: ['/v1/roles'],
       schedules: ['/v1/schedules?limit=50'],
@@ -222,6 +223,9 @@ describe('the API the console reads', () => {
     // each of the two queues, where the list walk stands, its 16 list partitions past that, and the tasks there;
     // and the scheduler's control and the supervisor's figures, each read once.
     expect(figures.queues?.requests).toBeLessThanOrEqual(1 + 2 * DUE_SHARDS + 2 * (1 + 2 * 16) + 2);
+    // A task's links (its flow, read at most every 30 s): the task, its children and its dependents; nothing linked,
+    // nothing more read.
+    expect(figures.taskLinks?.requests).toBeLessThanOrEqual(3);
     for (const view of ['task', 'agents', 'roles', 'schedules', 'schedule'])
       expect(figures[view]?.requests, view).toBeLessThanOrEqual(2);
     // The limits in force, then the window open now of each limit not per key (a per-key one's keys are on its page).

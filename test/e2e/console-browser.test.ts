@@ -1,25 +1,30 @@
 /**
  * The web console in headless Chromium against the local stack on the emulators, as an operator uses it: sign in
- * with the printed code, see a task submitted through the API appear and open it, list the tasks needing attention
- * and clear one's mark, cancel another, pause and resume a queue and the whole scheduler, redrive a dead task,
- * approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use and its keys'
- * and set new terms for it. Every action is checked on the stack itself, not only on the page. Screenshots at a
- * laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for serious and
- * critical violations.
+ * with the printed code, see a task submitted through the API appear and open it, read a task's attempts on a time
+ * axis and follow its flow drawn as a graph to its child, list the tasks needing attention and clear one's mark,
+ * cancel another, pause and resume a queue and the whole scheduler, read each queue's last hour (from the event
+ * feed, and from a fake CloudWatch for a deployed stack), redrive a dead task, see how long an open waitpoint has
+ * waited, approve and reject a suspended task's waitpoint, watch a role change hands, read a rate limit's use (drawn
+ * too) and its keys' and set new terms for it. Every action is checked on the stack itself, not only on the page.
+ * Screenshots at a laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for
+ * serious and critical violations. `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the
+ * pictures the README shows are then saved to `docs/console/`, cropped to what they show.
  */
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEventFeed } from '#adapters/event-publishers';
 import { loadConsoleAssets } from '#console/assets';
+import { monitoringSigner } from '#console/aws-signer';
 import { consoleGateway } from '#console/gateway';
 import { startConsoleServer } from '#console/server';
-import { bearerUpstream } from '#console/upstream';
+import { bearerUpstream, signedUpstream } from '#console/upstream';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
-import { launchChromium, screenshot, seriousViolations } from '#test/browser';
+import { docScreenshots, launchChromium, screenshot, seriousViolations } from '#test/browser';
 import { claimUntil, createTestStack, serveStack, startAgent, type TestStack } from '#test/stack';
 
 const OPERATOR = 'op_console-browser';
@@ -38,12 +43,16 @@ describe('the web console in a browser', () => {
   /** The waitpoint answers the console sent on to the API: `POST /v1/waitpoints/<id>/<answer>`. */
   const waitpointAnswers: string[] = [];
   const violations: { view: string; ids: string[] }[] = [];
+  /** The local stack's event feed, which the page reads too. */
+  let events: LocalEventFeed;
 
   beforeAll(async () => {
-    const events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
+    events = new LocalEventFeed(join(mkdtempSync(join(tmpdir(), 'console-events-')), 'events.jsonl'));
     stack = await createTestStack({
-      queues: ['work', 'other', 'waits', 'reporting', 'limited', 'starved'],
+      queues: ['work', 'other', 'waits', 'reporting', 'limited', 'starved', 'flows'],
       events,
+      // The claims and completions the task's attempts and the queues' charts are drawn from; children for its flow.
+      settings: { routineEvents: true, agentSubmitQueues: ['flows'] },
       scheduleBackend: { put: async () => undefined, remove: async () => undefined },
     });
     const assets = await loadConsoleAssets();
@@ -285,6 +294,86 @@ describe('the web console in a browser', () => {
     expect(await page.locator('[data-field="progress-percent"]').textContent()).toBe('80%');
   });
 
+  it('draws a task’s flow, each node a link to its task, and its attempts on a time axis, each with a text alternative', async () => {
+    const { task: root } = await operator.submitTask({ queue: 'flows', payload: {}, maxAttempts: 3 });
+    const agent = await startAgent(stack.scheduler, { name: 'flow-runner', queues: ['flows'] });
+    const claimNext = async () => {
+      const [lease] = await claimUntil(stack.scheduler, agent, 1, 10_000);
+      if (lease?.taskId !== root.taskId) throw new Error('the task was not claimed');
+      return { taskId: root.taskId, agentId: agent.agentId, leaseEpoch: lease.leaseEpoch };
+    };
+    // Attempt 1 fails and is retried at once; attempt 2 runs, reports and submits two children.
+    await stack.scheduler.fail(await claimNext(), { message: 'flaky' }, { retryAfterSeconds: 0 });
+    const running = await claimNext();
+    await stack.scheduler.reportProgress(agent.agentId, {
+      taskId: root.taskId,
+      leaseEpoch: running.leaseEpoch,
+      percent: 40,
+    });
+    const children = await stack.scheduler.submitChildren({ ...running, parentTaskId: root.taskId }, [
+      { key: 'a', queue: 'flows', payload: {}, delaySeconds: 3_600 },
+      { key: 'b', queue: 'flows', payload: {}, delaySeconds: 3_600 },
+    ]);
+    const childIds = children.map((c) => (c.ok ? c.task.taskId : ''));
+    const { task: after } = await operator.submitTask({
+      queue: 'flows',
+      payload: {},
+      dependsOn: [root.taskId],
+    });
+
+    await open(`#/tasks/${root.taskId}`, new RegExp(root.taskId));
+    const flow = page.getByRole('group', { name: `Flow of task ${root.taskId}: child: 2, dependent: 1` });
+    await flow.waitFor({ timeout: 10_000 });
+    // Children in the order the index gives them (one batch: the same creation time).
+    expect(
+      (
+        await flow.getByRole('link').evaluateAll((links) => links.map((a) => a.getAttribute('aria-label')))
+      ).sort(),
+    ).toEqual([...childIds.map((id) => `child ${id} queued`), `dependent ${after.taskId} waiting`].sort());
+    // The text alternative: each edge a sentence.
+    await page.getByText('The flow as a list').click();
+    expect((await page.locator('.picture-list li').allTextContents()).sort()).toEqual(
+      [
+        ...childIds.map((id) => `this task submitted child ${id} (queued)`),
+        `this task must succeed before dependent ${after.taskId} (waiting)`,
+      ].sort(),
+    );
+
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    await expect
+      .poll(
+        () =>
+          attempts
+            .getByRole('row')
+            .evaluateAll((rows) => rows.slice(1).map((r) => r.children[5]?.textContent)),
+        { timeout: 10_000 },
+      )
+      .toEqual(['failed, retried', 'running']);
+    const bars = page.getByRole('img', {
+      name: 'Attempts of the task, 2 claims: 1 failed, retried, 1 running',
+    });
+    expect(await bars.locator('rect').count()).toBe(2);
+    expect(await bars.locator('circle.progress-dot').count()).toBe(1);
+    await scan('task flow and attempts');
+    await docScreenshots(
+      page,
+      'task-flow',
+      () => page.getByRole('region', { name: 'Flow graph' }),
+      () => flow.waitFor(),
+    );
+
+    await docScreenshots(
+      page,
+      'task-attempts',
+      () => page.locator('section', { has: attempts }),
+      () => bars.waitFor(),
+    );
+
+    // A node is a link to its task's page.
+    await flow.getByRole('link', { name: `child ${childIds[0]} queued` }).click();
+    await page.getByRole('heading', { level: 1, name: new RegExp(childIds[0] ?? '') }).waitFor();
+  });
+
   it('cancels another task from its page, after confirmation', async () => {
     const { task } = await operator.submitTask({ queue: 'work', payload: { n: 2 } });
     await open(`#/tasks/${encodeURIComponent(task.taskId)}`, new RegExp(task.taskId));
@@ -350,6 +439,48 @@ describe('the web console in a browser', () => {
     await confirm();
     await page.getByRole('button', { name: 'Pause work' }).waitFor();
     expect((await operator.listQueues()).find((q) => q.name === 'work')?.paused).toBe(false);
+  });
+
+  it('draws each queue’s last hour from the local events, queued and claims a minute, with the numbers in a table', async () => {
+    await operator.submitTasks([0, 1, 2].map((i) => ({ queue: 'flows', payload: { i } })));
+    const agent = await startAgent(stack.scheduler, {
+      name: 'charted',
+      queues: ['flows'],
+      maxConcurrency: 2,
+    });
+    expect(await claimUntil(stack.scheduler, agent, 2, 10_000, 2)).toHaveLength(2);
+    // What the page must find: the API's count of the queue's queued tasks now, and the claims of the queue the feed
+    // holds (the tests before took less than the hour).
+    const depth = (await operator.listQueues()).find((q) => q.name === 'flows')?.depth;
+    const queued = Object.values(depth ?? {}).reduce((sum: number, n) => sum + (n ?? 0), 0);
+    const claims = events
+      .read(0, 10_000)
+      .events.filter((event) => event.type === 'task.claimed' && event.queue === 'flows').length;
+    expect(claims).toBeGreaterThanOrEqual(2);
+    await open('#/queues', 'Queues');
+    const card = page.getByRole('figure', { name: 'Queue flows, last hour' });
+    await expect
+      .poll(() => card.locator('.chart-label').allTextContents(), { timeout: 10_000 })
+      .toEqual([
+        expect.stringMatching(new RegExp(`^Queued: last ${queued}, at most \\d+$`)),
+        expect.stringMatching(new RegExp(`^Claims a minute: ${claims} in all, at most \\d+$`)),
+      ]);
+    expect(await card.getByRole('img').count()).toBe(2);
+    expect(await card.locator('.spark-bar').count()).toBeGreaterThanOrEqual(1);
+    // The text alternative: every minute, newest first, the last one's queued count the API's now.
+    await card.getByText('The numbers of flows').click();
+    await card.getByRole('table').waitFor();
+    const rows = card.getByRole('table').getByRole('row');
+    expect(await rows.count()).toBe(1 + 60);
+    expect((await rows.nth(1).getByRole('cell').allTextContents()).slice(1, 2)).toEqual([String(queued)]);
+    expect(await page.locator('[data-field="charts-cost"]').textContent()).toMatch(/costs nothing/);
+    await scan('queues, last hour');
+    await docScreenshots(
+      page,
+      'queues-last-hour',
+      () => page.locator('section', { has: card }),
+      () => card.getByRole('img').first().waitFor(),
+    );
   });
 
   it('pauses and resumes the whole scheduler, after confirmation: no grants in any queue meanwhile', async () => {
@@ -442,12 +573,23 @@ describe('the web console in a browser', () => {
       waitpoint.waitpointId,
       task.taskId,
       expect.any(String),
+      expect.stringMatching(/^\d+ s$|^\d+ min/),
       expect.any(String),
       'resume',
     ]);
     expect(await row.locator('time').nth(1).getAttribute('datetime')).toBe(waitpoint.timeoutAt);
+    // How long it has waited, and its share of the hour before its timeout.
+    const share = row.locator('meter');
+    expect(await share.getAttribute('max')).toBe('3600');
+    expect(Number(await share.getAttribute('value'))).toBeLessThan(600);
     await scan('waitpoints');
     await screenshot(page, 'waitpoints-1280');
+    await docScreenshots(
+      page,
+      'waitpoints',
+      () => page.getByRole('region', { name: 'Open waitpoints' }),
+      () => row.waitFor(),
+    );
 
     await row.getByRole('link', { name: task.taskId, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: new RegExp(task.taskId) }).waitFor();
@@ -617,8 +759,22 @@ describe('the web console in a browser', () => {
       'by key, 10 each',
       'set',
     ]);
+    // The same use drawn: a bar per limit, named in words; a per-key limit's keys are on its page.
+    const drawn = page.getByRole('img', {
+      name: /^console\.calls: 2 of 5 used \(40%\), \d+% of the window passed$/,
+    });
+    expect(await drawn.getAttribute('data-used')).toBe('40');
+    expect(await page.locator('.use-row', { hasText: 'console.tenants' }).textContent()).toContain(
+      'by key, 10 each',
+    );
     await scan('rate limits');
     await screenshot(page, 'rate-limits-1280');
+    await docScreenshots(
+      page,
+      'rate-limits-use',
+      () => page.locator('[data-field="limits-use"]'),
+      () => drawn.waitFor(),
+    );
 
     await page.getByRole('link', { name: 'console.tenants', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Rate limit console.tenants' }).waitFor();
@@ -678,9 +834,45 @@ describe('the web console in a browser', () => {
     expect(await page.locator('[data-field="terms"]').textContent()).toBe('20 per day');
   });
 
-  it('on its own server, for a stack without an event feed, shows the changes among the newest tasks', async () => {
+  it('on its own server, for a stack without an event feed, shows the changes among the newest tasks, and each queue’s last hour from CloudWatch', async () => {
+    // CloudWatch, as a fake on this machine: it answers each query of GetMetricData with two points.
+    const asked: { target: string | undefined; authorization: string | undefined; body: string }[] = [];
+    const cloudWatch = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on('end', () => {
+        asked.push({
+          target: request.headers['x-amz-target'] as string | undefined,
+          authorization: request.headers.authorization,
+          body,
+        });
+        const { MetricDataQueries, EndTime } = JSON.parse(body) as {
+          MetricDataQueries: { Id: string }[];
+          EndTime: number;
+        };
+        const results = MetricDataQueries.map(({ Id }) =>
+          Id.startsWith('d')
+            ? { Id, Timestamps: [EndTime - 180, EndTime - 120], Values: [5, 3], StatusCode: 'Complete' }
+            : { Id, Timestamps: [EndTime - 120], Values: [4], StatusCode: 'Complete' },
+        );
+        response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        response.end(JSON.stringify({ MetricDataResults: results, Messages: [] }));
+      });
+    });
+    await new Promise<void>((resolve) => cloudWatch.listen(0, '127.0.0.1', resolve));
+    const address = cloudWatch.address();
+    const cloudWatchUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     let ownCode = '';
     const own = await startConsoleServer({
+      metrics: {
+        endpoint: cloudWatchUrl,
+        namespace: 'AgentScheduler',
+        send: signedUpstream(
+          monitoringSigner('eu-west-1', { accessKeyId: 'AKIDCONSOLE', secretAccessKey: 'not-a-secret' }),
+        ),
+      },
       mode: 'deployed',
       endpoint: server.url,
       events: 'none',
@@ -712,9 +904,31 @@ describe('the web console in a browser', () => {
           timeout: 10_000,
         })
         .toBe(1);
+
+      // The last hour of each queue, read from CloudWatch with the operator's signature, its cost said.
+      await tab.goto(`${own.url}/#/queues`);
+      const card = tab.getByRole('figure', { name: 'Queue work, last hour' });
+      await expect
+        .poll(() => card.locator('.chart-label').allTextContents(), { timeout: 10_000 })
+        .toEqual(['Queued: last 3, at most 5', 'Claims a minute: 4 in all, at most 4']);
+      expect(await tab.locator('[data-field="charts-cost"]').textContent()).toMatch(
+        /^Read from CloudWatch once a minute while this view is shown: .* \$0\.0\d+ an hour for these \d+ queues\.$/,
+      );
+      expect(asked[0]?.target).toBe('GraniteServiceVersion20100801.GetMetricData');
+      expect(asked[0]?.authorization).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDCONSOLE\/\d{8}\/eu-west-1\/monitoring\/aws4_request/,
+      );
+      expect(JSON.parse(asked[0]?.body ?? '{}').MetricDataQueries).toContainEqual(
+        expect.objectContaining({
+          Id: 'd0',
+          MetricStat: expect.objectContaining({ Stat: 'Maximum', Period: 60 }),
+        }),
+      );
+      await scan('queues of a deployed stack, last hour from CloudWatch');
     } finally {
       await other.close();
       await own.close();
+      await new Promise((resolve) => cloudWatch.close(resolve));
     }
   });
 
@@ -761,6 +975,6 @@ describe('the web console in a browser', () => {
       await screenshot(page, name);
     }
     expect(violations.filter((v) => v.ids.length > 0)).toEqual([]);
-    expect(violations.length).toBeGreaterThanOrEqual(26);
+    expect(violations.length).toBeGreaterThanOrEqual(29);
   });
 });

@@ -286,6 +286,19 @@ describe('the OpenAPI document matches what the server answers', () => {
       expect: 200,
     });
     expect((children.results as { ok: boolean }[]).map((r) => r.ok)).toEqual([true, false]);
+    // The parent's links name its two children; a child's, its parent and root.
+    const { links } = await operator('GET', `/v1/tasks/${third.taskId}/links`);
+    expect((links as { children: Body[] }).children).toEqual([
+      expect.objectContaining({ status: 'queued', queue: QUEUE }),
+      expect.objectContaining({ status: 'queued', queue: QUEUE }),
+    ]);
+    const childId = String((links as { children: Body[] }).children[0]?.taskId);
+    expect((await operator('GET', `/v1/tasks/${childId}/links`)).links).toMatchObject({
+      parent: { taskId: third.taskId, status: 'leased' },
+      root: { taskId: third.taskId },
+      children: [],
+    });
+    await operator('GET', '/v1/tasks/t_aaaaaaaaaaaaaaaaaaaaaaaaaa/links', undefined, 404);
     const completions = await call('POST', '/v1/agent/tasks/complete', {
       token: agentA.token,
       body: {

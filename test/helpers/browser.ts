@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 
 const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
@@ -40,6 +40,52 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+/**
+ * Where `npm run console:screenshots` keeps the pictures of the console the README shows (`docs/console/`); unset in
+ * `npm test`, which takes none of them.
+ */
+const DOC_SHOTS = process.env.CONSOLE_SCREENSHOTS;
+
+/** The tallest picture, in CSS pixels. */
+const DOC_MAX_HEIGHT = 1_000;
+
+/** The laptop's and the phone's widths of the README's pictures. */
+export const DOC_WIDTHS = [1280, 390] as const;
+
+/**
+ * Saves `target` (a view, or a part of one) as `<name>-1280.png` and `<name>-390.png` under `CONSOLE_SCREENSHOTS`,
+ * the page loaded anew at each width (the pictures are drawn for the width they have); `ready` waits for what the
+ * picture must show. Does nothing unless asked for, and leaves the page as wide as it was.
+ */
+export async function docScreenshots(
+  page: Page,
+  name: string,
+  target: () => Locator,
+  ready: () => Promise<unknown> = () => target().waitFor(),
+): Promise<void> {
+  if (!DOC_SHOTS) return;
+  const dir = resolve(DOC_SHOTS);
+  mkdirSync(dir, { recursive: true });
+  const size = page.viewportSize() ?? { width: 1280, height: 800 };
+  for (const width of DOC_WIDTHS) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.reload();
+    await ready();
+    // A long view (many queues on a phone) is cut at `DOC_MAX_HEIGHT`: a picture, not a scroll.
+    const box = await target().boundingBox();
+    if (!box) throw new Error(`${name}: nothing to take a picture of`);
+    await page.screenshot({
+      path: join(dir, `${name}-${width}.png`),
+      clip: { ...box, height: Math.min(box.height, DOC_MAX_HEIGHT) },
+      fullPage: true,
+      animations: 'disabled',
+    });
+  }
+  await page.setViewportSize(size);
+  await page.reload();
+  await ready();
 }
 
 export interface AxeViolation {

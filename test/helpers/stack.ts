@@ -7,7 +7,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { AwsMeter } from '#adapters/aws-meter';
 import { noEvents } from '#adapters/event-publishers';
-import type { SchedulerSettings } from '#core/context';
+import type { SchedulerCounters, SchedulerSettings } from '#core/context';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import type { PushSender } from '#core/ports/push-channel';
@@ -153,6 +153,8 @@ export interface TestStackOptions {
   readonly scheduleBackend?: ScheduleBackend;
   readonly declaredSchedules?: readonly unknown[];
   readonly events?: EventPublisher;
+  /** Told what the operations count for metrics (claims by queue). @default none: nothing counted */
+  readonly counters?: SchedulerCounters;
   /** Large payloads go to an S3 bucket of the stack's own (on the SQS emulator's S3). */
   readonly payloadBucket?: boolean;
   /**
@@ -274,6 +276,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       events: recordingPublisher(options.events ?? noEvents),
       ...(payloadBucket ? { payloadBucket } : {}),
       ...(push ? { push } : {}),
+      ...(options.counters ? { counters: options.counters } : {}),
     });
   const ctx = build(options.random ?? (() => 0.5));
   const timer = wakeTimerQueue ? pollWakeTimer(sqs, wakeTimerQueue, ctx, { waitSeconds: 1 }) : undefined;

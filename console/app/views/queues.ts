@@ -1,7 +1,7 @@
 /**
  * Queues: depth by priority, age of the oldest queued task, leases, pause and limits, from `GET /v1/queues`; above
- * them the pause of the whole scheduler, from `GET /v1/scheduler`; below them the supervisor's figures, from
- * `GET /v1/scheduler/stats`.
+ * them the pause of the whole scheduler, from `GET /v1/scheduler`; below them each queue's last hour
+ * (`queue-charts.ts`) and the supervisor's figures, from `GET /v1/scheduler/stats`.
  */
 import {
   api,
@@ -16,6 +16,7 @@ import { button, el, replaceKeepingFocus } from '../dom';
 import { duration, time } from '../format';
 import { DataTable } from '../table';
 import type { View } from '../view';
+import { queueChartsSection } from './queue-charts';
 import { describeLimits, editLimits } from './queue-limits';
 import { taskLink } from './task-link';
 
@@ -59,6 +60,8 @@ export const queuesView: View = (root, context) => {
     'Actions',
   ]);
   const note = el('p', { class: 'note' });
+  // Each queue's last hour, below the queues: queued and claims a minute.
+  const charts = queueChartsSection(context);
   // The supervisor's figures, below the queues: what its passes found and did.
   const stats = new DataTable('Supervisor', ['Figure', 'Last pass', 'Total', 'Tasks of the last pass']);
   const statsLead = el('p', { class: 'lead', 'data-field': 'supervisor-passes' });
@@ -73,6 +76,7 @@ export const queuesView: View = (root, context) => {
     wholeNote,
     table.element,
     note,
+    charts.section,
     el('h2', {}, 'Supervisor'),
     statsLead,
     stats.element,
@@ -210,6 +214,7 @@ export const queuesView: View = (root, context) => {
       api.listQueues(context.signal),
       api.getSchedulerControl(context.signal),
       api.getSchedulerStats(context.signal),
+      charts.prepare(),
     ]);
     const statsKey = JSON.stringify(figures);
     if (statsKey !== shownStats) {
@@ -222,11 +227,13 @@ export const queuesView: View = (root, context) => {
       showScheduler(scheduler);
     }
     const key = JSON.stringify(queues);
-    if (key === shown) return;
-    shown = key;
-    table.rows(queues.map(row), 'No queues are declared.');
-    note.textContent = queues.some((q) => q.truncated)
-      ? 'The counts stopped at their bound: they are lower bounds.'
-      : '';
+    if (key !== shown) {
+      shown = key;
+      table.rows(queues.map(row), 'No queues are declared.');
+      note.textContent = queues.some((q) => q.truncated)
+        ? 'The counts stopped at their bound: they are lower bounds.'
+        : '';
+    }
+    await charts.show(queues);
   });
 };

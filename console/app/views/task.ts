@@ -1,7 +1,7 @@
 /**
- * One task: its specification and state, the waitpoint it is suspended on, lineage, dependencies, output, the
- * actions its status allows, its payload (read once, when asked: it may be 256 KB, and in S3) and (in local mode,
- * when asked) its events.
+ * One task: its specification and state, the waitpoint it is suspended on, lineage, dependencies, output, its flow
+ * as a graph and its attempts on a time axis, the actions its status allows, its payload (read once, when asked: it
+ * may be 256 KB, and in S3) and (in local mode, when asked) its events.
  */
 import { api, REDRIVABLE_STATUS, type Task, TERMINAL_STATUSES, type Waitpoint } from '../api';
 import { button, type Child, el, mainRegion, replaceKeepingFocus } from '../dom';
@@ -21,6 +21,8 @@ import {
   rejectWaitpoint,
   type Suspension,
 } from './task-actions';
+import { attemptsSection } from './task-attempts';
+import { flowSection } from './task-flow';
 import { taskLink } from './task-link';
 
 type Entry = readonly [term: string, value: Child | readonly Child[], field?: string];
@@ -294,7 +296,17 @@ export const taskView =
     const body = el('div', {}, el('p', {}, 'Loading…'));
     const payload = payloadSection(taskId, context);
     const events = eventsSection(taskId, context, () => void poller.now());
-    root.append(el('h1', {}, `Task ${taskId}`), actions, body, payload.section, events.section);
+    const flow = flowSection(taskId, context);
+    const attempts = attemptsSection(context);
+    root.append(
+      el('h1', {}, `Task ${taskId}`),
+      actions,
+      body,
+      flow.section,
+      attempts.section,
+      payload.section,
+      events.section,
+    );
 
     const actionButtons = (task: Task): Child[] => {
       const suspension = suspensionOf(task);
@@ -368,7 +380,9 @@ export const taskView =
       }
       // A waitpoint that could not be read leaves the task shown, its times "unknown", and the error alerted.
       const [waitpoint] = await Promise.allSettled([waitpointOf(suspensionOf(task))]);
-      showTask(task, waitpoint.status === 'fulfilled' ? waitpoint.value : undefined);
+      const read = waitpoint.status === 'fulfilled' ? waitpoint.value : undefined;
+      showTask(task, read);
+      await Promise.all([flow.read(task), attempts.read(task, read ?? looked)]);
       if (waitpoint.status === 'rejected') throw waitpoint.reason;
     };
 

@@ -1,10 +1,11 @@
 /**
- * Open waitpoints (`GET /v1/waitpoints?status=open`), oldest first: the tasks suspended until someone answers.
- * Each links to its task, whose page approves or rejects the wait.
+ * Open waitpoints (`GET /v1/waitpoints?status=open`), oldest first: the tasks suspended until someone answers, with
+ * how long each has waited and a bar of how much of its time before the timeout that is. Each links to its task,
+ * whose page approves or rejects the wait.
  */
 import { api, type Waitpoint } from '../api';
 import { el } from '../dom';
-import { time } from '../format';
+import { duration, time } from '../format';
 import { Pager } from '../pager';
 import { DataTable } from '../table';
 import type { View } from '../view';
@@ -12,11 +13,15 @@ import { taskLink } from './task-link';
 
 const PAGE_SIZE = 50;
 
+const waitedText = (waitpoint: Waitpoint, now: number) =>
+  duration(Math.max(0, (now - Date.parse(waitpoint.createdAt)) / 1_000));
+
 export const waitpointsView: View = (root, context) => {
   const table = new DataTable('Open waitpoints', [
     'Waitpoint',
     'Task',
     'Created',
+    'Waited',
     'Times out at',
     'On timeout',
   ]);
@@ -32,10 +37,30 @@ export const waitpointsView: View = (root, context) => {
     pager.element,
   );
 
-  const row = (waitpoint: Waitpoint) => [
+  /** How long it has waited, and a bar of how much of its time before the timeout that is. */
+  const waited = (waitpoint: Waitpoint, now: number) => {
+    const created = Date.parse(waitpoint.createdAt);
+    const span = Math.max(1, Date.parse(waitpoint.timeoutAt) - created);
+    const seconds = Math.max(0, (now - created) / 1_000);
+    return el(
+      'div',
+      { class: 'use' },
+      el('span', { class: 'use-text', 'data-field': 'waited' }, waitedText(waitpoint, now)),
+      el('meter', {
+        class: 'use-bar',
+        min: 0,
+        max: span / 1_000,
+        value: Math.min(seconds, span / 1_000),
+        'aria-label': `Share of its time before the timeout that waitpoint ${waitpoint.waitpointId} has waited`,
+      }),
+    );
+  };
+
+  const row = (waitpoint: Waitpoint, now: number) => [
     el('span', { class: 'id' }, waitpoint.waitpointId),
     taskLink(waitpoint.taskId),
     time(waitpoint.createdAt),
+    waited(waitpoint, now),
     time(waitpoint.timeoutAt),
     waitpoint.onTimeout,
   ];
@@ -46,11 +71,13 @@ export const waitpointsView: View = (root, context) => {
     const page = await api.listWaitpoints({ cursor, limit: PAGE_SIZE }, context.signal);
     if (cursor !== pager.cursor) return;
     pager.update(page.nextCursor);
-    const key = JSON.stringify([cursor, page.waitpoints]);
+    // How long each has waited grows at every refresh: shown again when it reads otherwise.
+    const now = Date.now();
+    const key = JSON.stringify([cursor, page.waitpoints, page.waitpoints.map((w) => waitedText(w, now))]);
     if (key === shown) return;
     shown = key;
     table.rows(
-      page.waitpoints.map(row),
+      page.waitpoints.map((waitpoint) => row(waitpoint, now)),
       cursor === undefined
         ? 'No open waitpoints: no task waits for an answer.'
         : 'No open waitpoints on this page: go back to the first page.',

@@ -35,6 +35,6 @@ export interface CascadeStore {
   progress(rootTaskId: string): Promise<CascadeProgress | undefined>;
   /** Walks not finished, oldest first. */
   open(limit: number): Promise<string[]>;
-  /** Every child of `parentTaskId`, as the children index has them (eventually consistent). */
-  childrenOf(parentTaskId: string): Promise<string[]>;
+  /** The children of `parentTaskId`, oldest first, as the children index has them (eventually consistent): every one, or the first `limit`. */
+  childrenOf(parentTaskId: string, limit?: number): Promise<string[]>;
 }

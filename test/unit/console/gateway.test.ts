@@ -356,6 +356,8 @@ describe('the console gateway', () => {
       endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com/',
       events: 'none',
       refreshSeconds: 10,
+      // No source of metrics was given: the Queues view draws no last hour.
+      metrics: 'none',
     });
     clock += 60_001;
     expect((await gateway.answer(request({ url: '/console/api/v1/tasks', signed }))).statusCode).toBe(401);
@@ -405,5 +407,139 @@ describe('the console gateway', () => {
     const refused = await refusing.answer(request({ url: '/console/api/v1/queues', signed }));
     expect(refused.statusCode).toBe(502);
     expect(JSON.parse(String(refused.body))).toMatchObject({ error: { code: 'UpstreamUnauthorized' } });
+  });
+
+  it('reads a deployed stack’s queue metrics from CloudWatch for a signed-in page, and refuses what it cannot read', async () => {
+    const plain = await signIn();
+    const asked: { target: string | null; body: Record<string, unknown> }[] = [];
+    const now = Date.parse('2026-11-25T10:30:20.000Z');
+    let answer: () => Response = () =>
+      new Response(
+        JSON.stringify({
+          MetricDataResults: [
+            {
+              Id: 'd0',
+              Timestamps: [now / 1_000 - 80, now / 1_000 - 140],
+              Values: [4, 7],
+              StatusCode: 'Complete',
+            },
+            { Id: 'c0', Timestamps: [now / 1_000 - 80], Values: [12], StatusCode: 'Complete' },
+            { Id: 'd1', Timestamps: [], Values: [], StatusCode: 'Complete' },
+          ],
+          Messages: [],
+        }),
+        { status: 200, headers: { 'content-type': 'application/x-amz-json-1.0' } },
+      );
+    const withMetrics = consoleGateway({
+      mode: 'deployed',
+      endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+      events: 'none',
+      assets,
+      upstream: async () => new Response('{}'),
+      metrics: {
+        endpoint: 'https://monitoring.eu-west-1.amazonaws.com',
+        namespace: 'Fleet',
+        send: async (sentRequest) => {
+          asked.push({
+            target: sentRequest.headers.get('x-amz-target'),
+            body: (await sentRequest.json()) as Record<string, unknown>,
+          });
+          return answer();
+        },
+      },
+      onCode: (next) => codes.push({ code: next, why: 'start' }),
+      now: () => now,
+    });
+    const session = await withMetrics.answer(request({ url: '/console/session' }));
+    expect(JSON.parse(String(session.body))).toMatchObject({ metrics: 'cloudwatch' });
+    const url = '/console/metrics/queues?queue=emails&queue=reports';
+    expect((await withMetrics.answer(request({ url }))).statusCode).toBe(401);
+    const signed = await signIn(withMetrics);
+
+    const read = await withMetrics.answer(request({ url, signed }));
+    expect(read.statusCode).toBe(200);
+    expect(JSON.parse(String(read.body))).toEqual({
+      from: '2026-11-25T09:31:00.000Z',
+      to: '2026-11-25T10:31:00.000Z',
+      queues: [
+        {
+          name: 'emails',
+          depth: [
+            ['2026-11-25T10:28:00.000Z', 7],
+            ['2026-11-25T10:29:00.000Z', 4],
+          ],
+          claims: [['2026-11-25T10:29:00.000Z', 12]],
+        },
+        { name: 'reports', depth: [], claims: [] },
+      ],
+    });
+    // One request: per queue its depth's maximum (the supervisor's) and its claims' sum (the agent API's), by minute.
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.target).toBe('GraniteServiceVersion20100801.GetMetricData');
+    expect(asked[0]?.body).toMatchObject({
+      StartTime: Date.parse('2026-11-25T09:31:00Z') / 1_000,
+      ScanBy: 'TimestampAscending',
+    });
+    expect(asked[0]?.body.MetricDataQueries).toEqual([
+      expect.objectContaining({
+        Id: 'd0',
+        MetricStat: {
+          Metric: {
+            Namespace: 'Fleet',
+            MetricName: 'QueueDepth',
+            Dimensions: [
+              { Name: 'service', Value: 'agent-scheduler-supervisor' },
+              { Name: 'queue', Value: 'emails' },
+            ],
+          },
+          Period: 60,
+          Stat: 'Maximum',
+        },
+      }),
+      expect.objectContaining({
+        Id: 'c0',
+        MetricStat: expect.objectContaining({
+          Metric: expect.objectContaining({ MetricName: 'Claims' }),
+          Period: 60,
+          Stat: 'Sum',
+        }),
+      }),
+      expect.objectContaining({ Id: 'd1' }),
+      expect.objectContaining({ Id: 'c1' }),
+    ]);
+
+    for (const bad of [
+      '/console/metrics/queues',
+      '/console/metrics/queues?queue=no%20spaces',
+      '/console/metrics/queues?queue=a&since=1',
+      `/console/metrics/queues?${Array.from({ length: 51 }, (_, i) => `queue=q${i}`).join('&')}`,
+    ]) {
+      const refused = await withMetrics.answer(request({ url: bad, signed }));
+      expect(refused.statusCode, bad).toBe(400);
+      expect(JSON.parse(String(refused.body))).toMatchObject({ error: { code: 'ValidationError' } });
+    }
+    expect(asked).toHaveLength(1);
+
+    // CloudWatch refusing (the operator may not read metrics): its reason, as the gateway's own refusal.
+    answer = () =>
+      new Response(
+        JSON.stringify({ __type: 'AccessDeniedException', message: 'not authorized to GetMetricData' }),
+        {
+          status: 400,
+        },
+      );
+    const refused = await withMetrics.answer(request({ url, signed }));
+    expect(refused.statusCode).toBe(502);
+    expect(JSON.parse(String(refused.body))).toMatchObject({
+      error: {
+        code: 'MetricsUnavailable',
+        message: expect.stringContaining('not authorized to GetMetricData'),
+      },
+    });
+
+    // Without a source (the local stack, or a token): nothing to read.
+    const none = await gateway.answer(request({ url, signed: plain }));
+    expect(none.statusCode).toBe(404);
+    expect(sent).toHaveLength(0);
   });
 });

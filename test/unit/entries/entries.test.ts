@@ -102,7 +102,12 @@ describe('Lambda entries', { timeout: 30_000 }, () => {
     // Each shard of the `due` index once, the suspended tasks' partition with them (reconcile takes the reclaim
     // sweep's answers), each of the queue's list partitions once (the list walk, which finds nothing new: no place
     // to save), and the open cascades' list.
-    expect(ddb).toHaveReceivedCommandTimes(QueryCommand, DUE_SHARDS + 1 + LISTED_SHARDS + 1);
+    // Then the queue's depth, counted as GET /v1/queues counts it: the queue controls, each shard of the `due` index
+    // again (all of it), and the queue's list partitions past where the walk stands.
+    expect(ddb).toHaveReceivedCommandTimes(
+      QueryCommand,
+      DUE_SHARDS + 1 + LISTED_SHARDS + 1 + (1 + DUE_SHARDS + LISTED_SHARDS),
+    );
     // One write: the pass added to the cumulative figures, beside the scheduler's control.
     expect(ddb).toHaveReceivedCommandTimes(UpdateCommand, 1);
     expect(ddb).toHaveReceivedCommandWith(UpdateCommand, {
@@ -146,6 +151,11 @@ describe('Lambda entries', { timeout: 30_000 }, () => {
     );
     expect(new Set(names).size).toBe(names?.length);
     expect(pass).toMatchObject({ PendingRuns: 0, WakeAttempts: 0, Requeued: 0, SweepErrors: 0 });
+    // Each queue's depth in a document of its own, by queue: the console's chart of a deployed stack.
+    const depths = documents.filter((d) => 'QueueDepth' in d);
+    expect(depths).toHaveLength(1);
+    expect(depths[0]).toMatchObject({ QueueDepth: 0, queue: 'q', service: expect.any(String) });
+    expect(depths[0]?._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'queue']]);
   });
 
   it('operator API: health answers without touching AWS', async () => {
