@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { claimSpanId, type RecordedSpan, type SpanExporter } from '#domain/spans';
 import { recordingLog } from '#test/mock-context';
-import { operationSpansHook, spanExporterFromEnvironment } from '#wiring/tracing';
+import { inRootSpan, operationSpansHook, spanExporterFromEnvironment } from '#wiring/tracing';
 import { OtlpHttpExporter, otlpTraces } from '../../../functions/adapters/otlp-http-exporter';
 import { createHttpApi, type HttpApiEvent, type Operation } from '../../../functions/http/http-api';
 import { operationSpans } from '../../../functions/http/operation-spans';
@@ -355,5 +355,44 @@ it('encodes OTLP JSON: ids in hex, nanoseconds as strings, an error as status 2'
         ],
       },
     ],
+  });
+});
+
+describe('a span of work no request started (a supervisor pass, a schedule fire)', () => {
+  it('is the root of a trace of its own, with its outcome’s attributes; a failure is recorded and thrown', async () => {
+    const { spans, exporter } = kept();
+    const outcome = await inRootSpan(
+      exporter,
+      'supervisorPass',
+      async () => ({ requeued: 2 }),
+      (o) => ({
+        'agent_scheduler.pass.requeued': o.requeued,
+      }),
+    );
+    await expect(
+      inRootSpan(
+        exporter,
+        'scheduleFire',
+        async () => Promise.reject(new Error('table gone')),
+        () => ({}),
+      ),
+    ).rejects.toThrow('table gone');
+    // Without an exporter, the work alone.
+    expect(
+      await inRootSpan(
+        undefined,
+        'x',
+        async () => 7,
+        () => ({}),
+      ),
+    ).toBe(7);
+
+    expect(outcome).toEqual({ requeued: 2 });
+    expect(spans).toMatchObject([
+      { name: 'supervisorPass', kind: 'internal', attributes: { 'agent_scheduler.pass.requeued': 2 } },
+      { name: 'scheduleFire', error: 'table gone' },
+    ]);
+    expect(spans.map((span) => span.parentSpanId)).toEqual([undefined, undefined]);
+    expect(spans[0]?.traceId).not.toBe(spans[1]?.traceId);
   });
 });
