@@ -194,7 +194,8 @@ export interface AgentSchedulerProps {
    * submitter sent none. The back end charges per trace or per span: X-Ray, through the ADOT layer's default
    * configuration, $5.00 per million traces recorded and $0.50 per million retrieved or scanned (beyond a free
    * 100,000 recorded and 1,000,000 retrieved a month): a task's life is one trace, a supervisor pass another
-   * (43,800 a month at one a minute). An idle agent's polls and heartbeats record nothing.
+   * (43,800 a month at one a minute). An idle agent's polls and heartbeats, and reads (the console's refreshes),
+   * record nothing unless their request carries a `traceparent`.
    *
    * @default - no spans
    */

@@ -13,8 +13,9 @@
  *   `traceparent` header (the Worker's handler span), else of the claim span of the epoch it was fenced by;
  * - an operator's change to a task (cancel, redrive, clear attention) is a child of the task's context.
  * Any other operation is one span, a child of the request's `traceparent` header or the root of its own trace;
- * an agent's polling (a claim that grants no traced task, a heartbeat, a session read, a progress report) is
- * recorded only under a header, as each poll would otherwise be a trace of its own, billed as such. A caller whose
+ * but a read (any GET: the console refreshes its views every few seconds) and an agent's polling (a claim that
+ * grants no traced task, a heartbeat, a progress report) are recorded only under a header, as each would
+ * otherwise be a trace of its own, billed as such. A caller whose
  * context is not sampled is not recorded, and nothing of its request is changed.
  */
 import { isSchedulerError } from '#domain/errors';
@@ -48,8 +49,8 @@ const SUBMITS: Readonly<Record<string, 'body' | 'tasks'>> = {
 const UNDER_LEASE = new Set(['completeTask', 'failTask', 'releaseTask', 'waitTask']);
 /** An operator's change to one task. */
 const ON_TASK = new Set(['cancelTask', 'redriveTask', 'clearAttention']);
-/** An agent's polling, recorded only under a request's `traceparent` header. */
-const POLLING = new Set(['claimTasks', 'heartbeat', 'readSession', 'reportProgress', 'reportProgressBatch']);
+/** An agent's polling, recorded only under a request's `traceparent` header (as reads are). */
+const POLLING = new Set(['claimTasks', 'heartbeat', 'reportProgress', 'reportProgressBatch']);
 
 /** The attributes of a task, from its view in an answer (the names the SDK's handler span uses). */
 function taskAttributes(task: unknown): SpanAttributes {
@@ -231,7 +232,8 @@ export function operationSpans(exporter: SpanExporter, now: () => number = Date.
         body = name === 'claimTasks' ? handed : { ...(body as Fields), next: handed };
       }
     }
-    if (spans.length === 0 && (header !== undefined || !POLLING.has(name))) spans.push(under(header, {}));
+    const quiet = request.route.method === 'GET' || POLLING.has(name);
+    if (spans.length === 0 && (header !== undefined || !quiet)) spans.push(under(header, {}));
     await exporter.export(spans);
     if (response === undefined) throw error;
     return body === response.body ? response : { ...response, body };

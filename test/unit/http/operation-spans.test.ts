@@ -162,7 +162,7 @@ describe('an operation’s spans', () => {
     ]);
   });
 
-  it('a claim that grants nothing traced, and a heartbeat, are not recorded without a header', async () => {
+  it('a claim that grants nothing traced, a heartbeat and a read are not recorded without a header', async () => {
     const empty = await run(
       'claimTasks',
       async () => ({ status: 200, body: { tasks: [task('t_3')], retryAfterMs: 100 } }),
@@ -178,7 +178,12 @@ describe('an operation’s spans', () => {
       async () => ({ status: 200, body: {} }),
       event('POST', '/v1/agent/heartbeat', { sessionId: 's' }, { traceparent: SUBMITTER }),
     );
-    expect([empty.spans, beat.spans]).toEqual([[], []]);
+    const read = await run(
+      'listTasks',
+      async () => ({ status: 200, body: { tasks: [task('t_1', STORED)] } }),
+      event('GET', '/v1/tasks'),
+    );
+    expect([empty.spans, beat.spans, read.spans]).toEqual([[], [], []]);
     expect(traced.spans).toMatchObject([{ name: 'heartbeat', traceId: TRACE, parentSpanId: 'b'.repeat(16) }]);
   });
 
