@@ -36,7 +36,9 @@ export function operationSpansHook(exporter: SpanExporter | undefined): Operatio
   let loaded: Promise<OperationHook> | undefined;
   return async (operation, request) => {
     loaded ??= import('../http/operation-spans').then(({ operationSpans }) => operationSpans(exporter));
-    return (await loaded)(operation, request);
+    // Tracing never fails a request: without its module, the operation runs untraced.
+    const hook = await loaded.catch(() => undefined);
+    return hook ? hook(operation, request) : operation(request);
   };
 }
 
