@@ -5,7 +5,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
-import { type FireOutcome, fireSchedule } from '#core/fire-schedule';
+import { type FireOutcome, fireSchedule, withFireTrace } from '#core/fire-schedule';
 import { schedulerFromEnvironment } from '#wiring/runtime';
 import { inRootSpan, spanExporterFromEnvironment } from '#wiring/tracing';
 
@@ -24,7 +24,8 @@ export const handler = middy<unknown, FireOutcome>()
     const fired = await inRootSpan(
       spans,
       'scheduleFire',
-      () => fireSchedule(scheduler.ctx, event),
+      // The fired task joins the fire's trace.
+      (traceparent) => fireSchedule(scheduler.ctx, withFireTrace(event, traceparent)),
       (outcome) => ({
         ...(typeof schedule === 'string' ? { 'agent_scheduler.schedule': schedule } : {}),
         'agent_scheduler.schedule.scheduled_time': outcome.scheduledTime,

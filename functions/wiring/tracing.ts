@@ -5,7 +5,7 @@
  */
 import { type TracingConfig, tracingConfigFromEnv } from '#adapters/environment';
 import type { SchedulerLog } from '#core/context';
-import { newSpanId, newTraceId, type SpanAttributes, type SpanExporter } from '#domain/spans';
+import { newSpanId, newTraceId, type SpanAttributes, type SpanExporter, traceparentOf } from '#domain/spans';
 import type { OperationHook } from '../http/http-api';
 
 /** The function's span exporter: OTLP/HTTP to the configured endpoint; undefined when tracing is off. */
@@ -44,19 +44,20 @@ export function operationSpansHook(exporter: SpanExporter | undefined): Operatio
 
 /**
  * Runs a function's work that no request started (a supervisor pass, a schedule's fire) as the root span of a trace
- * of its own, with the attributes its outcome gives; without an exporter, just runs it.
+ * of its own, with the attributes its outcome gives; `run` is given the span's `traceparent`, for what it starts
+ * to join (a fired task). Without an exporter, just runs it.
  */
 export async function inRootSpan<T>(
   exporter: SpanExporter | undefined,
   name: string,
-  run: () => Promise<T>,
+  run: (traceparent: string | undefined) => Promise<T>,
   attributesOf: (outcome: T) => SpanAttributes,
 ): Promise<T> {
-  if (!exporter) return run();
+  if (!exporter) return run(undefined);
   const startMs = Date.now();
   const span = { traceId: newTraceId(), spanId: newSpanId(), name, kind: 'internal' as const, startMs };
   try {
-    const outcome = await run();
+    const outcome = await run(traceparentOf(span.traceId, span.spanId));
     await exporter.export([{ ...span, endMs: Date.now(), attributes: attributesOf(outcome) }]);
     return outcome;
   } catch (error) {

@@ -14,6 +14,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fireSchedule, withFireTrace } from '#core/fire-schedule';
 import type { RecordedSpan } from '#domain/spans';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
@@ -138,6 +139,19 @@ describe('tracing a task’s life', () => {
     submitter.end();
     // Outside any span the server starts the task's trace.
     const untraced = await client.submitTask({ queue: SERVER_TRACED, payload: { step: 'untraced' } });
+    // A schedule's fire, as the function runs it in its span: the task joins the fire's trace.
+    const fireSpan = `00-${'f'.repeat(32)}-${'e'.repeat(16)}-01`;
+    const fired = await fireSchedule(
+      stack.scheduler.ctx,
+      withFireTrace(
+        {
+          schedule: 'traced-nightly',
+          scheduledTime: new Date(Date.now() - 2_000).toISOString(),
+          task: { queue: SERVER_TRACED, payload: { step: 'fired' } },
+        },
+        fireSpan,
+      ),
+    );
     const { token } = await client.createAgent({ name: 'server-traced', queues: [SERVER_TRACED] });
     const serverSpan = (name: string, taskId: string) =>
       serverSpans.find((span) => span.name === name && span.attributes['agent_scheduler.task.id'] === taskId);
@@ -149,7 +163,10 @@ describe('tracing a task’s life', () => {
     await worker.start();
     try {
       await waitFor(
-        () => [task.taskId, untraced.task.taskId].every((id) => serverSpan('completeTask', id)),
+        () =>
+          [task.taskId, untraced.task.taskId, fired.taskId ?? ''].every((id) =>
+            serverSpan('completeTask', id),
+          ),
         10_000,
       );
     } finally {
@@ -188,6 +205,10 @@ describe('tracing a task’s life', () => {
     const rootClaim = serverSpan('claimTasks', untraced.task.taskId);
     expect(rootClaim?.parentSpanId).toBe(rootSubmit?.spanId);
     expect(handlerSpan(untraced.task.taskId)?.parentSpanContext?.spanId).toBe(rootClaim?.spanId);
+    // The fired task's claim is the fire span's child, and its handler the claim's.
+    const firedClaim = serverSpan('claimTasks', fired.taskId ?? '');
+    expect(firedClaim).toMatchObject({ traceId: 'f'.repeat(32), parentSpanId: 'e'.repeat(16) });
+    expect(handlerSpan(fired.taskId ?? '')?.parentSpanContext?.spanId).toBe(firedClaim?.spanId);
     // An idle Worker's polls and heartbeats, under no trace, are not recorded.
     expect(serverSpans.filter((span) => span.name === 'heartbeat')).toEqual([]);
     expect(
@@ -195,6 +216,6 @@ describe('tracing a task’s life', () => {
         .filter((span) => span.name === 'claimTasks')
         .map((s) => s.attributes['agent_scheduler.task.id'])
         .sort(),
-    ).toEqual([task.taskId, untraced.task.taskId].sort());
+    ).toEqual([task.taskId, untraced.task.taskId, fired.taskId].sort());
   });
 });

@@ -366,10 +366,14 @@ it('encodes OTLP JSON: ids in hex, nanoseconds as strings, an error as status 2'
 describe('a span of work no request started (a supervisor pass, a schedule fire)', () => {
   it('is the root of a trace of its own, with its outcome’s attributes; a failure is recorded and thrown', async () => {
     const { spans, exporter } = kept();
+    const given: (string | undefined)[] = [];
     const outcome = await inRootSpan(
       exporter,
       'supervisorPass',
-      async () => ({ requeued: 2 }),
+      async (traceparent) => {
+        given.push(traceparent);
+        return { requeued: 2 };
+      },
       (o) => ({
         'agent_scheduler.pass.requeued': o.requeued,
       }),
@@ -387,7 +391,10 @@ describe('a span of work no request started (a supervisor pass, a schedule fire)
       await inRootSpan(
         undefined,
         'x',
-        async () => 7,
+        async (traceparent) => {
+          given.push(traceparent);
+          return 7;
+        },
         () => ({}),
       ),
     ).toBe(7);
@@ -399,5 +406,7 @@ describe('a span of work no request started (a supervisor pass, a schedule fire)
     ]);
     expect(spans.map((span) => span.parentSpanId)).toEqual([undefined, undefined]);
     expect(spans[0]?.traceId).not.toBe(spans[1]?.traceId);
+    // The work is told its span's context (for a fired task to join), and nothing without an exporter.
+    expect(given).toEqual([`00-${spans[0]?.traceId}-${spans[0]?.spanId}-01`, undefined]);
   });
 });
