@@ -3,9 +3,10 @@
  * that carries it, which functions read it and, for a number, its unit, default and bounds. The construct refuses
  * a number out of bounds at synth and builds each function's environment from this; a function reads its settings
  * by these names and refuses an out-of-bounds value at its cold start; the local runner and the bench start from
- * the same defaults; the README's two settings tables are checked against it (`test/infra/settings.test.ts`). The
- * names of the resources the construct hands to the functions (`RESOURCE_ENV`) are declared here too, so that each
- * environment variable is written once, for the construct that sets it and the function that reads it.
+ * the same defaults; the settings tables of `docs/deploying.md` are written from it (`npm run docs`) and checked
+ * against it (`test/infra/settings.test.ts`). The names of the resources the construct hands to the functions
+ * (`RESOURCE_ENV`) are declared here too, so that each environment variable is written once, for the construct that
+ * sets it and the function that reads it.
  *
  * The environment variables are the wire between a deployed construct and its functions: during a deploy old and
  * new functions run side by side with the new environment, so none is renamed.
