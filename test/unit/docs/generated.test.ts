@@ -5,16 +5,17 @@
 import { describe, expect, it } from 'vitest';
 import { GENERATED, generatedPages, withSections } from '../../../scripts/docs/generated-sections';
 
+const PAGES = generatedPages();
+
 describe('the generated docs', () => {
-  it.each(generatedPages())('$page is up to date (run `npm run docs`)', ({ committed, written }) => {
+  it.each(PAGES)('$page is up to date (run `npm run docs`)', ({ committed, written }) => {
     expect(committed).toBe(written);
   });
 
   it('notices a section that drifted', () => {
     // Prepare: the props page with a row of its generated table edited by hand.
     const [page] = Object.keys(GENERATED);
-    const pages = generatedPages();
-    const committed = pages.find((p) => p.page === page)?.committed ?? '';
+    const committed = PAGES.find((p) => p.page === page)?.committed ?? '';
     const edited = committed.replace('| `leaseTtl` |', '| `leaseTTL` |');
     // Act, Assess: the generator writes the declaration's row back.
     expect(edited).not.toBe(committed);
