@@ -7,10 +7,14 @@
 import { readFileSync } from 'node:fs';
 import ts from 'typescript';
 import {
+  type Bounds,
   type NumberSetting,
+  OLDEST_MESSAGE_ALARM_AGE,
   SETTINGS,
   TEXT_SETTINGS,
   type TextSetting,
+  THROTTLE_BOUNDS,
+  THROTTLE_PROPS,
 } from '../../functions/domain/settings';
 
 const PROPS_FILE = new URL('../../infra/scheduler-props.ts', import.meta.url);
@@ -60,14 +64,21 @@ export function declaredProps(): DeclaredProp[] {
   });
 }
 
-/** A number setting's bounds as a person reads them: "1 to 86,400 s". */
-function boundsOf(s: NumberSetting): string {
+/** Bounds as a person reads them: "1 to 86,400 s". */
+function boundsOf(s: Bounds & { readonly unit: NumberSetting['unit'] }): string {
   const unit = s.unit === 'count' ? '' : ` ${s.unit === 'seconds' ? 's' : '/s'}`;
   return `${number(s.min)} to ${number(s.max)}${unit}`;
 }
 
-/** The bounds the settings contract gives a prop, or its nested fields (`starvation.promoteAfter`). */
+/** The bounds the settings declaration gives a prop, or its nested fields (`starvation.promoteAfter`). */
 function propBounds(name: string): string {
+  if ((THROTTLE_PROPS as readonly string[]).includes(name)) {
+    const rate = boundsOf({ ...THROTTLE_BOUNDS.rateLimit, unit: 'per second' });
+    const burst = boundsOf({ ...THROTTLE_BOUNDS.burstLimit, unit: 'count' });
+    return `\`rateLimit\` ${rate}; \`burstLimit\` ${burst}`;
+  }
+  if (name === OLDEST_MESSAGE_ALARM_AGE.prop)
+    return boundsOf({ ...OLDEST_MESSAGE_ALARM_AGE, unit: 'seconds' });
   const settings: NumberSetting[] = Object.values(SETTINGS);
   const own = settings.find((s) => s.prop === name);
   if (own) return boundsOf(own);
@@ -120,7 +131,7 @@ export function textSettingsTable(): string {
 export function propsSection(): string {
   return [
     'Written by `npm run docs` from `infra/scheduler-props.ts` (each prop, its type, its `@default`) and the settings',
-    'contract `functions/domain/settings.ts` (bounds); a test fails when this page differs from what it writes. The',
+    'declaration `functions/domain/settings.ts` (bounds); a test fails when this page differs from what it writes. The',
     'construct refuses a number out of its bounds at synth, and the functions refuse it too at a cold start.',
     '',
     everyPropTable(),
