@@ -121,17 +121,24 @@ function operationSection(
   }
   lines.push(...bodyFields(op.requestBody?.content?.['application/json']?.schema, components));
   const answers: string[] = [];
-  const refusals: string[] = [];
+  // The refusals by the shared response they name: `Error` (the handlers'), `Refused` (theirs or API Gateway's).
+  const refusals = new Map<string, string[]>();
   for (const [status, response] of Object.entries(op.responses ?? {})) {
-    if (response.$ref) refusals.push(status);
-    else {
+    if (response.$ref) {
+      const name = refName(response.$ref);
+      refusals.set(name, [...(refusals.get(name) ?? []), status]);
+    } else {
       const schema = response.content?.['application/json']?.schema;
       answers.push(
         `\`${status}\` ${cell(response.description ?? '')}${schema ? ` (\`${typeOf(schema)}\`)` : ''}`,
       );
     }
   }
-  lines.push(`Answers: ${answers.join('; ')}. Refusals: ${refusals.join(', ')} (\`Error\`).`, '');
+  const refused = [...refusals].map(
+    ([name, statuses]) =>
+      `${statuses.join(', ')} (${name === 'Refused' ? '`Error`, or API Gateway’s `{ message }`' : `\`${name}\``})`,
+  );
+  lines.push(`Answers: ${answers.join('; ')}. Refusals: ${refused.join('; ')}.`, '');
   return lines;
 }
 
