@@ -48,7 +48,7 @@ class ReadmeAgentTest(unittest.TestCase):
         ops = operator()
         created = ops.create_agent({"name": "py-readme", "queues": [QUEUE], "maxConcurrency": 4})
         task = ops.submit_task({"queue": QUEUE, "payload": {"x": 21}}).task
-        env = {**os.environ, "AGENT_SCHEDULER_URL": ENDPOINT, "AGENT_TOKEN": created["token"]}
+        env = {**os.environ, "AGENT_SCHEDULER_ENDPOINT": ENDPOINT, "AGENT_SCHEDULER_TOKEN": created["token"]}
         env["PYTHONPATH"] = str(SOURCE)
 
         # Act: the README's code as a program; once the task has ended, SIGTERM.
