@@ -30,7 +30,7 @@ const COLUMNS = [
   'tasksPerSecond',
 ] as const;
 
-/** The units a lifecycle may cost, per run shape: what the README documents and `npm test` holds to. */
+/** The units a lifecycle may cost, per run shape: what `docs/guarantees.md` documents and `npm test` holds to. */
 export interface UnitBudget {
   readonly dynamodbWriteUnits: number;
   readonly dynamodbReadUnits: number;

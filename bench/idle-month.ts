@@ -64,7 +64,7 @@ export interface MeasuredSteps {
 export interface IdleAgentMonths {
   readonly push: AgentMonth;
   readonly polling: AgentMonth;
-  /** The polling agent priced as `bench.ts`'s throughput report does (no authorizer): the README's figure. */
+  /** The polling agent priced as `bench.ts`'s throughput report does (no authorizer): the figure of `docs/guarantees.md`. */
   readonly pollingWithoutAuthorizerUsd: number;
 }
 

@@ -2,7 +2,7 @@
  * What one task's lifecycle costs, step by step, measured alone: a submit, the claim that takes the task, its
  * completion, on the quiet stack after the run (in batches of `batch`, per task). Unlike the run's per-task
  * figures these leave out what depends on timing (claims that found nothing, writes refused in a race), so they
- * are the same on every machine: the README's per-step table and the budget `npm test` holds them to.
+ * are the same on every machine: the per-step table of `docs/guarantees.md` and the budget `npm test` holds them to.
  */
 import type { AwsMeter } from '#adapters/aws-meter';
 import type { AgentSchedulerClient } from '#sdk/client';

@@ -9,10 +9,14 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { queueLimitsSchema } from '../functions/domain/queue-limits';
 import { declaredRateLimitSchema, RATE_LIMIT_BOUNDS, termsProblem } from '../functions/domain/rate-limits';
 import {
+  type Bounds,
   type NumberSetting,
+  OLDEST_MESSAGE_ALARM_AGE,
   outOfBounds,
   SETTINGS,
   type SettingName,
+  THROTTLE_BOUNDS,
+  THROTTLE_PROPS,
   TRACING_EXPORT_TIMEOUT,
 } from '../functions/domain/settings';
 import { QUEUE_NAME_PATTERN } from '../functions/domain/task-spec';
@@ -283,32 +287,18 @@ export function validateProps(props: AgentSchedulerProps): Record<SettingName, n
       throw new Error(`${setting.prop} must be ${problem}${unit} (got ${given.shown})`);
     }
   }
-  // SQS reports ages up to its longest retention, 14 days.
   const alarmAge = props.oldestMessageAlarmAge;
   if (alarmAge !== undefined && !alarmAge.isUnresolved()) {
-    const problem = outOfBounds(
-      { min: 1, max: 14 * 86_400, integer: true },
-      alarmAge.toSeconds({ integral: false }),
-    );
+    const problem = outOfBounds(OLDEST_MESSAGE_ALARM_AGE, alarmAge.toSeconds({ integral: false }));
     if (problem)
       throw new Error(`oldestMessageAlarmAge must be ${problem} seconds (got ${alarmAge.toHumanString()})`);
   }
-  type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
-  const throttles: [string, number | undefined, Bounds][] = [
-    // API Gateway's account limit is 10,000 requests a second, bursts of 5,000.
-    ...(
-      [
-        'apiThrottle',
-        'agentRouteThrottle',
-        'operatorRouteThrottle',
-        'callbackRouteThrottle',
-        'pushThrottle',
-      ] as const
-    ).flatMap((name): [string, number | undefined, Bounds][] => [
-      [`${name}.rateLimit`, props[name]?.rateLimit, { min: 1, max: 10_000, integer: false }],
-      [`${name}.burstLimit`, props[name]?.burstLimit, { min: 1, max: 5_000, integer: true }],
-    ]),
-  ];
+  const throttles: [string, number | undefined, Bounds][] = THROTTLE_PROPS.flatMap(
+    (name): [string, number | undefined, Bounds][] => [
+      [`${name}.rateLimit`, props[name]?.rateLimit, THROTTLE_BOUNDS.rateLimit],
+      [`${name}.burstLimit`, props[name]?.burstLimit, THROTTLE_BOUNDS.burstLimit],
+    ],
+  );
   for (const [name, value, bounds] of throttles) {
     if (value === undefined || Token.isUnresolved(value)) continue;
     const problem = outOfBounds(bounds, value);

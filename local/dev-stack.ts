@@ -185,9 +185,16 @@ function loggedEvents(log: Logger, feed: LocalEventFeed): EventPublisher {
   };
 }
 
-/** The supervisor's pass every `periodMs`, logged when it did something. */
+/**
+ * The supervisor's pass every `periodMs`, logged when it did something. A pass still running when the next is due
+ * is let finish, not joined by another: on a machine loaded past its cores, passes that pile up on each other load
+ * it more and answer the agents later.
+ */
 function superviseEvery(scheduler: Scheduler, log: Logger, periodMs: number): NodeJS.Timeout {
+  let running = false;
   return setInterval(() => {
+    if (running) return;
+    running = true;
     runAs('supervisor', () => scheduler.supervise())
       .then((cycle) => {
         const acted =
@@ -199,7 +206,10 @@ function superviseEvery(scheduler: Scheduler, log: Logger, periodMs: number): No
           cycle.errors;
         if (acted > 0) log.info('supervisor pass', { cycle });
       })
-      .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }));
+      .catch((error: unknown) => log.error('supervisor pass failed', { error: String(error) }))
+      .finally(() => {
+        running = false;
+      });
   }, periodMs);
 }
 

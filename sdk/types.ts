@@ -613,7 +613,7 @@ export type RebuildTotals = { readonly [K in keyof Omit<RebuildResult, 'cursor'>
 };
 
 /**
- * The figures of a supervisor pass (README, The supervisor: Cycle figures). Counted where the work happens:
+ * The figures of a supervisor pass (`docs/concepts.md`, The supervisor: Cycle figures). Counted where the work happens:
  * `pendingRuns` queued tasks looked at, `activeRuns` leased ones, `sessionsScanned` agent sessions the pass's scans
  * returned, `leasesRecovered` leases taken back, `wakeAttempts` the tasks it tried to bring to an agent (a hint sent
  * again or a turn put in line, with its push wake; or a push wake for a hint that just became visible), of them

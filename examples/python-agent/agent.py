@@ -12,7 +12,7 @@ The model is a script (:class:`ScriptedModel`), so the example runs offline and 
 
 Run it against ``npm start`` with an agent's token (``run.py`` registers one and starts this file for you)::
 
-    AGENT_SCHEDULER_URL=http://127.0.0.1:3000 AGENT_TOKEN=a_... python3 agent.py   # Ctrl-C drains and stops
+    AGENT_SCHEDULER_ENDPOINT=http://127.0.0.1:3000 AGENT_SCHEDULER_TOKEN=a_... python3 agent.py  # Ctrl-C drains
 
 with ``PYTHONPATH=python/src`` unless the wheel is installed.
 """
@@ -216,7 +216,7 @@ def summarise(task: ClaimedTask, ctx: TaskContext) -> Any:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="[agent] %(message)s")
-    client = Client(os.environ["AGENT_SCHEDULER_URL"], token=os.environ["AGENT_TOKEN"])
+    client = Client(os.environ["AGENT_SCHEDULER_ENDPOINT"], token=os.environ["AGENT_SCHEDULER_TOKEN"])
     # Four tasks at a time: tool calls run side by side, as many as the rate limit lets through.
     Worker(client, handle, concurrency=4).run()  # SIGINT/SIGTERM drain: running tasks finish, no new claims
 

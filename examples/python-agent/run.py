@@ -210,7 +210,7 @@ class Demo:
 
 def start_agent(endpoint: str, token: str) -> subprocess.Popen[bytes]:
     """``agent.py`` in a process of its own, as the agent whose token it is; its log goes to standard error."""
-    env = {**os.environ, "AGENT_SCHEDULER_URL": endpoint, "AGENT_TOKEN": token}
+    env = {**os.environ, "AGENT_SCHEDULER_ENDPOINT": endpoint, "AGENT_SCHEDULER_TOKEN": token}
     return subprocess.Popen([sys.executable, str(HERE / "agent.py")], env=env, stdout=sys.stderr)  # noqa: S603
 
 

@@ -3,9 +3,11 @@
  * that carries it, which functions read it and, for a number, its unit, default and bounds. The construct refuses
  * a number out of bounds at synth and builds each function's environment from this; a function reads its settings
  * by these names and refuses an out-of-bounds value at its cold start; the local runner and the bench start from
- * the same defaults; the README's two settings tables are checked against it (`test/infra/settings.test.ts`). The
- * names of the resources the construct hands to the functions (`RESOURCE_ENV`) are declared here too, so that each
- * environment variable is written once, for the construct that sets it and the function that reads it.
+ * the same defaults; the settings tables of `docs/deploying.md` are written from it (`npm run docs`) and checked
+ * against it (`test/infra/settings.test.ts`). The names of the resources the construct hands to the functions
+ * (`RESOURCE_ENV`) are declared here too, so that each environment variable is written once, for the construct that
+ * sets it and the function that reads it. So are the bounds of the few number props the construct alone checks (the
+ * API Gateway throttles, the alarm age), so that the docs' table of every prop has one source for every bound.
  *
  * The environment variables are the wire between a deployed construct and its functions: during a deploy old and
  * new functions run side by side with the new environment, so none is renamed.
@@ -292,10 +294,39 @@ export const RESOURCE_ENV = {
   scheduleDeadLetters: 'SCHEDULE_DEAD_LETTER_ARN',
 } as const;
 
+/** The bounds a number must be within. */
+export type Bounds = Pick<NumberSetting, 'min' | 'max' | 'integer'>;
+
+/** The construct props that set an API Gateway throttle, each `{ rateLimit, burstLimit }`. */
+export const THROTTLE_PROPS = [
+  'apiThrottle',
+  'agentRouteThrottle',
+  'operatorRouteThrottle',
+  'callbackRouteThrottle',
+  'pushThrottle',
+] as const;
+
+/**
+ * The bounds of a throttle, which reaches no function and is checked by the construct at synth: API Gateway's
+ * account limit is 10,000 requests a second, bursts of 5,000.
+ */
+export const THROTTLE_BOUNDS = {
+  rateLimit: { min: 1, max: 10_000, integer: false },
+  burstLimit: { min: 1, max: 5_000, integer: true },
+} as const satisfies Record<string, Bounds>;
+
+/** The bounds of `oldestMessageAlarmAge`, in seconds: SQS reports ages up to its longest retention, 14 days. */
+export const OLDEST_MESSAGE_ALARM_AGE = {
+  prop: 'oldestMessageAlarmAge',
+  min: 1,
+  max: 14 * DAY,
+  integer: true,
+} as const satisfies Bounds & { prop: string };
+
 /**
  * Tracing (`AgentScheduler`'s `tracing` prop), read by the two APIs, the supervisor and the schedule fire: the OTLP
- * endpoint turns it on, unset it is off. Declared apart from `SETTINGS` and `TEXT_SETTINGS`, which are the
- * README's settings tables.
+ * endpoint turns it on, unset it is off. Declared apart from `SETTINGS` and `TEXT_SETTINGS`, whose tables
+ * (`docs/deploying.md`) are generated and checked: the prop is a document of its own (`SchedulerTracing`).
  */
 export const TRACING_ENV = {
   /** The collector's base URL; spans go to `<endpoint>/v1/traces`. Unset: no spans. */

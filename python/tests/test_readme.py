@@ -1,5 +1,6 @@
-"""The README's short agent (``python/README.md``, "An agent") as written: at most 15 lines, and, against the local
-stack, it runs a task to its success, then drains and exits on SIGTERM."""
+"""The README's short agent (``python/README.md``, "An agent") as written: at most 15 lines, the same as the
+repository's README shows (its "An agent in Python", whose block names this file), and, against the local stack,
+it runs a task to its success, then drains and exits on SIGTERM."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from .stack import ENDPOINT, needs_stack, operator
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT_README = Path(__file__).resolve().parents[2] / "README.md"
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 QUEUE = "py-readme"
 
@@ -31,6 +33,14 @@ class ReadmeAgentTest(unittest.TestCase):
     def test_the_agent_is_at_most_15_lines(self) -> None:
         self.assertLessEqual(len(readme_agent().strip().splitlines()), 15)
 
+    def test_the_repository_readme_shows_the_same_agent(self) -> None:
+        found = re.search(
+            r"^## An agent in Python\n.*?```python\n(.*?)^```", ROOT_README.read_text(encoding="utf-8"), re.S | re.M
+        )
+        self.assertIsNotNone(found, 'no ```python block under "## An agent in Python" in README.md')
+        assert found is not None
+        self.assertEqual(found.group(1), readme_agent())
+
     @needs_stack
     def test_the_agent_runs_a_task_to_its_success_then_drains_on_sigterm(self) -> None:
         # Prepare: a task for the agent, queued before it starts; the agent's token in the variables it reads.
@@ -38,7 +48,7 @@ class ReadmeAgentTest(unittest.TestCase):
         ops = operator()
         created = ops.create_agent({"name": "py-readme", "queues": [QUEUE], "maxConcurrency": 4})
         task = ops.submit_task({"queue": QUEUE, "payload": {"x": 21}}).task
-        env = {**os.environ, "AGENT_SCHEDULER_URL": ENDPOINT, "AGENT_TOKEN": created["token"]}
+        env = {**os.environ, "AGENT_SCHEDULER_ENDPOINT": ENDPOINT, "AGENT_SCHEDULER_TOKEN": created["token"]}
         env["PYTHONPATH"] = str(SOURCE)
 
         # Act: the README's code as a program; once the task has ended, SIGTERM.

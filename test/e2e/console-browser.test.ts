@@ -8,7 +8,7 @@
  * too) and its keys' and set new terms for it. Every action is checked on the stack itself, not only on the page.
  * Screenshots at a laptop's and a phone's width go to `test-results/console/`; every view is scanned by axe-core for
  * serious and critical violations. `npm run console:screenshots` runs it with `CONSOLE_SCREENSHOTS` set: the
- * pictures the README shows are then saved to `docs/console/`, cropped to what they show.
+ * pictures the docs show are then saved to `docs/console/`, cropped to what they show.
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';

@@ -27,7 +27,7 @@ describe('SDK Worker end to end at agent sizes', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 500);
+    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 1_000);
   });
   afterAll(async () => {
     clearInterval(sweeper);

@@ -32,7 +32,7 @@ describe('a Worker when answers are lost', () => {
     });
     server = await serveStack(stack, OPERATOR);
     operator = new AgentSchedulerClient({ endpoint: server.url, token: OPERATOR });
-    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 250);
+    sweeper = everyUnlessRunning(() => stack.scheduler.reclaim(), 1_000);
   });
   afterAll(async () => {
     clearInterval(sweeper);

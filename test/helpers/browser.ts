@@ -43,7 +43,7 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 }
 
 /**
- * Where `npm run console:screenshots` keeps the pictures of the console the README shows (`docs/console/`); unset in
+ * Where `npm run console:screenshots` keeps the pictures of the console the docs show (`docs/console/`); unset in
  * `npm test`, which takes none of them.
  */
 const DOC_SHOTS = process.env.CONSOLE_SCREENSHOTS;
@@ -51,7 +51,7 @@ const DOC_SHOTS = process.env.CONSOLE_SCREENSHOTS;
 /** The tallest picture, in CSS pixels. */
 const DOC_MAX_HEIGHT = 1_000;
 
-/** The laptop's and the phone's widths of the README's pictures. */
+/** The laptop's and the phone's widths of the docs' pictures. */
 export const DOC_WIDTHS = [1280, 390] as const;
 
 /**

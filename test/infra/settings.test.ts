@@ -1,5 +1,6 @@
 /**
- * The settings contract (`functions/domain/settings.ts`) holds end to end: the README's tables are the contract's,
+ * The settings contract (`functions/domain/settings.ts`) holds end to end: the tables of `docs/deploying.md` are the
+ * contract's (written by `npm run docs`),
  * every default is within its own bounds, what a deployment chooses in the construct's props reaches each
  * function's environment and is read back by the function as the same value, and every environment variable a
  * function is given is declared there.
@@ -22,32 +23,7 @@ import {
 } from '#domain/settings';
 import { synthExample, synthTemplate } from '#test/synth';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
-
-/** The README's table of these settings, one row each. */
-function settingsTable(): string {
-  const number = (n: number) => n.toLocaleString('en-US');
-  const rows = Object.values(SETTINGS).map((s: NumberSetting) => {
-    const unit = s.unit === 'count' ? '' : ` ${s.unit === 'seconds' ? 's' : '/s'}`;
-    return `| \`${s.prop}\` | \`${s.env}\` | ${number(s.default)}${unit} | ${number(s.min)} to ${number(s.max)}${unit} | ${s.readBy} | ${s.meaning} |`;
-  });
-  return [
-    '| prop | environment variable | default | bounds | read by | what it does |',
-    '|------|----------------------|---------|--------|---------|--------------|',
-    ...rows,
-  ].join('\n');
-}
-
-/** The README's table of the props that reach the functions as text. */
-function textSettingsTable(): string {
-  const rows = Object.values(TEXT_SETTINGS).map(
-    (s: TextSetting) => `| \`${s.prop}\` | \`${s.env}\` | ${s.carriedAs} | ${s.readBy} | ${s.meaning} |`,
-  );
-  return [
-    '| prop | environment variable | carried as | read by | what the functions do with it |',
-    '|------|----------------------|------------|---------|-------------------------------|',
-    ...rows,
-  ].join('\n');
-}
+import { settingsTable, textSettingsTable } from '../../scripts/docs/props-tables';
 
 type FunctionName = keyof ReturnType<typeof synthTemplate>['stack']['scheduler']['functions'];
 
@@ -117,10 +93,12 @@ function everyPropSet(): ReturnType<typeof synthExample> {
 }
 
 describe('the settings contract', () => {
-  it('is the table the README shows', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    expect(readme).toContain(settingsTable());
-    expect(readme).toContain(textSettingsTable());
+  it('is the table the deploying page shows', () => {
+    const page = readFileSync(new URL('../../docs/deploying.md', import.meta.url), 'utf8');
+    expect(page).toContain(settingsTable());
+    expect(page).toContain(textSettingsTable());
+    // Every prop of the construct has its row, with the contract's bounds where it declares them.
+    expect(page).toContain('| `leaseTtl` | `Duration` | 30 seconds | 1 to 86,400 s |');
   });
 
   it.each(Object.entries(SETTINGS) as [SettingName, NumberSetting][])(

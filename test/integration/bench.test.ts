@@ -1,7 +1,7 @@
 /**
  * A small run of `npm run bench` on the test emulators: the report has every figure the JSON promises, the
  * counts are what the routes imply (two calls a task alone, the claim riding on the completion; fewer in batches), and one lifecycle costs no more
- * units than `bench/budget.json` (the figures the README documents) allows.
+ * units than `bench/budget.json` (the figures `docs/guarantees.md` documents) allows.
  */
 import { describe, expect, inject, it } from 'vitest';
 import { readBudget } from '../../bench/history';
@@ -52,7 +52,7 @@ describe('the benchmark', () => {
       expect(complete.writeUnits).toBeGreaterThan(0);
     }
 
-    // The budget: a change that makes a lifecycle cost more units fails here, until the README and the budget
+    // The budget: a change that makes a lifecycle cost more units fails here, until the docs and the budget
     // say so.
     const budget = readBudget();
     console.log(

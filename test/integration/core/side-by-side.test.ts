@@ -32,7 +32,7 @@ describe('the released functions beside the current ones', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'released-functions-'));
     // The first deploy of an upgrade from a release before layout 2: the current functions write layout 1, which
-    // the released ones read (`taskLayout`, README "Upgrades").
+    // the released ones read (`taskLayout`, `docs/deploying.md`, "Upgrades").
     // So too for `queueSlotLayout`: with 1, a limit's slots stay in the one item the released functions read.
     stack = await createTestStack({
       queues: ['side', 'limited'],
