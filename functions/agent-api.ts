@@ -7,6 +7,7 @@ import middy from '@middy/core';
 import { agentRateLimitFromEnv } from '#adapters/environment';
 import { claimCounters } from '#wiring/queue-metrics';
 import { schedulerFromEnvironment } from '#wiring/runtime';
+import { operationSpansHook, spanExporterFromEnvironment } from '#wiring/tracing';
 import { agentOperations } from './http/agent-operations';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
 import { routesServedBy } from './http/routes';
@@ -19,6 +20,7 @@ const api = createHttpApi(
   logger,
   {
     agentRateLimit: agentRateLimitFromEnv(),
+    around: operationSpansHook(spanExporterFromEnvironment(logger)),
   },
 );
 

@@ -5,6 +5,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { schedulerFromEnvironment } from '#wiring/runtime';
+import { operationSpansHook, spanExporterFromEnvironment } from '#wiring/tracing';
 import { createHttpApi, type HttpApiEvent, type HttpApiResult } from './http/http-api';
 import { operatorOperations } from './http/operator-operations';
 import { routesServedBy } from './http/routes';
@@ -15,6 +16,7 @@ const api = createHttpApi(
   routesServedBy('operator'),
   operatorOperations(schedulerFromEnvironment(logger, process.env, { schedules: true })),
   logger,
+  { around: operationSpansHook(spanExporterFromEnvironment(logger)) },
 );
 
 export const handler = middy<HttpApiEvent, HttpApiResult>()

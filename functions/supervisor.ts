@@ -9,13 +9,27 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { CYCLE_FIGURES, type CycleFigureName } from '#core/cycle-figures';
-import { figuresOf } from '#core/supervisor';
+import { type CycleResult, figuresOf } from '#core/supervisor';
 import { publishQueueDepths } from '#wiring/queue-metrics';
 import { schedulerFromEnvironment } from '#wiring/runtime';
+import { inRootSpan, spanExporterFromEnvironment } from '#wiring/tracing';
 
 const logger = new Logger();
 const metrics = new Metrics();
 const scheduler = schedulerFromEnvironment(logger);
+const spans = spanExporterFromEnvironment(logger);
+
+/** The pass's span: its figures, and the first ids of the tasks it counted (`CYCLE_IDS_KEPT` a figure at most). */
+const passAttributes = (cycle: CycleResult) => ({
+  ...Object.fromEntries(
+    Object.entries(figuresOf(cycle)).map(([figure, count]) => [`agent_scheduler.pass.${figure}`, count]),
+  ),
+  ...Object.fromEntries(
+    Object.entries(cycle.ids)
+      .filter(([, ids]) => ids.length > 0)
+      .map(([figure, ids]) => [`agent_scheduler.pass.${figure}.task_ids`, ids.join(',')]),
+  ),
+});
 
 /** A figure's metric: its name capitalised, but for two that had metrics of their own before the figures did. */
 const metricOf = (figure: CycleFigureName) =>
@@ -29,7 +43,7 @@ export const handler = middy<{ scheduledTime?: string }, Record<string, unknown>
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }))
   .handler(async (event) => {
-    const cycle = await scheduler.supervise();
+    const cycle = await inRootSpan(spans, 'supervisorPass', () => scheduler.supervise(), passAttributes);
     const figures = figuresOf(cycle);
     for (const figure of CYCLE_FIGURES)
       metrics.addMetric(metricOf(figure), MetricUnit.Count, figures[figure]);

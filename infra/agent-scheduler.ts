@@ -24,6 +24,7 @@ import { SchedulerApi } from './scheduler-api';
 import { createSchedulerFunctions, type SchedulerFunctions, tellWherePushIs } from './scheduler-functions';
 import { type AgentSchedulerProps, validateProps } from './scheduler-props';
 import { SchedulerTables } from './scheduler-tables';
+import { addTracing } from './scheduler-tracing';
 import type { TaskScheduleProps } from './task-schedule';
 import { TaskSchedules } from './task-schedules';
 import { WakeTimer } from './wake-timer';
@@ -112,6 +113,7 @@ export class AgentScheduler extends Construct {
       removalPolicy,
     });
     tellWherePushIs(this.functions, this.tables.connections, this.push, this.wakeTimer);
+    if (props.tracing) addTracing(this, this.functions, props.tracing);
     grantLeastPrivilege({
       tables: this.tables,
       queues: [...this.queues.values()],

@@ -18,8 +18,9 @@ import { bearerUpstream, signedUpstream } from '#console/upstream';
 import { fireSchedule } from '#core/fire-schedule';
 import type { EventPublisher } from '#core/ports/event-publisher';
 import type { Scheduler } from '#core/scheduler';
-import { type NumberSetting, outOfBounds, SETTINGS } from '#domain/settings';
+import { type NumberSetting, outOfBounds, SETTINGS, TRACING_ENV } from '#domain/settings';
 import { queueNameSchema } from '#domain/task-spec';
+import { spanExporterFromEnvironment } from '#wiring/tracing';
 import type { TaskScheduleProps } from '../infra/task-schedule';
 import { isPortFree } from './emulators/dynamodb-local';
 import { runAs } from './function-scope';
@@ -45,6 +46,11 @@ export interface DevStackArguments {
    * window roll (a daily budget, a schedule's next day) restart the stack on its data with a later clock.
    */
   readonly clockOffsetSeconds?: string;
+  /**
+   * Where the API's spans go, by OTLP/HTTP (a collector's base URL, as the construct's `tracing.otlpEndpoint`).
+   * @default TRACING_OTLP_ENDPOINT, or no spans
+   */
+  readonly otlpEndpoint?: string;
 }
 
 export interface DevStackDefinition {
@@ -78,6 +84,7 @@ interface Settings {
   readonly heartbeatIntervalSeconds: number;
   readonly clockOffsetMs: number;
   readonly iam?: { region: string; credentials: { accessKeyId: string; secretAccessKey: string } };
+  readonly otlpEndpoint?: string;
 }
 
 /** A setting given on the command line, in the bounds the construct and the functions accept. */
@@ -127,7 +134,14 @@ function settingsOf(args: DevStackArguments, definition: DevStackDefinition): Se
     const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
     iam = { region, credentials: { accessKeyId, secretAccessKey } };
   }
+  const otlpEndpoint = args.otlpEndpoint ?? env[TRACING_ENV.otlpEndpoint];
+  if (otlpEndpoint !== undefined && !/^https?:\/\/\S+$/.test(otlpEndpoint)) {
+    throw new DevStackUsageError(
+      `--otlp-endpoint must be an http(s) URL (got "${otlpEndpoint.slice(0, 60)}")`,
+    );
+  }
   return {
+    ...(otlpEndpoint ? { otlpEndpoint } : {}),
     port,
     dataDir: args.dataDir ?? '.agent-scheduler',
     inMemory: args.inMemory === true,
@@ -263,7 +277,20 @@ function served(
     ...(iam ? { operatorSigV4: { region: iam.region, credentials: [iam.credentials] } } : {}),
     port: settings.port,
     events: parts.events,
+    ...tracedTo(settings.otlpEndpoint, log),
   };
+}
+
+/** The API's spans sent to `endpoint`, as the functions send them with `tracing` on; nothing without one. */
+function tracedTo(endpoint: string | undefined, log: Logger): Pick<ServeOptions, 'spans'> {
+  const spans =
+    endpoint === undefined
+      ? undefined
+      : spanExporterFromEnvironment(log, {
+          [TRACING_ENV.otlpEndpoint]: endpoint,
+          AWS_LAMBDA_FUNCTION_NAME: 'agent-scheduler-dev',
+        });
+  return spans ? { spans } : {};
 }
 
 /** What runs where, and what to do next. */
@@ -291,7 +318,7 @@ agent-scheduler is running at ${url}  (ready in ${facts.readyMs} ms)
   sqs emulator:    ${stack.scratch.endpoints.sqs}
   restored hints:  ${facts.restoredHints} (in ${facts.restoreMs} ms, while serving)
   leases:          ${settings.leaseTtlSeconds} s, heartbeat every ${settings.heartbeatIntervalSeconds} s
-  events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
+${settings.otlpEndpoint ? `  spans:           ${settings.otlpEndpoint}/v1/traces (OTLP/HTTP)\n` : ''}  events:          GET /v1/events?since=0, and ${join(dataDir, 'events.jsonl')}
   console:         ${url}/  login code ${facts.loginCode} (single use: a new one is printed once it is used)
   endpoint and operator credentials are in ${facts.localFile}
 

@@ -13,6 +13,8 @@ import { authenticateAgent } from '#core/auth';
 import type { SchedulerLog } from '#core/context';
 import type { Scheduler } from '#core/scheduler';
 import { bearerToken } from '#domain/agent-token';
+import type { SpanExporter } from '#domain/spans';
+import { operationSpansHook } from '#wiring/tracing';
 import { agentOperations } from '../functions/http/agent-operations';
 import {
   type AgentRateLimit,
@@ -59,6 +61,8 @@ export interface LocalServerOptions {
   readonly push?: LocalPushSender;
   /** Serves the web console at `/` and `/console/`: the gateway made once the server's URL is known. */
   readonly console?: (serverUrl: string) => ConsoleGateway;
+  /** Records each operation's spans to this exporter, as the API functions do with tracing on. @default no spans */
+  readonly spans?: SpanExporter;
   /** Told of every answered request: what a benchmark counts as API calls and function invocations. */
   readonly onRequest?: (request: {
     operation: string;
@@ -112,12 +116,11 @@ export function localRequestHandler(
   options: Omit<LocalServerOptions, 'port' | 'host' | 'onRequest'>,
 ): (request: LocalRequest) => Promise<HttpApiResult> {
   const agentRateLimit = options.agentRateLimit ?? DEFAULT_AGENT_RATE_LIMIT;
-  const agentApi = createHttpApi(
-    routesServedBy('agent'),
-    agentOperations(options.scheduler),
-    options.log,
-    agentRateLimit === false ? {} : { agentRateLimit },
-  );
+  const around = operationSpansHook(options.spans);
+  const agentApi = createHttpApi(routesServedBy('agent'), agentOperations(options.scheduler), options.log, {
+    ...(agentRateLimit === false ? {} : { agentRateLimit }),
+    around,
+  });
   const operatorApi = createHttpApi(
     routesServedBy('operator', options.events !== undefined),
     {
@@ -130,6 +133,7 @@ export function localRequestHandler(
         : {}),
     },
     options.log,
+    { around },
   );
 
   const authorized = new Map<string, { agentId: string | undefined; until: number }>();

@@ -94,6 +94,11 @@ const AGENT_TOKEN = /^a_[a-z2-7]{26}\.[A-Za-z0-9_-]{43}$/;
 export interface CallOptions {
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * The W3C trace context of the span the call is made in (a Worker's handler span, for its task's outcome), sent
+   * as the `traceparent` header: the server's span of the call is that span's child.
+   */
+  readonly traceparent?: string;
 }
 
 const segment = (value: string): string => encodeURIComponent(value);

@@ -21,6 +21,8 @@ interface PendingCompletion {
   readonly item: CompleteItem;
   readonly bytes: number;
   readonly signal: AbortSignal;
+  /** The handler span's context, sent when the completion goes alone (a call of several names no one span). */
+  readonly traceparent: string | undefined;
   readonly settle: { resolve(): void; reject(error: unknown): void };
 }
 
@@ -42,9 +44,9 @@ export class CompletionSender {
    * Settles once the server has recorded `item` (of `bytes` bytes of JSON), or rejects with what it answered for
    * it; `signal` abandons it, sent or not.
    */
-  send(item: CompleteItem, bytes: number, signal: AbortSignal): Promise<void> {
+  send(item: CompleteItem, bytes: number, signal: AbortSignal, traceparent?: string): Promise<void> {
     const settled = new Promise<void>((resolve, reject) => {
-      this.queue.push({ item, bytes, signal, settle: { resolve, reject } });
+      this.queue.push({ item, bytes, signal, traceparent, settle: { resolve, reject } });
     });
     if (!this.sending) void this.flush();
     return settled;
@@ -68,9 +70,13 @@ export class CompletionSender {
     this.sending = false;
   }
 
-  private async sendAlone({ item, signal, settle }: PendingCompletion): Promise<void> {
+  private async sendAlone({ item, signal, traceparent, settle }: PendingCompletion): Promise<void> {
     const { taskId, ...input } = item;
-    const call = { signal, timeoutMs: this.options.attemptTimeoutMs() };
+    const call = {
+      signal,
+      timeoutMs: this.options.attemptTimeoutMs(),
+      ...(traceparent === undefined ? {} : { traceparent }),
+    };
     const carried = this.options.carryClaim?.(1);
     try {
       if (carried) {

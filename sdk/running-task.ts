@@ -21,6 +21,8 @@ export class RunningTask {
   private extensionAsked: number | undefined;
   phase: TaskPhase = 'running';
   abortReason: AbortReason | undefined;
+  /** The `traceparent` of the span its handler ran in, sent with its outcome; absent without OpenTelemetry. */
+  spanTraceparent: string | undefined;
   /** Settles once the handler has settled and its outcome was dealt with. */
   done: Promise<void> = Promise.resolve();
 

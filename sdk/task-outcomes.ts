@@ -139,7 +139,7 @@ export class TaskOutcomes {
       await this.host.client.release(
         entry.taskId,
         { leaseEpoch: entry.task.leaseEpoch, delaySeconds: seconds },
-        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs(), ...traced(entry) },
       );
     } catch (error) {
       if (!(error instanceof AgentSchedulerError && error.code === 'SnoozeLimitReached')) throw error;
@@ -161,7 +161,7 @@ export class TaskOutcomes {
       suspended = await this.host.client.wait(
         entry.taskId,
         waitInputOf(suspend, entry.task.leaseEpoch, entry.pendingCheckpoint()),
-        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+        { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs(), ...traced(entry) },
       );
     } catch (error) {
       if (!isRefusal(error)) throw error;
@@ -197,7 +197,7 @@ export class TaskOutcomes {
       return this.fail(entry, new NonRetryableError(`the result is not JSON: ${reason}`));
     }
     try {
-      await this.completions.send(item, bytes, entry.signal);
+      await this.completions.send(item, bytes, entry.signal, entry.spanTraceparent);
     } catch (error) {
       // Only a call of this result alone gets here refused (too large, nested too deep): it would be refused again
       // on every attempt.
@@ -219,11 +219,15 @@ export class TaskOutcomes {
         ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
         ...(usage ? { usage } : {}),
       },
-      { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs() },
+      { signal: entry.signal, timeoutMs: this.host.attemptTimeoutMs(), ...traced(entry) },
     );
     this.host.emit('failed', entry.task, error);
   }
 }
+
+/** The handler span's context, for the call that sends its outcome: the server's span is its child. */
+const traced = (entry: RunningTask): { traceparent?: string } =>
+  entry.spanTraceparent === undefined ? {} : { traceparent: entry.spanTraceparent };
 
 /** What to send for a handler's outcome. */
 function planOf(outcome: Outcome): Plan {

@@ -102,7 +102,12 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
  * one trace for the task's life. A task without one starts a trace of its own. Without `@opentelemetry/api`, the
  * handler is just run.
  */
-export async function inTaskSpan<T>(task: ClaimedTask, run: () => Promise<T>): Promise<T> {
+export async function inTaskSpan<T>(
+  task: ClaimedTask,
+  run: () => Promise<T>,
+  /** Told the span's own context, which the task's outcome is sent with. */
+  onSpan?: (traceparent: string) => void,
+): Promise<T> {
   const api = await openTelemetry();
   if (!api) return run();
   const match = task.traceparent === undefined ? null : TRACEPARENT.exec(task.traceparent);
@@ -135,6 +140,8 @@ export async function inTaskSpan<T>(task: ClaimedTask, run: () => Promise<T>): P
       { kind: api.SpanKind.CONSUMER, attributes },
       parent,
       async (span) => {
+        const own = span.spanContext();
+        onSpan?.(`00-${own.traceId}-${own.spanId}-${hex2(own.traceFlags)}`);
         try {
           return await run();
         } catch (error) {

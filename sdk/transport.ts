@@ -49,6 +49,8 @@ export interface RequestSpec {
    * its own reckoning says is over, whatever the network is doing.
    */
   readonly signal?: AbortSignal;
+  /** Sent as the `traceparent` header (`CallOptions.traceparent`). */
+  readonly traceparent?: string;
 }
 
 export interface TransportResponse<T> {
@@ -133,6 +135,7 @@ export class HttpTransport {
       'user-agent': this.options.userAgent ?? DEFAULT_USER_AGENT,
     });
     if (this.options.token) headers.set('authorization', `Bearer ${this.options.token}`);
+    if (spec.traceparent) headers.set('traceparent', spec.traceparent);
     const init: RequestInit = { method: spec.method, headers };
     if (spec.body !== undefined) {
       headers.set('content-type', 'application/json');

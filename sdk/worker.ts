@@ -533,7 +533,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     try {
       if (!this.handler) throw new Error('this worker has no task handler');
       const { handler } = this;
-      outcome = { ok: true, value: await inTaskSpan(entry.task, () => handler(entry.task, context)) };
+      outcome = {
+        ok: true,
+        value: await inTaskSpan(
+          entry.task,
+          () => handler(entry.task, context),
+          (traceparent) => {
+            entry.spanTraceparent = traceparent;
+          },
+        ),
+      };
     } catch (error) {
       outcome = { ok: false, error };
     }

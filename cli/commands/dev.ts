@@ -42,6 +42,10 @@ export function devCommand(program: Command, cli: Cli): void {
       'seconds added to the scheduler’s clock (up to a year either way): restart on the same data to see a window roll',
     )
     .option(
+      '--otlp-endpoint <url>',
+      'send the API’s OpenTelemetry spans to this OTLP/HTTP collector (default TRACING_OTLP_ENDPOINT, or none)',
+    )
+    .option(
       '--iam',
       'operator routes take AWS Signature V4, as in AWS: signed with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY',
     )

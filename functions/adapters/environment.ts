@@ -13,6 +13,8 @@ import {
   type SettingName,
   settingsReadBy,
   TEXT_SETTINGS,
+  TRACING_ENV,
+  TRACING_EXPORT_TIMEOUT,
 } from '#domain/settings';
 import type { TableNames } from './tables';
 import { QueueDirectory } from './task-queues';
@@ -165,4 +167,32 @@ export function agentRateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): {
 } {
   const { agentRatePerSecond, agentBurst } = settingsFromEnv(['agentRatePerSecond', 'agentBurst'], env);
   return { ratePerSecond: agentRatePerSecond, burst: agentBurst };
+}
+
+/** Where the functions' spans go, and how long an export may take; undefined when tracing is off. */
+export interface TracingConfig {
+  readonly endpoint: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+}
+
+/** Tracing as the construct set it (`TRACING_ENV`): off, undefined, when no endpoint is set. */
+export function tracingConfigFromEnv(env: NodeJS.ProcessEnv = process.env): TracingConfig | undefined {
+  const endpoint = env[TRACING_ENV.otlpEndpoint];
+  if (endpoint === undefined || endpoint === '') return undefined;
+  if (!/^https?:\/\/\S+$/.test(endpoint))
+    throw new Error(`environment variable ${TRACING_ENV.otlpEndpoint} must be an http(s) URL`);
+  const headers = jsonEnv(env, TRACING_ENV.otlpHeaders) ?? {};
+  if (
+    typeof headers !== 'object' ||
+    headers === null ||
+    Array.isArray(headers) ||
+    !Object.values(headers).every((value) => typeof value === 'string')
+  )
+    throw new Error(`environment variable ${TRACING_ENV.otlpHeaders} must be a JSON object of strings`);
+  const raw = env[TRACING_ENV.exportTimeoutMs];
+  const timeoutMs = raw === undefined || raw === '' ? TRACING_EXPORT_TIMEOUT.default : Number(raw);
+  const problem = outOfBounds(TRACING_EXPORT_TIMEOUT, timeoutMs);
+  if (problem) throw new Error(`environment variable ${TRACING_ENV.exportTimeoutMs} must be ${problem}`);
+  return { endpoint, headers: headers as Record<string, string>, timeoutMs };
 }

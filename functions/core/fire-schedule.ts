@@ -10,6 +10,7 @@ import { PRIORITIES } from '#domain/priority';
 import { type EarlyFireSpec, SCHEDULE_NAME, type ScheduleBackend } from '#domain/schedule';
 import { nextFireTime } from '#domain/schedule-expression';
 import { describeIssues, jsonValueSchema, queueNameSchema } from '#domain/task-spec';
+import { traceparentSchema } from '#domain/trace-context';
 import { cancelTask } from './cancel';
 import type { SchedulerContext } from './context';
 import { emit } from './events';
@@ -26,6 +27,11 @@ export const scheduleFireSchema = z.object({
   /** The schedule's expression and time zone, to arm the early fire of the next occurrence. */
   expression: z.string().max(256).optional(),
   timeZone: z.string().max(64).optional(),
+  /**
+   * The trace context of the fire's span, when the function records spans: the task joins its trace. Beside the
+   * template rather than in it, so that the early fire armed from the template carries none.
+   */
+  traceparent: traceparentSchema.optional(),
   task: z.object({
     queue: queueNameSchema,
     priority: z.enum(PRIORITIES).optional(),
@@ -36,6 +42,12 @@ export const scheduleFireSchema = z.object({
 });
 
 export type ScheduleFire = z.input<typeof scheduleFireSchema>;
+
+/** A fire's event with the trace context of the span it runs in; anything that is not an object as it is. */
+export const withFireTrace = (event: unknown, traceparent: string | undefined): unknown =>
+  traceparent === undefined || typeof event !== 'object' || event === null || Array.isArray(event)
+    ? event
+    : { ...event, traceparent };
 
 /** The idempotency key of one occurrence of a schedule. */
 export const occurrenceKey = (schedule: string, scheduledTime: string | number) =>
@@ -127,7 +139,12 @@ async function settle(
     // A fire delivered ahead of its time holds the task until exactly then.
     await submitTask(
       ctx,
-      { payload: {}, ...fire.task, idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime) },
+      {
+        payload: {},
+        ...fire.task,
+        idempotencyKey: occurrenceKey(fire.schedule, occurrence.scheduledTime),
+        ...(fire.traceparent === undefined ? {} : { traceparent: fire.traceparent }),
+      },
       { notBefore: Date.parse(occurrence.scheduledTime) },
     );
   }

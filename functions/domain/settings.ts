@@ -323,6 +323,27 @@ export const OLDEST_MESSAGE_ALARM_AGE = {
   integer: true,
 } as const satisfies Bounds & { prop: string };
 
+/**
+ * Tracing (`AgentScheduler`'s `tracing` prop), read by the two APIs, the supervisor and the schedule fire: the OTLP
+ * endpoint turns it on, unset it is off. Declared apart from `SETTINGS` and `TEXT_SETTINGS`, whose tables
+ * (`docs/deploying.md`) are generated and checked: the prop is a document of its own (`SchedulerTracing`).
+ */
+export const TRACING_ENV = {
+  /** The collector's base URL; spans go to `<endpoint>/v1/traces`. Unset: no spans. */
+  otlpEndpoint: 'TRACING_OTLP_ENDPOINT',
+  /** JSON: the headers sent with each export; unset when none. */
+  otlpHeaders: 'TRACING_OTLP_HEADERS',
+  /** Whole milliseconds an export may take before the request goes on without it. */
+  exportTimeoutMs: 'TRACING_EXPORT_TIMEOUT_MS',
+} as const;
+
+/**
+ * How long a request waits for its spans' export, in milliseconds (`tracing.exportTimeout`): the collector of the
+ * ADOT layer answers on localhost in a millisecond or two; a remote back end's first export opens a TLS connection
+ * (100 to 300 ms), later ones reuse it.
+ */
+export const TRACING_EXPORT_TIMEOUT = { default: 500, min: 10, max: 5_000, integer: true } as const;
+
 /** Why `value` is out of `setting`'s bounds ("a whole number from 1 to 900"), or undefined when it is in. */
 export function outOfBounds(
   setting: Pick<NumberSetting, 'min' | 'max' | 'integer'>,

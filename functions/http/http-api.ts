@@ -69,6 +69,12 @@ export interface ApiResponse {
 export type Operation = (request: ApiRequest) => Promise<ApiResponse>;
 
 /**
+ * Runs an operation for a request, doing something around it: how the operations' spans are recorded when tracing
+ * is on (`operation-spans.ts`). Without one the operation is called as it is.
+ */
+export type OperationHook = (operation: Operation, request: ApiRequest) => Promise<ApiResponse>;
+
+/**
  * The `{taskId}` path parameter. An id that cannot exist is not found rather than invalid: the caller asked for
  * a task that is not there.
  */
@@ -246,8 +252,13 @@ export function createHttpApi(
   routes: readonly RouteDefinition[],
   operations: Readonly<Partial<Record<string, Operation>>>,
   log: SchedulerLog,
-  options: { readonly agentRateLimit?: AgentRateLimit; readonly now?: () => number } = {},
+  options: {
+    readonly agentRateLimit?: AgentRateLimit;
+    readonly now?: () => number;
+    readonly around?: OperationHook | undefined;
+  } = {},
 ): (event: HttpApiEvent) => Promise<HttpApiResult> {
+  const { around } = options;
   const limiter = options.agentRateLimit
     ? new AgentRateLimiter(options.agentRateLimit, options.now)
     : undefined;
@@ -289,7 +300,7 @@ export function createHttpApi(
       const body = parseBody(event);
       const host = event.headers?.host ?? event.headers?.Host;
       const proto = event.headers?.['x-forwarded-proto'] ?? 'http';
-      const response = await operation({
+      const request: ApiRequest = {
         route,
         params,
         query: new URLSearchParams(event.rawQueryString ?? ''),
@@ -300,7 +311,8 @@ export function createHttpApi(
           : {}),
         ...(typeof agentId === 'string' ? { agentId } : {}),
         ...optionalTraceHeaders(event),
-      });
+      };
+      const response = await (around ? around(operation, request) : operation(request));
       return json(response.status, response.body);
     } catch (error) {
       return errorResult(error, requestId, log);

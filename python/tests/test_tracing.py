@@ -17,7 +17,7 @@ from typing import Any
 from agent_scheduler import TaskContext, Worker, _tracing
 from agent_scheduler.types import ClaimedTask
 
-from .stack import agent, needs_stack, operator, wait_for
+from .stack import Network, agent, needs_stack, operator, wait_for
 
 FAKE = str(Path(__file__).resolve().parent / "fake_opentelemetry")
 QUEUE = "py-traced"
@@ -66,7 +66,8 @@ class TracingTest(unittest.IsolatedAsyncioTestCase):
             )
 
         # Act: a Worker runs them all.
-        worker = Worker(agent(QUEUE, max_concurrency=3), handler, poll_interval=(0.02, 0.2))
+        network = Network()
+        worker = Worker(agent(QUEUE, max_concurrency=3, network=network), handler, poll_interval=(0.02, 0.2))
         await worker.start()
         try:
             submitted = [task.task["taskId"], failing.task["taskId"], plain.task["taskId"]]
@@ -100,5 +101,12 @@ class TracingTest(unittest.IsolatedAsyncioTestCase):
         alone = span_of(plain.task["taskId"])
         self.assertIsNone(alone.parent)
         self.assertNotEqual(alone.context.trace_id, ids.trace_id)
+        # Each outcome sent on its own (a failure always; a completion unless grouped with others) carries its
+        # handler span's context, so that a server recording spans makes its span of the call that span's child.
+        alone = {r.url.rsplit("/", 2)[-2]: r.headers.get("traceparent") for r in network.sent if "/tasks/t_" in r.url}
+        self.assertIn(failing.task["taskId"], alone)
+        for task_id, sent in alone.items():
+            handled = span_of(task_id).context
+            self.assertEqual(sent, f"00-{handled.trace_id:032x}-{handled.span_id:016x}-01", task_id)
         read = await asyncio.to_thread(ops.get_task, follow_ups[0])
         self.assertEqual(read.get("traceparent"), f"00-{ids.trace_id:032x}-{first.context.span_id:016x}-01")

@@ -402,7 +402,7 @@ export async function leasedTaskIds(
 export function serveStack(
   stack: TestStack,
   operatorToken: string,
-  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events' | 'push' | 'console'>> = {},
+  options: Partial<Pick<LocalServerOptions, 'operatorSigV4' | 'events' | 'push' | 'console' | 'spans'>> = {},
 ) {
   return startLocalServer({
     scheduler: stack.scheduler,

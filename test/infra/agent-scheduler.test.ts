@@ -14,7 +14,7 @@ import { DEPLOYED_ROUTES as ROUTES } from '../../functions/http/routes';
 import { AgentScheduler } from '../../infra/agent-scheduler';
 import type { AgentSchedulerStack } from '../../infra/agent-scheduler-stack';
 import { EXAMPLE_SCHEDULER } from '../../infra/example-config';
-import { synthExample, type ValidationReport } from '../helpers/synth';
+import { synthExample, synthTemplate, type ValidationReport } from '../helpers/synth';
 
 type Resources = Record<
   string,
@@ -942,5 +942,97 @@ describe('AgentScheduler with an alarm topic', () => {
     expect(alarms.length).toBeGreaterThan(0);
     for (const [, alarm] of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
     expect(stack).toBeDefined();
+  });
+});
+
+describe('AgentScheduler with tracing', () => {
+  const TRACED = ['agentApi', 'operatorApi', 'supervisor', 'scheduleFire'] as const;
+  const LAYER = 'arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-nodejs-arm64-ver-1-30-2:1';
+  type FunctionName = keyof AgentSchedulerStack['scheduler']['functions'];
+  const functionOf = (synth: { template: Template; stack: AgentSchedulerStack }, name: FunctionName) =>
+    synth.template.toJSON().Resources[
+      synth.stack.getLogicalId(synth.stack.scheduler.functions[name].node.defaultChild as CfnFunction)
+    ].Properties as { Environment: { Variables: Record<string, unknown> }; Layers?: unknown[] };
+  /** A function's role's statements, actions sorted, as the template has them. */
+  const statementsOf = (synth: { template: Template; stack: AgentSchedulerStack }, name: FunctionName) => {
+    const role = synth.stack.scheduler.functions[name].role;
+    const roleId = synth.stack.getLogicalId(role?.node.defaultChild as never);
+    return Object.values(resourcesOf(synth.template, 'AWS::IAM::Policy'))
+      .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
+      .flatMap(
+        (p) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement,
+      )
+      .map((s) => JSON.stringify({ ...s, Action: ([] as string[]).concat(s.Action).sort() }))
+      .sort();
+  };
+  const names = (synth: { stack: AgentSchedulerStack }) =>
+    Object.keys(synth.stack.scheduler.functions) as FunctionName[];
+
+  it('off by default: no tracing variable, no layer, and with an endpoint only the four functions are told, no role changes', () => {
+    // GIVEN the example without tracing, and with an OTLP endpoint
+    const off = synthTemplate(EXAMPLE_SCHEDULER);
+    const on = synthTemplate({
+      ...EXAMPLE_SCHEDULER,
+      tracing: {
+        otlpEndpoint: 'https://otlp.example.com',
+        otlpHeaders: { 'x-api-key': 'k' },
+        exportTimeout: Duration.millis(250),
+      },
+    });
+    // THEN off, no function has a tracing variable or a layer
+    for (const name of names(off)) {
+      const fn = functionOf(off, name);
+      expect(
+        Object.keys(fn.Environment.Variables).filter((v) => v.startsWith('TRACING_')),
+        name,
+      ).toEqual([]);
+      expect(fn.Layers, name).toBeUndefined();
+    }
+    // AND on, the four that record spans are told where and how long, the others nothing; no role gains a grant
+    for (const name of names(on)) {
+      const variables = functionOf(on, name).Environment.Variables;
+      const told = Object.fromEntries(Object.entries(variables).filter(([v]) => v.startsWith('TRACING_')));
+      expect(told, name).toEqual(
+        (TRACED as readonly string[]).includes(name)
+          ? {
+              TRACING_OTLP_ENDPOINT: 'https://otlp.example.com',
+              TRACING_OTLP_HEADERS: '{"x-api-key":"k"}',
+              TRACING_EXPORT_TIMEOUT_MS: '250',
+            }
+          : {},
+      );
+      expect(functionOf(on, name).Layers, name).toBeUndefined();
+      expect(statementsOf(on, name), name).toEqual(statementsOf(off, name));
+    }
+  });
+
+  it('with the collector layer: the layer on the four, X-Ray writes their one new grant, cdk-nag clean', () => {
+    const off = synthTemplate(EXAMPLE_SCHEDULER);
+    const on = synthExample({ ...EXAMPLE_SCHEDULER, tracing: { collectorLayerArn: LAYER } });
+    for (const name of names(on)) {
+      const traced = (TRACED as readonly string[]).includes(name);
+      const fn = functionOf(on, name);
+      expect(fn.Layers, name).toEqual(traced ? [LAYER] : undefined);
+      expect(fn.Environment.Variables.TRACING_OTLP_ENDPOINT, name).toBe(
+        traced ? 'http://localhost:4318' : undefined,
+      );
+      const added = statementsOf(on, name).filter((s) => !statementsOf(off, name).includes(s));
+      expect(added, name).toEqual(
+        traced
+          ? [
+              JSON.stringify({
+                Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
+                Effect: 'Allow',
+                Resource: '*',
+              }),
+            ]
+          : [],
+      );
+    }
+    for (const plugin of on.report.pluginReports) {
+      expect(
+        plugin.violations.map((v) => `${v.ruleName} ${v.violatingConstructs[0]?.constructPath}`),
+      ).toEqual([]);
+    }
   });
 });

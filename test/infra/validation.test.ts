@@ -221,6 +221,31 @@ describe('props', () => {
     ['no roles per agent', { queues: ['a'], maxRolesPerAgent: 0 }, /maxRolesPerAgent .* \(got 0\)/],
     ['a fraction of a role', { queues: ['a'], maxRolesPerAgent: 1.5 }, /maxRolesPerAgent .* \(got 1.5\)/],
     ['over 10,000 roles per agent', { queues: ['a'], maxRolesPerAgent: 10_001 }, /\(got 10001\)/],
+    [
+      'tracing to nowhere',
+      { queues: ['a'], tracing: {} },
+      /tracing needs an otlpEndpoint, a collectorLayerArn or both/,
+    ],
+    [
+      'a tracing endpoint that is not a URL',
+      { queues: ['a'], tracing: { otlpEndpoint: 'collector:4318' } },
+      /tracing.otlpEndpoint must be an http\(s\) URL \(got "collector:4318"\)/,
+    ],
+    [
+      'a collector layer that is not a layer version',
+      { queues: ['a'], tracing: { collectorLayerArn: 'arn:aws:lambda:eu-west-1:123456789012:layer:otel' } },
+      /tracing.collectorLayerArn must be a layer version's ARN/,
+    ],
+    [
+      'a header with a line break',
+      { queues: ['a'], tracing: { otlpEndpoint: 'https://o', otlpHeaders: { key: 'a\r\nb' } } },
+      /tracing.otlpHeaders: "key" is not a header name with a one-line value/,
+    ],
+    [
+      'an export timeout past 5 seconds',
+      { queues: ['a'], tracing: { otlpEndpoint: 'https://o', exportTimeout: Duration.seconds(6) } },
+      /tracing.exportTimeout must be a whole number from 10 to 5000 milliseconds \(got 6 seconds\)/,
+    ],
   ])('refuses %s', (_, props, message) => {
     expect(() => build(props)).toThrow(message);
   });

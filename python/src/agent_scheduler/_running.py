@@ -136,6 +136,8 @@ class RunningTask:
         self.handler_task: asyncio.Task[Any] | None = None
         self.deadline_timer: asyncio.TimerHandle | None = None
         self.send_checkpoint_alone = False
+        #: The ``traceparent`` of the span its handler ran in, sent with its outcome; None without OpenTelemetry.
+        self.span_traceparent: str | None = None
         self._lock = threading.Lock()
         self._checkpoint: Any = None
         self._checkpoint_bytes = 0

@@ -103,19 +103,36 @@ def _failed(trace: Any, span: Any, error: Exception) -> None:
     span.set_status(trace.Status(trace.StatusCode.ERROR, str(error)))
 
 
-def in_task_span(task: Mapping[str, Any], handler: Callable[..., T], *, is_async: bool) -> Callable[..., T]:
+def _ignored(_: str) -> None:
+    return None
+
+
+def _traceparent(span: Any) -> str:
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def in_task_span(
+    task: Mapping[str, Any],
+    handler: Callable[..., T],
+    *,
+    is_async: bool,
+    on_span: Callable[[str], None] | None = None,
+) -> Callable[..., T]:
     """The handler, run in a span (``agent-scheduler.task <queue>``, kind consumer) whose parent is the task's
     trace context, with its id, queue, attempt and lease epoch, marked an error when it raises. It starts where the
-    handler runs (a plain function's thread too), so its ``submit`` carries the span's context. Without
-    ``opentelemetry``, the handler itself."""
+    handler runs (a plain function's thread too), so its ``submit`` carries the span's context; ``on_span`` is told
+    the span's own context, which the task's outcome is sent with. Without ``opentelemetry``, the handler itself."""
     trace = _api()
     if trace is None:
         return handler
+    told = on_span or _ignored
     if is_async:
 
         @functools.wraps(handler)
         async def run_async(*args: Any) -> Any:
             with _span(trace, task) as span:
+                told(_traceparent(span))
                 try:
                     return await handler(*args)  # type: ignore[misc]
                 except Exception as error:
@@ -127,6 +144,7 @@ def in_task_span(task: Mapping[str, Any], handler: Callable[..., T], *, is_async
     @functools.wraps(handler)
     def run(*args: Any) -> T:
         with _span(trace, task) as span:
+            told(_traceparent(span))
             try:
                 return handler(*args)
             except Exception as error:

@@ -144,9 +144,13 @@ class Client:
         retry: RetryMode = "always",
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> Any:
+        # A task's outcome names the handler's span (``traceparent``): a server recording spans makes its span of the
+        # call that span's child.
+        headers = {"traceparent": traceparent} if traceparent else None
         return self._transport.request(
-            method, path, body=body, query=query, retry=retry, timeout=timeout, abandon=abandon
+            method, path, body=body, query=query, retry=retry, timeout=timeout, abandon=abandon, headers=headers
         )[1]
 
     # Operators
@@ -379,10 +383,11 @@ class Client:
         *,
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> Task:
-        """Records a task's result under its lease (``leaseEpoch``)."""
+        """Records a task's result under its lease (``leaseEpoch``); ``traceparent``: the span it was made in."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/complete"
-        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon, traceparent=traceparent)["task"]
 
     def complete_and_claim(
         self,
@@ -392,6 +397,7 @@ class Client:
         *,
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> Completed:
         """Completes a task and, in the same call, claims (``claim``, as :meth:`claim` takes it): a busy agent's next
         task comes with the answer to its last, one request instead of two. The claim carries one id on every attempt
@@ -402,10 +408,11 @@ class Client:
 
         def carrying(claim_next: ClaimRequest) -> Completed:
             sent: CompleteRequest = {**body, "claimNext": claim_next}
-            return _claim_after(self._call("POST", path, body=sent, timeout=timeout, abandon=abandon))
+            answer = self._call("POST", path, body=sent, timeout=timeout, abandon=abandon, traceparent=traceparent)
+            return _claim_after(answer)
 
         def alone() -> Completed:
-            return {"task": self.complete(task_id, body, timeout=timeout, abandon=abandon)}
+            return {"task": self.complete(task_id, body, timeout=timeout, abandon=abandon, traceparent=traceparent)}
 
         return self._carrying(claim, carrying, alone)
 
@@ -456,11 +463,17 @@ class Client:
         return self._call("POST", "/v1/agent/tasks/complete", body=body, timeout=timeout, abandon=abandon)["results"]
 
     def fail(
-        self, task_id: str, body: FailRequest, *, timeout: float | None = None, abandon: threading.Event | None = None
+        self,
+        task_id: str,
+        body: FailRequest,
+        *,
+        timeout: float | None = None,
+        abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> Task:
         """Records a failed attempt; retried by the server unless ``error.retryable`` is false or none are left."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/fail"
-        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon, traceparent=traceparent)["task"]
 
     def release(
         self,
@@ -469,10 +482,11 @@ class Client:
         *,
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> Task:
         """Gives the task back without it counting as an attempt (with ``delaySeconds``: a snooze)."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/release"
-        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)["task"]
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon, traceparent=traceparent)["task"]
 
     def report_progress(
         self,
@@ -505,12 +519,13 @@ class Client:
         *,
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        traceparent: str | None = None,
     ) -> WaitResult:
         """Suspends a held task on a waitpoint: the lease ends, no attempt is used, and the task resumes when the
         waitpoint is completed, rejected or times out. The answer's ``callbackUrl`` completes it (shown once: a retry
         of this call after a lost answer gets a new one, and the first stops working)."""
         path = f"/v1/agent/tasks/{_segment(task_id)}/wait"
-        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon)
+        return self._call("POST", path, body=body, timeout=timeout, abandon=abandon, traceparent=traceparent)
 
     def register_role(self, role: str) -> Role:
         """Declares a role without volunteering for it; a second registration by the same agent is a 409."""

@@ -157,11 +157,13 @@ class Transport:
         retry: RetryMode = "always",
         timeout: float | None = None,
         abandon: threading.Event | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, Any]:
         """The status and JSON body of a 2xx answer; raises :class:`AgentSchedulerError` otherwise.
 
         ``abandon``, once set, ends the call between attempts (an ``Aborted`` error): a Worker abandons the calls
-        about a lease its own reckoning says is over, whatever the network is doing.
+        about a lease its own reckoning says is over, whatever the network is doing. ``headers`` are sent besides
+        the transport's own (a ``traceparent``).
         """
         url = f"{self.endpoint}{path}"
         params = {k: str(v) for k, v in (query or {}).items() if v is not None}
@@ -173,7 +175,7 @@ class Transport:
         while True:
             attempt += 1
             _check(abandon)
-            outcome = self._attempt(method, url, data, timeout or self.timeout)
+            outcome = self._attempt(method, url, data, timeout or self.timeout, headers)
             _check(abandon)
             last = attempt >= self.retries.max_attempts
             if isinstance(outcome, NetworkError):
@@ -192,8 +194,10 @@ class Transport:
                 raise error
             _wait(error.retry_after if error.retry_after is not None else self.retries.delay(attempt), abandon)
 
-    def _attempt(self, method: str, url: str, data: bytes | None, timeout: float) -> HttpResponse | NetworkError:
-        headers = {"accept": "application/json", "user-agent": self.user_agent}
+    def _attempt(
+        self, method: str, url: str, data: bytes | None, timeout: float, extra: Mapping[str, str] | None = None
+    ) -> HttpResponse | NetworkError:
+        headers = {"accept": "application/json", "user-agent": self.user_agent, **(extra or {})}
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"
         if data is not None:

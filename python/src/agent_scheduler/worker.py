@@ -1190,7 +1190,11 @@ class Worker:
         try:
             if handler is None:
                 raise RuntimeError("this worker has no task handler")
-            handler = in_task_span(entry.task, handler, is_async=self._async_handler)
+
+            def span_started(traceparent: str) -> None:
+                entry.span_traceparent = traceparent
+
+            handler = in_task_span(entry.task, handler, is_async=self._async_handler, on_span=span_started)
             if self._async_handler:
                 entry.handler_task = asyncio.ensure_future(cast(Awaitable[Any], handler(entry.task, context)))
                 value = await entry.handler_task
@@ -1330,19 +1334,22 @@ class Worker:
         item = waiting.item
         body = cast(CompleteRequest, {k: v for k, v in item.items() if k != "taskId"})
         timeout = self._attempt_timeout()
+        traceparent = waiting.entry.span_traceparent
         carried = self._carry(1)
         try:
             if carried is not None:
                 answer = await self.io(
                     lambda abandon: self.client.complete_and_claim(
-                        item["taskId"], body, carried.body, timeout=timeout, abandon=abandon
+                        item["taskId"], body, carried.body, timeout=timeout, abandon=abandon, traceparent=traceparent
                     ),
                     waiting.entry.abort,
                 )
                 carried.answered(answer.get("next"))
             else:
                 await self.io(
-                    lambda abandon: self.client.complete(item["taskId"], body, timeout=timeout, abandon=abandon),
+                    lambda abandon: self.client.complete(
+                        item["taskId"], body, timeout=timeout, abandon=abandon, traceparent=traceparent
+                    ),
                     waiting.entry.abort,
                 )
         except Exception as error:  # noqa: BLE001 (the completion's own outcome)
@@ -1404,7 +1411,10 @@ class Worker:
             body["usage"] = usage
         timeout = self._attempt_timeout()
         await self.io(
-            lambda abandon: self.client.fail(entry.task_id, body, timeout=timeout, abandon=abandon), entry.abort
+            lambda abandon: self.client.fail(
+                entry.task_id, body, timeout=timeout, abandon=abandon, traceparent=entry.span_traceparent
+            ),
+            entry.abort,
         )
         self._emit("failed", entry.task, error)
 
@@ -1418,6 +1428,7 @@ class Worker:
                     {"leaseEpoch": entry.task["leaseEpoch"], "delaySeconds": seconds},
                     timeout=timeout,
                     abandon=abandon,
+                    traceparent=entry.span_traceparent,
                 ),
                 entry.abort,
             )
@@ -1436,7 +1447,10 @@ class Worker:
         timeout = self._attempt_timeout()
         try:
             suspended = await self.io(
-                lambda abandon: self.client.wait(entry.task_id, body, timeout=timeout, abandon=abandon), entry.abort
+                lambda abandon: self.client.wait(
+                    entry.task_id, body, timeout=timeout, abandon=abandon, traceparent=entry.span_traceparent
+                ),
+                entry.abort,
             )
         except AgentSchedulerError as error:
             if not is_refusal(error):

@@ -158,14 +158,21 @@ describe('Lambda entries', { timeout: 30_000 }, () => {
     expect(depths[0]?._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'queue']]);
   });
 
-  it('operator API: health answers without touching AWS', async () => {
+  it('operator API: health answers without touching AWS, and sends no span with tracing off', async () => {
+    const fetch = vi.spyOn(globalThis, 'fetch');
     const { handler } = await import('../../../functions/operator-api');
     const result = await handler(
-      { rawPath: '/v1/health', requestContext: { requestId: 'r', http: { method: 'GET' } } },
+      {
+        rawPath: '/v1/health',
+        headers: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+        requestContext: { requestId: 'r', http: { method: 'GET' } },
+      },
       context,
     );
     expect(result).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
     expect(ddb).not.toHaveReceivedAnyCommand();
+    expect(fetch).not.toHaveBeenCalled();
+    fetch.mockRestore();
   });
 
   it('authorizer: refuses a malformed token without a lookup, admits a valid one', async () => {
