@@ -64,6 +64,30 @@ const DEFAULT_USER_AGENT = 'agent-scheduler-sdk/0.1.0';
 /** Where API Gateway and the server put the request id, in the order they are trusted. */
 const REQUEST_ID_HEADERS = ['apigw-requestid', 'x-amzn-requestid', 'x-request-id'];
 
+/**
+ * Refuses, before any request, an endpoint or a token that was named but holds nothing: a value read from an
+ * environment variable that is not set (`process.env.AGENT_SCHEDULER_ENDPOINT`) would otherwise surface as a URL
+ * error that names no variable, or as a 401 at the first call. The SDK reads no environment itself, so the
+ * message names the variables the CLI and the examples read. A client that leaves `token` out (it signs with
+ * `signer`, or calls only the open routes) is not refused.
+ */
+function checkCredentials(options: TransportOptions): void {
+  const endpoint: unknown = options.endpoint;
+  if (endpoint === undefined || endpoint === null || endpoint === '') {
+    throw new TypeError(
+      `endpoint is ${endpoint === '' ? 'empty' : String(endpoint)}: give the base URL of the API (the stack’s ` +
+        'ApiUrl output, or the local stack’s); if it is read from AGENT_SCHEDULER_ENDPOINT, that variable is not set',
+    );
+  }
+  if ('token' in options && !options.token && !options.signer) {
+    throw new TypeError(
+      `token is ${options.token === '' ? 'empty' : String(options.token)}: give an agent’s or the operator’s ` +
+        'token; if it is read from AGENT_SCHEDULER_TOKEN, that variable is not set (leave token out to sign ' +
+        'requests with signer instead)',
+    );
+  }
+}
+
 type Attempt =
   | { readonly kind: 'response'; readonly status: number; readonly headers: Headers; readonly text: string }
   | { readonly kind: 'network'; readonly error: unknown; readonly timedOut: boolean };
@@ -75,6 +99,7 @@ export class HttpTransport {
   private readonly timeoutMs: number;
 
   constructor(private readonly options: TransportOptions) {
+    checkCredentials(options);
     if (!/^https?:\/\//.test(options.endpoint)) throw new TypeError('endpoint must be an http(s) URL');
     this.endpoint = options.endpoint.replace(/\/+$/, '');
     this.policy = resolveRetryPolicy(options.retries);

@@ -4,7 +4,6 @@
  * with AWS Signature Version 4 for a deployed stack), and a browser gets in only with the code printed here.
  */
 import type { Command } from 'commander';
-import { iamSigner, monitoringSigner } from '#console/aws-signer';
 import { DEFAULT_METRICS_NAMESPACE } from '#console/cloudwatch';
 import type { Cli } from '../context';
 import { isLoopbackEndpoint, UsageError } from '../errors';
@@ -66,9 +65,15 @@ export function consoleCommand(program: Command, cli: Cli): void {
         const connection = cli.connect();
         // The first request proves the endpoint and the credentials before anyone opens a page.
         await cli.operator().listQueues();
-        const [{ startOperatorConsole }, { bearerUpstream, signedUpstream }] = await Promise.all([
+        const [
+          { startOperatorConsole },
+          { bearerUpstream, signedUpstream },
+          { iamSigner, monitoringSigner },
+        ] = await Promise.all([
           import('#console/operator-console'),
           import('#console/upstream'),
+          // AWS's signer only here, not at the CLI's start: commands that sign nothing skip its imports.
+          import('#console/aws-signer'),
         ]);
         const region = connection.region ?? '';
         // With AWS credentials, the Queues view's last hour is read from CloudWatch with them.

@@ -1,18 +1,30 @@
 /**
  * The packages as a team gets them: packed (which builds them), each installed from its tarball into an empty
  * project, and used there by plain `node`.
- * - `agent-scheduler`, beside aws-cdk-lib and constructs in a CDK project: the construct synthesizes offline with
- *   the prebuilt functions (no esbuild, no Docker, no lock file of ours), the CLI answers, the SDK is at
- *   `agent-scheduler/sdk`, and `agent-scheduler dev` runs the whole stack with its data in the project, and
- *   serves the console's files built at pack time.
+ * - `agent-scheduler`, beside aws-cdk-lib and constructs in a CDK project: `examples/cdk-app` (a CommonJS project,
+ *   as `npm init -y` and `cdk init` make them) synthesizes offline with the prebuilt functions (no esbuild, no Docker,
+ *   no lock file of ours) and the outputs the deploy instructions read, the CLI answers, the SDK is at
+ *   `agent-scheduler/sdk` (imported or required), and `agent-scheduler dev` runs the whole stack with its data in the
+ *   project, and serves the console's files built at pack time.
  * - `@agent-scheduler/sdk`, alone in an agent's project: no dependency, under 5 MB, and a `Worker` there finishes a
  *   task against that `agent-scheduler dev`.
  * Consumers' TypeScript checks under `moduleResolution: nodenext`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRunning } from '#local/processes';
@@ -79,39 +91,48 @@ describe('agent-scheduler and @agent-scheduler/sdk, packed and installed', () =>
     }
   });
 
-  it('synthesizes a CDK app offline with the prebuilt functions, and bundles nothing', async () => {
-    writeFileSync(
-      join(project, 'app.mjs'),
-      `import { App, Stack } from 'aws-cdk-lib';
-import { AgentScheduler } from 'agent-scheduler';
-const app = new App({ outdir: 'cdk.out' });
-const stack = new Stack(app, 'Team', { env: { account: '123456789012', region: 'eu-west-1' } });
-new AgentScheduler(stack, 'Scheduler', { queues: ['work'] });
-app.synth();
-`,
-    );
-    await run('node', ['app.mjs'], { cwd: project, env: { PATH: process.env.PATH, HOME: project } });
+  it('synthesizes examples/cdk-app offline with the prebuilt functions and its outputs, and bundles nothing', async () => {
+    // The example as a user copies it: its own package.json (no "type": CommonJS, so its imports become requires),
+    // run as its cdk.json says (`tsx bin/app.ts`), the packages found in the project's node_modules above it.
+    const app = join(project, 'cdk-app');
+    cpSync(join(ROOT, 'examples', 'cdk-app'), app, { recursive: true });
+    expect(JSON.parse(readFileSync(join(app, 'cdk.json'), 'utf8'))).toEqual({ app: 'npx tsx bin/app.ts' });
+    const tsx = createRequire(join(ROOT, 'package.json')).resolve('tsx');
+    await run(process.execPath, ['--import', pathToFileURL(tsx).href, 'bin/app.ts'], {
+      cwd: app,
+      // What `cdk synth` gives the app; no AWS credentials, nothing fetched.
+      env: {
+        PATH: process.env.PATH,
+        HOME: project,
+        CDK_OUTDIR: 'cdk.out',
+        CDK_DEFAULT_ACCOUNT: '123456789012',
+        CDK_DEFAULT_REGION: 'eu-west-1',
+      },
+    });
 
-    const template = JSON.parse(readFileSync(join(project, 'cdk.out', 'Team.template.json'), 'utf8')) as {
+    const out = join(app, 'cdk.out');
+    const template = JSON.parse(readFileSync(join(out, 'AgentScheduler.template.json'), 'utf8')) as {
       Resources: Record<
         string,
         { Type: string; Properties: { Handler?: string; Code?: { S3Key?: string } } }
       >;
+      Outputs: Record<string, { Value: unknown }>;
     };
+    // "After `cdk deploy`" reads ApiUrl from the stack AgentScheduler; PushUrl is the push channel's.
+    expect(Object.keys(template.Outputs).sort()).toEqual(['ApiUrl', 'PushUrl']);
+    expect(JSON.stringify(template.Outputs.ApiUrl?.Value)).toMatch(/execute-api/);
     const functions = Object.values(template.Resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler',
     );
     expect(functions).toHaveLength(FUNCTION_ENTRIES.length);
     const keys = new Set(functions.map((f) => f.Properties.Code?.S3Key));
     expect(keys.size).toBe(FUNCTION_ENTRIES.length);
-    const assets = readdirSync(join(project, 'cdk.out')).filter((name) => name.startsWith('asset.'));
+    const assets = readdirSync(out).filter((name) => name.startsWith('asset.'));
     for (const asset of assets) {
-      if (existsSync(join(project, 'cdk.out', asset, 'index.mjs'))) {
-        expect(readFileSync(join(project, 'cdk.out', asset, 'index.mjs'), 'utf8')).toMatch(/handler/);
+      if (existsSync(join(out, asset, 'index.mjs'))) {
+        expect(readFileSync(join(out, asset, 'index.mjs'), 'utf8')).toMatch(/handler/);
         // Source maps only when asked for (`sourceMaps`): the package is packed without them.
-        expect(readdirSync(join(project, 'cdk.out', asset)).filter((name) => name.endsWith('.map'))).toEqual(
-          [],
-        );
+        expect(readdirSync(join(out, asset)).filter((name) => name.endsWith('.map'))).toEqual([]);
       }
     }
     const installed = join(project, 'node_modules', 'agent-scheduler', 'dist', 'functions');
@@ -146,9 +167,16 @@ app.synth();
       { cwd: project },
     );
     expect(stdout.trim()).toBe('function,function,function');
+    // Required too, from CommonJS (a fresh `npm init -y` project): Node 20.19 and later load an ES module that way.
+    const required = await run(
+      'node',
+      ['-e', "const sdk = require('agent-scheduler/sdk'); console.log(typeof sdk.Worker)"],
+      { cwd: project },
+    );
+    expect(required.stdout.trim()).toBe('function');
   });
 
-  it('type-checks a consumer of the construct and the SDK under moduleResolution nodenext', async () => {
+  it('type-checks a consumer of the construct and the SDK, and examples/cdk-app, under moduleResolution nodenext', async () => {
     const checked = await typeCheckConsumer(
       project,
       `import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -160,6 +188,8 @@ export const table: string = scheduler.tables.tasks.tableName;
 const client = new AgentSchedulerClient({ endpoint: 'http://localhost:3000', token: 'a_x' });
 export const worker = new Worker({ client, handler: async (task: ClaimedTask) => ({ ok: task.attempt > 0 }) });
 `,
+      // Copied by the synth test above: a CommonJS module importing the ES module packages.
+      [join('cdk-app', 'bin', 'app.ts')],
     );
     expect(checked).toBe('ok');
   }, 120_000);
@@ -169,6 +199,15 @@ export const worker = new Worker({ client, handler: async (task: ClaimedTask) =>
       .map((e) => e.name);
     expect(installed).toEqual(['@agent-scheduler']);
     expect(sizeOf(join(agentProject, 'node_modules'))).toBeLessThan(5 * 1024 * 1024);
+  });
+
+  it('@agent-scheduler/sdk is required from CommonJS too', async () => {
+    const { stdout } = await run(
+      'node',
+      ['-e', "const sdk = require('@agent-scheduler/sdk'); console.log(typeof sdk.AgentSchedulerClient)"],
+      { cwd: agentProject },
+    );
+    expect(stdout.trim()).toBe('function');
   });
 
   it('agent-scheduler dev runs the stack from the project, and an SDK-only project’s Worker finishes a task', async () => {

@@ -10,8 +10,15 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
 
-/** Writes `source` as `consumer.ts` in `project` and type-checks it: 'ok', or what tsc said. */
-export async function typeCheckConsumer(project: string, source: string): Promise<string> {
+/**
+ * Writes `source` as `consumer.ts` in `project` and type-checks it, with `others` (paths in `project`) in the same
+ * program: 'ok', or what tsc said.
+ */
+export async function typeCheckConsumer(
+  project: string,
+  source: string,
+  others: readonly string[] = [],
+): Promise<string> {
   writeFileSync(join(project, 'consumer.ts'), source);
   writeFileSync(
     join(project, 'tsconfig.json'),
@@ -26,7 +33,7 @@ export async function typeCheckConsumer(project: string, source: string): Promis
         types: ['node'],
         typeRoots: [join(ROOT, 'node_modules/@types')],
       },
-      files: ['consumer.ts'],
+      files: ['consumer.ts', ...others],
     }),
   );
   return run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], { cwd: project }).then(

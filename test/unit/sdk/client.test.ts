@@ -587,4 +587,28 @@ describe('requests', () => {
   it('rejects an endpoint that is not an http(s) URL', () => {
     expect(() => new AgentSchedulerClient({ endpoint: 'api.example.com' })).toThrow(TypeError);
   });
+
+  it('names the environment variables when the endpoint or the token it was given holds nothing', () => {
+    // What `{ endpoint: process.env.AGENT_SCHEDULER_ENDPOINT, token: process.env.AGENT_SCHEDULER_TOKEN }` gives
+    // when they are not set (or set to nothing).
+    const unset = process.env.AGENT_SCHEDULER_SURELY_UNSET;
+    const client = (options: { endpoint?: string; token?: string }) => () =>
+      new AgentSchedulerClient(options as AgentSchedulerClientOptions);
+    expect(client({ endpoint: unset, token: 'tok' })).toThrow(
+      /^endpoint is undefined: .*AGENT_SCHEDULER_ENDPOINT/,
+    );
+    expect(client({ endpoint: '', token: 'tok' })).toThrow(/^endpoint is empty: .*AGENT_SCHEDULER_ENDPOINT/);
+    expect(client({ endpoint: 'http://127.0.0.1:3000', token: unset })).toThrow(
+      /^token is undefined: .*AGENT_SCHEDULER_TOKEN/,
+    );
+    expect(client({ endpoint: 'http://127.0.0.1:3000', token: '' })).toThrow(
+      /^token is empty: .*AGENT_SCHEDULER_TOKEN/,
+    );
+    // Left out, the token is not asked for: the open routes, or requests signed by a signer.
+    expect(client({ endpoint: 'http://127.0.0.1:3000' })).not.toThrow();
+    const signer = async (request: Request) => request;
+    expect(
+      () => new AgentSchedulerClient({ endpoint: 'http://127.0.0.1:3000', token: unset, signer }),
+    ).not.toThrow();
+  });
 });
