@@ -5,9 +5,11 @@ import { type Command, Option } from 'commander';
 import { TaskWaitTimeoutError } from '#sdk/task-waiter';
 import type {
   FollowUpTaskInput,
+  LinkedTask,
   Priority,
   SubmitTaskInput,
   Task,
+  TaskLinks,
   TaskProgress,
   TaskStatus,
 } from '#sdk/types';
@@ -40,6 +42,7 @@ const TASK_COLUMNS = [
 export function taskCommands(program: Command, cli: Cli): void {
   submitCommand(program, cli);
   getCommand(program, cli);
+  linksCommand(program, cli);
   listCommand(program, cli);
   endCommands(program, cli);
 }
@@ -170,6 +173,53 @@ function getCommand(program: Command, cli: Cli): void {
         printTask(cli, await cli.operator().getTask(taskId, { includePayload: options.payload === true }));
       },
     );
+}
+
+/** The tasks linked to a task, a row each: how it is linked, its id, status and queue. */
+function linksCommand(program: Command, cli: Cli): void {
+  program
+    .command('links')
+    .summary(
+      "show a task's parent, root, children, dependencies, dependents and failure hook, with their statuses",
+    )
+    .argument('<task-id>', 'the task id (t_...)')
+    .addHelpText(
+      'after',
+      examples(['agent-scheduler links t_abc...', 'agent-scheduler links t_abc... --json']),
+    )
+    .action(async (taskId: string) => {
+      const links = await cli.operator().getTaskLinks(taskId);
+      cli.print(links, () => {
+        const rows = linkRows(links);
+        if (rows.length === 0) return `${links.taskId} has no linked task`;
+        const more = [
+          links.childrenTruncated ? 'more children than listed' : '',
+          links.dependentsTruncated ? 'more dependents than listed' : '',
+        ].filter(Boolean);
+        const c = cli.colours;
+        const text = table(rows, ['link', 'taskId', 'status', 'queue'], (column, cell) =>
+          column === 'status' ? paintStatus(c, cell.trim(), cell) : cell,
+        );
+        return new SafeText(more.length === 0 ? text : `${text}\n(${more.join('; ')})`);
+      });
+    });
+}
+
+/** One row per linked task, in the order a reader follows a tree: up, down, before, after, on failure. */
+function linkRows(links: TaskLinks): Record<string, unknown>[] {
+  const row = (link: string, task: LinkedTask | undefined) =>
+    task
+      ? [{ link, taskId: task.taskId, status: task.status ?? '(not there)', queue: task.queue ?? '' }]
+      : [];
+  return [
+    ...row('parent', links.parent),
+    ...(links.root && links.root.taskId !== links.parent?.taskId ? row('root', links.root) : []),
+    ...links.children.flatMap((task) => row('child', task)),
+    ...links.dependencies.flatMap((task) => row('dependency', task)),
+    ...links.dependents.flatMap((task) => row('dependent', task)),
+    ...row('failure of', links.failureOf),
+    ...row('on failure', links.onFailure),
+  ];
 }
 
 function listCommand(program: Command, cli: Cli): void {

@@ -24,6 +24,7 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '#local/server';
 import { AgentSchedulerClient } from '#sdk/client';
+import type { TaskLinks } from '#sdk/types';
 import { createTestStack, serveStack, type TestStack, waitFor } from '#test/stack';
 import { cliOptions } from '../../scripts/library-bundles';
 
@@ -473,7 +474,7 @@ describe('the agent-scheduler command', () => {
       expect(read.stdout).toMatch(new RegExp(`^${ids[1]}\\s+${held[1]?.taskId}\\s+rejected\\s`, 'm'));
     });
 
-    it('cancel --cascade cancels the task and its open descendants, and says how many', async () => {
+    it('links shows a tree; cancel --cascade cancels the task and its open descendants, and says how many', async () => {
       const created = await operator.createAgent({ name: 'cli-tree', queues: ['tree'], maxConcurrency: 1 });
       const agent = new AgentSchedulerClient({ endpoint: server.url, token: created.token });
       const session = await agent.openSession();
@@ -487,6 +488,17 @@ describe('the agent-scheduler command', () => {
         leaseEpoch: held[0]?.leaseEpoch ?? 0,
         tasks: [1, 2, 3].map((n) => ({ key: `step-${n}`, queue: 'tree', payload: { n } })),
       });
+      const childIds = children.map((child) => (child.ok ? child.task.taskId : ''));
+
+      // The tree as `links` shows it: the root's children in JSON, a child's parent in a row.
+      const links = await cli(['links', root.taskId, '--json', ...at()]);
+      expect(links.code).toBe(0);
+      // Children of one batch share their creation time: listed oldest first, in either order among themselves.
+      const listed = (JSON.parse(links.stdout) as TaskLinks).children.map((child) => child.taskId);
+      expect(listed.sort()).toEqual([...childIds].sort());
+      const up = await cli(['links', childIds[0] ?? '', ...at()]);
+      expect(up.code).toBe(0);
+      expect(up.stdout).toMatch(new RegExp(`^parent\\s+${root.taskId}\\s+leased\\s+tree\\s*$`, 'm'));
 
       const outcome = await cli(['cancel', root.taskId, '--cascade', ...at()]);
 
