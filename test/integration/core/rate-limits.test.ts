@@ -15,6 +15,8 @@ const QUEUES = ['calls', 'tenants', 'settled', 'shared-a', 'shared-b', 'hostile'
 
 describe('named rate limits', () => {
   let stack: TestStack;
+  /** The tasks the hour's budget let run in the test that spends it (their leases lapse when the clock rolls). */
+  const spentOn = new Set<string>();
   const feed = new LocalEventFeed(undefined, 100_000);
   beforeAll(async () => {
     stack = await createTestStack({
@@ -69,6 +71,7 @@ describe('named rate limits', () => {
       for (const c of batches.flat()) granted.add(c.taskId);
     }
     expect(granted.size).toBe(6);
+    for (const id of granted) spentOn.add(id);
     const window = windowAt({ limit: 6, per: 'hour' }, clock.now()).start;
     expect(await usedIn('calls.hourly', window)).toBe(6);
     const waiting = (await stack.ctx.tasks.getMany(ids.filter((id) => !granted.has(id)))).values();
@@ -89,7 +92,10 @@ describe('named rate limits', () => {
     await scheduler.supervise();
     const next = await claimUntil(scheduler, agent, 6, 8_000, 3);
     expect(next).toHaveLength(6);
-    expect(next.every((c) => c.attempt === 1)).toBe(true);
+    // A task that waited for the budget runs its first attempt; one the spent hour let run, whose lease lapsed as
+    // the clock rolled an hour and which the pass sent again, may be among them at its second.
+    for (const claimed of next)
+      expect(claimed.attempt, claimed.taskId).toBe(spentOn.has(claimed.taskId) ? 2 : 1);
   });
 
   it('a per-key limit holds each key to its own windows', async () => {
