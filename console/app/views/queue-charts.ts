@@ -37,16 +37,8 @@ export function costNote(session: Session, queues: number): string {
 const values = (minutes: readonly Minute[], pick: (m: Minute) => number | undefined) =>
   minutes.map(pick).filter((v): v is number => v !== undefined);
 
-/** The queued line: a polyline per run of known minutes. */
-function queuedChart(hour: QueueHour, label: string): SVGSVGElement {
-  const top = Math.max(1, ...values(hour.minutes, (m) => m.queued));
-  const x = (i: number) => (i + 0.5) * (W / MINUTES);
-  const y = (v: number) => H - 2 - (v / top) * (H - 4);
-  const runs: string[][] = [[]];
-  hour.minutes.forEach((m, i) => {
-    if (m.queued === undefined) runs.push([]);
-    else runs.at(-1)?.push(`${px(x(i))},${px(y(m.queued))}`);
-  });
+/** A chart's frame: an image named by its text alternative, its base line, and what it draws. */
+function spark(label: string, ...marks: SVGElement[]): SVGSVGElement {
   return svg(
     'svg',
     {
@@ -57,6 +49,22 @@ function queuedChart(hour: QueueHour, label: string): SVGSVGElement {
       class: 'spark',
     },
     svg('line', { x1: 0, x2: W, y1: H - 1, y2: H - 1, class: 'axis' }),
+    ...marks,
+  );
+}
+
+/** The queued line: a polyline per run of known minutes. */
+function queuedChart(hour: QueueHour, label: string): SVGSVGElement {
+  const top = Math.max(1, ...values(hour.minutes, (m) => m.queued));
+  const x = (i: number) => (i + 0.5) * (W / MINUTES);
+  const y = (v: number) => H - 2 - (v / top) * (H - 4);
+  const runs: string[][] = [[]];
+  hour.minutes.forEach((m, i) => {
+    if (m.queued === undefined) runs.push([]);
+    else runs.at(-1)?.push(`${px(x(i))},${px(y(m.queued))}`);
+  });
+  return spark(
+    label,
     ...runs
       .filter((run) => run.length > 0)
       .map((run) =>
@@ -76,16 +84,8 @@ function queuedChart(hour: QueueHour, label: string): SVGSVGElement {
 function claimsChart(hour: QueueHour, label: string): SVGSVGElement {
   const top = Math.max(1, ...values(hour.minutes, (m) => m.claims));
   const slot = W / MINUTES;
-  return svg(
-    'svg',
-    {
-      role: 'img',
-      'aria-label': label,
-      viewBox: `0 0 ${W} ${H}`,
-      preserveAspectRatio: 'none',
-      class: 'spark',
-    },
-    svg('line', { x1: 0, x2: W, y1: H - 1, y2: H - 1, class: 'axis' }),
+  return spark(
+    label,
     ...hour.minutes.flatMap((m, i) => {
       if (!m.claims) return [];
       const height = (m.claims / top) * (H - 4);
