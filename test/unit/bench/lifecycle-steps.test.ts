@@ -82,8 +82,9 @@ describe('measureLifecycle', () => {
     }
   });
 
-  it('gives up after four disturbed lifecycles and reports the cheapest of them', async () => {
-    const { parts, answers } = stackAnswering([9, 1, 9, 1, 9, 1, 9, 1, 10], [], [1, 3, 7]);
+  it('gives up after ten disturbed lifecycles and reports the cheapest of them', async () => {
+    const tenSplitClaims = Array.from({ length: 10 }, () => [9, 1]).flat();
+    const { parts, answers } = stackAnswering([...tenSplitClaims, 10], [], [1, 3, 7, 11, 15, 19]);
     const steps = await measureLifecycle(parts, 10);
     expect(steps.claim.readUnits).toBe(0.1);
     expect(answers).toEqual([10]);
