@@ -19,7 +19,7 @@
  */
 
 import { ServiceUnavailableError, SessionLostError, ValidationError } from '#domain/errors';
-import type { ReceivedHint } from '#domain/hint';
+import type { ReceivedHint, ReceivedTurn } from '#domain/hint';
 import { type Labels, meets } from '#domain/labels';
 import { type AgentSession, canClaimUnder, type DependencyOutcome, type Task } from '#domain/task';
 import { LIMITS } from '#domain/task-spec';
@@ -34,7 +34,7 @@ import { unpausedQueues } from './queue-controls';
 import { markDead } from './reclaim';
 import { isSchedulerPaused } from './scheduler-control';
 import { confirmSession, readSessionFor, type SessionRead } from './session-reads';
-import { passTurns, takeTurns } from './turns';
+import { handBackTurns, passTurns, type TakenTurn, takeTurns } from './turns';
 import { type CarriedWaitpoint, waitpointFor } from './waitpoints';
 
 export interface ClaimRequest {
@@ -163,80 +163,113 @@ export async function claimTasks(
     capacity,
     (turn) => meets(session.labels, turn.require),
   );
-  // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
-  const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);
-  const received = [...inbox.hints, ...turns.flatMap((t) => t.hints)];
-  if (received.length === 0) {
-    await passTurns(ctx, turns);
-    // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
-    if (examined.stale.size > 0) {
-      await ctx.sessions
-        .release(session.agentId, session.sessionId, examined.stale)
-        .catch(logged(ctx, 'drop stale session entries'));
+  // From here until the hints' fates are settled, a failure hands back what the claim received (below).
+  const progress: ClaimProgress = { settled: false };
+  try {
+    // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
+    const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);
+    progress.turns = turns;
+    const received = [...inbox.hints, ...turns.flatMap((t) => t.hints)];
+    if (received.length === 0) {
+      await passTurns(ctx, turns);
+      // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
+      if (examined.stale.size > 0) {
+        await ctx.sessions
+          .release(session.agentId, session.sessionId, examined.stale)
+          .catch(logged(ctx, 'drop stale session entries'));
+      }
+      return [];
     }
-    return [];
-  }
 
-  const hints = new HintFates();
-  const sorted = await sortHints(ctx, session, received, examined, readAt, hints);
+    const hints = new HintFates();
+    const sorted = await sortHints(ctx, session, received, examined, readAt, hints);
 
-  // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
-  // from before the previous holder's ended, when the receive or the reads took long.
-  const now = ctx.now();
-  // The scheduler's control again, after the grants' time is taken: every grant dated `now` is decided on a copy
-  // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
-  // taken, each goes back at once.
-  if (await isSchedulerPaused(ctx)) {
-    await Promise.all(
-      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
+    // from before the previous holder's ended, when the receive or the reads took long.
+    const now = ctx.now();
+    // The scheduler's control again, after the grants' time is taken: every grant dated `now` is decided on a copy
+    // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
+    // taken, each goes back at once.
+    if (await isSchedulerPaused(ctx)) {
+      await Promise.all(
+        inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+      );
+      await passTurns(ctx, turns);
+      return [];
+    }
+    const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
+    if ('replayFrom' in reserved) {
+      // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
+      await Promise.all(
+        inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+      );
+      await passTurns(ctx, turns);
+      progress.settled = true;
+      return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
+    }
+    const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
+    const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
+    await settle(ctx, request, hints, admission, grants);
+    progress.settled = true;
+    // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
+    for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
+    await passTurns(
+      ctx,
+      turns,
+      new Set([...admission.refused, ...grants.limited]),
+      (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
     );
-    await passTurns(ctx, turns);
-    return [];
-  }
-  const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
-  if ('replayFrom' in reserved) {
-    // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
-    await Promise.all(
-      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
-    );
-    await passTurns(ctx, turns);
-    return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
-  }
-  const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
-  const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
-  await settle(ctx, request, hints, admission, grants);
-  // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
-  for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
-  await passTurns(
-    ctx,
-    turns,
-    new Set([...admission.refused, ...grants.limited]),
-    (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
-  );
 
-  await emit(
-    ctx,
-    grants.granted.map((task) => ({
-      type: 'task.claimed' as const,
-      fields: {
-        taskId: task.taskId,
-        agentId: request.agentId,
-        queue: task.queue,
-        data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt },
-      },
-    })),
-  );
-  if (ctx.counters) {
-    const byQueue = new Map<string, number>();
-    for (const task of grants.granted) byQueue.set(task.queue, (byQueue.get(task.queue) ?? 0) + 1);
-    for (const [queue, tasks] of byQueue) ctx.counters.claimed(queue, tasks);
+    await emit(
+      ctx,
+      grants.granted.map((task) => ({
+        type: 'task.claimed' as const,
+        fields: {
+          taskId: task.taskId,
+          agentId: request.agentId,
+          queue: task.queue,
+          data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt },
+        },
+      })),
+    );
+    if (ctx.counters) {
+      const byQueue = new Map<string, number>();
+      for (const task of grants.granted) byQueue.set(task.queue, (byQueue.get(task.queue) ?? 0) + 1);
+      for (const [queue, tasks] of byQueue) ctx.counters.claimed(queue, tasks);
+    }
+    if (grants.granted.length === 0 && grants.errors.length > 0) {
+      throw new ServiceUnavailableError('could not take tasks right now; try again', {
+        cause: grants.errors[0],
+      });
+    }
+    return withPayloads(ctx, grants.granted, inbox.hints);
+  } catch (error) {
+    if (!progress.settled) await handBack(ctx, inbox, progress.turns);
+    throw error;
   }
-  if (grants.granted.length === 0 && grants.errors.length > 0) {
-    throw new ServiceUnavailableError('could not take tasks right now; try again', {
-      cause: grants.errors[0],
-    });
-  }
-  return withPayloads(ctx, grants.granted, inbox.hints);
+}
+
+/** How far a claim got with what it received: the turns it took, and whether the hints' fates were settled. */
+interface ClaimProgress {
+  turns?: readonly TakenTurn[];
+  settled: boolean;
+}
+
+/**
+ * What a claim that failed before settling had received, handed back at once: left hidden for the claim's visibility
+ * timeout, a hint would wake nobody when it showed again, and an idle agent waiting on push wakes would not claim its
+ * task until the supervisor's reconcile sent it again, minutes later. A hint of a task granted before the failure
+ * comes back stale and is deleted by the claim that receives it.
+ */
+async function handBack(
+  ctx: SchedulerContext,
+  inbox: { readonly hints: readonly ReceivedHint[]; readonly turns: readonly ReceivedTurn[] },
+  taken: readonly TakenTurn[] | undefined,
+): Promise<void> {
+  await Promise.all([
+    ...inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    (taken ? passTurns(ctx, taken) : handBackTurns(ctx, inbox.turns)).catch(logged(ctx, 'hand back turns')),
+  ]);
 }
 
 /** The claim's `max`, once every field of the request is known to be well formed. */
