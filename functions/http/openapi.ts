@@ -122,6 +122,24 @@ const TRACE_HEADERS: readonly QueryParameter[] = [
   },
 ];
 
+/**
+ * The same headers on every other operation: where the stack exports spans, the operation's span is a child of the
+ * context they carry (on the agent's outcome calls, the Worker's span of the handler that ran the task).
+ */
+const SPAN_PARENT_HEADERS: readonly QueryParameter[] = [
+  {
+    name: 'traceparent',
+    description:
+      'W3C trace context: the span of this operation, where the stack exports spans, is a child of it; one not of the W3C form is ignored.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'tracestate',
+    description: 'W3C trace context: taken with the `traceparent` header.',
+    schema: { type: 'string', maxLength: 512 },
+  },
+];
+
 const limit: QueryParameter = {
   name: 'limit',
   description: 'Items on the page (50 when absent).',
@@ -531,7 +549,7 @@ function operation(route: RouteDefinition, requests: z.core.$ZodRegistry<{ reado
     schema: { type: 'string' },
   }));
   const query = (doc.query ?? []).map((p) => ({ ...p, in: 'query', required: false }));
-  const headers = (doc.headers ?? []).map((p) => ({ ...p, in: 'header', required: false }));
+  const headers = (doc.headers ?? SPAN_PARENT_HEADERS).map((p) => ({ ...p, in: 'header', required: false }));
   const parameters = [...pathParameters, ...query, ...headers];
   return {
     operationId: route.operation,

@@ -100,6 +100,7 @@ function operationSection(
   method: string,
   op: Operation,
   components: Record<string, Schema>,
+  shared: ReadonlySet<string>,
 ): string[] {
   const lines = [
     `### ${method.toUpperCase()} ${path}`,
@@ -107,7 +108,7 @@ function operationSection(
     `${op.summary ?? ''}. Auth: ${authOf(op.security)}.`,
     '',
   ];
-  const parameters = op.parameters ?? [];
+  const parameters = (op.parameters ?? []).filter((p) => !shared.has(JSON.stringify(p)));
   if (parameters.length > 0) {
     lines.push(
       '| parameter | in | type | required | description |',
@@ -153,11 +154,33 @@ export function apiSection(): string {
     'refusals (IAM, the authorizer, throttling) with `{ "message" }`.',
     '',
   ];
-  for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Operation>>)) {
-    for (const method of METHODS) {
-      const op = item[method];
-      if (op) lines.push(...operationSection(path, method, op, components));
+  const operations = Object.entries(document.paths as Record<string, Record<string, Operation>>).flatMap(
+    ([path, item]) => METHODS.flatMap((method) => (item[method] ? [{ path, method, op: item[method] }] : [])),
+  );
+  // Parameters most operations take alike (the trace context headers) are described once, here.
+  const uses = new Map<string, { parameter: Parameter; count: number }>();
+  for (const { op } of operations) {
+    for (const parameter of op.parameters ?? []) {
+      const key = JSON.stringify(parameter);
+      uses.set(key, { parameter, count: (uses.get(key)?.count ?? 0) + 1 });
     }
+  }
+  const shared = new Map([...uses].filter(([, use]) => use.count > operations.length / 2));
+  if (shared.size > 0) {
+    lines.push(
+      'Every route below takes these too, unless it lists headers of the same names:',
+      '',
+      '| parameter | in | type | required | description |',
+      '|-----------|----|------|----------|-------------|',
+      ...[...shared.values()].map(
+        ({ parameter: p }) =>
+          `| \`${p.name}\` | ${p.in} | \`${cell(typeOf(p.schema))}\` | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`,
+      ),
+      '',
+    );
+  }
+  for (const { path, method, op } of operations) {
+    lines.push(...operationSection(path, method, op, components, new Set(shared.keys())));
   }
   return lines.join('\n').trimEnd();
 }

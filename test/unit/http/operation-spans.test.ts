@@ -214,6 +214,23 @@ describe('an operation’s spans', () => {
     ]);
   });
 
+  it('a completion under a header is the header’s child; a header not of the W3C form is ignored, not refused', async () => {
+    const answer = async () => ({ status: 200, body: { task: task('t_1', STORED) } });
+    const sent = (traceparent: string) =>
+      event('POST', '/v1/agent/tasks/t_1/complete', { leaseEpoch: 2 }, { traceparent });
+    const under = await run('completeTask', answer, sent(OTHER));
+    const malformed = await run('completeTask', answer, sent('00-not-a-trace-01'));
+
+    expect(under.spans).toMatchObject([
+      { name: 'completeTask', traceId: 'd'.repeat(32), parentSpanId: 'e'.repeat(16) },
+    ]);
+    expect(malformed.status).toBe(200);
+    expect(malformed.seen).toEqual([{ leaseEpoch: 2 }]);
+    expect(malformed.spans).toMatchObject([
+      { name: 'completeTask', traceId: TRACE, parentSpanId: claimSpanId(STORED, 't_1', 2) },
+    ]);
+  });
+
   it('a caller that does not sample is not recorded, and its request is not changed', async () => {
     const unsampled = `00-${TRACE}-${'b'.repeat(16)}-00`;
     const { spans, seen } = await run(
