@@ -57,6 +57,7 @@ from .types import (
     Session,
     SessionHoldings,
     Task,
+    TaskLinks,
     TaskPage,
     TaskProgress,
     TaskSpec,
@@ -177,6 +178,11 @@ class Client:
         """A task; with ``include_payload``, its payload too."""
         query = {"include": "payload"} if include_payload else None
         return self._call("GET", f"/v1/tasks/{_segment(task_id)}", query=query)["task"]
+
+    def get_task_links(self, task_id: str) -> TaskLinks:
+        """The tasks linked to a task, each with its status: its parent and root, the children its agent submitted and
+        the tasks that depend on it (up to 50 each), the tasks it depends on, and its failure hook."""
+        return self._call("GET", f"/v1/tasks/{_segment(task_id)}/links")["links"]
 
     def list_tasks(
         self,

@@ -183,6 +183,41 @@ class TaskResponse(TypedDict):
     task: Task
 
 
+class _LinkedTaskRequired(TypedDict):
+    taskId: str
+
+
+class LinkedTask(_LinkedTaskRequired, total=False):
+    """``LinkedTask`` in the OpenAPI document."""
+
+    status: Literal["waiting", "queued", "leased", "suspended", "succeeded", "dead", "cancelled", "expired"]
+    queue: str
+
+
+class _TaskLinksRequired(TypedDict):
+    taskId: str
+    children: list[LinkedTask]
+    dependencies: list[LinkedTask]
+    dependents: list[LinkedTask]
+
+
+class TaskLinks(_TaskLinksRequired, total=False):
+    """``TaskLinks`` in the OpenAPI document."""
+
+    parent: LinkedTask
+    root: LinkedTask
+    failureOf: LinkedTask
+    onFailure: LinkedTask
+    childrenTruncated: Literal[True]
+    dependentsTruncated: Literal[True]
+
+
+class TaskLinksResponse(TypedDict):
+    """``TaskLinksResponse`` in the OpenAPI document."""
+
+    links: TaskLinks
+
+
 class _SubmitResponseRequired(TypedDict):
     task: Task
 
@@ -882,6 +917,9 @@ OPENAPI_SCHEMAS: dict[str, str] = {
     "TaskSummary": "TaskSummary",
     "TaskPage": "TaskPage",
     "TaskResponse": "TaskResponse",
+    "LinkedTask": "LinkedTask",
+    "TaskLinks": "TaskLinks",
+    "TaskLinksResponse": "TaskLinksResponse",
     "SubmitResponse": "SubmitResponse",
     "TaskSpec": "TaskSpec",
     "SubmitTasksRequest": "SubmitTasksRequest",
@@ -958,6 +996,7 @@ OPENAPI_ROUTES: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/tasks"): (None, "TaskPage"),
     ("POST", "/v1/tasks/batch"): ("SubmitTasksRequest", "BatchResults"),
     ("GET", "/v1/tasks/{taskId}"): (None, "TaskResponse"),
+    ("GET", "/v1/tasks/{taskId}/links"): (None, "TaskLinksResponse"),
     ("POST", "/v1/tasks/{taskId}/cancel"): ("CancelRequest", "TaskResponse"),
     ("POST", "/v1/tasks/{taskId}/redrive"): (None, "TaskResponse"),
     ("GET", "/v1/queues"): (None, "QueueList"),
