@@ -82,6 +82,8 @@ export interface Grants {
   readonly early: { readonly queue: string; readonly seconds: number }[];
   /** Tasks a rate limit they name had no room for: they wait queued for its next window. */
   readonly limited: Set<string>;
+  /** Of those, the ones whose window ends within SQS's delay: the whole seconds until it does. */
+  readonly windowSeconds: Map<string, number>;
 }
 
 /** Each admitted task's grant, all at once; the hints of each get the fate its outcome calls for. */
@@ -96,7 +98,14 @@ export async function grantAll(
   now: number,
   fates: HintFates,
 ): Promise<Grants> {
-  const grants: Grants = { granted: [], errors: [], released: new Map(), early: [], limited: new Set() };
+  const grants: Grants = {
+    granted: [],
+    errors: [],
+    released: new Map(),
+    early: [],
+    limited: new Set(),
+    windowSeconds: new Map(),
+  };
   await Promise.all(
     sorted.candidates.map(async (taskId) => {
       const hints = sorted.byTask.get(taskId) ?? [];
@@ -192,6 +201,7 @@ async function waitForUnits(
   if (seconds <= LIMITS.sqsMaxDelaySeconds) {
     fates.returnLater(Math.ceil(seconds), first);
     grants.early.push({ queue: first.queue, seconds: Math.ceil(seconds) });
+    grants.windowSeconds.set(task.taskId, Math.ceil(seconds));
     return;
   }
   await ctx.tasks

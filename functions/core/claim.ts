@@ -211,14 +211,16 @@ export async function claimTasks(
     const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
     await settle(ctx, request, hints, admission, grants);
     progress.settled = true;
-    // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
-    for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
     await passTurns(
       ctx,
       turns,
       new Set([...admission.refused, ...grants.limited]),
       (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
+      grants.windowSeconds,
     );
+    // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
+    // Armed after the hints and turns are sent back with the same delay, so it never comes before them.
+    for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
 
     await emit(
       ctx,

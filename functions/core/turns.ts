@@ -341,12 +341,18 @@ export async function passTurns(
   taken: readonly TakenTurn[],
   refused: ReadonlySet<string> = new Set(),
   perKeyConcurrency: (queue: string) => number | undefined = () => undefined,
+  /** Tasks refused by a rate limit: the whole seconds until its window ends. */
+  windowSeconds: ReadonlyMap<string, number> = new Map(),
 ): Promise<void> {
   await Promise.all(
     taken.map((t) =>
       passTurn(ctx, {
         ...t,
         keyLimit: perKeyConcurrency(t.turn.queue),
+        windowSeconds:
+          t.hints.length > 0 && t.hints.every((h) => windowSeconds.has(h.taskId))
+            ? Math.min(...t.hints.map((h) => windowSeconds.get(h.taskId) ?? 0))
+            : undefined,
         // Refused by a limit (the key's, or the queue's): the lane still has them, and is full for now.
         more: t.more || t.hints.some((h) => refused.has(h.taskId)),
         full: t.hints.length > 0 && t.hints.every((h) => refused.has(h.taskId)),
@@ -369,7 +375,13 @@ async function passTurn(
     full,
     duplicate,
     keyLimit,
-  }: TakenTurn & { readonly full: boolean; readonly keyLimit: number | undefined },
+    windowSeconds,
+  }: TakenTurn & {
+    readonly full: boolean;
+    readonly keyLimit: number | undefined;
+    /** Every task it stood for waits for a rate limit's window, which ends in these whole seconds. */
+    readonly windowSeconds: number | undefined;
+  },
 ): Promise<void> {
   const now = ctx.now();
   /**
@@ -390,6 +402,10 @@ async function passTurn(
   };
   if (duplicate) {
     // Nothing: the lane's other turn in this claim is passed on.
+  } else if (windowSeconds !== undefined) {
+    // Its tasks wait for a rate limit: the turn comes back as the window ends, with the delay of the timed wake the
+    // claim arms for then (after this, so the wake never finds it still hidden), not on a full key's backoff.
+    await again(now + windowSeconds * 1_000, turn.waits);
   } else if (full) {
     // The key runs as many as it may: its turn comes back later, a little later each time in a row (a new
     // message: one handed back again and again would end in the dead-letter queue).
