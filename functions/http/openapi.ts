@@ -107,14 +107,9 @@ const withBody = (
   responses: OperationDoc['responses'],
 ): OperationDoc => ({ summary, request: { id, schema }, responses });
 
-/** The W3C trace context headers a submission takes when its specification names none. */
-const TRACE_HEADERS: readonly QueryParameter[] = [
-  {
-    name: 'traceparent',
-    description:
-      'W3C trace context: taken as the `traceparent` of each task of the body that has none (nor a `tracestate`); checked as the field is.',
-    schema: { type: 'string' },
-  },
+/** W3C trace context headers: a `traceparent` whose description says what it is taken for, and its `tracestate`. */
+const traceHeaders = (traceparent: string): readonly QueryParameter[] => [
+  { name: 'traceparent', description: `W3C trace context: ${traceparent}`, schema: { type: 'string' } },
   {
     name: 'tracestate',
     description: 'W3C trace context: taken with the `traceparent` header.',
@@ -122,23 +117,18 @@ const TRACE_HEADERS: readonly QueryParameter[] = [
   },
 ];
 
+/** What a submission takes when its specification names no trace context. */
+const TRACE_HEADERS = traceHeaders(
+  'taken as the `traceparent` of each task of the body that has none (nor a `tracestate`); checked as the field is.',
+);
+
 /**
  * The same headers on every other operation: where the stack exports spans, the operation's span is a child of the
  * context they carry (on the agent's outcome calls, the Worker's span of the handler that ran the task).
  */
-const SPAN_PARENT_HEADERS: readonly QueryParameter[] = [
-  {
-    name: 'traceparent',
-    description:
-      'W3C trace context: the span of this operation, where the stack exports spans, is a child of it; one not of the W3C form is ignored.',
-    schema: { type: 'string' },
-  },
-  {
-    name: 'tracestate',
-    description: 'W3C trace context: taken with the `traceparent` header.',
-    schema: { type: 'string', maxLength: 512 },
-  },
-];
+const SPAN_PARENT_HEADERS = traceHeaders(
+  'the span of this operation, where the stack exports spans, is a child of it; one not of the W3C form is ignored.',
+);
 
 const limit: QueryParameter = {
   name: 'limit',
