@@ -163,92 +163,117 @@ export async function claimTasks(
     capacity,
     (turn) => meets(session.labels, turn.require),
   );
-  // From here until the hints' fates are settled, a failure hands back what the claim received (below).
+  // Until the hints' fates are settled, a failure hands back what the claim received.
   const progress: ClaimProgress = { settled: false };
   try {
-    // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
-    const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);
-    progress.turns = turns;
-    const received = [...inbox.hints, ...turns.flatMap((t) => t.hints)];
-    if (received.length === 0) {
-      await passTurns(ctx, turns);
-      // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
-      if (examined.stale.size > 0) {
-        await ctx.sessions
-          .release(session.agentId, session.sessionId, examined.stale)
-          .catch(logged(ctx, 'drop stale session entries'));
-      }
-      return [];
-    }
-
-    const hints = new HintFates();
-    const sorted = await sortHints(ctx, session, received, examined, readAt, hints);
-
-    // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
-    // from before the previous holder's ended, when the receive or the reads took long.
-    const now = ctx.now();
-    // The scheduler's control again, after the grants' time is taken: every grant dated `now` is decided on a copy
-    // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
-    // taken, each goes back at once.
-    if (await isSchedulerPaused(ctx)) {
-      await Promise.all(
-        inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
-      );
-      await passTurns(ctx, turns);
-      return [];
-    }
-    const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
-    if ('replayFrom' in reserved) {
-      // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
-      await Promise.all(
-        inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
-      );
-      await passTurns(ctx, turns);
-      progress.settled = true;
-      return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
-    }
-    const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
-    const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
-    await settle(ctx, request, hints, admission, grants);
-    progress.settled = true;
-    await passTurns(
-      ctx,
-      turns,
-      new Set([...admission.refused, ...grants.limited]),
-      (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
-      grants.windowSeconds,
-    );
-    // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
-    // Armed after the hints and turns are sent back with the same delay, so it never comes before them.
-    for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
-
-    await emit(
-      ctx,
-      grants.granted.map((task) => ({
-        type: 'task.claimed' as const,
-        fields: {
-          taskId: task.taskId,
-          agentId: request.agentId,
-          queue: task.queue,
-          data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt },
-        },
-      })),
-    );
-    if (ctx.counters) {
-      const byQueue = new Map<string, number>();
-      for (const task of grants.granted) byQueue.set(task.queue, (byQueue.get(task.queue) ?? 0) + 1);
-      for (const [queue, tasks] of byQueue) ctx.counters.claimed(queue, tasks);
-    }
-    if (grants.granted.length === 0 && grants.errors.length > 0) {
-      throw new ServiceUnavailableError('could not take tasks right now; try again', {
-        cause: grants.errors[0],
-      });
-    }
-    return withPayloads(ctx, grants.granted, inbox.hints);
+    return await takeReceived(ctx, request, session, inbox, { examined, capacity, open, readAt }, progress);
   } catch (error) {
     if (!progress.settled) await handBack(ctx, inbox, progress.turns);
     throw error;
   }
+}
+
+/**
+ * The claim from its received hints and turns on: sort, reserve, admit, grant and settle (see `claimTasks`), noting
+ * in `progress` the turns taken and the moment the hints' fates are settled.
+ */
+async function takeReceived(
+  ctx: SchedulerContext,
+  request: ClaimRequest,
+  session: AgentSession,
+  inbox: Awaited<ReturnType<typeof receiveHints>>,
+  {
+    examined,
+    capacity,
+    open,
+    readAt,
+  }: {
+    readonly examined: Examined;
+    readonly capacity: number;
+    readonly open: Awaited<ReturnType<typeof unpausedQueues>>;
+    readonly readAt: number;
+  },
+  progress: ClaimProgress,
+): Promise<ClaimedTask[]> {
+  // Turns of keyed lanes stand for their lanes' oldest tasks, which the claim takes as if they were hinted.
+  const turns = await takeTurns(ctx, inbox.turns, Math.max(0, capacity - inbox.hints.length), readAt);
+  progress.turns = turns;
+  const received = [...inbox.hints, ...turns.flatMap((t) => t.hints)];
+  if (received.length === 0) {
+    await passTurns(ctx, turns);
+    // Idle: drop the entries found stale now, in one write, rather than look at them again at every poll.
+    if (examined.stale.size > 0) {
+      await ctx.sessions
+        .release(session.agentId, session.sessionId, examined.stale)
+        .catch(logged(ctx, 'drop stale session entries'));
+    }
+    return [];
+  }
+
+  const hints = new HintFates();
+  const sorted = await sortHints(ctx, session, received, examined, readAt, hints);
+
+  // The time of the grants, taken once the hints are in: a grant recorded at the claim's start would date its lease
+  // from before the previous holder's ended, when the receive or the reads took long.
+  const now = ctx.now();
+  // The scheduler's control again, after the grants' time is taken: every grant dated `now` is decided on a copy
+  // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
+  // taken, each goes back at once.
+  if (await isSchedulerPaused(ctx)) {
+    await Promise.all(
+      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    );
+    await passTurns(ctx, turns);
+    return [];
+  }
+  const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
+  if ('replayFrom' in reserved) {
+    // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
+    await Promise.all(
+      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
+    );
+    await passTurns(ctx, turns);
+    progress.settled = true;
+    return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
+  }
+  const admission = await admitUnderQueueLimits(ctx, open, sorted, reserved, turns, now);
+  const grants = await grantAll(ctx, session, request, sorted, reserved, admission, now, hints);
+  await settle(ctx, request, hints, admission, grants);
+  progress.settled = true;
+  await passTurns(
+    ctx,
+    turns,
+    new Set([...admission.refused, ...grants.limited]),
+    (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
+    grants.windowSeconds,
+  );
+  // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
+  // Armed after the hints and turns are sent back with the same delay, so it never comes before them.
+  for (const { queue, seconds } of grants.early) await wakeLater(ctx, [{ queue }], seconds);
+
+  await emit(
+    ctx,
+    grants.granted.map((task) => ({
+      type: 'task.claimed' as const,
+      fields: {
+        taskId: task.taskId,
+        agentId: request.agentId,
+        queue: task.queue,
+        data: { leaseEpoch: task.leaseEpoch, attempt: task.attempt },
+      },
+    })),
+  );
+  if (ctx.counters) {
+    const byQueue = new Map<string, number>();
+    for (const task of grants.granted) byQueue.set(task.queue, (byQueue.get(task.queue) ?? 0) + 1);
+    for (const [queue, tasks] of byQueue) ctx.counters.claimed(queue, tasks);
+  }
+  if (grants.granted.length === 0 && grants.errors.length > 0) {
+    throw new ServiceUnavailableError('could not take tasks right now; try again', {
+      cause: grants.errors[0],
+    });
+  }
+  return withPayloads(ctx, grants.granted, inbox.hints);
 }
 
 /** How far a claim got with what it received: the turns it took, and whether the hints' fates were settled. */
