@@ -80,10 +80,11 @@ export interface Grants {
    * again), hidden until then: the queue, and the seconds until the task is claimable.
    */
   readonly early: { readonly queue: string; readonly seconds: number }[];
-  /** Tasks a rate limit they name had no room for: they wait queued for its next window. */
-  readonly limited: Set<string>;
-  /** Of those, the ones whose window ends within SQS's delay: the whole seconds until it does. */
-  readonly windowSeconds: Map<string, number>;
+  /**
+   * Tasks a rate limit they name had no room for: they wait queued for its next window. By each, the whole seconds
+   * until that window ends when it ends within SQS's delay (else undefined).
+   */
+  readonly limited: Map<string, number | undefined>;
 }
 
 /** Each admitted task's grant, all at once; the hints of each get the fate its outcome calls for. */
@@ -98,14 +99,7 @@ export async function grantAll(
   now: number,
   fates: HintFates,
 ): Promise<Grants> {
-  const grants: Grants = {
-    granted: [],
-    errors: [],
-    released: new Map(),
-    early: [],
-    limited: new Set(),
-    windowSeconds: new Map(),
-  };
+  const grants: Grants = { granted: [], errors: [], released: new Map(), early: [], limited: new Map() };
   await Promise.all(
     sorted.candidates.map(async (taskId) => {
       const hints = sorted.byTask.get(taskId) ?? [];
@@ -153,7 +147,7 @@ export async function grantAll(
       }
       grants.released.set(taskId, now);
       if (outcome.kind === 'limited') {
-        grants.limited.add(taskId);
+        grants.limited.set(taskId, undefined);
         await waitForUnits(ctx, { taskId, leaseEpoch: outcome.leaseEpoch }, outcome, hints, fates, grants);
         return;
       }
@@ -201,7 +195,7 @@ async function waitForUnits(
   if (seconds <= LIMITS.sqsMaxDelaySeconds) {
     fates.returnLater(Math.ceil(seconds), first);
     grants.early.push({ queue: first.queue, seconds: Math.ceil(seconds) });
-    grants.windowSeconds.set(task.taskId, Math.ceil(seconds));
+    grants.limited.set(task.taskId, Math.ceil(seconds));
     return;
   }
   await ctx.tasks

@@ -220,19 +220,13 @@ async function takeReceived(
   // younger than 2 s then. Paused while the hints came in (the receive may wait, and the copy grow old): none is
   // taken, each goes back at once.
   if (await isSchedulerPaused(ctx)) {
-    await Promise.all(
-      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
-    );
-    await passTurns(ctx, turns);
+    await handBack(ctx, inbox, turns);
     return [];
   }
   const reserved = await reserve(ctx, session, sorted.candidates, sorted.examined.stale, now, request);
   if ('replayFrom' in reserved) {
     // A retry of this claim overtook it and reserved first: this attempt answers with what that one granted.
-    await Promise.all(
-      inbox.hints.map((hint) => ctx.queues.returnLater(hint, 0).catch(logged(ctx, 'return hint'))),
-    );
-    await passTurns(ctx, turns);
+    await handBack(ctx, inbox, turns);
     progress.settled = true;
     return replayClaim(ctx, reserved.replayFrom, reserved.claimId);
   }
@@ -243,9 +237,9 @@ async function takeReceived(
   await passTurns(
     ctx,
     turns,
-    new Set([...admission.refused, ...grants.limited]),
+    new Set([...admission.refused, ...grants.limited.keys()]),
     (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
-    grants.windowSeconds,
+    grants.limited,
   );
   // A hint hidden until its task's time wakes nobody when it shows again: with a push channel, a timed wake does.
   // Armed after the hints and turns are sent back with the same delay, so it never comes before them.
@@ -283,10 +277,11 @@ interface ClaimProgress {
 }
 
 /**
- * What a claim that failed before settling had received, handed back at once: left hidden for the claim's visibility
- * timeout, a hint would wake nobody when it showed again, and an idle agent waiting on push wakes would not claim its
- * task until the supervisor's reconcile sent it again, minutes later. A hint of a task granted before the failure
- * comes back stale and is deleted by the claim that receives it.
+ * What a claim received, handed back at once: by a claim that takes none of it (the scheduler paused, a retry that
+ * overtook it), and by one that failed before settling. Left hidden for the claim's visibility timeout, a hint would
+ * wake nobody when it showed again, and an idle agent waiting on push wakes would not claim its task until the
+ * supervisor's reconcile sent it again, minutes later. A hint of a task granted before a failure comes back stale
+ * and is deleted by the claim that receives it.
  */
 async function handBack(
   ctx: SchedulerContext,

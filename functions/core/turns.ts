@@ -341,18 +341,19 @@ export async function passTurns(
   taken: readonly TakenTurn[],
   refused: ReadonlySet<string> = new Set(),
   perKeyConcurrency: (queue: string) => number | undefined = () => undefined,
-  /** Tasks refused by a rate limit: the whole seconds until its window ends. */
-  windowSeconds: ReadonlyMap<string, number> = new Map(),
+  /** Tasks refused by a rate limit: by each, the whole seconds until its window ends, if SQS can hold it that long. */
+  limited: ReadonlyMap<string, number | undefined> = new Map(),
 ): Promise<void> {
+  const windowSeconds = (hints: readonly ReceivedHint[]) => {
+    const seconds = hints.map((h) => limited.get(h.taskId));
+    return seconds.length > 0 && seconds.every((s) => s !== undefined) ? Math.min(...seconds) : undefined;
+  };
   await Promise.all(
     taken.map((t) =>
       passTurn(ctx, {
         ...t,
         keyLimit: perKeyConcurrency(t.turn.queue),
-        windowSeconds:
-          t.hints.length > 0 && t.hints.every((h) => windowSeconds.has(h.taskId))
-            ? Math.min(...t.hints.map((h) => windowSeconds.get(h.taskId) ?? 0))
-            : undefined,
+        windowSeconds: windowSeconds(t.hints),
         // Refused by a limit (the key's, or the queue's): the lane still has them, and is full for now.
         more: t.more || t.hints.some((h) => refused.has(h.taskId)),
         full: t.hints.length > 0 && t.hints.every((h) => refused.has(h.taskId)),
