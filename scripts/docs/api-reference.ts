@@ -94,6 +94,19 @@ function bodyFields(schema: Schema | undefined, components: Record<string, Schem
   ];
 }
 
+/** A table of parameters, a row each, and the blank line after it. */
+function parameterTable(parameters: readonly Parameter[]): string[] {
+  return [
+    '| parameter | in | type | required | description |',
+    '|-----------|----|------|----------|-------------|',
+    ...parameters.map(
+      (p) =>
+        `| \`${p.name}\` | ${p.in} | \`${cell(typeOf(p.schema))}\` | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`,
+    ),
+    '',
+  ];
+}
+
 /** One operation's section. */
 function operationSection(
   path: string,
@@ -110,15 +123,7 @@ function operationSection(
   ];
   const parameters = (op.parameters ?? []).filter((p) => !shared.has(JSON.stringify(p)));
   if (parameters.length > 0) {
-    lines.push(
-      '| parameter | in | type | required | description |',
-      '|-----------|----|------|----------|-------------|',
-      ...parameters.map(
-        (p) =>
-          `| \`${p.name}\` | ${p.in} | \`${cell(typeOf(p.schema))}\` | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`,
-      ),
-      '',
-    );
+    lines.push(...parameterTable(parameters));
   }
   lines.push(...bodyFields(op.requestBody?.content?.['application/json']?.schema, components));
   const answers: string[] = [];
@@ -170,17 +175,12 @@ export function apiSection(): string {
     lines.push(
       'Every route below takes these too, unless it lists headers of the same names:',
       '',
-      '| parameter | in | type | required | description |',
-      '|-----------|----|------|----------|-------------|',
-      ...[...shared.values()].map(
-        ({ parameter: p }) =>
-          `| \`${p.name}\` | ${p.in} | \`${cell(typeOf(p.schema))}\` | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`,
-      ),
-      '',
+      ...parameterTable([...shared.values()].map((use) => use.parameter)),
     );
   }
+  const sharedKeys = new Set(shared.keys());
   for (const { path, method, op } of operations) {
-    lines.push(...operationSection(path, method, op, components, new Set(shared.keys())));
+    lines.push(...operationSection(path, method, op, components, sharedKeys));
   }
   return lines.join('\n').trimEnd();
 }
