@@ -13,8 +13,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *   The fuzz run (thousands of hostile requests, nothing timed) takes its turn with them;
  * - then, one at a time, the local start's 15 s readiness bound and the held-back tasks' start within a second of
  *   their time.
- * Everything else runs three files at a time (projects that run together must have the same `maxWorkers`): most of
- * them wait on timers and leases part of the time, and with two the cores stood idle for a fifth of the run.
+ * Everything else runs two files at a time (projects that run together must have the same `maxWorkers`). Three kept
+ * the cores busier while the files mostly waited on timers and leases, but the suite has long been bound by the CPU:
+ * a file's agents, heartbeats and supervisor passes run for as long as the file does, so a file stretched by a third
+ * neighbour makes more requests, and each worker loads the modules once more. Twelve mid-sized integration files took
+ * 114, 137 and 164 CPU seconds one, two and three at a time (144, 101 and 96 s); the whole `npm test` 1,485 CPU
+ * seconds with two against 1,661 with three, in the same time.
  *
  * Unit and integration files share their worker's modules (`isolate: false`): each file loaded the AWS SDK and
  * the sources again, 200 CPU seconds of the run's 1,430 and 80 s of its 810. A file that changes what is shared
@@ -40,7 +44,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           setupFiles: ['test/setup/sdk-matchers.ts'],
-          maxWorkers: 3,
+          maxWorkers: 2,
           isolate: false,
         },
       },
@@ -52,7 +56,7 @@ export default defineConfig({
           testTimeout: 60_000,
           // The whole stack is synthesized once per file, with cdk-nag: tens of seconds on two busy cores.
           hookTimeout: 60_000,
-          maxWorkers: 3,
+          maxWorkers: 2,
           // aws-cdk-lib is loaded once per worker, not once per file (35 s to 25 s for the project).
           isolate: false,
         },
@@ -67,7 +71,7 @@ export default defineConfig({
           globalSetup: emulators,
           testTimeout: 120_000,
           hookTimeout: 60_000,
-          maxWorkers: 3,
+          maxWorkers: 2,
           isolate: false,
         },
       },
