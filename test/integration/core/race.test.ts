@@ -10,7 +10,7 @@ import { createTestStack, startAgent, type TestStack } from '#test/stack';
  * `npm test` runs 200 rounds (4,000 claims, every one of them reaching the grant); `npm run race` runs the 1,000 rounds
  * of the figure the project reports. Each round costs about 160 AWS requests (a loser's claim is seven: its session
  * read, the receive, the task read, the reservation, the refused grant, the release and the hint's delete), so 1,000
- * rounds took a fifth of the CPU time of the whole `npm test` on two cores (5 of its 15 minutes).
+ * rounds took about a fifth of the CPU time of the whole `npm test` (some 320 of its 1,660 CPU seconds on two cores).
  */
 const ROUNDS = Number(process.env.RACE_ROUNDS ?? 200);
 const AGENTS = 20;
@@ -26,8 +26,8 @@ describe('claim race', () => {
     await stack.destroy();
   });
 
-  // Bound by the CPU: 1,000 rounds take about 200 s on two quiet cores, more than 400 s beside `npm run bench`.
-  // Nothing here is timed; the bound only ends a hung run.
+  // Bound by the CPU: 1,000 rounds take about 150 s on two quiet cores (264 CPU seconds), more than 400 s beside
+  // `npm run bench`. Nothing here is timed; the bound only ends a hung run.
   it(`exactly one of ${AGENTS} agents wins each of ${ROUNDS} rounds`, { timeout: 1_200_000 }, async () => {
     const outcomes = await Promise.all(
       Array.from({ length: GROUPS }, (_, g) => race(stack, `race${g}`, Math.ceil(ROUNDS / GROUPS))),
