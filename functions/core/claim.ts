@@ -237,7 +237,7 @@ async function takeReceived(
   await passTurns(
     ctx,
     turns,
-    new Set([...admission.refused, ...grants.limited.keys()]),
+    admission.refused,
     (queue) => open.find((c) => c.queue === queue)?.limits.perKeyConcurrency,
     grants.limited,
   );

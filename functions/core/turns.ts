@@ -341,9 +341,13 @@ export async function passTurns(
   taken: readonly TakenTurn[],
   refused: ReadonlySet<string> = new Set(),
   perKeyConcurrency: (queue: string) => number | undefined = () => undefined,
-  /** Tasks refused by a rate limit: by each, the whole seconds until its window ends, if SQS can hold it that long. */
+  /**
+   * Tasks refused by a rate limit (refused too, as those above): by each, the whole seconds until its window ends,
+   * if SQS can hold it that long.
+   */
   limited: ReadonlyMap<string, number | undefined> = new Map(),
 ): Promise<void> {
+  const isRefused = (hint: ReceivedHint) => refused.has(hint.taskId) || limited.has(hint.taskId);
   const windowSeconds = (hints: readonly ReceivedHint[]) => {
     const seconds = hints.map((h) => limited.get(h.taskId));
     return seconds.length > 0 && seconds.every((s) => s !== undefined) ? Math.min(...seconds) : undefined;
@@ -355,8 +359,8 @@ export async function passTurns(
         keyLimit: perKeyConcurrency(t.turn.queue),
         windowSeconds: windowSeconds(t.hints),
         // Refused by a limit (the key's, or the queue's): the lane still has them, and is full for now.
-        more: t.more || t.hints.some((h) => refused.has(h.taskId)),
-        full: t.hints.length > 0 && t.hints.every((h) => refused.has(h.taskId)),
+        more: t.more || t.hints.some(isRefused),
+        full: t.hints.length > 0 && t.hints.every(isRefused),
       }).catch((error: unknown) =>
         ctx.log.warn('passing a turn on failed; it comes back when its message is visible again', {
           laneId: t.laneId,
